@@ -1,0 +1,39 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Layers, bottom up (see DESIGN.md): ISO15693 → TagSimulator → Readers (+ CLibNFC) → VLoggerCore → vlogger.
+let package = Package(
+    name: "vlogger",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "vlogger", targets: ["vlogger"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .target(name: "ISO15693"),
+        .target(name: "TagSimulator", dependencies: ["ISO15693"]),
+        .systemLibrary(
+            name: "CLibNFC",
+            pkgConfig: "libnfc",
+            providers: [.apt(["libnfc-dev"])]
+        ),
+        .target(name: "Readers", dependencies: ["ISO15693", "TagSimulator", "CLibNFC"]),
+        .target(name: "VLoggerCore", dependencies: ["ISO15693", "TagSimulator", "Readers"]),
+        .executableTarget(
+            name: "vlogger",
+            dependencies: [
+                "VLoggerCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
+        .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
+        .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
+        .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
+        .testTarget(name: "ReadersTests", dependencies: ["Readers", "TagSimulator"]),
+        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore"]),
+        .testTarget(name: "CLITests", dependencies: ["ISO15693"]),
+    ]
+)
