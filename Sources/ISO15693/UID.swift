@@ -15,6 +15,11 @@ public struct UID: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
         self.value = value
     }
 
+    /// From a manufacturer code and a 48-bit serial number (bytes 5…0); byte 7 is 0xE0.
+    public init(manufacturer: ManufacturerCode, serial: UInt64) {
+        value = 0xE0 << 56 | UInt64(manufacturer.rawValue) << 48 | (serial & 0x0000_FFFF_FFFF_FFFF)
+    }
+
     /// From 8 bytes in on-air order (least-significant byte first), as in an Inventory response.
     public init<C: Collection>(onAir bytes: C) throws(FrameError) where C.Element == UInt8 {
         guard bytes.count == 8 else {

@@ -1,0 +1,197 @@
+import ISO15693
+
+/// How a simulated chip behaves: memory, supported commands, quirks, timing. Each profile names the source
+/// of its numbers; where no public source gave a number, the profile says it is a modelling assumption.
+public struct ChipProfile: Hashable, Sendable {
+    /// Stable identifier used in tag images (`"icode-slix2"`).
+    public let id: String
+    public let model: ICModel?
+    public let manufacturer: ManufacturerCode
+    /// UID byte 5 and the bits of byte 4 that identify the product (see `ICModel.identify`).
+    public let uidByte5: UInt8
+    public let uidByte4Bits: UInt8
+    public let blockCount: Int
+    public let blockSize: Int
+    public let icReference: UInt8?
+    /// Fields returned by Get System Information; nil when the chip has no Get System Information.
+    public let systemInfo: SystemInfoFields?
+    /// Extended commands 0x30–0x34, 0x3B, 0x3C.
+    public let supportsExtendedCommands: Bool
+    /// Plain block commands and Get System Information need the Protocol Extension flag and 2-byte block
+    /// numbers (ST M24LR64 / LRIS64K family); without it the chip answers `protocolExtensionError`.
+    public let requiresProtocolExtension: Bool
+    public let maxBlocksPerRead: Int
+    /// nil: Write Multiple Blocks not supported.
+    public let maxBlocksPerWrite: Int?
+    /// Writes and locks are only carried out with the Option flag (TI Tag-it HF-I).
+    public let writeRequiresOption: Bool
+    /// Programming time of one block after the reader's EOF, on top of t1.
+    public let programmingTimePerBlock: AirTime
+    /// Error code for commands the chip does not know; nil: the chip stays silent.
+    public let unsupportedCommandError: ISOErrorCode?
+    public let blockOutOfRangeError: ISOErrorCode
+    public let protocolExtensionError: ISOErrorCode
+    public let sources: [String]
+
+    public struct SystemInfoFields: Hashable, Sendable {
+        public let dsfid: Bool, afi: Bool, memorySize: Bool, icReference: Bool
+        public static let all = SystemInfoFields(dsfid: true, afi: true, memorySize: true, icReference: true)
+    }
+
+    public var memoryBytes: Int { blockCount * blockSize }
+
+    /// A UID for this chip from a serial number (the product bits of bytes 5 and 4 are the profile's).
+    public func makeUID(serial: UInt64) -> UID {
+        var b4 = UInt8(truncatingIfNeeded: serial >> 32)
+        if manufacturer == .nxp { b4 = (b4 & ~0x18) | uidByte4Bits }
+        let s = UInt64(uidByte5) << 40 | UInt64(b4) << 32 | (serial & 0xFFFF_FFFF)
+        return UID(manufacturer: manufacturer, serial: s)
+    }
+
+    // MARK: The profiles
+
+    /// NXP ICODE SLIX2 (SL2S2602): 80 × 4-byte blocks, IC reference 0x01, no extended commands.
+    public static let icodeSLIX2 = ChipProfile(
+        id: "icode-slix2", model: .icodeSLIX2, manufacturer: .nxp, uidByte5: 0x01, uidByte4Bits: 0x08,
+        blockCount: 80, blockSize: 4, icReference: 0x01, systemInfo: .all,
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 80, maxBlocksPerWrite: nil, writeRequiresOption: false,
+        programmingTimePerBlock: AirTime(ticks: 18 * 4096),
+        unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "80 blocks × 4 bytes, IC reference 0x01: Flipper dumps ('Block Count: 80', 'IC Reference: 01') and pm3 (facts §2.1)",
+            "UID E0 04 01, byte 4 bit 3 = SLIX2 indicator: Flipper slix.c SlixUidLayout, pm3 uidmapping bit 35",
+            "No Write Multiple Blocks: ICODE SLIX overview ('0x24 not natively supported', facts §2.1)",
+            "Read Multiple up to the end of memory: UNVERIFIED (NXP datasheet not retrieved); modelled as 80",
+            "Programming time: no NXP figure found; modelled as the ST EEPROM figure 18 × 302 µs (assumption)",
+        ])
+
+    /// ST ST25DV64K: 2048 × 4-byte blocks; blocks above 255 only through the extended commands; Write
+    /// Multiple Blocks of at most 4 blocks; typical 5 ms programming per block.
+    public static let st25dv64k = ChipProfile(
+        id: "st25dv64k", model: .st25dv64k, manufacturer: .stMicroelectronics, uidByte5: 0x26, uidByte4Bits: 0,
+        blockCount: 2048, blockSize: 4, icReference: 0x26, systemInfo: .all,
+        supportsExtendedCommands: true, requiresProtocolExtension: false,
+        maxBlocksPerRead: 256, maxBlocksPerWrite: 4, writeRequiresOption: false,
+        programmingTimePerBlock: .microseconds(5000),
+        unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "2048 × 4 bytes (end address 0x7FF), IC reference 0x26: ST25DV datasheet via facts §2.1",
+            "Extended commands 0x30–0x34, 0x3B, 0x3C for blocks > 255: RFAL rfal_st25xv / facts §2.2",
+            "Write Multiple Blocks ≤ 4 blocks; 'From RF: typical 5 ms for 1 block': ST25DV datasheet, ST forum (facts §2.1)",
+            "Read Multiple: 8-bit count, ≤ 256 blocks (facts §2.1)",
+        ])
+
+    /// TI Tag-it HF-I Plus: 64 × 4-byte blocks; writes and locks need the Option flag (the tag waits for
+    /// the reader's EOF).
+    public static let tagitHFIPlus = ChipProfile(
+        id: "tagit-hfi-plus", model: .tagitHFIPlus, manufacturer: .texasInstruments, uidByte5: 0x80, uidByte4Bits: 0,
+        blockCount: 64, blockSize: 4, icReference: nil,
+        systemInfo: SystemInfoFields(dsfid: true, afi: true, memorySize: true, icReference: false),
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 64, maxBlocksPerWrite: 2, writeRequiresOption: true,
+        programmingTimePerBlock: .microseconds(10_000),
+        unsupportedCommandError: nil, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "64 × 4 bytes (2048 bit), UID E0 07 80 (chip): pm3 uidmapping (facts §2.1)",
+            "Writes need Option = 1 and an EOF: pm3 ('-o needed for TI'), FEIG WR-OPTION tables, Linux trf7970a (facts §1.4)",
+            "Programming time ≥ 10 ms: TI scbu011 as quoted by the Linux trf7970a driver (facts §1.4)",
+            "No IC reference in Get System Information, 2-block writes, silence on unknown commands: assumptions (no TI datasheet retrieved)",
+        ])
+
+    /// TI Tag-it HF-I Standard: 8 user blocks × 4 bytes, no Get System Information (a reader must probe).
+    public static let tagitHFIStandard = ChipProfile(
+        id: "tagit-hfi-standard", model: .tagitHFIStandard, manufacturer: .texasInstruments, uidByte5: 0xC0, uidByte4Bits: 0,
+        blockCount: 8, blockSize: 4, icReference: nil, systemInfo: nil,
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 8, maxBlocksPerWrite: nil, writeRequiresOption: true,
+        programmingTimePerBlock: .microseconds(10_000),
+        unsupportedCommandError: nil, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "11 blocks, user 0–7 (8 × 4 B); only 0x22/0x23/0x24 optional commands, no 0x2B: FEIG tables (facts §2.1)",
+            "UID bits 47–41 = 1100 000 → byte 5 0xC0/0xC1: FEIG/pm3 (facts §2.1)",
+            "WR-OPTION = 1: FEIG (facts §2.1)",
+        ])
+
+    /// TI RF430FRL152H-like sensor transponder: 244 × 8-byte FRAM blocks; Get System Information returns the
+    /// memory size only (info flags 0x04, no IC reference).
+    public static let rf430frl152h = ChipProfile(
+        id: "rf430frl152h", model: .rf430frl15xh, manufacturer: .texasInstruments, uidByte5: 0xA2, uidByte4Bits: 0,
+        blockCount: 244, blockSize: 8, icReference: nil,
+        systemInfo: SystemInfoFields(dsfid: false, afi: false, memorySize: true, icReference: false),
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 32, maxBlocksPerWrite: nil, writeRequiresOption: false,
+        programmingTimePerBlock: .zero,
+        unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "244 × 8 bytes (memory size F3 07), info flags 0x04 only, UID E0 07 A2: TI E2E captures and a public RF430 project (facts §2.1)",
+            "Block 9 = sampled ADC data, block 2 = sensor configuration: SLAU603B (facts §2.3)",
+            "Read Multiple in chunks of 32 blocks: assumption (facts §1.7 note)",
+            "FRAM writes: no datasheet figure; modelled with no programming time beyond t1",
+        ])
+
+    /// Fujitsu MB89R118: 256 × 8-byte FRAM blocks (block 0xF8 exists); Write Multiple ≤ 2 blocks.
+    public static let mb89r118 = ChipProfile(
+        id: "mb89r118", model: .mb89r118, manufacturer: .fujitsu, uidByte5: 0x01, uidByte4Bits: 0,
+        blockCount: 256, blockSize: 8, icReference: nil,
+        systemInfo: SystemInfoFields(dsfid: true, afi: true, memorySize: true, icReference: false),
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 32, maxBlocksPerWrite: 2, writeRequiresOption: false,
+        programmingTimePerBlock: .zero,
+        unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "256 × 8 bytes = 2 KB, user 0–249; UID byte 5 = 0x01: FEIG tables (facts §2.1)",
+            "Write Multiple ≤ 2 blocks; WR-OPTION 0 or 1; FRAM: FEIG tables (facts §2.1)",
+            "Standard Read Multiple 'limited' (FEIG); 32 blocks per read is an assumption",
+        ])
+
+    /// ST M24LR64-R: 2048 × 4-byte blocks addressed with the Protocol Extension flag and 2-byte block numbers.
+    public static let m24lr64 = ChipProfile(
+        id: "m24lr64", model: .m24lr64, manufacturer: .stMicroelectronics, uidByte5: 0x2C, uidByte4Bits: 0,
+        blockCount: 2048, blockSize: 4, icReference: 0x2C, systemInfo: .all,
+        supportsExtendedCommands: false, requiresProtocolExtension: true,
+        maxBlocksPerRead: 32, maxBlocksPerWrite: nil, writeRequiresOption: false,
+        programmingTimePerBlock: AirTime(ticks: 18 * 4096),
+        unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .unknownError,
+        sources: [
+            "2048 × 4 bytes; 'Protocol_extension_flag should be set to 1 … if 0, the M24LR64-R answers with an error code': M24LR64-R datasheet (facts §2.1)",
+            "Write time 'Wt = t1nom + 18 × 302 µs': M24LR64-R / LRIS64K datasheets (facts §1.7 e)",
+            "IC reference / UID byte 5 0x2C: UNVERIFIED; error code 0x0F for a missing Protocol Extension flag and 32-block reads: assumptions",
+        ])
+
+    public static let all: [ChipProfile] = [icodeSLIX2, st25dv64k, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64]
+
+    public static func named(_ id: String) -> ChipProfile? { all.first { $0.id == id } }
+
+    /// The profile for a tag image that names none: by IC model from the UID, else a generic ISO 15693 chip
+    /// of the image's size.
+    public static func infer(uid: UID, blockCount: Int, blockSize: Int, icReference: UInt8?) -> ChipProfile {
+        if let model = ICModel.identify(uid: uid, icReference: icReference, blockCount: blockCount),
+           let p = all.first(where: { $0.model == model && $0.blockCount == blockCount && $0.blockSize == blockSize }) {
+            return p
+        }
+        return generic(uid: uid, blockCount: blockCount, blockSize: blockSize, icReference: icReference)
+    }
+
+    /// A plain ISO/IEC 15693-3 chip with every optional command of the base standard.
+    public static func generic(uid: UID, blockCount: Int, blockSize: Int, icReference: UInt8?) -> ChipProfile {
+        ChipProfile(
+            id: "generic", model: ICModel.identify(uid: uid, icReference: icReference, blockCount: blockCount),
+            manufacturer: uid.manufacturer, uidByte5: uid.byte(5), uidByte4Bits: 0,
+            blockCount: blockCount, blockSize: blockSize, icReference: icReference,
+            systemInfo: SystemInfoFields(dsfid: true, afi: true, memorySize: true, icReference: icReference != nil),
+            supportsExtendedCommands: blockCount > 256, requiresProtocolExtension: false,
+            maxBlocksPerRead: min(blockCount, 256), maxBlocksPerWrite: 4, writeRequiresOption: false,
+            programmingTimePerBlock: AirTime(ticks: 18 * 4096),
+            unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+            protocolExtensionError: .optionNotSupported,
+            sources: ["generic ISO/IEC 15693-3 chip built from a tag image; behaviour per the base standard"])
+    }
+}

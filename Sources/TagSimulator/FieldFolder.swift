@@ -1,0 +1,90 @@
+import Foundation
+import ISO15693
+
+/// A simulated field kept in a folder: one tag image per file (the project's JSON, Proxmark3 JSON and
+/// Flipper `.nfc` side by side). Writes and locks made through the field are written back to the tag's own
+/// file, in its own format, so the next process sees them.
+public final class FieldFolder {
+    public let url: URL
+    public let field: SimulatedField
+    /// Which file each tag came from.
+    public private(set) var files: [UID: (url: URL, format: TagImageFormat)] = [:]
+    /// Set when writing a changed tag back failed; the command that caused it reports it.
+    public private(set) var persistError: TagImageError?
+
+    /// Loads every `*.json` and `*.nfc` file of `url`. A file that is not a tag image, or two files with
+    /// the same UID, is an error that names the file.
+    public init(url: URL) throws(TagImageError) {
+        self.url = url
+        field = SimulatedField()
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), isDir.boolValue else {
+            throw TagImageError("field folder \(url.path) does not exist or is not a folder")
+        }
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() } catch {
+            throw TagImageError("cannot list field folder \(url.path): \(error.localizedDescription)")
+        }
+        for name in names where name.hasSuffix(".json") || name.hasSuffix(".nfc") {
+            let fileURL = url.appendingPathComponent(name)
+            let image: TagImage
+            let format: TagImageFormat
+            do {
+                let text = try Self.read(fileURL)
+                guard let f = TagImageFormat.detect(fileName: name, text: text) else {
+                    if name.hasSuffix(".json") { continue } // other JSON (e.g. a scenario) is not a tag
+                    throw TagImageError("not a tag image (project JSON, Proxmark3 \"15693 v4\" JSON or Flipper .nfc)")
+                }
+                format = f
+                image = try f.decode(text)
+            } catch let e as TagImageError {
+                throw e.in(fileURL.path)
+            } catch {
+                throw TagImageError("\(fileURL.path): \(error)")
+            }
+            if let other = files[image.uid] {
+                throw TagImageError("\(fileURL.path): UID \(image.uid) is already in \(other.url.lastPathComponent); each tag needs its own UID")
+            }
+            files[image.uid] = (fileURL, format)
+            field.add(SimulatedTag(image: image))
+        }
+        field.onTagChanged = { [weak self] tag in self?.persist(tag) }
+    }
+
+    static func read(_ url: URL) throws(TagImageError) -> String {
+        do {
+            let data = try Data(contentsOf: url)
+            guard let text = String(data: data, encoding: .utf8) else { throw TagImageError("not UTF-8 text") }
+            return text
+        } catch let e as TagImageError { throw e } catch {
+            throw TagImageError("cannot read: \(error.localizedDescription)")
+        }
+    }
+
+    /// Writes a tag's image back to its file (atomically: a crash leaves the old or the new file).
+    func persist(_ tag: SimulatedTag) {
+        guard let entry = files[tag.uid] else { return }
+        do {
+            let original = try? Self.read(entry.url)
+            let text = try entry.format.encode(tag.image, updating: original)
+            try Data(text.utf8).write(to: entry.url, options: .atomic)
+        } catch let e as TagImageError {
+            persistError = e.in(entry.url.path)
+        } catch {
+            persistError = TagImageError("\(entry.url.path): cannot write: \(error.localizedDescription)")
+        }
+    }
+
+    /// Adds a new tag image file to the folder and the field.
+    public func addFile(_ image: TagImage, name: String, format: TagImageFormat) throws(TagImageError) {
+        let fileURL = url.appendingPathComponent(name)
+        guard files[image.uid] == nil else { throw TagImageError("UID \(image.uid) is already in the field") }
+        do {
+            try Data(try format.encode(image).utf8).write(to: fileURL, options: .atomic)
+        } catch let e as TagImageError { throw e } catch {
+            throw TagImageError("\(fileURL.path): cannot write: \(error.localizedDescription)")
+        }
+        files[image.uid] = (fileURL, format)
+        field.add(SimulatedTag(image: image))
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import ISO15693
+
+/// The dump formats a tag image can be read from and written to.
+public enum TagImageFormat: String, Sendable, CaseIterable {
+    /// The project's JSON (`"format": "vlogger-tag-image"`), documented in `Config/demo-field/README.md`.
+    case vlogger
+    /// Proxmark3 JSON dumps, `"FileType": "15693 v4"` (and v5, whose page count has two bytes).
+    case proxmark3
+    /// Flipper Zero `.nfc` files of device type `ISO15693-3` or `SLIX`.
+    case flipper
+
+    public var fileExtension: String { self == .flipper ? "nfc" : "json" }
+
+    /// Tells the format from the file's content (and name, for `.nfc`).
+    public static func detect(fileName: String, text: String) -> TagImageFormat? {
+        if text.hasPrefix("Filetype: Flipper NFC device") || fileName.lowercased().hasSuffix(".nfc") { return .flipper }
+        if text.contains("\"vlogger-tag-image\"") { return .vlogger }
+        if text.contains("\"FileType\"") && text.contains("15693") { return .proxmark3 }
+        return nil
+    }
+
+    public func decode(_ text: String) throws(TagImageError) -> TagImage {
+        switch self {
+        case .vlogger: return try VLoggerImageCodec.decode(text)
+        case .proxmark3: return try Proxmark3ImageCodec.decode(text)
+        case .flipper: return try FlipperImageCodec.decode(text)
+        }
+    }
+
+    /// Encodes `image`. With `updating`, the original file's other content (comments, Flipper SLIX
+    /// passwords, Proxmark3 extra fields) is kept and only the tag's state is replaced.
+    public func encode(_ image: TagImage, updating original: String? = nil) throws(TagImageError) -> String {
+        switch self {
+        case .vlogger: return try VLoggerImageCodec.encode(image)
+        case .proxmark3: return try Proxmark3ImageCodec.encode(image, updating: original)
+        case .flipper: return FlipperImageCodec.encode(image, updating: original)
+        }
+    }
+}
+
+private func hexByte(_ v: Any?, _ field: String) throws(TagImageError) -> UInt8 {
+    guard let s = v as? String else { throw TagImageError("'\(field)' is missing or not a hex string") }
+    do {
+        let b = try Hex.parse(s)
+        guard b.count == 1 else { throw TagImageError("'\(field)' must be one byte in hex, got '\(s)'") }
+        return b[0]
+    } catch let e as TagImageError { throw e } catch {
+        throw TagImageError("'\(field)': \(error)")
+    }
+}
+
+private func hexBytes(_ s: String, _ field: String) throws(TagImageError) -> [UInt8] {
+    do { return try Hex.parse(s) } catch { throw TagImageError("'\(field)': \(error)") }
+}
+
+private func parseJSONObject(_ text: String) throws(TagImageError) -> [String: Any] {
+    do {
+        guard let obj = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw TagImageError("the file is JSON but not an object")
+        }
+        return obj
+    } catch let e as TagImageError { throw e } catch {
+        throw TagImageError("not valid JSON: \(error.localizedDescription)")
+    }
+}
+
+private func serialize(_ obj: [String: Any]) throws(TagImageError) -> String {
+    do {
+        let data = try JSONSerialization.data(withJSONObject: obj, options: [.prettyPrinted, .sortedKeys])
+        return String(decoding: data, as: UTF8.self) + "\n"
+    } catch {
+        throw TagImageError("cannot encode JSON: \(error.localizedDescription)")
+    }
+}
+
+// MARK: - The project's JSON
+
+/// ```json
+/// { "format": "vlogger-tag-image", "version": 1, "profile": "icode-slix2",
+///   "uid": "E004010812345678", "dsfid": "00", "dsfidLocked": false, "afi": "00", "afiLocked": false,
+///   "icReference": "01", "blockSize": 4, "blocks": ["E1401001", "…"], "lockedBlocks": ["0x00"] }
+/// ```
+enum VLoggerImageCodec {
+    static let formatName = "vlogger-tag-image"
+
+    static func decode(_ text: String) throws(TagImageError) -> TagImage {
+        let o = try parseJSONObject(text)
+        guard o["format"] as? String == formatName else { throw TagImageError("'format' must be \"\(formatName)\"") }
+        guard let version = o["version"] as? Int, version == 1 else { throw TagImageError("'version' must be 1 (the only version so far)") }
+        let known: Set<String> = ["format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
+                                  "icReference", "blockSize", "blocks", "lockedBlocks", "comment"]
+        if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
+            throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
+        }
+        guard let uidText = o["uid"] as? String else { throw TagImageError("'uid' is missing") }
+        let uid: UID
+        do { uid = try UID(parsing: uidText) } catch { throw TagImageError("'uid': \(error)") }
+        guard let blockSize = o["blockSize"] as? Int else { throw TagImageError("'blockSize' (a number of bytes) is missing") }
+        guard let blockTexts = o["blocks"] as? [String] else { throw TagImageError("'blocks' must be an array of hex strings, one per block") }
+        var blocks: [[UInt8]] = []
+        for (i, t) in blockTexts.enumerated() { blocks.append(try hexBytes(t, "blocks[\(i)]")) }
+        var locked = Array(repeating: false, count: blocks.count)
+        for item in (o["lockedBlocks"] as? [Any]) ?? [] {
+            let n: Int
+            if let i = item as? Int { n = i } else if let s = item as? String, let v = try? Hex.parseInteger(s) { n = Int(v) } else {
+                throw TagImageError("'lockedBlocks' entries must be block numbers (\"0x03\" or 3)")
+            }
+            guard n >= 0, n < locked.count else { throw TagImageError("'lockedBlocks' names block \(n), the image has \(locked.count) blocks") }
+            locked[n] = true
+        }
+        let profile = o["profile"] as? String
+        if let profile, ChipProfile.named(profile) == nil, profile != "generic" {
+            throw TagImageError("unknown profile '\(profile)'; known: \(ChipProfile.all.map(\.id).joined(separator: ", ")), generic")
+        }
+        return try TagImage(uid: uid, dsfid: try hexByte(o["dsfid"] ?? "00", "dsfid"), dsfidLocked: o["dsfidLocked"] as? Bool ?? false,
+                            afi: try hexByte(o["afi"] ?? "00", "afi"), afiLocked: o["afiLocked"] as? Bool ?? false,
+                            blockSize: blockSize, blocks: blocks, locked: locked,
+                            icReference: o["icReference"] == nil ? nil : try hexByte(o["icReference"], "icReference"),
+                            profileID: profile)
+    }
+
+    static func encode(_ image: TagImage) throws(TagImageError) -> String {
+        var o: [String: Any] = [
+            "format": formatName, "version": 1, "uid": image.uid.description,
+            "dsfid": Hex.format([image.dsfid]), "dsfidLocked": image.dsfidLocked,
+            "afi": Hex.format([image.afi]), "afiLocked": image.afiLocked,
+            "blockSize": image.blockSize, "blocks": image.blocks.map { Hex.format($0, separator: "") },
+            "lockedBlocks": image.locked.indices.filter { image.locked[$0] }.map { (BlockNumber(exactly: $0) ?? 0).description },
+        ]
+        if let p = image.profileID { o["profile"] = p }
+        if let ic = image.icReference { o["icReference"] = Hex.format([ic]) }
+        return try serialize(o)
+    }
+}
+
+// MARK: - Proxmark3 "15693 v4" / "15693 v5"
+
+/// Proxmark3 JSON dumps (`client/src/fileutils.c`, `json15_save_tag`): `$.Card.uid` (8 bytes as stored
+/// in pm3's `iso15_tag_t`, i.e. on-air order, least-significant first), `dsfid`, `dsfidlock`, `afi`,
+/// `afilock`, `bytesperpage`, `pagescount` (1 byte in v4, 2 bytes little-endian in v5), `ic`, `locks`
+/// (one byte per page), `random`, `privacypasswd`, `state`; and `$.blocks.N` = hex of page N.
+enum Proxmark3ImageCodec {
+    static func decode(_ text: String) throws(TagImageError) -> TagImage {
+        let o = try parseJSONObject(text)
+        guard let type = o["FileType"] as? String else { throw TagImageError("no 'FileType'; not a Proxmark3 dump") }
+        guard type == "15693 v4" || type == "15693 v5" else {
+            throw TagImageError("Proxmark3 FileType '\(type)' is not supported; re-save it with a current client as \"15693 v4\" or \"15693 v5\"")
+        }
+        guard let card = o["Card"] as? [String: Any] else { throw TagImageError("no 'Card' object") }
+        guard let uidText = card["uid"] as? String else { throw TagImageError("'Card.uid' is missing") }
+        let uid: UID
+        do { uid = try UID(onAir: try hexBytes(uidText, "Card.uid")) } catch let e as TagImageError { throw e } catch {
+            throw TagImageError("'Card.uid' \(uidText): \(error) (Proxmark3 stores the UID least-significant byte first)")
+        }
+        let size = Int(try hexByte(card["bytesperpage"], "Card.bytesperpage"))
+        let pcBytes = try hexBytes(card["pagescount"] as? String ?? "", "Card.pagescount")
+        guard (1...2).contains(pcBytes.count) else { throw TagImageError("'Card.pagescount' must be 1 (v4) or 2 (v5) bytes") }
+        let count = pcBytes.count == 1 ? Int(pcBytes[0]) : Int(pcBytes[0]) | Int(pcBytes[1]) << 8
+        guard let blocksObj = o["blocks"] as? [String: Any] else { throw TagImageError("no 'blocks' object") }
+        var blocks: [[UInt8]] = []
+        for i in 0..<count {
+            guard let t = blocksObj[String(i)] as? String else { throw TagImageError("'blocks.\(i)' is missing; pagescount says \(count) pages") }
+            blocks.append(try hexBytes(t, "blocks.\(i)"))
+        }
+        var locked = Array(repeating: false, count: count)
+        if let lt = card["locks"] as? String {
+            let l = try hexBytes(lt, "Card.locks")
+            for i in 0..<min(count, l.count) { locked[i] = l[i] & 0x01 != 0 }
+        }
+        let ic = try hexByte(card["ic"] ?? "00", "Card.ic")
+        return try TagImage(uid: uid, dsfid: try hexByte(card["dsfid"] ?? "00", "Card.dsfid"),
+                            dsfidLocked: try hexByte(card["dsfidlock"] ?? "00", "Card.dsfidlock") != 0,
+                            afi: try hexByte(card["afi"] ?? "00", "Card.afi"),
+                            afiLocked: try hexByte(card["afilock"] ?? "00", "Card.afilock") != 0,
+                            blockSize: size, blocks: blocks, locked: locked, icReference: ic)
+    }
+
+    static func encode(_ image: TagImage, updating original: String?) throws(TagImageError) -> String {
+        var o: [String: Any] = (original.flatMap { try? parseJSONObject($0) }) ?? ["Created": "vlogger"]
+        let v5 = image.blockCount > 255
+        o["FileType"] = v5 ? "15693 v5" : "15693 v4"
+        var card = (o["Card"] as? [String: Any]) ?? [:]
+        card["uid"] = Hex.format(image.uid.onAirBytes, separator: "")
+        card["dsfid"] = Hex.format([image.dsfid])
+        card["dsfidlock"] = image.dsfidLocked ? "01" : "00"
+        card["afi"] = Hex.format([image.afi])
+        card["afilock"] = image.afiLocked ? "01" : "00"
+        card["bytesperpage"] = Hex.format([UInt8(image.blockSize)])
+        let n = image.blockCount
+        card["pagescount"] = v5 ? Hex.format([UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF)], separator: "") : Hex.format([UInt8(n)])
+        card["ic"] = Hex.format([image.icReference ?? 0])
+        card["locks"] = Hex.format(image.locked.map { $0 ? UInt8(1) : 0 }, separator: "")
+        if card["random"] == nil { card["random"] = "0000" }
+        if card["privacypasswd"] == nil { card["privacypasswd"] = "00000000" }
+        if card["state"] == nil { card["state"] = "00" }
+        o["Card"] = card
+        var blocks: [String: Any] = [:]
+        for (i, b) in image.blocks.enumerated() { blocks[String(i)] = Hex.format(b, separator: "") }
+        o["blocks"] = blocks
+        return try serialize(o)
+    }
+}
+
+// MARK: - Flipper .nfc
+
+/// Flipper Zero `.nfc` text files (`lib/nfc/protocols/iso15693_3/iso15693_3.c` keys): `Device type:
+/// ISO15693-3` (or `SLIX`, which adds password and privacy keys), `UID` (most-significant first),
+/// `DSFID`, `AFI`, `IC Reference`, `Lock DSFID`, `Lock AFI`, `Block Count`, `Block Size` (hex),
+/// `Data Content` (all blocks), `Security Status` (one byte per block, 01 = locked).
+enum FlipperImageCodec {
+    static func decode(_ text: String) throws(TagImageError) -> TagImage {
+        var fields: [String: String] = [:]
+        for raw in text.split(whereSeparator: \.isNewline) {
+            let line = String(raw)
+            if line.hasPrefix("#") { continue }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[String(line[..<colon]).trimmingCharacters(in: .whitespaces)] = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        }
+        guard fields["Filetype"] == "Flipper NFC device" else { throw TagImageError("not a Flipper NFC file (no 'Filetype: Flipper NFC device')") }
+        let type = fields["Device type"] ?? ""
+        guard ["ISO15693-3", "ISO15693", "SLIX"].contains(type) else {
+            throw TagImageError("Flipper device type '\(type)' is not ISO 15693; expected ISO15693-3 or SLIX")
+        }
+        func need(_ key: String) throws(TagImageError) -> String {
+            guard let v = fields[key] else { throw TagImageError("'\(key)' is missing") }
+            return v
+        }
+        let uid: UID
+        do { uid = try UID(parsing: try need("UID")) } catch let e as TagImageError { throw e } catch {
+            throw TagImageError("'UID': \(error)")
+        }
+        guard let count = Int(try need("Block Count")) else { throw TagImageError("'Block Count' must be a decimal number") }
+        let sizeBytes = try hexBytes(try need("Block Size"), "Block Size")
+        guard sizeBytes.count == 1 else { throw TagImageError("'Block Size' must be one hex byte, e.g. 04") }
+        let size = Int(sizeBytes[0])
+        let data = try hexBytes(try need("Data Content"), "Data Content")
+        guard size > 0, data.count == count * size else {
+            throw TagImageError("'Data Content' has \(data.count) bytes; Block Count × Block Size is \(count * size)")
+        }
+        let blocks = stride(from: 0, to: data.count, by: size).map { Array(data[$0..<($0 + size)]) }
+        var locked = Array(repeating: false, count: count)
+        if let s = fields["Security Status"] {
+            let st = try hexBytes(s, "Security Status")
+            for i in 0..<min(count, st.count) { locked[i] = st[i] & 0x01 != 0 }
+        }
+        return try TagImage(uid: uid, dsfid: try hexByte(fields["DSFID"] ?? "00", "DSFID"), dsfidLocked: fields["Lock DSFID"] == "true",
+                            afi: try hexByte(fields["AFI"] ?? "00", "AFI"), afiLocked: fields["Lock AFI"] == "true",
+                            blockSize: size, blocks: blocks, locked: locked,
+                            icReference: fields["IC Reference"] == nil ? nil : try hexByte(fields["IC Reference"], "IC Reference"))
+    }
+
+    static func encode(_ image: TagImage, updating original: String?) -> String {
+        let values: [(String, String)] = [
+            ("UID", image.uid.spaced),
+            ("DSFID", Hex.format([image.dsfid])),
+            ("AFI", Hex.format([image.afi])),
+            ("IC Reference", Hex.format([image.icReference ?? 0])),
+            ("Lock DSFID", image.dsfidLocked ? "true" : "false"),
+            ("Lock AFI", image.afiLocked ? "true" : "false"),
+            ("Block Count", String(image.blockCount)),
+            ("Block Size", Hex.format([UInt8(image.blockSize)])),
+            ("Data Content", Hex.format(image.blocks.joined())),
+            ("Security Status", Hex.format(image.locked.map { $0 ? UInt8(1) : 0 })),
+        ]
+        if let original {
+            var lines = original.components(separatedBy: "\n")
+            var done = Set<String>()
+            for i in lines.indices where !lines[i].hasPrefix("#") {
+                guard let colon = lines[i].firstIndex(of: ":") else { continue }
+                let key = String(lines[i][..<colon])
+                if let v = values.first(where: { $0.0 == key }) {
+                    lines[i] = "\(key): \(v.1)"
+                    done.insert(key)
+                }
+            }
+            let missing = values.filter { !done.contains($0.0) }.map { "\($0.0): \($0.1)" }
+            if !missing.isEmpty {
+                if lines.last == "" { lines.removeLast() }
+                lines += missing + [""]
+            }
+            return lines.joined(separator: "\n")
+        }
+        var out = ["Filetype: Flipper NFC device", "Version: 4", "Device type: ISO15693-3", "# UID is common for all formats"]
+        out.append("UID: \(image.uid.spaced)")
+        out.append("# ISO15693-3 specific data")
+        for (k, v) in values.dropFirst() { out.append("\(k): \(v)") }
+        return out.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,182 @@
+import ISO15693
+
+/// ISO/IEC 15693-3 tag states (§7.1: power-off, ready, quiet, selected).
+public enum TagState: String, Sendable {
+    case powerOff = "power-off", ready, quiet, selected
+}
+
+/// One virtual tag: an image (memory, locks, AFI/DSFID) running on a chip profile, with its state.
+public final class SimulatedTag {
+    public private(set) var image: TagImage
+    public let profile: ChipProfile
+    public internal(set) var state: TagState = .powerOff
+    /// Added to the profile's programming time (to inject a write slower than the reader waits).
+    public var extraProgrammingTime: AirTime = .zero
+
+    public var uid: UID { image.uid }
+
+    public init(image: TagImage, profile: ChipProfile? = nil) {
+        self.image = image
+        self.profile = profile ?? image.profile
+    }
+
+    /// What the tag does with a request.
+    enum Reply {
+        case silent
+        /// `programming`: time after t1 before the answer (write-alike commands). `waitsForEOF`: the
+        /// Option flag was set on a write-alike command, so the tag answers t1 after the reader's EOF.
+        /// `commit` carries out the write; the field runs it when the write succeeds.
+        case answer(Response, programming: AirTime, waitsForEOF: Bool, commit: (() -> Void)?, extendedSI: Bool)
+    }
+
+    func answer(_ body: ResponseBody) -> Reply {
+        .answer(Response(body: body), programming: .zero, waitsForEOF: false, commit: nil, extendedSI: false)
+    }
+
+    /// The slot (0…15, or 0 with one slot) in which this tag answers an Inventory request, or nil.
+    func inventorySlot(_ request: Request) -> Int? {
+        guard case let .inventory(afi, mask) = request.command else { return nil }
+        guard state == .ready || state == .selected else { return nil }
+        if let afi, !Self.afiMatches(request: afi, tag: image.afi) { return nil }
+        guard mask.matches(uid) else { return nil }
+        if request.inventorySlots == 1 { return 0 }
+        return Int((uid.value >> UInt64(mask.length)) & 0x0F)
+    }
+
+    /// ISO/IEC 15693-3 table 8: AFI 0x00 matches every tag; a request family (high nibble) or
+    /// sub-family (low nibble) of 0 matches every family / sub-family.
+    static func afiMatches(request: UInt8, tag: UInt8) -> Bool {
+        if request == 0 { return true }
+        let rf = request >> 4, rs = request & 0x0F, tf = tag >> 4, ts = tag & 0x0F
+        if rf == 0 { return rs == ts }
+        if rs == 0 { return rf == tf }
+        return request == tag
+    }
+
+    /// Whether this tag processes a (non-inventory) request at all, from its state and the addressing.
+    func isAddressed(by request: Request) -> Bool {
+        switch state {
+        case .powerOff: return false
+        case .quiet:
+            guard case let .addressed(u) = request.addressing else { return false }
+            return u == uid
+        case .ready, .selected:
+            switch request.addressing {
+            case .nonAddressed: return true
+            case let .addressed(u): return u == uid
+            case .selected: return state == .selected
+            }
+        }
+    }
+
+    func reply(to request: Request) -> Reply {
+        let option = request.flags.contains(.option)
+        let protoExt = request.flags.contains(.protocolExtension)
+        let p = profile
+        func unsupported() -> Reply { p.unsupportedCommandError.map { answer(.error($0)) } ?? .silent }
+
+        let code = request.command.code.rawValue
+        let plainMemoryCommand = (0x20...0x24).contains(code) || code == 0x2C || code == 0x2B
+        if plainMemoryCommand && p.requiresProtocolExtension && !protoExt { return answer(.error(p.protocolExtensionError)) }
+        if (0x30...0x3C).contains(code) && !p.supportsExtendedCommands { return unsupported() }
+        if request.command.code.isWriteAlike && p.writeRequiresOption && !option {
+            // Modelling assumption: without the Option flag a TI Tag-it neither writes nor answers.
+            return .silent
+        }
+
+        func inRange(_ first: BlockNumber, _ count: Int) -> Bool { first.int + count <= image.blockCount && count >= 1 }
+        func blocks(_ first: BlockNumber, _ count: Int) -> ResponseBody {
+            .blocks((0..<count).map { i in
+                let n = first.int + i
+                return BlockRead(number: BlockNumber(exactly: n) ?? 0, data: image.blocks[n],
+                                 security: option ? (image.locked[n] ? .locked : []) : nil)
+            })
+        }
+        func write(_ first: BlockNumber, _ count: Int, _ data: [UInt8]) -> Reply {
+            guard inRange(first, count) else { return answer(.error(p.blockOutOfRangeError)) }
+            guard data.count == count * image.blockSize else { return answer(.error(.commandNotRecognized)) }
+            if let locked = (first.int..<(first.int + count)).first(where: { image.locked[$0] }) {
+                _ = locked
+                return answer(.error(.blockLocked))
+            }
+            let commit = { [self] in
+                for i in 0..<count {
+                    image.blocks[first.int + i] = Array(data[(i * image.blockSize)..<((i + 1) * image.blockSize)])
+                }
+            }
+            return .answer(Response(body: .done), programming: p.programmingTimePerBlock * count + extraProgrammingTime,
+                           waitsForEOF: option, commit: commit, extendedSI: false)
+        }
+        func writeAlike(_ check: () -> ISOErrorCode?, _ change: @escaping () -> Void) -> Reply {
+            if let e = check() { return answer(.error(e)) }
+            return .answer(Response(body: .done), programming: p.programmingTimePerBlock + extraProgrammingTime,
+                           waitsForEOF: option, commit: change, extendedSI: false)
+        }
+        func lock(_ b: BlockNumber) -> Reply {
+            guard inRange(b, 1) else { return answer(.error(p.blockOutOfRangeError)) }
+            return writeAlike({ image.locked[b.int] ? .blockAlreadyLocked : nil }, { [self] in image.locked[b.int] = true })
+        }
+
+        switch request.command {
+        case .inventory:
+            return .silent
+        case .stayQuiet:
+            state = .quiet
+            return .silent
+        case .select:
+            state = .selected
+            return answer(.done)
+        case .resetToReady:
+            state = .ready
+            return answer(.done)
+        case let .readSingleBlock(b), let .extendedReadSingleBlock(b):
+            guard inRange(b, 1) else { return answer(.error(p.blockOutOfRangeError)) }
+            return answer(blocks(b, 1))
+        case let .readMultipleBlocks(f, n), let .extendedReadMultipleBlocks(f, n):
+            guard inRange(f, n) else { return answer(.error(p.blockOutOfRangeError)) }
+            guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
+            return answer(blocks(f, n))
+        case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d):
+            return write(b, 1, d)
+        case let .writeMultipleBlocks(f, n, d), let .extendedWriteMultipleBlocks(f, n, d):
+            guard let max = p.maxBlocksPerWrite else { return unsupported() }
+            guard n <= max else { return answer(.error(.unknownError)) }
+            return write(f, n, d)
+        case let .lockBlock(b), let .extendedLockBlock(b):
+            return lock(b)
+        case let .writeAFI(v):
+            return writeAlike({ image.afiLocked ? .blockLocked : nil }, { [self] in image.afi = v })
+        case .lockAFI:
+            return writeAlike({ image.afiLocked ? .blockAlreadyLocked : nil }, { [self] in image.afiLocked = true })
+        case let .writeDSFID(v):
+            return writeAlike({ image.dsfidLocked ? .blockLocked : nil }, { [self] in image.dsfid = v })
+        case .lockDSFID:
+            return writeAlike({ image.dsfidLocked ? .blockAlreadyLocked : nil }, { [self] in image.dsfidLocked = true })
+        case .getSystemInformation:
+            guard let fields = p.systemInfo else { return unsupported() }
+            return answer(.systemInformation(systemInformation(fields, requested: 0x0F)))
+        case let .extendedGetSystemInformation(parameters):
+            guard let fields = p.systemInfo else { return unsupported() }
+            var info = systemInformation(fields, requested: parameters)
+            info.twoByteAddressing = image.blockCount > 256
+            return .answer(Response(body: .systemInformation(info)), programming: .zero, waitsForEOF: false, commit: nil, extendedSI: true)
+        case let .getMultipleBlockSecurityStatus(f, n), let .extendedGetMultipleBlockSecurityStatus(f, n):
+            guard inRange(f, n) else { return answer(.error(p.blockOutOfRangeError)) }
+            return answer(.securityStatus((f.int..<(f.int + n)).map { image.locked[$0] ? .locked : [] }))
+        case .custom, .proprietary, .other:
+            return unsupported()
+        }
+    }
+
+    func systemInformation(_ fields: ChipProfile.SystemInfoFields, requested: UInt8) -> SystemInformation {
+        var info = SystemInformation(uid: uid)
+        if fields.dsfid && requested & 0x01 != 0 { info.dsfid = image.dsfid }
+        if fields.afi && requested & 0x02 != 0 { info.afi = image.afi }
+        if fields.memorySize && requested & 0x04 != 0 {
+            info.blockCount = image.blockCount
+            info.blockSize = image.blockSize
+        }
+        if fields.icReference && requested & 0x08 != 0 { info.icReference = image.icReference }
+        return info
+    }
+}

@@ -1,0 +1,78 @@
+import ISO15693
+
+/// Everything a tag stores: the content of a dump file and the state a simulated tag keeps across power
+/// cycles. The project's JSON form of it is documented in `Config/demo-field/README.md`.
+public struct TagImage: Equatable, Sendable {
+    public var uid: UID
+    public var dsfid: UInt8
+    public var dsfidLocked: Bool
+    public var afi: UInt8
+    public var afiLocked: Bool
+    public var blockSize: Int
+    public var icReference: UInt8?
+    /// One entry per block, each `blockSize` bytes.
+    public var blocks: [[UInt8]]
+    /// Per-block lock status (block security status bit 0).
+    public var locked: [Bool]
+    /// Chip profile id (`ChipProfile.id`); nil when the file names none.
+    public var profileID: String?
+
+    public var blockCount: Int { blocks.count }
+
+    public init(uid: UID, dsfid: UInt8 = 0, dsfidLocked: Bool = false, afi: UInt8 = 0, afiLocked: Bool = false,
+                blockSize: Int, blocks: [[UInt8]], locked: [Bool]? = nil, icReference: UInt8? = nil, profileID: String? = nil) throws(TagImageError) {
+        guard (1...32).contains(blockSize) else { throw TagImageError("block size \(blockSize) is outside 1…32 bytes") }
+        guard (1...65536).contains(blocks.count) else { throw TagImageError("block count \(blocks.count) is outside 1…65536") }
+        for (i, b) in blocks.enumerated() where b.count != blockSize {
+            throw TagImageError("block \(BlockNumber(exactly: i) ?? 0) has \(b.count) bytes, the block size is \(blockSize)")
+        }
+        let locks = locked ?? Array(repeating: false, count: blocks.count)
+        guard locks.count == blocks.count else {
+            throw TagImageError("\(locks.count) lock states for \(blocks.count) blocks")
+        }
+        self.uid = uid
+        self.dsfid = dsfid
+        self.dsfidLocked = dsfidLocked
+        self.afi = afi
+        self.afiLocked = afiLocked
+        self.blockSize = blockSize
+        self.blocks = blocks
+        self.locked = locks
+        self.icReference = icReference
+        self.profileID = profileID
+    }
+
+    /// A blank image for a profile (all bytes zero, nothing locked).
+    public static func blank(profile: ChipProfile, uid: UID) -> TagImage {
+        TagImage(unchecked: uid, blockSize: profile.blockSize,
+                 blocks: Array(repeating: Array(repeating: 0, count: profile.blockSize), count: profile.blockCount),
+                 icReference: profile.icReference, profileID: profile.id)
+    }
+
+    private init(unchecked uid: UID, blockSize: Int, blocks: [[UInt8]], icReference: UInt8?, profileID: String?) {
+        self.uid = uid
+        dsfid = 0
+        dsfidLocked = false
+        afi = 0
+        afiLocked = false
+        self.blockSize = blockSize
+        self.blocks = blocks
+        locked = Array(repeating: false, count: blocks.count)
+        self.icReference = icReference
+        self.profileID = profileID
+    }
+
+    /// The chip profile this image runs on.
+    public var profile: ChipProfile {
+        if let id = profileID, let p = ChipProfile.named(id), p.blockCount == blockCount, p.blockSize == blockSize { return p }
+        return ChipProfile.infer(uid: uid, blockCount: blockCount, blockSize: blockSize, icReference: icReference)
+    }
+}
+
+/// A tag image file that cannot be read or written; says which file and what is wrong.
+public struct TagImageError: Error, CustomStringConvertible, Equatable, Sendable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+    func `in`(_ file: String) -> TagImageError { TagImageError("\(file): \(message)") }
+}
