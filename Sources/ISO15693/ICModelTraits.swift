@@ -1,0 +1,43 @@
+/// What a reader needs to know about an IC model beyond Get System Information. Sources as in
+/// `iso15693-facts.md` Part 2 §1.4 and §2; entries marked "assumption" have no public source yet.
+extension ICModel {
+    /// Writes and locks must carry the Option flag (the tag then waits for the reader's EOF).
+    /// TI Tag-it HF-I: pm3 ("-o needed for TI"), FEIG WR-OPTION = 1, Linux trf7970a driver.
+    public var writeNeedsOption: Bool {
+        switch self {
+        case .tagitHFIPlus, .tagitHFIStandard, .tagitHFIPro: return true
+        default: return false
+        }
+    }
+
+    /// Plain block commands need the Protocol Extension flag with 2-byte block numbers
+    /// (M24LR64-R and LRIS64K datasheets; RFAL `legacySTHighDensity`).
+    public var needsProtocolExtension: Bool { self == .m24lr64 || self == .lris64k }
+
+    /// Largest Write Multiple Blocks the chip takes; nil = write one block at a time.
+    /// ST25DV/ST25TV: at most 4 (datasheet, ST forum); MB89R118: 2 (FEIG).
+    public var maxBlocksPerWrite: Int? {
+        switch self {
+        case .st25dv04k, .st25dv16k, .st25dv64k, .st25dv16kOr64k, .st25dvKC, .st25tv04kp, .st25tv16k64k: return 4
+        case .mb89r116, .mb89r118: return 2
+        default: return nil
+        }
+    }
+
+    /// Largest Read Multiple Blocks to ask for, when known to be below the 256 of the command.
+    /// RF430FRL15xH, MB89R118, M24LR64: 32 (assumptions, see the simulator profiles).
+    public var maxBlocksPerRead: Int? {
+        switch self {
+        case .rf430frl15xh, .mb89r116, .mb89r118, .m24lr64: return 32
+        default: return nil
+        }
+    }
+
+    /// Chips with more than 256 blocks reached through the extended commands 0x30–0x3C.
+    public var usesExtendedCommands: Bool {
+        switch self {
+        case .st25dv16k, .st25dv64k, .st25dv16kOr64k, .st25dvKC, .st25tv16k64k: return true
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,452 @@
+import ISO15693
+
+/// Why a client operation failed.
+public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The reader reported no usable answer (after the retries).
+    case reader(ReaderError, command: String)
+    /// The tag answered with its error flag.
+    case tag(ISOErrorCode, command: String)
+    /// The tag's answer does not follow ISO/IEC 15693-3.
+    case malformed(FrameError, command: String)
+    /// The operation cannot be done as asked (block out of range, wrong data size, …).
+    case invalid(String)
+    /// What was read back after a write is not what was written.
+    case verifyFailed(block: BlockNumber, wrote: [UInt8], read: [UInt8])
+
+    public var description: String {
+        switch self {
+        case let .reader(e, c): return "\(c): \(e)"
+        case let .tag(e, c): return "\(c): the tag answered \(e)"
+        case let .malformed(e, c): return "\(c): malformed answer: \(e)"
+        case let .invalid(m): return m
+        case let .verifyFailed(b, w, r): return "block \(b) reads back \(Hex.format(r)) after writing \(Hex.format(w))"
+        }
+    }
+
+    /// True when retrying may help (no answer, garbled answer).
+    var isTransient: Bool {
+        switch self {
+        case .reader(.timeout, _), .reader(.crcError, _), .reader(.collision, _), .malformed: return true
+        default: return false
+        }
+    }
+}
+
+/// How a tag's memory layout was found.
+public enum MemorySource: String, Sendable, Codable {
+    case getSystemInformation = "Get System Information (0x2B)"
+    case protocolExtension = "Get System Information with the Protocol Extension flag"
+    case extendedGetSystemInformation = "Extended Get System Information (0x3B)"
+    case probed = "probing with Read Single Block (no Get System Information)"
+}
+
+/// A tag's memory as the client will address it.
+public struct TagMemory: Sendable, Equatable {
+    public var info: SystemInformation
+    public var model: ICModel?
+    public var source: MemorySource
+    public var blockCount: Int
+    public var blockSize: Int
+    public enum Addressing: String, Sendable { case plain, extended, protocolExtension }
+    public var addressing: Addressing
+    public var maxBlocksPerRead: Int
+    public var maxBlocksPerWrite: Int?
+    public var writeNeedsOption: Bool
+}
+
+/// A tag found by inventory.
+public struct InventoryEntry: Sendable, Equatable {
+    public let uid: UID
+    public let dsfid: UInt8
+}
+
+/// Result of a write.
+public struct WriteReport: Sendable, Equatable {
+    public var blocks: Int
+    public var exchanges: Int
+    public var retries: Int
+    public var verified: Bool
+}
+
+/// An ISO/IEC 15693 client over any `TagReader`. Each command is a small function that builds its request
+/// and calls `send`, the one transceive path where retries, timing and error mapping live.
+public final class ISO15693Client {
+    public let reader: TagReader
+    /// Data rate and subcarrier bits used in every request (default: high rate, one subcarrier).
+    public var baseFlags: RequestFlags
+    /// Extra attempts after a timeout or a garbled answer.
+    public var retries: Int
+    private var memoryCache: [UID: TagMemory] = [:]
+    public private(set) var exchanges = 0
+
+    /// How commands to one tag are addressed: with its UID (default), to the selected tag (after
+    /// `select`), or non-addressed (every tag in the field answers: use with one tag only).
+    public enum AddressingMode: String, Sendable { case addressed, selected, nonAddressed = "non-addressed" }
+    public var addressingMode: AddressingMode = .addressed
+
+    public init(reader: TagReader, baseFlags: RequestFlags = [.highDataRate], retries: Int = 2) {
+        self.reader = reader
+        self.baseFlags = baseFlags.intersection([.highDataRate, .dualSubcarrier])
+        self.retries = retries
+    }
+
+    // MARK: The one transceive path
+
+    /// Sends a request, waits as its command needs, decodes the answer; an error flag becomes
+    /// `ClientError.tag`. Timeouts and garbled answers are retried `retries` times (not for Inventory).
+    public func send(_ request: Request, blockSize: Int? = nil, retries: Int? = nil) throws(ClientError) -> Response {
+        let name = request.command.code.name
+        let frame: [UInt8]
+        do { frame = try request.encode() } catch { throw ClientError.invalid("\(name): \(error)") }
+        let wait: ResponseWait = request.command.code.isWriteAlike ? .writeAlike(optionFlag: request.flags.contains(.option)) : .standard
+        var attempt = 0
+        let limit = retries ?? self.retries
+        while true {
+            do throws(ClientError) {
+                exchanges += 1
+                let answer: [UInt8]
+                do { answer = try reader.transceive(frame, wait: wait) } catch { throw ClientError.reader(error, command: name) }
+                let response: Response
+                do { response = try Response.decode(answer, to: request, blockSize: blockSize) } catch {
+                    throw ClientError.malformed(error, command: name)
+                }
+                if case let .error(code) = response.body { throw ClientError.tag(code, command: name) }
+                return response
+            } catch {
+                guard error.isTransient, attempt < limit else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    /// Sends a frame as is (flags, command, parameters; the reader adds the CRC) and returns the answer.
+    public func raw(_ frame: [UInt8], wait: ResponseWait = .standard) throws(ClientError) -> [UInt8] {
+        exchanges += 1
+        do { return try reader.transceive(frame, wait: wait) } catch { throw ClientError.reader(error, command: "raw frame") }
+    }
+
+    private func request(_ command: Command, _ uid: UID?, option: Bool = false, protocolExtension: Bool = false) -> Request {
+        var flags = baseFlags
+        if option { flags.insert(.option) }
+        if protocolExtension { flags.insert(.protocolExtension) }
+        let addressing: Addressing
+        switch (command, addressingMode, uid) {
+        case (.stayQuiet, _, let u?), (.select, _, let u?): addressing = .addressed(u)
+        case (_, .addressed, let u?): addressing = .addressed(u)
+        case (_, .selected, _): addressing = .selected
+        default: addressing = .nonAddressed
+        }
+        return Request(command, flags: flags, addressing: addressing)
+    }
+
+    // MARK: Inventory
+
+    /// Finds every tag in the field: 16-slot Inventory rounds, each collided slot queried again with the
+    /// mask extended by that slot's 4 bits (ISO/IEC 15693-3 Annex D), down to 64-bit masks if needed.
+    /// With `quiet`, each tag found is then sent Stay Quiet, so later inventories skip it until a field
+    /// reset or Reset to Ready.
+    public func inventory(afi: UInt8? = nil, quiet: Bool = false, maxRounds: Int = 4096) throws(ClientError) -> [InventoryEntry] {
+        var found: [UID: UInt8] = [:]
+        var order: [UID] = []
+        var pending: [InventoryMask] = [.none]
+        var rounds = 0
+        while !pending.isEmpty {
+            let mask = pending.removeFirst()
+            rounds += 1
+            guard rounds <= maxRounds else {
+                throw ClientError.invalid("inventory gave up after \(maxRounds) rounds with \(pending.count) collided slots left; the field is too crowded or too noisy")
+            }
+            let oneSlot = mask.length > 60
+            var flags = baseFlags
+            if oneSlot { flags.insert(.oneSlot) }
+            let req = Request(.inventory(afi: afi, mask: mask), flags: flags)
+            let frame: [UInt8]
+            do { frame = try req.encode() } catch { throw ClientError.invalid("Inventory: \(error)") }
+            for slot in 0..<(oneSlot ? 1 : 16) {
+                let answer: [UInt8]
+                do {
+                    exchanges += 1
+                    answer = slot == 0 ? try reader.transceive(frame, wait: .standard) : try reader.nextSlot()
+                } catch .timeout {
+                    continue
+                } catch .collision, .crcError {
+                    // Two or more tags (or a garbled answer): look again with 4 more mask bits.
+                    if oneSlot { continue }
+                    if mask.length + 4 <= 60 {
+                        if let m = try? mask.extended(by: 4, with: UInt64(slot)) { pending.append(m) }
+                    } else {
+                        for v in 0..<16 {
+                            if let m = try? mask.extended(by: 4, with: UInt64(slot)).extended(by: 64 - mask.length - 4, with: UInt64(v)) {
+                                pending.append(m)
+                            }
+                        }
+                    }
+                    continue
+                } catch {
+                    throw ClientError.reader(error, command: "Inventory")
+                }
+                guard let r = try? Response.decode(answer, to: req), case let .inventory(dsfid, uid) = r.body else { continue }
+                if found[uid] == nil { order.append(uid) }
+                found[uid] = dsfid
+            }
+        }
+        if quiet {
+            for uid in order { try stayQuiet(uid) }
+        }
+        return order.map { InventoryEntry(uid: $0, dsfid: found[$0] ?? 0) }
+    }
+
+    /// Stay Quiet (addressed; the tag does not answer).
+    public func stayQuiet(_ uid: UID) throws(ClientError) {
+        do {
+            exchanges += 1
+            _ = try reader.transceive(try request(.stayQuiet, uid).encode(), wait: .standard)
+        } catch let e as ReaderError where e == .timeout {
+            return
+        } catch let e as ReaderError {
+            throw ClientError.reader(e, command: "Stay Quiet")
+        } catch {
+            throw ClientError.invalid("Stay Quiet: \(error)")
+        }
+    }
+
+    public func resetToReady(_ uid: UID?) throws(ClientError) { _ = try send(request(.resetToReady, uid)) }
+    public func select(_ uid: UID) throws(ClientError) { _ = try send(request(.select, uid)) }
+
+    // MARK: Memory layout
+
+    /// The tag's memory layout, found once per UID and cached: Get System Information; with the Protocol
+    /// Extension flag for chips that need it; Extended Get System Information when the plain one fails or
+    /// reports a full 256 blocks; probing with Read Single Block when the chip has neither.
+    public func memory(of uid: UID) throws(ClientError) -> TagMemory {
+        if let m = memoryCache[uid] { return m }
+        let guess = ICModel.identify(uid: uid)
+        var info: SystemInformation?
+        var source = MemorySource.getSystemInformation
+        var lastError: ClientError?
+        let attempts: [(Command, Bool, MemorySource)] = guess?.needsProtocolExtension == true
+            ? [(.getSystemInformation, true, .protocolExtension), (.getSystemInformation, false, .getSystemInformation)]
+            : [(.getSystemInformation, false, .getSystemInformation), (.getSystemInformation, true, .protocolExtension)]
+        for (command, ext, src) in attempts {
+            do {
+                if case let .systemInformation(i) = try send(request(command, uid, protocolExtension: ext), retries: 1).body {
+                    info = i
+                    source = src
+                    break
+                }
+            } catch {
+                lastError = error
+                if case .reader(.timeout, _) = error { break } // a silent chip will not answer the variant either
+            }
+        }
+        if info == nil || info?.blockCount == 256 || info?.blockCount == nil {
+            if let i = try? extendedSystemInformation(uid), i.blockCount != nil || info == nil {
+                info = merge(info, i)
+                source = .extendedGetSystemInformation
+            }
+        }
+        var layout: TagMemory
+        if let info, let count = info.blockCount, let size = info.blockSize {
+            let model = ICModel.identify(uid: uid, icReference: info.icReference, blockCount: count)
+            let addressing: TagMemory.Addressing = source == .protocolExtension ? .protocolExtension
+                : (count > 256 ? .extended : .plain)
+            layout = TagMemory(info: info, model: model, source: source, blockCount: count, blockSize: size,
+                               addressing: addressing, maxBlocksPerRead: model?.maxBlocksPerRead ?? 256,
+                               maxBlocksPerWrite: model?.maxBlocksPerWrite, writeNeedsOption: model?.writeNeedsOption ?? false)
+        } else {
+            do {
+                layout = try probe(uid, info: info)
+            } catch {
+                throw lastError.map { ClientError.invalid("cannot find the memory of \(uid): Get System Information failed (\($0)) and probing failed (\(error))") } ?? error
+            }
+        }
+        memoryCache[uid] = layout
+        return layout
+    }
+
+    /// Forgets cached layouts (all, or one tag's).
+    public func forget(_ uid: UID? = nil) {
+        if let uid { memoryCache[uid] = nil } else { memoryCache.removeAll() }
+    }
+
+    public func extendedSystemInformation(_ uid: UID) throws(ClientError) -> SystemInformation {
+        guard case let .systemInformation(i) = try send(request(.extendedGetSystemInformation(parameters: 0x3F), uid), retries: 0).body else {
+            throw ClientError.invalid("Extended Get System Information: unexpected answer")
+        }
+        return i
+    }
+
+    private func merge(_ a: SystemInformation?, _ b: SystemInformation) -> SystemInformation {
+        guard var m = a else { return b }
+        m.blockCount = b.blockCount ?? m.blockCount
+        m.blockSize = b.blockSize ?? m.blockSize
+        m.icReference = m.icReference ?? b.icReference
+        m.twoByteAddressing = b.twoByteAddressing
+        m.commandList = b.commandList
+        return m
+    }
+
+    /// Finds block size and count without Get System Information: block 0 gives the size, a binary search
+    /// over Read Single Block (error 0x10/0x0F or silence = past the end) the count, as pm3 `hf 15 dump` does.
+    private func probe(_ uid: UID, info: SystemInformation?) throws(ClientError) -> TagMemory {
+        let model = ICModel.identify(uid: uid)
+        func readable(_ n: Int) -> [UInt8]? {
+            guard let b = BlockNumber(exactly: n),
+                  case let .blocks(blocks)? = try? send(request(.readSingleBlock(b), uid), retries: 0).body else { return nil }
+            return blocks.first?.data
+        }
+        guard let first = readable(0) else {
+            throw ClientError.invalid("\(uid) answers neither Get System Information nor Read Single Block 0x00")
+        }
+        var lo = 0, hi = 256 // lo readable, hi not
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2
+            if readable(mid) != nil { lo = mid } else { hi = mid }
+        }
+        var i = info ?? SystemInformation(uid: uid)
+        i.blockCount = lo + 1
+        i.blockSize = first.count
+        return TagMemory(info: i, model: model, source: .probed, blockCount: lo + 1, blockSize: first.count,
+                         addressing: .plain, maxBlocksPerRead: model?.maxBlocksPerRead ?? 256,
+                         maxBlocksPerWrite: model?.maxBlocksPerWrite, writeNeedsOption: model?.writeNeedsOption ?? false)
+    }
+
+    // MARK: Blocks
+
+    private func checkRange(_ m: TagMemory, _ first: BlockNumber, _ count: Int) throws(ClientError) {
+        guard count >= 1 else { throw ClientError.invalid("block count must be at least 1") }
+        guard first.int + count <= m.blockCount else {
+            throw ClientError.invalid("blocks \(first)…\(BlockNumber(exactly: first.int + count - 1) ?? first) are past the end of the tag: it has \(m.blockCount) blocks (0x00…\(BlockNumber(exactly: m.blockCount - 1) ?? 0))")
+        }
+    }
+
+    private func readCommand(_ m: TagMemory, _ first: BlockNumber, _ count: Int) -> (Command, Bool) {
+        let wide = first.int + count - 1 > 255
+        switch m.addressing {
+        case .protocolExtension:
+            return (count == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: count), true)
+        case .extended where wide:
+            return (count == 1 ? .extendedReadSingleBlock(first) : .extendedReadMultipleBlocks(first: first, count: count), false)
+        default:
+            return (count == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: count), false)
+        }
+    }
+
+    /// Reads `count` blocks from `first` in as few exchanges as the chip and the reader allow. With
+    /// `security`, each block comes with its lock status.
+    public func readBlocks(_ uid: UID, first: BlockNumber, count: Int, security: Bool = false) throws(ClientError) -> [BlockRead] {
+        let m = try memory(of: uid)
+        try checkRange(m, first, count)
+        let perBlock = m.blockSize + (security ? 1 : 0)
+        let frameLimit = max(1, (reader.limits.maxResponseBytes - 1) / perBlock)
+        var chunk = min(m.maxBlocksPerRead, frameLimit, 256)
+        var out: [BlockRead] = []
+        out.reserveCapacity(count)
+        var next = first.int
+        let end = first.int + count
+        while next < end {
+            var n = min(chunk, end - next)
+            // Do not let a plain (1-byte) read run across block 255 into the extended range.
+            if m.addressing == .extended && next <= 255 && next + n - 1 > 255 { n = 256 - next }
+            let start = BlockNumber(exactly: next) ?? 0
+            let (command, ext) = readCommand(m, start, n)
+            do throws(ClientError) {
+                let r = try send(request(command, uid, option: security, protocolExtension: ext), blockSize: m.blockSize)
+                guard case let .blocks(blocks) = r.body, blocks.count == n else {
+                    throw ClientError.invalid("\(command.code.name): expected \(n) blocks")
+                }
+                out += blocks
+                next += n
+            } catch {
+                // A chip that refuses long reads: halve the chunk and go on (not for a missing block).
+                if case let .tag(code, _) = error, code != .blockNotAvailable, n > 1 {
+                    chunk = max(1, n / 2)
+                    continue
+                }
+                throw error
+            }
+        }
+        return out
+    }
+
+    /// Writes whole blocks from `first`, with Write Multiple Blocks where the chip takes it, the Option
+    /// flag where the chip needs it, then reads back and compares. A block whose answer is lost or whose
+    /// read-back differs is written again, at most `retries` times.
+    @discardableResult
+    public func writeBlocks(_ uid: UID, first: BlockNumber, blocks: [[UInt8]], verify: Bool = true,
+                            option: Bool? = nil) throws(ClientError) -> WriteReport {
+        let m = try memory(of: uid)
+        try checkRange(m, first, blocks.count)
+        for (i, b) in blocks.enumerated() where b.count != m.blockSize {
+            throw ClientError.invalid("block \(BlockNumber(exactly: first.int + i) ?? first) data has \(b.count) bytes; this tag's blocks have \(m.blockSize) (\(m.blockCount) blocks × \(m.blockSize) bytes)")
+        }
+        let useOption = option ?? m.writeNeedsOption
+        var report = WriteReport(blocks: blocks.count, exchanges: 0, retries: 0, verified: false)
+        let before = exchanges
+        var i = 0
+        while i < blocks.count {
+            let n = min(m.maxBlocksPerWrite ?? 1, blocks.count - i)
+            let start = BlockNumber(exactly: first.int + i) ?? first
+            let data = Array(blocks[i..<(i + n)].joined())
+            var attempt = 0
+            while true {
+                do throws(ClientError) {
+                    try writeChunk(m, uid, start, n, data, option: useOption)
+                    break
+                } catch {
+                    guard error.isTransient, attempt < retries else { throw error }
+                    attempt += 1
+                    report.retries += 1
+                    // The answer may be lost while the write happened (pm3, RFAL): check before writing again.
+                    if let back = try? readBlocks(uid, first: start, count: n), Array(back.map(\.data).joined()) == data { break }
+                }
+            }
+            i += n
+        }
+        if verify {
+            var attempt = 0
+            while true {
+                let back = try readBlocks(uid, first: first, count: blocks.count)
+                guard let bad = back.indices.first(where: { back[$0].data != blocks[$0] }) else { break }
+                guard attempt < retries else {
+                    throw ClientError.verifyFailed(block: back[bad].number, wrote: blocks[bad], read: back[bad].data)
+                }
+                attempt += 1
+                report.retries += 1
+                try writeChunk(m, uid, back[bad].number, 1, blocks[bad], option: useOption)
+            }
+            report.verified = true
+        }
+        report.exchanges = exchanges - before
+        return report
+    }
+
+    private func writeChunk(_ m: TagMemory, _ uid: UID, _ start: BlockNumber, _ n: Int, _ data: [UInt8], option: Bool) throws(ClientError) {
+        let wide = start.int + n - 1 > 255
+        let command: Command
+        var ext = false
+        switch m.addressing {
+        case .protocolExtension:
+            ext = true
+            command = n == 1 ? .writeSingleBlock(start, data: data) : .writeMultipleBlocks(first: start, count: n, data: data)
+        case .extended where wide:
+            command = n == 1 ? .extendedWriteSingleBlock(start, data: data) : .extendedWriteMultipleBlocks(first: start, count: n, data: data)
+        default:
+            command = n == 1 ? .writeSingleBlock(start, data: data) : .writeMultipleBlocks(first: start, count: n, data: data)
+        }
+        _ = try send(request(command, uid, option: option, protocolExtension: ext), retries: 0)
+    }
+
+    /// Locks a block for ever. Irreversible.
+    public func lockBlock(_ uid: UID, block: BlockNumber, option: Bool? = nil) throws(ClientError) {
+        let m = try memory(of: uid)
+        try checkRange(m, block, 1)
+        let command: Command = (m.addressing == .extended && block.int > 255) ? .extendedLockBlock(block) : .lockBlock(block)
+        _ = try send(request(command, uid, option: option ?? m.writeNeedsOption, protocolExtension: m.addressing == .protocolExtension), retries: 0)
+    }
+
+    /// Lock status of blocks, via Get Multiple Block Security Status (falls back to reads with the Option flag).
+    public func securityStatus(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> [BlockSecurityStatus] {
+        try readBlocks(uid, first: first, count: count, security: true).map { $0.security ?? [] }
+    }
+}

@@ -1,0 +1,99 @@
+import ISO15693
+
+/// How long the reader waits for an answer.
+public enum ResponseWait: Sendable, Equatable {
+    /// Read-alike: the answer starts t1 after the request.
+    case standard
+    /// Write-alike: without the Option flag the tag answers by itself after programming (up to 20 ms);
+    /// with it, the reader sends a lone EOF after its EOF delay and the tag answers t1 later.
+    case writeAlike(optionFlag: Bool)
+}
+
+/// What a reader reports instead of an answer. Every driver maps its own errors onto these.
+public enum ReaderError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No tag answered within the waiting time.
+    case timeout
+    /// Two or more tags answered at once.
+    case collision
+    /// An answer arrived with a wrong CRC.
+    case crcError(FrameError)
+    /// The reader's RF field is off.
+    case fieldOff
+    /// A frame longer than the reader can send or receive.
+    case frameTooLong(bytes: Int, limit: Int)
+    /// The driver or device failed; the message says what to do.
+    case device(String)
+    /// This reader cannot carry ISO 15693 at all; the message names what works instead.
+    case notSupported(String)
+
+    public var description: String {
+        switch self {
+        case .timeout: return "no answer from the tag (timeout)"
+        case .collision: return "collision: two or more tags answered at once"
+        case let .crcError(e): return "corrupted answer: \(e)"
+        case .fieldOff: return "the reader's RF field is off"
+        case let .frameTooLong(b, l): return "frame of \(b) bytes exceeds the reader's limit of \(l) bytes"
+        case let .device(m): return m
+        case let .notSupported(m): return m
+        }
+    }
+}
+
+/// The limits of a reader.
+public struct ReaderLimits: Sendable, Equatable {
+    /// Largest request frame without CRC.
+    public var maxRequestBytes: Int
+    /// Largest response frame without CRC.
+    public var maxResponseBytes: Int
+    /// When the reader sends the lone EOF after a write-alike command with the Option flag.
+    public var optionEOFDelay: AirTime
+    /// How long it waits for a write-alike answer without the Option flag.
+    public var writeTimeout: AirTime
+
+    public init(maxRequestBytes: Int = 256, maxResponseBytes: Int = 256,
+                optionEOFDelay: AirTime = .microseconds(20_000), writeTimeout: AirTime = .microseconds(20_000)) {
+        self.maxRequestBytes = maxRequestBytes
+        self.maxResponseBytes = maxResponseBytes
+        self.optionEOFDelay = optionEOFDelay
+        self.writeTimeout = writeTimeout
+    }
+}
+
+/// One event of a reader's trace.
+public struct TraceEvent: Sendable, Equatable {
+    public enum Direction: String, Sendable { case readerToTag = ">>", tagToReader = "<<", slotMarker = "EOF", nothing = "--" }
+    public let direction: Direction
+    /// Bytes as on air, CRC included (empty for a slot marker or when nothing came back).
+    public let bytes: [UInt8]
+    /// Air time of this part of the exchange.
+    public let airTime: AirTime
+    /// What happened when there is no frame: timeout, collision, CRC error.
+    public let note: String?
+
+    public init(direction: Direction, bytes: [UInt8], airTime: AirTime, note: String? = nil) {
+        self.direction = direction
+        self.bytes = bytes
+        self.airTime = airTime
+        self.note = note
+    }
+}
+
+/// The seam between vlogger and every reader: raw ISO 15693 frames out, raw frames in. Frames cross the
+/// seam without CRC; the driver (or the reader hardware) adds and checks it. Everything above this layer
+/// is tested against the simulator driver through this very protocol.
+public protocol TagReader: AnyObject {
+    /// A human-readable name (driver and device).
+    var name: String { get }
+    var limits: ReaderLimits { get }
+    /// Air time spent so far (measured or, for hardware, estimated from frame lengths).
+    var airTime: AirTime { get }
+    /// Receives every exchange when set.
+    var trace: ((TraceEvent) -> Void)? { get set }
+
+    func fieldOn() throws(ReaderError)
+    func fieldOff() throws(ReaderError)
+    /// Sends a request frame (without CRC) and returns the tag's answer (without CRC, CRC checked).
+    func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8]
+    /// During a 16-slot Inventory: sends the EOF that opens the next slot and returns its answer.
+    func nextSlot() throws(ReaderError) -> [UInt8]
+}
