@@ -12,7 +12,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
-        .target(name: "ISO15693"),
+        .target(name: "ISO15693", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         .target(name: "TagSimulator", dependencies: ["ISO15693"]),
         .systemLibrary(
             name: "CLibNFC",

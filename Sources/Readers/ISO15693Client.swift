@@ -239,7 +239,9 @@ public final class ISO15693Client {
                 if case .reader(.timeout, _) = error { break } // a silent chip will not answer the variant either
             }
         }
-        if info == nil || info?.blockCount == 256 || info?.blockCount == nil {
+        // 0x3B when the plain answer is missing, lacks the memory size, or may be capped at 256 blocks.
+        let known = info.flatMap { ICModel.identify(uid: uid, icReference: $0.icReference, blockCount: $0.blockCount) }
+        if info == nil || info?.blockCount == nil || (info?.blockCount == 256 && (known == nil || known?.usesExtendedCommands == true)) {
             if let i = try? extendedSystemInformation(uid), i.blockCount != nil || info == nil {
                 info = merge(info, i)
                 source = .extendedGetSystemInformation

@@ -1,0 +1,44 @@
+import ISO15693
+import Readers
+import TagSimulator
+
+/// Reading a whole tag into an image and writing an image back to a tag.
+public enum TagDump {
+    /// Memory layout, every block with its lock status, DSFID/AFI, IC reference.
+    public static func dump(_ client: ISO15693Client, uid: UID) throws -> TagImage {
+        let m = try client.memory(of: uid)
+        let blocks = try client.readBlocks(uid, first: 0, count: m.blockCount, security: true)
+        return try TagImage(uid: uid, dsfid: m.info.dsfid ?? 0, afi: m.info.afi ?? 0, blockSize: m.blockSize,
+                            blocks: blocks.map(\.data), locked: blocks.map { $0.security?.isLocked ?? false },
+                            icReference: m.info.icReference)
+    }
+
+    public struct RestoreReport: Sendable {
+        public var written: Int
+        public var unchanged: Int
+        public var lockedSkipped: [BlockNumber]
+    }
+
+    /// Writes the blocks of `image` that differ from the tag, with read-back verification. Locked blocks
+    /// that differ are reported, not attempted; the image's lock bits are not applied (locking is
+    /// irreversible and has its own command).
+    public static func restore(_ client: ISO15693Client, uid: UID, image: TagImage) throws -> RestoreReport {
+        let m = try client.memory(of: uid)
+        guard m.blockSize == image.blockSize, m.blockCount >= image.blockCount else {
+            throw VLoggerError("the image has \(image.blockCount) × \(image.blockSize)-byte blocks; tag \(uid) has \(m.blockCount) × \(m.blockSize)")
+        }
+        let current = try client.readBlocks(uid, first: 0, count: image.blockCount, security: true)
+        var report = RestoreReport(written: 0, unchanged: 0, lockedSkipped: [])
+        var i = 0
+        while i < image.blockCount {
+            if current[i].data == image.blocks[i] { report.unchanged += 1; i += 1; continue }
+            if current[i].security?.isLocked == true { report.lockedSkipped.append(current[i].number); i += 1; continue }
+            var j = i
+            while j < image.blockCount, current[j].data != image.blocks[j], current[j].security?.isLocked != true { j += 1 }
+            try client.writeBlocks(uid, first: current[i].number, blocks: Array(image.blocks[i..<j]))
+            report.written += j - i
+            i = j
+        }
+        return report
+    }
+}

@@ -1,0 +1,39 @@
+import ISO15693
+import Readers
+
+/// Turns reader trace events into lines: direction, bytes as on air (CRC included), air time, meaning.
+/// Answers are decoded against the request they answer.
+public final class TraceFormatter {
+    private var lastRequest: Request?
+    private var inventorySlot = 0
+    private let emit: (String) -> Void
+    public private(set) var total: AirTime = .zero
+
+    public init(emit: @escaping (String) -> Void) { self.emit = emit }
+
+    public func handle(_ e: TraceEvent) {
+        total = total + e.airTime
+        let time = e.airTime.description.padding(toLength: 10, withPad: " ", startingAt: 0)
+        switch e.direction {
+        case .readerToTag:
+            let body = Array(e.bytes.dropLast(2))
+            let request = try? Request.decode(body)
+            lastRequest = request
+            inventorySlot = 0
+            emit(">> \(Hex.format(e.bytes).padding(toLength: 44, withPad: " ", startingAt: 0)) \(time) \(request?.summary ?? "undecodable request")")
+        case .slotMarker:
+            inventorySlot += 1
+            emit("EOF \("(slot \(inventorySlot))".padding(toLength: 43, withPad: " ", startingAt: 0)) \(time) next inventory slot")
+        case .tagToReader:
+            var meaning = "answer"
+            if !CRC16.isValid(e.bytes) {
+                meaning = "CRC error"
+            } else if let request = lastRequest {
+                do { meaning = try Response.decode(Array(e.bytes.dropLast(2)), to: request).summary } catch { meaning = "malformed: \(error)" }
+            }
+            emit("<< \(Hex.format(e.bytes).padding(toLength: 44, withPad: " ", startingAt: 0)) \(time) \(meaning)")
+        case .nothing:
+            emit("-- \((e.note ?? "").padding(toLength: 44, withPad: " ", startingAt: 0)) \(time)")
+        }
+    }
+}

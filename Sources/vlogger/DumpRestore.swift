@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import ISO15693
+import TagSimulator
+import VLoggerCore
+
+extension TagImageFormat: ExpressibleByArgument {}
+
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Read a whole tag (blocks, lock status, DSFID/AFI) into a dump file.")
+
+    @OptionGroup var options: ReaderOptions
+
+    @Option(name: .shortAndLong, help: "Output file (default: stdout).")
+    var output: String?
+
+    @Option(help: "vlogger (project JSON), proxmark3 (\"15693 v4\" JSON) or flipper (.nfc).")
+    var format: TagImageFormat = .vlogger
+
+    func run() throws {
+        let session = try options.open()
+        let uid = try options.target(session)
+        var image = try TagDump.dump(session.client, uid: uid)
+        image.profileID = nil
+        let text = try format.encode(image)
+        if let output {
+            do { try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
+                throw VLoggerError("cannot write \(output): \(error.localizedDescription)")
+            }
+            FileHandle.standardError.write(Data("dumped \(image.blockCount) × \(image.blockSize)-byte blocks of \(uid) to \(output); \(airLine(session))\n".utf8))
+        } else {
+            print(text, terminator: "")
+        }
+    }
+}
+
+struct Restore: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write a dump file (project JSON, Proxmark3 JSON or Flipper .nfc) back to a tag; only changed blocks are written.")
+
+    @OptionGroup var options: ReaderOptions
+
+    @Argument(help: "The dump file.")
+    var file: String
+
+    func run() throws {
+        let text: String
+        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
+            throw VLoggerError("cannot read \(file): \(error.localizedDescription)")
+        }
+        guard let format = TagImageFormat.detect(fileName: file, text: text) else {
+            throw VLoggerError("\(file) is not a project, Proxmark3 (15693 v4) or Flipper (.nfc) dump")
+        }
+        let image: TagImage
+        do { image = try format.decode(text) } catch { throw VLoggerError("\(file): \(error)") }
+        let session = try options.open()
+        let uid = try options.target(session)
+        let report = try TagDump.restore(session.client, uid: uid, image: image)
+        try session.checkPersisted()
+        print("restored \(file) to \(uid): \(report.written) block(s) written, \(report.unchanged) unchanged"
+              + (report.lockedSkipped.isEmpty ? "" : ", locked and different (not written): \(report.lockedSkipped.map(\.description).joined(separator: " "))")
+              + "; \(airLine(session))")
+        if !report.lockedSkipped.isEmpty { throw ExitCode(2) }
+    }
+}
+
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List reader devices: the simulated field and libnfc devices.")
+
+    @Option(help: "Folder of tag images for the simulator.")
+    var field: String?
+
+    func run() throws {
+        let path = field ?? ReaderSession.defaultFieldPath()
+        if let folder = try? FieldFolder(url: URL(fileURLWithPath: path)) {
+            print("sim      \(path)  (\(folder.field.tags.count) simulated tag(s))  ISO 15693: yes")
+        } else {
+            print("sim      \(path)  (not a field folder)")
+        }
+        do {
+            let devices = try LibNFCDevices.list()
+            if devices.isEmpty { print("libnfc   no devices found (libnfc \(LibNFCDevices.version))") }
+            for d in devices { print("libnfc   \(d)  ISO 15693: no (libnfc has no ISO 15693 modulation)") }
+        } catch {
+            print("libnfc   \(error)")
+        }
+    }
+}

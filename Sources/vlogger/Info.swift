@@ -1,0 +1,37 @@
+import ArgumentParser
+import ISO15693
+import VLoggerCore
+
+struct Info: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show a tag's system information, IC model and memory layout.")
+
+    @OptionGroup var options: ReaderOptions
+
+    func run() throws {
+        let session = try options.open()
+        let uid = try options.target(session)
+        let m = try session.client.memory(of: uid)
+        if options.json {
+            var o: [String: Any] = ["uid": uid.description, "manufacturer": uid.manufacturer.name ?? "unregistered",
+                                    "manufacturerCode": Hex.format([uid.manufacturer.rawValue]),
+                                    "blockCount": m.blockCount, "blockSize": m.blockSize, "source": m.source.rawValue,
+                                    "addressing": m.addressing.rawValue, "writeNeedsOption": m.writeNeedsOption]
+            if let model = m.model { o["model"] = model.name }
+            if let d = m.info.dsfid { o["dsfid"] = Hex.format([d]) }
+            if let a = m.info.afi { o["afi"] = Hex.format([a]) }
+            if let ic = m.info.icReference { o["icReference"] = Hex.format([ic]) }
+            printJSON(o)
+            return
+        }
+        print("UID            \(uid)")
+        print("Manufacturer   \(uid.manufacturer)")
+        print("IC model       \(m.model?.name ?? "unknown")")
+        print("DSFID          \(m.info.dsfid.map { "0x" + Hex.format([$0]) } ?? "not reported")")
+        print("AFI            \(m.info.afi.map { "0x" + Hex.format([$0]) } ?? "not reported")")
+        print("IC reference   \(m.info.icReference.map { "0x" + Hex.format([$0]) } ?? "not reported")")
+        print("Memory         \(m.blockCount) blocks × \(m.blockSize) bytes = \(m.blockCount * m.blockSize) bytes")
+        print("Found by       \(m.source.rawValue)")
+        print("Addressing     \(m.addressing.rawValue)\(m.writeNeedsOption ? "; writes need the Option flag" : "")")
+        print(airLine(session))
+    }
+}

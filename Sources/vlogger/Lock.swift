@@ -1,0 +1,32 @@
+import ArgumentParser
+import ISO15693
+import VLoggerCore
+
+struct Lock: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Lock a block for ever (irreversible: needs --yes).")
+
+    @OptionGroup var options: ReaderOptions
+
+    @Option(help: "Block to lock (0xF8 or 248).")
+    var block: String
+
+    @Flag(help: "Confirm: a locked block can never be written again.")
+    var yes = false
+
+    func run() throws {
+        let b = try parseBlock(block)
+        guard yes else {
+            throw VLoggerError("locking block \(b) is irreversible; run again with --yes to lock it")
+        }
+        let session = try options.open()
+        let uid = try options.target(session)
+        try session.client.lockBlock(uid, block: b, option: options.wantsOption ? true : nil)
+        try session.checkPersisted()
+        let status = try session.client.securityStatus(uid, first: b, count: 1)
+        if options.json {
+            printJSON(["uid": uid.description, "block": b.description, "locked": status.first?.isLocked ?? false])
+            return
+        }
+        print("block \(b) of \(uid) is \(status.first?.isLocked == true ? "locked" : "NOT locked"); \(airLine(session))")
+    }
+}

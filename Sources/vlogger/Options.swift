@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import ISO15693
+import Readers
+import VLoggerCore
+
+extension ReaderKind: ExpressibleByArgument {}
+
+/// Options shared by every command that talks to a tag.
+struct ReaderOptions: ParsableArguments {
+    @Option(help: "Reader driver: sim (simulated field) or libnfc (lists devices; cannot carry ISO 15693).")
+    var reader: ReaderKind = .sim
+
+    @Option(help: "Folder of tag images for --reader sim (default: $VLOGGER_FIELD or Config/demo-field).")
+    var field: String?
+
+    @Option(help: "Device connection string for a hardware reader (e.g. pn53x_usb:001:004).")
+    var device: String?
+
+    @Option(help: "UID of the tag, most-significant byte first (E004015012345678). Default: the only tag in the field.")
+    var uid: String?
+
+    @Option(help: ArgumentHelp("Request flags by name, comma-separated: high, low, dual-subcarrier, address, select, option, protocol-extension; or a byte (0x22).",
+                               discussion: "Without --flags, commands are addressed at the high data rate with one subcarrier."))
+    var flags: String?
+
+    @Flag(help: "Machine-readable JSON output.")
+    var json = false
+
+    @Flag(help: "Print every exchange: direction, bytes on air with CRC, air time, meaning.")
+    var trace = false
+
+    func parsedFlags() throws -> RequestFlags? {
+        guard let flags else { return nil }
+        do { return try RequestFlags(parsing: flags) } catch { throw ValidationError("--flags: \(error)") }
+    }
+
+    /// Opens the reader, applies flags and tracing, and returns the session.
+    func open() throws -> ReaderSession {
+        let session = try ReaderSession.open(kind: reader, field: field, device: device)
+        if let f = try parsedFlags() {
+            session.client.baseFlags = f.intersection([.highDataRate, .dualSubcarrier])
+            if f.contains(.select) {
+                session.client.addressingMode = .selected
+            } else if !f.contains(.address) {
+                session.client.addressingMode = .nonAddressed
+            }
+        }
+        if trace {
+            let formatter = TraceFormatter { print($0) }
+            session.reader.trace = formatter.handle
+        }
+        return session
+    }
+
+    /// The target tag; sends Select first when --flags asks for the selected mode.
+    func target(_ session: ReaderSession) throws -> UID {
+        let uid = try session.target(self.uid)
+        if session.client.addressingMode == .selected { try session.client.select(uid) }
+        return uid
+    }
+
+    var wantsOption: Bool { ((try? parsedFlags()) ?? nil)?.contains(.option) ?? false }
+}
+
+func parseBlock(_ text: String) throws -> BlockNumber {
+    do { return try BlockNumber(parsing: text) } catch { throw ValidationError("\(error)") }
+}
+
+func printJSON(_ object: Any) {
+    if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
+        print(String(decoding: data, as: UTF8.self))
+    }
+}
+
+func airLine(_ session: ReaderSession) -> String {
+    "air time \(session.reader.airTime) in \(session.client.exchanges) exchange(s)"
+}
+
+func blockJSON(_ b: BlockRead) -> [String: Any] {
+    var o: [String: Any] = ["block": b.number.description, "data": Hex.format(b.data, separator: "")]
+    if let s = b.security { o["locked"] = s.isLocked }
+    return o
+}

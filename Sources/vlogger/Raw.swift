@@ -1,0 +1,33 @@
+import ArgumentParser
+import ISO15693
+import Readers
+import VLoggerCore
+
+struct Raw: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a raw frame (flags, command, parameters in hex; the reader adds the CRC) and print the answer.",
+        discussion: "Example: vlogger raw 26 01 00   (Inventory, 1 slot).  vlogger raw --write 02 21 05 01020304")
+
+    @OptionGroup var options: ReaderOptions
+
+    @Argument(help: "The frame in hex, without CRC.")
+    var frame: [String]
+
+    @Flag(help: "Wait as for a write-alike command (programming time; an EOF after the wait with the Option flag).")
+    var write = false
+
+    func run() throws {
+        let bytes: [UInt8]
+        do { bytes = try Hex.parse(frame.joined(separator: " ")) } catch { throw ValidationError("frame: \(error)") }
+        guard !bytes.isEmpty else { throw ValidationError("the frame is empty") }
+        let session = try options.open()
+        let wait: ResponseWait = write ? .writeAlike(optionFlag: bytes[0] & 0x40 != 0) : .standard
+        let answer = try session.client.raw(bytes, wait: wait)
+        let meaning = (try? Request.decode(bytes)).flatMap { try? Response.decode(answer, to: $0).summary } ?? ""
+        if options.json {
+            printJSON(["request": Hex.format(bytes, separator: ""), "response": Hex.format(answer, separator: ""), "meaning": meaning])
+            return
+        }
+        print("<< \(Hex.format(answer))\(meaning.isEmpty ? "" : "  (\(meaning))")")
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import ISO15693
+import VLoggerCore
+
+struct Scan: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Find every tag in the field (16-slot inventory with anti-collision).")
+
+    @OptionGroup var options: ReaderOptions
+
+    @Option(help: "Only tags of this Application Family Identifier (hex, e.g. 0x00 = all).")
+    var afi: String?
+
+    func run() throws {
+        let session = try options.open()
+        let afiValue: UInt8?
+        do { afiValue = try afi.map { UInt8(try Hex.parseInteger($0, max: 0xFF, what: "AFI")) } } catch { throw ValidationError("--afi: \(error)") }
+        let tags = try session.client.inventory(afi: afiValue)
+        if options.json {
+            printJSON(["tags": tags.map { t -> [String: Any] in
+                var o: [String: Any] = ["uid": t.uid.description, "dsfid": Hex.format([t.dsfid]),
+                                        "manufacturer": t.uid.manufacturer.name ?? "unregistered",
+                                        "manufacturerCode": Hex.format([t.uid.manufacturer.rawValue])]
+                if let m = ICModel.identify(uid: t.uid) { o["model"] = m.name }
+                return o
+            }, "airTimeMicroseconds": session.reader.airTime.microseconds])
+            return
+        }
+        for t in tags {
+            let model = ICModel.identify(uid: t.uid)?.name ?? "model unknown"
+            print("\(t.uid)  DSFID 0x\(Hex.format([t.dsfid]))  \(t.uid.manufacturer)  \(model)")
+        }
+        print("\(tags.count) tag(s); \(airLine(session))")
+    }
+}

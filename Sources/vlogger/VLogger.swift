@@ -1,0 +1,16 @@
+import ArgumentParser
+
+@main
+struct VLogger: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vlogger",
+        abstract: "ISO/IEC 15693 (NFC Type 5) tag logger for Linux gateways.",
+        discussion: """
+            Tag commands work on the built-in simulated reader (--reader sim, the default; --field DIR picks the \
+            folder of tag images, default Config/demo-field) through the same code path a hardware reader uses. \
+            Block numbers are accepted as 0xF8 or 248; UIDs are written most-significant byte first (E004015012345678).
+            """,
+        subcommands: [Scan.self, Info.self, Read.self, Write.self, Lock.self, Raw.self, Decode.self,
+                      Dump.self, Restore.self, Devices.self]
+    )
+}
