@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+import ISO15693
+@testable import TagSimulator
+
+@Suite struct ImageTests {
+    func sample() throws -> TagImage {
+        var img = TagImage.blank(profile: .icodeSLIX2, uid: try UID(parsing: "E004010812345601"))
+        img.blocks[0] = [0xE1, 0x40, 0x0A, 0x01]
+        img.locked[0] = true
+        img.afi = 0x07
+        img.dsfidLocked = true
+        return img
+    }
+
+    @Test func everyFormatRoundTrips() throws {
+        let img = try sample()
+        for format in TagImageFormat.allCases {
+            var back = try format.decode(try format.encode(img))
+            if format != .vlogger { back.profileID = img.profileID }
+            #expect(back == img, "\(format)")
+        }
+    }
+
+    @Test func proxmarkStoresTheUIDLeastSignificantFirst() throws {
+        // pm3 fileutils.c json15_save_tag writes iso15_tag_t.uid, which holds the UID as received on air.
+        let text = try TagImageFormat.proxmark3.encode(try sample())
+        #expect(text.contains("\"uid\" : \"0156341208010" + "4E0\"") || text.contains("\"uid\": \"015634120801" + "04E0\""))
+        #expect(text.contains("\"FileType\" : \"15693 v4\"") || text.contains("\"FileType\": \"15693 v4\""))
+        #expect(text.contains("\"pagescount\" : \"50\"") || text.contains("\"pagescount\": \"50\""))
+    }
+
+    @Test func flipperFileFromTheirFormat() throws {
+        // Keys of Flipper lib/nfc/protocols/iso15693_3 (ISO15693-3 device type), UID most-significant first.
+        let text = """
+            Filetype: Flipper NFC device
+            Version: 4
+            Device type: ISO15693-3
+            UID: E0 04 03 11 22 33 44 55
+            DSFID: 01
+            AFI: 02
+            IC Reference: 03
+            Lock DSFID: true
+            Lock AFI: false
+            Block Count: 2
+            Block Size: 04
+            Data Content: 01 02 03 04 05 06 07 08
+            Security Status: 00 01
+            """
+        let img = try TagImageFormat.flipper.decode(text)
+        #expect(img.uid.description == "E004031122334455" && img.dsfid == 1 && img.afi == 2 && img.icReference == 3)
+        #expect(img.dsfidLocked && !img.afiLocked && img.blocks == [[1, 2, 3, 4], [5, 6, 7, 8]] && img.locked == [false, true])
+        // Updating keeps every other line (comments, SLIX keys) and changes only the tag's state.
+        var changed = img
+        changed.blocks[0] = [9, 9, 9, 9]
+        let updated = try TagImageFormat.flipper.encode(changed, updating: text + "\nPassword EAS: 00 00 00 00\n")
+        #expect(updated.contains("Data Content: 09 09 09 09 05 06 07 08") && updated.contains("Password EAS: 00 00 00 00"))
+        #expect(throws: TagImageError.self) { try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "Block Count: 2", with: "Block Count: 3")) }
+        #expect(throws: TagImageError.self) { try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "ISO15693-3", with: "NTAG216")) }
+    }
+
+    @Test func corruptImagesAreNamedErrors() throws {
+        #expect(throws: TagImageError.self) { try TagImageFormat.vlogger.decode("{") }
+        #expect(throws: TagImageError.self) { try TagImageFormat.vlogger.decode(#"{"format":"vlogger-tag-image","version":1,"uid":"E004010812345601","blockSize":4,"blocks":["0102"]}"#) }
+        #expect(throws: TagImageError.self) { try TagImageFormat.vlogger.decode(#"{"format":"vlogger-tag-image","version":1,"uid":"E004010812345601","blockSize":4,"blocks":["01020304"],"colour":"red"}"#) }
+        #expect(throws: TagImageError.self) { try TagImageFormat.proxmark3.decode(#"{"FileType":"15693","Card":{}}"#) }
+    }
+
+    @Test func fieldFolderPersistsWritesAcrossLoads() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-field-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let img = try sample()
+        for format in TagImageFormat.allCases {
+            let folder = try FieldFolder(url: dir)
+            var i = img
+            i.uid = try UID(parsing: "E0040108123456" + ["A1", "A2", "A3"][TagImageFormat.allCases.firstIndex(of: format)!])
+            try folder.addFile(i, name: "tag-\(format.rawValue).\(format.fileExtension)", format: format)
+        }
+        let folder = try FieldFolder(url: dir)
+        #expect(folder.field.tags.count == 3)
+        folder.field.powerOn()
+        for tag in folder.field.tags {
+            let r = try Request(.writeSingleBlock(7, data: [0xCA, 0xFE, 0xBA, 0xBE]), addressing: .addressed(tag.uid)).encodeOnAir()
+            _ = folder.field.transmit(r)
+        }
+        #expect(folder.persistError == nil)
+        let again = try FieldFolder(url: dir)
+        #expect(again.field.tags.allSatisfy { $0.image.blocks[7] == [0xCA, 0xFE, 0xBA, 0xBE] })
+        #expect(Set(again.files.values.map(\.format)) == Set(TagImageFormat.allCases))
+    }
+
+    @Test func demoFieldLoads() throws {
+        let demo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Config/demo-field")
+        let folder = try FieldFolder(url: demo)
+        #expect(folder.field.tags.count >= 8)
+        // Block 0xF8 exists on the MB89R118 (256 × 8 bytes, FEIG tables).
+        let mb = try #require(folder.field.tag(try UID(parsing: "E008010000004212")))
+        #expect(mb.profile.id == "mb89r118" && mb.image.blocks[0xF8].count == 8)
+        // The Proxmark3 and Flipper files map to their chip profiles by UID.
+        #expect(folder.field.tag(try UID(parsing: "E007800000007777"))?.profile.id == "tagit-hfi-plus")
+        for p in ChipProfile.all { #expect(!p.sources.isEmpty, "\(p.id) names its sources") }
+    }
+}
