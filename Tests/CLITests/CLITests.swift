@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+/// End-to-end: the built `vlogger` binary on a copy of the demo field, one process per command.
+@Suite(.serialized) struct CLITests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func binary() throws -> URL {
+        for dir in [".build/debug", ".build/x86_64-unknown-linux-gnu/debug", ".build/aarch64-unknown-linux-gnu/debug"] {
+            let u = root.appendingPathComponent(dir).appendingPathComponent("vlogger")
+            if FileManager.default.isExecutableFile(atPath: u.path) { return u }
+        }
+        throw CLIFailure("vlogger binary not built; run swift build first")
+    }
+    struct CLIFailure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }
+
+    static func field() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for f in try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Config/demo-field").path) {
+            try FileManager.default.copyItem(at: root.appendingPathComponent("Config/demo-field").appendingPathComponent(f), to: dir.appendingPathComponent(f))
+        }
+        return dir
+    }
+
+    static func run(_ args: [String]) throws -> (code: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = try binary()
+        p.arguments = args
+        p.currentDirectoryURL = root
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    @Test func writeInOneProcessReadInTheNext() throws {
+        let f = try Self.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let uid = "E008010000004212"
+        let w = try Self.run(["write", "--field", f.path, "--uid", uid, "--block", "0xF9", "--data", "0102030405060708"])
+        #expect(w.code == 0, "\(w.err)")
+        let r = try Self.run(["read", "--field", f.path, "--uid", uid, "--block", "249", "--json"])
+        #expect(r.code == 0 && r.out.contains("\"data\" : \"0102030405060708\""), "\(r.out)\(r.err)")
+        // The same through a Proxmark3 dump file and a Flipper file of the field.
+        for tag in ["E007800000007777", "E004011000000A03"] {
+            #expect(try Self.run(["write", "--field", f.path, "--uid", tag, "--block", "5", "--data", "CAFEBABE"]).code == 0)
+            #expect(try Self.run(["read", "--field", f.path, "--uid", tag, "--block", "5"]).out.contains("CA FE BA BE"))
+        }
+        let text = try String(contentsOf: f.appendingPathComponent("slix-shelf-a3.nfc"), encoding: .utf8)
+        #expect(text.contains("Password EAS: 00 00 00 00") && text.contains("CA FE BA BE"))
+    }
+
+    @Test func scanInfoTraceAndLock() throws {
+        let f = try Self.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let scan = try Self.run(["scan", "--field", f.path])
+        #expect(scan.code == 0 && scan.out.contains("8 tag(s)"))
+        let info = try Self.run(["info", "--field", f.path, "--uid", "E0022C0000002121"])
+        #expect(info.out.contains("2048 blocks × 4 bytes") && info.out.contains("Protocol Extension"))
+        let trace = try Self.run(["read", "--field", f.path, "--uid", "E004010812345601", "--block", "0", "--trace"])
+        #expect(trace.out.contains(">> 22 20 01 56 34 12 08 01 04 E0 00") && trace.out.contains("µs"))
+        let refused = try Self.run(["lock", "--field", f.path, "--uid", "E004010812345601", "--block", "3"])
+        #expect(refused.code != 0 && refused.err.contains("--yes"))
+        let locked = try Self.run(["lock", "--field", f.path, "--uid", "E004010812345601", "--block", "3", "--yes"])
+        #expect(locked.code == 0 && locked.out.contains("is locked"))
+        let again = try Self.run(["write", "--field", f.path, "--uid", "E004010812345601", "--block", "3", "--data", "00000000"])
+        #expect(again.code != 0 && again.err.contains("0x12"))
+    }
+
+    @Test func decodeAndBadInput() throws {
+        let ok = try Self.run(["decode", "26", "01", "00", "F6", "0A"])
+        #expect(ok.code == 0 && ok.out.contains("Inventory, 1 slot(s)") && ok.out.contains("CRC ok"))
+        let bad = try Self.run(["decode", "26 01 00 F6 0B"])
+        #expect(bad.code != 0 && bad.err.contains("CRC mismatch"))
+        let resp = try Self.run(["decode", "--response", "--command", "0x20", "--no-crc", "00 E1 40 40 01"])
+        #expect(resp.code == 0 && resp.out.contains("E1 40 40 01"))
+        #expect(try Self.run(["read", "--block", "0x1G"]).code != 0)
+        #expect(try Self.run(["read", "--uid", "E1040108"]).code != 0)
+        #expect(try Self.run(["scan", "--field", "/nonexistent"]).err.contains("does not exist"))
+        let nfc = try Self.run(["scan", "--reader", "libnfc"])
+        #expect(nfc.code != 0 && nfc.err.contains("ISO 15693"))
+    }
+
+    @Test func dumpAndRestore() throws {
+        let f = try Self.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let out = f.appendingPathComponent("dump.out")
+        for format in ["vlogger", "proxmark3", "flipper"] {
+            let d = try Self.run(["dump", "--field", f.path, "--uid", "E007A20000001003", "--format", format, "-o", out.path])
+            #expect(d.code == 0, "\(d.err)")
+            #expect(try Self.run(["write", "--field", f.path, "--uid", "E007A20000001003", "--block", "9", "--data", "0000000000000000"]).code == 0)
+            let r = try Self.run(["restore", "--field", f.path, "--uid", "E007A20000001003", out.path])
+            #expect(r.code == 0 && r.out.contains("1 block(s) written"), "\(format): \(r.out)\(r.err)")
+        }
+    }
+}
