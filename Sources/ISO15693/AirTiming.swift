@@ -47,20 +47,17 @@ public enum AirTiming {
         coding == .oneOfFour ? AirTime(ticks: 4096) : AirTime(ticks: 65536)
     }
 
-    /// The tag's response rate and modulation follow the request's data-rate and subcarrier flags.
-    public static func tagByte(_ flags: RequestFlags) -> AirTime {
-        let dual = flags.contains(.dualSubcarrier)
-        let high = flags.contains(.highDataRate)
-        let base: Int64 = dual ? 4064 : 4096
-        return AirTime(ticks: high ? base : base * 4)
+    /// The tag's response rate and modulation follow the request's data-rate and subcarrier flags:
+    /// one subcarrier at the high rate is the base; two subcarriers scale by 4064/4096 (fc/508 instead of
+    /// fc/512); the low rate takes four times as long.
+    private static func tagScaled(_ highRateOneSubcarrier: Int64, _ flags: RequestFlags) -> AirTime {
+        let base = flags.contains(.dualSubcarrier) ? highRateOneSubcarrier * 4064 / 4096 : highRateOneSubcarrier
+        return AirTime(ticks: flags.contains(.highDataRate) ? base : base * 4)
     }
 
-    public static func tagSOF(_ flags: RequestFlags) -> AirTime {
-        let dual = flags.contains(.dualSubcarrier)
-        let high = flags.contains(.highDataRate)
-        let base: Int64 = dual ? 2032 : 2048
-        return AirTime(ticks: high ? base : base * 4)
-    }
+    public static func tagByte(_ flags: RequestFlags) -> AirTime { tagScaled(4096, flags) }
+
+    public static func tagSOF(_ flags: RequestFlags) -> AirTime { tagScaled(2048, flags) }
 
     /// A reader frame of `bytes` bytes (CRC included): SOF + bytes + EOF.
     public static func readerFrame(bytes: Int, coding: ReaderCoding) -> AirTime {

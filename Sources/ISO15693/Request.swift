@@ -197,13 +197,23 @@ public struct Request: Hashable, Sendable {
             command = code == 0x02 ? .stayQuiet : .select
         case 0x26, 0x28, 0x2A, 0x2B:
             addr = try addressing(); try r.end(name)
-            command = [0x26: .resetToReady, 0x28: .lockAFI, 0x2A: .lockDSFID, 0x2B: .getSystemInformation][code]!
+            switch code {
+            case 0x26: command = .resetToReady
+            case 0x28: command = .lockAFI
+            case 0x2A: command = .lockDSFID
+            default: command = .getSystemInformation
+            }
         case 0x27, 0x29:
             addr = try addressing(); let v = try r.byte(code == 0x27 ? "AFI" : "DSFID"); try r.end(name)
             command = code == 0x27 ? .writeAFI(v) : .writeDSFID(v)
         case 0x20, 0x22, 0x30, 0x32:
             addr = try addressing(); let b = try block(); try r.end(name)
-            command = [0x20: Command.readSingleBlock(b), 0x22: .lockBlock(b), 0x30: .extendedReadSingleBlock(b), 0x32: .extendedLockBlock(b)][code]!
+            switch code {
+            case 0x20: command = .readSingleBlock(b)
+            case 0x22: command = .lockBlock(b)
+            case 0x30: command = .extendedReadSingleBlock(b)
+            default: command = .extendedLockBlock(b)
+            }
         case 0x21, 0x31:
             addr = try addressing(); let b = try block(); let data = r.rest()
             guard (1...32).contains(data.count) else {

@@ -95,10 +95,7 @@ public final class SimulatedTag {
         func write(_ first: BlockNumber, _ count: Int, _ data: [UInt8]) -> Reply {
             guard inRange(first, count) else { return answer(.error(p.blockOutOfRangeError)) }
             guard data.count == count * image.blockSize else { return answer(.error(.commandNotRecognized)) }
-            if let locked = (first.int..<(first.int + count)).first(where: { image.locked[$0] }) {
-                _ = locked
-                return answer(.error(.blockLocked))
-            }
+            if image.locked[first.int..<(first.int + count)].contains(true) { return answer(.error(.blockLocked)) }
             let commit = { [self] in
                 for i in 0..<count {
                     image.blocks[first.int + i] = Array(data[(i * image.blockSize)..<((i + 1) * image.blockSize)])
