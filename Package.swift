@@ -19,8 +19,13 @@ let package = Package(
             pkgConfig: "libnfc",
             providers: [.apt(["libnfc-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(name: "Readers", dependencies: ["ISO15693", "TagSimulator", "CLibNFC"]),
-        .target(name: "VLoggerCore", dependencies: ["ISO15693", "TagSimulator", "Readers"]),
+        .target(name: "VLoggerCore", dependencies: ["ISO15693", "TagSimulator", "Readers", "CSQLite"]),
         .executableTarget(
             name: "vlogger",
             dependencies: [

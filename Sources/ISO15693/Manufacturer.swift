@@ -30,8 +30,17 @@ public struct ManufacturerCode: Hashable, Comparable, Sendable, CustomStringConv
     public static func lookup(_ text: String) -> ManufacturerCode? {
         if let v = try? Hex.parseInteger(text, max: 0xFF) { return ManufacturerCode(UInt8(v)) }
         let needle = text.lowercased()
+        let squeezed = needle.filter { $0.isLetter || $0.isNumber }
+        if let code = aliases[squeezed] { return ManufacturerCode(code) }
         return register.sorted { $0.key < $1.key }.first { $0.value.lowercased().contains(needle) }.map { ManufacturerCode($0.key) }
     }
+
+    /// Names the register spells otherwise (its text is kept as published), lower-case without spaces.
+    static let aliases: [String: UInt8] = [
+        "st": 0x02, "stmicro": 0x02, "stmicroelectronics": 0x02, "nxp": 0x04, "philips": 0x04,
+        "ti": 0x07, "texasinstruments": 0x07, "texasinstrument": 0x07, "infineon": 0x05, "fujitsu": 0x08,
+        "em": 0x16, "emmicroelectronic": 0x16, "emmarin": 0x16,
+    ]
 
     static let register: [UInt8: String] = [
         0x01: "Motorola UK", 0x02: "ST Microelectronics SA France", 0x03: "Hitachi, Ltd Japan",

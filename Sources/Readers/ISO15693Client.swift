@@ -145,11 +145,37 @@ public final class ISO15693Client {
     /// mask extended by that slot's 4 bits (ISO/IEC 15693-3 Annex D), down to 64-bit masks if needed.
     /// With `quiet`, each tag found is then sent Stay Quiet, so later inventories skip it until a field
     /// reset or Reset to Ready.
-    public func inventory(afi: UInt8? = nil, quiet: Bool = false, maxRounds: Int = 4096) throws(ClientError) -> [InventoryEntry] {
+    /// With `oneSlotFirst`, a single one-slot request comes first (the fastest way to find a lone tag:
+    /// 5.9 ms instead of 9.8+ ms); silence ends the search, a collision or garbled answer falls back to
+    /// 16 slots.
+    public func inventory(afi: UInt8? = nil, quiet: Bool = false, maxRounds: Int = 4096, oneSlotFirst: Bool = false) throws(ClientError) -> [InventoryEntry] {
         var found: [UID: UInt8] = [:]
         var order: [UID] = []
         var pending: [InventoryMask] = [.none]
         var rounds = 0
+        if oneSlotFirst {
+            let req = Request(.inventory(afi: afi, mask: .none), flags: baseFlags.union(.oneSlot))
+            let frame: [UInt8]
+            do { frame = try req.encode() } catch { throw ClientError.invalid("Inventory: \(error)") }
+            var lone: InventoryEntry?
+            do throws(ReaderError) {
+                exchanges += 1
+                let answer = try reader.transceive(frame, wait: .standard)
+                if let r = try? Response.decode(answer, to: req), case let .inventory(dsfid, uid) = r.body {
+                    lone = InventoryEntry(uid: uid, dsfid: dsfid)
+                }
+            } catch .timeout {
+                return []
+            } catch .collision, .crcError {
+                // more than one tag: resolve with 16 slots below
+            } catch {
+                throw ClientError.reader(error, command: "Inventory")
+            }
+            if let lone {
+                if quiet { try stayQuiet(lone.uid) }
+                return [lone]
+            }
+        }
         while !pending.isEmpty {
             let mask = pending.removeFirst()
             rounds += 1

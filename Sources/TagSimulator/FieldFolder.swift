@@ -11,6 +11,8 @@ public final class FieldFolder {
     public private(set) var files: [UID: (url: URL, format: TagImageFormat)] = [:]
     /// Set when writing a changed tag back failed; the command that caused it reports it.
     public private(set) var persistError: TagImageError?
+    /// The folder's `scenario.json` (any JSON file with a `vlogger-scenario` key), if it has one.
+    public private(set) var scenario: Scenario?
 
     /// Loads every `*.json` and `*.nfc` file of `url`. A file that is not a tag image, or two files with
     /// the same UID, is an error that names the file.
@@ -31,6 +33,11 @@ public final class FieldFolder {
             let format: TagImageFormat
             do {
                 let text = try Self.read(fileURL)
+                if name.hasSuffix(".json"), Scenario.isScenario(text) {
+                    guard scenario == nil else { throw TagImageError("a second scenario; a field folder has at most one") }
+                    scenario = try Scenario.decode(text)
+                    continue
+                }
                 guard let f = TagImageFormat.detect(fileName: name, text: text) else {
                     if name.hasSuffix(".json") { continue } // other JSON (e.g. a scenario) is not a tag
                     throw TagImageError("not a tag image (project JSON, Proxmark3 \"15693 v4\" JSON or Flipper .nfc)")
@@ -49,6 +56,18 @@ public final class FieldFolder {
             field.add(SimulatedTag(image: image))
         }
         field.onTagChanged = { [weak self] tag in self?.persist(tag) }
+        if let scenario {
+            let uids = scenario.signals.map(\.uid) + scenario.steps.compactMap { step -> UID? in
+                switch step.action {
+                case let .leave(u), let .arrive(u), let .leaveMidRead(u, _): return u
+                case let .noResponse(u, _), let .corruptCRC(u, _): return u
+                case .collision: return nil
+                }
+            }
+            if let missing = uids.first(where: { files[$0] == nil }) {
+                throw TagImageError("\(url.path): the scenario names \(missing), which no tag file in the folder has")
+            }
+        }
     }
 
     static func read(_ url: URL) throws(TagImageError) -> String {

@@ -15,6 +15,18 @@ public final class SimulatedTag {
 
     public var uid: UID { image.uid }
 
+    /// The chip's own side writes its memory (a sensor front end updating a measurement block), as
+    /// RF430 and ST25DV chips do from their sensor or I²C side; RF lock bits do not apply. Bytes past
+    /// the end of the memory are dropped.
+    public func sense(block: Int, byte: Int = 0, bytes: [UInt8]) {
+        for (i, b) in bytes.enumerated() {
+            let pos = byte + i
+            let n = block + pos / image.blockSize
+            guard n >= 0, n < image.blocks.count else { return }
+            image.blocks[n][pos % image.blockSize] = b
+        }
+    }
+
     public init(image: TagImage, profile: ChipProfile? = nil) {
         self.image = image
         self.profile = profile ?? image.profile

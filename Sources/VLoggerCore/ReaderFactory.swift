@@ -54,6 +54,19 @@ public final class ReaderSession {
         }
     }
 
+    private var player: ScenarioPlayer?
+
+    /// Starts playing the field folder's scenario, if it has one (only `vlogger run` does). True if started.
+    @discardableResult
+    public func startScenario() -> Bool {
+        guard player == nil, let folder, let scenario = folder.scenario else { return false }
+        player = ScenarioPlayer(scenario: scenario, field: folder.field)
+        return true
+    }
+
+    /// Moves the scenario to `ms` after the start of the run.
+    public func advanceScenario(toMs ms: Int64) { player?.advance(toMs: ms) }
+
     /// Raises the error of a failed write-back to a field file, if any.
     public func checkPersisted() throws {
         if let e = folder?.persistError { throw VLoggerError("the tag changed but its file could not be written: \(e)") }

@@ -11,6 +11,7 @@ struct VLogger: ParsableCommand {
             Block numbers are accepted as 0xF8 or 248; UIDs are written most-significant byte first (E004015012345678).
             """,
         subcommands: [Scan.self, Info.self, Read.self, Write.self, Lock.self, Raw.self, Decode.self,
-                      Dump.self, Restore.self, Devices.self]
+                      Dump.self, Restore.self, Devices.self,
+                      Run.self, Export.self, ConfigCommand.self, RulesCommand.self]
     )
 }

@@ -1,0 +1,350 @@
+import Foundation
+import ISO15693
+import Readers
+
+/// Counts of a run, for the summary (and the metrics of a later issue).
+public struct AgentCounters: Sendable {
+    public var cycles = 0
+    public var readings = 0
+    public var arrivals = 0
+    public var departures = 0
+    public var violations = 0
+    public var errors: [String: Int] = [:]
+    public var exchanges = 0
+    /// Air time of each cycle, in carrier ticks.
+    public var cycleAirTime: [AirTime] = []
+    /// The physical lower bound for the same work, per cycle.
+    public var cycleLowerBound: [AirTime] = []
+    public var errorTotal: Int { errors.values.reduce(0, +) }
+}
+
+/// What one cycle did.
+public struct CycleReport: Sendable {
+    public var tags: [UID] = []
+    public var readings = 0
+    public var airTime = AirTime.zero
+    public var lowerBound = AirTime.zero
+    public var exchanges = 0
+}
+
+/// The polling agent: each cycle finds the tags in the field, reads each tag's plan in as few exchanges
+/// as its chip allows, decodes, checks the rules, and hands readings and events to the batch writer.
+public final class Agent {
+    public let config: AgentConfig
+    public let rules: RuleSet
+    public let register: AssetRegister?
+    public let session: ReaderSession
+    public let writer: BatchWriter
+    public let clock: AgentClock
+    public var log: (LogLevel, String) -> Void
+    public private(set) var counters = AgentCounters()
+
+    private var client: ISO15693Client { session.client }
+    /// Tags present, with the number of cycles since each was last seen.
+    private var present: [UID: Int] = [:]
+    private var lastCount = 0
+    /// Rules each tag is violating now (a violation is recorded when it starts, not every cycle).
+    private var violating: [UID: Set<String>] = [:]
+    /// Tags whose plan reaches past their memory (warned once).
+    private var warnedRange: Set<UID> = []
+    private var startMs: Millis = 0
+
+    public init(config: AgentConfig, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: BatchWriter,
+                clock: AgentClock, log: @escaping (LogLevel, String) -> Void = { _, _ in }) {
+        self.config = config
+        self.rules = rules
+        self.register = register
+        self.session = session
+        self.writer = writer
+        self.clock = clock
+        self.log = log
+        session.client.retries = config.retries
+        session.client.baseFlags = config.dataRate == .high ? [.highDataRate] : []
+    }
+
+    // MARK: Running
+
+    /// Polls until `stop`, `cycles` or `durationMs`, whichever comes first; then flushes what is queued.
+    /// Throws only when the last batch cannot be committed (it is then still queued in memory, and the
+    /// error says why).
+    public func run(cycles: Int? = nil, durationMs: Millis? = nil, stop: StopSignal) throws(StoreError) {
+        startMs = clock.now()
+        session.startScenario()
+        event(.start, uid: nil, name: "start", severity: .info,
+              detail: "gateway \(config.gatewayID), reader \(session.reader.name), \(config.plans.count) plans, \(rules.rules.count) rules")
+        log(.notice, "polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
+        var next = startMs
+        while !stop.isRequested {
+            if let cycles, counters.cycles >= cycles { break }
+            if let durationMs, clock.now() - startMs >= durationMs { break }
+            let r = cycle()
+            log(.debug, "cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
+            flush(force: false)
+            next += config.intervalMs
+            let now = clock.now()
+            if next < now { next = now } // a cycle longer than the interval: start the next at once
+            if let durationMs { next = min(next, startMs + durationMs) }
+            if let cycles, counters.cycles >= cycles { break }
+            clock.sleep(untilMs: next, stop: stop)
+        }
+        event(.stop, uid: nil, name: "stop", severity: .info,
+              detail: "\(counters.cycles) cycles, \(counters.readings) readings, \(counters.violations) violations, \(counters.errorTotal) errors")
+        // The last batch: a failure here is retried a few times before giving up with the reason.
+        for attempt in 0..<5 {
+            if writer.flush(now: clock.now(), force: true) { return }
+            log(.warning, "final commit failed (attempt \(attempt + 1)): \(writer.lastError?.description ?? "?")")
+            Thread.sleep(forTimeInterval: 0.2 * Double(attempt + 1))
+        }
+        throw writer.lastError ?? StoreError("the last batch could not be committed")
+    }
+
+    private func flush(force: Bool) {
+        let wasFailing = writer.lastError != nil
+        if !writer.flush(now: clock.now(), force: force) {
+            if !wasFailing { log(.warning, "store commit failed, batch kept and retried next cycle: \(writer.lastError?.description ?? "?")") }
+        } else if wasFailing {
+            log(.notice, "store commits again; the kept batch is written")
+        }
+    }
+
+    // MARK: One cycle
+
+    @discardableResult
+    public func cycle() -> CycleReport {
+        var report = CycleReport()
+        let airBefore = session.reader.airTime
+        let exchangesBefore = client.exchanges
+        session.advanceScenario(toMs: clock.now() - startMs)
+        counters.cycles += 1
+        let now = clock.now()
+
+        let oneSlot: Bool
+        switch config.slots {
+        case .one: oneSlot = true
+        case .sixteen: oneSlot = false
+        case .adaptive: oneSlot = lastCount <= 1
+        }
+        let found: [InventoryEntry]
+        do {
+            found = try client.inventory(afi: config.afi, oneSlotFirst: oneSlot)
+        } catch {
+            recordError(uid: nil, kind: "inventory", error, now: now)
+            finish(&report, airBefore, exchangesBefore)
+            return report
+        }
+        lastCount = found.count
+        var lowerBound = PollCost.inventory(tags: found.count, flags: client.baseFlags)
+        for entry in found {
+            let uid = entry.uid
+            report.tags.append(uid)
+            if present[uid] == nil {
+                counters.arrivals += 1
+                event(.arrival, uid: uid, name: "arrival", severity: .info, detail: "\(uid) entered the field (\(uid.manufacturer))")
+            }
+            present[uid] = 0
+            let (n, bound) = readTag(uid, now: now)
+            report.readings += n
+            lowerBound = lowerBound + bound
+        }
+        // Departures: present tags not seen for `departureCycles` cycles.
+        let seen = Set(found.map(\.uid))
+        for (uid, missed) in present where !seen.contains(uid) {
+            if missed + 1 >= config.departureCycles {
+                present[uid] = nil
+                violating[uid] = nil
+                counters.departures += 1
+                event(.departure, uid: uid, name: "departure", severity: .info,
+                      detail: "\(uid) not seen for \(config.departureCycles) cycle\(config.departureCycles == 1 ? "" : "s")")
+            } else {
+                present[uid] = missed + 1
+            }
+        }
+        report.lowerBound = lowerBound
+        finish(&report, airBefore, exchangesBefore)
+        return report
+    }
+
+    private func finish(_ report: inout CycleReport, _ airBefore: AirTime, _ exchangesBefore: Int) {
+        report.airTime = session.reader.airTime - airBefore
+        report.exchanges = client.exchanges - exchangesBefore
+        counters.exchanges += report.exchanges
+        counters.cycleAirTime.append(report.airTime)
+        counters.cycleLowerBound.append(report.lowerBound)
+    }
+
+    /// Reads one tag's plan; all of it is stored, or (after the retries) none of it and an error event.
+    /// Returns the readings stored and the lower bound of the air time for the same reads.
+    private func readTag(_ uid: UID, now: Millis) -> (Int, AirTime) {
+        let memory: TagMemory
+        do { memory = try client.memory(of: uid) } catch {
+            recordError(uid: uid, kind: "system-information", error, now: now)
+            return (0, .zero)
+        }
+        writer.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
+                             blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue), now: now)
+        let plan = config.plan(for: uid, model: memory.model)
+        let applicable = rules.rules.filter { $0.match.matches(uid: uid, model: memory.model) }
+        var wanted = plan?.reads ?? []
+        for f in plan?.fields ?? [] {
+            let r = f.blocks(blockSize: memory.blockSize)
+            wanted.append(PlanRead(first: BlockNumber(exactly: r.lowerBound) ?? 0, count: r.count))
+        }
+        for rule in applicable { wanted += rule.neededReads }
+        var ranges = PollCost.merge(wanted)
+        let fits = ranges.filter { $0.first.int + $0.count <= memory.blockCount }
+        if fits.count != ranges.count {
+            if warnedRange.insert(uid).inserted {
+                event(.error, uid: uid, name: "plan-out-of-range", severity: .warning,
+                      detail: "plan '\(plan?.name ?? "-")' reads past the end of \(uid) (\(memory.blockCount) blocks of \(memory.blockSize) bytes); those reads are skipped")
+            }
+            ranges = fits
+        }
+        var facts = TagFacts(uid: uid, model: memory.model, blockSize: memory.blockSize)
+        var readings: [Reading] = []
+        let bound = ranges.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags) }
+        for range in ranges {
+            var attempt = 0
+            while true {
+                do {
+                    let blocks = try client.readBlocks(uid, first: range.first, count: range.count, security: range.security)
+                    let data = Array(blocks.map(\.data).joined())
+                    let security = range.security ? blocks.map { $0.security?.rawValue ?? 0 } : nil
+                    for b in blocks {
+                        facts.blocks[b.number.int] = b.data
+                        if let s = b.security { facts.security[b.number.int] = s.rawValue }
+                    }
+                    var decoded: [(name: String, value: FieldValue)] = []
+                    for f in plan?.fields ?? [] where range.first.int <= f.block.int && f.block.int < range.first.int + range.count {
+                        if let v = f.decode(memory: data, first: range.first, blockSize: memory.blockSize) {
+                            decoded.append((f.name, v))
+                            facts.fields[f.name] = v
+                        }
+                    }
+                    readings.append(Reading(time: now, gateway: config.gatewayID, uid: uid, first: range.first, count: range.count,
+                                            data: data, security: security, decoded: decoded))
+                    break
+                } catch {
+                    attempt += 1
+                    if attempt < config.readAttempts, isTransient(error) { continue }
+                    // Nothing of this tag's cycle is stored: a partial plan is not a reading.
+                    recordError(uid: uid, kind: "read", error, now: now,
+                                detail: "blocks \(range.first)+\(range.count) after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle")
+                    return (0, bound)
+                }
+            }
+        }
+        for r in readings { writer.add(r, now: now) }
+        counters.readings += readings.count
+        evaluate(applicable, facts, now: now)
+        return (readings.count, bound)
+    }
+
+    private func isTransient(_ e: ClientError) -> Bool {
+        switch e {
+        case .reader(.timeout, _), .reader(.crcError, _), .reader(.collision, _), .malformed: return true
+        default: return false
+        }
+    }
+
+    private func evaluate(_ applicable: [Rule], _ facts: TagFacts, now: Millis) {
+        var current = violating[facts.uid] ?? []
+        for rule in applicable {
+            switch rule.evaluate(facts, register: register) {
+            case .pass:
+                current.remove(rule.name)
+            case let .violation(why):
+                if current.insert(rule.name).inserted {
+                    counters.violations += 1
+                    event(.violation, uid: facts.uid, name: rule.name, severity: rule.severity, detail: why)
+                }
+            case .notEvaluated:
+                break
+            }
+        }
+        violating[facts.uid] = current
+    }
+
+    private func recordError(uid: UID?, kind: String, _ error: ClientError, now: Millis, detail: String? = nil) {
+        let name: String
+        switch error {
+        case .reader(.timeout, _): name = "\(kind)-timeout"
+        case .reader(.crcError, _): name = "\(kind)-crc"
+        case .reader(.collision, _): name = "\(kind)-collision"
+        case .reader: name = "\(kind)-reader"
+        case .tag: name = "\(kind)-tag-error"
+        case .malformed: name = "\(kind)-malformed"
+        case .invalid, .verifyFailed: name = "\(kind)-failed"
+        }
+        counters.errors[name, default: 0] += 1
+        event(.error, uid: uid, name: name, severity: .warning, detail: "\(error)" + (detail.map { "; \($0)" } ?? ""))
+    }
+
+    private func event(_ kind: Event.Kind, uid: UID?, name: String, severity: Event.Severity, detail: String) {
+        let now = clock.now()
+        writer.add(Event(time: now, gateway: config.gatewayID, uid: uid, kind: kind, name: name, severity: severity, detail: detail), now: now)
+        switch kind {
+        case .violation: log(severity == .critical ? .error : .warning, "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)")
+        case .error: log(.warning, "\(uid?.description ?? "reader"): \(detail)")
+        case .arrival, .departure: log(.info, detail)
+        case .start, .stop: log(.info, "\(kind.rawValue): \(detail)")
+        }
+    }
+}
+
+/// The physical lower bound of a cycle's air time: the same reads with no retries, no collisions and no
+/// slack, each range in as few Read Multiple Blocks as the chip and the reader frame allow, plus one
+/// inventory round in which each tag answers in a slot of its own.
+public enum PollCost {
+    /// Merges wanted reads into contiguous ranges (with security if any part needs it).
+    public static func merge(_ reads: [PlanRead]) -> [PlanRead] {
+        var bySecurity: [Int: Bool] = [:]
+        for r in reads {
+            for b in r.first.int..<(r.first.int + r.count) { bySecurity[b] = (bySecurity[b] ?? false) || r.security }
+        }
+        var out: [PlanRead] = []
+        for b in bySecurity.keys.sorted() {
+            if var last = out.last, last.first.int + last.count == b {
+                last.count += 1
+                last.security = last.security || (bySecurity[b] ?? false)
+                out[out.count - 1] = last
+            } else if let n = BlockNumber(exactly: b) {
+                out.append(PlanRead(first: n, count: 1, security: bySecurity[b] ?? false))
+            }
+        }
+        return out
+    }
+
+    static func exchange(request: Int, response: Int, flags: RequestFlags, coding: ReaderCoding = .oneOfFour) -> AirTime {
+        AirTiming.readerFrame(bytes: request, coding: coding) + AirTiming.t1 + AirTiming.tagFrame(bytes: response, flags: flags) + AirTiming.t2
+    }
+
+    /// One round: 1 slot for one tag (nothing for none but the request and an empty slot), else 16 slots.
+    public static func inventory(tags: Int, flags: RequestFlags) -> AirTime {
+        // Inventory request: flags, command, mask length, CRC = 5 bytes; answer: flags, DSFID, UID, CRC = 12.
+        if tags <= 1 {
+            return tags == 0 ? AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.emptySlot(flags)
+                : exchange(request: 5, response: 12, flags: flags)
+        }
+        let answered = exchange(request: 5, response: 12, flags: flags) - AirTiming.readerFrame(bytes: 5, coding: .oneOfFour)
+        let empty = AirTiming.emptySlot(flags)
+        return AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.readerEOF * 15
+            + answered * min(tags, 16) + empty * max(0, 16 - tags)
+    }
+
+    /// Addressed Read Multiple Blocks of a range, in chunks of the chip's and the frame's maximum.
+    public static func read(_ r: PlanRead, memory: TagMemory, limits: ReaderLimits, flags: RequestFlags) -> AirTime {
+        let perBlock = memory.blockSize + (r.security ? 1 : 0)
+        let chunk = max(1, min(memory.maxBlocksPerRead, (limits.maxResponseBytes - 1) / perBlock, 256))
+        var left = r.count
+        var total = AirTime.zero
+        let wide = memory.addressing != .plain
+        while left > 0 {
+            let n = min(chunk, left)
+            // flags, command, UID (8), block (1 or 2), count (0 or 1 or 2), CRC (2)
+            let request = 1 + 1 + 8 + (wide ? 2 : 1) + (n == 1 ? 0 : (wide ? 2 : 1)) + 2
+            total = total + exchange(request: request, response: 1 + n * perBlock + 2, flags: flags)
+            left -= n
+        }
+        return total
+    }
+}

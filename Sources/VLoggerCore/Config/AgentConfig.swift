@@ -1,0 +1,258 @@
+import Foundation
+import ISO15693
+
+/// Which tags a read plan or a rule applies to. Every part given must match; none given matches all.
+public struct TagMatch: Equatable, Sendable {
+    public var manufacturers: [ManufacturerCode] = []
+    public var models: [ICModel] = []
+    /// UID patterns: exact (`E008010000004212`) or prefix (`E00801*`).
+    public var uids: [UIDPattern] = []
+
+    public init(manufacturers: [ManufacturerCode] = [], models: [ICModel] = [], uids: [UIDPattern] = []) {
+        self.manufacturers = manufacturers
+        self.models = models
+        self.uids = uids
+    }
+
+    public func matches(uid: UID, model: ICModel?) -> Bool {
+        (manufacturers.isEmpty || manufacturers.contains(uid.manufacturer))
+            && (models.isEmpty || model.map(models.contains) == true)
+            && (uids.isEmpty || uids.contains { $0.matches(uid) })
+    }
+
+    public var isEmpty: Bool { manufacturers.isEmpty && models.isEmpty && uids.isEmpty }
+}
+
+/// An exact UID or a prefix of its printed form (`E004*`).
+public struct UIDPattern: Equatable, Sendable, CustomStringConvertible {
+    public let prefix: String
+    public let isPrefix: Bool
+
+    public init(parsing text: String) throws(ParseError) {
+        let t = text.replacingOccurrences(of: " ", with: "").uppercased()
+        if t.hasSuffix("*") {
+            let p = String(t.dropLast())
+            guard p.count <= 16, p.allSatisfy(\.isHexDigit) else {
+                throw ParseError("'\(text)' is not a UID prefix; write hex digits then '*', e.g. E00401*")
+            }
+            prefix = p
+            isPrefix = true
+        } else {
+            prefix = try UID(parsing: t).description
+            isPrefix = false
+        }
+    }
+
+    public func matches(_ uid: UID) -> Bool {
+        isPrefix ? uid.description.hasPrefix(prefix) : uid.description == prefix
+    }
+
+    public var description: String { isPrefix ? prefix + "*" : prefix }
+}
+
+extension ICModel {
+    /// Finds a model by its identifier (`mb89r118`), full name (`Fujitsu MB89R118`) or part number (`MB89R118`).
+    public static func lookup(_ text: String) -> ICModel? {
+        let t = text.lowercased().trimmingCharacters(in: .whitespaces)
+        return allCases.first { $0.rawValue.lowercased() == t || $0.name.lowercased() == t }
+            ?? allCases.first { $0.name.lowercased().split(separator: " ").dropFirst().joined(separator: " ") == t }
+            ?? allCases.first { $0.name.lowercased().split(separator: " ").last.map(String.init) == t }
+    }
+}
+
+/// Consecutive blocks a plan reads.
+public struct PlanRead: Equatable, Sendable {
+    public var first: BlockNumber
+    public var count: Int
+    /// Read with the Option flag, so each block comes with its lock status.
+    public var security: Bool
+
+    public init(first: BlockNumber, count: Int = 1, security: Bool = false) {
+        self.first = first
+        self.count = count
+        self.security = security
+    }
+}
+
+/// What to read from one kind of tag, and how to decode it.
+public struct ReadPlan: Equatable, Sendable {
+    public var name: String
+    public var match: TagMatch
+    public var reads: [PlanRead]
+    public var fields: [FieldDecoder]
+    public var line: Int
+}
+
+public enum SlotMode: String, Sendable, CaseIterable {
+    /// 16-slot inventory with anti-collision.
+    case sixteen = "16"
+    /// One-slot inventory: fastest for a single tag; a collision falls back to 16 slots.
+    case one = "1"
+    /// One slot while the field held at most one tag last cycle, else 16.
+    case adaptive
+}
+
+public enum DataRate: String, Sendable, CaseIterable { case high, low }
+
+/// The agent's configuration (`Config/vlogger.toml` documents every key).
+public struct AgentConfig: Sendable {
+    public var file: String
+    public var gatewayID = "gateway"
+    public var site: String?
+    public var reader = ReaderKind.sim
+    public var field: String?
+    public var device: String?
+    public var intervalMs: Millis = 1000
+    public var slots = SlotMode.adaptive
+    public var afi: UInt8?
+    public var dataRate = DataRate.high
+    public var departureCycles = 3
+    public var retries = 2
+    public var readAttempts = 2
+    public var plans: [ReadPlan] = []
+    public var rulesFile: String?
+    public var registerFile: String?
+    public var storePath = "vlogger.db"
+    public var batchSize = 500
+    public var flushIntervalMs: Millis = 2000
+
+    public init(file: String) { self.file = file }
+
+    /// A path from the file, relative to the file's folder.
+    public func resolve(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        let dir = (file as NSString).deletingLastPathComponent
+        return dir.isEmpty ? path : (dir as NSString).appendingPathComponent(path)
+    }
+
+    /// Every decoded field the plans define (for the store's export columns), first definition first.
+    public var fieldInfos: [FieldInfo] {
+        var seen = Set<String>()
+        var out: [FieldInfo] = []
+        for p in plans {
+            for f in p.fields where seen.insert(f.name).inserted { out.append(FieldInfo(name: f.name, unit: f.unit)) }
+        }
+        return out
+    }
+
+    public static func load(_ path: String) throws(ConfigError) -> AgentConfig {
+        try parse(ConfigReader.load(path), file: path)
+    }
+
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> AgentConfig {
+        let table = try ConfigReader.parse(text: text, file: file)
+        let r = ConfigReader(file: file)
+        var c = AgentConfig(file: file)
+        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store"])
+        if let g = top.subsection("gateway", keys: ["id", "site"]) {
+            if let id = g.string("id") {
+                if id.isEmpty || id.contains(where: { $0.isWhitespace || $0.isNewline }) {
+                    r.issue(g.node("id")?.line ?? g.line, "gateway.id: '\(id)' must be non-empty without spaces (it goes in every row)")
+                } else { c.gatewayID = id }
+            }
+            c.site = g.string("site")
+        }
+        if let s = top.subsection("reader", keys: ["driver", "field", "device"]) {
+            c.reader = s.choice("driver", ReaderKind.self) ?? c.reader
+            c.field = s.string("field").map(c.resolve)
+            c.device = s.string("device")
+            if c.reader != .sim, let n = s.node("field") { r.issue(n.line, "reader.field is for driver = \"sim\" only") }
+        }
+        if let s = top.subsection("polling", keys: ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts"]) {
+            c.intervalMs = s.duration("interval") ?? c.intervalMs
+            if let n = s.node("slots") {
+                switch n.value {
+                case let .integer(v) where v == 1 || v == 16: c.slots = v == 1 ? .one : .sixteen
+                case let .string(v) where SlotMode(rawValue: v) != nil: c.slots = SlotMode(rawValue: v) ?? .adaptive
+                default: r.issue(n.line, "polling.slots: expected 1, 16 or \"adaptive\"")
+                }
+            }
+            c.afi = s.integer("afi", in: 0...255).map { UInt8($0) }
+            c.dataRate = s.choice("data-rate", DataRate.self) ?? c.dataRate
+            c.departureCycles = s.integer("departure-cycles", in: 1...1000).map(Int.init) ?? c.departureCycles
+            c.retries = s.integer("retries", in: 0...10).map(Int.init) ?? c.retries
+            c.readAttempts = s.integer("read-attempts", in: 1...10).map(Int.init) ?? c.readAttempts
+        }
+        if let s = top.subsection("rules", keys: ["file", "register"]) {
+            c.rulesFile = s.string("file").map(c.resolve)
+            c.registerFile = s.string("register").map(c.resolve)
+        }
+        if let s = top.subsection("store", keys: ["path", "batch-size", "flush-interval"]) {
+            c.storePath = s.string("path").map(c.resolve) ?? c.storePath
+            c.batchSize = s.integer("batch-size", in: 1...1_000_000).map(Int.init) ?? c.batchSize
+            c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
+        }
+        var names = Set<String>()
+        for p in top.tables("plan", keys: ["name", "match", "read", "field"]) {
+            guard let plan = readPlan(p, r) else { continue }
+            if !names.insert(plan.name).inserted { r.issue(p.line, "plan '\(plan.name)' is defined twice") }
+            c.plans.append(plan)
+        }
+        // One name, one meaning: a field name used by two plans must decode the same way.
+        var byName: [String: FieldDecoder] = [:]
+        for p in c.plans {
+            for f in p.fields {
+                if let other = byName[f.name], other.unit != f.unit {
+                    r.issue(p.line, "field '\(f.name)' has unit \(f.unit ?? "none") here and \(other.unit ?? "none") in another plan; use one unit or another name")
+                }
+                byName[f.name] = f
+            }
+        }
+        try r.finish()
+        return c
+    }
+
+    static func readMatch(_ s: Section?, _ r: ConfigReader) -> TagMatch {
+        guard let s else { return TagMatch() }
+        var m = TagMatch()
+        for text in s.strings("manufacturer") ?? [] {
+            if let code = ManufacturerCode.lookup(text) { m.manufacturers.append(code) } else {
+                r.issue(s.node("manufacturer")?.line ?? s.line, "match.manufacturer: '\(text)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register (NXP, STMicroelectronics, Texas Instruments, …)")
+            }
+        }
+        for text in s.strings("model") ?? [] {
+            if let model = ICModel.lookup(text) { m.models.append(model) } else {
+                r.issue(s.node("model")?.line ?? s.line, "match.model: '\(text)' is not a known IC model; known: \(ICModel.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+        for text in s.strings("uid") ?? [] {
+            do { m.uids.append(try UIDPattern(parsing: text)) } catch { r.issue(s.node("uid")?.line ?? s.line, "match.uid: \(error)") }
+        }
+        return m
+    }
+
+    static func readPlan(_ p: Section, _ r: ConfigReader) -> ReadPlan? {
+        guard let name = p.require("name", p.string) else { return nil }
+        let match = readMatch(p.subsection("match", keys: ["manufacturer", "model", "uid"]), r)
+        var reads: [PlanRead] = []
+        for s in p.tables("read", keys: ["first", "count", "security"]) {
+            guard let first = s.require("first", s.block) else { continue }
+            let count = s.integer("count", in: 1...65536).map(Int.init) ?? 1
+            if first.int + count > 65536 { r.issue(s.line, "\(s.name): blocks \(first)+\(count) run past block 0xFFFF") }
+            reads.append(PlanRead(first: first, count: count, security: s.bool("security") ?? false))
+        }
+        var fields: [FieldDecoder] = []
+        for s in p.tables("field", keys: ["name", "block", "byte", "type", "length", "scale", "offset", "unit"]) {
+            guard let fname = s.require("name", s.string), let block = s.require("block", s.block),
+                  let type = s.require("type", { s.choice($0, FieldType.self) }) else { continue }
+            let length = s.integer("length", in: 1...4096).map(Int.init)
+            if type.width != nil, let n = s.node("length") { r.issue(n.line, "\(s.name).length: \(type.rawValue) is \(type.width ?? 0) bytes; length is for hex and ascii") }
+            if type.width == nil, length == nil { r.issue(s.line, "\(s.name): type \(type.rawValue) needs 'length' (bytes)") }
+            let scale = s.number("scale"), offset = s.number("offset")
+            if !type.isNumeric, let n = s.node("scale") ?? s.node("offset") { r.issue(n.line, "\(s.name): scale and offset are for numeric types, not \(type.rawValue)") }
+            if fname.isEmpty || fname.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) {
+                r.issue(s.node("name")?.line ?? s.line, "\(s.name).name: '\(fname)' must be letters, digits, '_' or '-' (it becomes a CSV column)")
+            }
+            if fields.contains(where: { $0.name == fname }) { r.issue(s.line, "\(s.name): field '\(fname)' is defined twice in plan '\(name)'") }
+            fields.append(FieldDecoder(name: fname, block: block, byte: s.integer("byte", in: 0...4095).map(Int.init) ?? 0,
+                                       type: type, length: length, scale: scale, offset: offset, unit: s.string("unit")))
+        }
+        if reads.isEmpty && fields.isEmpty { r.issue(p.line, "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries") }
+        return ReadPlan(name: name, match: match, reads: reads, fields: fields, line: p.line)
+    }
+
+    /// The first plan that matches a tag (plans are tried in file order).
+    public func plan(for uid: UID, model: ICModel?) -> ReadPlan? {
+        plans.first { $0.match.matches(uid: uid, model: model) }
+    }
+}

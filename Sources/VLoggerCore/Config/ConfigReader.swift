@@ -1,0 +1,228 @@
+import Foundation
+import ISO15693
+
+/// One problem in a configuration or rules file: the file, the line, and what was expected there.
+public struct ConfigIssue: Error, Equatable, Sendable, CustomStringConvertible {
+    public let file: String
+    public let line: Int
+    public let message: String
+    public var description: String { "\(file):\(line): \(message)" }
+}
+
+/// Every problem found in a file (reading goes on after the first, so one `config check` lists them all).
+public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    public let issues: [ConfigIssue]
+    public var description: String { issues.map(\.description).joined(separator: "\n") }
+}
+
+/// Reads typed settings out of a TOML table, recording a `ConfigIssue` for each wrong type, bad value
+/// or unknown key, with its line.
+final class ConfigReader {
+    let file: String
+    private(set) var issues: [ConfigIssue] = []
+
+    init(file: String) { self.file = file }
+
+    func issue(_ line: Int, _ message: String) {
+        issues.append(ConfigIssue(file: file, line: line, message: message))
+    }
+
+    static func parse(text: String, file: String) throws(ConfigError) -> TOMLTable {
+        do { return try TOML.parse(text) } catch {
+            throw ConfigError(issues: [ConfigIssue(file: file, line: error.line, message: "column \(error.column): \(error.message)")])
+        }
+    }
+
+    static func load(_ path: String) throws(ConfigError) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "cannot read the file (missing or not readable)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "the file is not UTF-8 text")])
+        }
+        return text
+    }
+
+    func finish() throws(ConfigError) {
+        if !issues.isEmpty { throw ConfigError(issues: issues.sorted { $0.line < $1.line }) }
+    }
+}
+
+/// A view of one table that remembers which keys were read, so the rest can be reported as unknown.
+struct Section {
+    let reader: ConfigReader
+    let table: TOMLTable
+    let name: String
+    private let known: Set<String>
+
+    init(_ reader: ConfigReader, _ table: TOMLTable, name: String, keys: [String]) {
+        self.reader = reader
+        self.table = table
+        self.name = name
+        known = Set(keys)
+        for (k, node) in table.entries where !known.contains(k) {
+            let where_ = name.isEmpty ? "at the top level" : "in [\(name)]"
+            reader.issue(node.line, "unknown key '\(k)' \(where_); expected one of: \(keys.joined(separator: ", "))")
+        }
+    }
+
+    var line: Int { table.line }
+
+    func node(_ key: String) -> TOMLNode? {
+        precondition(known.contains(key), "key \(key) read but not declared for [\(name)]")
+        return table[key]
+    }
+
+    private func label(_ key: String) -> String { name.isEmpty ? key : "\(name).\(key)" }
+
+    func string(_ key: String) -> String? {
+        guard let n = node(key) else { return nil }
+        guard case let .string(s) = n.value else {
+            reader.issue(n.line, "\(label(key)): expected a string, found \(n.value.typeName)")
+            return nil
+        }
+        return s
+    }
+
+    func require<T>(_ key: String, _ get: (String) -> T?) -> T? {
+        if node(key) == nil { reader.issue(table.line, "[\(name)] needs '\(key)'") }
+        return get(key)
+    }
+
+    func integer(_ key: String, in range: ClosedRange<Int64>? = nil) -> Int64? {
+        guard let n = node(key) else { return nil }
+        guard case let .integer(v) = n.value else {
+            reader.issue(n.line, "\(label(key)): expected an integer, found \(n.value.typeName)")
+            return nil
+        }
+        if let range, !range.contains(v) {
+            reader.issue(n.line, "\(label(key)): \(v) is out of range; expected \(range.lowerBound)…\(range.upperBound)")
+            return nil
+        }
+        return v
+    }
+
+    func number(_ key: String) -> Double? {
+        guard let n = node(key) else { return nil }
+        switch n.value {
+        case let .integer(v): return Double(v)
+        case let .float(d) where d.isFinite: return d
+        default:
+            reader.issue(n.line, "\(label(key)): expected a finite number, found \(n.value.typeName)")
+            return nil
+        }
+    }
+
+    func bool(_ key: String) -> Bool? {
+        guard let n = node(key) else { return nil }
+        guard case let .bool(b) = n.value else {
+            reader.issue(n.line, "\(label(key)): expected true or false, found \(n.value.typeName)")
+            return nil
+        }
+        return b
+    }
+
+    /// A block number: an integer (0xF8 or 248) or a string ("0xF8").
+    func block(_ key: String) -> BlockNumber? {
+        guard let n = node(key) else { return nil }
+        switch n.value {
+        case let .integer(v):
+            if let b = BlockNumber(exactly: Int(v)) { return b }
+            reader.issue(n.line, "\(label(key)): block \(v) is out of range; expected 0…65535")
+        case let .string(s):
+            do { return try BlockNumber(parsing: s) } catch { reader.issue(n.line, "\(label(key)): \(error)") }
+        default:
+            reader.issue(n.line, "\(label(key)): expected a block number (0xF8 or 248), found \(n.value.typeName)")
+        }
+        return nil
+    }
+
+    /// A duration written as a string with a unit ("500ms", "2s", "5m", "1h", "7d").
+    func duration(_ key: String) -> Millis? {
+        guard let s = string(key), let n = node(key) else { return nil }
+        do { return try DurationText.parse(s) } catch {
+            reader.issue(n.line, "\(label(key)): \(error)")
+            return nil
+        }
+    }
+
+    func choice<T: RawRepresentable>(_ key: String, _ type: T.Type) -> T? where T.RawValue == String, T: CaseIterable {
+        guard let s = string(key), let n = node(key) else { return nil }
+        if let v = T(rawValue: s) { return v }
+        reader.issue(n.line, "\(label(key)): '\(s)' is not one of: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+        return nil
+    }
+
+    func subsection(_ key: String, keys: [String]) -> Section? {
+        guard let n = node(key) else { return nil }
+        guard case let .table(t) = n.value else {
+            reader.issue(n.line, "\(label(key)): expected a table, found \(n.value.typeName)")
+            return nil
+        }
+        return Section(reader, t, name: label(key), keys: keys)
+    }
+
+    /// An array of tables (`[[name]]` sections or an inline array of inline tables).
+    func tables(_ key: String, keys: [String]) -> [Section] {
+        guard let n = node(key) else { return [] }
+        guard case let .array(items) = n.value else {
+            reader.issue(n.line, "\(label(key)): expected [[\(label(key))]] sections, found \(n.value.typeName)")
+            return []
+        }
+        var out: [Section] = []
+        for (i, item) in items.enumerated() {
+            guard case let .table(t) = item.value else {
+                reader.issue(item.line, "\(label(key))[\(i)]: expected a table, found \(item.value.typeName)")
+                continue
+            }
+            out.append(Section(reader, t, name: "\(label(key))[\(i + 1)]", keys: keys))
+        }
+        return out
+    }
+
+    func strings(_ key: String) -> [String]? {
+        guard let n = node(key) else { return nil }
+        if case let .string(s) = n.value { return [s] }
+        guard case let .array(items) = n.value else {
+            reader.issue(n.line, "\(label(key)): expected a string or an array of strings, found \(n.value.typeName)")
+            return nil
+        }
+        var out: [String] = []
+        for item in items {
+            guard case let .string(s) = item.value else {
+                reader.issue(item.line, "\(label(key)): expected strings in the array, found \(item.value.typeName)")
+                return nil
+            }
+            out.append(s)
+        }
+        return out
+    }
+}
+
+/// Durations and ages written with a unit: `500ms`, `30s`, `5m`, `24h`, `7d`, `2w`.
+public enum DurationText {
+    public struct Invalid: Error, CustomStringConvertible, Sendable {
+        public let text: String
+        public var description: String { "'\(text)' is not a duration; write a number and a unit: 500ms, 30s, 5m, 24h, 7d or 2w" }
+    }
+
+    public static func parse(_ text: String) throws(Invalid) -> Millis {
+        let t = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000)]
+        for (suffix, factor) in units where t.hasSuffix(suffix) {
+            let number = String(t.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
+            // "ms" must not be read as "m" + "s": the longer suffix is tried first.
+            guard let v = Double(number), v.isFinite, v >= 0, !number.hasPrefix("+"), v * factor < 1e15 else { throw Invalid(text: text) }
+            return Millis((v * factor).rounded())
+        }
+        throw Invalid(text: text)
+    }
+
+    /// "1.5s", "250ms", "3m 20s" style for messages.
+    public static func format(_ ms: Millis) -> String {
+        if ms < 1000 { return "\(ms)ms" }
+        if ms < 60_000 { return ms % 1000 == 0 ? "\(ms / 1000)s" : String(format: "%.1fs", Double(ms) / 1000) }
+        if ms < 3_600_000 { return "\(ms / 60_000)m" + (ms % 60_000 >= 1000 ? " \(ms % 60_000 / 1000)s" : "") }
+        return "\(ms / 3_600_000)h" + (ms % 3_600_000 >= 60_000 ? " \(ms % 3_600_000 / 60_000)m" : "")
+    }
+}

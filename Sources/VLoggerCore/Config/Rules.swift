@@ -1,0 +1,349 @@
+import Foundation
+import ISO15693
+
+/// What a rule checks.
+public enum RuleCheck: Equatable, Sendable {
+    /// UID allow list (a tag must match one) and deny list (a tag must match none).
+    case uid(allow: [UIDPattern], deny: [UIDPattern])
+    case manufacturer(allow: [ManufacturerCode], deny: [ManufacturerCode])
+    case model(allow: [ICModel], deny: [ICModel])
+    /// Block lock status, from a read with the Option flag.
+    case lock(block: BlockNumber, locked: Bool)
+    /// A decoded numeric field within [min, max].
+    case range(field: String, min: Double?, max: Double?)
+    /// A block's bytes, or a decoded field, must equal a value or the tag's entry in the asset register.
+    case equals(target: EqualsTarget, expected: Expected)
+
+    public enum EqualsTarget: Equatable, Sendable {
+        case block(BlockNumber)
+        case field(String)
+    }
+
+    public enum Expected: Equatable, Sendable {
+        case value(String)
+        case register(column: String)
+    }
+}
+
+public struct Rule: Equatable, Sendable {
+    public var name: String
+    public var severity: Event.Severity
+    public var match: TagMatch
+    public var check: RuleCheck
+    public var line: Int
+}
+
+/// An asset register: one row per tag, keyed by UID (CSV with a header row; a `uid` column is required).
+public struct AssetRegister: Sendable {
+    public var file: String
+    public var columns: [String]
+    public var rows: [String: [String: String]]
+
+    public static func load(_ path: String) throws(ConfigError) -> AssetRegister {
+        let text = try ConfigReader.load(path)
+        let records: [[String]]
+        do { records = try CSVReader.parse(text) } catch {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: error.line, message: error.message)])
+        }
+        guard let header = records.first else { throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "empty register; expected a header row with a uid column")]) }
+        let cols = header.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard let u = cols.firstIndex(of: "uid") else {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "no 'uid' column in the header (\(cols.joined(separator: ", ")))")])
+        }
+        var rows: [String: [String: String]] = [:]
+        var issues: [ConfigIssue] = []
+        for (i, rec) in records.dropFirst().enumerated() where !(rec.count == 1 && rec[0].isEmpty) {
+            guard rec.count == cols.count else {
+                issues.append(ConfigIssue(file: path, line: i + 2, message: "\(rec.count) cells; the header has \(cols.count)"))
+                continue
+            }
+            do {
+                let uid = try UID(parsing: rec[u]).description
+                if rows[uid] != nil { issues.append(ConfigIssue(file: path, line: i + 2, message: "UID \(uid) is listed twice")) }
+                rows[uid] = Dictionary(uniqueKeysWithValues: zip(cols, rec))
+            } catch {
+                issues.append(ConfigIssue(file: path, line: i + 2, message: "uid: \(error)"))
+            }
+        }
+        if !issues.isEmpty { throw ConfigError(issues: issues) }
+        return AssetRegister(file: path, columns: cols, rows: rows)
+    }
+}
+
+/// A minimal RFC 4180 reader for the register and list files (quoted cells, doubled quotes, CRLF or LF).
+enum CSVReader {
+    struct Failure: Error { let line: Int; let message: String }
+
+    static func parse(_ text: String) throws(Failure) -> [[String]] {
+        var records: [[String]] = []
+        var record: [String] = []
+        var cell = ""
+        var quoted = false, wasQuoted = false
+        var line = 1
+        var it = Array(text.unicodeScalars).makeIterator()
+        var pending: Unicode.Scalar? = nil
+        func next() -> Unicode.Scalar? {
+            if let p = pending { pending = nil; return p }
+            return it.next()
+        }
+        while let c = next() {
+            if quoted {
+                if c == "\"" {
+                    if let d = next() {
+                        if d == "\"" { cell.unicodeScalars.append("\"") } else { quoted = false; pending = d }
+                    } else { quoted = false }
+                } else {
+                    if c == "\n" { line += 1 }
+                    cell.unicodeScalars.append(c)
+                }
+                continue
+            }
+            switch c {
+            case "\"":
+                guard cell.isEmpty, !wasQuoted else { throw Failure(line: line, message: "a quote inside an unquoted cell; quote the whole cell and double the quote") }
+                quoted = true
+                wasQuoted = true
+            case ",":
+                record.append(cell); cell = ""; wasQuoted = false
+            case "\r":
+                continue
+            case "\n":
+                record.append(cell); records.append(record)
+                record = []; cell = ""; wasQuoted = false
+                line += 1
+            default:
+                guard !wasQuoted else { throw Failure(line: line, message: "text after a closing quote") }
+                cell.unicodeScalars.append(c)
+            }
+        }
+        if quoted { throw Failure(line: line, message: "a quoted cell is not closed") }
+        if !cell.isEmpty || !record.isEmpty || wasQuoted { record.append(cell); records.append(record) }
+        return records
+    }
+}
+
+/// The rules of a rules file.
+public struct RuleSet: Sendable {
+    public var file: String?
+    public var rules: [Rule]
+
+    public init(file: String? = nil, rules: [Rule] = []) {
+        self.file = file
+        self.rules = rules
+    }
+
+    public static func load(_ path: String) throws(ConfigError) -> RuleSet {
+        try parse(ConfigReader.load(path), file: path)
+    }
+
+    public static let kinds = ["uid", "manufacturer", "model", "lock", "range", "equals"]
+
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> RuleSet {
+        let table = try ConfigReader.parse(text: text, file: file)
+        let r = ConfigReader(file: file)
+        let top = Section(r, table, name: "", keys: ["rule"])
+        var rules: [Rule] = []
+        var names = Set<String>()
+        let keys = ["name", "kind", "severity", "match", "allow", "deny", "allow-file", "deny-file", "block", "locked",
+                    "field", "min", "max", "value", "register-column"]
+        for s in top.tables("rule", keys: keys) {
+            guard let name = s.require("name", s.string), let kind = s.require("kind", s.string) else { continue }
+            if !names.insert(name).inserted { r.issue(s.line, "rule '\(name)' is defined twice") }
+            let severity = s.choice("severity", Event.Severity.self) ?? .warning
+            let match = AgentConfig.readMatch(s.subsection("match", keys: ["manufacturer", "model", "uid"]), r)
+            let used: Set<String>
+            var check: RuleCheck?
+            func list(_ key: String) -> [String] {
+                var out = s.strings(key) ?? []
+                if let path = s.string(key + "-file") {
+                    let full = path.hasPrefix("/") ? path : ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(path)
+                    if let text = try? ConfigReader.load(full) {
+                        out += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+                    } else {
+                        r.issue(s.node(key + "-file")?.line ?? s.line, "\(key)-file: cannot read \(full)")
+                    }
+                }
+                return out
+            }
+            switch kind {
+            case "uid":
+                used = ["allow", "deny", "allow-file", "deny-file"]
+                func patterns(_ key: String) -> [UIDPattern] {
+                    list(key).compactMap { t in
+                        do { return try UIDPattern(parsing: t) } catch { r.issue(s.node(key)?.line ?? s.node(key + "-file")?.line ?? s.line, "\(key): \(error)"); return nil }
+                    }
+                }
+                check = .uid(allow: patterns("allow"), deny: patterns("deny"))
+            case "manufacturer":
+                used = ["allow", "deny"]
+                func codes(_ key: String) -> [ManufacturerCode] {
+                    list(key).compactMap { t in
+                        if let c = ManufacturerCode.lookup(t) { return c }
+                        r.issue(s.node(key)?.line ?? s.line, "\(key): '\(t)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register")
+                        return nil
+                    }
+                }
+                check = .manufacturer(allow: codes("allow"), deny: codes("deny"))
+            case "model":
+                used = ["allow", "deny"]
+                func models(_ key: String) -> [ICModel] {
+                    list(key).compactMap { t in
+                        if let m = ICModel.lookup(t) { return m }
+                        r.issue(s.node(key)?.line ?? s.line, "\(key): '\(t)' is not a known IC model")
+                        return nil
+                    }
+                }
+                check = .model(allow: models("allow"), deny: models("deny"))
+            case "lock":
+                used = ["block", "locked"]
+                if let b = s.require("block", s.block), let l = s.require("locked", s.bool) { check = .lock(block: b, locked: l) }
+            case "range":
+                used = ["field", "min", "max"]
+                let lo = s.number("min"), hi = s.number("max")
+                if lo == nil && hi == nil { r.issue(s.line, "\(s.name): a range rule needs min, max or both") }
+                if let lo, let hi, lo > hi { r.issue(s.node("max")?.line ?? s.line, "\(s.name): max \(hi) is below min \(lo)") }
+                if let f = s.require("field", s.string) { check = .range(field: f, min: lo, max: hi) }
+            case "equals":
+                used = ["block", "field", "value", "register-column"]
+                let target: RuleCheck.EqualsTarget?
+                switch (s.block("block"), s.string("field")) {
+                case let (b?, nil): target = .block(b)
+                case let (nil, f?): target = .field(f)
+                default: r.issue(s.line, "\(s.name): an equals rule needs exactly one of block or field"); target = nil
+                }
+                let expected: RuleCheck.Expected?
+                switch (s.string("value"), s.string("register-column")) {
+                case let (v?, nil):
+                    if case .block = target, (try? Hex.parse(v)) == nil { r.issue(s.node("value")?.line ?? s.line, "\(s.name).value: '\(v)' is not hex bytes (compared with a block)") }
+                    expected = .value(v)
+                case let (nil, c?): expected = .register(column: c.lowercased())
+                default: r.issue(s.line, "\(s.name): an equals rule needs exactly one of value or register-column"); expected = nil
+                }
+                if let target, let expected { check = .equals(target: target, expected: expected) }
+            default:
+                used = []
+                r.issue(s.node("kind")?.line ?? s.line, "\(s.name).kind: '\(kind)' is not one of: \(kinds.joined(separator: ", "))")
+            }
+            let ruleSpecific = Set(keys).subtracting(["name", "kind", "severity", "match"])
+            for k in ruleSpecific.subtracting(used).sorted() where s.table[k] != nil {
+                r.issue(s.table[k]?.line ?? s.line, "\(s.name): '\(k)' does not apply to a \(kind) rule (it takes: \(used.sorted().joined(separator: ", ")))")
+            }
+            if let check {
+                rules.append(Rule(name: name, severity: severity, match: match, check: check, line: s.line))
+            }
+        }
+        try r.finish()
+        return RuleSet(file: file, rules: rules)
+    }
+
+    /// Rules that read register columns, and the register's columns: names a missing column.
+    public func check(register: AssetRegister?) -> [ConfigIssue] {
+        var out: [ConfigIssue] = []
+        for rule in rules {
+            guard case let .equals(_, .register(column)) = rule.check else { continue }
+            guard let register else {
+                out.append(ConfigIssue(file: file ?? "rules", line: rule.line, message: "rule '\(rule.name)' compares with the asset register, but no register is configured ([rules] register = \"assets.csv\")"))
+                continue
+            }
+            if !register.columns.contains(column) {
+                out.append(ConfigIssue(file: file ?? "rules", line: rule.line, message: "rule '\(rule.name)': the register \(register.file) has no column '\(column)' (it has \(register.columns.joined(separator: ", ")))"))
+            }
+        }
+        return out
+    }
+}
+
+/// What the agent knows about a tag when rules are evaluated.
+public struct TagFacts: Sendable {
+    public var uid: UID
+    public var model: ICModel?
+    public var blockSize: Int
+    /// Block data read this cycle, by block number.
+    public var blocks: [Int: [UInt8]] = [:]
+    /// Block security status read this cycle, by block number.
+    public var security: [Int: UInt8] = [:]
+    public var fields: [String: FieldValue] = [:]
+
+    public init(uid: UID, model: ICModel?, blockSize: Int) {
+        self.uid = uid
+        self.model = model
+        self.blockSize = blockSize
+    }
+}
+
+/// The outcome of one rule for one tag.
+public enum RuleOutcome: Equatable, Sendable {
+    case pass
+    case violation(String)
+    /// What the rule needs was not read (the tag answered too little); not counted either way.
+    case notEvaluated(String)
+}
+
+extension Rule {
+    /// Blocks the rule needs read (with the Option flag for lock rules).
+    public var neededReads: [PlanRead] {
+        switch check {
+        case let .lock(b, _): return [PlanRead(first: b, count: 1, security: true)]
+        case let .equals(.block(b), _): return [PlanRead(first: b, count: 1)]
+        default: return []
+        }
+    }
+
+    public func evaluate(_ t: TagFacts, register: AssetRegister?) -> RuleOutcome {
+        switch check {
+        case let .uid(allow, deny):
+            if let d = deny.first(where: { $0.matches(t.uid) }) { return .violation("UID \(t.uid) is on the deny list (\(d))") }
+            if !allow.isEmpty && !allow.contains(where: { $0.matches(t.uid) }) { return .violation("UID \(t.uid) is not on the allow list") }
+            return .pass
+        case let .manufacturer(allow, deny):
+            let m = t.uid.manufacturer
+            if deny.contains(m) || (!allow.isEmpty && !allow.contains(m)) { return .violation("manufacturer \(m) is not allowed") }
+            return .pass
+        case let .model(allow, deny):
+            let name = t.model?.name ?? "unknown IC"
+            if let m = t.model, deny.contains(m) { return .violation("IC \(name) is denied") }
+            if !allow.isEmpty && !(t.model.map(allow.contains) ?? false) { return .violation("IC \(name) is not allowed") }
+            return .pass
+        case let .lock(b, locked):
+            guard let s = t.security[b.int] else { return .notEvaluated("lock status of block \(b) was not read") }
+            let isLocked = s & 0x01 != 0
+            if isLocked == locked { return .pass }
+            return .violation("block \(b) is \(isLocked ? "locked" : "unlocked"); the rule wants it \(locked ? "locked" : "unlocked")")
+        case let .range(field, lo, hi):
+            guard let v = t.fields[field] else { return .notEvaluated("field \(field) was not decoded") }
+            let x: Double
+            switch v {
+            case let .integer(n): x = Double(n)
+            case let .number(d): x = d
+            case .text: return .notEvaluated("field \(field) is text, not a number")
+            }
+            if let lo, x < lo { return .violation("\(field) = \(JSONText.number(x)) is below \(JSONText.number(lo))") }
+            if let hi, x > hi { return .violation("\(field) = \(JSONText.number(x)) is above \(JSONText.number(hi))") }
+            return .pass
+        case let .equals(target, expected):
+            let want: String
+            switch expected {
+            case let .value(v): want = v
+            case let .register(column):
+                guard let row = register?.rows[t.uid.description] else { return .violation("UID \(t.uid) is not in the asset register") }
+                want = row[column] ?? ""
+            }
+            switch target {
+            case let .block(b):
+                guard let data = t.blocks[b.int] else { return .notEvaluated("block \(b) was not read") }
+                guard let w = try? Hex.parse(want) else { return .violation("expected value '\(want)' is not hex") }
+                return data == w ? .pass : .violation("block \(b) is \(Hex.format(data)); expected \(Hex.format(w))")
+            case let .field(f):
+                guard let v = t.fields[f] else { return .notEvaluated("field \(f) was not decoded") }
+                let have: String
+                switch v {
+                case let .text(s): have = s
+                case let .integer(n): have = String(n)
+                case let .number(d): have = JSONText.number(d)
+                }
+                return have == want ? .pass : .violation("\(f) is '\(have)'; expected '\(want)'")
+            }
+        }
+    }
+}

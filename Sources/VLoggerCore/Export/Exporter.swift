@@ -1,0 +1,182 @@
+import CSQLite
+import Foundation
+import ISO15693
+
+/// What `vlogger export` writes.
+public struct ExportRequest: Sendable {
+    public enum Table: String, Sendable, CaseIterable { case readings, events, tags, writes }
+    public enum Format: String, Sendable, CaseIterable { case csv, jsonl }
+    public var table = Table.readings
+    public var since: Millis
+    public var until: Millis?
+    public var uid: UID?
+    public var format = Format.csv
+    /// CSV line ending: CRLF (RFC 4180, the default) or LF.
+    public var crlf = true
+
+    public init(since: Millis) { self.since = since }
+}
+
+/// Streams rows from the store to a file descriptor: one SQL query, one row at a time through a 64 KiB
+/// buffer, so memory stays flat however many rows there are.
+///
+/// CSV follows RFC 4180: a header row, cells with a comma, quote, CR or LF quoted, quotes doubled, CRLF
+/// line ends. Text cells that begin with `=`, `+`, `-`, `@`, tab or CR get a leading `'` so spreadsheets
+/// show them rather than run them (OWASP "CSV injection"); numbers (SQLite INTEGER/REAL) are left alone.
+public enum Exporter {
+    /// The SQL for a request, with its parameters: the same text `sqlite3 -csv` can run (the benchmark does).
+    public static func query(_ r: ExportRequest, fields: [FieldInfo]) -> (sql: String, args: [SQLValue]) {
+        let time = { (col: String) in "strftime('%Y-%m-%dT%H:%M:%S', \(col) / 1000, 'unixepoch') || printf('.%03dZ', \(col) % 1000)" }
+        let block = "CASE WHEN block < 256 THEN printf('0x%02X', block) ELSE printf('0x%04X', block) END"
+        var columns: [String]
+        let timeColumn: String
+        switch r.table {
+        case .readings:
+            columns = ["\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "count", "hex(data) AS data", "hex(security) AS security"]
+            let reserved: Set<String> = ["time", "gateway", "uid", "block", "count", "data", "security"]
+            for f in fields {
+                let column = reserved.contains(f.name) ? "field_\(f.name)" : f.name
+                columns.append("json_extract(decoded, '$.\"\(f.name.replacingOccurrences(of: "'", with: "''"))\"') AS \"\(column)\"")
+            }
+            timeColumn = "time"
+        case .events:
+            columns = ["\(time("time")) AS time", "gateway", "uid", "kind", "name", "severity", "detail"]
+            timeColumn = "time"
+        case .tags:
+            columns = ["uid", "\(time("first_seen")) AS first_seen", "\(time("last_seen")) AS last_seen", "manufacturer", "model",
+                       "block_count", "block_size", "memory_source"]
+            timeColumn = "last_seen"
+        case .writes:
+            columns = ["\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "hex(data) AS data",
+                       "CASE WHEN flags IS NULL THEN NULL ELSE printf('0x%02X', flags) END AS flags", "result", "verified", "exchanges"]
+            timeColumn = "time"
+        }
+        var sql = "SELECT " + columns.joined(separator: ", ") + " FROM \(r.table.rawValue) WHERE \(timeColumn) >= ?1"
+        var args: [SQLValue] = [.integer(r.since)]
+        if let until = r.until {
+            sql += " AND \(timeColumn) < ?\(args.count + 1)"
+            args.append(.integer(until))
+        }
+        if let uid = r.uid {
+            sql += " AND uid = ?\(args.count + 1)"
+            args.append(.text(uid.description))
+        }
+        sql += r.table == .tags ? " ORDER BY last_seen, uid" : " ORDER BY \(timeColumn), id"
+        return (sql, args)
+    }
+
+    /// Writes the export to `fd`; returns the number of data rows.
+    @discardableResult
+    public static func export(_ r: ExportRequest, store: Store, to fd: Int32) throws(StoreError) -> Int {
+        let fields = r.table == .readings ? try store.fields() : []
+        let (sql, args) = query(r, fields: fields)
+        let s = try store.db.prepare(sql)
+        try s.bind(args)
+        var out = OutputBuffer(fd: fd)
+        let n = s.columnCount
+        let names = (0..<n).map { s.columnName($0) }
+        let eol: [UInt8] = r.crlf ? [0x0D, 0x0A] : [0x0A]
+        if r.format == .csv {
+            for (i, name) in names.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                out.appendCSV(Array(name.utf8), neutralise: false)
+            }
+            out.append(eol)
+        }
+        let keys = names.map { Array((JSONText.quote($0) + ":").utf8) }
+        var rows = 0
+        while try s.step() {
+            rows += 1
+            if r.format == .csv {
+                for i in 0..<n {
+                    if i > 0 { out.append(0x2C) }
+                    let type = s.type(i)
+                    if type == SQLStatement.nullType { continue }
+                    s.withBytes(i) { bytes in
+                        if type == SQLStatement.textType { out.appendCSV(bytes, neutralise: true) } else { out.append(bytes) }
+                    }
+                }
+                out.append(eol)
+            } else {
+                out.append(0x7B)
+                for i in 0..<n {
+                    if i > 0 { out.append(0x2C) }
+                    out.append(keys[i])
+                    switch s.type(i) {
+                    case SQLStatement.nullType: out.append(Array("null".utf8))
+                    case SQLStatement.integerType: s.withBytes(i) { out.append($0) }
+                    case SQLStatement.floatType:
+                        let d = s.double(i)
+                        out.append(Array((d.isFinite ? "\(d)" : "null").utf8))
+                    default: out.append(Array(JSONText.quote(s.text(i) ?? "").utf8))
+                    }
+                }
+                out.append(0x7D)
+                out.append(0x0A)
+            }
+            if out.failed { break }
+        }
+        out.flush()
+        if let e = out.error { throw StoreError("cannot write the export: \(String(cString: strerror(e)))") }
+        return rows
+    }
+}
+
+/// A 64 KiB output buffer over a file descriptor.
+struct OutputBuffer {
+    let fd: Int32
+    var bytes: [UInt8] = []
+    var error: Int32?
+    var failed: Bool { error != nil }
+
+    init(fd: Int32) {
+        self.fd = fd
+        bytes.reserveCapacity(1 << 16)
+    }
+
+    mutating func append(_ b: UInt8) {
+        bytes.append(b)
+    }
+
+    mutating func append<C: Collection>(_ c: C) where C.Element == UInt8 {
+        bytes.append(contentsOf: c)
+        if bytes.count >= 1 << 16 { flush() }
+    }
+
+    /// One CSV cell: quoted when it holds a comma, quote, CR or LF; a formula-like start neutralised.
+    mutating func appendCSV<C: Collection>(_ cell: C, neutralise: Bool) where C.Element == UInt8 {
+        var needsQuotes = false
+        for b in cell where b == 0x2C || b == 0x22 || b == 0x0D || b == 0x0A { needsQuotes = true; break }
+        let formula = neutralise && cell.first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } == true
+        if !needsQuotes && !formula { append(cell); return }
+        if needsQuotes { append(0x22) }
+        if formula { append(0x27) }
+        if needsQuotes {
+            for b in cell {
+                if b == 0x22 { append(0x22) }
+                append(b)
+            }
+            append(0x22)
+        } else {
+            append(cell)
+        }
+        if bytes.count >= 1 << 16 { flush() }
+    }
+
+    mutating func flush() {
+        guard error == nil, !bytes.isEmpty else { bytes.removeAll(keepingCapacity: true); return }
+        var off = 0
+        bytes.withUnsafeBytes { p in
+            while off < p.count {
+                let n = write(fd, p.baseAddress! + off, p.count - off)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    error = errno
+                    return
+                }
+                off += n
+            }
+        }
+        bytes.removeAll(keepingCapacity: true)
+    }
+}

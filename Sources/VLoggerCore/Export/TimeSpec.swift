@@ -1,0 +1,133 @@
+import Foundation
+
+/// Times on the command line: ISO 8601 (`2026-11-22`, `2026-11-22T08:30`, `2026-11-22 08:30:15.250+01:00`,
+/// `…Z`), `now`, or an age before now (`24h`, `7d`, `90m`). A time without a zone is taken as UTC, and
+/// `note` says so.
+public struct TimeSpec: Sendable, Equatable {
+    public let millis: Millis
+    public let note: String?
+
+    public struct Invalid: Error, CustomStringConvertible, Sendable {
+        public let text: String
+        public let reason: String
+        public var description: String {
+            "'\(text)' is not a time: \(reason). Use ISO 8601 (2026-11-22T08:30:00Z, 2026-11-22 08:30, 2026-11-22), 'now', or an age such as 24h, 7d, 90m"
+        }
+    }
+
+    public static func parse(_ text: String, now: Millis) throws(Invalid) -> TimeSpec {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        if t.lowercased() == "now" { return TimeSpec(millis: now, note: nil) }
+        if let first = t.first, first.isNumber, let last = t.last, last.isLetter, !t.contains("-"), !t.contains(":") {
+            do { return TimeSpec(millis: now - (try DurationText.parse(t)), note: nil) } catch {
+                throw Invalid(text: text, reason: "an age needs a unit: ms, s, m, h, d or w")
+            }
+        }
+        return try iso8601(t, original: text)
+    }
+
+    static func iso8601(_ t: String, original: String) throws(Invalid) -> TimeSpec {
+        let c = Array(t.utf8)
+        var i = 0
+        func digits(_ n: Int, _ what: String) throws(Invalid) -> Int {
+            guard i + n <= c.count else { throw Invalid(text: original, reason: "expected \(n) digits of \(what)") }
+            var v = 0
+            for k in 0..<n {
+                let d = c[i + k]
+                guard d >= 0x30 && d <= 0x39 else { throw Invalid(text: original, reason: "expected \(n) digits of \(what)") }
+                v = v * 10 + Int(d - 0x30)
+            }
+            i += n
+            return v
+        }
+        func expect(_ ch: Character, _ what: String) throws(Invalid) {
+            guard i < c.count, c[i] == ch.asciiValue else { throw Invalid(text: original, reason: "expected '\(ch)' \(what)") }
+            i += 1
+        }
+        let year = try digits(4, "the year")
+        try expect("-", "after the year")
+        let month = try digits(2, "the month")
+        try expect("-", "after the month")
+        let day = try digits(2, "the day")
+        guard (1...12).contains(month) else { throw Invalid(text: original, reason: "month \(month) is not 01…12") }
+        guard (1...daysIn(month, year)).contains(day) else { throw Invalid(text: original, reason: "day \(day) is not in \(year)-\(String(format: "%02d", month))") }
+        var hour = 0, minute = 0, second = 0, ms = 0
+        var offsetMin: Int? = nil
+        var hasTime = false
+        if i < c.count, c[i] == UInt8(ascii: "T") || c[i] == UInt8(ascii: "t") || c[i] == UInt8(ascii: " ") {
+            i += 1
+            hasTime = true
+            hour = try digits(2, "the hour")
+            try expect(":", "after the hour")
+            minute = try digits(2, "the minutes")
+            if i < c.count, c[i] == UInt8(ascii: ":") {
+                i += 1
+                second = try digits(2, "the seconds")
+                if i < c.count, c[i] == UInt8(ascii: ".") || c[i] == UInt8(ascii: ",") {
+                    i += 1
+                    let start = i
+                    var frac = 0, n = 0
+                    while i < c.count, c[i] >= 0x30, c[i] <= 0x39 {
+                        if n < 3 { frac = frac * 10 + Int(c[i] - 0x30); n += 1 }
+                        i += 1
+                    }
+                    guard i > start else { throw Invalid(text: original, reason: "expected digits after the decimal point") }
+                    while n < 3 { frac *= 10; n += 1 }
+                    ms = frac
+                }
+            }
+            guard hour < 24, minute < 60, second < 60 else { throw Invalid(text: original, reason: "time of day out of range") }
+        }
+        if i < c.count {
+            if c[i] == UInt8(ascii: "Z") || c[i] == UInt8(ascii: "z") {
+                i += 1
+                offsetMin = 0
+            } else if c[i] == UInt8(ascii: "+") || c[i] == UInt8(ascii: "-") {
+                guard hasTime else { throw Invalid(text: original, reason: "a zone offset needs a time of day") }
+                let sign = c[i] == UInt8(ascii: "+") ? 1 : -1
+                i += 1
+                let h = try digits(2, "the zone hours")
+                if i < c.count, c[i] == UInt8(ascii: ":") { i += 1 }
+                let m = try digits(2, "the zone minutes")
+                guard h <= 23, m < 60 else { throw Invalid(text: original, reason: "zone offset out of range") }
+                offsetMin = sign * (h * 60 + m)
+            }
+        }
+        guard i == c.count else { throw Invalid(text: original, reason: "unexpected '\(String(decoding: c[i...], as: UTF8.self))' at the end") }
+        let days = daysFromCivil(year, month, day)
+        var total = Int64(days) * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000 + second * 1000 + ms)
+        total -= Int64((offsetMin ?? 0) * 60_000)
+        return TimeSpec(millis: total, note: offsetMin == nil ? "'\(original)' has no time zone; UTC assumed" : nil)
+    }
+
+    static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
+    static func daysIn(_ m: Int, _ y: Int) -> Int { [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1] }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+    static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// ISO 8601 UTC with milliseconds: `2026-11-22T08:30:00.250Z` (the export's format, and the logs').
+    public static func format(_ ms: Millis) -> String {
+        let days = Int(floorDiv(ms, 86_400_000))
+        let rem = Int(ms - Int64(days) * 86_400_000)
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, m, d, rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000)
+    }
+
+    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import ISO15693
+
+/// Milliseconds since 1970-01-01T00:00:00Z: how the store keeps every time (UTC, millisecond precision).
+public typealias Millis = Int64
+
+/// A decoded field value.
+public enum FieldValue: Equatable, Sendable {
+    case integer(Int64)
+    case number(Double)
+    case text(String)
+
+    /// As a JSON value.
+    var json: String {
+        switch self {
+        case let .integer(n): return String(n)
+        case let .number(d): return d.isFinite ? JSONText.number(d) : "null"
+        case let .text(s): return JSONText.quote(s)
+        }
+    }
+}
+
+/// One read of consecutive blocks of one tag: what the tag returned, and the fields decoded from it.
+public struct Reading: Equatable, Sendable {
+    public var time: Millis
+    public var gateway: String
+    public var uid: UID
+    public var first: BlockNumber
+    public var count: Int
+    /// The blocks' bytes, in order.
+    public var data: [UInt8]
+    /// Block security status bytes (bit 0 = locked), one per block, when read with the Option flag.
+    public var security: [UInt8]?
+    /// Named values from the plan's field decoders, in plan order.
+    public var decoded: [(name: String, value: FieldValue)]
+
+    public init(time: Millis, gateway: String, uid: UID, first: BlockNumber, count: Int, data: [UInt8],
+                security: [UInt8]? = nil, decoded: [(name: String, value: FieldValue)] = []) {
+        self.time = time
+        self.gateway = gateway
+        self.uid = uid
+        self.first = first
+        self.count = count
+        self.data = data
+        self.security = security
+        self.decoded = decoded
+    }
+
+    public static func == (a: Reading, b: Reading) -> Bool {
+        a.time == b.time && a.gateway == b.gateway && a.uid == b.uid && a.first == b.first && a.count == b.count
+            && a.data == b.data && a.security == b.security && a.decoded.map(\.name) == b.decoded.map(\.name)
+            && a.decoded.map(\.value) == b.decoded.map(\.value)
+    }
+
+    /// The decoded values as one JSON object (nil when there are none).
+    var decodedJSON: String? {
+        guard !decoded.isEmpty else { return nil }
+        return "{" + decoded.map { JSONText.quote($0.name) + ":" + $0.value.json }.joined(separator: ",") + "}"
+    }
+}
+
+/// What a tag is, as the store remembers it.
+public struct TagRecord: Equatable, Sendable {
+    public var uid: UID
+    public var seen: Millis
+    public var manufacturer: String
+    public var model: String?
+    public var blockCount: Int?
+    public var blockSize: Int?
+    public var memorySource: String?
+
+    public init(uid: UID, seen: Millis, manufacturer: String, model: String? = nil, blockCount: Int? = nil,
+                blockSize: Int? = nil, memorySource: String? = nil) {
+        self.uid = uid
+        self.seen = seen
+        self.manufacturer = manufacturer
+        self.model = model
+        self.blockCount = blockCount
+        self.blockSize = blockSize
+        self.memorySource = memorySource
+    }
+}
+
+/// Something worth an operator's attention.
+public struct Event: Equatable, Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case arrival, departure, violation, error, start, stop
+    }
+    public enum Severity: String, Sendable, CaseIterable {
+        case info, warning, critical
+    }
+    public var time: Millis
+    public var gateway: String
+    public var uid: UID?
+    public var kind: Kind
+    /// The rule's name for a violation, the error's kind for an error.
+    public var name: String
+    public var severity: Severity
+    public var detail: String
+
+    public init(time: Millis, gateway: String, uid: UID?, kind: Kind, name: String, severity: Severity, detail: String) {
+        self.time = time
+        self.gateway = gateway
+        self.uid = uid
+        self.kind = kind
+        self.name = name
+        self.severity = severity
+        self.detail = detail
+    }
+}
+
+/// A block write made through vlogger.
+public struct WriteRecord: Equatable, Sendable {
+    public var time: Millis
+    public var gateway: String
+    public var uid: UID
+    public var first: BlockNumber
+    public var data: [UInt8]
+    public var flags: RequestFlags?
+    public var result: String
+    public var verified: Bool
+    public var exchanges: Int
+
+    public init(time: Millis, gateway: String, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags?,
+                result: String, verified: Bool, exchanges: Int) {
+        self.time = time
+        self.gateway = gateway
+        self.uid = uid
+        self.first = first
+        self.data = data
+        self.flags = flags
+        self.result = result
+        self.verified = verified
+        self.exchanges = exchanges
+    }
+}
+
+/// A decoded field the store knows of, so exports can give it a column.
+public struct FieldInfo: Equatable, Sendable {
+    public var name: String
+    public var unit: String?
+    public init(name: String, unit: String?) {
+        self.name = name
+        self.unit = unit
+    }
+}
+
+/// JSON text helpers (one quoting routine for the store and for jsonl export).
+enum JSONText {
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        out.reserveCapacity(s.utf8.count + 2)
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20:
+                out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count) + String(u.value, radix: 16)
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+
+    /// Shortest text that reads back as the same Double (Swift's description), without a trailing ".0"
+    /// only where the value is integral and small.
+    static func number(_ d: Double) -> String {
+        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
+        return "\(d)"
+    }
+}
+
+extension Millis {
+    /// Now, in milliseconds since 1970 UTC.
+    public static func now() -> Millis { Millis((Date().timeIntervalSince1970 * 1000).rounded()) }
+}

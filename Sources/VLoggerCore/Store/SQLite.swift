@@ -1,0 +1,179 @@
+import CSQLite
+import Foundation
+
+/// An error from SQLite or from the store above it: what failed, SQLite's own message and result code.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    /// SQLite's primary result code (`SQLITE_BUSY` = 5, `SQLITE_CORRUPT` = 11, …), or nil for store errors.
+    public let code: Int32?
+    public init(_ message: String, code: Int32? = nil) {
+        self.message = message
+        self.code = code
+    }
+    public var description: String { message }
+    /// Another connection holds the lock (an export beside the agent): wait and try again.
+    public var isBusy: Bool { code.map { $0 & 0xFF == SQLITE_BUSY || $0 & 0xFF == SQLITE_LOCKED } ?? false }
+}
+
+/// A value bound to or read from a statement.
+public enum SQLValue: Equatable, Sendable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// One SQLite connection (the C API, Debian's libsqlite3). Not thread-safe: one owner at a time.
+final class SQLiteConnection {
+    let path: String
+    private(set) var handle: OpaquePointer?
+
+    /// Opens (and with `create`, creates) the file. `busyTimeoutMs`: how long SQLite itself waits for
+    /// another connection's lock before answering `SQLITE_BUSY`.
+    init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMs: Int32 = 5000) throws(StoreError) {
+        self.path = path
+        var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+        flags |= SQLITE_OPEN_NOMUTEX
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        handle = db
+        guard rc == SQLITE_OK else {
+            let msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            handle = nil
+            throw StoreError("cannot open the store \(path): \(msg)", code: rc)
+        }
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMs)
+    }
+
+    deinit { close() }
+
+    func close() {
+        if let h = handle { sqlite3_close_v2(h) }
+        handle = nil
+    }
+
+    func error(_ what: String, _ rc: Int32) -> StoreError {
+        let msg = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+        return StoreError("\(what): \(msg) (SQLite code \(rc)) in \(path)", code: rc)
+    }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(StoreError) {
+        var err: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &err)
+        if rc != SQLITE_OK {
+            let msg = err.map { String(cString: $0) } ?? "error"
+            sqlite3_free(err)
+            throw StoreError("\(sql.prefix(60)): \(msg) (SQLite code \(rc)) in \(path)", code: rc)
+        }
+    }
+
+    func prepare(_ sql: String) throws(StoreError) -> SQLStatement {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error("prepare \(sql.prefix(60))", rc) }
+        return SQLStatement(stmt, connection: self)
+    }
+
+    /// The single value of a one-row query (nil when no row).
+    func scalar(_ sql: String, _ args: [SQLValue] = []) throws(StoreError) -> SQLValue? {
+        let s = try prepare(sql)
+        try s.bind(args)
+        guard try s.step() else { return nil }
+        return s.value(0)
+    }
+
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A prepared statement, reset and rebound for each use.
+final class SQLStatement {
+    private let stmt: OpaquePointer
+    private unowned let connection: SQLiteConnection
+
+    init(_ stmt: OpaquePointer, connection: SQLiteConnection) {
+        self.stmt = stmt
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(stmt) }
+
+    func reset() {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+    }
+
+    func bind(_ values: [SQLValue]) throws(StoreError) {
+        for (i, v) in values.enumerated() { try bind(v, at: Int32(i + 1)) }
+    }
+
+    func bind(_ value: SQLValue, at i: Int32) throws(StoreError) {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(stmt, i)
+        case let .integer(n): rc = sqlite3_bind_int64(stmt, i, n)
+        case let .real(d): rc = sqlite3_bind_double(stmt, i, d)
+        case let .text(s):
+            var s = s
+            rc = s.withUTF8 { vlogger_bind_text(stmt, i, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+        case let .blob(b):
+            rc = b.withUnsafeBytes { vlogger_bind_blob(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+        }
+        guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
+    }
+
+    /// Steps once: true when a row is ready, false when done.
+    @discardableResult
+    func step() throws(StoreError) -> Bool {
+        let rc = sqlite3_step(stmt)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let e = connection.error("step", rc)
+            sqlite3_reset(stmt)
+            throw e
+        }
+    }
+
+    var columnCount: Int { Int(sqlite3_column_count(stmt)) }
+    func columnName(_ i: Int) -> String { String(cString: sqlite3_column_name(stmt, Int32(i))) }
+    func type(_ i: Int) -> Int32 { sqlite3_column_type(stmt, Int32(i)) }
+    func int64(_ i: Int) -> Int64 { sqlite3_column_int64(stmt, Int32(i)) }
+    func double(_ i: Int) -> Double { sqlite3_column_double(stmt, Int32(i)) }
+
+    func text(_ i: Int) -> String? {
+        guard let p = sqlite3_column_text(stmt, Int32(i)) else { return nil }
+        return String(cString: p)
+    }
+
+    /// The UTF-8 bytes of a text (or blob) column without copying; valid until the next step.
+    func withBytes<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let n = Int(sqlite3_column_bytes(stmt, Int32(i)))
+        let p: UnsafeRawPointer? = type(i) == SQLITE_BLOB ? sqlite3_column_blob(stmt, Int32(i)) : sqlite3_column_text(stmt, Int32(i)).map { UnsafeRawPointer($0) }
+        return body(UnsafeRawBufferPointer(start: p, count: p == nil ? 0 : n))
+    }
+
+    func blob(_ i: Int) -> [UInt8] { withBytes(i) { Array($0) } }
+
+    func value(_ i: Int) -> SQLValue {
+        switch type(i) {
+        case SQLITE_INTEGER: return .integer(int64(i))
+        case SQLITE_FLOAT: return .real(double(i))
+        case SQLITE_TEXT: return .text(text(i) ?? "")
+        case SQLITE_BLOB: return .blob(blob(i))
+        default: return .null
+        }
+    }
+
+    static let integerType = SQLITE_INTEGER
+    static let floatType = SQLITE_FLOAT
+    static let textType = SQLITE_TEXT
+    static let blobType = SQLITE_BLOB
+    static let nullType = SQLITE_NULL
+}

@@ -1,0 +1,297 @@
+import CSQLite
+import Foundation
+import ISO15693
+
+/// The store: one SQLite file in WAL mode, schema versioned by named migrations, written in batches.
+///
+/// Durability: `journal_mode=WAL` with `synchronous=FULL`, so a batch whose COMMIT returned is on disk
+/// and survives a SIGKILL or a power cut; a batch that fails is rolled back whole and can be retried.
+public final class Store {
+    let db: SQLiteConnection
+    public let path: String
+
+    /// The migrations, in order. A name once shipped never changes; new schema goes in a new entry.
+    static let migrations: [(name: String, sql: String)] = [
+        ("001-tags-readings-events-writes", """
+        CREATE TABLE tags(
+            uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
+            first_seen INTEGER NOT NULL,            -- ms since 1970 UTC
+            last_seen INTEGER NOT NULL,
+            manufacturer TEXT NOT NULL,
+            model TEXT,
+            block_count INTEGER,
+            block_size INTEGER,
+            memory_source TEXT
+        ) WITHOUT ROWID;
+        CREATE TABLE readings(
+            id INTEGER PRIMARY KEY,
+            time INTEGER NOT NULL,
+            gateway TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            block INTEGER NOT NULL,                 -- first block of the read
+            count INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            security BLOB,                          -- one status byte per block, when read
+            decoded TEXT                            -- JSON object of the plan's decoded fields
+        );
+        CREATE TABLE events(
+            id INTEGER PRIMARY KEY,
+            time INTEGER NOT NULL,
+            gateway TEXT NOT NULL,
+            uid TEXT,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            severity TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        CREATE TABLE writes(
+            id INTEGER PRIMARY KEY,
+            time INTEGER NOT NULL,
+            gateway TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            block INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            flags INTEGER,
+            result TEXT NOT NULL,
+            verified INTEGER NOT NULL,
+            exchanges INTEGER NOT NULL
+        );
+        """),
+        ("002-time-indexes-and-fields", """
+        CREATE INDEX readings_by_time ON readings(time);
+        CREATE INDEX events_by_time ON events(time);
+        CREATE INDEX writes_by_time ON writes(time);
+        CREATE TABLE fields(
+            name TEXT PRIMARY KEY NOT NULL,
+            unit TEXT,
+            position INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """),
+    ]
+
+    private var insertReading: SQLStatement?
+    private var insertEvent: SQLStatement?
+    private var upsertTag: SQLStatement?
+    private var insertWrite: SQLStatement?
+
+    /// Opens the store. Writable stores are created when missing and migrated to the current schema;
+    /// read-only stores must exist and be at a schema this vlogger knows.
+    public init(path: String, readOnly: Bool = false, busyTimeoutMs: Int32 = 5000) throws(StoreError) {
+        self.path = path
+        if readOnly && !FileManager.default.fileExists(atPath: path) {
+            throw StoreError("no store at \(path) (run `vlogger run` first, or pass --store FILE)")
+        }
+        db = try SQLiteConnection(path: path, readOnly: readOnly, busyTimeoutMs: busyTimeoutMs)
+        if !readOnly {
+            guard case let .text(mode)? = try db.scalar("PRAGMA journal_mode=WAL"), mode.lowercased() == "wal" else {
+                throw StoreError("\(path): cannot switch the store to WAL mode (is it on a network file system?)")
+            }
+            try db.execute("PRAGMA synchronous=FULL")
+            try migrate()
+        } else {
+            let applied = try appliedMigrations()
+            guard applied.count >= Self.migrations.count else {
+                throw StoreError("\(path): the store is at schema \(applied.last ?? "none"); run `vlogger run` (or any writing command) once to migrate it")
+            }
+            try checkKnown(applied)
+        }
+    }
+
+    public func close() { db.close() }
+
+    // MARK: Migrations
+
+    func appliedMigrations() throws(StoreError) -> [String] {
+        guard try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'") != nil else { return [] }
+        let s = try db.prepare("SELECT name FROM schema_migrations ORDER BY name")
+        var names: [String] = []
+        while try s.step() { names.append(s.text(0) ?? "") }
+        return names
+    }
+
+    private func checkKnown(_ applied: [String]) throws(StoreError) {
+        let known = Set(Self.migrations.map(\.name))
+        if let unknown = applied.first(where: { !known.contains($0) }) {
+            throw StoreError("\(path): the store has migration \(unknown), which this vlogger does not know; it was written by a newer vlogger")
+        }
+    }
+
+    /// Applies each missing migration in its own transaction, recording its name.
+    func migrate() throws(StoreError) {
+        try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
+        let applied = try appliedMigrations()
+        try checkKnown(applied)
+        for m in Self.migrations where !applied.contains(m.name) {
+            try transaction { () throws(StoreError) in
+                try db.execute(m.sql)
+                let s = try db.prepare("INSERT INTO schema_migrations(name, applied_at) VALUES(?, ?)")
+                try s.bind([.text(m.name), .integer(Millis.now())])
+                try s.step()
+            }
+        }
+    }
+
+    /// Runs `body` in one IMMEDIATE transaction: all of it commits, or none of it.
+    func transaction(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            try body()
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes a batch in one transaction. Returns the row id of the last reading written (0 if none).
+    @discardableResult
+    public func write(_ batch: Batch) throws(StoreError) -> Int64 {
+        var lastID: Int64 = 0
+        try transaction { () throws(StoreError) in
+            if !batch.tags.isEmpty {
+                let s = try prepared(&upsertTag, """
+                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source)
+                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)
+                    ON CONFLICT(uid) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen),
+                        first_seen = min(first_seen, excluded.first_seen),
+                        manufacturer = excluded.manufacturer,
+                        model = coalesce(excluded.model, model), block_count = coalesce(excluded.block_count, block_count),
+                        block_size = coalesce(excluded.block_size, block_size), memory_source = coalesce(excluded.memory_source, memory_source)
+                    """)
+                for t in batch.tags {
+                    s.reset()
+                    try s.bind([.text(t.uid.description), .integer(t.seen), .text(t.manufacturer), t.model.map(SQLValue.text) ?? .null,
+                                t.blockCount.map { .integer(Int64($0)) } ?? .null, t.blockSize.map { .integer(Int64($0)) } ?? .null,
+                                t.memorySource.map(SQLValue.text) ?? .null])
+                    try s.step()
+                }
+            }
+            if !batch.readings.isEmpty {
+                let s = try prepared(&insertReading, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded) VALUES(?,?,?,?,?,?,?,?)")
+                for r in batch.readings {
+                    s.reset()
+                    try s.bind(.integer(r.time), at: 1)
+                    try s.bind(.text(r.gateway), at: 2)
+                    try s.bind(.text(r.uid.description), at: 3)
+                    try s.bind(.integer(Int64(r.first.int)), at: 4)
+                    try s.bind(.integer(Int64(r.count)), at: 5)
+                    try s.bind(.blob(r.data), at: 6)
+                    try s.bind(r.security.map(SQLValue.blob) ?? .null, at: 7)
+                    try s.bind(r.decodedJSON.map(SQLValue.text) ?? .null, at: 8)
+                    try s.step()
+                }
+                lastID = db.lastInsertRowID
+            }
+            if !batch.events.isEmpty {
+                let s = try prepared(&insertEvent, "INSERT INTO events(time, gateway, uid, kind, name, severity, detail) VALUES(?,?,?,?,?,?,?)")
+                for e in batch.events {
+                    s.reset()
+                    try s.bind([.integer(e.time), .text(e.gateway), e.uid.map { .text($0.description) } ?? .null,
+                                .text(e.kind.rawValue), .text(e.name), .text(e.severity.rawValue), .text(e.detail)])
+                    try s.step()
+                }
+            }
+            if !batch.writes.isEmpty {
+                let s = try prepared(&insertWrite, "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)")
+                for w in batch.writes {
+                    s.reset()
+                    try s.bind([.integer(w.time), .text(w.gateway), .text(w.uid.description), .integer(Int64(w.first.int)),
+                                .blob(w.data), w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, .text(w.result),
+                                .integer(w.verified ? 1 : 0), .integer(Int64(w.exchanges))])
+                    try s.step()
+                }
+            }
+        }
+        return lastID
+    }
+
+    private func prepared(_ cache: inout SQLStatement?, _ sql: String) throws(StoreError) -> SQLStatement {
+        if let s = cache { return s }
+        let s = try db.prepare(sql)
+        cache = s
+        return s
+    }
+
+    /// Records the decoded fields the configuration defines, so exports give each a column (in this order).
+    public func registerFields(_ fields: [FieldInfo]) throws(StoreError) {
+        try transaction { () throws(StoreError) in
+            let known = try self.fieldsUnlocked()
+            var position = known.count
+            let s = try db.prepare("INSERT INTO fields(name, unit, position) VALUES(?,?,?) ON CONFLICT(name) DO UPDATE SET unit = excluded.unit")
+            for f in fields {
+                s.reset()
+                let existing = known.contains { $0.name == f.name }
+                try s.bind([.text(f.name), f.unit.map(SQLValue.text) ?? .null, .integer(Int64(existing ? 0 : position))])
+                try s.step()
+                if !existing { position += 1 }
+            }
+        }
+    }
+
+    private func fieldsUnlocked() throws(StoreError) -> [FieldInfo] {
+        let s = try db.prepare("SELECT name, unit FROM fields ORDER BY position, name")
+        var out: [FieldInfo] = []
+        while try s.step() { out.append(FieldInfo(name: s.text(0) ?? "", unit: s.text(1))) }
+        return out
+    }
+
+    /// The decoded fields known to the store, in column order.
+    public func fields() throws(StoreError) -> [FieldInfo] { try fieldsUnlocked() }
+
+    // MARK: Reading back
+
+    public func count(_ table: String) throws(StoreError) -> Int {
+        guard ["readings", "events", "tags", "writes"].contains(table) else { throw StoreError("no table \(table)") }
+        if case let .integer(n)? = try db.scalar("SELECT count(*) FROM \(table)") { return Int(n) }
+        return 0
+    }
+
+    /// `PRAGMA integrity_check`: "ok" for a sound file, else SQLite's list of problems.
+    public func integrityCheck() throws(StoreError) -> String {
+        let s = try db.prepare("PRAGMA integrity_check")
+        var lines: [String] = []
+        while try s.step() { lines.append(s.text(0) ?? "") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Readings whose row id is at most `id` (for checking what a committed batch left).
+    public func readingCount(upToID id: Int64) throws(StoreError) -> Int {
+        if case let .integer(n)? = try db.scalar("SELECT count(*) FROM readings WHERE id <= ?", [.integer(id)]) { return Int(n) }
+        return 0
+    }
+
+    /// Events, oldest first (for tests and status).
+    public func events(kind: Event.Kind? = nil) throws(StoreError) -> [Event] {
+        let s = try db.prepare("SELECT time, gateway, uid, kind, name, severity, detail FROM events" + (kind == nil ? "" : " WHERE kind = ?") + " ORDER BY id")
+        if let kind { try s.bind([.text(kind.rawValue)]) }
+        var out: [Event] = []
+        while try s.step() {
+            out.append(Event(time: s.int64(0), gateway: s.text(1) ?? "", uid: s.text(2).flatMap { try? UID(parsing: $0) },
+                             kind: Event.Kind(rawValue: s.text(3) ?? "") ?? .error, name: s.text(4) ?? "",
+                             severity: Event.Severity(rawValue: s.text(5) ?? "") ?? .info, detail: s.text(6) ?? ""))
+        }
+        return out
+    }
+
+    /// Readings, oldest first (for tests).
+    public func readings(uid: UID? = nil) throws(StoreError) -> [(time: Millis, uid: String, block: Int, data: [UInt8], decoded: String?)] {
+        let s = try db.prepare("SELECT time, uid, block, data, decoded FROM readings" + (uid == nil ? "" : " WHERE uid = ?") + " ORDER BY id")
+        if let uid { try s.bind([.text(uid.description)]) }
+        var out: [(Millis, String, Int, [UInt8], String?)] = []
+        while try s.step() { out.append((s.int64(0), s.text(1) ?? "", Int(s.int64(2)), s.blob(3), s.text(4))) }
+        return out
+    }
+}
+
+/// What one commit writes.
+public struct Batch: Sendable {
+    public var readings: [Reading] = []
+    public var events: [Event] = []
+    public var tags: [TagRecord] = []
+    public var writes: [WriteRecord] = []
+    public init() {}
+    public var isEmpty: Bool { readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty }
+    public var size: Int { readings.count + events.count + tags.count + writes.count }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import VLoggerCore
+
+struct ConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "config", abstract: "Check the configuration.",
+                                                    subcommands: [ConfigCheck.self])
+}
+
+struct ConfigCheck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Validate a configuration file (and the rules and register it names); every error gives file:line and what was expected.")
+
+    @Argument(help: "The file (default: Config/vlogger.toml, or --config).")
+    var file: String?
+
+    @Option(help: "Configuration file (TOML).")
+    var config = "Config/vlogger.toml"
+
+    func run() throws {
+        let path = file ?? config
+        let c: AgentConfig
+        do { c = try AgentConfig.load(path) } catch { throw VLoggerError("\(error)") }
+        var issues: [String] = []
+        var rules = RuleSet()
+        var register: AssetRegister?
+        if let f = c.rulesFile { do { rules = try RuleSet.load(f) } catch { issues.append("\(error)") } }
+        if let f = c.registerFile { do { register = try AssetRegister.load(f) } catch { issues.append("\(error)") } }
+        issues += rules.check(register: register).map(\.description)
+        if c.reader == .sim, let f = c.field {
+            var isDir: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue { issues.append("\(path): reader.field: \(f) is not a folder") }
+        }
+        if !issues.isEmpty { throw VLoggerError(issues.joined(separator: "\n")) }
+        print("\(path): ok — gateway \(c.gatewayID), reader \(c.reader.rawValue), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.rows.count) register entries" } ?? "no register"), store \(c.storePath)")
+    }
+}
+
+struct RulesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rules", abstract: "Check rules.", subcommands: [RulesCheck.self])
+}
+
+struct RulesCheck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Validate a rules file (and the register columns it uses); every error gives file:line and what was expected.")
+
+    @Argument(help: "The rules file (default: the one named in the configuration).")
+    var file: String?
+
+    @Option(help: "Configuration file (TOML), for the default rules file and the register.")
+    var config = "Config/vlogger.toml"
+
+    func run() throws {
+        var register: AssetRegister?
+        var path = file
+        if FileManager.default.fileExists(atPath: config) {
+            let c: AgentConfig
+            do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+            path = path ?? c.rulesFile
+            if let f = c.registerFile { do { register = try AssetRegister.load(f) } catch { throw VLoggerError("\(error)") } }
+        }
+        guard let path else { throw ValidationError("no rules file: name one, or set [rules] file in \(config)") }
+        let rules: RuleSet
+        do { rules = try RuleSet.load(path) } catch { throw VLoggerError("\(error)") }
+        let issues = rules.check(register: register)
+        if !issues.isEmpty { throw VLoggerError(issues.map(\.description).joined(separator: "\n")) }
+        print("\(path): ok — \(rules.rules.count) rules")
+        for r in rules.rules { print("  \(r.name) (\(r.severity.rawValue))") }
+    }
+}

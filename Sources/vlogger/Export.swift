@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import ISO15693
+import VLoggerCore
+
+extension ExportRequest.Table: ExpressibleByArgument {}
+extension ExportRequest.Format: ExpressibleByArgument {}
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Export readings, events, tags or writes from the store as CSV or JSON lines.",
+        discussion: """
+            CSV follows RFC 4180: a header row, CRLF line ends (--lf for LF), cells with commas, quotes or line \
+            breaks quoted. Times are ISO 8601 UTC with milliseconds; UIDs are printed most-significant byte first; \
+            raw data is hex; each decoded field has its own column. Text cells starting with = + - @ get a leading ' \
+            so spreadsheets do not run them; numbers are left alone. Rows stream: memory stays flat for any size.
+            """
+    )
+
+    @OptionGroup var options: ConfigOptions
+
+    @Option(help: "From this time: ISO 8601 (2026-11-22T08:00:00Z; without a zone UTC is assumed), or an age (24h, 7d, 30m).")
+    var since: String
+
+    @Option(help: "Up to (not including) this time; same forms as --since. Default: no end.")
+    var until: String?
+
+    @Option(help: "Table: readings, events, tags (by last seen) or writes.")
+    var table: ExportRequest.Table = .readings
+
+    @Option(help: "Only this tag (UID, most-significant byte first).")
+    var uid: String?
+
+    @Option(help: "Output format: csv or jsonl.")
+    var format: ExportRequest.Format = .csv
+
+    @Option(help: "Write to this file (written beside it, then renamed, so a failed export leaves no half file). Default: stdout.")
+    var output: String?
+
+    @Flag(help: "End CSV lines with LF instead of CRLF.")
+    var lf = false
+
+    func run() throws {
+        let now = Millis.now()
+        var request: ExportRequest
+        do {
+            let s = try TimeSpec.parse(since, now: now)
+            if let note = s.note { FileHandle.standardError.write(Data("note: --since \(note)\n".utf8)) }
+            request = ExportRequest(since: s.millis)
+            if let until {
+                let u = try TimeSpec.parse(until, now: now)
+                if let note = u.note { FileHandle.standardError.write(Data("note: --until \(note)\n".utf8)) }
+                guard u.millis > s.millis else { throw ValidationError("--until (\(TimeSpec.format(u.millis))) is not after --since (\(TimeSpec.format(s.millis)))") }
+                request.until = u.millis
+            }
+        } catch let e as TimeSpec.Invalid {
+            throw ValidationError("\(e)")
+        }
+        if let uid { do { request.uid = try UID(parsing: uid) } catch { throw ValidationError("--uid: \(error)") } }
+        request.table = table
+        request.format = format
+        request.crlf = !lf
+        let store: Store
+        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        defer { store.close() }
+        guard let output else {
+            do { try Exporter.export(request, store: store, to: STDOUT_FILENO) } catch { throw VLoggerError("\(error)") }
+            return
+        }
+        let partial = output + ".partial"
+        let fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else { throw VLoggerError("cannot create \(partial): \(String(cString: strerror(errno)))") }
+        let rows: Int
+        do {
+            rows = try Exporter.export(request, store: store, to: fd)
+            guard fsync(fd) == 0, close(fd) == 0 else { throw StoreError("cannot finish \(partial): \(String(cString: strerror(errno)))") }
+        } catch {
+            close(fd)
+            unlink(partial)
+            throw VLoggerError("\(error)")
+        }
+        guard rename(partial, output) == 0 else { throw VLoggerError("cannot rename \(partial) to \(output): \(String(cString: strerror(errno)))") }
+        FileHandle.standardError.write(Data("\(rows) \(table.rawValue) rows written to \(output)\n".utf8))
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import ISO15693
+import VLoggerCore
+
+/// `--config` and `--store`, shared by the agent and every command that reads the store.
+struct ConfigOptions: ParsableArguments {
+    @Option(help: "Configuration file (TOML).")
+    var config = "Config/vlogger.toml"
+
+    @Option(help: "Store file (SQLite); overrides [store] path of the configuration.")
+    var store: String?
+
+    func load() throws -> AgentConfig {
+        do { return try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+    }
+
+    /// The store path: --store, else the configuration's (when the file exists), else vlogger.db.
+    func storePath() throws -> String {
+        if let store { return store }
+        if FileManager.default.fileExists(atPath: config) { return try load().storePath }
+        return "vlogger.db"
+    }
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the polling agent: inventory, plan reads, rules, batched store writes.",
+        discussion: """
+            Each cycle finds the tags in the field, reads each tag's plan (multi-block, chunked to the chip), \
+            decodes its fields, checks the rules and queues readings and events; batches commit to the store \
+            by size or time. SIGINT or SIGTERM stops polling, commits the last batch and exits 0. \
+            With the simulated reader, the field folder's scenario.json (if any) is played against the run's clock.
+            """
+    )
+
+    @OptionGroup var options: ConfigOptions
+
+    @Option(help: "Stop after this long (e.g. 30s, 10m, 2h).")
+    var duration: String?
+
+    @Option(help: "Stop after this many poll cycles.")
+    var cycles: Int?
+
+    @Option(help: "Reader driver, overriding [reader] driver.")
+    var reader: ReaderKind?
+
+    @Option(help: "Simulated field folder, overriding [reader] field.")
+    var field: String?
+
+    @Option(help: "Poll interval, overriding [polling] interval (e.g. 500ms, 0s).")
+    var interval: String?
+
+    @Flag(help: "Simulated time: sleeping between cycles moves a virtual clock instead of waiting (simulator demos).")
+    var fastClock = false
+
+    @Option(help: "Log level on stderr: error, warning, notice, info, debug (debug logs each commit and cycle).")
+    var logLevel: LogLevel = .notice
+
+    func validate() throws {
+        if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
+        if let duration { do { _ = try DurationText.parse(duration) } catch { throw ValidationError("--duration: \(error)") } }
+        if let interval { do { _ = try DurationText.parse(interval) } catch { throw ValidationError("--interval: \(error)") } }
+    }
+
+    func run() throws {
+        var config = try options.load()
+        if let reader { config.reader = reader }
+        if let field { config.field = field }
+        if let interval { config.intervalMs = try DurationText.parse(interval) }
+        if let store = options.store { config.storePath = store }
+        let rules: RuleSet
+        var register: AssetRegister?
+        do {
+            rules = try config.rulesFile.map(RuleSet.load) ?? RuleSet()
+            register = try config.registerFile.map(AssetRegister.load)
+        } catch { throw VLoggerError("\(error)") }
+        let problems = rules.check(register: register)
+        if !problems.isEmpty { throw VLoggerError(problems.map(\.description).joined(separator: "\n")) }
+
+        let level = logLevel
+        let log: (LogLevel, String) -> Void = { l, message in
+            guard l <= level else { return }
+            FileHandle.standardError.write(Data("\(l.journalPrefix)\(l.rawValue): \(message)\n".utf8))
+        }
+        let session = try ReaderSession.open(kind: config.reader, field: config.field, device: config.device)
+        let store: Store
+        do { store = try Store(path: config.storePath) } catch { throw VLoggerError("\(error)") }
+        do { try store.registerFields(config.fieldInfos) } catch { throw VLoggerError("\(error)") }
+        let writer = BatchWriter(store: store, batchSize: config.batchSize, flushIntervalMs: config.flushIntervalMs)
+        writer.onCommit = { r, e, last, seconds in
+            log(.debug, "committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms")
+        }
+        let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
+        let agent = Agent(config: config, rules: rules, register: register, session: session, writer: writer, clock: clock, log: log)
+
+        // SIGINT/SIGTERM: stop after the current exchange's cycle, commit, exit 0.
+        let stop = StopSignal()
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            src.setEventHandler {
+                log(.notice, "signal \(sig == SIGINT ? "SIGINT" : "SIGTERM"): stopping after this cycle")
+                stop.request()
+            }
+            src.resume()
+            sources.append(src)
+        }
+        defer { sources.forEach { $0.cancel() } }
+
+        do {
+            try agent.run(cycles: cycles, durationMs: try duration.map(DurationText.parse), stop: stop)
+        } catch {
+            throw VLoggerError("\(error); \(writer.pendingCount) queued records could not be written")
+        }
+        store.close()
+        let c = agent.counters
+        let air = c.cycleAirTime.map(\.microseconds).sorted()
+        let bound = c.cycleLowerBound.map(\.microseconds).sorted()
+        func median(_ v: [Double]) -> Double { v.isEmpty ? 0 : v[v.count / 2] }
+        print("""
+            \(c.cycles) cycles: \(c.readings) readings, \(c.arrivals) arrivals, \(c.departures) departures, \
+            \(c.violations) violations, \(c.errorTotal) errors\(c.errors.isEmpty ? "" : " (" + c.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
+            air time per cycle: median \(String(format: "%.2f", median(air) / 1000)) ms, lower bound for the same reads \(String(format: "%.2f", median(bound) / 1000)) ms; \(c.exchanges) exchanges
+            store \(config.storePath): \(writer.committedReadings) readings and \(writer.committedEvents) events committed in \(writer.commits) batches
+            """)
+    }
+}
+
+extension LogLevel: ExpressibleByArgument {}
