@@ -18,6 +18,10 @@ public struct Scenario: Equatable, Sendable {
     public struct Step: Equatable, Sendable {
         public var atMs: Int64
         public var action: Action
+        public init(atMs: Int64, action: Action) {
+            self.atMs = atMs
+            self.action = action
+        }
     }
 
     /// How a signal's value is stored in the block.
@@ -55,6 +59,21 @@ public struct Scenario: Equatable, Sendable {
         public var periodMs: Int64
         public var min: Double?
         public var max: Double?
+
+        public init(uid: UID, block: Int, byte: Int, encoding: Encoding, scale: Double, start: Double, slopePerHour: Double,
+                    amplitude: Double, periodMs: Int64, min: Double?, max: Double?) {
+            self.uid = uid
+            self.block = block
+            self.byte = byte
+            self.encoding = encoding
+            self.scale = scale
+            self.start = start
+            self.slopePerHour = slopePerHour
+            self.amplitude = amplitude
+            self.periodMs = periodMs
+            self.min = min
+            self.max = max
+        }
 
         public func value(atMs t: Int64) -> Double {
             let hours = Double(t) / 3_600_000

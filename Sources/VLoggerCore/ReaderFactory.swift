@@ -33,6 +33,13 @@ public final class ReaderSession {
         return "Config/demo-field"
     }
 
+    /// A session over an in-memory simulated field (tests, benchmarks), field switched on.
+    public static func simulated(field: SimulatedField) throws -> ReaderSession {
+        let reader = SimulatorReader(field: field, name: "simulator (in memory)")
+        try reader.fieldOn()
+        return ReaderSession(reader: reader, folder: nil)
+    }
+
     /// Opens a reader and switches its field on.
     public static func open(kind: ReaderKind, field: String?, device: String?) throws -> ReaderSession {
         switch kind {

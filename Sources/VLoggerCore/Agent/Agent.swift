@@ -69,13 +69,14 @@ public final class Agent {
     /// error says why).
     public func run(cycles: Int? = nil, durationMs: Millis? = nil, stop: StopSignal) throws(StoreError) {
         startMs = clock.now()
+        let firstCycle = counters.cycles
         session.startScenario()
         event(.start, uid: nil, name: "start", severity: .info,
               detail: "gateway \(config.gatewayID), reader \(session.reader.name), \(config.plans.count) plans, \(rules.rules.count) rules")
         log(.notice, "polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
         var next = startMs
         while !stop.isRequested {
-            if let cycles, counters.cycles >= cycles { break }
+            if let cycles, counters.cycles - firstCycle >= cycles { break }
             if let durationMs, clock.now() - startMs >= durationMs { break }
             let r = cycle()
             log(.debug, "cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
@@ -84,7 +85,7 @@ public final class Agent {
             let now = clock.now()
             if next < now { next = now } // a cycle longer than the interval: start the next at once
             if let durationMs { next = min(next, startMs + durationMs) }
-            if let cycles, counters.cycles >= cycles { break }
+            if let cycles, counters.cycles - firstCycle >= cycles { break }
             clock.sleep(untilMs: next, stop: stop)
         }
         event(.stop, uid: nil, name: "stop", severity: .info,

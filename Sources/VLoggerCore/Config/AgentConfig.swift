@@ -233,8 +233,9 @@ public struct AgentConfig: Sendable {
         }
         var fields: [FieldDecoder] = []
         for s in p.tables("field", keys: ["name", "block", "byte", "type", "length", "scale", "offset", "unit"]) {
-            guard let fname = s.require("name", s.string), let block = s.require("block", s.block),
-                  let type = s.require("type", { s.choice($0, FieldType.self) }) else { continue }
+            let fname = s.require("name", s.string), block = s.require("block", s.block)
+            let type = s.require("type", { s.choice($0, FieldType.self) })
+            guard let fname, let block, let type else { continue }
             let length = s.integer("length", in: 1...4096).map(Int.init)
             if type.width != nil, let n = s.node("length") { r.issue(n.line, "\(s.name).length: \(type.rawValue) is \(type.width ?? 0) bytes; length is for hex and ascii") }
             if type.width == nil, length == nil { r.issue(s.line, "\(s.name): type \(type.rawValue) needs 'length' (bytes)") }

@@ -1,0 +1,178 @@
+import Foundation
+import ISO15693
+import Readers
+import TagSimulator
+import Testing
+@testable import VLoggerCore
+
+/// The agent against simulated fields, with a simulated clock (no real sleeping).
+@Suite struct AgentTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static let config = """
+    [gateway]
+    id = "gw-test"
+    [polling]
+    interval = "1s"
+    slots = "adaptive"
+    departure-cycles = 2
+    [store]
+    batch-size = 50
+    flush-interval = "2s"
+    [[plan]]
+    name = "cage"
+    match.model = "MB89R118"
+      [[plan.read]]
+      first = 0xF8
+      security = true
+      [[plan.field]]
+      name = "temperature"
+      block = 0xF8
+      type = "i16le"
+      scale = 0.01
+      unit = "°C"
+    [[plan]]
+    name = "asset"
+    match.model = "ST25DV64K"
+      [[plan.read]]
+      first = 0x00
+      [[plan.field]]
+      name = "asset_id"
+      block = 0x100
+      type = "ascii"
+      length = 8
+    """
+
+    static let rules = """
+    [[rule]]
+    name = "warm"
+    kind = "range"
+    field = "temperature"
+    max = 20.0
+    severity = "critical"
+    [[rule]]
+    name = "slix2 cc locked"
+    kind = "lock"
+    block = 0x00
+    locked = true
+    match.uid = "E00401*"
+    """
+
+    struct Rig {
+        let agent: Agent
+        let store: Store
+        let field: SimulatedField
+        let clock: SimulatedClock
+    }
+
+    /// An agent over a field of the demo tags that `pick` chooses.
+    func rig(_ pick: (TagImage) -> Bool = { _ in true }) throws -> Rig {
+        let folder = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
+        let field = SimulatedField()
+        for t in folder.field.tags where pick(t.image) { field.add(SimulatedTag(image: t.image)) }
+        let session = try ReaderSession.simulated(field: field)
+        let config = try AgentConfig.parse(Self.config, file: "test.toml")
+        let store = try Store(path: scratchPath("agent.db"))
+        try store.registerFields(config.fieldInfos)
+        let clock = SimulatedClock(start: 1_763_800_000_000)
+        let agent = Agent(config: config, rules: try RuleSet.parse(Self.rules, file: "rules.toml"), register: nil,
+                          session: session, writer: BatchWriter(store: store, batchSize: 50, flushIntervalMs: 2000), clock: clock)
+        return Rig(agent: agent, store: store, field: field, clock: clock)
+    }
+
+    @Test func demoFieldCyclesStoreReadingsEventsAndViolations() throws {
+        let r = try rig()
+        try r.agent.run(cycles: 3, stop: StopSignal())
+        let c = r.agent.counters
+        #expect(c.cycles == 3 && c.arrivals == 8 && c.errorTotal == 0)
+        // 2 plan tags × 3 cycles (the other six match no plan; the SLIX2s get the lock rule's block 0x00).
+        #expect(try r.store.readings(uid: UID(parsing: "E008010000004212")).count == 3)
+        let cage = try r.store.readings(uid: UID(parsing: "E008010000004212"))[0]
+        #expect(cage.data == [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, 0x01] && cage.decoded == "{\"temperature\":21.5}")
+        #expect(try r.store.readings(uid: UID(parsing: "E002260000C0FFEE")).first { $0.block == 0x100 }?.decoded == "{\"asset_id\":\"AS-00042\"}")
+        // 21.5 °C > 20: one violation event when it starts, not one per cycle.
+        let violations = try r.store.events(kind: .violation)
+        #expect(Set(violations.map(\.name)) == ["warm", "slix2 cc locked"])
+        #expect(violations.first { $0.name == "warm" }?.severity == .critical)
+        // The demo SLIX2 has block 0x00 locked (pass); the SLIX (E00401100…) does not (violation).
+        #expect(c.violations == 2)
+        #expect(try r.store.events(kind: .arrival).count == 8 && r.store.events(kind: .start).count == 1 && r.store.events(kind: .stop).count == 1)
+        #expect(try r.store.integrityCheck() == "ok")
+    }
+
+    @Test func eachPlanReadIsOneExchangeOnceTheLayoutIsKnown() throws {
+        // One MB89R118 alone, adaptive slots: cycle 1 = 16-slot inventory + Get System Information + read;
+        // later cycles = a one-slot inventory + one Read Single Block with security (the layout is cached).
+        let r = try rig { $0.uid.description == "E008010000004212" }
+        try r.agent.run(cycles: 1, stop: StopSignal())
+        let first = r.agent.counters.exchanges
+        let more = r.agent.cycle()
+        #expect(more.exchanges == 2)
+        #expect(first > more.exchanges)
+        // The air time of that cycle against its lower bound (same reads, no retries): equal here.
+        #expect(abs(more.airTime.microseconds - more.lowerBound.microseconds) < 1)
+    }
+
+    @Test func aTagLeavingMidReadLeavesNoPartialReading() throws {
+        let r = try rig { $0.uid.description == "E002260000C0FFEE" }
+        // The plan reads block 0x00, then 0x100–0x101 (the asset field) as one range. Cycle 1 learns the
+        // layout; in cycle 2 the tag answers the inventory and the first read, then is gone.
+        r.agent.cycle()
+        r.field.inject(.leaveAfter(uid: try UID(parsing: "E002260000C0FFEE"), exchanges: 2))
+        let report = r.agent.cycle()
+        #expect(report.readings == 0)
+        #expect(r.agent.counters.errors["read-timeout"] == 1)
+        try r.agent.run(cycles: 3, stop: StopSignal())
+        #expect(r.agent.counters.departures == 1)
+        let rows = try r.store.readings()
+        // Cycle 1's two readings only: nothing of cycle 2, not even its good first read.
+        #expect(rows.count == 2 && rows[1].data == Array("AS-00042".utf8))
+        let errors = try r.store.events(kind: .error)
+        #expect(errors.count == 1 && errors[0].detail.contains("no reading stored"))
+    }
+
+    @Test func aCorruptAnswerIsRetriedAndTheReadingIsRight() throws {
+        let r = try rig { $0.uid.description == "E008010000004212" }
+        r.agent.cycle()
+        r.field.inject(.corruptCRC(uid: try UID(parsing: "E008010000004212"), count: 1))
+        r.agent.cycle()
+        r.agent.writer.flush(now: 0, force: true)
+        #expect(r.agent.counters.errorTotal == 0)
+        let rows = try r.store.readings()
+        #expect(rows.count == 2 && rows.allSatisfy { $0.data == [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, 0x01] })
+    }
+
+    @Test func persistentFaultsBecomeTypedErrorEvents() throws {
+        let r = try rig { $0.uid.description == "E008010000004212" }
+        r.agent.cycle()
+        // More lost answers than the client's retries (2) × the agent's read attempts (2), from the first
+        // read on (armed once the tag's inventory answer, 12 bytes, has been heard).
+        let uid = try UID(parsing: "E008010000004212")
+        var armed = true
+        r.agent.session.reader.trace = { e in
+            if armed, e.direction == .tagToReader, e.bytes.count == 12 {
+                armed = false
+                r.field.inject(.noResponse(uid: uid, count: 6))
+            }
+        }
+        let report = r.agent.cycle()
+        #expect(report.readings == 0)
+        #expect(r.agent.counters.errors == ["read-timeout": 1])
+    }
+
+    @Test func scenarioDriftsTheTemperatureAndMovesTags() throws {
+        let scenario = Scenario(steps: [.init(atMs: 2000, action: .leave(try UID(parsing: "E008010000004212")))],
+                                signals: [.init(uid: try UID(parsing: "E008010000004212"), block: 0xF8, byte: 0, encoding: .i16le, scale: 0.01,
+                                                start: 10, slopePerHour: 3600, amplitude: 0, periodMs: 0, min: nil, max: nil)])
+        let field = SimulatedField()
+        let folder = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
+        field.add(SimulatedTag(image: folder.field.tag(try UID(parsing: "E008010000004212"))!.image))
+        let player = ScenarioPlayer(scenario: scenario, field: field)
+        player.advance(toMs: 0)
+        #expect(field.tags.first?.image.blocks[0xF8].prefix(2) == [0xE8, 0x03])   // 10.00 °C = 1000 = 0x03E8
+        player.advance(toMs: 1500)
+        #expect(field.tags.first?.image.blocks[0xF8].prefix(2) == [0x7E, 0x04])   // 11.50 °C = 1150 = 0x047E
+        player.advance(toMs: 2000)
+        #expect(field.tags.isEmpty)
+    }
+}

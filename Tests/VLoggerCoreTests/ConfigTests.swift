@@ -1,0 +1,311 @@
+import Foundation
+import ISO15693
+import Testing
+@testable import VLoggerCore
+
+/// TOML facts come from the TOML 1.0.0 specification (toml.io/en/v1.0.0); its examples are used as given.
+@Suite struct TOMLTests {
+    func value(_ t: TOMLTable, _ path: String...) -> TOMLValue? {
+        var table = t
+        for (i, k) in path.enumerated() {
+            guard let n = table[k] else { return nil }
+            if i == path.count - 1 { return n.value }
+            guard case let .table(sub) = n.value else { return nil }
+            table = sub
+        }
+        return nil
+    }
+
+    @Test func integersOfTheSpec() throws {
+        // TOML 1.0 "Integer": hex_1 = 0xDEADBEEF, oct1 = 0o01234567, oct2 = 0o755, bin1 = 0b11010110, int5 = 1_000.
+        let t = try TOML.parse("hex1 = 0xDEADBEEF\noct1 = 0o01234567\noct2 = 0o755\nbin1 = 0b11010110\nint5 = 1_000\nint6 = 5_349_221\nneg = -17\nplus = +99\nblock = 0xF8\n")
+        let expected: [(String, Int64)] = [("hex1", 3_735_928_559), ("oct1", 342_391), ("oct2", 493), ("bin1", 214), ("int5", 1000),
+                                           ("int6", 5_349_221), ("neg", -17), ("plus", 99), ("block", 248)]
+        for (k, v) in expected {
+            guard case let .integer(n)? = value(t, k) else { Issue.record("\(k) missing"); continue }
+            #expect(n == v, "\(k)")
+        }
+    }
+
+    @Test func floatsStringsAndEscapes() throws {
+        let text = #"""
+        flt3 = -0.01
+        flt5 = 1e06
+        flt7 = 6.626e-34
+        flt8 = 224_617.445_991_228
+        winpath = 'C:\Users\nodejs\templates'
+        quoted = "I'm a string. \"You can quote me\". Name\tJos\u00E9\nLocation\tSF."
+        str3 = """\
+               The quick brown \
+               fox jumps over \
+               the lazy dog.\
+               """
+        lines = '''
+        The first newline is
+        trimmed in raw strings.
+        '''
+        """#
+        let t = try TOML.parse(text)
+        if case let .float(d)? = value(t, "flt3") { #expect(d == -0.01) } else { Issue.record("flt3") }
+        if case let .float(d)? = value(t, "flt5") { #expect(d == 1e6) } else { Issue.record("flt5") }
+        if case let .float(d)? = value(t, "flt7") { #expect(d == 6.626e-34) } else { Issue.record("flt7") }
+        if case let .float(d)? = value(t, "flt8") { #expect(d == 224_617.445_991_228) } else { Issue.record("flt8") }
+        if case let .string(s)? = value(t, "winpath") { #expect(s == #"C:\Users\nodejs\templates"#) } else { Issue.record("winpath") }
+        if case let .string(s)? = value(t, "quoted") { #expect(s == "I'm a string. \"You can quote me\". Name\tJosé\nLocation\tSF.") } else { Issue.record("quoted") }
+        if case let .string(s)? = value(t, "str3") { #expect(s == "The quick brown fox jumps over the lazy dog.") } else { Issue.record("str3") }
+        if case let .string(s)? = value(t, "lines") { #expect(s == "The first newline is\ntrimmed in raw strings.\n") } else { Issue.record("lines") }
+    }
+
+    @Test func tablesDottedKeysInlineTablesAndArraysOfTables() throws {
+        let text = """
+        # TOML 1.0 "Array of Tables" and "Inline Table" examples
+        name = { first = "Tom", last = "Preston-Werner" }
+        physical.color = "orange"
+        physical.shape = "round"
+        site."google.com" = true
+
+        [[products]]
+        name = "Hammer"
+        sku = 738594937
+
+        [[products]]  # empty table within the array
+
+        [[products]]
+        name = "Nail"
+        sku = 284758393
+        color = "gray"
+
+        [dog."tater.man"]
+        type.name = "pug"
+        points = [ { x = 1, y = 2, z = 3 },
+                   { x = 7, y = 8, z = 9 }, ]
+        """
+        let t = try TOML.parse(text)
+        if case let .string(s)? = value(t, "name", "last") { #expect(s == "Preston-Werner") } else { Issue.record("inline") }
+        if case let .string(s)? = value(t, "physical", "shape") { #expect(s == "round") } else { Issue.record("dotted") }
+        if case let .bool(b)? = value(t, "site", "google.com") { #expect(b) } else { Issue.record("quoted key") }
+        guard case let .array(products)? = value(t, "products") else { Issue.record("products"); return }
+        #expect(products.count == 3)
+        if case let .table(nail) = products[2].value, case let .integer(sku)? = nail["sku"]?.value { #expect(sku == 284_758_393) } else { Issue.record("nail") }
+        #expect(products[2].line == 13)
+        if case let .string(s)? = value(t, "dog", "tater.man", "type", "name") { #expect(s == "pug") } else { Issue.record("dog") }
+        guard case let .array(points)? = value(t, "dog", "tater.man", "points") else { Issue.record("points"); return }
+        #expect(points.count == 2)
+    }
+
+    /// Each of these is invalid TOML per the specification; the error gives the line.
+    @Test(arguments: [
+        ("name = \"Tom\"\nname = \"Pradyun\"\n", 2, "defined twice"),           // "Defining a key multiple times is invalid"
+        ("[fruit]\napple = \"red\"\n\n[fruit]\norange = \"orange\"\n", 4, "defined twice"), // "you cannot define a table more than once"
+        ("a = 012\n", 1, "leading zeros"),                                       // "Leading zeros are not allowed"
+        ("a = \"open\n", 1, "unterminated"),
+        ("key = # INVALID\n", 1, "expected a value"),
+        ("first = \"Tom\" last = \"Preston-Werner\"\n", 1, "end of the line"),   // "There must be a newline after a key/value pair"
+        ("x = 1\ny = 1979-05-27T07:32:00Z\n", 2, "quoted string"),               // dates: not used by vlogger, refused clearly
+        ("type = { name = \"Nail\" }\ntype.edible = false\n", 2, "inline table"), // "Inline tables are fully self-contained"
+    ] as [(String, Int, String)])
+    func invalidDocuments(_ text: String, _ line: Int, _ fragment: String) {
+        do {
+            _ = try TOML.parse(text)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.line == line, "\(error)")
+            #expect(error.message.contains(fragment), "\(error)")
+        }
+    }
+}
+
+@Suite struct ConfigTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func theDocumentedExampleLoads() throws {
+        let c = try AgentConfig.load(Self.root.appendingPathComponent("Config/vlogger.toml").path)
+        #expect(c.gatewayID == "gw-demo-01")
+        #expect(c.intervalMs == 1000 && c.slots == .adaptive && c.batchSize == 500 && c.flushIntervalMs == 2000)
+        #expect(c.plans.count == 6)
+        let cage = c.plan(for: try UID(parsing: "E008010000004212"), model: .mb89r118)
+        #expect(cage?.reads == [PlanRead(first: 0xF8, count: 1, security: true)])
+        #expect(cage?.fields.map(\.name) == ["temperature", "humidity", "cage", "record"])
+        #expect(c.fieldInfos.first == FieldInfo(name: "temperature", unit: "°C"))
+        let rules = try RuleSet.load(c.rulesFile ?? "")
+        let register = try AssetRegister.load(c.registerFile ?? "")
+        #expect(rules.rules.count == 6 && rules.check(register: register).isEmpty)
+        #expect(register.rows["E002260000C0FFEE"]?["asset_id"] == "AS-00042")
+    }
+
+    @Test func everyErrorGivesFileLineAndWhatWasExpected() {
+        let text = """
+        [gateway]
+        id = "gw 1"
+        colour = "blue"
+
+        [polling]
+        interval = "fast"
+        slots = 4
+        retries = "two"
+
+        [[plan]]
+        name = "p"
+          [[plan.field]]
+          name = "t"
+          block = 0x1F8FF
+          type = "int17"
+        """
+        do {
+            _ = try AgentConfig.parse(text, file: "bad.toml")
+            Issue.record("accepted")
+        } catch {
+            let byLine = Dictionary(grouping: error.issues, by: \.line)
+            #expect(error.issues.allSatisfy { $0.file == "bad.toml" })
+            #expect(byLine[2]?.first?.message.contains("without spaces") == true)
+            #expect(byLine[3]?.first?.message.contains("unknown key 'colour' in [gateway]; expected one of: id, site") == true)
+            #expect(byLine[6]?.first?.message.contains("not a duration") == true)
+            #expect(byLine[7]?.first?.message.contains("expected 1, 16 or \"adaptive\"") == true)
+            #expect(byLine[8]?.first?.message.contains("expected an integer, found a string") == true)
+            #expect(byLine[14]?.first?.message.contains("out of range") == true)
+            #expect(byLine[15]?.first?.message.contains("'int17' is not one of") == true)
+            #expect(error.description.contains("bad.toml:3: unknown key"))
+        }
+    }
+
+    @Test func syntaxErrorsNameTheLine() {
+        do {
+            _ = try AgentConfig.parse("[store]\npath = \"a.db\"\nbatch-size = 10 20\n", file: "x.toml")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.issues.first?.line == 3)
+            #expect(error.description.hasPrefix("x.toml:3: column"))
+        }
+    }
+
+    @Test func rulesFileErrors() {
+        let text = """
+        [[rule]]
+        name = "r1"
+        kind = "range"
+        field = "temperature"
+        min = 30
+        max = 10
+
+        [[rule]]
+        name = "r2"
+        kind = "lock"
+        block = 0x00
+        locked = true
+        min = 3
+
+        [[rule]]
+        name = "r3"
+        kind = "colour"
+        """
+        do {
+            _ = try RuleSet.parse(text, file: "rules.toml")
+            Issue.record("accepted")
+        } catch {
+            let d = error.description
+            #expect(d.contains("rules.toml:6: rule[1]: max 10.0 is below min 30.0"), "\(d)")
+            #expect(d.contains("rules.toml:13: rule[2]: 'min' does not apply to a lock rule"), "\(d)")
+            #expect(d.contains("rules.toml:17: rule[3].kind: 'colour' is not one of"), "\(d)")
+        }
+    }
+
+    @Test func durations() throws {
+        #expect(try DurationText.parse("500ms") == 500)
+        #expect(try DurationText.parse("2s") == 2000)
+        #expect(try DurationText.parse("5m") == 300_000)
+        #expect(try DurationText.parse("24h") == 86_400_000)
+        #expect(try DurationText.parse("7d") == 604_800_000)
+        #expect(throws: DurationText.Invalid.self) { try DurationText.parse("5") }
+        #expect(throws: DurationText.Invalid.self) { try DurationText.parse("-5s") }
+    }
+}
+
+@Suite struct DecoderAndRuleTests {
+    /// The demo cage sensor's block 0xF8: 66 08 C2 01 42 37 00 01.
+    let block: [UInt8] = [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, 0x01]
+
+    @Test func integerTypesScaleAndText() {
+        // 0x0866 = 2150 (little-endian 66 08) × 0.01 = 21.50; 0x01C2 = 450 × 0.1 = 45.0; "B7" = 0x42 0x37.
+        #expect(FieldDecoder(name: "t", block: 0xF8, type: .i16le, scale: 0.01).decode(memory: block, first: 0xF8, blockSize: 8) == .number(21.5))
+        #expect(FieldDecoder(name: "h", block: 0xF8, byte: 2, type: .u16le, scale: 0.1).decode(memory: block, first: 0xF8, blockSize: 8) == .number(45))
+        #expect(FieldDecoder(name: "c", block: 0xF8, byte: 4, type: .ascii, length: 2).decode(memory: block, first: 0xF8, blockSize: 8) == .text("B7"))
+        #expect(FieldDecoder(name: "r", block: 0xF8, byte: 6, type: .u16be).decode(memory: block, first: 0xF8, blockSize: 8) == .integer(1))
+        #expect(FieldDecoder(name: "r", block: 0xF8, byte: 6, type: .u16le).decode(memory: block, first: 0xF8, blockSize: 8) == .integer(256))
+        #expect(FieldDecoder(name: "x", block: 0xF8, type: .hex, length: 3).decode(memory: block, first: 0xF8, blockSize: 8) == .text("6608C2"))
+        // Two's complement: 0xFF38 = -200; 0x80000000 as i32be = -2147483648; offset applies after scale.
+        #expect(FieldDecoder(name: "n", block: 0, type: .i16be, scale: 0.5, offset: 10).decode(memory: [0xFF, 0x38], first: 0, blockSize: 2) == .number(-90))
+        #expect(FieldDecoder(name: "n", block: 0, type: .i32be).decode(memory: [0x80, 0, 0, 0], first: 0, blockSize: 4) == .integer(-2_147_483_648))
+        // IEEE 754 binary32: 0x41AC0000 = 21.5.
+        #expect(FieldDecoder(name: "f", block: 0, type: .f32be).decode(memory: [0x41, 0xAC, 0, 0], first: 0, blockSize: 4) == .number(21.5))
+        #expect(FieldDecoder(name: "f", block: 0, type: .f32le).decode(memory: [0, 0, 0xAC, 0x41], first: 0, blockSize: 4) == .number(21.5))
+    }
+
+    @Test func aFieldMaySpanBlocksAndMissingBytesGiveNothing() {
+        let f = FieldDecoder(name: "id", block: 0x100, type: .ascii, length: 8)
+        #expect(f.blocks(blockSize: 4) == 0x100...0x101)
+        #expect(f.decode(memory: Array("AS-00042".utf8), first: 0x100, blockSize: 4) == .text("AS-00042"))
+        #expect(f.decode(memory: Array("AS-0".utf8), first: 0x100, blockSize: 4) == nil)
+    }
+
+    @Test func rulesOfEachKind() throws {
+        let uid = try UID(parsing: "E008010000004212")
+        var facts = TagFacts(uid: uid, model: .mb89r118, blockSize: 8)
+        facts.blocks[0xF8] = block
+        facts.security[0xF8] = 0x01
+        facts.fields = ["temperature": .number(21.5), "asset_id": .text("CAGE-12")]
+        func rule(_ c: RuleCheck) -> Rule { Rule(name: "r", severity: .warning, match: TagMatch(), check: c, line: 1) }
+        #expect(rule(.uid(allow: [], deny: [try UIDPattern(parsing: "E00801*")])).evaluate(facts, register: nil) != .pass)
+        #expect(rule(.uid(allow: [try UIDPattern(parsing: "E008010000004212")], deny: [])).evaluate(facts, register: nil) == .pass)
+        #expect(rule(.manufacturer(allow: [.nxp], deny: [])).evaluate(facts, register: nil) != .pass)
+        #expect(rule(.manufacturer(allow: [.fujitsu], deny: [])).evaluate(facts, register: nil) == .pass)
+        #expect(rule(.model(allow: [.mb89r118], deny: [])).evaluate(facts, register: nil) == .pass)
+        #expect(rule(.lock(block: 0xF8, locked: false)).evaluate(facts, register: nil) == .violation("block 0xF8 is locked; the rule wants it unlocked"))
+        #expect(rule(.lock(block: 0x00, locked: true)).evaluate(facts, register: nil) == .notEvaluated("lock status of block 0x00 was not read"))
+        #expect(rule(.range(field: "temperature", min: 2, max: 8)).evaluate(facts, register: nil) == .violation("temperature = 21.5 is above 8"))
+        #expect(rule(.range(field: "temperature", min: 2, max: 25)).evaluate(facts, register: nil) == .pass)
+        #expect(rule(.equals(target: .block(0xF8), expected: .value("66 08 C2 01 42 37 00 01"))).evaluate(facts, register: nil) == .pass)
+        let register = AssetRegister(file: "a.csv", columns: ["uid", "asset_id"], rows: ["E008010000004212": ["uid": "E008010000004212", "asset_id": "CAGE-13"]])
+        #expect(rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(facts, register: register)
+                == .violation("asset_id is 'CAGE-12'; expected 'CAGE-13'"))
+        #expect(rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(facts, register: nil)
+                == .violation("UID E008010000004212 is not in the asset register"))
+    }
+
+    @Test func modelAndManufacturerNames() {
+        #expect(ICModel.lookup("MB89R118") == .mb89r118)
+        #expect(ICModel.lookup("ICODE SLIX2") == .icodeSLIX2)
+        #expect(ICModel.lookup("st25dv64k") == .st25dv64k)
+        #expect(ManufacturerCode.lookup("STMicroelectronics") == .stMicroelectronics)
+        #expect(ManufacturerCode.lookup("Texas Instruments") == .texasInstruments)
+        #expect(ManufacturerCode.lookup("0x04") == .nxp)
+    }
+
+    @Test func registerCSV() throws {
+        let records = try CSVReader.parse("uid,note\r\nE008010000004212,\"cold, \"\"B7\"\"\"\r\n")
+        #expect(records == [["uid", "note"], ["E008010000004212", "cold, \"B7\""]])
+    }
+}
+
+/// Time facts: the Unix epoch (1970-01-01T00:00:00Z = 0) and 2000-01-01T00:00:00Z = 946684800 s (POSIX time).
+@Suite struct TimeTests {
+    @Test func iso8601() throws {
+        #expect(try TimeSpec.parse("1970-01-01T00:00:00Z", now: 0).millis == 0)
+        #expect(try TimeSpec.parse("2000-01-01T00:00:00Z", now: 0).millis == 946_684_800_000)
+        #expect(try TimeSpec.parse("2000-01-01T01:00:00+01:00", now: 0).millis == 946_684_800_000)
+        #expect(try TimeSpec.parse("2038-01-19T03:14:07.5Z", now: 0).millis == 2_147_483_647_500)
+        let noZone = try TimeSpec.parse("2000-01-01 00:00", now: 0)
+        #expect(noZone.millis == 946_684_800_000 && noZone.note?.contains("UTC assumed") == true)
+        #expect(try TimeSpec.parse("2024-02-29", now: 0).millis == 1_709_164_800_000)
+        #expect(throws: TimeSpec.Invalid.self) { try TimeSpec.parse("2026-02-29", now: 0) }
+        #expect(throws: TimeSpec.Invalid.self) { try TimeSpec.parse("2026-13-01", now: 0) }
+        #expect(throws: TimeSpec.Invalid.self) { try TimeSpec.parse("yesterday", now: 0) }
+    }
+
+    @Test func relativeAndFormat() throws {
+        #expect(try TimeSpec.parse("24h", now: 100_000_000).millis == 100_000_000 - 86_400_000)
+        #expect(try TimeSpec.parse("7d", now: 0).millis == -604_800_000)
+        #expect(TimeSpec.format(946_684_800_123) == "2000-01-01T00:00:00.123Z")
+        #expect(TimeSpec.format(2_147_483_647_000) == "2038-01-19T03:14:07.000Z")
+        #expect(TimeSpec.format(-1) == "1969-12-31T23:59:59.999Z")
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import ISO15693
+import Testing
+@testable import VLoggerCore
+
+func scratchPath(_ name: String) -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir.appendingPathComponent(name).path
+}
+
+func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw") -> Reading {
+    Reading(time: 1_763_800_000_000 + Millis(i), gateway: gateway, uid: (try? UID(parsing: uid)) ?? UID(manufacturer: .nxp, serial: 1),
+            first: 0xF8, count: 1, data: [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, UInt8(i & 0xFF)], security: [0],
+            decoded: [("temperature", .number(21.5)), ("cage", .text("B7"))])
+}
+
+@Suite struct StoreTests {
+    @Test func migrationsWALAndReopen() throws {
+        let path = scratchPath("s.db")
+        do {
+            let s = try Store(path: path)
+            #expect(try s.appliedMigrations() == Store.migrations.map(\.name))
+            #expect(try s.db.scalar("PRAGMA journal_mode") == .text("wal"))
+            // synchronous=FULL is 2 (sqlite.org/pragma.html#pragma_synchronous).
+            #expect(try s.db.scalar("PRAGMA synchronous") == .integer(2))
+            s.close()
+        }
+        // A second open applies nothing and keeps the data; read-only opens check the schema.
+        let s2 = try Store(path: path)
+        try s2.write({ var b = Batch(); b.readings = [reading(1)]; return b }())
+        s2.close()
+        let ro = try Store(path: path, readOnly: true)
+        #expect(try ro.count("readings") == 1)
+        #expect(throws: StoreError.self) { try Store(path: scratchPath("none.db"), readOnly: true) }
+    }
+
+    @Test func aStoreFromANewerVloggerIsRefused() throws {
+        let path = scratchPath("n.db")
+        let s = try Store(path: path)
+        try s.db.execute("INSERT INTO schema_migrations VALUES('999-from-the-future', 0)")
+        s.close()
+        do { _ = try Store(path: path); Issue.record("opened") } catch { #expect(error.message.contains("newer vlogger")) }
+    }
+
+    @Test func aFailedBatchIsKeptWholeAndRetried() throws {
+        let store = try Store(path: scratchPath("f.db"))
+        let w = BatchWriter(store: store, batchSize: 4, flushIntervalMs: 1000)
+        // A trigger that fails the third row of the batch: the whole transaction must roll back.
+        try store.db.execute("CREATE TRIGGER fail_third BEFORE INSERT ON readings WHEN NEW.data = x'6608C20142370003' BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+        for i in 1...4 { w.add(reading(i), now: 0) }
+        #expect(w.isDue(now: 0))
+        #expect(w.flush(now: 0) == false)
+        #expect(w.lastError?.message.contains("disk trouble") == true)
+        #expect(try store.count("readings") == 0)        // nothing half-written
+        #expect(w.pendingCount == 4)                       // nothing dropped
+        try store.db.execute("DROP TRIGGER fail_third")
+        #expect(w.flush(now: 0))
+        #expect(try store.count("readings") == 4 && w.committedReadings == 4 && w.pendingCount == 0)
+    }
+
+    @Test func batchesCommitBySizeOrTime() throws {
+        let store = try Store(path: scratchPath("b.db"))
+        let w = BatchWriter(store: store, batchSize: 3, flushIntervalMs: 2000)
+        w.add(reading(1), now: 1000)
+        #expect(!w.isDue(now: 2999))
+        #expect(w.isDue(now: 3000))                        // the oldest waited 2 s
+        w.add(reading(2), now: 1500)
+        w.add(reading(3), now: 1600)
+        #expect(w.isDue(now: 1600))                        // 3 readings = batch size
+        w.flush(now: 1600)
+        #expect(try store.count("readings") == 3 && w.commits == 1)
+    }
+
+    @Test func busyFromAnotherConnectionIsWaitedOut() throws {
+        let path = scratchPath("busy.db")
+        let store = try Store(path: path, busyTimeoutMs: 50)
+        let other = try SQLiteConnection(path: path, busyTimeoutMs: 50)
+        try other.execute("BEGIN IMMEDIATE")               // another writer holds the lock
+        let w = BatchWriter(store: store, batchSize: 1)
+        w.add(reading(1), now: 0)
+        #expect(w.flush(now: 0) == false)
+        #expect(w.lastError?.isBusy == true)
+        #expect(w.pendingCount == 1)
+        try other.execute("COMMIT")
+        #expect(w.flush(now: 0))
+        #expect(try store.count("readings") == 1)
+        // A reader in WAL mode (an export) does not block the writer at all.
+        try other.execute("BEGIN")
+        _ = try other.scalar("SELECT count(*) FROM readings")
+        w.add(reading(2), now: 0)
+        #expect(w.flush(now: 0))
+        try other.execute("COMMIT")
+    }
+}
+
+@Suite struct ExportTests {
+    func exportText(_ store: Store, _ r: ExportRequest) throws -> String {
+        let path = scratchPath("out.csv")
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        try Exporter.export(r, store: store, to: fd)
+        close(fd)
+        return try String(contentsOfFile: path, encoding: .utf8)
+    }
+
+    @Test func csvQuotingNeutralisationAndColumns() throws {
+        let store = try Store(path: scratchPath("e.db"))
+        try store.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "cage", unit: nil)])
+        var b = Batch()
+        var r1 = reading(1, gateway: "=HYPERLINK(\"x\")")
+        r1.decoded = [("temperature", .number(-3.25)), ("cage", .text("-B7, \"north\""))]
+        b.readings = [r1, reading(2)]
+        try store.write(b)
+        var req = ExportRequest(since: 0)
+        req.table = .readings
+        let text = try exportText(store, req)
+        let lines = text.components(separatedBy: "\r\n")
+        #expect(lines[0] == "time,gateway,uid,block,count,data,security,temperature,cage")
+        // RFC 4180: a cell with a comma or quote is quoted and quotes are doubled. OWASP: = + - @ get a '.
+        // The number -3.25 is left alone.
+        #expect(lines[1] == "2025-11-22T08:26:40.001Z,\"'=HYPERLINK(\"\"x\"\")\",E008010000004212,0xF8,1,6608C20142370001,00,-3.25,\"'-B7, \"\"north\"\"\"")
+        #expect(lines[2] == "2025-11-22T08:26:40.002Z,gw,E008010000004212,0xF8,1,6608C20142370002,00,21.5,B7")
+        #expect(lines.count == 4 && lines[3] == "")
+        // Python's csv module reads it back row for row.
+        let py = Process()
+        py.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let path = scratchPath("py.csv")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        py.arguments = ["python3", "-c", "import csv,sys; rows=list(csv.reader(open(sys.argv[1], newline=''))); print(len(rows)); print(rows[1][8]); print(rows[1][1])", path]
+        let out = Pipe()
+        py.standardOutput = out
+        try py.run()
+        py.waitUntilExit()
+        let got = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(got == "3\n'-B7, \"north\"\n'=HYPERLINK(\"x\")\n")
+    }
+
+    @Test func filtersAndJSONLines() throws {
+        let store = try Store(path: scratchPath("j.db"))
+        var b = Batch()
+        b.readings = (1...10).map { reading($0, uid: $0 % 2 == 0 ? "E008010000004212" : "E004010812345601") }
+        b.events = [Event(time: 1_763_800_000_005, gateway: "gw", uid: nil, kind: .start, name: "start", severity: .info, detail: "a\nb")]
+        try store.write(b)
+        var req = ExportRequest(since: 1_763_800_000_003)
+        req.until = 1_763_800_000_009
+        req.uid = try UID(parsing: "E008010000004212")
+        req.format = .jsonl
+        let lines = try exportText(store, req).split(separator: "\n")
+        #expect(lines.count == 3) // readings 4, 6, 8
+        let obj = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
+        #expect(obj?["time"] as? String == "2025-11-22T08:26:40.004Z" && obj?["block"] as? String == "0xF8" && obj?["count"] as? Int == 1)
+        var ev = ExportRequest(since: 0)
+        ev.table = .events
+        ev.format = .jsonl
+        let e = try exportText(store, ev)
+        #expect(e.contains("\"detail\":\"a\\nb\""))
+    }
+}
