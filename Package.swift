@@ -39,6 +39,6 @@ let package = Package(
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "TagSimulator"]),
         .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore"]),
-        .testTarget(name: "CLITests", dependencies: ["ISO15693"]),
+        .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore"]),
     ]
 )

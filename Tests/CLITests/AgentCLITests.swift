@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+import VLoggerCore
+
+/// `vlogger run` / `export` / `config check` as processes: signals, SIGKILL during ingest, CSV read back.
+@Suite(.serialized) struct AgentCLITests {
+    /// A scratch folder with a copy of the demo field and a config whose store is in it.
+    static func setup(interval: String = "1s", batch: Int = 500, flush: String = "2s") throws -> (dir: URL, config: String, store: String) {
+        let field = try CLITests.field()
+        let dir = field.deletingLastPathComponent().appendingPathComponent("run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(at: field, to: dir.appendingPathComponent("field"))
+        for f in ["rules.toml", "assets.csv"] {
+            try FileManager.default.copyItem(at: CLITests.root.appendingPathComponent("Config").appendingPathComponent(f), to: dir.appendingPathComponent(f))
+        }
+        var text = try String(contentsOf: CLITests.root.appendingPathComponent("Config/vlogger.toml"), encoding: .utf8)
+        text = text.replacingOccurrences(of: "field = \"demo-field\"", with: "field = \"field\"")
+            .replacingOccurrences(of: "interval = \"1s\"", with: "interval = \"\(interval)\"")
+            .replacingOccurrences(of: "batch-size = 500", with: "batch-size = \(batch)")
+            .replacingOccurrences(of: "flush-interval = \"2s\"", with: "flush-interval = \"\(flush)\"")
+        let config = dir.appendingPathComponent("vlogger.toml").path
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        return (dir, config, dir.appendingPathComponent("vlogger.db").path)
+    }
+
+    @Test func runThenExportCSVThatPythonReadsRowForRow() throws {
+        let s = try Self.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let run = try CLITests.run(["run", "--config", s.config, "--duration", "20s", "--fast-clock"])
+        #expect(run.code == 0, "\(run.err)")
+        #expect(run.out.contains("20 cycles:") && run.out.contains("violations"), "\(run.out)")
+        let csvPath = s.dir.appendingPathComponent("readings.csv").path
+        let export = try CLITests.run(["export", "--config", s.config, "--since", "2000-01-01", "--output", csvPath])
+        #expect(export.code == 0 && export.err.contains("UTC assumed"), "\(export.err)")
+        let store = try Store(path: s.store, readOnly: true)
+        let count = try store.count("readings")
+        #expect(count > 100)
+        // Python's csv module: header + one row per reading, every row as wide as the header.
+        let py = Process()
+        py.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        py.arguments = ["python3", "-c", """
+            import csv, sys
+            rows = list(csv.reader(open(sys.argv[1], newline='')))
+            assert all(len(r) == len(rows[0]) for r in rows), 'ragged'
+            h = rows[0]
+            t = [float(r[h.index('temperature')]) for r in rows[1:] if r[h.index('temperature')]]
+            print(len(rows) - 1, len(h), min(t), max(t))
+            """, csvPath]
+        let out = Pipe()
+        py.standardOutput = out
+        try py.run()
+        py.waitUntilExit()
+        let fields = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")
+        #expect(py.terminationStatus == 0 && fields.count == 4)
+        #expect(Int(fields[0]) == count)
+        // The scenario's drift: 21.5 °C at the start, rising past the 24 °C rule within 20 s.
+        #expect((Double(fields[2]) ?? 0) >= 20.9 && (Double(fields[3].trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 24)
+        let events = try CLITests.run(["export", "--config", s.config, "--since", "7d", "--table", "events"])
+        #expect(events.out.contains(",violation,cold room temperature,critical,"), "\(events.out)")
+        #expect(events.out.contains(",departure,departure,info,"))
+        let tags = try CLITests.run(["export", "--config", s.config, "--since", "7d", "--table", "tags", "--format", "jsonl"])
+        #expect(tags.out.split(separator: "\n").count == 8 && tags.out.contains("\"model\":\"Fujitsu MB89R118\""), "\(tags.out)")
+    }
+
+    @Test func badInputGivesFileLineAndNonZeroExit() throws {
+        let s = try Self.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try "[store]\npath = \"x.db\"\nbatch_size = 5\n".write(toFile: s.config, atomically: true, encoding: .utf8)
+        let check = try CLITests.run(["config", "check", s.config])
+        #expect(check.code != 0 && check.err.contains("\(s.config):3: unknown key 'batch_size' in [store]"), "\(check.err)")
+        let run = try CLITests.run(["run", "--config", s.config, "--cycles", "1"])
+        #expect(run.code != 0 && run.err.contains(":3:"))
+        let since = try CLITests.run(["export", "--store", s.store, "--since", "last tuesday"])
+        #expect(since.code != 0 && since.err.contains("is not a time"))
+        let missing = try CLITests.run(["export", "--store", s.store, "--since", "1h"])
+        #expect(missing.code != 0 && missing.err.contains("no store at"))
+        let ok = try CLITests.run(["config", "check", CLITests.root.appendingPathComponent("Config/vlogger.toml").path])
+        #expect(ok.code == 0 && ok.out.contains("ok"), "\(ok.err)")
+    }
+
+    /// Reads stderr lines of a running agent until `done` says stop (or the stream ends).
+    static func follow(_ pipe: Pipe, _ done: (String) -> Bool) {
+        var buffer = ""
+        while true {
+            let data = pipe.fileHandleForReading.availableData
+            if data.isEmpty { return }
+            buffer += String(decoding: data, as: UTF8.self)
+            while let nl = buffer.firstIndex(of: "\n") {
+                let line = String(buffer[..<nl])
+                buffer.removeSubrange(...nl)
+                if done(line) { return }
+            }
+        }
+    }
+
+    static func start(_ args: [String]) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = try CLITests.binary()
+        p.arguments = args
+        p.currentDirectoryURL = CLITests.root
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        return (p, out, err)
+    }
+
+    @Test func sigtermStopsFlushesAndExitsZero() throws {
+        let s = try Self.setup(interval: "100ms", batch: 10_000, flush: "1h")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let (p, out, err) = try Self.start(["run", "--config", s.config, "--log-level", "debug"])
+        var cycles = 0
+        Self.follow(err) { line in
+            if line.contains("cycle ") { cycles += 1 }
+            return cycles >= 3
+        }
+        // Nothing has been committed yet (batch size and interval are far off): SIGTERM must flush it.
+        kill(p.processIdentifier, SIGTERM)
+        var rest = ""
+        Self.follow(err) { rest += $0 + "\n"; return false }
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0 && p.terminationReason == .exit, "\(rest)")
+        #expect(rest.contains("SIGTERM"))
+        let summary = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let store = try Store(path: s.store, readOnly: true)
+        let n = try store.count("readings")
+        #expect(n >= 3 * 7 && summary.contains("\(n) readings and"), "\(summary)")
+        #expect(try store.events(kind: .stop).count == 1)
+    }
+
+    /// SIGKILL during ingest, many times in a row: every reading the store had reported committed is there,
+    /// and `PRAGMA integrity_check` is ok after each kill.
+    @Test func sigkillNeverLosesACommittedBatch() throws {
+        let s = try Self.setup(interval: "0s", batch: 20, flush: "50ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        var committed = 0
+        var lastID: Int64 = 0
+        var kills = 0
+        for round in 0..<10 {
+            let (p, _, err) = try Self.start(["run", "--config", s.config, "--log-level", "debug"])
+            var commitsThisRound = 0
+            Self.follow(err) { line in
+                // "committed 20 readings, 1 events through reading id 840 in 3.1 ms"
+                guard let r = line.range(of: "committed "), let idr = line.range(of: "through reading id ") else { return false }
+                let n = Int(line[r.upperBound...].prefix { $0.isNumber }) ?? 0
+                let id = Int64(line[idr.upperBound...].prefix { $0.isNumber }) ?? 0
+                committed += n
+                if n > 0 { lastID = id }
+                commitsThisRound += 1
+                return commitsThisRound >= 3 + round % 4
+            }
+            // Kill in the middle of the next batches (the agent keeps polling and committing).
+            usleep(useconds_t(1000 * (round % 3) * 7))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            #expect(p.terminationReason == .uncaughtSignal)
+            kills += 1
+            // Commits reported after our last read of stderr may also be there: at least what we saw.
+            let store = try Store(path: s.store)
+            #expect(try store.integrityCheck() == "ok")
+            #expect(try store.readingCount(upToID: lastID) >= committed, "round \(round)")
+            let total = try store.count("readings")
+            committed = total   // later rounds build on what is there now
+            lastID = Int64(try store.readingCount(upToID: Int64.max))
+            store.close()
+        }
+        #expect(kills == 10 && committed > 200)
+    }
+}
