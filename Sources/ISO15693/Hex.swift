@@ -3,16 +3,20 @@
 public enum Hex {
     /// Formats bytes as upper-case hex, e.g. `E0 04 01 50` (separator " ") or `E0040150` (separator "").
     public static func format<S: Sequence>(_ bytes: S, separator: String = " ") -> String where S.Element == UInt8 {
-        var out = ""
+        let sep = Array(separator.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * (2 + sep.count))
         var first = true
         for byte in bytes {
-            if !first { out += separator }
+            if !first { out.append(contentsOf: sep) }
             first = false
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+            out.append(ascii[Int(byte >> 4)])
+            out.append(ascii[Int(byte & 0x0F)])
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
+
+    private static let ascii: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     private static let digits: [Character] = Array("0123456789ABCDEF")
 

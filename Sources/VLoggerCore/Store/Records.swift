@@ -55,7 +55,35 @@ public struct Reading: Equatable, Sendable {
     /// The decoded values as one JSON object (nil when there are none).
     var decodedJSON: String? {
         guard !decoded.isEmpty else { return nil }
-        return "{" + decoded.map { JSONText.quote($0.name) + ":" + $0.value.json }.joined(separator: ",") + "}"
+        var out: [UInt8] = []
+        appendDecodedJSON(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the decoded values as one JSON object (the store's hot path: no intermediate strings).
+    func appendDecodedJSON(to out: inout [UInt8]) {
+        out.append(0x7B)
+        for (i, d) in decoded.enumerated() {
+            if i > 0 { out.append(0x2C) }
+            JSONText.appendQuoted(d.name, to: &out)
+            out.append(0x3A)
+            switch d.value {
+            case let .text(t): JSONText.appendQuoted(t, to: &out)
+            case let .integer(n): out.append(contentsOf: String(n).utf8)
+            case let .number(x): out.append(contentsOf: (x.isFinite ? JSONText.number(x) : "null").utf8)
+            }
+        }
+        out.append(0x7D)
+    }
+}
+
+extension UID {
+    /// The printed form (`E008010000004212`) appended as ASCII, without making a String.
+    func appendPrinted(to out: inout [UInt8]) {
+        let digits: StaticString = "0123456789ABCDEF"
+        digits.withUTF8Buffer { d in
+            for shift in stride(from: 60, through: 0, by: -4) { out.append(d[Int((value >> UInt64(shift)) & 0xF)]) }
+        }
     }
 }
 
@@ -147,6 +175,19 @@ public struct FieldInfo: Equatable, Sendable {
 
 /// JSON text helpers (one quoting routine for the store and for jsonl export).
 enum JSONText {
+    /// Appends `s` as a JSON string; plain ASCII without quotes, backslashes or controls is copied as is.
+    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
+        var plain = true
+        for b in s.utf8 where b < 0x20 || b == 0x22 || b == 0x5C { plain = false; break }
+        if plain {
+            out.append(0x22)
+            out.append(contentsOf: s.utf8)
+            out.append(0x22)
+        } else {
+            out.append(contentsOf: quote(s).utf8)
+        }
+    }
+
     static func quote(_ s: String) -> String {
         var out = "\""
         out.reserveCapacity(s.utf8.count + 2)

@@ -120,10 +120,46 @@ final class SQLStatement {
         case let .real(d): rc = sqlite3_bind_double(stmt, i, d)
         case let .text(s):
             var s = s
-            rc = s.withUTF8 { vlogger_bind_text(stmt, i, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+            rc = Self.bindUTF8(stmt, i, &s)
         case let .blob(b):
             rc = b.withUnsafeBytes { vlogger_bind_blob(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
         }
+        guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
+    }
+
+    private static func bindUTF8(_ stmt: OpaquePointer, _ i: Int32, _ s: inout String) -> Int32 {
+        s.withUTF8 { buf -> Int32 in
+            guard let base = buf.baseAddress else { return vlogger_bind_text(stmt, i, "", 0) }
+            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) { vlogger_bind_text(stmt, i, $0, Int32(buf.count)) }
+        }
+    }
+
+    // Direct binds for the hot path (no SQLValue boxing). Unbound parameters are NULL after reset.
+    func bindInteger(_ n: Int64, at i: Int32) throws(StoreError) {
+        let rc = sqlite3_bind_int64(stmt, i, n)
+        guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
+    }
+
+    func bindText(_ s: String, at i: Int32) throws(StoreError) {
+        var s = s
+        let rc = Self.bindUTF8(stmt, i, &s)
+        guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
+    }
+
+    /// Text given as UTF-8 bytes (copied by SQLite).
+    func bindTextBytes(_ b: [UInt8], at i: Int32) throws(StoreError) {
+        let rc = b.withUnsafeBufferPointer { buf -> Int32 in
+            guard let base = buf.baseAddress else { return vlogger_bind_text(stmt, i, "", 0) }
+            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) { vlogger_bind_text(stmt, i, $0, Int32(buf.count)) }
+        }
+        guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
+    }
+
+    /// Reset for the next row when every parameter is bound again (no clear).
+    func resetKeepingBindings() { sqlite3_reset(stmt) }
+
+    func bindBlob(_ b: [UInt8], at i: Int32) throws(StoreError) {
+        let rc = b.withUnsafeBytes { vlogger_bind_blob(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
         guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
     }
 

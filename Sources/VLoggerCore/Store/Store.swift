@@ -170,16 +170,26 @@ public final class Store {
             }
             if !batch.readings.isEmpty {
                 let s = try prepared(&insertReading, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded) VALUES(?,?,?,?,?,?,?,?)")
+                var scratch: [UInt8] = []
+                scratch.reserveCapacity(256)
                 for r in batch.readings {
-                    s.reset()
-                    try s.bind(.integer(r.time), at: 1)
-                    try s.bind(.text(r.gateway), at: 2)
-                    try s.bind(.text(r.uid.description), at: 3)
-                    try s.bind(.integer(Int64(r.first.int)), at: 4)
-                    try s.bind(.integer(Int64(r.count)), at: 5)
-                    try s.bind(.blob(r.data), at: 6)
-                    try s.bind(r.security.map(SQLValue.blob) ?? .null, at: 7)
-                    try s.bind(r.decodedJSON.map(SQLValue.text) ?? .null, at: 8)
+                    s.resetKeepingBindings()
+                    try s.bindInteger(r.time, at: 1)
+                    try s.bindText(r.gateway, at: 2)
+                    scratch.removeAll(keepingCapacity: true)
+                    r.uid.appendPrinted(to: &scratch)
+                    try s.bindTextBytes(scratch, at: 3)
+                    try s.bindInteger(Int64(r.first.int), at: 4)
+                    try s.bindInteger(Int64(r.count), at: 5)
+                    try s.bindBlob(r.data, at: 6)
+                    if let sec = r.security { try s.bindBlob(sec, at: 7) } else { try s.bind(.null, at: 7) }
+                    if r.decoded.isEmpty {
+                        try s.bind(.null, at: 8)
+                    } else {
+                        scratch.removeAll(keepingCapacity: true)
+                        r.appendDecodedJSON(to: &scratch)
+                        try s.bindTextBytes(scratch, at: 8)
+                    }
                     try s.step()
                 }
                 lastID = db.lastInsertRowID

@@ -1,0 +1,63 @@
+import Foundation
+import ISO15693
+import VLoggerCore
+
+// Store benchmark helper (not part of `swift test`; run by bench/store-bench.sh):
+//   store-bench ingest N BATCH PATH   readings/s into a new store, durable batches of BATCH (WAL, synchronous=FULL)
+//   store-bench schema PATH           create an empty store (the C program writes into it)
+//   store-bench fill N PATH           N readings for the export benchmark
+//   store-bench query PATH            the export's SQL for `--since 2000-01-01`, for sqlite3 -csv
+
+let args = CommandLine.arguments
+func fail(_ m: String) -> Never {
+    FileHandle.standardError.write(Data("store-bench: \(m)\n".utf8))
+    exit(2)
+}
+guard args.count >= 3 else { fail("usage: store-bench ingest N BATCH PATH | schema PATH | fill N PATH | query PATH") }
+
+/// The readings the benchmark writes: 64 tags round-robin, block 0xF8, 8 bytes, security, two fields
+/// (the shape of the demo's cage sensor), one millisecond apart.
+func makeReading(_ i: Int, base: Millis) -> Reading {
+    let uid = UID(manufacturer: .fujitsu, serial: UInt64(0x4200 + i % 64))
+    let t = Int16(2150 + i % 300)
+    return Reading(time: base + Millis(i), gateway: "gw-bench", uid: uid, first: 0xF8, count: 1,
+                   data: [UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8), 0xC2, 0x01, 0x42, 0x37, 0x00, UInt8(i & 0xFF)],
+                   security: [0], decoded: [("temperature", .number(Double(t) / 100)), ("humidity", .number(45))])
+}
+
+let base: Millis = 1_763_800_000_000
+do {
+    switch args[1] {
+    case "schema":
+        let s = try Store(path: args[2])
+        try s.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "humidity", unit: "%")])
+        s.close()
+    case "ingest", "fill":
+        let n = Int(args[2]) ?? 0
+        let batch = args[1] == "ingest" ? (Int(args[3]) ?? 1000) : 50_000
+        let path = args[1] == "ingest" ? args[4] : args[3]
+        // Readings made before the clock starts, as the agent has them in memory before a commit.
+        let readings = (0..<n).map { makeReading($0, base: base) }
+        let s = try Store(path: path)
+        try s.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "humidity", unit: "%")])
+        let w = BatchWriter(store: s, batchSize: batch, flushIntervalMs: .max)
+        let start = DispatchTime.now().uptimeNanoseconds
+        for r in readings {
+            w.add(r, now: 0)
+            if w.isDue(now: 0), !w.flush(now: 0) { fail("commit failed: \(w.lastError?.description ?? "?")") }
+        }
+        if !w.flush(now: 0, force: true) { fail("commit failed: \(w.lastError?.description ?? "?")") }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        s.close()
+        print(String(format: "%.0f", Double(n) / seconds))
+    case "query":
+        let s = try Store(path: args[2], readOnly: true)
+        var q = Exporter.query(ExportRequest(since: 946_684_800_000), fields: try s.fields()).sql
+        q = q.replacingOccurrences(of: "?1", with: "946684800000")
+        print(q + ";")
+    default:
+        fail("unknown mode \(args[1])")
+    }
+} catch {
+    fail("\(error)")
+}

@@ -1,0 +1,57 @@
+/* Baseline for the ingest benchmark: the same rows into the same schema with sqlite3 prepared statements,
+   all in one transaction, WAL and synchronous=FULL as vlogger's store. Usage: ingest N PATH (PATH made by
+   `store-bench schema`). Prints readings per second. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void check(int rc, sqlite3 *db, const char *what) {
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) { fprintf(stderr, "%s: %s\n", what, sqlite3_errmsg(db)); exit(2); }
+}
+
+typedef struct { long long time; char uid[17]; unsigned char data[8]; char decoded[64]; } row;
+
+int main(int argc, char **argv) {
+    if (argc != 3) { fprintf(stderr, "usage: ingest N PATH\n"); return 2; }
+    long n = atol(argv[1]);
+    row *rows = malloc(sizeof(row) * (size_t)n);
+    for (long i = 0; i < n; i++) {
+        int t = 2150 + (int)(i % 300);
+        rows[i].time = 1763800000000LL + i;
+        snprintf(rows[i].uid, sizeof rows[i].uid, "E008%012llX", (unsigned long long)(0x4200 + i % 64));
+        unsigned char d[8] = { (unsigned char)t, (unsigned char)(t >> 8), 0xC2, 0x01, 0x42, 0x37, 0x00, (unsigned char)i };
+        memcpy(rows[i].data, d, 8);
+        snprintf(rows[i].decoded, sizeof rows[i].decoded, "{\"temperature\":%g,\"humidity\":45}", t / 100.0);
+    }
+    sqlite3 *db;
+    check(sqlite3_open(argv[2], &db), db, "open");
+    check(sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", 0, 0, 0), db, "pragma");
+    sqlite3_stmt *st;
+    check(sqlite3_prepare_v2(db, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded) VALUES(?,?,?,?,?,?,?,?)", -1, &st, 0), db, "prepare");
+    const unsigned char sec = 0;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    check(sqlite3_exec(db, "BEGIN IMMEDIATE", 0, 0, 0), db, "begin");
+    for (long i = 0; i < n; i++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, rows[i].time);
+        sqlite3_bind_text(st, 2, "gw-bench", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, rows[i].uid, 16, SQLITE_TRANSIENT);
+        sqlite3_bind_int(st, 4, 0xF8);
+        sqlite3_bind_int(st, 5, 1);
+        sqlite3_bind_blob(st, 6, rows[i].data, 8, SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st, 7, &sec, 1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 8, rows[i].decoded, -1, SQLITE_TRANSIENT);
+        check(sqlite3_step(st), db, "insert");
+    }
+    check(sqlite3_exec(db, "COMMIT", 0, 0, 0), db, "commit");
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    printf("%.0f\n", (double)n / s);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(rows);
+    return 0;
+}
