@@ -1,6 +1,8 @@
 /* Baseline for the ingest benchmark: the same rows into the same schema with sqlite3 prepared statements,
    all in one transaction, WAL and synchronous=FULL as vlogger's store. Usage: ingest N PATH (PATH made by
-   `store-bench schema`). Prints readings per second. */
+   `store-bench schema`). Prints readings per second.
+   Like vlogger, it starts from binary values made before the clock starts (UID as a 64-bit number, block
+   bytes, decoded numbers) and formats the printed UID and the decoded-values JSON inside the timed loop. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,7 @@ static void check(int rc, sqlite3 *db, const char *what) {
     if (rc != SQLITE_OK && rc != SQLITE_DONE) { fprintf(stderr, "%s: %s\n", what, sqlite3_errmsg(db)); exit(2); }
 }
 
-typedef struct { long long time; char uid[17]; unsigned char data[8]; char decoded[64]; } row;
+typedef struct { long long time; unsigned long long uid; unsigned char data[8]; double temperature, humidity; } row;
 
 int main(int argc, char **argv) {
     if (argc != 3) { fprintf(stderr, "usage: ingest N PATH\n"); return 2; }
@@ -20,10 +22,11 @@ int main(int argc, char **argv) {
     for (long i = 0; i < n; i++) {
         int t = 2150 + (int)(i % 300);
         rows[i].time = 1763800000000LL + i;
-        snprintf(rows[i].uid, sizeof rows[i].uid, "E008%012llX", (unsigned long long)(0x4200 + i % 64));
+        rows[i].uid = 0xE008000000000000ULL | (unsigned long long)(0x4200 + i % 64);
         unsigned char d[8] = { (unsigned char)t, (unsigned char)(t >> 8), 0xC2, 0x01, 0x42, 0x37, 0x00, (unsigned char)i };
         memcpy(rows[i].data, d, 8);
-        snprintf(rows[i].decoded, sizeof rows[i].decoded, "{\"temperature\":%g,\"humidity\":45}", t / 100.0);
+        rows[i].temperature = t / 100.0;
+        rows[i].humidity = 45;
     }
     sqlite3 *db;
     check(sqlite3_open(argv[2], &db), db, "open");
@@ -34,16 +37,19 @@ int main(int argc, char **argv) {
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     check(sqlite3_exec(db, "BEGIN IMMEDIATE", 0, 0, 0), db, "begin");
+    char uid[17], decoded[80];
     for (long i = 0; i < n; i++) {
+        snprintf(uid, sizeof uid, "%016llX", rows[i].uid);
+        snprintf(decoded, sizeof decoded, "{\"temperature\":%.15g,\"humidity\":%.15g}", rows[i].temperature, rows[i].humidity);
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, rows[i].time);
         sqlite3_bind_text(st, 2, "gw-bench", -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, rows[i].uid, 16, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, uid, 16, SQLITE_TRANSIENT);
         sqlite3_bind_int(st, 4, 0xF8);
         sqlite3_bind_int(st, 5, 1);
         sqlite3_bind_blob(st, 6, rows[i].data, 8, SQLITE_TRANSIENT);
         sqlite3_bind_blob(st, 7, &sec, 1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 8, rows[i].decoded, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 8, decoded, -1, SQLITE_TRANSIENT);
         check(sqlite3_step(st), db, "insert");
     }
     check(sqlite3_exec(db, "COMMIT", 0, 0, 0), db, "commit");

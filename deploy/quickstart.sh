@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up vlogger on a fresh Debian machine with Swift and runs it on a copy of the simulated demo field:
-# scan, info, read of block 0xF8, a write, and a read of that write in a new process.
+# Sets up vlogger on a fresh Debian machine with Swift and runs the main job on a copy of the simulated
+# demo field: `vlogger run` for 15 seconds, then `vlogger export --since 1h` to CSV; then a few tag commands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
@@ -17,14 +17,20 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 swift build -c release --product vlogger
-bin=.build/release/vlogger
-field=$(mktemp -d /tmp/vlogger-demo-field.XXXXXX)
-cp Config/demo-field/* "$field"/
-echo "simulated field: $field (a copy of Config/demo-field)"
+bin=$PWD/.build/release/vlogger
+work=$(mktemp -d /tmp/vlogger-demo.XXXXXX)
+cp -r Config/demo-field Config/vlogger.toml Config/rules.toml Config/assets.csv "$work"/
+echo "scratch copy of Config/: $work (the store and the exported CSV go here too)"
+cd "$work"
 set -x
-"$bin" scan --field "$field"
-"$bin" info --field "$field" --uid E008010000004212
-"$bin" read --field "$field" --uid E008010000004212 --block 0xF8
-"$bin" read --field "$field" --uid E004010812345601 --block 0 --count 8 --security
-"$bin" write --field "$field" --uid E008010000004212 --block 0xF9 --data "0102030405060708"
-"$bin" read --field "$field" --uid E008010000004212 --block 0xF9 --trace
+"$bin" config check --config vlogger.toml
+# The main job: the polling agent on the simulated demo field for 15 s (the field's scenario.json makes
+# the cage's temperature drift past the 24 °C rule, and tags leave and come back), then a CSV export.
+"$bin" run --config vlogger.toml --duration 15s --log-level info
+"$bin" export --config vlogger.toml --since 1h --output readings.csv
+head -n 4 readings.csv
+"$bin" export --config vlogger.toml --since 1h --table events | grep -v ',arrival,'
+# Tag commands on the same field: a read of block 0xF8, a write, and a traced read of it in a new process.
+"$bin" read --field demo-field --uid E008010000004212 --block 0xF8
+"$bin" write --field demo-field --uid E008010000004212 --block 0xF9 --data "0102030405060708"
+"$bin" read --field demo-field --uid E008010000004212 --block 0xF9 --trace

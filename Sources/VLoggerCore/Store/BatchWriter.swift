@@ -28,6 +28,7 @@ public final class BatchWriter {
     public var pendingCount: Int { pending.size }
 
     public func add(_ reading: Reading, now: Millis) {
+        if pending.readings.isEmpty { pending.readings.reserveCapacity(min(batchSize, 100_000)) }
         pending.readings.append(reading)
         mark(now)
     }
