@@ -1,5 +1,6 @@
 import ArgumentParser
 import ISO15693
+import Readers
 import VLoggerCore
 
 struct Write: ParsableCommand {
@@ -16,6 +17,12 @@ struct Write: ParsableCommand {
     @Flag(help: "Skip the read-back check.")
     var noVerify = false
 
+    @Option(help: "Record the write (success or failure, flags, exchanges) in this store's writes table.")
+    var store: String?
+
+    @Option(help: "Gateway id for the recorded write.")
+    var gateway = "cli"
+
     func run() throws {
         let first = try parseBlock(block)
         let bytes: [UInt8]
@@ -29,8 +36,18 @@ struct Write: ParsableCommand {
         }
         let blocks = stride(from: 0, to: bytes.count, by: m.blockSize).map { Array(bytes[$0..<($0 + m.blockSize)]) }
         let option: Bool? = options.wantsOption ? true : nil
-        let report = try session.client.writeBlocks(uid, first: first, blocks: blocks, verify: !noVerify, option: option)
-        try session.checkPersisted()
+        let report: WriteReport
+        let before = session.client.exchanges
+        var flags = session.client.baseFlags.union(.address)
+        if option ?? m.writeNeedsOption { flags.insert(.option) }
+        do {
+            report = try session.client.writeBlocks(uid, first: first, blocks: blocks, verify: !noVerify, option: option)
+            try session.checkPersisted()
+        } catch {
+            try record(uid, first, bytes, flags, result: "failed: \(error)", verified: false, exchanges: session.client.exchanges - before)
+            throw error
+        }
+        try record(uid, first, bytes, flags, result: "ok", verified: report.verified, exchanges: report.exchanges)
         if options.json {
             printJSON(["uid": uid.description, "first": first.description, "blocks": report.blocks, "verified": report.verified,
                        "retries": report.retries, "airTimeMicroseconds": session.reader.airTime.microseconds])
@@ -38,5 +55,20 @@ struct Write: ParsableCommand {
         }
         print("wrote \(report.blocks) block(s) from \(first) of \(uid)\(report.verified ? ", verified by read-back" : "")"
               + (report.retries > 0 ? ", \(report.retries) retry(ies)" : "") + "; \(airLine(session))")
+    }
+
+    /// Appends the write to the store's writes table when --store is given.
+    func record(_ uid: UID, _ first: BlockNumber, _ data: [UInt8], _ flags: RequestFlags, result: String, verified: Bool, exchanges: Int) throws {
+        guard let store else { return }
+        do {
+            let s = try Store(path: store)
+            var batch = Batch()
+            batch.writes = [WriteRecord(time: Millis.now(), gateway: gateway, uid: uid, first: first, data: data, flags: flags,
+                                        result: result, verified: verified, exchanges: exchanges)]
+            try s.write(batch)
+            s.close()
+        } catch {
+            throw VLoggerError("the write was made but could not be recorded in \(store): \(error)")
+        }
     }
 }

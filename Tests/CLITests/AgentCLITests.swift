@@ -78,6 +78,22 @@ import VLoggerCore
         #expect(ok.code == 0 && ok.out.contains("ok"), "\(ok.err)")
     }
 
+    @Test func writesAreRecordedWithTheirFlags() throws {
+        let s = try Self.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let field = s.dir.appendingPathComponent("field").path
+        // Tag-it HF-I Plus writes need the Option flag: flags 0x62 = option | address | high data rate.
+        let w = try CLITests.run(["write", "--field", field, "--uid", "E007800000007777", "--block", "3", "--data", "01020304", "--store", s.store])
+        #expect(w.code == 0, "\(w.err)")
+        let bad = try CLITests.run(["write", "--field", field, "--uid", "E004010812345601", "--block", "0", "--data", "01020304", "--store", s.store])
+        #expect(bad.code != 0 && bad.err.contains("0x12"))
+        let e = try CLITests.run(["export", "--store", s.store, "--since", "1h", "--table", "writes"])
+        let rows = e.out.components(separatedBy: "\r\n")
+        #expect(rows[0] == "time,gateway,uid,block,data,flags,result,verified,exchanges")
+        #expect(rows[1].contains(",cli,E007800000007777,0x03,01020304,0x62,ok,1,"), "\(e.out)")
+        #expect(rows[2].contains(",cli,E004010812345601,0x00,01020304,0x22,failed: Write Single Block: the tag answered error 0x12: specified block is locked"), "\(e.out)")
+    }
+
     /// Reads stderr lines of a running agent until `done` says stop (or the stream ends).
     static func follow(_ pipe: Pipe, _ done: (String) -> Bool) {
         var buffer = ""
