@@ -13,6 +13,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "ISO15693", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        .target(name: "Type5NDEF"),
         .target(name: "TagSimulator", dependencies: ["ISO15693"]),
         .systemLibrary(
             name: "CLibNFC",
@@ -39,6 +40,7 @@ let package = Package(
         .executableTarget(name: "store-bench", dependencies: ["VLoggerCore", "ISO15693"], path: "bench/StoreBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
+        .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "TagSimulator"]),
         .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore"]),
         .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore"]),
