@@ -13,7 +13,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "ISO15693", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
-        .target(name: "Type5NDEF"),
+        .target(name: "Type5NDEF", dependencies: ["ISO15693"]),
         .target(name: "TagSimulator", dependencies: ["ISO15693"]),
         .systemLibrary(
             name: "CLibNFC",

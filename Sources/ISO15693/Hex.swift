@@ -3,17 +3,21 @@
 public enum Hex {
     /// Formats bytes as upper-case hex, e.g. `E0 04 01 50` (separator " ") or `E0040150` (separator "").
     public static func format<S: Sequence>(_ bytes: S, separator: String = " ") -> String where S.Element == UInt8 {
-        let sep = Array(separator.utf8)
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * (2 + sep.count))
+        append(bytes, separator: Array(separator.utf8), to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the hex digits of `bytes` as ASCII to `out` (the formatter's core; no String is made).
+    public static func append<S: Sequence>(_ bytes: S, separator: [UInt8] = [], to out: inout [UInt8]) where S.Element == UInt8 {
+        out.reserveCapacity(out.count + bytes.underestimatedCount * (2 + separator.count))
         var first = true
         for byte in bytes {
-            if !first { out.append(contentsOf: sep) }
+            if !first { out.append(contentsOf: separator) }
             first = false
             out.append(ascii[Int(byte >> 4)])
             out.append(ascii[Int(byte & 0x0F)])
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     private static let ascii: [UInt8] = Array("0123456789ABCDEF".utf8)

@@ -62,6 +62,10 @@ public struct UID: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
 
     /// `E004015012345678`
     public var description: String { Hex.format(displayBytes, separator: "") }
+    /// The printed form appended as ASCII (the store's hot path: no String, no array).
+    public func appendPrinted(to out: inout [UInt8]) {
+        Hex.append((0..<8).lazy.map { byte(7 - $0) }, to: &out)
+    }
     /// `E0 04 01 50 12 34 56 78`
     public var spaced: String { Hex.format(displayBytes) }
 

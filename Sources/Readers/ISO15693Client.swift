@@ -24,7 +24,7 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// True when retrying may help (no answer, garbled answer).
-    var isTransient: Bool {
+    public var isTransient: Bool {
         switch self {
         case .reader(.timeout, _), .reader(.crcError, _), .reader(.collision, _), .malformed: return true
         default: return false

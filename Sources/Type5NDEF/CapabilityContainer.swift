@@ -1,3 +1,5 @@
+import ISO15693
+
 /// The NFC Forum Type 5 capability container at block 0, byte 0: 4 bytes, or 8 when MLEN (byte 2) is 0.
 ///
 /// Byte 0: magic 0xE1 (1-byte block numbers) or 0xE2 (2-byte, extended commands). Byte 1: major version
@@ -46,7 +48,7 @@ public struct CapabilityContainer: Equatable, Sendable {
     public static func decode(_ b: [UInt8]) throws(NDEFError) -> CapabilityContainer {
         guard b.count >= 4 else { throw .capabilityContainer("needs 4 bytes, got \(b.count)") }
         guard b[0] == 0xE1 || b[0] == 0xE2 else {
-            throw .capabilityContainer(String(format: "magic number 0x%02X is neither 0xE1 nor 0xE2: the tag is not NDEF-formatted", b[0]))
+            throw .capabilityContainer("magic number 0x\(Hex.format([b[0]])) is neither 0xE1 nor 0xE2: the tag is not NDEF-formatted")
         }
         let major = b[1] >> 6, minor = (b[1] >> 4) & 0x03
         guard major == 1 else { throw .capabilityContainer("mapping version \(major).\(minor) is not 1.x; this reader handles major version 1 only") }

@@ -1,4 +1,5 @@
 import Foundation
+import ISO15693
 
 /// What a record means, for the record types the seeds' apps read and write.
 public enum NDEFPayload: Equatable, Sendable {
@@ -91,7 +92,7 @@ extension NDEFRecord {
             return .text(text, language: lang, utf16: utf16)
         case (.wellKnown, [0x55]):
             guard let code = payload.first else { throw .payload("a URI record needs an identifier code") }
-            guard Int(code) < URIPrefix.table.count else { throw .payload("URI identifier code 0x\(TLV.hex(code)) is reserved (0x24–0xFF)") }
+            guard Int(code) < URIPrefix.table.count else { throw .payload("URI identifier code 0x\(Hex.format([code])) is reserved (0x24–0xFF)") }
             guard let rest = String(validating: payload.dropFirst(), as: UTF8.self) else { throw .payload("URI record: not UTF-8") }
             return .uri(URIPrefix.table[Int(code)] + rest)
         case (.wellKnown, Array("Sp".utf8)):

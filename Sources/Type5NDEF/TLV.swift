@@ -1,3 +1,5 @@
+import ISO15693
+
 /// The TLVs of the Type 5 data area: NULL (0x00), NDEF Message (0x03), Proprietary (0xFD), Terminator (0xFE).
 /// Lengths: one byte 0x00–0xFE, or 0xFF then two bytes big-endian (facts §5.2).
 public enum TLV {
@@ -27,14 +29,14 @@ public enum TLV {
             case terminator:
                 return nil
             default:
-                guard i + 1 < area.count else { throw .tlv("TLV 0x\(hex(t)) at offset \(i) has no length byte") }
+                guard i + 1 < area.count else { throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i) has no length byte") }
                 var len = Int(area[i + 1])
                 var header = 2
                 if len == 0xFF {
-                    guard i + 3 < area.count else { throw .tlv("TLV 0x\(hex(t)) at offset \(i): 3-byte length runs past the data area") }
+                    guard i + 3 < area.count else { throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i): 3-byte length runs past the data area") }
                     len = Int(area[i + 2]) << 8 | Int(area[i + 3])
                     header = 4
-                    guard len >= 0xFF && len != 0xFFFF else { throw .tlv("TLV 0x\(hex(t)) at offset \(i): 3-byte length \(len) is outside 0x00FF…0xFFFE") }
+                    guard len >= 0xFF && len != 0xFFFF else { throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i): 3-byte length \(len) is outside 0x00FF…0xFFFE") }
                 }
                 if t == ndef {
                     guard i + header + len <= area.count else {
@@ -42,7 +44,7 @@ public enum TLV {
                     }
                     return Located(tlvOffset: i, valueOffset: i + header, length: len)
                 }
-                guard i + header + len <= area.count else { throw .tlv("TLV 0x\(hex(t)) at offset \(i) runs past the data area") }
+                guard i + header + len <= area.count else { throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i) runs past the data area") }
                 i += header + len
             }
         }
@@ -56,10 +58,5 @@ public enum TLV {
         out += message
         if addTerminator { out.append(terminator) }
         return out
-    }
-
-    static func hex(_ b: UInt8) -> String {
-        let d = Array("0123456789ABCDEF")
-        return String([d[Int(b >> 4)], d[Int(b & 0xF)]])
     }
 }

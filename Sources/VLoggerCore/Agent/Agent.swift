@@ -226,7 +226,7 @@ public final class Agent {
                     break
                 } catch {
                     attempt += 1
-                    if attempt < config.readAttempts, isTransient(error) { continue }
+                    if attempt < config.readAttempts, error.isTransient { continue }
                     // Nothing of this tag's cycle is stored: a partial plan is not a reading.
                     recordError(uid: uid, kind: "read", error, now: now,
                                 detail: "blocks \(range.first)+\(range.count) after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle")
@@ -238,13 +238,6 @@ public final class Agent {
         counters.readings += readings.count
         evaluate(applicable, facts, now: now)
         return (readings.count, bound)
-    }
-
-    private func isTransient(_ e: ClientError) -> Bool {
-        switch e {
-        case .reader(.timeout, _), .reader(.crcError, _), .reader(.collision, _), .malformed: return true
-        default: return false
-        }
     }
 
     private func evaluate(_ applicable: [Rule], _ facts: TagFacts, now: Millis) {

@@ -10,12 +10,12 @@ public enum FieldValue: Equatable, Sendable {
     case number(Double)
     case text(String)
 
-    /// As a JSON value.
-    var json: String {
+    /// Appends the value as JSON.
+    func appendJSON(to out: inout [UInt8]) {
         switch self {
-        case let .integer(n): return String(n)
-        case let .number(d): return d.isFinite ? JSONText.number(d) : "null"
-        case let .text(s): return JSONText.quote(s)
+        case let .integer(n): out.append(contentsOf: String(n).utf8)
+        case let .number(d): out.append(contentsOf: (d.isFinite ? JSONText.number(d) : "null").utf8)
+        case let .text(s): JSONText.appendQuoted(s, to: &out)
         }
     }
 }
@@ -52,14 +52,6 @@ public struct Reading: Equatable, Sendable {
             && a.decoded.map(\.value) == b.decoded.map(\.value)
     }
 
-    /// The decoded values as one JSON object (nil when there are none).
-    var decodedJSON: String? {
-        guard !decoded.isEmpty else { return nil }
-        var out: [UInt8] = []
-        appendDecodedJSON(to: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// Appends the decoded values as one JSON object (the store's hot path: no intermediate strings).
     func appendDecodedJSON(to out: inout [UInt8]) {
         out.append(0x7B)
@@ -67,23 +59,9 @@ public struct Reading: Equatable, Sendable {
             if i > 0 { out.append(0x2C) }
             JSONText.appendQuoted(d.name, to: &out)
             out.append(0x3A)
-            switch d.value {
-            case let .text(t): JSONText.appendQuoted(t, to: &out)
-            case let .integer(n): out.append(contentsOf: String(n).utf8)
-            case let .number(x): out.append(contentsOf: (x.isFinite ? JSONText.number(x) : "null").utf8)
-            }
+            d.value.appendJSON(to: &out)
         }
         out.append(0x7D)
-    }
-}
-
-extension UID {
-    /// The printed form (`E008010000004212`) appended as ASCII, without making a String.
-    func appendPrinted(to out: inout [UInt8]) {
-        let digits: StaticString = "0123456789ABCDEF"
-        digits.withUTF8Buffer { d in
-            for shift in stride(from: 60, through: 0, by: -4) { out.append(d[Int((value >> UInt64(shift)) & 0xF)]) }
-        }
     }
 }
 
