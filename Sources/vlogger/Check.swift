@@ -25,9 +25,7 @@ struct ConfigCheck: ParsableCommand {
         var issues: [String] = []
         var rules = RuleSet()
         var register: AssetRegister?
-        if let f = c.rulesFile { do { rules = try RuleSet.load(f) } catch { issues.append("\(error)") } }
-        if let f = c.registerFile { do { register = try AssetRegister.load(f) } catch { issues.append("\(error)") } }
-        issues += rules.check(register: register).map(\.description)
+        do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch { issues.append("\(error)") }
         if c.reader == .sim, let f = c.field {
             var isDir: ObjCBool = false
             if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue { issues.append("\(path): reader.field: \(f) is not a folder") }
@@ -53,19 +51,17 @@ struct RulesCheck: ParsableCommand {
     var config = "Config/vlogger.toml"
 
     func run() throws {
-        var register: AssetRegister?
+        var registerFile: String?
         var path = file
         if FileManager.default.fileExists(atPath: config) {
             let c: AgentConfig
             do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
             path = path ?? c.rulesFile
-            if let f = c.registerFile { do { register = try AssetRegister.load(f) } catch { throw VLoggerError("\(error)") } }
+            registerFile = c.registerFile
         }
         guard let path else { throw ValidationError("no rules file: name one, or set [rules] file in \(config)") }
         let rules: RuleSet
-        do { rules = try RuleSet.load(path) } catch { throw VLoggerError("\(error)") }
-        let issues = rules.check(register: register)
-        if !issues.isEmpty { throw VLoggerError(issues.map(\.description).joined(separator: "\n")) }
+        do { rules = try RuleSet.load(rulesFile: path, registerFile: registerFile).rules } catch { throw VLoggerError("\(error)") }
         print("\(path): ok — \(rules.rules.count) rules")
         for r in rules.rules { print("  \(r.name) (\(r.severity.rawValue))") }
     }

@@ -71,13 +71,10 @@ struct Run: ParsableCommand {
         if let interval { config.intervalMs = try DurationText.parse(interval) }
         if let store = options.store { config.storePath = store }
         let rules: RuleSet
-        var register: AssetRegister?
-        do {
-            rules = try config.rulesFile.map(RuleSet.load) ?? RuleSet()
-            register = try config.registerFile.map(AssetRegister.load)
-        } catch { throw VLoggerError("\(error)") }
-        let problems = rules.check(register: register)
-        if !problems.isEmpty { throw VLoggerError(problems.map(\.description).joined(separator: "\n")) }
+        let register: AssetRegister?
+        do { (rules, register) = try RuleSet.load(rulesFile: config.rulesFile, registerFile: config.registerFile) } catch {
+            throw VLoggerError("\(error)")
+        }
 
         let level = logLevel
         let log: (LogLevel, String) -> Void = { l, message in

@@ -237,6 +237,19 @@ public struct RuleSet: Sendable {
         return RuleSet(file: file, rules: rules)
     }
 
+    /// Loads a rules file and an asset register (either may be absent) and checks the rules' register
+    /// columns against the register. Every problem of both files is reported at once.
+    public static func load(rulesFile: String?, registerFile: String?) throws(ConfigError) -> (rules: RuleSet, register: AssetRegister?) {
+        var issues: [ConfigIssue] = []
+        var rules = RuleSet()
+        var register: AssetRegister?
+        if let f = rulesFile { do { rules = try RuleSet.load(f) } catch { issues += error.issues } }
+        if let f = registerFile { do { register = try AssetRegister.load(f) } catch { issues += error.issues } }
+        if issues.isEmpty { issues = rules.check(register: register) }
+        if !issues.isEmpty { throw ConfigError(issues: issues) }
+        return (rules, register)
+    }
+
     /// Rules that read register columns, and the register's columns: names a missing column.
     public func check(register: AssetRegister?) -> [ConfigIssue] {
         var out: [ConfigIssue] = []

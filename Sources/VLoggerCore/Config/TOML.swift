@@ -127,7 +127,7 @@ struct TOMLParser {
             if peek == UInt8(ascii: "[") {
                 try header()
             } else {
-                try keyValue(into: current, tableOrigin: .dotted)
+                try keyValue(into: current)
             }
             try endOfLine()
         }
@@ -178,7 +178,7 @@ struct TOMLParser {
         let name = path.joined(separator: ".")
         var doc = root
         defer { root = doc }
-        try withTable(root: &doc, path: Array(path.dropLast()), create: true) { (t: inout TOMLTable) throws(TOMLError) in
+        try withTable(root: &doc, path: Array(path.dropLast())) { (t: inout TOMLTable) throws(TOMLError) in
             let last = path[path.count - 1]
             if isArray {
                 let element = TOMLNode(value: .table(TOMLTable(line: headerLine, origin: .arrayElement)), line: headerLine)
@@ -210,7 +210,7 @@ struct TOMLParser {
 
     /// Runs `body` on the table at `path` under `table`, creating implicit tables on the way; an array of
     /// tables on the way resolves to its last element.
-    func withTable(root table: inout TOMLTable, path: [String], create: Bool, origin: TOMLTable.Origin = .implicit,
+    func withTable(root table: inout TOMLTable, path: [String], origin: TOMLTable.Origin = .implicit,
                    _ body: (inout TOMLTable) throws(TOMLError) -> Void) throws(TOMLError) {
         guard let first = path.first else { return try body(&table) }
         let rest = Array(path.dropFirst())
@@ -218,11 +218,11 @@ struct TOMLParser {
             switch table.entries[k].node.value {
             case var .table(sub):
                 if sub.origin == .inline { throw fail("\(first) is an inline table (line \(sub.line)) and cannot be extended") }
-                try withTable(root: &sub, path: rest, create: create, origin: origin, body)
+                try withTable(root: &sub, path: rest, origin: origin, body)
                 table.entries[k].node.value = .table(sub)
             case var .array(items) where table.entries[k].node.isTableArray:
                 guard case var .table(last)? = items.last?.value else { throw fail("\(first) is not a table") }
-                try withTable(root: &last, path: rest, create: create, origin: origin, body)
+                try withTable(root: &last, path: rest, origin: origin, body)
                 items[items.count - 1].value = .table(last)
                 table.entries[k].node.value = .array(items)
             default:
@@ -230,13 +230,13 @@ struct TOMLParser {
             }
         } else {
             var sub = TOMLTable(line: line, origin: origin)
-            try withTable(root: &sub, path: rest, create: create, origin: origin, body)
+            try withTable(root: &sub, path: rest, origin: origin, body)
             table.entries.append((first, TOMLNode(value: .table(sub), line: line)))
         }
     }
 
     /// `key = value` into the table at `path`.
-    mutating func keyValue(into path: [String], tableOrigin: TOMLTable.Origin) throws(TOMLError) {
+    mutating func keyValue(into path: [String]) throws(TOMLError) {
         let keyLine = line
         let keyPos = i
         let k = try key()
@@ -250,7 +250,7 @@ struct TOMLParser {
         let err = fail("\(k.joined(separator: ".")) is defined twice", at: keyPos)
         var doc = root
         defer { root = doc }
-        try withTable(root: &doc, path: target, create: true, origin: .dotted) { (t: inout TOMLTable) throws(TOMLError) in
+        try withTable(root: &doc, path: target, origin: .dotted) { (t: inout TOMLTable) throws(TOMLError) in
             if let j = t.index(lastKey) {
                 throw TOMLError(line: err.line, column: err.column, message: "\(err.message) (first at line \(t.entries[j].node.line))")
             }
@@ -368,7 +368,7 @@ struct TOMLParser {
         if peek == UInt8(ascii: "}") { i += 1; return .table(root) }
         while true {
             skipSpaces()
-            try keyValue(into: [], tableOrigin: .dotted)
+            try keyValue(into: [])
             skipSpaces()
             if peek == UInt8(ascii: ",") { i += 1; continue }
             guard peek == UInt8(ascii: "}") else { throw fail("expected ',' or '}' in the inline table (inline tables stay on one line)") }

@@ -83,7 +83,11 @@ public enum Exporter {
             }
             out.append(eol)
         }
-        let keys = names.map { Array((JSONText.quote($0) + ":").utf8) }
+        let keys = names.map { name -> [UInt8] in
+            var k: [UInt8] = []
+            JSONText.appendQuoted(name, to: &k)
+            return k + [0x3A]
+        }
         var rows = 0
         while try s.step() {
             rows += 1
@@ -108,7 +112,7 @@ public enum Exporter {
                     case SQLStatement.floatType:
                         let d = s.double(i)
                         out.append(Array((d.isFinite ? "\(d)" : "null").utf8))
-                    default: out.append(Array(JSONText.quote(s.text(i) ?? "").utf8))
+                    default: JSONText.appendQuoted(s.text(i) ?? "", to: &out.bytes)
                     }
                 }
                 out.append(0x7D)

@@ -227,7 +227,7 @@ public final class Store {
     /// Records the decoded fields the configuration defines, so exports give each a column (in this order).
     public func registerFields(_ fields: [FieldInfo]) throws(StoreError) {
         try transaction { () throws(StoreError) in
-            let known = try self.fieldsUnlocked()
+            let known = try self.fields()
             var position = known.count
             let s = try db.prepare("INSERT INTO fields(name, unit, position) VALUES(?,?,?) ON CONFLICT(name) DO UPDATE SET unit = excluded.unit")
             for f in fields {
@@ -240,15 +240,13 @@ public final class Store {
         }
     }
 
-    private func fieldsUnlocked() throws(StoreError) -> [FieldInfo] {
+    /// The decoded fields known to the store, in column order.
+    public func fields() throws(StoreError) -> [FieldInfo] {
         let s = try db.prepare("SELECT name, unit FROM fields ORDER BY position, name")
         var out: [FieldInfo] = []
         while try s.step() { out.append(FieldInfo(name: s.text(0) ?? "", unit: s.text(1))) }
         return out
     }
-
-    /// The decoded fields known to the store, in column order.
-    public func fields() throws(StoreError) -> [FieldInfo] { try fieldsUnlocked() }
 
     // MARK: Reading back
 
