@@ -113,6 +113,13 @@ import Testing
         #expect(abs(more.airTime.microseconds - more.lowerBound.microseconds) < 1)
     }
 
+    @Test func wantedReadsMergeIntoContiguousRanges() {
+        // Overlapping and adjacent reads become one range; lock status is read for the whole range if any part needs it.
+        let merged = PollCost.merge([PlanRead(first: 0xF8, count: 1, security: true), PlanRead(first: 0xF9, count: 1),
+                                     PlanRead(first: 0x01, count: 2), PlanRead(first: 0x00, count: 2), PlanRead(first: 0x10, count: 1)])
+        #expect(merged == [PlanRead(first: 0x00, count: 3), PlanRead(first: 0x10, count: 1), PlanRead(first: 0xF8, count: 2, security: true)])
+    }
+
     @Test func aTagLeavingMidReadLeavesNoPartialReading() throws {
         let r = try rig { $0.uid.description == "E002260000C0FFEE" }
         // The plan reads block 0x00, then 0x100–0x101 (the asset field) as one range. Cycle 1 learns the

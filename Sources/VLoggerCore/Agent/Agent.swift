@@ -45,8 +45,15 @@ public final class Agent {
     private var lastCount = 0
     /// Rules each tag is violating now (a violation is recorded when it starts, not every cycle).
     private var violating: [UID: Set<String>] = [:]
-    /// Tags whose plan reaches past their memory (warned once).
-    private var warnedRange: Set<UID> = []
+    /// What each tag needs read, worked out once per UID (plan, rules and layout do not change in a run).
+    private var work: [UID: TagWork] = [:]
+
+    private struct TagWork {
+        var plan: ReadPlan?
+        var rules: [Rule]
+        var ranges: [PlanRead]
+        var lowerBound: AirTime
+    }
     private var startMs: Millis = 0
 
     public init(config: AgentConfig, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: BatchWriter,
@@ -183,27 +190,12 @@ public final class Agent {
         }
         writer.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
                              blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue), now: now)
-        let plan = config.plan(for: uid, model: memory.model)
-        let applicable = rules.rules.filter { $0.match.matches(uid: uid, model: memory.model) }
-        var wanted = plan?.reads ?? []
-        for f in plan?.fields ?? [] {
-            let r = f.blocks(blockSize: memory.blockSize)
-            wanted.append(PlanRead(first: BlockNumber(exactly: r.lowerBound) ?? 0, count: r.count))
-        }
-        for rule in applicable { wanted += rule.neededReads }
-        var ranges = PollCost.merge(wanted)
-        let fits = ranges.filter { $0.first.int + $0.count <= memory.blockCount }
-        if fits.count != ranges.count {
-            if warnedRange.insert(uid).inserted {
-                event(.error, uid: uid, name: "plan-out-of-range", severity: .warning,
-                      detail: "plan '\(plan?.name ?? "-")' reads past the end of \(uid) (\(memory.blockCount) blocks of \(memory.blockSize) bytes); those reads are skipped")
-            }
-            ranges = fits
-        }
+        let w = work[uid] ?? plan(uid, memory)
+        work[uid] = w
+        let (plan, applicable, bound) = (w.plan, w.rules, w.lowerBound)
         var facts = TagFacts(uid: uid, model: memory.model, blockSize: memory.blockSize)
         var readings: [Reading] = []
-        let bound = ranges.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags) }
-        for range in ranges {
+        for range in w.ranges {
             var attempt = 0
             while true {
                 do {
@@ -238,6 +230,28 @@ public final class Agent {
         counters.readings += readings.count
         evaluate(applicable, facts, now: now)
         return (readings.count, bound)
+    }
+
+    /// The tag's plan, the rules that apply to it, and the block ranges they need (plan reads, the
+    /// blocks its fields cover, the blocks its rules check), merged; reads past the end are dropped
+    /// with one warning event.
+    private func plan(_ uid: UID, _ memory: TagMemory) -> TagWork {
+        let plan = config.plan(for: uid, model: memory.model)
+        let applicable = rules.rules.filter { $0.match.matches(uid: uid, model: memory.model) }
+        var wanted = plan?.reads ?? []
+        for f in plan?.fields ?? [] {
+            let r = f.blocks(blockSize: memory.blockSize)
+            wanted.append(PlanRead(first: BlockNumber(exactly: r.lowerBound) ?? 0, count: r.count))
+        }
+        for rule in applicable { wanted += rule.neededReads }
+        let ranges = PollCost.merge(wanted)
+        let fits = ranges.filter { $0.first.int + $0.count <= memory.blockCount }
+        if fits.count != ranges.count {
+            event(.error, uid: uid, name: "plan-out-of-range", severity: .warning,
+                  detail: "plan '\(plan?.name ?? "-")' reads past the end of \(uid) (\(memory.blockCount) blocks of \(memory.blockSize) bytes); those reads are skipped")
+        }
+        let bound = fits.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags) }
+        return TagWork(plan: plan, rules: applicable, ranges: fits, lowerBound: bound)
     }
 
     private func evaluate(_ applicable: [Rule], _ facts: TagFacts, now: Millis) {
@@ -291,18 +305,14 @@ public final class Agent {
 public enum PollCost {
     /// Merges wanted reads into contiguous ranges (with security if any part needs it).
     public static func merge(_ reads: [PlanRead]) -> [PlanRead] {
-        var bySecurity: [Int: Bool] = [:]
-        for r in reads {
-            for b in r.first.int..<(r.first.int + r.count) { bySecurity[b] = (bySecurity[b] ?? false) || r.security }
-        }
         var out: [PlanRead] = []
-        for b in bySecurity.keys.sorted() {
-            if var last = out.last, last.first.int + last.count == b {
-                last.count += 1
-                last.security = last.security || (bySecurity[b] ?? false)
+        for r in reads.sorted(by: { $0.first < $1.first }) {
+            if var last = out.last, r.first.int <= last.first.int + last.count {
+                last.count = max(last.count, r.first.int + r.count - last.first.int)
+                last.security = last.security || r.security
                 out[out.count - 1] = last
-            } else if let n = BlockNumber(exactly: b) {
-                out.append(PlanRead(first: n, count: 1, security: bySecurity[b] ?? false))
+            } else {
+                out.append(r)
             }
         }
         return out
