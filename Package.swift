@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Layers, bottom up (see DESIGN.md): ISO15693 → TagSimulator → Readers (+ CLibNFC) → VLoggerCore → vlogger.
+// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagSimulator → Readers (+ CLibNFC) → VLoggerCore (+ CSQLite) → vlogger.
 let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],
@@ -25,8 +25,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .target(name: "Readers", dependencies: ["ISO15693", "TagSimulator", "CLibNFC"]),
-        .target(name: "VLoggerCore", dependencies: ["ISO15693", "TagSimulator", "Readers", "CSQLite"]),
+        .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC"]),
+        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "CSQLite"]),
         .executableTarget(
             name: "vlogger",
             dependencies: [
@@ -41,7 +41,7 @@ let package = Package(
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
-        .testTarget(name: "ReadersTests", dependencies: ["Readers", "TagSimulator"]),
+        .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),
         .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore"]),
         .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore"]),
     ]

@@ -84,14 +84,15 @@ public struct CapabilityContainer: Equatable, Sendable {
     }
 
     /// The CC for an empty tag of `blocks × blockSize` bytes (RFAL's NFC Forum option: MLEN counts the
-    /// area after the CC; the 8-byte form when it exceeds 0xFF units; 0xE2 when there are more than 256 blocks).
+    /// area after the CC; the 8-byte form when it exceeds 0xFF units; 0xE2 when there are more than 256 blocks,
+    /// except on chips that reach them with the Protocol Extension flag: RFAL's "legacy ST high density").
     public static func forFormatting(blocks: Int, blockSize: Int, readMultiple: Bool, lockBlock: Bool = true,
-                                     specialFrame: Bool = false) -> CapabilityContainer {
+                                     specialFrame: Bool = false, twoByteAddressing: Bool? = nil) -> CapabilityContainer {
         let total = blocks * blockSize
         let fourByteUnits = (total - 4) / 8
         let eight = fourByteUnits > 0xFF
-        let area = eight ? ((total - 8) / 8) * 8 : fourByteUnits * 8
-        return CapabilityContainer(twoByteAddressing: blocks > 256, dataAreaBytes: area, readMultipleBlocks: readMultiple,
+        let area = eight ? min((total - 8) / 8, 0xFFFF) * 8 : fourByteUnits * 8
+        return CapabilityContainer(twoByteAddressing: twoByteAddressing ?? (blocks > 256), dataAreaBytes: area, readMultipleBlocks: readMultiple,
                                    lockBlock: lockBlock, specialFrame: specialFrame, length: eight ? 8 : 4)
     }
 

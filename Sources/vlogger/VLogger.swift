@@ -10,7 +10,7 @@ struct VLogger: ParsableCommand {
             folder of tag images, default Config/demo-field) through the same code path a hardware reader uses. \
             Block numbers are accepted as 0xF8 or 248; UIDs are written most-significant byte first (E004015012345678).
             """,
-        subcommands: [Scan.self, Info.self, Read.self, Write.self, Lock.self, Raw.self, Decode.self,
+        subcommands: [Scan.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Raw.self, Decode.self,
                       Dump.self, Restore.self, Devices.self,
                       Run.self, Export.self, ConfigCommand.self, RulesCommand.self]
     )
