@@ -151,3 +151,65 @@ import Testing
         }
     }
 }
+
+/// The data area, capacity and write order (facts Part 3 §5.1–5.2: area after the CC, MLEN × 8 bytes; 1-byte
+/// lengths up to 254, 0xFF + 2 bytes beyond; the Android/ST MLEN-overflow convention).
+@Suite struct NDEFAreaTests {
+    @Test func scanAsksForMoreUntilTheMessageIsIn() throws {
+        // The demo SLIX2: 4-byte CC, MLEN 0x0A → 80-byte area; TLV 03 13 at byte 4; message bytes 6..<25.
+        let memory: [UInt8] = [0xE1, 0x40, 0x0A, 0x01] + TLV.encode(NDEFMessage.encode([.text("vlogger demo", language: "en")]))
+        #expect(try NDEFArea.scan([0xE1, 0x40], memoryBytes: 320) == .needBytes(4))
+        #expect(try NDEFArea.scan(Array(memory.prefix(8)), memoryBytes: 320) == .needBytes(25))
+        guard case let .area(a) = try NDEFArea.scan(memory, memoryBytes: 320) else { Issue.record("no area"); return }
+        #expect(a.areaBytes == 80 && a.tlvOffset == 4 && a.message == 6..<25 && a.capacity == 78 && a.status == .readWrite)
+        // An 8-byte CC is asked for whole before it is read.
+        #expect(try NDEFArea.scan([0xE2, 0x40, 0x00, 0x01], memoryBytes: 8192) == .needBytes(8))
+    }
+
+    @Test func capacityAtTheLengthFormBoundary() throws {
+        func area(_ mlen: UInt8) throws -> NDEFArea {
+            guard case let .area(a) = try NDEFArea.scan([0xE1, 0x40, mlen, 0x01, 0x03, 0x00, 0xFE], memoryBytes: 4096) else { throw NDEFError.tlv("no area") }
+            return a
+        }
+        #expect(try area(0x20).capacity == 256 - 2)   // 256-byte area: 254 fits the 1-byte length
+        #expect(try area(0x21).capacity == 264 - 4)   // 264: the 3-byte length form
+        #expect(try area(0x01).capacity == 6)
+        // MLEN-overflow bit with MLEN 0xFF on a 4-byte CC: the area is the rest of the memory (4096 − 4).
+        guard case let .area(o) = try NDEFArea.scan([0xE1, 0x40, 0xFF, 0x05, 0x03, 0x00, 0xFE], memoryBytes: 4096) else { return }
+        #expect(o.areaBytes == 4092 && o.capacity == 4088)
+    }
+
+    @Test func writePlanStagesLengthZeroThenTheRealLength() throws {
+        let (a, _) = try NDEFArea.decode(image: [0xE1, 0x40, 0x02, 0x01, 0x03, 0x00, 0xFE] + [UInt8](repeating: 0, count: 13))
+        let msg: [UInt8] = [0xD1, 0x01, 0x05, 0x54, 0x02, 0x65, 0x6E, 0x68, 0x69] // "hi" (facts §5.4)
+        let p = try a.writePlan(for: msg)
+        #expect(p.offset == 4 && p.staged == [0x03, 0x00] + msg + [0xFE])
+        #expect(p.lengthOffset == 5 && p.lengthField == [0x09] && p.final == [0x03, 0x09] + msg + [0xFE])
+        // 16-byte area: capacity 14; a 14-byte message leaves no room for the Terminator.
+        #expect(a.capacity == 14)
+        #expect(try a.writePlan(for: [UInt8](repeating: 1, count: 14)).staged.count == 16)
+        #expect(throws: NDEFError.tooLarge(message: 15, capacity: 14)) { try a.writePlan(for: [UInt8](repeating: 1, count: 15)) }
+        // 3-byte form: staged as 03 00 00 00 (reads as an empty message), then FF 01 2C.
+        let (big, _) = try NDEFArea.decode(image: [0xE1, 0x40, 0x40, 0x01, 0xFE] + [UInt8](repeating: 0, count: 512))
+        let long = try big.writePlan(for: [UInt8](repeating: 2, count: 300))
+        #expect(Array(long.staged.prefix(4)) == [0x03, 0x00, 0x00, 0x00] && long.lengthField == [0xFF, 0x01, 0x2C])
+        #expect(try TLV.findNDEF(in: Array(long.staged)) == TLV.Located(tlvOffset: 0, valueOffset: 2, length: 0))
+    }
+
+    @Test func aNewTLVGoesAfterOtherTLVs() throws {
+        // A proprietary TLV (FD 02 AA BB) then the Terminator: the NDEF TLV is written where the Terminator was.
+        let (a, msg) = try NDEFArea.decode(image: [0xE1, 0x40, 0x02, 0x00, 0xFD, 0x02, 0xAA, 0xBB, 0xFE] + [UInt8](repeating: 0, count: 11))
+        #expect(a.message == nil && msg.isEmpty && a.tlvOffset == 8 && a.capacity == 16 - 4 - 2)
+    }
+
+    @Test func readOnlyCCAndFormattedBytes() throws {
+        let cc = CapabilityContainer.forFormatting(blocks: 64, blockSize: 4, readMultiple: true, specialFrame: true)
+        // Tag-it HF-I Plus: 256 bytes → MLEN (256 − 4) / 8 = 31 = 0x1F; features MBREAD | Lock Block | Special Frame.
+        #expect(cc.formattedBytes == [0xE1, 0x40, 0x1F, 0x19, 0x03, 0x00, 0xFE])
+        #expect(cc.readOnly.encode() == [0xE1, 0x43, 0x1F, 0x19])
+        let (a, _) = try NDEFArea.decode(image: cc.readOnly.formattedBytes + [UInt8](repeating: 0, count: 249))
+        #expect(a.status == .readOnly)
+        // M24LR64-like: 2048 blocks with the Protocol Extension flag keep E1 (RFAL "legacy ST high density").
+        #expect(CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true, twoByteAddressing: false).encode()[0] == 0xE1)
+    }
+}
