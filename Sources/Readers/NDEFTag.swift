@@ -78,10 +78,11 @@ extension ISO15693Client {
     /// them (each split only where the chip's Read Multiple Blocks limit asks). With `lockStatus`, the lock
     /// bits of the blocks from the CC to the end of the message are read too, and a locked one makes the
     /// status read-only.
-    public func readNDEF(_ uid: UID, lockStatus: Bool = false) throws(NDEFTagError) -> NDEFTagState {
+    /// `known`: memory from block 0 already read this cycle (whole blocks are used), so it is not read again.
+    public func readNDEF(_ uid: UID, lockStatus: Bool = false, known: [UInt8] = []) throws(NDEFTagError) -> NDEFTagState {
         let m = try ndefMemory(uid)
         let memoryBytes = m.blockCount * m.blockSize
-        var bytes: [UInt8] = []
+        var bytes = Array(known.prefix(min(memoryBytes, known.count / m.blockSize * m.blockSize)))
         var want = min(memoryBytes, Self.ndefFirstRead)
         var area: NDEFArea
         while true {

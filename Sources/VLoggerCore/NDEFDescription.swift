@@ -80,3 +80,18 @@ public enum NDEFDescription {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+/// The fields a plan with `ndef = true` adds to its NDEF reading: every record as JSON (`ndef`), and for
+/// rules and CSV columns the first Text record's text (`ndef_text`) and the first URI (`ndef_uri`).
+public enum NDEFFields {
+    public static let records = "ndef", text = "ndef_text", uri = "ndef_uri"
+    public static let all = [records, text, uri]
+
+    public static func decode(_ records: [NDEFRecord]) -> [(name: String, value: FieldValue)] {
+        var out: [(name: String, value: FieldValue)] = [(Self.records, .json(NDEFDescription.json(records)))]
+        let meanings = records.compactMap { try? $0.interpret() }
+        for m in meanings { if case let .text(t, _, _) = m { out.append((text, .text(t))); break } }
+        for m in meanings { if case let .uri(u) = m { out.append((uri, .text(u))); break } }
+        return out
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import ISO15693
 import Readers
+import Type5NDEF
 
 /// Counts of a run, for the summary (and the metrics of a later issue).
 public struct AgentCounters: Sendable {
@@ -47,6 +48,8 @@ public final class Agent {
     private var violating: [UID: Set<String>] = [:]
     /// What each tag needs read, worked out once per UID (plan, rules and layout do not change in a run).
     private var work: [UID: TagWork] = [:]
+    /// The NDEF problem each tag has now (not formatted, malformed), so it is reported once.
+    private var ndefProblems: [UID: String] = [:]
 
     private struct TagWork {
         var plan: ReadPlan?
@@ -226,10 +229,63 @@ public final class Agent {
                 }
             }
         }
+        if plan?.ndef == true {
+            guard let r = readNDEF(uid, memory: memory, now: now, facts: &facts) else { return (0, bound) }
+            if let r { readings.append(r) }
+        }
         for r in readings { writer.add(r, now: now) }
         counters.readings += readings.count
         evaluate(applicable, facts, now: now)
         return (readings.count, bound)
+    }
+
+    /// Reads the tag's NDEF message for a plan with `ndef = true`: a reading of the bytes read from block 0
+    /// with the records as fields. nil: the read failed (an error event is written, nothing of the cycle is
+    /// stored); .some(nil): the tag has no readable NDEF (an event when that starts, then quiet).
+    private func readNDEF(_ uid: UID, memory: TagMemory, now: Millis, facts: inout TagFacts) -> Reading?? {
+        var attempt = 0
+        while true {
+            do throws(NDEFTagError) {
+                // Blocks from 0 that the plan's reads brought this cycle are not read again.
+                var known: [UInt8] = []
+                while let b = facts.blocks[known.count / memory.blockSize] { known += b }
+                let state = try client.readNDEF(uid, known: known)
+                if state.status == .notSupported {
+                    ndefProblem(uid, "ndef-not-formatted", state.reason ?? "no capability container")
+                    return .some(nil)
+                }
+                let records: [NDEFRecord]
+                do { records = try state.records() } catch {
+                    ndefProblem(uid, "ndef-malformed", "\(error)")
+                    return .some(nil)
+                }
+                ndefProblems[uid] = nil
+                let decoded = NDEFFields.decode(records)
+                for d in decoded { facts.fields[d.name] = d.value }
+                let bs = memory.blockSize
+                return Reading(time: now, gateway: config.gatewayID, uid: uid, first: 0, count: state.memoryRead.count / bs,
+                               data: state.memoryRead, decoded: decoded)
+            } catch {
+                switch error {
+                case let .client(e):
+                    attempt += 1
+                    if attempt < config.readAttempts, e.isTransient { continue }
+                    recordError(uid: uid, kind: "ndef", e, now: now, detail: "NDEF read after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle")
+                    return nil
+                default:
+                    ndefProblem(uid, "ndef-malformed", "\(error)")
+                    return .some(nil)
+                }
+            }
+        }
+    }
+
+    /// Writes an NDEF problem event when it starts (or changes), not every cycle.
+    private func ndefProblem(_ uid: UID, _ name: String, _ detail: String) {
+        guard ndefProblems[uid] != name else { return }
+        ndefProblems[uid] = name
+        counters.errors[name, default: 0] += 1
+        event(.error, uid: uid, name: name, severity: .warning, detail: detail)
     }
 
     /// The tag's plan, the rules that apply to it, and the block ranges they need (plan reads, the
@@ -250,7 +306,14 @@ public final class Agent {
             event(.error, uid: uid, name: "plan-out-of-range", severity: .warning,
                   detail: "plan '\(plan?.name ?? "-")' reads past the end of \(uid) (\(memory.blockCount) blocks of \(memory.blockSize) bytes); those reads are skipped")
         }
-        let bound = fits.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags) }
+        var bound = fits.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags) }
+        let ndefFirst = PlanRead(first: 0, count: min(memory.blockCount, (32 + memory.blockSize - 1) / memory.blockSize))
+        if plan?.ndef == true, !fits.contains(where: { $0.first.int == 0 && $0.count >= ndefFirst.count }) {
+            // At least the NDEF read's first exchange (the CC and the start of the TLVs, 32 bytes), unless
+            // the plan's own reads bring those blocks already.
+            let first = ndefFirst
+            bound = bound + PollCost.read(first, memory: memory, limits: session.reader.limits, flags: client.baseFlags)
+        }
         return TagWork(plan: plan, rules: applicable, ranges: fits, lowerBound: bound)
     }
 

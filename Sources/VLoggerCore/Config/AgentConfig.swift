@@ -80,6 +80,8 @@ public struct ReadPlan: Equatable, Sendable {
     public var match: TagMatch
     public var reads: [PlanRead]
     public var fields: [FieldDecoder]
+    /// Read the NDEF message too (CC, then the NDEF TLV) and store its records with the readings.
+    public var ndef: Bool = false
     public var line: Int
 }
 
@@ -132,6 +134,9 @@ public struct AgentConfig: Sendable {
         for p in plans {
             for f in p.fields where seen.insert(f.name).inserted { out.append(FieldInfo(name: f.name, unit: f.unit)) }
         }
+        if plans.contains(where: \.ndef) {
+            for name in NDEFFields.all where seen.insert(name).inserted { out.append(FieldInfo(name: name, unit: nil)) }
+        }
         return out
     }
 
@@ -183,7 +188,7 @@ public struct AgentConfig: Sendable {
             c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
         }
         var names = Set<String>()
-        for p in top.tables("plan", keys: ["name", "match", "read", "field"]) {
+        for p in top.tables("plan", keys: ["name", "match", "read", "field", "ndef"]) {
             guard let plan = readPlan(p, r) else { continue }
             if !names.insert(plan.name).inserted { r.issue(p.line, "plan '\(plan.name)' is defined twice") }
             c.plans.append(plan)
@@ -248,8 +253,12 @@ public struct AgentConfig: Sendable {
             fields.append(FieldDecoder(name: fname, block: block, byte: s.integer("byte", in: 0...4095).map(Int.init) ?? 0,
                                        type: type, length: length, scale: scale, offset: offset, unit: s.string("unit")))
         }
-        if reads.isEmpty && fields.isEmpty { r.issue(p.line, "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries") }
-        return ReadPlan(name: name, match: match, reads: reads, fields: fields, line: p.line)
+        let ndef = p.bool("ndef") ?? false
+        if reads.isEmpty && fields.isEmpty && !ndef { r.issue(p.line, "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries, or ndef = true") }
+        for f in fields where ndef && NDEFFields.all.contains(f.name) {
+            r.issue(p.line, "\(p.name) ('\(name)'): field name '\(f.name)' is taken by the NDEF fields of ndef = true")
+        }
+        return ReadPlan(name: name, match: match, reads: reads, fields: fields, ndef: ndef, line: p.line)
     }
 
     /// The first plan that matches a tag (plans are tried in file order).

@@ -329,7 +329,7 @@ extension Rule {
             switch v {
             case let .integer(n): x = Double(n)
             case let .number(d): x = d
-            case .text: return .notEvaluated("field \(field) is text, not a number")
+            case .text, .json: return .notEvaluated("field \(field) is text, not a number")
             }
             if let lo, x < lo { return .violation("\(field) = \(JSONText.number(x)) is below \(JSONText.number(lo))") }
             if let hi, x > hi { return .violation("\(field) = \(JSONText.number(x)) is above \(JSONText.number(hi))") }
@@ -351,7 +351,7 @@ extension Rule {
                 guard let v = t.fields[f] else { return .notEvaluated("field \(f) was not decoded") }
                 let have: String
                 switch v {
-                case let .text(s): have = s
+                case let .text(s), let .json(s): have = s
                 case let .integer(n): have = String(n)
                 case let .number(d): have = JSONText.number(d)
                 }

@@ -88,6 +88,8 @@ public enum Exporter {
             JSONText.appendQuoted(name, to: &k)
             return k + [0x3A]
         }
+        // Fields that hold JSON (the NDEF records) go into jsonl as JSON, not as a string of it.
+        let jsonColumns = Set(names.indices.filter { r.table == .readings && names[$0] == "ndef" && fields.contains { $0.name == "ndef" } })
         var rows = 0
         while try s.step() {
             rows += 1
@@ -112,7 +114,8 @@ public enum Exporter {
                     case SQLStatement.floatType:
                         let d = s.double(i)
                         out.append(Array((d.isFinite ? "\(d)" : "null").utf8))
-                    default: JSONText.appendQuoted(s.text(i) ?? "", to: &out.bytes)
+                    default:
+                        if jsonColumns.contains(i) { s.withBytes(i) { out.append($0) } } else { JSONText.appendQuoted(s.text(i) ?? "", to: &out.bytes) }
                     }
                 }
                 out.append(0x7D)

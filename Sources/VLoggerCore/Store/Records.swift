@@ -9,6 +9,8 @@ public enum FieldValue: Equatable, Sendable {
     case integer(Int64)
     case number(Double)
     case text(String)
+    /// A JSON value kept as its text (the NDEF records of a reading).
+    case json(String)
 
     /// Appends the value as JSON.
     func appendJSON(to out: inout [UInt8]) {
@@ -16,6 +18,7 @@ public enum FieldValue: Equatable, Sendable {
         case let .integer(n): out.append(contentsOf: String(n).utf8)
         case let .number(d): out.append(contentsOf: (d.isFinite ? JSONText.number(d) : "null").utf8)
         case let .text(s): JSONText.appendQuoted(s, to: &out)
+        case let .json(j): out.append(contentsOf: j.utf8)
         }
     }
 }
