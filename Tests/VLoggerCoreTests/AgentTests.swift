@@ -66,16 +66,16 @@ import Testing
     }
 
     /// An agent over a field of the demo tags that `pick` chooses.
-    func rig(_ pick: (TagImage) -> Bool = { _ in true }) throws -> Rig {
+    func rig(config text: String = Self.config, rules: String = Self.rules, _ pick: (TagImage) -> Bool = { _ in true }) throws -> Rig {
         let folder = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
         let field = SimulatedField()
         for t in folder.field.tags where pick(t.image) { field.add(SimulatedTag(image: t.image)) }
         let session = try ReaderSession.simulated(field: field)
-        let config = try AgentConfig.parse(Self.config, file: "test.toml")
+        let config = try AgentConfig.parse(text, file: "test.toml")
         let store = try Store(path: scratchPath("agent.db"))
         try store.registerFields(config.fieldInfos)
         let clock = SimulatedClock(start: 1_763_800_000_000)
-        let agent = Agent(config: config, rules: try RuleSet.parse(Self.rules, file: "rules.toml"), register: nil,
+        let agent = Agent(config: config, rules: try RuleSet.parse(rules, file: "rules.toml"), register: nil,
                           session: session, writer: BatchWriter(store: store, batchSize: 50, flushIntervalMs: 2000), clock: clock)
         return Rig(agent: agent, store: store, field: field, clock: clock)
     }
@@ -111,6 +111,35 @@ import Testing
         #expect(first > more.exchanges)
         // The air time of that cycle against its lower bound (same reads, no retries): equal here.
         #expect(abs(more.airTime.microseconds - more.lowerBound.microseconds) < 1)
+    }
+
+    @Test func plansWithNDEFStoreTheRecordsWithTheReadings() throws {
+        // The demo SLIX2 holds a Text record "vlogger demo" (en); the demo SLIX has no CC (not formatted).
+        let config = """
+        [[plan]]
+        name = "nxp"
+        match.manufacturer = "NXP"
+        ndef = true
+        """
+        let rules = """
+        [[rule]]
+        name = "pallet label"
+        kind = "equals"
+        field = "ndef_text"
+        value = "vlogger demo"
+        match.uid = "E004010812345601"
+        """
+        let r = try rig(config: config, rules: rules) { $0.uid.manufacturer == .nxp }
+        try r.agent.run(cycles: 3, stop: StopSignal())
+        let readings = try r.store.readings(uid: UID(parsing: "E004010812345601"))
+        #expect(readings.count == 3 && readings[0].block == 0)
+        let decoded = try #require(readings[0].decoded)
+        #expect(decoded.contains("\"ndef_text\":\"vlogger demo\"") && decoded.contains("\"lang\":\"en\"") && decoded.contains("\"kind\":\"text\""))
+        #expect(try r.store.readings(uid: UID(parsing: "E004011000000A03")).isEmpty)
+        // Not formatted: one event when it is first seen, not one per cycle; the rule on ndef_text passes.
+        #expect(try r.store.events(kind: .error).map(\.name) == ["ndef-not-formatted"])
+        #expect(r.agent.counters.violations == 0)
+        #expect(try r.store.fields().map(\.name) == ["ndef", "ndef_text", "ndef_uri"])
     }
 
     @Test func wantedReadsMergeIntoContiguousRanges() {

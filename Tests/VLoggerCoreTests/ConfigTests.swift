@@ -133,6 +133,30 @@ import Testing
         #expect(register.rows["E002260000C0FFEE"]?["asset_id"] == "AS-00042")
     }
 
+    @Test func ndefPlans() throws {
+        // A plan may consist of ndef = true alone; its field names are reserved; `ndef` must be a boolean.
+        let ok = try AgentConfig.parse("[[plan]]\nname = \"n\"\nndef = true\n", file: "t.toml")
+        #expect(ok.plans.first?.ndef == true && ok.fieldInfos.map(\.name) == ["ndef", "ndef_text", "ndef_uri"])
+        #expect(try AgentConfig.load(Self.root.appendingPathComponent("Config/vlogger.toml").path).plans.filter(\.ndef).map(\.name) == ["NXP pallet and shelf labels"])
+        let bad = """
+        [[plan]]
+        name = "n"
+        ndef = "yes"
+        [[plan]]
+        name = "m"
+        ndef = true
+          [[plan.field]]
+          name = "ndef_text"
+          block = 0
+          type = "u8"
+        """
+        #expect { try AgentConfig.parse(bad, file: "t.toml") } throws: { e in
+            let issues = (e as? ConfigError)?.issues.map(\.description) ?? []
+            return issues.contains { $0.contains("t.toml:3") && $0.contains("expected true or false") }
+                && issues.contains { $0.contains("t.toml:4") && $0.contains("'ndef_text' is taken") }
+        }
+    }
+
     @Test func everyErrorGivesFileLineAndWhatWasExpected() {
         let text = """
         [gateway]
