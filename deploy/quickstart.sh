@@ -34,3 +34,6 @@ head -n 4 readings.csv
 "$bin" read --field demo-field --uid E008010000004212 --block 0xF8
 "$bin" write --field demo-field --uid E008010000004212 --block 0xF9 --data "0102030405060708"
 "$bin" read --field demo-field --uid E008010000004212 --block 0xF9 --trace
+# NDEF on the pallet label (ICODE SLIX2): write a Text and a URI record, read them back in a new process.
+"$bin" ndef write --field demo-field --uid E004010812345601 --text "Pallet 0001" --uri https://www.example.com/p/0001
+"$bin" ndef read --field demo-field --uid E004010812345601
