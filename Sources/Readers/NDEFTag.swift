@@ -205,7 +205,12 @@ extension ISO15693Client {
         do throws(ClientError) {
             try writeBlocks(uid, first: 0, blocks: blocks(cc), verify: true, option: cc.specialFrame ? true : nil)
         } catch {
-            guard !cc.specialFrame, case .tag = error else { throw .client(error) }
+            // A chip that wants the Option flag either answers an error or, like the Tag-it, stays silent.
+            let refused: Bool = switch error {
+            case .tag, .reader(.timeout, _): true
+            default: false
+            }
+            guard !cc.specialFrame, refused else { throw .client(error) }
             cc.specialFrame = true
             do throws(ClientError) { try writeBlocks(uid, first: 0, blocks: blocks(cc), verify: true, option: true) } catch { throw .client(error) }
         }

@@ -156,6 +156,22 @@ import Type5NDEF
         #expect(try client.readNDEF(tag.uid).status == .readWrite, "without lock status the CC alone decides")
     }
 
+    @Test func formatRetriesWithSpecialFrameWhenTheChipIsUnknown() throws {
+        // A Tag-it HF-I Plus behind a UID the client cannot place (manufacturer 0x7F): it does not know the
+        // chip wants the Option flag, the silent first CC write fails, and the CC is written again with the
+        // Option flag and Special Frame set (RFAL ndefT5TPollerTagFormat, facts §5.1).
+        let tag = SimulatedTag(image: .blank(profile: .tagitHFIPlus, uid: try UID(parsing: "E07F000000000001")))
+        let (_, client) = try session([tag])
+        client.retries = 0
+        #expect(try client.memory(of: tag.uid).writeNeedsOption == false)
+        let cc = try client.formatNDEF(tag.uid)
+        #expect(cc.specialFrame && cc.encode() == [0xE1, 0x40, 0x1F, 0x19])
+        // Later writes follow the CC's Special Frame bit.
+        let report = try client.writeNDEF(tag.uid, message: NDEFMessage.encode([.text("hi", language: "en")]))
+        #expect(report.option)
+        #expect(try client.readNDEF(tag.uid).records() == [.text("hi", language: "en")])
+    }
+
     @Test func formatRefusesATagWithACCUnlessForced() throws {
         let tag = blank(.mb89r118)
         let (_, client) = try session([tag])
