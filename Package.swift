@@ -25,7 +25,12 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC"]),
+        .systemLibrary(
+            name: "CPCSCLite",
+            pkgConfig: "libpcsclite",
+            providers: [.apt(["libpcsclite-dev"])]
+        ),
+        .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
         .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "CSQLite"]),
         .executableTarget(
             name: "vlogger",
@@ -34,6 +39,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The PC/SC test bench's virtual reader-and-tag for vsmartcard vpcd (bench/pcsc/bench.sh). Not shipped.
+        .executableTarget(name: "vlogger-vcard", dependencies: ["Readers", "TagSimulator", "ISO15693"]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.

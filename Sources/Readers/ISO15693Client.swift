@@ -143,6 +143,7 @@ public final class ISO15693Client {
 
     /// Finds every tag in the field: 16-slot Inventory rounds, each collided slot queried again with the
     /// mask extended by that slot's 4 bits (ISO/IEC 15693-3 Annex D), down to 64-bit masks if needed.
+    /// On readers without slot markers (PC/SC), one-slot rounds with the mask grown one bit per collision.
     /// With `quiet`, each tag found is then sent Stay Quiet, so later inventories skip it until a field
     /// reset or Reset to Ready.
     /// With `oneSlotFirst`, a single one-slot request comes first (the fastest way to find a lone tag:
@@ -182,7 +183,9 @@ public final class ISO15693Client {
             guard rounds <= maxRounds else {
                 throw ClientError.invalid("inventory gave up after \(maxRounds) rounds with \(pending.count) collided slots left; the field is too crowded or too noisy")
             }
-            let oneSlot = mask.length > 60
+            // Readers without slot markers (PC/SC) walk the UID tree with one-slot requests, one mask bit at a time.
+            let markers = reader.supportsSlotMarkers
+            let oneSlot = mask.length > 60 || !markers
             var flags = baseFlags
             if oneSlot { flags.insert(.oneSlot) }
             let req = Request(.inventory(afi: afi, mask: mask), flags: flags)
@@ -197,7 +200,12 @@ public final class ISO15693Client {
                     continue
                 } catch .collision, .crcError {
                     // Two or more tags (or a garbled answer): look again with 4 more mask bits.
-                    if oneSlot { continue }
+                    if oneSlot {
+                        if !markers && mask.length < 64 {
+                            for v in 0...1 { if let m = try? mask.extended(by: 1, with: UInt64(v)) { pending.append(m) } }
+                        }
+                        continue
+                    }
                     if mask.length + 4 <= 60 {
                         if let m = try? mask.extended(by: 4, with: UInt64(slot)) { pending.append(m) }
                     } else {

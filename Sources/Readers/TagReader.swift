@@ -96,4 +96,11 @@ public protocol TagReader: AnyObject {
     func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8]
     /// During a 16-slot Inventory: sends the EOF that opens the next slot and returns its answer.
     func nextSlot() throws(ReaderError) -> [UInt8]
+    /// Whether `nextSlot` works. Readers that only send whole frames (PC/SC) say false, and inventory then
+    /// uses one-slot requests with the mask grown bit by bit on collisions.
+    var supportsSlotMarkers: Bool { get }
+}
+
+extension TagReader {
+    public var supportsSlotMarkers: Bool { true }
 }

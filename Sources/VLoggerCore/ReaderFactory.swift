@@ -5,7 +5,7 @@ import TagSimulator
 
 /// Which reader a command uses.
 public enum ReaderKind: String, CaseIterable, Sendable {
-    case sim, libnfc
+    case sim, libnfc, pcsc
 }
 
 /// An error that ends a command: one line that says what happened and what to do.
@@ -52,6 +52,20 @@ public final class ReaderSession {
             let reader = SimulatorReader(field: folder.field, name: "simulator (\(path))")
             try reader.fieldOn()
             return ReaderSession(reader: reader, folder: folder)
+        case .pcsc:
+            // `device`: a PC/SC reader name, part of one, or its index; `storage:` first forces the
+            // storage-card commands (for readers whose transparent exchange misbehaves).
+            var want = device
+            var storage = false
+            if let d = want, d.hasPrefix("storage:") {
+                storage = true
+                want = String(d.dropFirst("storage:".count))
+                if want?.isEmpty == true { want = nil }
+            }
+            let reader = PCSCReader(reader: want)
+            reader.forceStorageMode = storage
+            do { try reader.fieldOn() } catch { throw VLoggerError("PC/SC: \(error)") }
+            return ReaderSession(reader: reader, folder: nil)
         case .libnfc:
             do {
                 try LibNFC.openAsISO15693Reader(connstring: device)
@@ -90,6 +104,17 @@ public final class ReaderSession {
         case 1: return tags[0].uid
         default:
             throw VLoggerError("\(tags.count) tags in the field; choose one with --uid (\(tags.map(\.uid.description).joined(separator: ", ")))")
+        }
+    }
+}
+
+/// PC/SC reader listing for `vlogger devices`.
+public enum PCSCDevices {
+    public static func list() throws -> [(name: String, card: Bool)] {
+        try PCSCReader.listReaders().map { name in
+            let r = PCSCReader(reader: name)
+            defer { try? r.fieldOff() }
+            return (name, (try? r.cardPresent()) ?? false)
         }
     }
 }

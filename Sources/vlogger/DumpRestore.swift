@@ -64,7 +64,7 @@ struct Restore: ParsableCommand {
 }
 
 struct Devices: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List reader devices: the simulated field and libnfc devices.")
+    static let configuration = CommandConfiguration(abstract: "List reader devices: the simulated field, PC/SC readers (with card presence) and libnfc devices.")
 
     @Option(help: "Folder of tag images for the simulator.")
     var field: String?
@@ -75,6 +75,15 @@ struct Devices: ParsableCommand {
             print("sim      \(path)  (\(folder.field.tags.count) simulated tag(s))  ISO 15693: yes")
         } else {
             print("sim      \(path)  (not a field folder)")
+        }
+        do {
+            let readers = try PCSCDevices.list()
+            if readers.isEmpty { print("pcsc     no PC/SC readers (pcscd lists none)") }
+            for (i, r) in readers.enumerated() {
+                print("pcsc     \(i): \(r.name)  \(r.card ? "card present (a tag in the field)" : "no card")  ISO 15693: through the transparent exchange, or storage-card commands")
+            }
+        } catch {
+            print("pcsc     \(error)")
         }
         do {
             let devices = try LibNFCDevices.list()

@@ -8,13 +8,13 @@ extension ReaderKind: ExpressibleByArgument {}
 
 /// Options shared by every command that talks to a tag.
 struct ReaderOptions: ParsableArguments {
-    @Option(help: "Reader driver: sim (simulated field) or libnfc (lists devices; cannot carry ISO 15693).")
+    @Option(help: "Reader driver: sim (simulated field), pcsc (PC/SC readers through pcscd) or libnfc (lists devices; cannot carry ISO 15693).")
     var reader: ReaderKind = .sim
 
     @Option(help: "Folder of tag images for --reader sim (default: $VLOGGER_FIELD or Config/demo-field).")
     var field: String?
 
-    @Option(help: "Device connection string for a hardware reader (e.g. pn53x_usb:001:004).")
+    @Option(help: "Hardware reader: for pcsc a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands); for libnfc a connection string.")
     var device: String?
 
     @Option(help: "UID of the tag, most-significant byte first (E004015012345678). Default: the only tag in the field.")

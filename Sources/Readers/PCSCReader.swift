@@ -1,0 +1,352 @@
+import CPCSCLite
+import ISO15693
+
+/// The PC/SC driver (pcsc-lite through `CPCSCLite`): ISO 15693 frames through the PC/SC 2.02 Part 3
+/// transparent exchange (`FF C2`), or, on readers without it, a translation of the few commands the
+/// storage-card APDUs can carry (`FF CA`, `FF B0`, `FF D6`).
+///
+/// Tested only against the project's virtual card behind a real pcscd (vsmartcard vpcd); see the README.
+public final class PCSCReader: TagReader {
+    public enum Mode: String, Sendable {
+        case transparent = "PC/SC 2.02 transparent exchange (FF C2)"
+        case storage = "storage-card commands only (FF CA, FF B0, FF D6)"
+    }
+
+    /// What the storage-card fallback cannot do, said once where it matters.
+    public static let storageLimits = "in storage-card mode only Inventory (the UID of the one tag presented), Read Single/Multiple Blocks and Write Single/Multiple Blocks work (as FF CA, FF B0, FF D6); Get System Information, lock status, Lock Block, AFI/DSFID, Stay Quiet/Select and custom commands are unavailable, and the tag's own error codes are lost"
+
+    public private(set) var name: String
+    /// The PC/SC reader name this driver uses (nil until found).
+    public private(set) var readerName: String?
+    public let requestedReader: String?
+    /// The reader's pseudo-APDU limits: 255-byte command data (a timer DO and the DO 95 header take 10),
+    /// and a 256-byte answer that also carries C0, 92 and 96 (17 bytes).
+    public var limits = ReaderLimits(maxRequestBytes: 240, maxResponseBytes: 236)
+    public var trace: ((TraceEvent) -> Void)?
+    public private(set) var airTime: AirTime = .zero
+    public private(set) var mode: Mode?
+    /// Microseconds given to a write-alike command in the timer DO (real ACR1552U: without it a write
+    /// can fail with 64 01, reader-paths §2.3).
+    public var writeTimerMicroseconds: UInt32 = 50_000
+    /// Use the storage-card commands even if the reader has transparent exchange.
+    public var forceStorageMode = false
+
+    private var context: SCARDCONTEXT?
+    private var card: SCARDHANDLE?
+    private var protocolPCI = SCARD_IO_REQUEST(dwProtocol: DWORD(SCARD_PROTOCOL_T1), cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
+    private var storageUID: UID?
+
+    /// `reader`: a PC/SC reader name, a part of one, or its index in `listReaders()`; nil: the first reader.
+    public init(reader: String? = nil) {
+        requestedReader = reader
+        name = "PC/SC"
+    }
+
+    deinit { release() }
+
+    // MARK: PC/SC status codes (pcsclite.h; the macros are casts Swift does not import)
+
+    static let noSmartcard = 0x8010000C, removedCard = 0x80100069, resetCard = 0x80100068, noService = 0x8010001D
+    static let serviceStopped = 0x8010001E, noReaders = 0x8010002E, unknownReader = 0x80100009, readerUnavailable = 0x80100017
+    static let unpoweredCard = 0x80100067, unresponsiveCard = 0x80100066, timeoutCode = 0x8010000A, commError = 0x80100013
+
+    static func text(_ rv: Int) -> String {
+        let s = pcsc_stringify_error(LONG(rv)).map { String(cString: $0) } ?? "error"
+        return "\(s) (0x\(String(UInt32(truncatingIfNeeded: rv), radix: 16, uppercase: true)))"
+    }
+
+    // MARK: Readers
+
+    /// The PC/SC readers pcscd knows.
+    public static func listReaders() throws(ReaderError) -> [String] {
+        var ctx: SCARDCONTEXT = 0
+        var rv = Int(SCardEstablishContext(DWORD(SCARD_SCOPE_SYSTEM), nil, nil, &ctx))
+        guard rv == 0 else { throw unreachable(rv) }
+        defer { SCardReleaseContext(ctx) }
+        return try names(ctx, &rv)
+    }
+
+    private static func unreachable(_ rv: Int) -> ReaderError {
+        .device("cannot reach pcscd: \(text(rv)); is pcscd running (systemctl status pcscd.socket) and is the user allowed to use it?")
+    }
+
+    private static func names(_ ctx: SCARDCONTEXT, _ rv: inout Int) throws(ReaderError) -> [String] {
+        var length: DWORD = 0
+        rv = Int(SCardListReaders(ctx, nil, nil, &length))
+        if rv == noReaders { return [] }
+        guard rv == 0 else { throw ReaderError.device("listing PC/SC readers failed: \(text(rv))") }
+        var buffer = [CChar](repeating: 0, count: Int(length))
+        rv = Int(SCardListReaders(ctx, nil, &buffer, &length))
+        if rv == noReaders { return [] }
+        guard rv == 0 else { throw ReaderError.device("listing PC/SC readers failed: \(text(rv))") }
+        // A multi-string: names separated by NUL, ended by an empty one.
+        return buffer.split(separator: 0).map { String(decoding: $0.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+    }
+
+    // MARK: TagReader
+
+    public func fieldOn() throws(ReaderError) {
+        try ensureContext()
+    }
+
+    public func fieldOff() throws(ReaderError) {
+        release()
+    }
+
+    /// Whether a card (a tag) is presented by the reader now.
+    public func cardPresent() throws(ReaderError) -> Bool {
+        try ensureContext()
+        guard let context, let readerName else { return false }
+        var state = SCARD_READERSTATE()
+        state.dwCurrentState = DWORD(SCARD_STATE_UNAWARE)
+        let rv: Int = readerName.withCString { n in
+            state.szReader = n
+            return Int(SCardGetStatusChange(context, 0, &state, 1))
+        }
+        guard rv == 0 else {
+            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader || rv == Self.readerUnavailable { release() }
+            throw ReaderError.device("\(readerName): status failed: \(Self.text(rv)); will reconnect on the next command")
+        }
+        return state.dwEventState & DWORD(SCARD_STATE_PRESENT) != 0
+    }
+
+    public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+        guard frame.count <= limits.maxRequestBytes else { throw ReaderError.frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes) }
+        let onAir = CRC16.appending(to: frame)
+        trace?(TraceEvent(direction: .readerToTag, bytes: onAir, airTime: AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)))
+        airTime = airTime + AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)
+        do throws(ReaderError) {
+            guard try connect() else { throw ReaderError.timeout }
+            let answer: [UInt8]
+            switch mode {
+            case .storage?: answer = try storageExchange(frame)
+            default: answer = try transparentExchange(frame, wait: wait)
+            }
+            let shown = CRC16.appending(to: answer)
+            let t = AirTiming.t1 + AirTiming.tagFrame(bytes: shown.count, flags: RequestFlags(rawValue: frame.first ?? 0))
+            airTime = airTime + t
+            trace?(TraceEvent(direction: .tagToReader, bytes: shown, airTime: t))
+            return answer
+        } catch {
+            trace?(TraceEvent(direction: .nothing, bytes: [], airTime: AirTiming.t1Max, note: "\(error)"))
+            airTime = airTime + AirTiming.t1Max
+            throw error
+        }
+    }
+
+    public func nextSlot() throws(ReaderError) -> [UInt8] {
+        throw ReaderError.notSupported("PC/SC readers send whole frames; 16-slot inventory EOFs are not available (the client uses one-slot inventories)")
+    }
+
+    public var supportsSlotMarkers: Bool { false }
+
+    // MARK: Connection
+
+    private func ensureContext() throws(ReaderError) {
+        if context == nil {
+            var ctx: SCARDCONTEXT = 0
+            let rv = Int(SCardEstablishContext(DWORD(SCARD_SCOPE_SYSTEM), nil, nil, &ctx))
+            guard rv == 0 else { throw Self.unreachable(rv) }
+            context = ctx
+        }
+        guard let context else { return }
+        if readerName == nil {
+            var rv = 0
+            let all: [String]
+            do { all = try Self.names(context, &rv) } catch {
+                if rv == Self.noService || rv == Self.serviceStopped { release() }
+                throw error
+            }
+            guard !all.isEmpty else { throw ReaderError.device("no PC/SC reader is connected (pcscd lists none)") }
+            if let want = requestedReader {
+                if let i = Int(want), all.indices.contains(i) { readerName = all[i] } else {
+                    readerName = all.first { $0 == want } ?? all.first { $0.localizedStandardContains(want) }
+                }
+                guard readerName != nil else {
+                    throw ReaderError.device("no PC/SC reader matches '\(want)'; readers: \(all.joined(separator: ", "))")
+                }
+            } else {
+                readerName = all[0]
+            }
+            name = "PC/SC (\(readerName ?? "?"))"
+        }
+    }
+
+    /// Connects to the presented card; false when no card (no tag) is there. Probes the transparent
+    /// exchange once per connection.
+    private func connect() throws(ReaderError) -> Bool {
+        if card != nil { return true }
+        guard try cardPresent(), let context, let readerName else { return false }
+        var handle: SCARDHANDLE = 0
+        var proto: DWORD = 0
+        let rv = Int(SCardConnect(context, readerName, DWORD(SCARD_SHARE_SHARED), DWORD(SCARD_PROTOCOL_T0 | SCARD_PROTOCOL_T1), &handle, &proto))
+        if rv == Self.noSmartcard || rv == Self.removedCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard { return false }
+        guard rv == 0 else {
+            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader || rv == Self.readerUnavailable { release() }
+            throw ReaderError.device("\(readerName): connecting failed: \(Self.text(rv))")
+        }
+        card = handle
+        protocolPCI = SCARD_IO_REQUEST(dwProtocol: proto, cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
+        mode = nil
+        storageUID = nil
+        if !forceStorageMode, let r = try? transmit(PCSC.startSessionAPDU), sessionOK(r) { mode = .transparent }
+        if mode == .transparent {
+            let r = try transmit(PCSC.iso15693APDU)
+            guard sessionOK(r) else {
+                throw ReaderError.device("\(readerName): the reader refused to switch to ISO 15693 layer 3 (\(Hex.format(r)))")
+            }
+        } else {
+            mode = .storage
+        }
+        return true
+    }
+
+    /// `C0 03 00 90 00 … 90 00`: the reader took the session command.
+    private func sessionOK(_ r: [UInt8]) -> Bool {
+        guard r.count >= 2, r[r.count - 2] == 0x90, r[r.count - 1] == 0x00, let objects = try? PCSC.parse(r[0..<(r.count - 2)]),
+              let c0 = objects.first(where: { $0.tag == PCSC.genericStatus }) else { return false }
+        return c0.value.count == 3 && c0.value[1] == 0x90 && c0.value[2] == 0x00
+    }
+
+    /// Drops the card connection (the tag left, or the reader went away).
+    private func dropCard() {
+        if let card { SCardDisconnect(card, DWORD(SCARD_LEAVE_CARD)) }
+        card = nil
+        mode = nil
+        storageUID = nil
+    }
+
+    private func release() {
+        if let card, mode == .transparent { _ = try? transmitRaw(card, PCSC.endSessionAPDU) }
+        dropCard()
+        if let context { SCardReleaseContext(context) }
+        context = nil
+        readerName = nil
+        name = "PC/SC"
+    }
+
+    private func transmit(_ apdu: [UInt8]) throws(ReaderError) -> [UInt8] {
+        guard let card else { throw ReaderError.timeout }
+        return try transmitRaw(card, apdu)
+    }
+
+    private func transmitRaw(_ handle: SCARDHANDLE, _ apdu: [UInt8]) throws(ReaderError) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 512)
+        var length = DWORD(out.count)
+        var pci = protocolPCI
+        let rv = Int(SCardTransmit(handle, &pci, apdu, DWORD(apdu.count), nil, &out, &length))
+        guard rv == 0 else {
+            if rv == Self.removedCard || rv == Self.noSmartcard || rv == Self.resetCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard {
+                // The tag left the field (the reader removed the card): no answer; reconnect when one is back.
+                dropCard()
+                throw ReaderError.timeout
+            }
+            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader || rv == Self.readerUnavailable || rv == Self.commError {
+                release()
+                throw ReaderError.device("\(readerName ?? "PC/SC reader") went away: \(Self.text(rv)); will reconnect on the next command")
+            }
+            throw ReaderError.device("SCardTransmit failed: \(Self.text(rv))")
+        }
+        return Array(out[0..<Int(length)])
+    }
+
+    // MARK: Transparent exchange
+
+    private func transparentExchange(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+        let timer: UInt32? = if case .writeAlike = wait { writeTimerMicroseconds } else { nil }
+        let response = try transmit(PCSC.exchangeAPDU(frame, timeoutMicroseconds: timer))
+        let outcome: PCSC.Outcome
+        do { outcome = try PCSC.outcome(of: response) } catch {
+            throw ReaderError.device("the reader's answer to a transparent exchange is malformed (\(error)): \(Hex.format(response))")
+        }
+        switch outcome {
+        case let .answer(bytes):
+            guard bytes.count <= limits.maxResponseBytes else { throw ReaderError.frameTooLong(bytes: bytes.count, limit: limits.maxResponseBytes) }
+            return bytes
+        case .noAnswer:
+            throw ReaderError.timeout
+        case let .rfError(status):
+            if status & PCSC.statusCollision != 0 { throw ReaderError.collision }
+            let what = status & PCSC.statusCRC != 0 ? "the reader reported a CRC error" : (status & PCSC.statusParity != 0 ? "the reader reported a parity error" : "the reader reported a framing error")
+            throw ReaderError.crcError(.invalidField("\(what) (PC/SC response status 0x\(Hex.format([status])))"))
+        case let .readerError(sw, object):
+            throw ReaderError.device("the reader refused the transparent exchange: status \(hex4(sw)) on data object \(object)")
+        }
+    }
+
+    // MARK: Storage-card fallback
+
+    /// Translates the few ISO 15693 commands the storage-card APDUs carry; every other command is refused
+    /// with `storageLimits`.
+    private func storageExchange(_ frame: [UInt8]) throws(ReaderError) -> [UInt8] {
+        let request: Request
+        do { request = try Request.decode(frame) } catch { throw ReaderError.notSupported("cannot translate this frame for storage-card mode: \(error)") }
+        let uid = try storageCardUID()
+        if case let .addressed(target) = request.addressing, target != uid { throw ReaderError.timeout }
+        if request.flags.contains(.option), request.command.code.rawValue != 0x01 {
+            throw ReaderError.notSupported("the Option flag (lock status, Special Frame) is not available: \(Self.storageLimits)")
+        }
+        switch request.command {
+        case let .inventory(_, mask):
+            guard mask.matches(uid) else { throw ReaderError.timeout }
+            return [0x00, 0x00] + uid.onAirBytes
+        case let .readSingleBlock(b):
+            return try storageRead([b])
+        case let .readMultipleBlocks(first, count):
+            return try storageRead((first.int..<(first.int + count)).compactMap { BlockNumber(exactly: $0) })
+        case let .writeSingleBlock(b, data):
+            return try storageWrite(b, data) ?? [0x00]
+        case let .writeMultipleBlocks(first, count, data):
+            let size = data.count / max(1, count)
+            for i in 0..<count {
+                if let failed = try storageWrite(BlockNumber(exactly: first.int + i) ?? first, Array(data[(i * size)..<((i + 1) * size)])) { return failed }
+            }
+            return [0x00]
+        default:
+            throw ReaderError.notSupported("\(request.command.code.name): \(Self.storageLimits)")
+        }
+    }
+
+    private func storageCardUID() throws(ReaderError) -> UID {
+        if let storageUID { return storageUID }
+        let r = try transmit([0xFF, 0xCA, 0x00, 0x00, 0x00])
+        guard r.count == 10, r[8] == 0x90, r[9] == 0x00, let uid = try? UID(onAir: r[0..<8]) else {
+            throw ReaderError.device("the reader's UID answer (FF CA) is not an ISO 15693 UID: \(Hex.format(r))")
+        }
+        storageUID = uid
+        return uid
+    }
+
+    /// A storage-card error as the ISO 15693 error answer the client understands (the tag's own code is lost).
+    private func storageError(_ sw: UInt16) -> [UInt8] {
+        switch sw {
+        case 0x6A82, 0x6B00: return [0x01, 0x10]   // block not available
+        case 0x6A81: return [0x01, 0x01]           // not supported
+        default: return [0x01, 0x0F]               // unknown error
+        }
+    }
+
+    /// Reads blocks with FF B0; an error status becomes the ISO 15693 error answer.
+    private func storageRead(_ blocks: [BlockNumber]) throws(ReaderError) -> [UInt8] {
+        var out: [UInt8] = [0x00]
+        for b in blocks {
+            let r = try transmit([0xFF, 0xB0, UInt8(b.value >> 8), UInt8(b.value & 0xFF), 0x00])
+            guard r.count >= 2 else { throw ReaderError.device("empty answer to FF B0") }
+            let sw = UInt16(r[r.count - 2]) << 8 | UInt16(r[r.count - 1])
+            guard sw == 0x9000 else { return storageError(sw) }
+            out += r[0..<(r.count - 2)]
+        }
+        return out
+    }
+
+    /// Writes one block with FF D6; nil when it worked, else the ISO 15693 error answer.
+    private func storageWrite(_ b: BlockNumber, _ data: [UInt8]) throws(ReaderError) -> [UInt8]? {
+        let r = try transmit([0xFF, 0xD6, UInt8(b.value >> 8), UInt8(b.value & 0xFF), UInt8(data.count)] + data)
+        guard r.count >= 2 else { throw ReaderError.device("empty answer to FF D6") }
+        let sw = UInt16(r[r.count - 2]) << 8 | UInt16(r[r.count - 1])
+        return sw == 0x9000 ? nil : storageError(sw)
+    }
+}
+
+/// A status word as four hex digits (6401).
+func hex4(_ sw: UInt16) -> String { Hex.format([UInt8(sw >> 8), UInt8(sw & 0xFF)], separator: "") }
