@@ -123,7 +123,7 @@ public final class PCSCReader: TagReader {
             default: answer = try transparentExchange(frame, wait: wait)
             }
             let shown = CRC16.appending(to: answer)
-            let t = AirTiming.t1 + AirTiming.tagFrame(bytes: shown.count, flags: RequestFlags(rawValue: frame.first ?? 0))
+            let t = AirTiming.t1 + AirTiming.tagFrame(bytes: shown.count, flags: RequestFlags(rawValue: frame.first ?? 0)) + AirTiming.t2
             airTime = airTime + t
             trace?(TraceEvent(direction: .tagToReader, bytes: shown, airTime: t))
             return answer
@@ -246,6 +246,11 @@ public final class PCSCReader: TagReader {
                 throw ReaderError.device("\(readerName ?? "PC/SC reader") went away: \(Self.text(rv)); will reconnect on the next command")
             }
             throw ReaderError.device("SCardTransmit failed: \(Self.text(rv))")
+        }
+        guard length >= 2 else {
+            // vpcd answers an empty APDU when the card went away mid-exchange; a real reader says removed.
+            dropCard()
+            throw ReaderError.timeout
         }
         return Array(out[0..<Int(length)])
     }

@@ -251,6 +251,11 @@ enum Action { case answer([UInt8]), drop }
     return .answer(storage(msg))
 }
 
+// A launcher may hand down a blocked signal mask (Foundation's Process from a test runner does): unblock,
+// so SIGTERM ends the card (= the card is removed).
+var none = sigset_t()
+sigemptyset(&none)
+sigprocmask(SIG_SETMASK, &none, nil)
 signal(SIGPIPE, SIG_IGN)
 log("field \(options.field): \(folder.field.tags.count) tag(s); vpcd at \(options.host):\(options.port)")
 while true {

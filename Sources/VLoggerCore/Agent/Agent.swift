@@ -144,7 +144,7 @@ public final class Agent {
             return report
         }
         lastCount = found.count
-        var lowerBound = PollCost.inventory(tags: found.count, flags: client.baseFlags)
+        var lowerBound = PollCost.inventory(tags: found.count, flags: client.baseFlags, slotMarkers: session.reader.supportsSlotMarkers)
         for entry in found {
             let uid = entry.uid
             report.tags.append(uid)
@@ -386,8 +386,12 @@ public enum PollCost {
     }
 
     /// One round: 1 slot for one tag (nothing for none but the request and an empty slot), else 16 slots.
-    public static func inventory(tags: Int, flags: RequestFlags) -> AirTime {
+    public static func inventory(tags: Int, flags: RequestFlags, slotMarkers: Bool = true) -> AirTime {
         // Inventory request: flags, command, mask length, CRC = 5 bytes; answer: flags, DSFID, UID, CRC = 12.
+        if !slotMarkers && tags > 1 {
+            // One-slot requests only (PC/SC): at best one answered request per tag, each with a mask byte.
+            return exchange(request: 7, response: 12, flags: flags) * tags
+        }
         if tags <= 1 {
             return tags == 0 ? AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.emptySlot(flags)
                 : exchange(request: 5, response: 12, flags: flags)

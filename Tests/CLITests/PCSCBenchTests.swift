@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+/// `--reader pcsc` end to end through a real pcscd: vsmartcard's vpcd driver, and the project's virtual
+/// reader-and-tag (`vlogger-vcard`) behind it, in the bench's network namespace (`bench/pcsc/bench.sh`,
+/// started by `.ci/run`). Skipped where no bench runs, unless VLOGGER_REQUIRE_PCSCD=1 (CI), which makes a
+/// missing bench a failure.
+enum PCSCBench {
+    static let socket = "/run/pcscd/pcscd.comm"
+    static var required: Bool { ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_PCSCD"] == "1" }
+    static var available: Bool { FileManager.default.fileExists(atPath: socket) || required }
+    static var namespace: String { ProcessInfo.processInfo.environment["VLOGGER_PCSC_NETNS"] ?? "vlogger-pcsc" }
+
+    /// Starts a virtual card on a copy of the demo tags `files`; returns the process and the field folder.
+    static func card(_ files: [String], _ options: [String] = []) throws -> (Process, URL) {
+        guard FileManager.default.fileExists(atPath: socket) else {
+            throw CLITests.CLIFailure("no pcscd at \(socket): start the bench with `bash bench/pcsc/bench.sh start` (as root)")
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-pcsc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for f in files {
+            try FileManager.default.copyItem(at: CLITests.root.appendingPathComponent("Config/demo-field/\(f)"), to: dir.appendingPathComponent(f))
+        }
+        let vcard = try CLITests.binary().deletingLastPathComponent().appendingPathComponent("vlogger-vcard")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        if !FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") { p.executableURL = URL(fileURLWithPath: "/sbin/ip") }
+        p.arguments = ["netns", "exec", namespace, vcard.path, "--field", dir.path] + options
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // Wait until pcscd reports the card (the tag) present.
+        for _ in 0..<50 {
+            if let d = try? CLITests.run(["devices"]), d.out.contains("0: Virtual PCD 00 00  card present") { return (p, dir) }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        p.terminate()
+        throw CLITests.CLIFailure("the virtual card did not show up in pcscd within 5 s")
+    }
+
+    static func stop(_ p: Process, _ dir: URL) {
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        try? FileManager.default.removeItem(at: dir)
+        // Let pcscd notice the removal before the next card connects.
+        for _ in 0..<30 {
+            if let d = try? CLITests.run(["devices"]), !d.out.contains("0: Virtual PCD 00 00  card present") { return }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+}
+
+@Suite(.serialized, .enabled(if: PCSCBench.available, "no PC/SC bench running (bash bench/pcsc/bench.sh start)"))
+struct PCSCBenchTests {
+    typealias CLI = CLITests
+    let cage = "E008010000004212", pallet = "E004010812345601"
+
+    @Test func scanInfoReadWriteThroughPcscd() throws {
+        let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json", "slix2-pallet-0001.json"])
+        defer { PCSCBench.stop(card, dir) }
+        let scan = try CLI.run(["scan", "--reader", "pcsc", "--trace"])
+        // Two tags answer the first one-slot request together (collision); one mask bit separates them.
+        #expect(scan.code == 0 && scan.out.contains("collision") && scan.out.contains(cage) && scan.out.contains(pallet) && scan.out.contains("2 tag(s)"),
+                "\(scan.out)\(scan.err)")
+        let info = try CLI.run(["info", "--reader", "pcsc", "--uid", cage])
+        #expect(info.code == 0 && info.out.contains("256") && info.out.contains("MB89R118"), "\(info.out)\(info.err)")
+        let read = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8", "--trace"])
+        // The demo cage sensor block (Config/demo-field README): 66 08 C2 01 42 37 00 01.
+        #expect(read.code == 0 && read.out.contains("0xF8   66 08 C2 01 42 37 00 01"), "\(read.out)\(read.err)")
+        let write = try CLI.run(["write", "--reader", "pcsc", "--uid", cage, "--block", "0xF9", "--data", "0102030405060708"])
+        #expect(write.code == 0 && write.out.contains("verified"), "\(write.out)\(write.err)")
+        // The virtual card's field file changed: the write went through pcscd to the simulated tag.
+        let json = try String(contentsOf: dir.appendingPathComponent("mb89r118-cage-12.json"), encoding: .utf8)
+        #expect(json.contains("0102030405060708"))
+        let ndef = try CLI.run(["ndef", "read", "--reader", "pcsc", "--uid", pallet])
+        #expect(ndef.code == 0 && ndef.out.contains("\"vlogger demo\""), "\(ndef.out)\(ndef.err)")
+    }
+
+    @Test func timeoutsAndCRCErrorsAreTypedErrors() throws {
+        // Exchanges 1–2 are Get System Information (answered); 3, 4 and 5 are the read and its two retries.
+        let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json"], ["--timeout-at", "2", "--timeout-at", "3", "--timeout-at", "4"])
+        let t = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8"])
+        PCSCBench.stop(card, dir)
+        #expect(t.code != 0 && t.err.contains("no answer from the tag (timeout)"), "\(t.out)\(t.err)")
+        let (card2, dir2) = try PCSCBench.card(["mb89r118-cage-12.json"], ["--crc-at", "2", "--crc-at", "3", "--crc-at", "4"])
+        defer { PCSCBench.stop(card2, dir2) }
+        let c = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8"])
+        #expect(c.code != 0 && c.err.contains("CRC error"), "\(c.out)\(c.err)")
+    }
+
+    @Test func storageCardFallbackSaysWhatIsMissing() throws {
+        let (card, dir) = try PCSCBench.card(["slix2-pallet-0001.json"], ["--storage-only"])
+        defer { PCSCBench.stop(card, dir) }
+        let scan = try CLI.run(["scan", "--reader", "pcsc"])
+        #expect(scan.code == 0 && scan.out.contains(pallet), "\(scan.out)\(scan.err)")
+        // Block 0 of the demo SLIX2: the CC E1 40 0A 01; Read Multiple becomes FF B0 per block.
+        let read = try CLI.run(["read", "--reader", "pcsc", "--block", "0", "--count", "2"])
+        #expect(read.code == 0 && read.out.contains("E1 40 0A 01") && read.out.contains("03 13 D1 01"), "\(read.out)\(read.err)")
+        let lock = try CLI.run(["lock", "--reader", "pcsc", "--block", "5", "--yes"])
+        #expect(lock.code != 0 && lock.err.contains("storage-card mode"), "\(lock.out)\(lock.err)")
+    }
+
+    @Test func theAgentPollsThroughPcscdAndSurvivesARemovalMidExchange() throws {
+        let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json", "slix2-pallet-0001.json"], ["--remove-at", "12", "--away-ms", "600"])
+        defer { PCSCBench.stop(card, dir) }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-pcsc-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        for f in ["vlogger.toml", "rules.toml", "assets.csv"] {
+            try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Config/\(f)"), to: work.appendingPathComponent(f))
+        }
+        let config = work.appendingPathComponent("vlogger.toml").path
+        let store = work.appendingPathComponent("pcsc.db").path
+        let run = try CLI.run(["run", "--config", config, "--store", store, "--reader", "pcsc", "--cycles", "8", "--interval", "300ms"])
+        #expect(run.code == 0, "\(run.out)\(run.err)")
+        #expect(run.err.contains("polling with PC/SC (Virtual PCD 00 00)"), "\(run.err)")
+        let csv = try CLI.run(["export", "--config", config, "--store", store, "--since", "1h", "--uid", cage])
+        let rows = csv.out.split(separator: "\r\n").dropFirst()
+        // The cage's 0xF8 reading in most cycles (the removal costs at most the cycles while the card is away).
+        #expect(rows.count >= 5 && rows.allSatisfy { $0.contains("6608C20142370001") }, "\(csv.out)")
+    }
+}
