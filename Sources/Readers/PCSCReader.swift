@@ -35,6 +35,7 @@ public final class PCSCReader: TagReader {
     private var card: SCARDHANDLE?
     private var protocolPCI = SCARD_IO_REQUEST(dwProtocol: DWORD(SCARD_PROTOCOL_T1), cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
     private var storageUID: UID?
+    private var releasing = false
 
     /// `reader`: a PC/SC reader name, a part of one, or its index in `listReaders()`; nil: the first reader.
     public init(reader: String? = nil) {
@@ -217,6 +218,10 @@ public final class PCSCReader: TagReader {
     }
 
     private func release() {
+        // Called from the error paths of transmitRaw too: the session end below must not recurse.
+        guard !releasing else { return }
+        releasing = true
+        defer { releasing = false }
         if let card, mode == .transparent { _ = try? transmitRaw(card, PCSC.endSessionAPDU) }
         dropCard()
         if let context { SCardReleaseContext(context) }

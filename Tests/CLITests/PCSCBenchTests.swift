@@ -100,6 +100,40 @@ struct PCSCBenchTests {
         #expect(lock.code != 0 && lock.err.contains("storage-card mode"), "\(lock.out)\(lock.err)")
     }
 
+    @Test func theAgentSurvivesAPcscdRestart() throws {
+        let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json"])
+        defer { PCSCBench.stop(card, dir) }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-pcsc-restart-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        for f in ["vlogger.toml", "rules.toml", "assets.csv"] {
+            try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Config/\(f)"), to: work.appendingPathComponent(f))
+        }
+        let config = work.appendingPathComponent("vlogger.toml").path, store = work.appendingPathComponent("r.db").path
+        let agent = Process()
+        agent.executableURL = try CLI.binary()
+        agent.arguments = ["run", "--config", config, "--store", store, "--reader", "pcsc", "--duration", "7s", "--interval", "300ms"]
+        agent.currentDirectoryURL = CLI.root
+        let err = Pipe()
+        agent.standardError = err
+        agent.standardOutput = FileHandle.nullDevice
+        try agent.run()
+        Thread.sleep(forTimeInterval: 2)
+        // system(), not Process: the restarted pcscd keeps running, and Foundation's Process waits for every
+        // holder of its internal descriptors.
+        let rc = system("bash '\(CLI.root.appendingPathComponent("bench/pcsc/bench.sh").path)' restart")
+        #expect(rc == 0)
+        let back = Date().addingTimeInterval(1)
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        agent.waitUntilExit()
+        // pcscd gone: typed reader errors, no crash; pcscd back: polling resumes by itself.
+        #expect(agent.terminationStatus == 0, "\(log)")
+        #expect(log.contains("reader went away") || log.contains("cannot reach pcscd"), "\(log)")
+        let since = ISO8601DateFormatter().string(from: back)
+        let csv = try CLI.run(["export", "--config", config, "--store", store, "--since", since, "--uid", cage])
+        #expect(csv.out.split(separator: "\r\n").count >= 3, "readings after the restart (since \(since)): \(csv.out)\(csv.err)")
+    }
+
     @Test func theAgentPollsThroughPcscdAndSurvivesARemovalMidExchange() throws {
         let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json", "slix2-pallet-0001.json"], ["--remove-at", "12", "--away-ms", "600"])
         defer { PCSCBench.stop(card, dir) }
