@@ -58,6 +58,10 @@ struct Run: ParsableCommand {
     @Option(help: "Log level on stderr: error, warning, notice, info, debug (debug logs each commit and cycle).")
     var logLevel: LogLevel = .notice
 
+    @Option(help: ArgumentHelp("Serve /healthz, /metrics and the status page on HOST:PORT (e.g. 127.0.0.1:9715), overriding [service] listen.",
+                               discussion: "Read-only; bind to 127.0.0.1 unless a reverse proxy or firewall guards it."))
+    var listen: String?
+
     func validate() throws {
         if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
         if let duration { do { _ = try DurationText.parse(duration) } catch { throw ValidationError("--duration: \(error)") } }
@@ -70,6 +74,7 @@ struct Run: ParsableCommand {
         if let field { config.field = field }
         if let interval { config.intervalMs = try DurationText.parse(interval) }
         if let store = options.store { config.storePath = store }
+        if let listen { config.listen = listen.isEmpty ? nil : listen }
         let rules: RuleSet
         let register: AssetRegister?
         do { (rules, register) = try RuleSet.load(rulesFile: config.rulesFile, registerFile: config.registerFile) } catch {
@@ -92,19 +97,87 @@ struct Run: ParsableCommand {
         let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
         let agent = Agent(config: config, rules: rules, register: register, session: session, writer: writer, clock: clock, log: log)
 
+        // Health, metrics and the status page.
+        let metrics = ServiceMetrics(intervalMs: config.intervalMs)
+        let previousCommit = writer.onCommit
+        writer.onCommit = { r, e, last, seconds in
+            previousCommit?(r, e, last, seconds)
+            metrics.commitDone(seconds: seconds)
+        }
+        let watchdogMs = SystemdNotify.watchdogMs
+        var lastWatchdog: Millis = 0
+        agent.onCycle = { report in
+            metrics.cycleDone(agent, report)
+            if let w = watchdogMs, Millis.now() - lastWatchdog >= w / 3 {
+                SystemdNotify.send("WATCHDOG=1")
+                lastWatchdog = Millis.now()
+            }
+        }
+        var server: HTTPServer?
+        if let address = config.listen {
+            let storePath = config.storePath, gateway = config.gatewayID
+            let chart = config.chartField, unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
+            let s = try HTTPServer(listen: address) { path in
+                switch path {
+                case "/healthz":
+                    let (ok, json) = metrics.health()
+                    return .text(json + "\n", status: ok ? 200 : 503, type: "application/json")
+                case "/metrics":
+                    return .text(metrics.prometheusText(), type: "text/plain; version=0.0.4; charset=utf-8")
+                case "/", "/index.html":
+                    return .text(StatusPage.render(metrics: metrics, storePath: storePath, gateway: gateway, chartField: chart, unit: unit),
+                                 type: "text/html; charset=utf-8")
+                default:
+                    return .text("not found; try /, /healthz or /metrics\n", status: 404)
+                }
+            }
+            try s.start()
+            server = s
+            log(.notice, "serving /healthz, /metrics and the status page on http://\(s.host):\(s.port)/")
+        }
+        defer { server?.stop() }
+
+        // SIGHUP: reload configuration, rules and register between cycles; a bad file keeps the old ones.
+        let reload = StopSignal()
+        let configPath = options.config
+        agent.betweenCycles = {
+            guard reload.isRequested else { return }
+            reload.reset()
+            do {
+                var fresh = try AgentConfig.load(configPath)
+                if let interval { fresh.intervalMs = try DurationText.parse(interval) }
+                let (r, reg) = try RuleSet.load(rulesFile: fresh.rulesFile, registerFile: fresh.registerFile)
+                try store.registerFields(fresh.fieldInfos)
+                agent.reload(config: fresh, rules: r, register: reg)
+                metrics.intervalMs = fresh.intervalMs
+                metrics.reloaded(ok: true)
+                log(.notice, "SIGHUP: reloaded \(configPath): \(fresh.plans.count) plans, \(r.rules.count) rules\(reg.map { ", \($0.rows.count) register entries" } ?? "") (reader and store settings apply at the next start)")
+            } catch {
+                metrics.reloaded(ok: false)
+                log(.error, "SIGHUP: reload failed, the running configuration stays: \(error)")
+            }
+        }
+
         // SIGINT/SIGTERM: stop after the current exchange's cycle, commit, exit 0.
         let stop = StopSignal()
         var sources: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             src.setEventHandler {
+                if sig == SIGHUP {
+                    log(.notice, "signal SIGHUP: reloading the configuration before the next cycle")
+                    reload.request()
+                    return
+                }
                 log(.notice, "signal \(sig == SIGINT ? "SIGINT" : "SIGTERM"): stopping after this cycle")
+                SystemdNotify.send("STOPPING=1")
                 stop.request()
             }
             src.resume()
             sources.append(src)
         }
+        SystemdNotify.send("READY=1\nSTATUS=polling with \(session.reader.name)")
         defer { sources.forEach { $0.cancel() } }
 
         do {

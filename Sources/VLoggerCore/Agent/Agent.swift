@@ -12,10 +12,12 @@ public struct AgentCounters: Sendable {
     public var violations = 0
     public var errors: [String: Int] = [:]
     public var exchanges = 0
-    /// Air time of each cycle, in carrier ticks.
+    /// Air time of the most recent cycles (at most `window`), in carrier ticks: bounded, because the
+    /// agent runs for months.
     public var cycleAirTime: [AirTime] = []
-    /// The physical lower bound for the same work, per cycle.
+    /// The physical lower bound for the same work, per cycle (same window).
     public var cycleLowerBound: [AirTime] = []
+    public static let window = 4096
     public var errorTotal: Int { errors.values.reduce(0, +) }
 }
 
@@ -23,6 +25,8 @@ public struct AgentCounters: Sendable {
 public struct CycleReport: Sendable {
     public var tags: [UID] = []
     public var readings = 0
+    /// The inventory failed for a reason on the reader's side (not an empty field).
+    public var readerFailed = false
     public var airTime = AirTime.zero
     public var lowerBound = AirTime.zero
     public var exchanges = 0
@@ -31,9 +35,9 @@ public struct CycleReport: Sendable {
 /// The polling agent: each cycle finds the tags in the field, reads each tag's plan in as few exchanges
 /// as its chip allows, decodes, checks the rules, and hands readings and events to the batch writer.
 public final class Agent {
-    public let config: AgentConfig
-    public let rules: RuleSet
-    public let register: AssetRegister?
+    public private(set) var config: AgentConfig
+    public private(set) var rules: RuleSet
+    public private(set) var register: AssetRegister?
     public let session: ReaderSession
     public let writer: BatchWriter
     public let clock: AgentClock
@@ -58,6 +62,19 @@ public final class Agent {
         var lowerBound: AirTime
     }
     private var startMs: Millis = 0
+    /// Called after every cycle (metrics, watchdog).
+    public var onCycle: ((CycleReport) -> Void)?
+    /// Called before every cycle: where a configuration reload is applied.
+    public var betweenCycles: (() -> Void)?
+    /// Whether the reader answered the last inventory (an empty field counts as answered).
+    public private(set) var readerHealthy = true
+    /// When the last cycle with a working reader ended.
+    public private(set) var lastGoodPollMs: Millis?
+    /// Consecutive cycles whose reader failed: the wait before the next doubles with each, up to `maxBackoffMs`.
+    public private(set) var readerFailures = 0
+    public var maxBackoffMs: Millis = 30_000
+    /// Tags in the field now (seen within the departure window).
+    public var tagsInField: [UID] { present.keys.sorted { $0.value < $1.value } }
 
     public init(config: AgentConfig, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: BatchWriter,
                 clock: AgentClock, log: @escaping (LogLevel, String) -> Void = { _, _ in }) {
@@ -88,10 +105,25 @@ public final class Agent {
         while !stop.isRequested {
             if let cycles, counters.cycles - firstCycle >= cycles { break }
             if let durationMs, clock.now() - startMs >= durationMs { break }
+            betweenCycles?()
             let r = cycle()
             log(.debug, "cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
             flush(force: false)
-            next += config.intervalMs
+            onCycle?(r)
+            // A failing reader: back off (interval × 2^failures, at most maxBackoffMs), retry by itself.
+            var wait = config.intervalMs
+            if r.readerFailed {
+                readerFailures += 1
+                wait = min(maxBackoffMs, max(config.intervalMs, 250) << min(readerFailures, 16))
+                if readerHealthy { log(.error, "reader \(session.reader.name) is failing; retrying with back-off (next in \(DurationText.format(wait)))") }
+                readerHealthy = false
+            } else {
+                if !readerHealthy { log(.notice, "reader \(session.reader.name) works again after \(readerFailures) failed cycle(s)") }
+                readerHealthy = true
+                readerFailures = 0
+                lastGoodPollMs = clock.now()
+            }
+            next += wait
             let now = clock.now()
             if next < now { next = now } // a cycle longer than the interval: start the next at once
             if let durationMs { next = min(next, startMs + durationMs) }
@@ -107,6 +139,22 @@ public final class Agent {
             Thread.sleep(forTimeInterval: 0.2 * Double(attempt + 1))
         }
         throw writer.lastError ?? StoreError("the last batch could not be committed")
+    }
+
+    /// Swaps in a reloaded configuration, rules and register (between cycles). Plans and rules are worked
+    /// out again per tag; reader and store settings take effect at the next start.
+    public func reload(config new: AgentConfig, rules newRules: RuleSet, register newRegister: AssetRegister?) {
+        var c = new
+        c.reader = config.reader
+        c.field = config.field
+        c.device = config.device
+        c.storePath = config.storePath
+        config = c
+        rules = newRules
+        register = newRegister
+        work.removeAll()
+        session.client.retries = c.retries
+        session.client.baseFlags = c.dataRate == .high ? [.highDataRate] : []
     }
 
     private func flush(force: Bool) {
@@ -140,6 +188,12 @@ public final class Agent {
             found = try client.inventory(afi: config.afi, oneSlotFirst: oneSlot)
         } catch {
             recordError(uid: nil, kind: "inventory", error, now: now)
+            if case .reader(let e, _) = error {
+                switch e {
+                case .device, .notSupported, .fieldOff: report.readerFailed = true
+                default: break
+                }
+            }
             finish(&report, airBefore, exchangesBefore)
             return report
         }
@@ -181,6 +235,10 @@ public final class Agent {
         counters.exchanges += report.exchanges
         counters.cycleAirTime.append(report.airTime)
         counters.cycleLowerBound.append(report.lowerBound)
+        if counters.cycleAirTime.count > AgentCounters.window * 2 {
+            counters.cycleAirTime.removeFirst(counters.cycleAirTime.count - AgentCounters.window)
+            counters.cycleLowerBound.removeFirst(counters.cycleLowerBound.count - AgentCounters.window)
+        }
     }
 
     /// Reads one tag's plan; all of it is stored, or (after the retries) none of it and an error event.

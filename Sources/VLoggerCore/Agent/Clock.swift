@@ -17,6 +17,14 @@ public final class StopSignal: @unchecked Sendable {
         if first { wake.signal() }
     }
 
+    /// Clears a request (for signals used more than once, like SIGHUP).
+    public func reset() {
+        lock.lock()
+        requested = false
+        lock.unlock()
+        while wake.wait(timeout: .now()) == .success {}
+    }
+
     public var isRequested: Bool {
         lock.lock()
         defer { lock.unlock() }

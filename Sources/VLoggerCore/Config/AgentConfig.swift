@@ -117,6 +117,10 @@ public struct AgentConfig: Sendable {
     public var storePath = "vlogger.db"
     public var batchSize = 500
     public var flushIntervalMs: Millis = 2000
+    /// HTTP listener for /healthz, /metrics and the status page (nil: none).
+    public var listen: String?
+    /// The decoded field the status page charts.
+    public var chartField: String?
 
     public init(file: String) { self.file = file }
 
@@ -148,7 +152,7 @@ public struct AgentConfig: Sendable {
         let table = try ConfigReader.parse(text: text, file: file)
         let r = ConfigReader(file: file)
         var c = AgentConfig(file: file)
-        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store"])
+        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service"])
         if let g = top.subsection("gateway", keys: ["id", "site"]) {
             if let id = g.string("id") {
                 if id.isEmpty || id.contains(where: { $0.isWhitespace || $0.isNewline }) {
@@ -187,6 +191,15 @@ public struct AgentConfig: Sendable {
             c.batchSize = s.integer("batch-size", in: 1...1_000_000).map(Int.init) ?? c.batchSize
             c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
         }
+        if let s = top.subsection("service", keys: ["listen", "chart-field"]) {
+            if let l = s.string("listen") {
+                let parts = l.split(separator: ":", omittingEmptySubsequences: false)
+                if l.isEmpty { c.listen = nil } else if parts.count == 2, UInt16(parts[1]) != nil { c.listen = l } else {
+                    r.issue(s.node("listen")?.line ?? s.line, "service.listen: '\(l)' is not HOST:PORT (e.g. 127.0.0.1:9715; \"\" for none)")
+                }
+            }
+            c.chartField = s.string("chart-field")
+        }
         var names = Set<String>()
         for p in top.tables("plan", keys: ["name", "match", "read", "field", "ndef"]) {
             guard let plan = readPlan(p, r) else { continue }
@@ -202,6 +215,12 @@ public struct AgentConfig: Sendable {
                 }
                 byName[f.name] = f
             }
+        }
+        if let f = c.chartField, !c.plans.contains(where: { $0.fields.contains { $0.name == f } }) {
+            r.issue(0, "service.chart-field: no plan decodes a field named '\(f)'")
+        }
+        if c.chartField == nil {
+            c.chartField = c.plans.lazy.flatMap(\.fields).first { $0.type.isNumeric }?.name
         }
         try r.finish()
         return c

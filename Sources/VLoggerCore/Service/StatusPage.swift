@@ -1,0 +1,128 @@
+import Foundation
+import ISO15693
+
+/// The status page: tags in the field now, the latest reading of each tag, recent events, and a chart of one
+/// decoded value over the last hour. Plain HTML with an inline SVG (no scripts), read from the store through
+/// a read-only connection; nothing on it changes state.
+public enum StatusPage {
+    static func esc(_ s: String) -> String {
+        var o = ""
+        for ch in s {
+            switch ch {
+            case "&": o += "&amp;"
+            case "<": o += "&lt;"
+            case ">": o += "&gt;"
+            case "\"": o += "&quot;"
+            case "'": o += "&#39;"
+            default: o.append(ch)
+            }
+        }
+        return o
+    }
+
+    public struct Row: Sendable { public var cells: [String] }
+
+    /// The page's data, read from the store.
+    struct Data {
+        var latest: [Row] = []
+        var events: [Row] = []
+        var series: [String: [(Millis, Double)]] = [:]
+    }
+
+    static func read(storePath: String, chartField: String?, now: Millis) throws(StoreError) -> Data {
+        let store = try Store(path: storePath, readOnly: true)
+        defer { store.close() }
+        var d = Data()
+        let since = now - 3_600_000
+        let latest = try store.db.prepare("""
+            SELECT r.uid, r.time, r.block, hex(r.data), r.decoded FROM readings r
+            JOIN (SELECT uid, max(id) AS id FROM readings WHERE time >= ?1 GROUP BY uid, block) m ON r.id = m.id
+            ORDER BY r.uid, r.block
+            """)
+        try latest.bind([.integer(since)])
+        while try latest.step() {
+            let block = Int(latest.int64(2))
+            d.latest.append(Row(cells: [latest.text(0) ?? "", TimeText.iso(latest.int64(1)),
+                                        block < 256 ? String(format: "0x%02X", block) : String(format: "0x%04X", block),
+                                        latest.text(3) ?? "", latest.text(4) ?? ""]))
+        }
+        let events = try store.db.prepare("SELECT time, coalesce(uid, ''), kind, name, severity, detail FROM events ORDER BY id DESC LIMIT 25")
+        while try events.step() {
+            d.events.append(Row(cells: [TimeText.iso(events.int64(0)), events.text(1) ?? "", events.text(2) ?? "", events.text(3) ?? "",
+                                        events.text(4) ?? "", events.text(5) ?? ""]))
+        }
+        if let f = chartField {
+            let path = "$.\"\(f.replacingOccurrences(of: "\"", with: ""))\""
+            let s = try store.db.prepare("""
+                SELECT uid, time, json_extract(decoded, ?2) FROM readings
+                WHERE time >= ?1 AND json_type(decoded, ?2) IN ('integer', 'real') ORDER BY id DESC LIMIT 2000
+                """)
+            try s.bind([.integer(since), .text(path)])
+            while try s.step() {
+                d.series[s.text(0) ?? "", default: []].append((s.int64(1), s.double(2)))
+            }
+        }
+        return d
+    }
+
+    /// An SVG line chart of each tag's series (time on x, value on y).
+    static func chart(_ series: [String: [(Millis, Double)]], field: String, unit: String?) -> String {
+        let points = series.values.flatMap { $0 }
+        guard let t0 = points.map(\.0).min(), let t1 = points.map(\.0).max(),
+              let v0 = points.map(\.1).min(), let v1 = points.map(\.1).max() else {
+            return "<p>No <code>\(esc(field))</code> values in the last hour.</p>"
+        }
+        let w = 720.0, h = 220.0, left = 60.0, bottom = 30.0, top = 10.0, right = 10.0
+        let span = max(1, Double(t1 - t0)), vspan = v1 - v0 == 0 ? 1 : v1 - v0
+        func x(_ t: Millis) -> Double { left + (Double(t - t0) / span) * (w - left - right) }
+        func y(_ v: Double) -> Double { top + (1 - (v - v0) / vspan) * (h - top - bottom) }
+        let colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\" aria-label=\"\(esc(field)) over the last hour\">"
+        svg += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(w - left - right)\" height=\"\(h - top - bottom)\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
+        let u = unit.map { " " + esc($0) } ?? ""
+        svg += "<text x=\"4\" y=\"\(top + 10)\" font-size=\"11\">\(String(format: "%.2f", v1))\(u)</text>"
+        svg += "<text x=\"4\" y=\"\(h - bottom)\" font-size=\"11\">\(String(format: "%.2f", v0))\(u)</text>"
+        svg += "<text x=\"\(left)\" y=\"\(h - 8)\" font-size=\"11\">\(esc(TimeText.iso(t0)))</text>"
+        svg += "<text x=\"\(w - right)\" y=\"\(h - 8)\" font-size=\"11\" text-anchor=\"end\">\(esc(TimeText.iso(t1)))</text>"
+        for (i, key) in series.keys.sorted().enumerated() {
+            let pts = (series[key] ?? []).sorted { $0.0 < $1.0 }.map { String(format: "%.1f,%.1f", x($0.0), y($0.1)) }.joined(separator: " ")
+            let c = colours[i % colours.count]
+            svg += "<polyline fill=\"none\" stroke=\"\(c)\" stroke-width=\"2\" points=\"\(pts)\"/>"
+            svg += "<text x=\"\(left + 8)\" y=\"\(top + 16 + Double(i) * 14)\" font-size=\"11\" fill=\"\(c)\">\(esc(key))</text>"
+        }
+        return svg + "</svg>"
+    }
+
+    static func table(_ head: [String], _ rows: [Row]) -> String {
+        var s = "<table><tr>" + head.map { "<th>\(esc($0))</th>" }.joined() + "</tr>"
+        for r in rows { s += "<tr>" + r.cells.map { "<td>\(esc($0))</td>" }.joined() + "</tr>" }
+        return s + "</table>"
+    }
+
+    public static func render(metrics: ServiceMetrics, storePath: String, gateway: String, chartField: String?, unit: String?,
+                              now: Millis = Millis.now()) -> String {
+        let (healthy, _) = metrics.health(now: now)
+        var body = ""
+        do {
+            let d = try read(storePath: storePath, chartField: chartField, now: now)
+            let tags = metrics.tagsInField
+            body += "<h2>Tags in the field (\(tags.count))</h2>"
+            body += tags.isEmpty ? "<p>None.</p>" : "<ul>" + tags.map { "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>" }.joined() + "</ul>"
+            body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded"], d.latest)
+            if let f = chartField { body += "<h2>\(esc(f)) over the last hour</h2>" + chart(d.series, field: f, unit: unit) }
+            body += "<h2>Recent events</h2>" + table(["time (UTC)", "UID", "kind", "name", "severity", "detail"], d.events)
+        } catch {
+            body += "<p class=\"bad\">The store cannot be read: \(esc(error.description))</p>"
+        }
+        return """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
+            <title>vlogger \(esc(gateway))</title>
+            <style>body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin-bottom:1em}
+            td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;font-size:12px}th{background:#f0f0f0}
+            code,td:nth-child(4){font-family:monospace}.ok{color:#2a7d2a}.bad{color:#b00020}</style></head><body>
+            <h1>vlogger — \(esc(gateway)) <span class="\(healthy ? "ok" : "bad")">\(healthy ? "healthy" : "unhealthy")</span></h1>
+            <p>Read-only status, refreshed every 5 s. <a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a></p>
+            \(body)</body></html>
+            """
+    }
+}
