@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
         .target(name: "ISO15693", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
@@ -31,12 +32,14 @@ let package = Package(
             providers: [.apt(["libpcsclite-dev"])]
         ),
         .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
-        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "CSQLite"]),
+        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "CSQLite",
+                                                   .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "vlogger",
             dependencies: [
                 "VLoggerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The PC/SC test bench's virtual reader-and-tag for vsmartcard vpcd (bench/pcsc/bench.sh). Not shipped.
@@ -49,7 +52,7 @@ let package = Package(
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),
-        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore"]),
+        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore"]),
     ]
 )

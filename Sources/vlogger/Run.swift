@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import ISO15693
+import Logging
 import VLoggerCore
 
 /// `--config` and `--store`, shared by the agent and every command that reads the store.
@@ -81,11 +82,10 @@ struct Run: ParsableCommand {
             throw VLoggerError("\(error)")
         }
 
-        let level = logLevel
-        let log: (LogLevel, String) -> Void = { l, message in
-            guard l <= level else { return }
-            FileHandle.standardError.write(Data("\(l.journalPrefix)\(l.rawValue): \(message)\n".utf8))
-        }
+        // Logging goes through swift-log, to stderr in journald's priority-prefixed form.
+        let level = logLevel.swiftLogLevel
+        let logger = Logger(label: "vlogger") { _ in JournalLogHandler(level: level) }
+        let log: (LogLevel, String) -> Void = { l, message in logger.log(level: l.swiftLogLevel, "\(message)") }
         let session = try ReaderSession.open(kind: config.reader, field: config.field, device: config.device)
         let store: Store
         do { store = try Store(path: config.storePath) } catch { throw VLoggerError("\(error)") }

@@ -1,3 +1,5 @@
+import Foundation
+import Logging
 import Testing
 import ISO15693
 import Readers
@@ -44,5 +46,27 @@ import TagSimulator
 
     @Test func readerSessionErrorsAreReadable() {
         #expect(throws: VLoggerError.self) { try ReaderSession.open(kind: .sim, field: "/nonexistent-field", device: nil) }
+    }
+}
+
+/// Log lines for journald: sd-daemon(3) priority prefixes (<3> LOG_ERR, <4> LOG_WARNING, <5> LOG_NOTICE,
+/// <6> LOG_INFO, <7> LOG_DEBUG), one line per message, filtered by the level.
+@Suite struct JournalLogTests {
+    final class Lines: @unchecked Sendable {
+        let lock = NSLock()
+        var lines: [String] = []
+        func add(_ s: String) { lock.lock(); lines.append(s); lock.unlock() }
+    }
+
+    @Test func prefixesLevelsAndOneLinePerMessage() {
+        let sink = Lines()
+        let logger = Logger(label: "t") { _ in JournalLogHandler(level: .notice) { sink.add($0) } }
+        logger.error("reader gone")
+        logger.warning("read-timeout", metadata: ["uid": "E008010000004212"])
+        logger.notice("two\nlines")
+        logger.info("per-poll noise")
+        logger.debug("more noise")
+        #expect(sink.lines == ["<3>error: reader gone\n", "<4>warning: read-timeout uid=E008010000004212\n", "<5>notice: two ⏎ lines\n"])
+        #expect(LogLevel.allCases.map { JournalLogHandler.prefix($0.swiftLogLevel) } == ["<3>error", "<4>warning", "<5>notice", "<6>info", "<7>debug"])
     }
 }

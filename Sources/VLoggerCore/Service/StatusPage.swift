@@ -93,8 +93,8 @@ public enum StatusPage {
         return svg + "</svg>"
     }
 
-    static func table(_ head: [String], _ rows: [Row]) -> String {
-        var s = "<table><tr>" + head.map { "<th>\(esc($0))</th>" }.joined() + "</tr>"
+    static func table(_ head: [String], _ rows: [Row], class name: String) -> String {
+        var s = "<table class=\"\(name)\"><tr>" + head.map { "<th>\(esc($0))</th>" }.joined() + "</tr>"
         for r in rows { s += "<tr>" + r.cells.map { "<td>\(esc($0))</td>" }.joined() + "</tr>" }
         return s + "</table>"
     }
@@ -108,9 +108,9 @@ public enum StatusPage {
             let tags = metrics.tagsInField
             body += "<h2>Tags in the field (\(tags.count))</h2>"
             body += tags.isEmpty ? "<p>None.</p>" : "<ul>" + tags.map { "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>" }.joined() + "</ul>"
-            body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded"], d.latest)
+            body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded"], d.latest, class: "latest")
             if let f = chartField { body += "<h2>\(esc(f)) over the last hour</h2>" + chart(d.series, field: f, unit: unit) }
-            body += "<h2>Recent events</h2>" + table(["time (UTC)", "UID", "kind", "name", "severity", "detail"], d.events)
+            body += "<h2>Recent events</h2>" + table(["time (UTC)", "UID", "kind", "name", "severity", "detail"], d.events, class: "events")
         } catch {
             body += "<p class=\"bad\">The store cannot be read: \(esc(error.description))</p>"
         }
@@ -119,7 +119,9 @@ public enum StatusPage {
             <title>vlogger \(esc(gateway))</title>
             <style>body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin-bottom:1em}
             td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;font-size:12px}th{background:#f0f0f0}
-            code,td:nth-child(4){font-family:monospace}.ok{color:#2a7d2a}.bad{color:#b00020}</style></head><body>
+            code,.latest td:nth-child(1),.latest td:nth-child(4),.events td:nth-child(2){font-family:monospace}
+            .latest td:nth-child(4),.latest td:nth-child(5){max-width:300px;word-break:break-all}
+            .ok{color:#2a7d2a}.bad{color:#b00020}</style></head><body>
             <h1>vlogger — \(esc(gateway)) <span class="\(healthy ? "ok" : "bad")">\(healthy ? "healthy" : "unhealthy")</span></h1>
             <p>Read-only status, refreshed every 5 s. <a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a></p>
             \(body)</body></html>
