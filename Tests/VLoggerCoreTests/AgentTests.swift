@@ -142,6 +142,52 @@ import Testing
         #expect(try r.store.fields().map(\.name) == ["ndef", "ndef_text", "ndef_uri"])
     }
 
+    /// A reader that is "unplugged" for its first `downFor` exchanges (a device error, as a PC/SC reader
+    /// whose pcscd went away reports), then works.
+    final class UnpluggedReader: TagReader {
+        let inner: SimulatorReader
+        var downFor: Int
+        init(_ inner: SimulatorReader, downFor: Int) { self.inner = inner; self.downFor = downFor }
+        var name: String { "unplugged-then-back" }
+        var limits: ReaderLimits { inner.limits }
+        var airTime: AirTime { inner.airTime }
+        var trace: ((TraceEvent) -> Void)? { get { inner.trace } set { inner.trace = newValue } }
+        func fieldOn() throws(ReaderError) { try inner.fieldOn() }
+        func fieldOff() throws(ReaderError) { try inner.fieldOff() }
+        func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+            if downFor > 0 { downFor -= 1; throw .device("reader unplugged") }
+            return try inner.transceive(frame, wait: wait)
+        }
+        func nextSlot() throws(ReaderError) -> [UInt8] { try inner.nextSlot() }
+    }
+
+    @Test func aFailingReaderBacksOffReportsUnhealthyAndResumes() throws {
+        let folder = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
+        let field = SimulatedField()
+        for t in folder.field.tags where t.uid.description == "E008010000004212" { field.add(SimulatedTag(image: t.image)) }
+        let reader = UnpluggedReader(SimulatorReader(field: field), downFor: 3)
+        try reader.fieldOn()
+        let session = ReaderSession(reader: reader, folder: nil)
+        let config = try AgentConfig.parse(Self.config, file: "test.toml")
+        let store = try Store(path: scratchPath("backoff.db"))
+        let clock = SimulatedClock(start: 1_763_800_000_000)
+        let agent = Agent(config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
+                          writer: BatchWriter(store: store), clock: clock)
+        var health: [Bool] = []
+        var times: [Millis] = []
+        agent.onCycle = { report in health.append(!report.readerFailed); times.append(clock.now()) }
+        try agent.run(cycles: 5, stop: StopSignal())
+        // Three cycles fail on the reader; the waits after them double from the 1 s interval (2, 4, 8 s);
+        // then the reader answers and the interval is 1 s again.
+        #expect(health == [false, false, false, true, true])
+        #expect(zip(times.dropFirst(), times).map { $0 - $1 } == [2000, 4000, 8000, 1000])
+        #expect(agent.readerHealthy && agent.readerFailures == 0 && agent.lastGoodPollMs != nil)
+        #expect(agent.counters.errors["inventory-reader"] == 3 && agent.counters.readings == 2)
+        let metrics = ServiceMetrics(startedMs: clock.now(), intervalMs: 1000)
+        metrics.cycleDone(agent, CycleReport())
+        #expect(metrics.health(now: clock.now()).healthy)
+    }
+
     @Test func wantedReadsMergeIntoContiguousRanges() {
         // Overlapping and adjacent reads become one range; lock status is read for the whole range if any part needs it.
         let merged = PollCost.merge([PlanRead(first: 0xF8, count: 1, security: true), PlanRead(first: 0xF9, count: 1),
