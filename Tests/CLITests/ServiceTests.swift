@@ -135,6 +135,33 @@ import Testing
         #expect(count.out.contains("(\(last), \(last))"), "logged \(last); store \(count.out)\(count.err)")
     }
 
+    @Test func notifiesSystemdReadyAndStopping() throws {
+        // Type=notify without systemd here: a datagram socket stands in for $NOTIFY_SOCKET (sd_notify(3):
+        // newline-separated assignments in one datagram per call).
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-notify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for f in ["vlogger.toml", "rules.toml", "assets.csv", "demo-field"] {
+            try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Config/\(f)"), to: dir.appendingPathComponent(f))
+        }
+        let r = try Self.shell("""
+            cd "$1"
+            python3 - "$2" <<'PY'
+            import os, signal, socket, subprocess, sys, time
+            path = os.path.join(os.getcwd(), "notify.sock")
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(path); s.settimeout(10)
+            env = dict(os.environ, NOTIFY_SOCKET=path)
+            p = subprocess.Popen([sys.argv[1], "run", "--config", "vlogger.toml", "--store", "n.db", "--interval", "200ms"],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            got = [s.recv(4096).decode()]
+            time.sleep(0.5); p.send_signal(signal.SIGTERM)
+            got.append(s.recv(4096).decode())
+            print(repr(got), p.wait(timeout=10))
+            PY
+            """, [dir.path, try CLI.binary().path])
+        #expect(r.out.contains("READY=1\\nSTATUS=polling with simulator") && r.out.contains("'STOPPING=1'] 0"), "\(r.out)\(r.err)")
+    }
+
     @Test func installIntoAScratchRootTwiceThenUninstall() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-root-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
