@@ -61,20 +61,10 @@ public final class SimulatedClock: AgentClock {
     public func advance(by ms: Millis) { current += ms }
 }
 
-/// Log levels, most severe first; journald-style prefixes go with each line.
+/// Log levels, most severe first (their journald prefixes are JournalLogHandler's).
 public enum LogLevel: String, Sendable, CaseIterable, Comparable {
     case error, warning, notice, info, debug
 
     var rank: Int { LogLevel.allCases.firstIndex(of: self) ?? 0 }
     public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
-    /// sd-daemon(3) priority prefix, read by journald when stderr goes to the journal.
-    public var journalPrefix: String {
-        switch self {
-        case .error: return "<3>"
-        case .warning: return "<4>"
-        case .notice: return "<5>"
-        case .info: return "<6>"
-        case .debug: return "<7>"
-        }
-    }
 }

@@ -89,7 +89,7 @@ public enum Exporter {
             return k + [0x3A]
         }
         // Fields that hold JSON (the NDEF records) go into jsonl as JSON, not as a string of it.
-        let jsonColumns = Set(names.indices.filter { r.table == .readings && names[$0] == "ndef" && fields.contains { $0.name == "ndef" } })
+        let jsonColumns = Set(names.indices.filter { r.table == .readings && names[$0] == NDEFFields.records && fields.contains { $0.name == NDEFFields.records } })
         var rows = 0
         while try s.step() {
             rows += 1

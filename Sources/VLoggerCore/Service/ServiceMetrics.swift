@@ -95,7 +95,7 @@ public final class ServiceMetrics: @unchecked Sendable {
             field("status", healthy ? "ok" : "unhealthy")
             field("reader", readerName)
             field("readerUp", readerUp ? "true" : "false", quoted: false)
-            field("lastSuccessfulPoll", lastGoodPollMs.map(TimeText.iso) ?? "null", quoted: lastGoodPollMs != nil)
+            field("lastSuccessfulPoll", lastGoodPollMs.map(TimeSpec.format) ?? "null", quoted: lastGoodPollMs != nil)
             field("store", storeOK ? "ok" : (storeError ?? "failing"))
             field("queueDepth", String(queueDepth), quoted: false)
             field("cycles", String(counters.cycles), quoted: false)
@@ -143,17 +143,5 @@ public final class ServiceMetrics: @unchecked Sendable {
             metric("vlogger_start_time_seconds", "gauge", "When the service started.", [("", String(Double(startedMs) / 1000))])
             return out
         }
-    }
-}
-
-/// ISO 8601 UTC with milliseconds, as the store and the export print times.
-public enum TimeText {
-    public static func iso(_ ms: Millis) -> String {
-        let d = Date(timeIntervalSince1970: Double(ms) / 1000)
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
-        return f.string(from: d)
     }
 }

@@ -41,14 +41,13 @@ public enum StatusPage {
             """)
         try latest.bind([.integer(since)])
         while try latest.step() {
-            let block = Int(latest.int64(2))
-            d.latest.append(Row(cells: [latest.text(0) ?? "", TimeText.iso(latest.int64(1)),
-                                        block < 256 ? String(format: "0x%02X", block) : String(format: "0x%04X", block),
+            d.latest.append(Row(cells: [latest.text(0) ?? "", TimeSpec.format(latest.int64(1)),
+                                        BlockNumber(exactly: Int(latest.int64(2)))?.description ?? "?",
                                         latest.text(3) ?? "", latest.text(4) ?? ""]))
         }
         let events = try store.db.prepare("SELECT time, coalesce(uid, ''), kind, name, severity, detail FROM events ORDER BY id DESC LIMIT 25")
         while try events.step() {
-            d.events.append(Row(cells: [TimeText.iso(events.int64(0)), events.text(1) ?? "", events.text(2) ?? "", events.text(3) ?? "",
+            d.events.append(Row(cells: [TimeSpec.format(events.int64(0)), events.text(1) ?? "", events.text(2) ?? "", events.text(3) ?? "",
                                         events.text(4) ?? "", events.text(5) ?? ""]))
         }
         if let f = chartField {
@@ -82,8 +81,8 @@ public enum StatusPage {
         let u = unit.map { " " + esc($0) } ?? ""
         svg += "<text x=\"4\" y=\"\(top + 10)\" font-size=\"11\">\(String(format: "%.2f", v1))\(u)</text>"
         svg += "<text x=\"4\" y=\"\(h - bottom)\" font-size=\"11\">\(String(format: "%.2f", v0))\(u)</text>"
-        svg += "<text x=\"\(left)\" y=\"\(h - 8)\" font-size=\"11\">\(esc(TimeText.iso(t0)))</text>"
-        svg += "<text x=\"\(w - right)\" y=\"\(h - 8)\" font-size=\"11\" text-anchor=\"end\">\(esc(TimeText.iso(t1)))</text>"
+        svg += "<text x=\"\(left)\" y=\"\(h - 8)\" font-size=\"11\">\(esc(TimeSpec.format(t0)))</text>"
+        svg += "<text x=\"\(w - right)\" y=\"\(h - 8)\" font-size=\"11\" text-anchor=\"end\">\(esc(TimeSpec.format(t1)))</text>"
         for (i, key) in series.keys.sorted().enumerated() {
             let pts = (series[key] ?? []).sorted { $0.0 < $1.0 }.map { String(format: "%.1f,%.1f", x($0.0), y($0.1)) }.joined(separator: " ")
             let c = colours[i % colours.count]
