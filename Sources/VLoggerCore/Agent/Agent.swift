@@ -288,8 +288,11 @@ public final class Agent {
             }
         }
         if plan?.ndef == true {
-            guard let r = readNDEF(uid, memory: memory, now: now, facts: &facts) else { return (0, bound) }
-            if let r { readings.append(r) }
+            switch readNDEF(uid, memory: memory, now: now, facts: &facts) {
+            case let .reading(r): readings.append(r)
+            case .noNDEF: break
+            case .failed: return (0, bound)
+            }
         }
         for r in readings { writer.add(r, now: now) }
         counters.readings += readings.count
@@ -297,10 +300,17 @@ public final class Agent {
         return (readings.count, bound)
     }
 
-    /// Reads the tag's NDEF message for a plan with `ndef = true`: a reading of the bytes read from block 0
-    /// with the records as fields. nil: the read failed (an error event is written, nothing of the cycle is
-    /// stored); .some(nil): the tag has no readable NDEF (an event when that starts, then quiet).
-    private func readNDEF(_ uid: UID, memory: TagMemory, now: Millis, facts: inout TagFacts) -> Reading?? {
+    private enum NDEFOutcome {
+        /// The bytes read from block 0, with the records as fields.
+        case reading(Reading)
+        /// The tag has no readable NDEF (an event when that starts, then quiet).
+        case noNDEF
+        /// The read failed after its attempts: an error event is written, nothing of the cycle is stored.
+        case failed
+    }
+
+    /// Reads the tag's NDEF message for a plan with `ndef = true`.
+    private func readNDEF(_ uid: UID, memory: TagMemory, now: Millis, facts: inout TagFacts) -> NDEFOutcome {
         var attempt = 0
         while true {
             do throws(NDEFTagError) {
@@ -310,29 +320,29 @@ public final class Agent {
                 let state = try client.readNDEF(uid, known: known)
                 if state.status == .notSupported {
                     ndefProblem(uid, "ndef-not-formatted", state.reason ?? "no capability container")
-                    return .some(nil)
+                    return .noNDEF
                 }
                 let records: [NDEFRecord]
                 do { records = try state.records() } catch {
                     ndefProblem(uid, "ndef-malformed", "\(error)")
-                    return .some(nil)
+                    return .noNDEF
                 }
                 ndefProblems[uid] = nil
                 let decoded = NDEFFields.decode(records)
                 for d in decoded { facts.fields[d.name] = d.value }
                 let bs = memory.blockSize
-                return Reading(time: now, gateway: config.gatewayID, uid: uid, first: 0, count: state.memoryRead.count / bs,
-                               data: state.memoryRead, decoded: decoded)
+                return .reading(Reading(time: now, gateway: config.gatewayID, uid: uid, first: 0, count: state.memoryRead.count / bs,
+                                        data: state.memoryRead, decoded: decoded))
             } catch {
                 switch error {
                 case let .client(e):
                     attempt += 1
                     if attempt < config.readAttempts, e.isTransient { continue }
                     recordError(uid: uid, kind: "ndef", e, now: now, detail: "NDEF read after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle")
-                    return nil
+                    return .failed
                 default:
                     ndefProblem(uid, "ndef-malformed", "\(error)")
-                    return .some(nil)
+                    return .noNDEF
                 }
             }
         }
