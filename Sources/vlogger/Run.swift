@@ -70,17 +70,10 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
-        var config = try options.load()
-        if let reader { config.reader = reader }
-        if let field { config.field = field }
-        if let interval { config.intervalMs = try DurationText.parse(interval) }
-        if let store = options.store { config.storePath = store }
-        if let listen { config.listen = listen.isEmpty ? nil : listen }
-        let rules: RuleSet
-        let register: AssetRegister?
-        do { (rules, register) = try RuleSet.load(rulesFile: config.rulesFile, registerFile: config.registerFile) } catch {
-            throw VLoggerError("\(error)")
-        }
+        let overrides = RunOverrides(reader: reader, field: field, intervalMs: try interval.map(DurationText.parse),
+                                     store: options.store, listen: listen)
+        let config: AgentConfig, rules: RuleSet, register: AssetRegister?
+        do { (config, rules, register) = try overrides.load(options.config) } catch { throw VLoggerError("\(error)") }
 
         // Logging goes through swift-log, to stderr in journald's priority-prefixed form.
         let level = logLevel.swiftLogLevel
@@ -91,17 +84,13 @@ struct Run: ParsableCommand {
         do { store = try Store(path: config.storePath) } catch { throw VLoggerError("\(error)") }
         do { try store.registerFields(config.fieldInfos) } catch { throw VLoggerError("\(error)") }
         let writer = BatchWriter(store: store, batchSize: config.batchSize, flushIntervalMs: config.flushIntervalMs)
-        writer.onCommit = { r, e, last, seconds in
-            log(.debug, "committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms")
-        }
         let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
         let agent = Agent(config: config, rules: rules, register: register, session: session, writer: writer, clock: clock, log: log)
 
         // Health, metrics and the status page.
         let metrics = ServiceMetrics(intervalMs: config.intervalMs)
-        let previousCommit = writer.onCommit
         writer.onCommit = { r, e, last, seconds in
-            previousCommit?(r, e, last, seconds)
+            log(.debug, "committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms")
             metrics.commitDone(seconds: seconds)
         }
         let watchdogMs = SystemdNotify.watchdogMs
@@ -115,22 +104,7 @@ struct Run: ParsableCommand {
         }
         var server: HTTPServer?
         if let address = config.listen {
-            let storePath = config.storePath, gateway = config.gatewayID
-            let chart = config.chartField, unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
-            let s = try HTTPServer(listen: address) { path in
-                switch path {
-                case "/healthz":
-                    let (ok, json) = metrics.health()
-                    return .text(json + "\n", status: ok ? 200 : 503, type: "application/json")
-                case "/metrics":
-                    return .text(metrics.prometheusText(), type: "text/plain; version=0.0.4; charset=utf-8")
-                case "/", "/index.html":
-                    return .text(StatusPage.render(metrics: metrics, storePath: storePath, gateway: gateway, chartField: chart, unit: unit),
-                                 type: "text/html; charset=utf-8")
-                default:
-                    return .text("not found; try /, /healthz or /metrics\n", status: 404)
-                }
-            }
+            let s = try HTTPServer(listen: address, handler: ServiceRoutes.handler(metrics: metrics, config: config))
             try s.start()
             server = s
             log(.notice, "serving /healthz, /metrics and the status page on http://\(s.host):\(s.port)/")
@@ -139,23 +113,10 @@ struct Run: ParsableCommand {
 
         // SIGHUP: reload configuration, rules and register between cycles; a bad file keeps the old ones.
         let reload = StopSignal()
-        let configPath = options.config
         agent.betweenCycles = {
             guard reload.isRequested else { return }
             reload.reset()
-            do {
-                var fresh = try AgentConfig.load(configPath)
-                if let interval { fresh.intervalMs = try DurationText.parse(interval) }
-                let (r, reg) = try RuleSet.load(rulesFile: fresh.rulesFile, registerFile: fresh.registerFile)
-                try store.registerFields(fresh.fieldInfos)
-                agent.reload(config: fresh, rules: r, register: reg)
-                metrics.intervalMs = fresh.intervalMs
-                metrics.reloaded(ok: true)
-                log(.notice, "SIGHUP: reloaded \(configPath): \(fresh.plans.count) plans, \(r.rules.count) rules\(reg.map { ", \($0.rows.count) register entries" } ?? "") (reader and store settings apply at the next start)")
-            } catch {
-                metrics.reloaded(ok: false)
-                log(.error, "SIGHUP: reload failed, the running configuration stays: \(error)")
-            }
+            agent.reloadFromDisk(options.config, overrides: overrides, metrics: metrics)
         }
 
         // SIGINT/SIGTERM: stop after the current exchange's cycle, commit, exit 0.
