@@ -7,12 +7,8 @@ import VLoggerCore
     /// A scratch folder with a copy of the demo field and a config whose store is in it.
     static func setup(interval: String = "1s", batch: Int = 500, flush: String = "2s") throws -> (dir: URL, config: String, store: String) {
         let field = try CLITests.field()
-        let dir = field.deletingLastPathComponent().appendingPathComponent("run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try CLITests.scratch("run", copying: ["rules.toml", "assets.csv"])
         try FileManager.default.moveItem(at: field, to: dir.appendingPathComponent("field"))
-        for f in ["rules.toml", "assets.csv"] {
-            try FileManager.default.copyItem(at: CLITests.root.appendingPathComponent("Config").appendingPathComponent(f), to: dir.appendingPathComponent(f))
-        }
         var text = try String(contentsOf: CLITests.root.appendingPathComponent("Config/vlogger.toml"), encoding: .utf8)
         text = text.replacingOccurrences(of: "field = \"demo-field\"", with: "field = \"field\"")
             .replacingOccurrences(of: "interval = \"1s\"", with: "interval = \"\(interval)\"")

@@ -14,13 +14,19 @@ import Testing
     }
     struct CLIFailure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }
 
-    static func field() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-cli-\(UUID().uuidString)")
+    /// A new scratch folder with copies of `files` from the repository folder `from` (Config by default).
+    static func scratch(_ name: String, copying files: [String], from: String = "Config") throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        for f in try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Config/demo-field").path) {
-            try FileManager.default.copyItem(at: root.appendingPathComponent("Config/demo-field").appendingPathComponent(f), to: dir.appendingPathComponent(f))
-        }
+        let source = root.appendingPathComponent(from)
+        for f in files { try FileManager.default.copyItem(at: source.appendingPathComponent(f), to: dir.appendingPathComponent(f)) }
         return dir
+    }
+
+    /// A copy of the demo field.
+    static func field() throws -> URL {
+        try scratch("cli", copying: try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Config/demo-field").path),
+                    from: "Config/demo-field")
     }
 
     static func run(_ args: [String]) throws -> (code: Int32, out: String, err: String) {

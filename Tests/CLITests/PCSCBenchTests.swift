@@ -16,11 +16,7 @@ enum PCSCBench {
         guard FileManager.default.fileExists(atPath: socket) else {
             throw CLITests.CLIFailure("no pcscd at \(socket): start the bench with `bash bench/pcsc/bench.sh start` (as root)")
         }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-pcsc-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        for f in files {
-            try FileManager.default.copyItem(at: CLITests.root.appendingPathComponent("Config/demo-field/\(f)"), to: dir.appendingPathComponent(f))
-        }
+        let dir = try CLITests.scratch("pcsc", copying: files, from: "Config/demo-field")
         let vcard = try CLITests.binary().deletingLastPathComponent().appendingPathComponent("vlogger-vcard")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
@@ -103,12 +99,8 @@ struct PCSCBenchTests {
     @Test func theAgentSurvivesAPcscdRestart() throws {
         let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json"])
         defer { PCSCBench.stop(card, dir) }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-pcsc-restart-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let work = try CLI.scratch("pcsc-restart", copying: ["vlogger.toml", "rules.toml", "assets.csv"])
         defer { try? FileManager.default.removeItem(at: work) }
-        for f in ["vlogger.toml", "rules.toml", "assets.csv"] {
-            try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Config/\(f)"), to: work.appendingPathComponent(f))
-        }
         let config = work.appendingPathComponent("vlogger.toml").path, store = work.appendingPathComponent("r.db").path
         let agent = Process()
         agent.executableURL = try CLI.binary()
@@ -137,12 +129,8 @@ struct PCSCBenchTests {
     @Test func theAgentPollsThroughPcscdAndSurvivesARemovalMidExchange() throws {
         let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json", "slix2-pallet-0001.json"], ["--remove-at", "12", "--away-ms", "600"])
         defer { PCSCBench.stop(card, dir) }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-pcsc-run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let work = try CLI.scratch("pcsc-run", copying: ["vlogger.toml", "rules.toml", "assets.csv"])
         defer { try? FileManager.default.removeItem(at: work) }
-        for f in ["vlogger.toml", "rules.toml", "assets.csv"] {
-            try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Config/\(f)"), to: work.appendingPathComponent(f))
-        }
         let config = work.appendingPathComponent("vlogger.toml").path
         let store = work.appendingPathComponent("pcsc.db").path
         let run = try CLI.run(["run", "--config", config, "--store", store, "--reader", "pcsc", "--cycles", "8", "--interval", "300ms"])

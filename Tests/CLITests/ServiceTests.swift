@@ -51,12 +51,8 @@ import Testing
     }
 
     @Test func scrapeReloadAndStopTheRunningService() throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-service-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let work = try CLI.scratch("service", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field"])
         defer { try? FileManager.default.removeItem(at: work) }
-        for f in ["vlogger.toml", "rules.toml", "assets.csv", "demo-field"] {
-            try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Config/\(f)"), to: work.appendingPathComponent(f))
-        }
         let config = work.appendingPathComponent("vlogger.toml"), store = work.appendingPathComponent("svc.db"), log = work.appendingPathComponent("svc.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let p = Process()
@@ -138,12 +134,8 @@ import Testing
     @Test func notifiesSystemdReadyAndStopping() throws {
         // Type=notify without systemd here: a datagram socket stands in for $NOTIFY_SOCKET (sd_notify(3):
         // newline-separated assignments in one datagram per call).
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-notify-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try CLI.scratch("notify", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field"])
         defer { try? FileManager.default.removeItem(at: dir) }
-        for f in ["vlogger.toml", "rules.toml", "assets.csv", "demo-field"] {
-            try FileManager.default.copyItem(at: CLI.root.appendingPathComponent("Config/\(f)"), to: dir.appendingPathComponent(f))
-        }
         let r = try Self.shell("""
             cd "$1"
             python3 - "$2" <<'PY'
