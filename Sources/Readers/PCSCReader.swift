@@ -35,7 +35,6 @@ public final class PCSCReader: TagReader {
     private var card: SCARDHANDLE?
     private var protocolPCI = SCARD_IO_REQUEST(dwProtocol: DWORD(SCARD_PROTOCOL_T1), cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
     private var storageUID: UID?
-    private var releasing = false
 
     /// `reader`: a PC/SC reader name, a part of one, or its index in `listReaders()`; nil: the first reader.
     public init(reader: String? = nil) {
@@ -218,11 +217,15 @@ public final class PCSCReader: TagReader {
     }
 
     private func release() {
-        // Called from the error paths of transmitRaw too: the session end below must not recurse.
-        guard !releasing else { return }
-        releasing = true
-        defer { releasing = false }
-        if let card, mode == .transparent { _ = try? transmitRaw(card, PCSC.endSessionAPDU) }
+        // The session end is best effort and goes straight to SCardTransmit: transmitRaw's error paths
+        // release the connection themselves, and must not come back here.
+        if let card, mode == .transparent {
+            let apdu = PCSC.endSessionAPDU
+            var out = [UInt8](repeating: 0, count: 64)
+            var length = DWORD(out.count)
+            var pci = protocolPCI
+            _ = SCardTransmit(card, &pci, apdu, DWORD(apdu.count), nil, &out, &length)
+        }
         dropCard()
         if let context { SCardReleaseContext(context) }
         context = nil
