@@ -78,12 +78,13 @@ struct Run: ParsableCommand {
         // Logging goes through swift-log, to stderr in journald's priority-prefixed form.
         let level = logLevel.swiftLogLevel
         let logger = Logger(label: "vlogger") { _ in JournalLogHandler(level: level) }
-        let log: (LogLevel, String) -> Void = { l, message in logger.log(level: l.swiftLogLevel, "\(message)") }
+        let log: @Sendable (LogLevel, String) -> Void = { l, message in logger.log(level: l.swiftLogLevel, "\(message)") }
         let session = try ReaderSession.open(kind: config.reader, field: config.field, device: config.device)
         let store: Store
         do { store = try Store(path: config.storePath) } catch { throw VLoggerError("\(error)") }
         do { try store.registerFields(config.fieldInfos) } catch { throw VLoggerError("\(error)") }
-        let writer = BatchWriter(store: store, batchSize: config.batchSize, flushIntervalMs: config.flushIntervalMs)
+        let writer = StoreWriter(store: store, gateway: config.gatewayID, batchSize: config.batchSize,
+                                 flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
         let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
         let agent = Agent(config: config, rules: rules, register: register, session: session, writer: writer, clock: clock, log: log)
 
@@ -141,12 +142,18 @@ struct Run: ParsableCommand {
         SystemdNotify.send("READY=1\nSTATUS=polling with \(session.reader.name)")
         defer { sources.forEach { $0.cancel() } }
 
-        do {
-            try agent.run(cycles: cycles, durationMs: try duration.map(DurationText.parse), stop: stop)
-        } catch {
-            throw VLoggerError("\(error); \(writer.pendingCount) queued records could not be written")
+        writer.onStateChange = { error, queued in
+            if let error { log(.warning, "store commit failed; \(queued) records kept and retried with back-off: \(error)") } else {
+                log(.notice, "store commits again; \(queued) records still queued")
+            }
+        }
+        writer.start()
+        agent.run(cycles: cycles, durationMs: try duration.map(DurationText.parse), stop: stop)
+        guard writer.finish(timeoutMs: 10_000) else {
+            throw VLoggerError("\(writer.lastError?.description ?? "the store does not commit"); \(writer.pendingCount) queued records could not be written")
         }
         store.close()
+        let ws = writer.stats
         let c = agent.counters
         let air = c.cycleAirTime.map(\.microseconds).sorted()
         let bound = c.cycleLowerBound.map(\.microseconds).sorted()
@@ -155,7 +162,7 @@ struct Run: ParsableCommand {
             \(c.cycles) cycles: \(c.readings) readings, \(c.arrivals) arrivals, \(c.departures) departures, \
             \(c.violations) violations, \(c.errorTotal) errors\(c.errors.isEmpty ? "" : " (" + c.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
             air time per cycle: median \(String(format: "%.2f", median(air) / 1000)) ms, lower bound for the same reads \(String(format: "%.2f", median(bound) / 1000)) ms; \(c.exchanges) exchanges
-            store \(config.storePath): \(writer.committedReadings) readings and \(writer.committedEvents) events committed in \(writer.commits) batches
+            store \(config.storePath): \(ws.committedReadings) readings and \(ws.committedEvents) events committed in \(ws.commits) batches\(ws.droppedReadings > 0 ? ", \(ws.droppedReadings) readings dropped (queue limit)" : "")
             """)
     }
 }

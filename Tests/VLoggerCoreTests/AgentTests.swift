@@ -76,13 +76,14 @@ import Testing
         try store.registerFields(config.fieldInfos)
         let clock = SimulatedClock(start: 1_763_800_000_000)
         let agent = Agent(config: config, rules: try RuleSet.parse(rules, file: "rules.toml"), register: nil,
-                          session: session, writer: BatchWriter(store: store, batchSize: 50, flushIntervalMs: 2000), clock: clock)
+                          session: session, writer: StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000), clock: clock)
         return Rig(agent: agent, store: store, field: field, clock: clock)
     }
 
     @Test func demoFieldCyclesStoreReadingsEventsAndViolations() throws {
         let r = try rig()
-        try r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.writer.commitNow()
         let c = r.agent.counters
         #expect(c.cycles == 3 && c.arrivals == 8 && c.errorTotal == 0)
         // 2 plan tags × 3 cycles (the other six match no plan; the SLIX2s get the lock rule's block 0x00).
@@ -104,7 +105,8 @@ import Testing
         // One MB89R118 alone, adaptive slots: cycle 1 = 16-slot inventory + Get System Information + read;
         // later cycles = a one-slot inventory + one Read Single Block with security (the layout is cached).
         let r = try rig { $0.uid.description == "E008010000004212" }
-        try r.agent.run(cycles: 1, stop: StopSignal())
+        r.agent.run(cycles: 1, stop: StopSignal())
+        r.agent.writer.commitNow()
         let first = r.agent.counters.exchanges
         let more = r.agent.cycle()
         #expect(more.exchanges == 2)
@@ -130,7 +132,8 @@ import Testing
         match.uid = "E004010812345601"
         """
         let r = try rig(config: config, rules: rules) { $0.uid.manufacturer == .nxp }
-        try r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.writer.commitNow()
         let readings = try r.store.readings(uid: UID(parsing: "E004010812345601"))
         #expect(readings.count == 3 && readings[0].block == 0)
         let decoded = try #require(readings[0].decoded)
@@ -172,11 +175,12 @@ import Testing
         let store = try Store(path: scratchPath("backoff.db"))
         let clock = SimulatedClock(start: 1_763_800_000_000)
         let agent = Agent(config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
-                          writer: BatchWriter(store: store), clock: clock)
+                          writer: StoreWriter(store: store), clock: clock)
         var health: [Bool] = []
         var times: [Millis] = []
         agent.onCycle = { report in health.append(!report.readerFailed); times.append(clock.now()) }
-        try agent.run(cycles: 5, stop: StopSignal())
+        agent.run(cycles: 5, stop: StopSignal())
+        agent.writer.commitNow()
         // Three cycles fail on the reader; the waits after them double from the 1 s interval (2, 4, 8 s);
         // then the reader answers and the interval is 1 s again.
         #expect(health == [false, false, false, true, true])
@@ -204,7 +208,8 @@ import Testing
         let report = r.agent.cycle()
         #expect(report.readings == 0)
         #expect(r.agent.counters.errors["read-timeout"] == 1)
-        try r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.writer.commitNow()
         #expect(r.agent.counters.departures == 1)
         let rows = try r.store.readings()
         // Cycle 1's two readings only: nothing of cycle 2, not even its good first read.
@@ -218,7 +223,7 @@ import Testing
         r.agent.cycle()
         r.field.inject(.corruptCRC(uid: try UID(parsing: "E008010000004212"), count: 1))
         r.agent.cycle()
-        r.agent.writer.flush(now: 0, force: true)
+        r.agent.writer.commitNow()
         #expect(r.agent.counters.errorTotal == 0)
         let rows = try r.store.readings()
         #expect(rows.count == 2 && rows.allSatisfy { $0.data == [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, 0x01] })

@@ -43,33 +43,60 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         do { _ = try Store(path: path); Issue.record("opened") } catch { #expect(error.message.contains("newer vlogger")) }
     }
 
+    /// A manual clock for the writer's batching (records carry their own times).
+    final class ManualClock: @unchecked Sendable {
+        var ms: Millis = 0
+        var read: @Sendable () -> Millis { { [self] in ms } }
+    }
+
     @Test func aFailedBatchIsKeptWholeAndRetried() throws {
         let store = try Store(path: scratchPath("f.db"))
-        let w = BatchWriter(store: store, batchSize: 4, flushIntervalMs: 1000)
+        let w = StoreWriter(store: store, batchSize: 4, flushIntervalMs: 1000)
         // A trigger that fails the third row of the batch: the whole transaction must roll back.
         try store.db.execute("CREATE TRIGGER fail_third BEFORE INSERT ON readings WHEN NEW.data = x'6608C20142370003' BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
-        for i in 1...4 { w.add(reading(i), now: 0) }
+        for i in 1...4 { w.add(reading(i)) }
         #expect(w.isDue(now: 0))
-        #expect(w.flush(now: 0) == false)
+        #expect(w.commitNow() == false)
         #expect(w.lastError?.message.contains("disk trouble") == true)
         #expect(try store.count("readings") == 0)        // nothing half-written
         #expect(w.pendingCount == 4)                       // nothing dropped
         try store.db.execute("DROP TRIGGER fail_third")
-        #expect(w.flush(now: 0))
-        #expect(try store.count("readings") == 4 && w.committedReadings == 4 && w.pendingCount == 0)
+        #expect(w.commitNow())
+        #expect(try store.count("readings") == 4 && w.stats.committedReadings == 4 && w.pendingCount == 0)
     }
 
     @Test func batchesCommitBySizeOrTime() throws {
         let store = try Store(path: scratchPath("b.db"))
-        let w = BatchWriter(store: store, batchSize: 3, flushIntervalMs: 2000)
-        w.add(reading(1), now: 1000)
+        let clock = ManualClock()
+        let w = StoreWriter(store: store, batchSize: 3, flushIntervalMs: 2000, clock: clock.read)
+        clock.ms = 1000
+        w.add(reading(1))
         #expect(!w.isDue(now: 2999))
         #expect(w.isDue(now: 3000))                        // the oldest waited 2 s
-        w.add(reading(2), now: 1500)
-        w.add(reading(3), now: 1600)
+        w.add(reading(2))
+        w.add(reading(3))
         #expect(w.isDue(now: 1600))                        // 3 readings = batch size
-        w.flush(now: 1600)
-        #expect(try store.count("readings") == 3 && w.commits == 1)
+        w.commitNow()
+        #expect(try store.count("readings") == 3 && w.stats.commits == 1)
+    }
+
+    @Test func pastTheQueueLimitTheOldestReadingsAreDroppedCountedAndReported() throws {
+        let path = scratchPath("limit.db")
+        let store = try Store(path: path, busyTimeoutMs: 10)
+        let other = try SQLiteConnection(path: path, busyTimeoutMs: 10)
+        try other.execute("BEGIN IMMEDIATE")               // the store is locked: nothing commits
+        let w = StoreWriter(store: store, gateway: "gw", batchSize: 10, queueLimit: 800)
+        for i in 1...1000 { w.add(reading(i)) }
+        #expect(w.commitNow() == false)
+        // 1000 > 800: the oldest went, an eighth of the limit (100) at a time: 1000 - 2 × 100 = 800 left.
+        #expect(w.stats.queuedReadings == 800 && w.stats.droppedReadings == 200)
+        try other.execute("COMMIT")
+        #expect(w.commitNow())
+        #expect(try store.count("readings") == 800)
+        let e = try store.events()
+        #expect(e.count == 1 && e[0].name == "readings-dropped" && e[0].detail.hasPrefix("200 readings and 0 events"))
+        // The survivors are the newest: reading(201) … reading(1000).
+        #expect(try store.readings().first?.time == reading(201).time)
     }
 
     @Test func busyFromAnotherConnectionIsWaitedOut() throws {
@@ -77,19 +104,19 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let store = try Store(path: path, busyTimeoutMs: 50)
         let other = try SQLiteConnection(path: path, busyTimeoutMs: 50)
         try other.execute("BEGIN IMMEDIATE")               // another writer holds the lock
-        let w = BatchWriter(store: store, batchSize: 1)
-        w.add(reading(1), now: 0)
-        #expect(w.flush(now: 0) == false)
+        let w = StoreWriter(store: store, batchSize: 1)
+        w.add(reading(1))
+        #expect(w.commitNow() == false)
         #expect(w.lastError?.isBusy == true)
         #expect(w.pendingCount == 1)
         try other.execute("COMMIT")
-        #expect(w.flush(now: 0))
+        #expect(w.commitNow())
         #expect(try store.count("readings") == 1)
         // A reader in WAL mode (an export) does not block the writer at all.
         try other.execute("BEGIN")
         _ = try other.scalar("SELECT count(*) FROM readings")
-        w.add(reading(2), now: 0)
-        #expect(w.flush(now: 0))
+        w.add(reading(2))
+        #expect(w.commitNow())
         try other.execute("COMMIT")
     }
 }

@@ -40,13 +40,12 @@ do {
         let readings = (0..<n).map { makeReading($0, base: base) }
         let s = try Store(path: path)
         try s.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "humidity", unit: "%")])
-        let w = BatchWriter(store: s, batchSize: batch, flushIntervalMs: .max)
+        // The agent's path: readings handed to the store writer, committed on its thread in batches.
+        let w = StoreWriter(store: s, batchSize: batch, flushIntervalMs: 3_600_000, queueLimit: max(n, 100))
         let start = DispatchTime.now().uptimeNanoseconds
-        for r in readings {
-            w.add(r, now: 0)
-            if w.isDue(now: 0), !w.flush(now: 0) { fail("commit failed: \(w.lastError?.description ?? "?")") }
-        }
-        if !w.flush(now: 0, force: true) { fail("commit failed: \(w.lastError?.description ?? "?")") }
+        w.start()
+        for r in readings { w.add(r) }
+        if !w.finish(timeoutMs: 0) { fail("commit failed: \(w.lastError?.description ?? "?")") }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         s.close()
         print(String(format: "%.0f", Double(n) / seconds))

@@ -39,7 +39,7 @@ public final class Agent {
     public private(set) var rules: RuleSet
     public private(set) var register: AssetRegister?
     public let session: ReaderSession
-    public let writer: BatchWriter
+    public let writer: StoreWriter
     public let clock: AgentClock
     public var log: (LogLevel, String) -> Void
     public private(set) var counters = AgentCounters()
@@ -76,7 +76,7 @@ public final class Agent {
     /// Tags in the field now (seen within the departure window).
     public var tagsInField: [UID] { present.keys.sorted { $0.value < $1.value } }
 
-    public init(config: AgentConfig, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: BatchWriter,
+    public init(config: AgentConfig, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: StoreWriter,
                 clock: AgentClock, log: @escaping (LogLevel, String) -> Void = { _, _ in }) {
         self.config = config
         self.rules = rules
@@ -91,10 +91,9 @@ public final class Agent {
 
     // MARK: Running
 
-    /// Polls until `stop`, `cycles` or `durationMs`, whichever comes first; then flushes what is queued.
-    /// Throws only when the last batch cannot be committed (it is then still queued in memory, and the
-    /// error says why).
-    public func run(cycles: Int? = nil, durationMs: Millis? = nil, stop: StopSignal) throws(StoreError) {
+    /// Polls until `stop`, `cycles` or `durationMs`, whichever comes first. Everything it records goes to
+    /// the store writer, which commits on its own; the owner of the writer commits the rest at the end.
+    public func run(cycles: Int? = nil, durationMs: Millis? = nil, stop: StopSignal) {
         startMs = clock.now()
         let firstCycle = counters.cycles
         session.startScenario()
@@ -108,7 +107,6 @@ public final class Agent {
             betweenCycles?()
             let r = cycle()
             log(.debug, "cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
-            flush(force: false)
             onCycle?(r)
             // A failing reader: back off (interval × 2^failures, at most maxBackoffMs), retry by itself.
             var wait = config.intervalMs
@@ -132,13 +130,6 @@ public final class Agent {
         }
         event(.stop, uid: nil, name: "stop", severity: .info,
               detail: "\(counters.cycles) cycles, \(counters.readings) readings, \(counters.violations) violations, \(counters.errorTotal) errors")
-        // The last batch: a failure here is retried a few times before giving up with the reason.
-        for attempt in 0..<5 {
-            if writer.flush(now: clock.now(), force: true) { return }
-            log(.warning, "final commit failed (attempt \(attempt + 1)): \(writer.lastError?.description ?? "?")")
-            Thread.sleep(forTimeInterval: 0.2 * Double(attempt + 1))
-        }
-        throw writer.lastError ?? StoreError("the last batch could not be committed")
     }
 
     /// Swaps in a reloaded configuration, rules and register (between cycles). Plans and rules are worked
@@ -155,15 +146,6 @@ public final class Agent {
         work.removeAll()
         session.client.retries = c.retries
         session.client.baseFlags = c.dataRate == .high ? [.highDataRate] : []
-    }
-
-    private func flush(force: Bool) {
-        let wasFailing = writer.lastError != nil
-        if !writer.flush(now: clock.now(), force: force) {
-            if !wasFailing { log(.warning, "store commit failed, batch kept and retried next cycle: \(writer.lastError?.description ?? "?")") }
-        } else if wasFailing {
-            log(.notice, "store commits again; the kept batch is written")
-        }
     }
 
     // MARK: One cycle
@@ -250,7 +232,7 @@ public final class Agent {
             return (0, .zero)
         }
         writer.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
-                             blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue), now: now)
+                             blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue))
         let w = work[uid] ?? plan(uid, memory)
         work[uid] = w
         let (plan, applicable, bound) = (w.plan, w.rules, w.lowerBound)
@@ -294,7 +276,7 @@ public final class Agent {
             case .failed: return (0, bound)
             }
         }
-        for r in readings { writer.add(r, now: now) }
+        for r in readings { writer.add(r) }
         counters.readings += readings.count
         evaluate(applicable, facts, now: now)
         return (readings.count, bound)
@@ -420,7 +402,7 @@ public final class Agent {
 
     private func event(_ kind: Event.Kind, uid: UID?, name: String, severity: Event.Severity, detail: String) {
         let now = clock.now()
-        writer.add(Event(time: now, gateway: config.gatewayID, uid: uid, kind: kind, name: name, severity: severity, detail: detail), now: now)
+        writer.add(Event(time: now, gateway: config.gatewayID, uid: uid, kind: kind, name: name, severity: severity, detail: detail))
         switch kind {
         case .violation: log(severity == .critical ? .error : .warning, "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)")
         case .error: log(.warning, "\(uid?.description ?? "reader"): \(detail)")

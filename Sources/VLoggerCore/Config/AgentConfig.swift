@@ -117,6 +117,8 @@ public struct AgentConfig: Sendable {
     public var storePath = "vlogger.db"
     public var batchSize = 500
     public var flushIntervalMs: Millis = 2000
+    /// Readings (and, separately, events) kept in memory while the store cannot commit; past it the oldest are dropped and counted.
+    public var queueLimit = 100_000
     /// HTTP listener for /healthz, /metrics and the status page (nil: none).
     public var listen: String?
     /// The decoded field the status page charts.
@@ -186,10 +188,11 @@ public struct AgentConfig: Sendable {
             c.rulesFile = s.string("file").map(c.resolve)
             c.registerFile = s.string("register").map(c.resolve)
         }
-        if let s = top.subsection("store", keys: ["path", "batch-size", "flush-interval"]) {
+        if let s = top.subsection("store", keys: ["path", "batch-size", "flush-interval", "queue-limit"]) {
             c.storePath = s.string("path").map(c.resolve) ?? c.storePath
             c.batchSize = s.integer("batch-size", in: 1...1_000_000).map(Int.init) ?? c.batchSize
             c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
+            c.queueLimit = s.integer("queue-limit", in: 100...10_000_000).map(Int.init) ?? c.queueLimit
         }
         if let s = top.subsection("service", keys: ["listen", "chart-field"]) {
             if let l = s.string("listen") {

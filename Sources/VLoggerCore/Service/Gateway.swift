@@ -41,7 +41,7 @@ extension Agent {
     public func reloadFromDisk(_ path: String, overrides: RunOverrides, metrics: ServiceMetrics?) {
         do {
             let (fresh, r, reg) = try overrides.load(path)
-            try writer.store.registerFields(fresh.fieldInfos)
+            writer.register(fields: fresh.fieldInfos)
             reload(config: fresh, rules: r, register: reg)
             metrics?.intervalMs = fresh.intervalMs
             metrics?.reloaded(ok: true)

@@ -55,8 +55,9 @@ public final class ServiceMetrics: @unchecked Sendable {
         let c = agent.counters
         let t = agent.tagsInField
         let up = agent.readerHealthy, good = agent.lastGoodPollMs, name = agent.session.reader.name
-        let depth = agent.writer.pendingCount, committed = agent.writer.committedReadings
-        let err = agent.writer.lastError
+        let w = agent.writer.stats
+        let depth = w.queued, committed = w.committedReadings
+        let err = w.lastError
         locked {
             var trimmed = c
             trimmed.cycleAirTime = []
