@@ -26,12 +26,14 @@ struct ConfigCheck: ParsableCommand {
         var rules = RuleSet()
         var register: AssetRegister?
         do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch { issues.append("\(error)") }
-        if c.reader == .sim, let f = c.field {
+        for r in c.readers where r.driver == .sim {
+            guard let f = r.field else { continue }
             var isDir: ObjCBool = false
-            if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue { issues.append("\(path): reader.field: \(f) is not a folder") }
+            if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue { issues.append("\(path):\(r.line): reader '\(r.id)' field: \(f) is not a folder") }
         }
         if !issues.isEmpty { throw VLoggerError(issues.joined(separator: "\n")) }
-        print("\(path): ok — gateway \(c.gatewayID), reader \(c.reader.rawValue), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.rows.count) register entries" } ?? "no register"), store \(c.storePath)")
+        let readers = c.readers.map { "\($0.id) (\($0.driver.rawValue)\($0.location.map { ", " + $0 } ?? ""))" }.joined(separator: ", ")
+        print("\(path): ok — gateway \(c.gatewayID), reader\(c.readers.count == 1 ? "" : "s") \(readers), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.rows.count) register entries" } ?? "no register"), store \(c.storePath)")
     }
 }
 

@@ -31,6 +31,9 @@ struct Export: ParsableCommand {
     @Option(help: "Only this tag (UID, most-significant byte first).")
     var uid: String?
 
+    @Option(help: "Only rows of this reader (its [[reader]] id); tags by the reader that saw them last. Not for --table writes.")
+    var reader: String?
+
     @Option(help: "Output format: csv or jsonl.")
     var format: ExportRequest.Format = .csv
 
@@ -58,6 +61,10 @@ struct Export: ParsableCommand {
         }
         if let uid { do { request.uid = try UID(parsing: uid) } catch { throw ValidationError("--uid: \(error)") } }
         request.table = table
+        if let reader {
+            guard table != .writes else { throw ValidationError("--reader: the writes table has no reader column (writes are made by `vlogger write`, not a polling job)") }
+            request.reader = reader
+        }
         request.format = format
         request.crlf = !lf
         let store: Store

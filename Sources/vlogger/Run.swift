@@ -79,7 +79,7 @@ struct Run: ParsableCommand {
         let level = logLevel.swiftLogLevel
         let logger = Logger(label: "vlogger") { _ in JournalLogHandler(level: level) }
         let log: @Sendable (LogLevel, String) -> Void = { l, message in logger.log(level: l.swiftLogLevel, "\(message)") }
-        let session = try ReaderSession.open(kind: config.reader, field: config.field, device: config.device)
+        let session = try ReaderSession.open(kind: config.readers[0].driver, field: config.readers[0].field, device: config.readers[0].device)
         let store: Store
         do { store = try Store(path: config.storePath) } catch { throw VLoggerError("\(error)") }
         do { try store.registerFields(config.fieldInfos) } catch { throw VLoggerError("\(error)") }

@@ -127,4 +127,32 @@ import VLoggerCore
         #expect(events.contains { $0.name == "readings-dropped" && $0.detail.hasPrefix("\(dropped) readings") }, "\(events.map(\.name))")
         #expect(events.contains { $0.kind == .departure } && events.filter { $0.kind == .arrival }.count == 9)
     }
+
+    @Test func twoProcessesCreatingTheSameNewStoreBothSucceed() throws {
+        // Ten rounds: two `vlogger run --cycles 1` started together on a store that does not exist yet.
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        for round in 0..<10 {
+            let store = s.dir.appendingPathComponent("new-\(round).db").path
+            let procs = try (0..<2).map { _ -> (Process, Pipe) in
+                let p = Process()
+                p.executableURL = try CLITests.binary()
+                p.arguments = ["run", "--config", s.config, "--store", store, "--cycles", "1", "--fast-clock"]
+                p.currentDirectoryURL = s.dir
+                let err = Pipe()
+                p.standardError = err
+                p.standardOutput = FileHandle.nullDevice
+                try p.run()
+                return (p, err)
+            }
+            for (p, err) in procs {
+                let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                p.waitUntilExit()
+                #expect(p.terminationStatus == 0, "round \(round): \(text)")
+            }
+            let db = try Store(path: store, readOnly: true)
+            #expect(try db.count("events") >= 4)   // start and stop of each run
+            db.close()
+        }
+    }
 }

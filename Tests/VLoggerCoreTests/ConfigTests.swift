@@ -133,6 +133,80 @@ import Testing
         #expect(register.rows["E002260000C0FFEE"]?["asset_id"] == "AS-00042")
     }
 
+    @Test func aConfigurationFromBeforeReadersKeepsWorking() throws {
+        // The example configuration as shipped before [[reader]] (single [reader] table), kept as a fixture.
+        let path = Self.root.appendingPathComponent("Tests/VLoggerCoreTests/Fixtures/vlogger-before-readers.toml").path
+        let c = try AgentConfig.load(path)
+        #expect(c.readers.count == 1)
+        #expect(c.readers[0].id == ReaderConfig.defaultID && c.readers[0].driver == .sim && c.readers[0].location == nil)
+        #expect(c.readers[0].field?.hasSuffix("Fixtures/demo-field") == true && c.plans.count == 6 && c.intervalMs == 1000)
+    }
+
+    @Test func severalReadersEachWithItsIdLocationAndPolling() throws {
+        let text = """
+        [polling]
+        interval = "1s"
+        retries = 2
+
+        [[reader]]
+        id = "dock-1"
+        driver = "sim"
+        field = "a"
+        location = "Dock door 1"
+
+        [[reader]]
+        id = "line-4.station-2"
+        driver = "pcsc"
+        device = "ACS ACR1552 1"
+        location = "Line 4, station 2"
+        interval = "250ms"
+        slots = 1
+        retries = 0
+        """
+        let c = try AgentConfig.parse(text, file: "/etc/vlogger/r.toml")
+        #expect(c.readers.map(\.id) == ["dock-1", "line-4.station-2"])
+        #expect(c.readers[0].field == "/etc/vlogger/a" && c.readers[1].device == "ACS ACR1552 1")
+        #expect(c.readers.map(\.location) == ["Dock door 1", "Line 4, station 2"])
+        // A reader's polling keys override [polling] for that reader only.
+        let dock = c.specialized(for: c.readers[0]), line = c.specialized(for: c.readers[1])
+        #expect(dock.intervalMs == 1000 && dock.retries == 2 && dock.slots == .adaptive)
+        #expect(line.intervalMs == 250 && line.retries == 0 && line.slots == .one)
+        // --reader/--field cannot say which of two readers they mean.
+        var overridden = c
+        #expect(throws: VLoggerError.self) { try RunOverrides(field: "x").apply(to: &overridden) }
+    }
+
+    @Test func readerTableErrorsNameTheLine() {
+        let text = """
+        [[reader]]
+        driver = "sim"
+        field = "f"
+
+        [[reader]]
+        id = "dock 1"
+        field = "g"
+
+        [[reader]]
+        id = "a"
+        field = "f"
+
+        [[reader]]
+        id = "a"
+        driver = "pcsc"
+        field = "h"
+        speed = 3
+        """
+        #expect { try AgentConfig.parse(text, file: "r.toml") } throws: { e in
+            let issues = (e as? ConfigError)?.issues.map(\.description) ?? []
+            return issues.contains { $0.hasPrefix("r.toml:1:") && $0.contains("needs 'id'") }
+                && issues.contains { $0.hasPrefix("r.toml:6:") && $0.contains("must be letters, digits") }
+                && issues.contains { $0.hasPrefix("r.toml:9:") && $0.contains("simulate the same field folder") }
+                && issues.contains { $0.hasPrefix("r.toml:13:") && $0.contains("'a' is used twice (first at line 9)") }
+                && issues.contains { $0.hasPrefix("r.toml:16:") && $0.contains("field is for driver = \"sim\" only") }
+                && issues.contains { $0.hasPrefix("r.toml:17:") && $0.contains("unknown key 'speed'") }
+        }
+    }
+
     @Test func ndefPlans() throws {
         // A plan may consist of ndef = true alone; its field names are reserved; `ndef` must be a boolean.
         let ok = try AgentConfig.parse("[[plan]]\nname = \"n\"\nndef = true\n", file: "t.toml")

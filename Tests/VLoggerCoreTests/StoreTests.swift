@@ -49,6 +49,31 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         var read: @Sendable () -> Millis { { [self] in ms } }
     }
 
+    @Test func aStoreFromBeforeReadersMigratesInPlace() throws {
+        // A store as the previous release left it: migrations 001 and 002, one reading without reader columns.
+        let path = scratchPath("old.db")
+        let old = try SQLiteConnection(path: path)
+        try old.execute("PRAGMA journal_mode=WAL")
+        try old.execute("CREATE TABLE schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
+        for m in Store.migrations.prefix(2) {
+            try old.execute(m.sql)
+            try old.execute("INSERT INTO schema_migrations VALUES('\(m.name)', 0)")
+        }
+        try old.execute("INSERT INTO readings(time, gateway, uid, block, count, data) VALUES(1763800000000, 'gw', 'E008010000004212', 248, 1, x'6608C20142370001')")
+        old.close()
+        let store = try Store(path: path)
+        #expect(try store.appliedMigrations() == Store.migrations.map(\.name))
+        var r = reading(2)
+        (r.reader, r.location) = ("dock-2", "Dock door 2")
+        var b = Batch()
+        b.readings = [r]
+        try store.write(b)
+        let rows = try store.db.prepare("SELECT coalesce(reader, '-'), coalesce(location, '-') FROM readings ORDER BY id")
+        var got: [String] = []
+        while try rows.step() { got.append("\(rows.text(0) ?? "") \(rows.text(1) ?? "")") }
+        #expect(got == ["- -", "dock-2 Dock door 2"])   // the old row kept, without a reader; the new one with its own
+    }
+
     @Test func aFailedBatchIsKeptWholeAndRetried() throws {
         let store = try Store(path: scratchPath("f.db"))
         let w = StoreWriter(store: store, batchSize: 4, flushIntervalMs: 1000)
@@ -136,24 +161,26 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         var b = Batch()
         var r1 = reading(1, gateway: "=HYPERLINK(\"x\")")
         r1.decoded = [("temperature", .number(-3.25)), ("cage", .text("-B7, \"north\""))]
-        b.readings = [r1, reading(2)]
+        var r2 = reading(2)
+        (r2.reader, r2.location) = ("dock-1", "Dock door 1")
+        b.readings = [r1, r2]
         try store.write(b)
         var req = ExportRequest(since: 0)
         req.table = .readings
         let text = try exportText(store, req)
         let lines = text.components(separatedBy: "\r\n")
-        #expect(lines[0] == "time,gateway,uid,block,count,data,security,temperature,cage")
+        #expect(lines[0] == "time,gateway,reader,location,uid,block,count,data,security,temperature,cage")
         // RFC 4180: a cell with a comma or quote is quoted and quotes are doubled. OWASP: = + - @ get a '.
         // The number -3.25 is left alone.
-        #expect(lines[1] == "2025-11-22T08:26:40.001Z,\"'=HYPERLINK(\"\"x\"\")\",E008010000004212,0xF8,1,6608C20142370001,00,-3.25,\"'-B7, \"\"north\"\"\"")
-        #expect(lines[2] == "2025-11-22T08:26:40.002Z,gw,E008010000004212,0xF8,1,6608C20142370002,00,21.5,B7")
+        #expect(lines[1] == "2025-11-22T08:26:40.001Z,\"'=HYPERLINK(\"\"x\"\")\",,,E008010000004212,0xF8,1,6608C20142370001,00,-3.25,\"'-B7, \"\"north\"\"\"")
+        #expect(lines[2] == "2025-11-22T08:26:40.002Z,gw,dock-1,Dock door 1,E008010000004212,0xF8,1,6608C20142370002,00,21.5,B7")
         #expect(lines.count == 4 && lines[3] == "")
         // Python's csv module reads it back row for row.
         let py = Process()
         py.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let path = scratchPath("py.csv")
         try text.write(toFile: path, atomically: true, encoding: .utf8)
-        py.arguments = ["python3", "-c", "import csv,sys; rows=list(csv.reader(open(sys.argv[1], newline=''))); print(len(rows)); print(rows[1][8]); print(rows[1][1])", path]
+        py.arguments = ["python3", "-c", "import csv,sys; rows=list(csv.reader(open(sys.argv[1], newline=''))); print(len(rows)); print(rows[1][10]); print(rows[1][1])", path]
         let out = Pipe()
         py.standardOutput = out
         try py.run()

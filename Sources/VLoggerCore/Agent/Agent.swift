@@ -35,7 +35,10 @@ public struct CycleReport: Sendable {
 /// The polling agent: each cycle finds the tags in the field, reads each tag's plan in as few exchanges
 /// as its chip allows, decodes, checks the rules, and hands readings and events to the batch writer.
 public final class Agent {
+    /// The configuration with this reader's own polling settings in force.
     public private(set) var config: AgentConfig
+    /// The reader this agent polls: its id and location go into every row.
+    public private(set) var readerConfig: ReaderConfig
     public private(set) var rules: RuleSet
     public private(set) var register: AssetRegister?
     public let session: ReaderSession
@@ -76,17 +79,20 @@ public final class Agent {
     /// Tags in the field now (seen within the departure window).
     public var tagsInField: [UID] { present.keys.sorted { $0.value < $1.value } }
 
-    public init(config: AgentConfig, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: StoreWriter,
+    /// `reader`: which of the configuration's readers this agent polls (default: the first).
+    public init(config: AgentConfig, reader: ReaderConfig? = nil, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: StoreWriter,
                 clock: AgentClock, log: @escaping (LogLevel, String) -> Void = { _, _ in }) {
-        self.config = config
+        let r = reader ?? config.readers[0]
+        readerConfig = r
+        self.config = config.specialized(for: r)
         self.rules = rules
         self.register = register
         self.session = session
         self.writer = writer
         self.clock = clock
         self.log = log
-        session.client.retries = config.retries
-        session.client.baseFlags = config.dataRate == .high ? [.highDataRate] : []
+        session.client.retries = self.config.retries
+        session.client.baseFlags = self.config.dataRate == .high ? [.highDataRate] : []
     }
 
     // MARK: Running
@@ -98,8 +104,8 @@ public final class Agent {
         let firstCycle = counters.cycles
         session.startScenario()
         event(.start, uid: nil, name: "start", severity: .info,
-              detail: "gateway \(config.gatewayID), reader \(session.reader.name), \(config.plans.count) plans, \(rules.rules.count) rules")
-        log(.notice, "polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
+              detail: "gateway \(config.gatewayID), reader \(readerConfig.id) (\(session.reader.name)\(readerConfig.location.map { ", " + $0 } ?? "")), \(config.plans.count) plans, \(rules.rules.count) rules")
+        log(.notice, "reader \(readerConfig.id): polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
         var next = startMs
         while !stop.isRequested {
             if let cycles, counters.cycles - firstCycle >= cycles { break }
@@ -113,10 +119,10 @@ public final class Agent {
             if r.readerFailed {
                 readerFailures += 1
                 wait = min(maxBackoffMs, max(config.intervalMs, 250) << min(readerFailures, 16))
-                if readerHealthy { log(.error, "reader \(session.reader.name) is failing; retrying with back-off (next in \(DurationText.format(wait)))") }
+                if readerHealthy { log(.error, "reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))") }
                 readerHealthy = false
             } else {
-                if !readerHealthy { log(.notice, "reader \(session.reader.name) works again after \(readerFailures) failed cycle(s)") }
+                if !readerHealthy { log(.notice, "reader \(readerConfig.id) (\(session.reader.name)) works again after \(readerFailures) failed cycle(s)") }
                 readerHealthy = true
                 readerFailures = 0
                 lastGoodPollMs = clock.now()
@@ -133,12 +139,15 @@ public final class Agent {
     }
 
     /// Swaps in a reloaded configuration, rules and register (between cycles). Plans and rules are worked
-    /// out again per tag; reader and store settings take effect at the next start.
+    /// out again per tag; the reader's location and polling settings are taken from its table in the new
+    /// file (by id); its driver and device, and the store, take effect at the next start.
     public func reload(config new: AgentConfig, rules newRules: RuleSet, register newRegister: AssetRegister?) {
-        var c = new
-        c.reader = config.reader
-        c.field = config.field
-        c.device = config.device
+        if let fresh = new.readers.first(where: { $0.id == readerConfig.id }) {
+            readerConfig.location = fresh.location
+            readerConfig.polling = fresh.polling
+        }
+        var c = new.specialized(for: readerConfig)
+        c.readers = config.readers
         c.storePath = config.storePath
         config = c
         rules = newRules
@@ -232,7 +241,7 @@ public final class Agent {
             return (0, .zero)
         }
         writer.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
-                             blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue))
+                             blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue, reader: readerConfig.id, location: readerConfig.location))
         let w = work[uid] ?? plan(uid, memory)
         work[uid] = w
         let (plan, applicable, bound) = (w.plan, w.rules, w.lowerBound)
@@ -256,7 +265,7 @@ public final class Agent {
                             facts.fields[f.name] = v
                         }
                     }
-                    readings.append(Reading(time: now, gateway: config.gatewayID, uid: uid, first: range.first, count: range.count,
+                    readings.append(Reading(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, first: range.first, count: range.count,
                                             data: data, security: security, decoded: decoded))
                     break
                 } catch {
@@ -313,7 +322,7 @@ public final class Agent {
                 let decoded = NDEFFields.decode(records)
                 for d in decoded { facts.fields[d.name] = d.value }
                 let bs = memory.blockSize
-                return .reading(Reading(time: now, gateway: config.gatewayID, uid: uid, first: 0, count: state.memoryRead.count / bs,
+                return .reading(Reading(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, first: 0, count: state.memoryRead.count / bs,
                                         data: state.memoryRead, decoded: decoded))
             } catch {
                 switch error {
@@ -402,7 +411,7 @@ public final class Agent {
 
     private func event(_ kind: Event.Kind, uid: UID?, name: String, severity: Event.Severity, detail: String) {
         let now = clock.now()
-        writer.add(Event(time: now, gateway: config.gatewayID, uid: uid, kind: kind, name: name, severity: severity, detail: detail))
+        writer.add(Event(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, kind: kind, name: name, severity: severity, detail: detail))
         switch kind {
         case .violation: log(severity == .critical ? .error : .warning, "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)")
         case .error: log(.warning, "\(uid?.description ?? "reader"): \(detail)")

@@ -96,14 +96,83 @@ public enum SlotMode: String, Sendable, CaseIterable {
 
 public enum DataRate: String, Sendable, CaseIterable { case high, low }
 
+/// Polling settings a reader may set for itself (`[[reader]]` keys of the same names as `[polling]`'s);
+/// nil keeps the gateway's.
+public struct PollingOverrides: Equatable, Sendable {
+    public var intervalMs: Millis?
+    public var slots: SlotMode?
+    public var afi: UInt8?
+    public var dataRate: DataRate?
+    public var departureCycles: Int?
+    public var retries: Int?
+    public var readAttempts: Int?
+    public init() {}
+
+    static let keys = ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts"]
+
+    func apply(to c: inout AgentConfig) {
+        if let intervalMs { c.intervalMs = intervalMs }
+        if let slots { c.slots = slots }
+        if let afi { c.afi = afi }
+        if let dataRate { c.dataRate = dataRate }
+        if let departureCycles { c.departureCycles = departureCycles }
+        if let retries { c.retries = retries }
+        if let readAttempts { c.readAttempts = readAttempts }
+    }
+
+    static func read(_ s: Section, _ r: ConfigReader) -> PollingOverrides {
+        var o = PollingOverrides()
+        o.intervalMs = s.duration("interval")
+        if let n = s.node("slots") {
+            switch n.value {
+            case let .integer(v) where v == 1 || v == 16: o.slots = v == 1 ? .one : .sixteen
+            case let .string(v) where SlotMode(rawValue: v) != nil: o.slots = SlotMode(rawValue: v)
+            default: r.issue(n.line, "\(s.name).slots: expected 1, 16 or \"adaptive\"")
+            }
+        }
+        o.afi = s.integer("afi", in: 0...255).map { UInt8($0) }
+        o.dataRate = s.choice("data-rate", DataRate.self)
+        o.departureCycles = s.integer("departure-cycles", in: 1...1000).map(Int.init)
+        o.retries = s.integer("retries", in: 0...10).map(Int.init)
+        o.readAttempts = s.integer("read-attempts", in: 1...10).map(Int.init)
+        return o
+    }
+}
+
+/// One reader of the gateway: a `[[reader]]` table (or the single `[reader]` table of older configurations).
+/// Each is polled by its own job; its id and location go into every reading, event and tag row it makes.
+public struct ReaderConfig: Equatable, Sendable {
+    /// Names the reader in the store, the logs and the metrics: letters, digits, '-', '_', '.'.
+    public var id: String
+    public var driver: ReaderKind
+    /// The simulated field folder (driver sim).
+    public var field: String?
+    /// The hardware reader (driver pcsc: a name, part of one, or an index).
+    public var device: String?
+    /// Where the reader is (a dock door, a line station); audits are per location.
+    public var location: String?
+    public var polling = PollingOverrides()
+    public var line = 0
+
+    /// The id of the reader of a configuration with a single `[reader]` table.
+    public static let defaultID = "reader"
+
+    public init(id: String = ReaderConfig.defaultID, driver: ReaderKind = .sim, field: String? = nil, device: String? = nil, location: String? = nil) {
+        self.id = id
+        self.driver = driver
+        self.field = field
+        self.device = device
+        self.location = location
+    }
+}
+
 /// The agent's configuration (`Config/vlogger.toml` documents every key).
 public struct AgentConfig: Sendable {
     public var file: String
     public var gatewayID = "gateway"
     public var site: String?
-    public var reader = ReaderKind.sim
-    public var field: String?
-    public var device: String?
+    /// The readers, each polled by its own job (at least one).
+    public var readers = [ReaderConfig()]
     public var intervalMs: Millis = 1000
     public var slots = SlotMode.adaptive
     public var afi: UInt8?
@@ -163,27 +232,10 @@ public struct AgentConfig: Sendable {
             }
             c.site = g.string("site")
         }
-        if let s = top.subsection("reader", keys: ["driver", "field", "device"]) {
-            c.reader = s.choice("driver", ReaderKind.self) ?? c.reader
-            c.field = s.string("field").map(c.resolve)
-            c.device = s.string("device")
-            if c.reader != .sim, let n = s.node("field") { r.issue(n.line, "reader.field is for driver = \"sim\" only") }
+        if let s = top.subsection("polling", keys: PollingOverrides.keys) {
+            PollingOverrides.read(s, r).apply(to: &c)
         }
-        if let s = top.subsection("polling", keys: ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts"]) {
-            c.intervalMs = s.duration("interval") ?? c.intervalMs
-            if let n = s.node("slots") {
-                switch n.value {
-                case let .integer(v) where v == 1 || v == 16: c.slots = v == 1 ? .one : .sixteen
-                case let .string(v) where SlotMode(rawValue: v) != nil: c.slots = SlotMode(rawValue: v) ?? .adaptive
-                default: r.issue(n.line, "polling.slots: expected 1, 16 or \"adaptive\"")
-                }
-            }
-            c.afi = s.integer("afi", in: 0...255).map { UInt8($0) }
-            c.dataRate = s.choice("data-rate", DataRate.self) ?? c.dataRate
-            c.departureCycles = s.integer("departure-cycles", in: 1...1000).map(Int.init) ?? c.departureCycles
-            c.retries = s.integer("retries", in: 0...10).map(Int.init) ?? c.retries
-            c.readAttempts = s.integer("read-attempts", in: 1...10).map(Int.init) ?? c.readAttempts
-        }
+        c.readers = readReaders(top, r, c)
         if let s = top.subsection("rules", keys: ["file", "register"]) {
             c.rulesFile = s.string("file").map(c.resolve)
             c.registerFile = s.string("register").map(c.resolve)
@@ -226,6 +278,57 @@ public struct AgentConfig: Sendable {
             c.chartField = c.plans.lazy.flatMap(\.fields).first { $0.type.isNumeric }?.name
         }
         try r.finish()
+        return c
+    }
+
+    static let readerKeys = ["id", "driver", "field", "device", "location"] + PollingOverrides.keys
+
+    /// `[reader]` (one reader, id "reader") or `[[reader]]` tables (each with its own id).
+    static func readReaders(_ top: Section, _ r: ConfigReader, _ c: AgentConfig) -> [ReaderConfig] {
+        let sections: [Section]
+        var single = false
+        switch top.node("reader")?.value {
+        case nil: return [ReaderConfig()]
+        case .table?:
+            sections = top.subsection("reader", keys: readerKeys).map { [$0] } ?? []
+            single = true
+        default:
+            sections = top.tables("reader", keys: readerKeys)
+        }
+        var out: [ReaderConfig] = []
+        for s in sections {
+            var rc = ReaderConfig()
+            rc.line = s.line
+            if let id = single ? s.string("id") : s.require("id", s.string) {
+                if id.isEmpty || !id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) {
+                    r.issue(s.node("id")?.line ?? s.line, "\(s.name).id: '\(id)' must be letters, digits, '-', '_' or '.' (it names the reader in every row and metric)")
+                } else { rc.id = id }
+            }
+            rc.driver = s.choice("driver", ReaderKind.self) ?? rc.driver
+            rc.field = s.string("field").map(c.resolve)
+            rc.device = s.string("device")
+            rc.location = s.string("location")
+            if rc.driver != .sim, let n = s.node("field") { r.issue(n.line, "\(s.name).field is for driver = \"sim\" only") }
+            rc.polling = PollingOverrides.read(s, r)
+            if let other = out.first(where: { $0.id == rc.id }) {
+                r.issue(s.line, "\(s.name): reader id '\(rc.id)' is used twice (first at line \(other.line))")
+            }
+            if rc.driver == .sim, let other = out.first(where: { $0.driver == .sim && $0.field == rc.field }) {
+                r.issue(s.line, "\(s.name): readers '\(other.id)' and '\(rc.id)' simulate the same field folder; give each its own")
+            }
+            if rc.driver == .pcsc, let other = out.first(where: { $0.driver == .pcsc && $0.device == rc.device }) {
+                r.issue(s.line, "\(s.name): readers '\(other.id)' and '\(rc.id)' name the same PC/SC device; a reader can be polled by one job only")
+            }
+            out.append(rc)
+        }
+        if out.isEmpty && !single { r.issue(top.node("reader")?.line ?? 0, "reader: an empty list of readers; write one [[reader]] table per reader") }
+        return out.isEmpty ? [ReaderConfig()] : out
+    }
+
+    /// This configuration as one reader's polling job sees it: the reader's own polling settings in force.
+    public func specialized(for reader: ReaderConfig) -> AgentConfig {
+        var c = self
+        reader.polling.apply(to: &c)
         return c
     }
 

@@ -10,6 +10,8 @@ public struct ExportRequest: Sendable {
     public var since: Millis
     public var until: Millis?
     public var uid: UID?
+    /// Only rows of this reader (readings, events; tags by the reader that saw them last).
+    public var reader: String?
     public var format = Format.csv
     /// CSV line ending: CRLF (RFC 4180, the default) or LF.
     public var crlf = true
@@ -32,19 +34,19 @@ public enum Exporter {
         let timeColumn: String
         switch r.table {
         case .readings:
-            columns = ["\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "count", "hex(data) AS data", "hex(security) AS security"]
-            let reserved: Set<String> = ["time", "gateway", "uid", "block", "count", "data", "security"]
+            columns = ["\(time("time")) AS time", "gateway", "reader", "location", "uid", "\(block) AS block", "count", "hex(data) AS data", "hex(security) AS security"]
+            let reserved: Set<String> = ["time", "gateway", "reader", "location", "uid", "block", "count", "data", "security"]
             for f in fields {
                 let column = reserved.contains(f.name) ? "field_\(f.name)" : f.name
                 columns.append("json_extract(decoded, '$.\"\(f.name.replacingOccurrences(of: "'", with: "''"))\"') AS \"\(column)\"")
             }
             timeColumn = "time"
         case .events:
-            columns = ["\(time("time")) AS time", "gateway", "uid", "kind", "name", "severity", "detail"]
+            columns = ["\(time("time")) AS time", "gateway", "reader", "location", "uid", "kind", "name", "severity", "detail"]
             timeColumn = "time"
         case .tags:
             columns = ["uid", "\(time("first_seen")) AS first_seen", "\(time("last_seen")) AS last_seen", "manufacturer", "model",
-                       "block_count", "block_size", "memory_source"]
+                       "block_count", "block_size", "memory_source", "last_reader", "last_location"]
             timeColumn = "last_seen"
         case .writes:
             columns = ["\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "hex(data) AS data",
@@ -60,6 +62,10 @@ public enum Exporter {
         if let uid = r.uid {
             sql += " AND uid = ?\(args.count + 1)"
             args.append(.text(uid.description))
+        }
+        if let reader = r.reader {
+            sql += " AND \(r.table == .tags ? "last_reader" : "reader") = ?\(args.count + 1)"
+            args.append(.text(reader))
         }
         sql += r.table == .tags ? " ORDER BY last_seen, uid" : " ORDER BY \(timeColumn), id"
         return (sql, args)

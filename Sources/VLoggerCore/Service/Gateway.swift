@@ -18,9 +18,15 @@ public struct RunOverrides: Sendable {
         self.listen = listen
     }
 
-    public func apply(to c: inout AgentConfig) {
-        if let reader { c.reader = reader }
-        if let field { c.field = field }
+    /// Applies the overrides; --reader and --field only to a configuration with one reader.
+    public func apply(to c: inout AgentConfig) throws(VLoggerError) {
+        if reader != nil || field != nil {
+            guard c.readers.count == 1 else {
+                throw VLoggerError("--reader and --field apply to a configuration with one reader; \(c.file) has \(c.readers.count) ([[reader]] \(c.readers.map(\.id).joined(separator: ", ")))")
+            }
+            if let reader { c.readers[0].driver = reader }
+            if let field { c.readers[0].field = field }
+        }
         if let intervalMs { c.intervalMs = intervalMs }
         if let store { c.storePath = store }
         if let listen { c.listen = listen.isEmpty ? nil : listen }
@@ -29,7 +35,7 @@ public struct RunOverrides: Sendable {
     /// The configuration file with these overrides, and the rules and register it names.
     public func load(_ path: String) throws -> (AgentConfig, RuleSet, AssetRegister?) {
         var c = try AgentConfig.load(path)
-        apply(to: &c)
+        try apply(to: &c)
         let (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile)
         return (c, rules, register)
     }

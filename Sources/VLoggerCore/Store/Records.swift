@@ -36,11 +36,16 @@ public struct Reading: Equatable, Sendable {
     public var security: [UInt8]?
     /// Named values from the plan's field decoders, in plan order.
     public var decoded: [(name: String, value: FieldValue)]
+    /// The reader that took it, and where that reader is.
+    public var reader: String?
+    public var location: String?
 
-    public init(time: Millis, gateway: String, uid: UID, first: BlockNumber, count: Int, data: [UInt8],
-                security: [UInt8]? = nil, decoded: [(name: String, value: FieldValue)] = []) {
+    public init(time: Millis, gateway: String, reader: String? = nil, location: String? = nil, uid: UID, first: BlockNumber, count: Int,
+                data: [UInt8], security: [UInt8]? = nil, decoded: [(name: String, value: FieldValue)] = []) {
         self.time = time
         self.gateway = gateway
+        self.reader = reader
+        self.location = location
         self.uid = uid
         self.first = first
         self.count = count
@@ -50,7 +55,7 @@ public struct Reading: Equatable, Sendable {
     }
 
     public static func == (a: Reading, b: Reading) -> Bool {
-        a.time == b.time && a.gateway == b.gateway && a.uid == b.uid && a.first == b.first && a.count == b.count
+        a.time == b.time && a.gateway == b.gateway && a.reader == b.reader && a.location == b.location && a.uid == b.uid && a.first == b.first && a.count == b.count
             && a.data == b.data && a.security == b.security && a.decoded.map(\.name) == b.decoded.map(\.name)
             && a.decoded.map(\.value) == b.decoded.map(\.value)
     }
@@ -77,9 +82,14 @@ public struct TagRecord: Equatable, Sendable {
     public var blockCount: Int?
     public var blockSize: Int?
     public var memorySource: String?
+    /// The reader that saw it last, and its location.
+    public var reader: String?
+    public var location: String?
 
     public init(uid: UID, seen: Millis, manufacturer: String, model: String? = nil, blockCount: Int? = nil,
-                blockSize: Int? = nil, memorySource: String? = nil) {
+                blockSize: Int? = nil, memorySource: String? = nil, reader: String? = nil, location: String? = nil) {
+        self.reader = reader
+        self.location = location
         self.uid = uid
         self.seen = seen
         self.manufacturer = manufacturer
@@ -106,10 +116,16 @@ public struct Event: Equatable, Sendable {
     public var name: String
     public var severity: Severity
     public var detail: String
+    /// The reader it concerns (nil for the gateway's own events, like the store's), and its location.
+    public var reader: String?
+    public var location: String?
 
-    public init(time: Millis, gateway: String, uid: UID?, kind: Kind, name: String, severity: Severity, detail: String) {
+    public init(time: Millis, gateway: String, reader: String? = nil, location: String? = nil, uid: UID?, kind: Kind, name: String,
+                severity: Severity, detail: String) {
         self.time = time
         self.gateway = gateway
+        self.reader = reader
+        self.location = location
         self.uid = uid
         self.kind = kind
         self.name = name

@@ -67,6 +67,14 @@ public final class Store {
             position INTEGER NOT NULL
         ) WITHOUT ROWID;
         """),
+        ("003-reader-and-location", """
+        ALTER TABLE readings ADD COLUMN reader TEXT;
+        ALTER TABLE readings ADD COLUMN location TEXT;
+        ALTER TABLE events ADD COLUMN reader TEXT;
+        ALTER TABLE events ADD COLUMN location TEXT;
+        ALTER TABLE tags ADD COLUMN last_reader TEXT;
+        ALTER TABLE tags ADD COLUMN last_location TEXT;
+        """),
     ]
 
     private var insertReading: SQLStatement?
@@ -83,7 +91,18 @@ public final class Store {
         }
         db = try SQLiteConnection(path: path, readOnly: readOnly, busyTimeoutMs: busyTimeoutMs)
         if !readOnly {
-            guard case let .text(mode)? = try db.scalar("PRAGMA journal_mode=WAL"), mode.lowercased() == "wal" else {
+            // Switching a new file to WAL needs an exclusive lock, for which SQLite does not call the busy
+            // handler: another process creating the same store at this moment is waited out here.
+            var mode: SQLValue?
+            for attempt in 0... {
+                do {
+                    mode = try db.scalar("PRAGMA journal_mode=WAL")
+                    break
+                } catch where error.isBusy && attempt < Int(busyTimeoutMs / 10) {
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+            }
+            guard case let .text(mode)? = mode, mode.lowercased() == "wal" else {
                 throw StoreError("\(path): cannot switch the store to WAL mode (is it on a network file system?)")
             }
             try db.execute("PRAGMA synchronous=FULL")
@@ -116,13 +135,15 @@ public final class Store {
         }
     }
 
-    /// Applies each missing migration in its own transaction, recording its name.
+    /// Applies the missing migrations in one IMMEDIATE transaction, recording each name. What is applied
+    /// is read inside the transaction, under the write lock, so two processes creating or migrating the
+    /// same store at once do not both apply a migration: the second waits, then finds nothing to do.
     func migrate() throws(StoreError) {
-        try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
-        let applied = try appliedMigrations()
-        try checkKnown(applied)
-        for m in Self.migrations where !applied.contains(m.name) {
-            try transaction { () throws(StoreError) in
+        try transaction { () throws(StoreError) in
+            try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
+            let applied = try appliedMigrations()
+            try checkKnown(applied)
+            for m in Self.migrations where !applied.contains(m.name) {
                 try db.execute(m.sql)
                 let s = try db.prepare("INSERT INTO schema_migrations(name, applied_at) VALUES(?, ?)")
                 try s.bind([.text(m.name), .integer(Millis.now())])
@@ -152,9 +173,12 @@ public final class Store {
         try transaction { () throws(StoreError) in
             if !batch.tags.isEmpty {
                 let s = try prepared(&upsertTag, """
-                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source)
-                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)
-                    ON CONFLICT(uid) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen),
+                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location)
+                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                    ON CONFLICT(uid) DO UPDATE SET
+                        last_reader = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_reader ELSE last_reader END,
+                        last_location = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_location ELSE last_location END,
+                        last_seen = max(last_seen, excluded.last_seen),
                         first_seen = min(first_seen, excluded.first_seen),
                         manufacturer = excluded.manufacturer,
                         model = coalesce(excluded.model, model), block_count = coalesce(excluded.block_count, block_count),
@@ -164,12 +188,12 @@ public final class Store {
                     s.reset()
                     try s.bind([.text(t.uid.description), .integer(t.seen), .text(t.manufacturer), t.model.map(SQLValue.text) ?? .null,
                                 t.blockCount.map { .integer(Int64($0)) } ?? .null, t.blockSize.map { .integer(Int64($0)) } ?? .null,
-                                t.memorySource.map(SQLValue.text) ?? .null])
+                                t.memorySource.map(SQLValue.text) ?? .null, t.reader.map(SQLValue.text) ?? .null, t.location.map(SQLValue.text) ?? .null])
                     try s.step()
                 }
             }
             if !batch.readings.isEmpty {
-                let s = try prepared(&insertReading, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded) VALUES(?,?,?,?,?,?,?,?)")
+                let s = try prepared(&insertReading, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)")
                 var scratch: [UInt8] = []
                 scratch.reserveCapacity(256)
                 for r in batch.readings {
@@ -190,16 +214,19 @@ public final class Store {
                         r.appendDecodedJSON(to: &scratch)
                         try s.bindTextBytes(scratch, at: 8)
                     }
+                    if let v = r.reader { try s.bindText(v, at: 9) } else { try s.bind(.null, at: 9) }
+                    if let v = r.location { try s.bindText(v, at: 10) } else { try s.bind(.null, at: 10) }
                     try s.step()
                 }
                 lastID = db.lastInsertRowID
             }
             if !batch.events.isEmpty {
-                let s = try prepared(&insertEvent, "INSERT INTO events(time, gateway, uid, kind, name, severity, detail) VALUES(?,?,?,?,?,?,?)")
+                let s = try prepared(&insertEvent, "INSERT INTO events(time, gateway, uid, kind, name, severity, detail, reader, location) VALUES(?,?,?,?,?,?,?,?,?)")
                 for e in batch.events {
                     s.reset()
                     try s.bind([.integer(e.time), .text(e.gateway), e.uid.map { .text($0.description) } ?? .null,
-                                .text(e.kind.rawValue), .text(e.name), .text(e.severity.rawValue), .text(e.detail)])
+                                .text(e.kind.rawValue), .text(e.name), .text(e.severity.rawValue), .text(e.detail),
+                                e.reader.map(SQLValue.text) ?? .null, e.location.map(SQLValue.text) ?? .null])
                     try s.step()
                 }
             }
@@ -272,11 +299,11 @@ public final class Store {
 
     /// Events, oldest first (for tests and status).
     public func events(kind: Event.Kind? = nil) throws(StoreError) -> [Event] {
-        let s = try db.prepare("SELECT time, gateway, uid, kind, name, severity, detail FROM events" + (kind == nil ? "" : " WHERE kind = ?") + " ORDER BY id")
+        let s = try db.prepare("SELECT time, gateway, uid, kind, name, severity, detail, reader, location FROM events" + (kind == nil ? "" : " WHERE kind = ?") + " ORDER BY id")
         if let kind { try s.bind([.text(kind.rawValue)]) }
         var out: [Event] = []
         while try s.step() {
-            out.append(Event(time: s.int64(0), gateway: s.text(1) ?? "", uid: s.text(2).flatMap { try? UID(parsing: $0) },
+            out.append(Event(time: s.int64(0), gateway: s.text(1) ?? "", reader: s.text(7), location: s.text(8), uid: s.text(2).flatMap { try? UID(parsing: $0) },
                              kind: Event.Kind(rawValue: s.text(3) ?? "") ?? .error, name: s.text(4) ?? "",
                              severity: Event.Severity(rawValue: s.text(5) ?? "") ?? .info, detail: s.text(6) ?? ""))
         }
