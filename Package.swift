@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagSimulator → Readers (+ CLibNFC) → VLoggerCore (+ CSQLite) → vlogger.
+// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagSimulator → Readers (+ CLibNFC, CPCSCLite) → VLoggerCore (+ CSQLite) → VLoggerService → vlogger.
 let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],
@@ -11,6 +11,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
     ],
     targets: [
         .target(name: "ISO15693", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
@@ -34,10 +38,22 @@ let package = Package(
         .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
         .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "CSQLite",
                                                    .product(name: "Logging", package: "swift-log")]),
+        // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
+        // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
+        .target(name: "VLoggerService", dependencies: [
+            "VLoggerCore", "Readers", "ISO15693",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
         .executableTarget(
             name: "vlogger",
             dependencies: [
                 "VLoggerCore",
+                "VLoggerService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -53,6 +69,8 @@ let package = Package(
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),
         .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "VLoggerServiceTests", dependencies: ["VLoggerService", "VLoggerCore", "TagSimulator", "Readers", "ISO15693",
+                                                            .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore"]),
     ]
 )

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct VLogger: ParsableCommand {
+struct VLogger: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vlogger",
         abstract: "ISO/IEC 15693 (NFC Type 5) tag logger for Linux gateways.",

@@ -79,7 +79,7 @@ import Testing
         #expect(metrics.status == 200)
         for family in ["vlogger_cycles_total", "vlogger_tags_seen_total", "vlogger_readings_total", "vlogger_errors_total",
                        "vlogger_rule_violations_total", "vlogger_batch_commit_seconds_bucket", "vlogger_queue_depth",
-                       "vlogger_cycle_air_time_seconds_bucket", "vlogger_reader_up 1"] {
+                       "vlogger_cycle_air_time_seconds_bucket", "vlogger_reader_up{reader=\"reader\"} 1"] {
             #expect(metrics.body.contains(family), "\(family)")
         }
         let parsed = try Self.shell("""

@@ -187,9 +187,6 @@ import Testing
         #expect(zip(times.dropFirst(), times).map { $0 - $1 } == [2000, 4000, 8000, 1000])
         #expect(agent.readerHealthy && agent.readerFailures == 0 && agent.lastGoodPollMs != nil)
         #expect(agent.counters.errors["inventory-reader"] == 3 && agent.counters.readings == 2)
-        let metrics = ServiceMetrics(startedMs: clock.now(), intervalMs: 1000)
-        metrics.cycleDone(agent, CycleReport())
-        #expect(metrics.health(now: clock.now()).healthy)
     }
 
     @Test func wantedReadsMergeIntoContiguousRanges() {

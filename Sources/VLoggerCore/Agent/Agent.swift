@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ISO15693
 import Readers
 import Type5NDEF
@@ -18,6 +19,7 @@ public struct AgentCounters: Sendable {
     /// The physical lower bound for the same work, per cycle (same window).
     public var cycleLowerBound: [AirTime] = []
     public static let window = 4096
+    public init() {}
     public var errorTotal: Int { errors.values.reduce(0, +) }
 }
 
@@ -44,7 +46,8 @@ public final class Agent {
     public let session: ReaderSession
     public let writer: StoreWriter
     public let clock: AgentClock
-    public var log: (LogLevel, String) -> Void
+    /// The agent's logger, with `reader` in its metadata; events add `uid` and `rule`.
+    public var logger: Logger
     public private(set) var counters = AgentCounters()
 
     private var client: ISO15693Client { session.client }
@@ -81,7 +84,7 @@ public final class Agent {
 
     /// `reader`: which of the configuration's readers this agent polls (default: the first).
     public init(config: AgentConfig, reader: ReaderConfig? = nil, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: StoreWriter,
-                clock: AgentClock, log: @escaping (LogLevel, String) -> Void = { _, _ in }) {
+                clock: AgentClock, logger: Logger = Logger(label: "vlogger.agent", factory: { _ in SwiftLogNoOpLogHandler() })) {
         let r = reader ?? config.readers[0]
         readerConfig = r
         self.config = config.specialized(for: r)
@@ -90,7 +93,9 @@ public final class Agent {
         self.session = session
         self.writer = writer
         self.clock = clock
-        self.log = log
+        var l = logger
+        l[metadataKey: "reader"] = "\(r.id)"
+        self.logger = l
         session.client.retries = self.config.retries
         session.client.baseFlags = self.config.dataRate == .high ? [.highDataRate] : []
     }
@@ -105,24 +110,24 @@ public final class Agent {
         session.startScenario()
         event(.start, uid: nil, name: "start", severity: .info,
               detail: "gateway \(config.gatewayID), reader \(readerConfig.id) (\(session.reader.name)\(readerConfig.location.map { ", " + $0 } ?? "")), \(config.plans.count) plans, \(rules.rules.count) rules")
-        log(.notice, "reader \(readerConfig.id): polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
+        logger.notice("polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
         var next = startMs
         while !stop.isRequested {
             if let cycles, counters.cycles - firstCycle >= cycles { break }
             if let durationMs, clock.now() - startMs >= durationMs { break }
             betweenCycles?()
             let r = cycle()
-            log(.debug, "cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
+            logger.debug("cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
             onCycle?(r)
             // A failing reader: back off (interval × 2^failures, at most maxBackoffMs), retry by itself.
             var wait = config.intervalMs
             if r.readerFailed {
                 readerFailures += 1
                 wait = min(maxBackoffMs, max(config.intervalMs, 250) << min(readerFailures, 16))
-                if readerHealthy { log(.error, "reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))") }
+                if readerHealthy { logger.error("reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))") }
                 readerHealthy = false
             } else {
-                if !readerHealthy { log(.notice, "reader \(readerConfig.id) (\(session.reader.name)) works again after \(readerFailures) failed cycle(s)") }
+                if !readerHealthy { logger.notice("reader \(readerConfig.id) (\(session.reader.name)) works again after \(readerFailures) failed cycle(s)") }
                 readerHealthy = true
                 readerFailures = 0
                 lastGoodPollMs = clock.now()
@@ -413,10 +418,12 @@ public final class Agent {
         let now = clock.now()
         writer.add(Event(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, kind: kind, name: name, severity: severity, detail: detail))
         switch kind {
-        case .violation: log(severity == .critical ? .error : .warning, "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)")
-        case .error: log(.warning, "\(uid?.description ?? "reader"): \(detail)")
-        case .arrival, .departure: log(.info, detail)
-        case .start, .stop: log(.info, "\(kind.rawValue): \(detail)")
+        case .violation:
+            logger.log(level: severity == .critical ? .error : .warning, "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)",
+                       metadata: ["uid": "\(uid?.description ?? "-")", "rule": "\(name)"])
+        case .error: logger.warning("\(uid?.description ?? "reader"): \(detail)", metadata: uid.map { ["uid": "\($0)"] })
+        case .arrival, .departure: logger.info("\(detail)", metadata: uid.map { ["uid": "\($0)"] })
+        case .start, .stop: logger.info("\(kind.rawValue): \(detail)")
         }
     }
 }

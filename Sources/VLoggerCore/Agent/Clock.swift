@@ -60,11 +60,3 @@ public final class SimulatedClock: AgentClock {
     public func sleep(untilMs ms: Millis, stop: StopSignal) { current = max(current, ms) }
     public func advance(by ms: Millis) { current += ms }
 }
-
-/// Log levels, most severe first (their journald prefixes are JournalLogHandler's).
-public enum LogLevel: String, Sendable, CaseIterable, Comparable {
-    case error, warning, notice, info, debug
-
-    var rank: Int { LogLevel.allCases.firstIndex(of: self) ?? 0 }
-    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
-}

@@ -40,16 +40,3 @@ public struct JournalLogHandler: LogHandler {
         write("\(Self.prefix(event.level)): \(text)\(tail)\n")
     }
 }
-
-extension LogLevel {
-    /// The swift-log level of a vlogger log level.
-    public var swiftLogLevel: Logger.Level {
-        switch self {
-        case .error: return .error
-        case .warning: return .warning
-        case .notice: return .notice
-        case .info: return .info
-        case .debug: return .debug
-        }
-    }
-}

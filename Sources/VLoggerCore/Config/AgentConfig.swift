@@ -248,9 +248,10 @@ public struct AgentConfig: Sendable {
         }
         if let s = top.subsection("service", keys: ["listen", "chart-field"]) {
             if let l = s.string("listen") {
-                let parts = l.split(separator: ":", omittingEmptySubsequences: false)
-                if l.isEmpty { c.listen = nil } else if parts.count == 2, UInt16(parts[1]) != nil { c.listen = l } else {
-                    r.issue(s.node("listen")?.line ?? s.line, "service.listen: '\(l)' is not HOST:PORT (e.g. 127.0.0.1:9715; \"\" for none)")
+                if l.isEmpty { c.listen = nil } else {
+                    do { c.listen = try ListenAddress(parsing: l).description } catch {
+                        r.issue(s.node("listen")?.line ?? s.line, "service.listen: \(error) (\"\" for none)")
+                    }
                 }
             }
             c.chartField = s.string("chart-field")

@@ -171,9 +171,9 @@ public struct FieldInfo: Equatable, Sendable {
 }
 
 /// JSON text helpers (one quoting routine for the store and for jsonl export).
-enum JSONText {
+public enum JSONText {
     /// Appends `s` as a JSON string; plain ASCII without quotes, backslashes or controls is copied as is.
-    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
+    public static func appendQuoted(_ s: String, to out: inout [UInt8]) {
         var plain = true
         for b in s.utf8 where b < 0x20 || b == 0x22 || b == 0x5C { plain = false; break }
         if plain {

@@ -75,6 +75,11 @@ public final class Store {
         ALTER TABLE tags ADD COLUMN last_reader TEXT;
         ALTER TABLE tags ADD COLUMN last_location TEXT;
         """),
+        // The status page's latest readings per tag and `export --uid` go through this index.
+        ("004-readings-by-uid", """
+        CREATE INDEX readings_by_uid ON readings(uid, id);
+        CREATE INDEX tags_by_last_seen ON tags(last_seen);
+        """),
     ]
 
     private var insertReading: SQLStatement?

@@ -53,6 +53,7 @@ public final class StoreWriter: @unchecked Sendable {
         public var queuedReadings = 0
         /// The last commit's error, while commits fail.
         public var lastError: StoreError?
+        public init() {}
     }
 
     /// Records dropped since the last `readings-dropped` event.

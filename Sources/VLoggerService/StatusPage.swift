@@ -1,9 +1,10 @@
 import Foundation
 import ISO15693
+import VLoggerCore
 
 /// The status page: tags in the field now, the latest reading of each tag, recent events, and a chart of one
 /// decoded value over the last hour. Plain HTML with an inline SVG (no scripts), read from the store through
-/// a read-only connection; nothing on it changes state.
+/// the service's shared read-only connections; nothing on it changes state.
 public enum StatusPage {
     static func esc(_ s: String) -> String {
         var o = ""
@@ -18,50 +19,6 @@ public enum StatusPage {
             }
         }
         return o
-    }
-
-    public struct Row: Sendable { public var cells: [String] }
-
-    /// The page's data, read from the store.
-    struct Data {
-        var latest: [Row] = []
-        var events: [Row] = []
-        var series: [String: [(Millis, Double)]] = [:]
-    }
-
-    static func read(storePath: String, chartField: String?, now: Millis) throws(StoreError) -> Data {
-        let store = try Store(path: storePath, readOnly: true)
-        defer { store.close() }
-        var d = Data()
-        let since = now - 3_600_000
-        let latest = try store.db.prepare("""
-            SELECT r.uid, r.time, r.block, hex(r.data), r.decoded FROM readings r
-            JOIN (SELECT uid, max(id) AS id FROM readings WHERE time >= ?1 GROUP BY uid, block) m ON r.id = m.id
-            ORDER BY r.uid, r.block
-            """)
-        try latest.bind([.integer(since)])
-        while try latest.step() {
-            d.latest.append(Row(cells: [latest.text(0) ?? "", TimeSpec.format(latest.int64(1)),
-                                        BlockNumber(exactly: Int(latest.int64(2)))?.description ?? "?",
-                                        latest.text(3) ?? "", latest.text(4) ?? ""]))
-        }
-        let events = try store.db.prepare("SELECT time, coalesce(uid, ''), kind, name, severity, detail FROM events ORDER BY id DESC LIMIT 25")
-        while try events.step() {
-            d.events.append(Row(cells: [TimeSpec.format(events.int64(0)), events.text(1) ?? "", events.text(2) ?? "", events.text(3) ?? "",
-                                        events.text(4) ?? "", events.text(5) ?? ""]))
-        }
-        if let f = chartField {
-            let path = "$.\"\(f.replacingOccurrences(of: "\"", with: ""))\""
-            let s = try store.db.prepare("""
-                SELECT uid, time, json_extract(decoded, ?2) FROM readings
-                WHERE time >= ?1 AND json_type(decoded, ?2) IN ('integer', 'real') ORDER BY id DESC LIMIT 2000
-                """)
-            try s.bind([.integer(since), .text(path)])
-            while try s.step() {
-                d.series[s.text(0) ?? "", default: []].append((s.int64(1), s.double(2)))
-            }
-        }
-        return d
     }
 
     /// An SVG line chart of each tag's series (time on x, value on y).
@@ -92,24 +49,29 @@ public enum StatusPage {
         return svg + "</svg>"
     }
 
-    static func table(_ head: [String], _ rows: [Row], class name: String) -> String {
+    static func table(_ head: [String], _ rows: [StatusData.Row], class name: String) -> String {
         var s = "<table class=\"\(name)\"><tr>" + head.map { "<th>\(esc($0))</th>" }.joined() + "</tr>"
         for r in rows { s += "<tr>" + r.cells.map { "<td>\(esc($0))</td>" }.joined() + "</tr>" }
         return s + "</table>"
     }
 
-    public static func render(metrics: ServiceMetrics, storePath: String, gateway: String, chartField: String?, unit: String?,
+    public static func render(metrics: ServiceMetrics, pool: StoreReadPool, gateway: String, chartField: String?, unit: String?,
                               now: Millis = Millis.now()) -> String {
         let (healthy, _) = metrics.health(now: now)
         var body = ""
+        let readers = metrics.readerStatus
+        body += "<h2>Readers</h2>" + table(["reader", "location", "driver", "state", "cycles", "tags in field"], readers.map { r in
+            StatusData.Row(cells: [r.id, r.location ?? "", r.name, r.up ? "answering" : "failing", String(r.counters.cycles), String(r.tags.count)])
+        }, class: "readers")
+        for r in readers {
+            body += "<h2>Tags in the field of \(esc(r.id))\(r.location.map { " — " + esc($0) } ?? "") (\(r.tags.count))</h2>"
+            body += r.tags.isEmpty ? "<p>None.</p>" : "<ul>" + r.tags.map { "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>" }.joined() + "</ul>"
+        }
         do {
-            let d = try read(storePath: storePath, chartField: chartField, now: now)
-            let tags = metrics.tagsInField
-            body += "<h2>Tags in the field (\(tags.count))</h2>"
-            body += tags.isEmpty ? "<p>None.</p>" : "<ul>" + tags.map { "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>" }.joined() + "</ul>"
-            body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded"], d.latest, class: "latest")
+            let d = try pool.read { store throws(StoreError) in try store.statusData(since: now - 3_600_000, chartField: chartField) }
+            body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded", "reader"], d.latest, class: "latest")
             if let f = chartField { body += "<h2>\(esc(f)) over the last hour</h2>" + chart(d.series, field: f, unit: unit) }
-            body += "<h2>Recent events</h2>" + table(["time (UTC)", "UID", "kind", "name", "severity", "detail"], d.events, class: "events")
+            body += "<h2>Recent events</h2>" + table(["time (UTC)", "reader", "UID", "kind", "name", "severity", "detail"], d.events, class: "events")
         } catch {
             body += "<p class=\"bad\">The store cannot be read: \(esc(error.description))</p>"
         }
@@ -118,7 +80,7 @@ public enum StatusPage {
             <title>vlogger \(esc(gateway))</title>
             <style>body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin-bottom:1em}
             td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;font-size:12px}th{background:#f0f0f0}
-            code,.latest td:nth-child(1),.latest td:nth-child(4),.events td:nth-child(2){font-family:monospace}
+            code,.latest td:nth-child(1),.latest td:nth-child(4),.events td:nth-child(3){font-family:monospace}
             .latest td:nth-child(4),.latest td:nth-child(5){max-width:300px;word-break:break-all}
             .ok{color:#2a7d2a}.bad{color:#b00020}</style></head><body>
             <h1>vlogger — \(esc(gateway)) <span class="\(healthy ? "ok" : "bad")">\(healthy ? "healthy" : "unhealthy")</span></h1>

@@ -1,0 +1,80 @@
+import Foundation
+
+/// `vlogger run`'s command-line overrides of the configuration, applied the same way at start and at
+/// every SIGHUP reload (so a reload does not silently drop --interval).
+public struct RunOverrides: Sendable {
+    public var reader: ReaderKind?
+    public var field: String?
+    public var intervalMs: Millis?
+    public var store: String?
+    /// "" turns the listener off.
+    public var listen: String?
+
+    public init(reader: ReaderKind? = nil, field: String? = nil, intervalMs: Millis? = nil, store: String? = nil, listen: String? = nil) {
+        self.reader = reader
+        self.field = field
+        self.intervalMs = intervalMs
+        self.store = store
+        self.listen = listen
+    }
+
+    /// Applies the overrides; --reader and --field only to a configuration with one reader.
+    public func apply(to c: inout AgentConfig) throws(VLoggerError) {
+        if reader != nil || field != nil {
+            guard c.readers.count == 1 else {
+                throw VLoggerError("--reader and --field apply to a configuration with one reader; \(c.file) has \(c.readers.count) ([[reader]] \(c.readers.map(\.id).joined(separator: ", ")))")
+            }
+            if let reader { c.readers[0].driver = reader }
+            if let field { c.readers[0].field = field }
+        }
+        if let intervalMs { c.intervalMs = intervalMs }
+        if let store { c.storePath = store }
+        if let listen { c.listen = listen.isEmpty ? nil : listen }
+    }
+
+    /// The configuration file with these overrides, and the rules and register it names.
+    public func load(_ path: String) throws -> (AgentConfig, RuleSet, AssetRegister?) {
+        var c = try AgentConfig.load(path)
+        try apply(to: &c)
+        let (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile)
+        return (c, rules, register)
+    }
+}
+
+/// Where the HTTP listener binds: `HOST:PORT` with an IPv4 address or a name, or `[IPv6]:PORT`.
+public struct ListenAddress: Equatable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public init(parsing text: String) throws(VLoggerError) {
+        let hostPart: Substring, portPart: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw VLoggerError("listen address '\(text)': expected [IPv6]:PORT, e.g. [::1]:9715")
+            }
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            portPart = text[text.index(close, offsetBy: 2)...]
+        } else {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2 else {
+                throw VLoggerError("listen address '\(text)': expected HOST:PORT, e.g. 127.0.0.1:9715 or [::1]:9715")
+            }
+            (hostPart, portPart) = (parts[0], parts[1])
+        }
+        guard let port = Int(portPart), (0...65535).contains(port) else {
+            throw VLoggerError("listen address '\(text)': the port must be 0…65535 (0 picks a free one)")
+        }
+        host = hostPart.isEmpty ? "127.0.0.1" : String(hostPart)
+        self.port = port
+    }
+
+    /// Only this machine can connect: 127.0.0.0/8, ::1, localhost.
+    public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}

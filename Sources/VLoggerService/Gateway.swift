@@ -1,0 +1,362 @@
+import Dispatch
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import ISO15693
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ServiceLifecycle
+import UnixSignals
+import VLoggerCore
+
+/// What `vlogger run` asks of the gateway.
+public struct GatewayOptions: Sendable {
+    public var configPath: String
+    public var overrides = RunOverrides()
+    /// Each polling job stops after this many cycles, or after this long; the service then stops.
+    public var cycles: Int?
+    public var durationMs: Millis?
+    /// Sleeping between cycles moves a virtual clock (simulator demos).
+    public var fastClock = false
+    /// How long the last commit may keep failing at shutdown before giving up with an error.
+    public var finalCommitTimeoutMs: Millis = 10_000
+
+    public init(configPath: String) { self.configPath = configPath }
+}
+
+/// What a run did, for `vlogger run`'s closing lines.
+public struct GatewaySummary: Sendable {
+    public var readers: [(id: String, counters: AgentCounters)]
+    public var store: StoreWriter.Stats
+    public var storePath: String
+    /// False when the last records could not be committed at shutdown (they are counted in `store.queued`).
+    public var committedAll: Bool
+}
+
+/// The gateway service: one `ServiceGroup` that runs a polling job per reader (each on a thread of its
+/// own, since reader I/O blocks), the store writer, the HTTP listener, SIGHUP reload and sd_notify.
+/// Later jobs (audits, sync) are more services in the same group.
+///
+/// Start-up opens the store and every reader before anything runs, so a bad device or store fails the
+/// command at once. SIGTERM or SIGINT shut the services down in reverse order of start: polling stops
+/// after the current cycle of each reader, then the listener, then the writer commits what is left.
+public final class Gateway: @unchecked Sendable {
+    public let options: GatewayOptions
+    public let config: AgentConfig
+    public let store: Store
+    public let writer: StoreWriter
+    public let jobs: [PollingJob]
+    public let metrics: ServiceMetrics
+    public let pool: StoreReadPool
+    let logger: Logger
+    private let lock = NSLock()
+    private var committedAll = true
+    /// Where the listener is bound, once it is (port 0 picks a free one).
+    public private(set) var listening: ListenAddress?
+
+    public init(options: GatewayOptions, logger: Logger) throws(VLoggerError) {
+        self.options = options
+        self.logger = logger
+        let config: AgentConfig, rules: RuleSet, register: AssetRegister?
+        do { (config, rules, register) = try options.overrides.load(options.configPath) } catch let e as VLoggerError { throw e } catch { throw VLoggerError("\(error)") }
+        self.config = config
+        do {
+            store = try Store(path: config.storePath)
+            try store.registerFields(config.fieldInfos)
+        } catch { throw VLoggerError("\(error)") }
+        writer = StoreWriter(store: store, gateway: config.gatewayID, batchSize: config.batchSize,
+                             flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
+        metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
+        pool = StoreReadPool(path: config.storePath)
+        var jobs: [PollingJob] = []
+        for rc in config.readers {
+            let session: ReaderSession
+            do { session = try ReaderSession.open(kind: rc.driver, field: rc.field, device: rc.device) } catch {
+                throw VLoggerError(config.readers.count == 1 ? "\(error)" : "reader \(rc.id): \(error)")
+            }
+            let clock: AgentClock = options.fastClock ? SimulatedClock() : SystemClock()
+            let agent = Agent(config: config, reader: rc, rules: rules, register: register, session: session, writer: writer,
+                              clock: clock, logger: logger)
+            jobs.append(PollingJob(agent: agent, cycles: options.cycles, durationMs: options.durationMs, metrics: metrics))
+        }
+        self.jobs = jobs
+        let (writer, metrics) = (self.writer, self.metrics)
+        writer.onCommit = { r, e, last, seconds in
+            logger.debug("committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms")
+            metrics.storeUpdated(writer.stats, commitSeconds: seconds)
+        }
+        writer.onStateChange = { error, queued in
+            if let error {
+                logger.warning("store commit failed; \(queued) records kept and retried with back-off, polling goes on: \(error)")
+            } else {
+                logger.notice("store commits again; \(queued) records still queued")
+            }
+            metrics.storeUpdated(writer.stats)
+        }
+    }
+
+    /// Runs the service group until a signal, or until every polling job has done its cycles or duration.
+    public func run() async throws -> GatewaySummary {
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // Shut down in reverse order: the writer last, so it commits what the polling jobs made.
+        services.append(.init(service: WriterJob(gateway: self), serviceName: "store writer"))
+        if let listen = config.listen {
+            services.append(.init(service: try makeListener(try ListenAddress(parsing: listen)), serviceName: "HTTP listener"))
+        }
+        for j in jobs {
+            services.append(.init(service: j, successTerminationBehavior: .ignore, serviceName: "polling \(j.agent.readerConfig.id)"))
+        }
+        let signals = SignalJob(gateway: self)
+        services.append(.init(service: signals, serviceName: "signals"))
+        services.append(.init(service: NotifyJob(gateway: self, waitsForListener: config.listen != nil), serviceName: "sd_notify"))
+        services.append(.init(service: BoundJob(jobs: jobs), successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "run bound"))
+        // The group's own messages (each service starting and stopping) only from warnings up.
+        var groupLogger = logger
+        groupLogger.logLevel = max(logger.logLevel, .warning)
+        let group = ServiceGroup(configuration: .init(services: services, logger: groupLogger))
+        signals.group.withLockedValue { $0 = group }
+        try await group.run()
+        pool.close()
+        store.close()
+        return GatewaySummary(readers: jobs.map { ($0.agent.readerConfig.id, $0.agent.counters) }, store: writer.stats,
+                              storePath: config.storePath, committedAll: lock.withLock { committedAll })
+    }
+
+    func writerFinished(_ ok: Bool) { lock.withLock { committedAll = ok } }
+
+    /// SIGHUP: loads the configuration, rules and register again; each polling job swaps them in before
+    /// its next cycle. A file with an error is logged and the running configuration stays.
+    func reload() {
+        let path = options.configPath
+        logger.notice("signal SIGHUP: reloading the configuration before the next cycle")
+        do {
+            let (fresh, rules, register) = try options.overrides.load(path)
+            writer.register(fields: fresh.fieldInfos)
+            for j in jobs { j.reload(fresh, rules, register) }
+            metrics.reloaded(ok: true)
+            let known = Set(config.readers.map(\.id)), now = Set(fresh.readers.map(\.id))
+            var later = "reader drivers and devices, the store and the listener apply at the next start"
+            if known != now { later += "; readers added or removed (\(now.symmetricDifference(known).sorted().joined(separator: ", "))) too" }
+            logger.notice("SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.rows.count) register entries" } ?? "") (\(later))")
+        } catch {
+            metrics.reloaded(ok: false)
+            logger.error("SIGHUP: reload failed, the running configuration stays: \(error)")
+        }
+    }
+
+    /// The listener was bound: say where, and tell systemd the service is ready.
+    func listenerUp(_ address: ListenAddress) {
+        lock.withLock { listening = address }
+        logger.notice("serving /healthz, /metrics and the status page on http://\(address)/")
+        notifyReady()
+    }
+
+    func notifyReady() {
+        let readers = jobs.count == 1 ? jobs[0].agent.session.reader.name
+            : "\(jobs.count) readers: " + jobs.map { "\($0.agent.readerConfig.id) (\($0.agent.session.reader.name))" }.joined(separator: ", ")
+        SystemdNotify.send("READY=1\nSTATUS=polling with \(readers)")
+    }
+
+    /// Whether every polling job finished a cycle within `ms` (for the systemd watchdog).
+    func allPolledWithin(ms: Millis) -> Bool {
+        let now = PollingJob.monotonicMs()
+        return jobs.allSatisfy { now - $0.lastProgressMs <= ms }
+    }
+
+    // MARK: HTTP
+
+    private func makeListener(_ address: ListenAddress) throws -> some Service {
+        if !address.isLoopback {
+            logger.warning("the listener is bound to \(address), which is not a loopback address: /metrics and the status page are readable from the network; put a firewall or an authenticating reverse proxy in front of it")
+        }
+        let router = Router()
+        router.add(middleware: ReadOnlyMiddleware())
+        let (metrics, pool, config) = (self.metrics, self.pool, self.config)
+        let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
+        router.get("/healthz") { _, _ -> Response in
+            let (ok, json) = metrics.health()
+            return .text(json + "\n", status: ok ? .ok : .serviceUnavailable, type: "application/json")
+        }
+        router.get("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
+        }
+        let page: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
+            // The store is read on a worker thread, never on the event loop.
+            let html = await Blocking.run {
+                StatusPage.render(metrics: metrics, pool: pool, gateway: config.gatewayID, chartField: config.chartField, unit: unit)
+            }
+            return .text(html, type: "text/html; charset=utf-8")
+        }
+        router.get("/", use: page)
+        router.get("/index.html", use: page)
+        var http = HTTP1Channel.Configuration(idleTimeout: .seconds(30))
+        http.httpDecoder.maxHeaderFieldCount = 100
+        return Application(router: router, server: .http1(configuration: http),
+                           configuration: .init(address: .hostname(address.host, port: address.port), serverName: "vlogger"),
+                           onServerRunning: { [self] channel in
+                               listenerUp(ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port))
+                           },
+                           logger: logger)
+    }
+}
+
+/// GET and HEAD only: the listener never changes state.
+struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.method == .get || request.method == .head else {
+            return Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: "read-only: GET or HEAD\n")))
+        }
+        let response = try await next(request, context)
+        return response
+    }
+}
+
+extension Response {
+    static func text(_ s: String, status: HTTPResponse.Status = .ok, type: String = "text/plain; charset=utf-8") -> Response {
+        Response(status: status, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(string: s)))
+    }
+}
+
+/// Blocking work (SQLite, reader I/O) off the concurrency pool's threads.
+enum Blocking {
+    static let queue = DispatchQueue(label: "vlogger.blocking", attributes: .concurrent)
+
+    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in queue.async { c.resume(returning: body()) } }
+    }
+
+    /// On a thread of its own, for work that lasts the whole run (a polling loop).
+    static func thread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { c in
+            let t = Thread { c.resume(returning: body()) }
+            t.name = name
+            t.start()
+        }
+    }
+}
+
+// MARK: The jobs
+
+/// One reader's polling job: the agent's loop on a thread of its own; graceful shutdown (or
+/// cancellation) stops it after the current cycle.
+public final class PollingJob: Service, @unchecked Sendable {
+    public let agent: Agent
+    let cycles: Int?
+    let durationMs: Millis?
+    private let stop = StopSignal()
+    private let lock = NSLock()
+    private var pending: (AgentConfig, RuleSet, AssetRegister?)?
+    private var progressMs = PollingJob.monotonicMs()
+    let finished = AsyncStream<Void>.makeStream()
+
+    static func monotonicMs() -> Millis { Millis(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
+
+    init(agent: Agent, cycles: Int?, durationMs: Millis?, metrics: ServiceMetrics) {
+        self.agent = agent
+        self.cycles = cycles
+        self.durationMs = durationMs
+        agent.onCycle = { [unowned self] report in
+            metrics.cycleDone(self.agent, report)
+            lock.withLock { progressMs = PollingJob.monotonicMs() }
+        }
+        agent.betweenCycles = { [unowned self] in
+            guard let (c, r, reg) = lock.withLock({ () -> (AgentConfig, RuleSet, AssetRegister?)? in
+                defer { pending = nil }
+                return pending
+            }) else { return }
+            self.agent.reload(config: c, rules: r, register: reg)
+        }
+    }
+
+    var lastProgressMs: Millis { lock.withLock { progressMs } }
+
+    /// Hands a reloaded configuration to the job; it is applied before the next cycle.
+    func reload(_ c: AgentConfig, _ r: RuleSet, _ reg: AssetRegister?) { lock.withLock { pending = (c, r, reg) } }
+
+    public func run() async {
+        await withTaskCancellationOrGracefulShutdownHandler {
+            await Blocking.thread("vlogger-poll-\(agent.readerConfig.id)") { [self] in
+                agent.run(cycles: cycles, durationMs: durationMs, stop: stop)
+            }
+        } onCancelOrGracefulShutdown: { [stop] in
+            stop.request()
+        }
+        finished.continuation.yield()
+        finished.continuation.finish()
+    }
+}
+
+/// Starts the store writer's thread; at shutdown (it is the last service to stop) commits what is left.
+struct WriterJob: Service {
+    let gateway: Gateway
+
+    func run() async {
+        gateway.writer.start()
+        try? await gracefulShutdown()
+        let (writer, timeout) = (gateway.writer, gateway.options.finalCommitTimeoutMs)
+        let ok = await Blocking.run { writer.finish(timeoutMs: timeout) }
+        if !ok {
+            gateway.logger.error("the last \(writer.pendingCount) records could not be committed: \(writer.lastError?.description ?? "?")")
+        }
+        gateway.writerFinished(ok)
+    }
+}
+
+/// SIGHUP reloads the configuration; SIGTERM and SIGINT shut the group down gracefully (said in the log,
+/// with the signal's name, before anything stops).
+final class SignalJob: Service, @unchecked Sendable {
+    let gateway: Gateway
+    let group = NIOLockedValueBox<ServiceGroup?>(nil)
+
+    init(gateway: Gateway) { self.gateway = gateway }
+
+    func run() async {
+        for await signal in await UnixSignalsSequence(trapping: .sighup, .sigterm, .sigint).cancelOnGracefulShutdown() {
+            if signal == .sighup {
+                gateway.reload()
+            } else {
+                gateway.logger.notice("signal \(signal == .sigterm ? "SIGTERM" : "SIGINT"): stopping after the current cycle of each reader")
+                await group.withLockedValue { $0 }?.triggerGracefulShutdown()
+            }
+        }
+    }
+}
+
+/// sd_notify: READY=1 once everything is up (after the listener is bound when there is one), WATCHDOG=1
+/// while every polling job makes progress, STOPPING=1 when the shutdown begins.
+struct NotifyJob: Service {
+    let gateway: Gateway
+    let waitsForListener: Bool
+
+    func run() async {
+        if !waitsForListener { gateway.notifyReady() }
+        if let w = SystemdNotify.watchdogMs {
+            // A reader in back-off cycles every 30 s at most: that counts as progress too.
+            let window = max(w * 2 / 3, 35_000)
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, w / 3))) }
+                if gateway.allPolledWithin(ms: window) { SystemdNotify.send("WATCHDOG=1") }
+            }
+        } else {
+            try? await gracefulShutdown()
+        }
+        gateway.logger.notice("stopping: each reader finishes its cycle, then the last batch is committed")
+        SystemdNotify.send("STOPPING=1")
+    }
+}
+
+/// Returns when every polling job has returned by itself (--cycles, --duration), which stops the group.
+struct BoundJob: Service {
+    let jobs: [PollingJob]
+
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            for j in jobs {
+                group.addTask { for await _ in j.finished.stream.cancelOnGracefulShutdown() {} }
+            }
+        }
+    }
+}
