@@ -19,12 +19,12 @@ fi
 swift build -c release --product vlogger
 bin=$PWD/.build/release/vlogger
 work=$(mktemp -d /tmp/vlogger-demo.XXXXXX)
-cp -r Config/demo-field Config/vlogger.toml Config/rules.toml Config/assets.csv "$work"/
+cp -r Config/demo-field Config/demo-field-dock Config/vlogger.toml Config/rules.toml Config/assets.csv "$work"/
 echo "scratch copy of Config/: $work (the store and the exported CSV go here too)"
 cd "$work"
 set -x
 "$bin" config check --config vlogger.toml
-# The main job: the polling agent on the simulated demo field for 15 s (the field's scenario.json makes
+# The main job: the gateway polling two simulated readers (the cage room and dock door 3) for 15 s (the field's scenario.json makes
 # the cage's temperature drift past the 24 °C rule, and tags leave and come back), then a CSV export.
 "$bin" run --config vlogger.toml --duration 15s --log-level info
 "$bin" export --config vlogger.toml --since 1h --output readings.csv

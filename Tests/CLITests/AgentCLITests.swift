@@ -9,7 +9,7 @@ import VLoggerCore
         let field = try CLITests.field()
         let dir = try CLITests.scratch("run", copying: ["rules.toml", "assets.csv"])
         try FileManager.default.moveItem(at: field, to: dir.appendingPathComponent("field"))
-        var text = try String(contentsOf: CLITests.root.appendingPathComponent("Config/vlogger.toml"), encoding: .utf8)
+        var text = try CLITests.oneReaderConfig()
         text = text.replacingOccurrences(of: "field = \"demo-field\"", with: "field = \"field\"")
             .replacingOccurrences(of: "interval = \"1s\"", with: "interval = \"\(interval)\"")
             .replacingOccurrences(of: "batch-size = 500", with: "batch-size = \(batch)")
@@ -17,6 +17,34 @@ import VLoggerCore
         let config = dir.appendingPathComponent("vlogger.toml").path
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         return (dir, config, dir.appendingPathComponent("vlogger.db").path)
+    }
+
+    @Test func twoReadersEachWithItsIdAndLocationInTheStoreAndTheExport() throws {
+        // The example configuration as shipped: reader cage-room on demo-field (1 s), dock-3 on demo-field-dock (2 s).
+        let dir = try CLITests.scratch("two", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("vlogger.toml").path
+        let run = try CLITests.run(["run", "--config", config, "--duration", "14s", "--fast-clock"])
+        #expect(run.code == 0, "\(run.err)")
+        // 14 cycles of cage-room and 7 of dock-3; the total line first, then one per reader.
+        #expect(run.out.hasPrefix("21 cycles:") && run.out.contains("reader cage-room: 14 cycles:") && run.out.contains("reader dock-3: 7 cycles:"), "\(run.out)")
+        let csv = try CLITests.run(["export", "--config", config, "--since", "7d", "--reader", "dock-3"])
+        let rows = csv.out.split(separator: "\r\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        #expect(rows.first?.prefix(5) == ["time", "gateway", "reader", "location", "uid"], "\(csv.out)")
+        // Every dock-3 row names dock-3 and its location, and only the dock's two tags.
+        #expect(rows.count > 1 && rows.dropFirst().allSatisfy { $0[2] == "dock-3" && $0[3] == "Dock door 3" })
+        #expect(Set(rows.dropFirst().map { $0[4] }) == ["E004010812345602", "E007C00000000506"])
+        let store = try Store(path: dir.appendingPathComponent("vlogger.db").path, readOnly: true)
+        defer { store.close() }
+        let events = try store.events()
+        // The dock's scenario: the pallet leaves at 3 s (departure after 3 missed cycles of 2 s) and comes back at 11 s.
+        let pallet = events.filter { $0.uid?.description == "E004010812345602" }
+        #expect(pallet.map(\.kind) == [.arrival, .departure, .arrival] && pallet.allSatisfy { $0.reader == "dock-3" && $0.location == "Dock door 3" })
+        // The cage room's rows carry its own id and location.
+        let cage = events.filter { $0.uid?.description == "E008010000004212" }
+        #expect(!cage.isEmpty && cage.allSatisfy { $0.reader == "cage-room" && $0.location == "Cold room, cage 12" })
+        let tags = try CLITests.run(["export", "--config", config, "--since", "7d", "--table", "tags", "--reader", "dock-3"])
+        #expect(tags.out.split(separator: "\r\n").count == 3, "\(tags.out)")
     }
 
     @Test func runThenExportCSVThatPythonReadsRowForRow() throws {

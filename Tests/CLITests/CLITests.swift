@@ -23,6 +23,21 @@ import Testing
         return dir
     }
 
+    /// The example configuration's text with one reader: the demo's second reader (the dock door) cut out,
+    /// as deploy/install.sh does for a gateway.
+    static func oneReaderConfig() throws -> String {
+        let text = try String(contentsOf: root.appendingPathComponent("Config/vlogger.toml"), encoding: .utf8)
+        guard let a = text.range(of: "# --- second reader"), let b = text.range(of: "# --- end of second reader ---\n") else {
+            throw CLIFailure("Config/vlogger.toml has no second-reader markers")
+        }
+        return String(text[..<a.lowerBound] + text[b.upperBound...])
+    }
+
+    /// Writes the one-reader configuration into `dir` as vlogger.toml.
+    static func writeOneReaderConfig(_ dir: URL) throws {
+        try oneReaderConfig().write(to: dir.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+    }
+
     /// A copy of the demo field.
     static func field() throws -> URL {
         try scratch("cli", copying: try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Config/demo-field").path),

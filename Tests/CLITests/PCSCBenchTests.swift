@@ -99,7 +99,8 @@ struct PCSCBenchTests {
     @Test func theAgentSurvivesAPcscdRestart() throws {
         let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json"])
         defer { PCSCBench.stop(card, dir) }
-        let work = try CLI.scratch("pcsc-restart", copying: ["vlogger.toml", "rules.toml", "assets.csv"])
+        let work = try CLI.scratch("pcsc-restart", copying: ["rules.toml", "assets.csv"])
+        try CLI.writeOneReaderConfig(work)
         defer { try? FileManager.default.removeItem(at: work) }
         let config = work.appendingPathComponent("vlogger.toml").path, store = work.appendingPathComponent("r.db").path
         let agent = Process()
@@ -129,7 +130,8 @@ struct PCSCBenchTests {
     @Test func theAgentPollsThroughPcscdAndSurvivesARemovalMidExchange() throws {
         let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json", "slix2-pallet-0001.json"], ["--remove-at", "12", "--away-ms", "600"])
         defer { PCSCBench.stop(card, dir) }
-        let work = try CLI.scratch("pcsc-run", copying: ["vlogger.toml", "rules.toml", "assets.csv"])
+        let work = try CLI.scratch("pcsc-run", copying: ["rules.toml", "assets.csv"])
+        try CLI.writeOneReaderConfig(work)
         defer { try? FileManager.default.removeItem(at: work) }
         let config = work.appendingPathComponent("vlogger.toml").path
         let store = work.appendingPathComponent("pcsc.db").path

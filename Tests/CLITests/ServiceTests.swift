@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func scrapeReloadAndStopTheRunningService() throws {
-        let work = try CLI.scratch("service", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field"])
+        let work = try CLI.scratch("service", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: work) }
         let config = work.appendingPathComponent("vlogger.toml"), store = work.appendingPathComponent("svc.db"), log = work.appendingPathComponent("svc.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -79,7 +79,7 @@ import Testing
         #expect(metrics.status == 200)
         for family in ["vlogger_cycles_total", "vlogger_tags_seen_total", "vlogger_readings_total", "vlogger_errors_total",
                        "vlogger_rule_violations_total", "vlogger_batch_commit_seconds_bucket", "vlogger_queue_depth",
-                       "vlogger_cycle_air_time_seconds_bucket", "vlogger_reader_up{reader=\"reader\"} 1"] {
+                       "vlogger_cycle_air_time_seconds_bucket", "vlogger_reader_up{reader=\"cage-room\"} 1", "vlogger_reader_up{reader=\"dock-3\"} 1"] {
             #expect(metrics.body.contains(family), "\(family)")
         }
         let parsed = try Self.shell("""
@@ -134,7 +134,8 @@ import Testing
     @Test func notifiesSystemdReadyAndStopping() throws {
         // Type=notify without systemd here: a datagram socket stands in for $NOTIFY_SOCKET (sd_notify(3):
         // newline-separated assignments in one datagram per call).
-        let dir = try CLI.scratch("notify", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field"])
+        let dir = try CLI.scratch("notify", copying: ["rules.toml", "assets.csv", "demo-field"])
+        try CLI.writeOneReaderConfig(dir)
         defer { try? FileManager.default.removeItem(at: dir) }
         let r = try Self.shell("""
             cd "$1"
