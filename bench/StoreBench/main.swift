@@ -7,13 +7,14 @@ import VLoggerCore
 //   store-bench schema PATH           create an empty store (the C program writes into it)
 //   store-bench fill N PATH           N readings for the export benchmark
 //   store-bench query PATH            the export's SQL for `--since 2000-01-01`, for sqlite3 -csv
+//   store-bench fill-recent N PATH    N readings spread over the last hour, and their 64 tags (status page benchmark)
 
 let args = CommandLine.arguments
 func fail(_ m: String) -> Never {
     FileHandle.standardError.write(Data("store-bench: \(m)\n".utf8))
     exit(2)
 }
-guard args.count >= 3 else { fail("usage: store-bench ingest N BATCH PATH | schema PATH | fill N PATH | query PATH") }
+guard args.count >= 3 else { fail("usage: store-bench ingest N BATCH PATH | schema PATH | fill N PATH | fill-recent N PATH | query PATH") }
 
 /// The readings the benchmark writes: 64 tags round-robin, block 0xF8, 8 bytes, security, two fields
 /// (the shape of the demo's cage sensor), one millisecond apart.
@@ -49,6 +50,26 @@ do {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         s.close()
         print(String(format: "%.0f", Double(n) / seconds))
+    case "fill-recent":
+        let n = Int(args[2]) ?? 0
+        let s = try Store(path: args[3])
+        try s.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "humidity", unit: "%")])
+        let now = Millis.now(), start = now - 3_600_000
+        var i = 0
+        while i < n {
+            var b = Batch()
+            for j in i..<min(n, i + 50_000) {
+                var r = makeReading(j, base: 0)
+                r.time = start + Millis(Double(j) * 3_500_000 / Double(max(n, 1)))
+                b.readings.append(r)
+            }
+            if i == 0 {
+                b.tags = (0..<64).map { TagRecord(uid: UID(manufacturer: .fujitsu, serial: UInt64(0x4200 + $0)), seen: now, manufacturer: "Fujitsu", model: "Fujitsu MB89R118") }
+            }
+            try s.write(b)
+            i += 50_000
+        }
+        s.close()
     case "query":
         let s = try Store(path: args[2], readOnly: true)
         var q = Exporter.query(ExportRequest(since: 946_684_800_000), fields: try s.fields()).sql

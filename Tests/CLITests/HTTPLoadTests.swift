@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+/// The listener under hostile load, as the issue measured it on the old single-threaded listener: 20 clients
+/// that send one byte a second and never finish their request, one idle client, and 200 requests to `/` at
+/// once; `/healthz` must answer every probe meanwhile. The clients are Python's socket and urllib.
+@Suite(.serialized) struct HTTPLoadTests {
+    typealias CLI = CLITests
+
+    @Test func healthzAnswersEveryProbeUnderSlowClientsAndAFlood() throws {
+        let work = try CLI.scratch("http-load", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        try CLI.writeOneReaderConfig(work)
+        let log = work.appendingPathComponent("svc.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let p = Process()
+        p.executableURL = try CLI.binary()
+        p.arguments = ["run", "--config", "vlogger.toml", "--store", "h.db", "--listen", "127.0.0.1:0", "--interval", "200ms"]
+        p.currentDirectoryURL = work
+        p.standardError = try FileHandle(forWritingTo: log)
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        var text = ""
+        let end = Date().addingTimeInterval(10)
+        while Date() < end, !text.contains("status page on http://") {
+            Thread.sleep(forTimeInterval: 0.1)
+            text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        }
+        let port = try #require(text.range(of: #"127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
+            Int(text[r].dropFirst("127.0.0.1:".count).dropLast())
+        }, "\(text)")
+        let r = try ServiceTests.shell("""
+            python3 - "$1" <<'PY'
+            import socket, sys, threading, time, urllib.request
+            port = int(sys.argv[1])
+            stop = time.time() + 8
+            def slow():
+                s = socket.create_connection(("127.0.0.1", port))
+                for b in b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: " + b"a" * 100:
+                    if time.time() > stop: break
+                    try: s.send(bytes([b]))
+                    except OSError: break
+                    time.sleep(1)
+                s.close()
+            idle = socket.create_connection(("127.0.0.1", port))   # connects and says nothing
+            slow_threads = [threading.Thread(target=slow, daemon=True) for _ in range(20)]
+            for t in slow_threads: t.start()
+            time.sleep(1)
+            results = []
+            def page():
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=15) as r: results.append(r.status)
+                except Exception as e: results.append(str(e))
+            flood = [threading.Thread(target=page) for _ in range(200)]
+            for t in flood: t.start()
+            probes = []
+            for _ in range(12):
+                t0 = time.time()
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r: probes.append((r.status, time.time() - t0))
+                except Exception as e: probes.append((str(e), time.time() - t0))
+                time.sleep(0.5)
+            for t in flood: t.join()
+            ok = sum(1 for s, _ in probes if s == 200)
+            print(f"probes {ok}/{len(probes)} max {max(d for _, d in probes) * 1000:.0f} ms; flood {results.count(200)}/{len(results)}")
+            PY
+            """, [String(port)])
+        print("listener under load: \(r.out)")
+        #expect(r.out.contains("probes 12/12") && r.out.contains("flood 200/200"), "\(r.out)\(r.err)")
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+    }
+}
