@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Readers
 import VLoggerCore
 
 struct ConfigCommand: ParsableCommand {

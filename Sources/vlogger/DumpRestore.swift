@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ISO15693
+import Readers
 import TagSimulator
 import VLoggerCore
 
@@ -64,33 +65,19 @@ struct Restore: ParsableCommand {
 }
 
 struct Devices: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List reader devices: the simulated field, PC/SC readers (with card presence) and libnfc devices.")
+    static let configuration = CommandConfiguration(abstract: "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices.")
 
     @Option(help: "Folder of tag images for the simulator.")
     var field: String?
 
     func run() throws {
-        let path = field ?? ReaderSession.defaultFieldPath()
-        if let folder = try? FieldFolder(url: URL(fileURLWithPath: path)) {
-            print("sim      \(path)  (\(folder.field.tags.count) simulated tag(s))  ISO 15693: yes")
-        } else {
-            print("sim      \(path)  (not a field folder)")
-        }
-        do {
-            let readers = try PCSCDevices.list()
-            if readers.isEmpty { print("pcsc     no PC/SC readers (pcscd lists none)") }
-            for (i, r) in readers.enumerated() {
-                print("pcsc     \(i): \(r.name)  \(r.card ? "card present (a tag in the field)" : "no card")  ISO 15693: through the transparent exchange, or storage-card commands")
+        for driver in ReaderDrivers.all {
+            let pad = driver.name.padding(toLength: 8, withPad: " ", startingAt: 0)
+            do {
+                for d in try driver.devices(field: field) { print("\(pad) \(d.name)  \(d.detail)") }
+            } catch {
+                print("\(pad) \(error)")
             }
-        } catch {
-            print("pcsc     \(error)")
-        }
-        do {
-            let devices = try LibNFCDevices.list()
-            if devices.isEmpty { print("libnfc   no devices found (libnfc \(LibNFCDevices.version))") }
-            for d in devices { print("libnfc   \(d)  ISO 15693: no (libnfc has no ISO 15693 modulation)") }
-        } catch {
-            print("libnfc   \(error)")
         }
     }
 }

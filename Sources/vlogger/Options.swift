@@ -8,7 +8,8 @@ extension ReaderKind: ExpressibleByArgument {}
 
 /// Options shared by every command that talks to a tag.
 struct ReaderOptions: ParsableArguments {
-    @Option(help: "Reader driver: sim (simulated field), pcsc (PC/SC readers through pcscd) or libnfc (lists devices; cannot carry ISO 15693).")
+    @Option(help: ArgumentHelp("Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")).",
+                               discussion: ReaderDrivers.all.map { "\($0.name): \($0.summary)" }.joined(separator: "; ")))
     var reader: ReaderKind = .sim
 
     @Option(help: "Folder of tag images for --reader sim (default: $VLOGGER_FIELD or Config/demo-field).")

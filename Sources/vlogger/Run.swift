@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Readers
 import ISO15693
 import Logging
 import VLoggerCore

@@ -170,7 +170,7 @@ import Testing
         for t in folder.field.tags where t.uid.description == "E008010000004212" { field.add(SimulatedTag(image: t.image)) }
         let reader = UnpluggedReader(SimulatorReader(field: field), downFor: 3)
         try reader.fieldOn()
-        let session = ReaderSession(reader: reader, folder: nil)
+        let session = ReaderSession(reader: reader)
         let config = try AgentConfig.parse(Self.config, file: "test.toml")
         let store = try Store(path: scratchPath("backoff.db"))
         let clock = SimulatedClock(start: 1_763_800_000_000)

@@ -1,5 +1,6 @@
 import Foundation
 import ISO15693
+import Readers
 import Testing
 @testable import VLoggerCore
 
@@ -202,7 +203,7 @@ import Testing
                 && issues.contains { $0.hasPrefix("r.toml:6:") && $0.contains("must be letters, digits") }
                 && issues.contains { $0.hasPrefix("r.toml:9:") && $0.contains("simulate the same field folder") }
                 && issues.contains { $0.hasPrefix("r.toml:13:") && $0.contains("'a' is used twice (first at line 9)") }
-                && issues.contains { $0.hasPrefix("r.toml:16:") && $0.contains("field is for driver = \"sim\" only") }
+                && issues.contains { $0.hasPrefix("r.toml:16:") && $0.contains("field is for a simulated reader") }
                 && issues.contains { $0.hasPrefix("r.toml:17:") && $0.contains("unknown key 'speed'") }
         }
     }

@@ -107,7 +107,6 @@ public final class Agent {
     public func run(cycles: Int? = nil, durationMs: Millis? = nil, stop: StopSignal) {
         startMs = clock.now()
         let firstCycle = counters.cycles
-        session.startScenario()
         event(.start, uid: nil, name: "start", severity: .info,
               detail: "gateway \(config.gatewayID), reader \(readerConfig.id) (\(session.reader.name)\(readerConfig.location.map { ", " + $0 } ?? "")), \(config.plans.count) plans, \(rules.rules.count) rules")
         logger.notice("polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
@@ -169,7 +168,7 @@ public final class Agent {
         var report = CycleReport()
         let airBefore = session.reader.airTime
         let exchangesBefore = client.exchanges
-        session.advanceScenario(toMs: clock.now() - startMs)
+        session.runTime(clock.now() - startMs)
         counters.cycles += 1
         let now = clock.now()
 

@@ -1,4 +1,5 @@
 import Foundation
+import Readers
 import ISO15693
 
 /// Which tags a read plan or a rule applies to. Every part given must match; none given matches all.
@@ -309,16 +310,18 @@ public struct AgentConfig: Sendable {
             rc.field = s.string("field").map(c.resolve)
             rc.device = s.string("device")
             rc.location = s.string("location")
-            if rc.driver != .sim, let n = s.node("field") { r.issue(n.line, "\(s.name).field is for driver = \"sim\" only") }
+            let simulates = rc.driver.driver.capabilities.contains(.simulatedField)
+            if !simulates, let n = s.node("field") { r.issue(n.line, "\(s.name).field is for a simulated reader (driver = \"sim\") only") }
+            if simulates, let n = s.node("device") { r.issue(n.line, "\(s.name).device is for hardware readers; a simulated reader takes 'field'") }
             rc.polling = PollingOverrides.read(s, r)
             if let other = out.first(where: { $0.id == rc.id }) {
                 r.issue(s.line, "\(s.name): reader id '\(rc.id)' is used twice (first at line \(other.line))")
             }
-            if rc.driver == .sim, let other = out.first(where: { $0.driver == .sim && $0.field == rc.field }) {
+            if simulates, let other = out.first(where: { $0.driver == rc.driver && $0.field == rc.field }) {
                 r.issue(s.line, "\(s.name): readers '\(other.id)' and '\(rc.id)' simulate the same field folder; give each its own")
             }
-            if rc.driver == .pcsc, let other = out.first(where: { $0.driver == .pcsc && $0.device == rc.device }) {
-                r.issue(s.line, "\(s.name): readers '\(other.id)' and '\(rc.id)' name the same PC/SC device; a reader can be polled by one job only")
+            if !simulates, let other = out.first(where: { $0.driver == rc.driver && $0.device == rc.device }) {
+                r.issue(s.line, "\(s.name): readers '\(other.id)' and '\(rc.id)' name the same \(rc.driver) device; a reader can be polled by one job only")
             }
             out.append(rc)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Readers
 
 /// `vlogger run`'s command-line overrides of the configuration, applied the same way at start and at
 /// every SIGHUP reload (so a reload does not silently drop --interval).
