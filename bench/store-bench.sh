@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Store benchmarks (not part of `swift test`). Prints medians and ratios:
-#  1. ingest: vlogger's store (durable batches) vs a C program with sqlite3 prepared statements in one
-#     transaction, same schema, same rows, same machine, alternating runs.
+#  1. ingest: vlogger's store writer (its own thread, durable batches) vs a C program with sqlite3 prepared
+#     statements committing the same batch sizes with the same open flags, same schema, same rows, same
+#     machine, alternating runs.
 #  2. export: `vlogger export --since` of 1,000,000 readings to CSV vs `sqlite3 -csv` running the same
 #     query on the same file; time ratio and peak memory (max RSS). vlogger runs with --lf because
 #     sqlite3 3.40 ends CSV rows with LF, so the two outputs can be compared byte for byte.
@@ -24,13 +25,15 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 echo "== ingest: $N readings, $RUNS runs each (store on $(df -P "$W" | awk 'NR==2{print $1}'))"
 for BATCH in 1000 5000; do
-  : > "$W/swift.txt"; : > "$W/c.txt"
+  : > "$W/swift.txt"; : > "$W/c.txt"; : > "$W/thread.txt"
   for i in $(seq "$RUNS"); do
     rm -f "$W"/s.db*; "$BIN/store-bench" ingest "$N" "$BATCH" "$W/s.db" >> "$W/swift.txt"
-    rm -f "$W"/c.db*; "$BIN/store-bench" schema "$W/c.db"; "$W/ingest" "$N" "$W/c.db" >> "$W/c.txt"
+    rm -f "$W"/c.db*; "$BIN/store-bench" schema "$W/c.db"; "$W/ingest" "$N" "$BATCH" "$W/c.db" >> "$W/c.txt"
+    rm -f "$W"/t.db*; "$BIN/store-bench" ingest-writer "$N" "$BATCH" "$W/t.db" >> "$W/thread.txt"
   done
-  S=$(median < "$W/swift.txt"); C=$(median < "$W/c.txt")
-  echo "batch $BATCH: vlogger store median $S readings/s (runs: $(tr '\n' ' ' < "$W/swift.txt")); C one transaction median $C readings/s (runs: $(tr '\n' ' ' < "$W/c.txt")); ratio $(awk -v s="$S" -v c="$C" 'BEGIN{printf "%.2f", s/c}')"
+  S=$(cut -d' ' -f1 "$W/swift.txt" | median); C=$(median < "$W/c.txt"); T=$(cut -d' ' -f1 "$W/thread.txt" | median)
+  echo "batch $BATCH: vlogger store writer median $S readings/s in $(head -1 "$W/swift.txt" | cut -d' ' -f2) commits (runs: $(cut -d' ' -f1 "$W/swift.txt" | tr '\n' ' ')); C in batches of $BATCH median $C readings/s (runs: $(tr '\n' ' ' < "$W/c.txt")); ratio $(awk -v s="$S" -v c="$C" 'BEGIN{printf "%.2f", s/c}')"
+  echo "  the writer on its own thread (commits take all that is queued): median $T readings/s in $(head -1 "$W/thread.txt" | cut -d' ' -f2) commits"
 done
 
 echo "== export: $EN readings to CSV, $RUNS runs each"

@@ -3,7 +3,8 @@ import ISO15693
 import VLoggerCore
 
 // Store benchmark helper (not part of `swift test`; run by bench/store-bench.sh):
-//   store-bench ingest N BATCH PATH   readings/s into a new store, durable batches of BATCH (WAL, synchronous=FULL)
+//   store-bench ingest N BATCH PATH   readings/s and commits into a new store, durable batches of BATCH (WAL, synchronous=FULL)
+//   store-bench ingest-writer N BATCH PATH   the same through the writer's own thread (commits coalesce)
 //   store-bench schema PATH           create an empty store (the C program writes into it)
 //   store-bench fill N PATH           N readings for the export benchmark
 //   store-bench query PATH            the export's SQL for `--since 2000-01-01`, for sqlite3 -csv
@@ -21,7 +22,7 @@ guard args.count >= 3 else { fail("usage: store-bench ingest N BATCH PATH | sche
 func makeReading(_ i: Int, base: Millis) -> Reading {
     let uid = UID(manufacturer: .fujitsu, serial: UInt64(0x4200 + i % 64))
     let t = Int16(2150 + i % 300)
-    return Reading(time: base + Millis(i), gateway: "gw-bench", uid: uid, first: 0xF8, count: 1,
+    return Reading(time: base + Millis(i), gateway: "gw-bench", reader: "dock-1", location: "dock-door-1", uid: uid, first: 0xF8, count: 1,
                    data: [UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8), 0xC2, 0x01, 0x42, 0x37, 0x00, UInt8(i & 0xFF)],
                    security: [0], decoded: [("temperature", .number(Double(t) / 100)), ("humidity", .number(45))])
 }
@@ -33,23 +34,33 @@ do {
         let s = try Store(path: args[2])
         try s.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "humidity", unit: "%")])
         s.close()
-    case "ingest", "fill":
+    case "ingest", "ingest-writer", "fill":
         let n = Int(args[2]) ?? 0
-        let batch = args[1] == "ingest" ? (Int(args[3]) ?? 1000) : 50_000
-        let path = args[1] == "ingest" ? args[4] : args[3]
+        let fill = args[1] == "fill"
+        let batch = fill ? 50_000 : (Int(args[3]) ?? 1000)
+        let path = fill ? args[3] : args[4]
         // Readings made before the clock starts, as the agent has them in memory before a commit.
         let readings = (0..<n).map { makeReading($0, base: base) }
         let s = try Store(path: path)
         try s.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "humidity", unit: "%")])
-        // The agent's path: readings handed to the store writer, committed on its thread in batches.
+        // The store writer's write path in transactions of exactly BATCH readings (as the C baseline commits),
+        // or ("ingest-writer") on its own thread as the service runs it, where a commit takes everything queued.
         let w = StoreWriter(store: s, batchSize: batch, flushIntervalMs: 3_600_000, queueLimit: max(n, 100))
         let start = DispatchTime.now().uptimeNanoseconds
-        w.start()
-        for r in readings { w.add(r) }
-        if !w.finish(timeoutMs: 0) { fail("commit failed: \(w.lastError?.description ?? "?")") }
+        if args[1] == "ingest-writer" {
+            w.start()
+            for r in readings { w.add(r) }
+            if !w.finish(timeoutMs: 0) { fail("commit failed: \(w.lastError?.description ?? "?")") }
+        } else {
+            for (i, r) in readings.enumerated() {
+                w.add(r)
+                if (i + 1) % batch == 0, !w.commitNow() { fail("commit failed: \(w.lastError?.description ?? "?")") }
+            }
+            if !w.commitNow() { fail("commit failed: \(w.lastError?.description ?? "?")") }
+        }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         s.close()
-        print(String(format: "%.0f", Double(n) / seconds))
+        print(String(format: "%.0f %d", Double(n) / seconds, w.stats.commits))
     case "fill-recent":
         let n = Int(args[2]) ?? 0
         let s = try Store(path: args[3])

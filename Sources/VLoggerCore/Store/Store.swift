@@ -201,10 +201,19 @@ public final class Store {
                 let s = try prepared(&insertReading, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)")
                 var scratch: [UInt8] = []
                 scratch.reserveCapacity(256)
+                // Gateway, reader and location are the same row after row: bound again only when they change
+                // (the statement keeps its bindings across resets).
+                var bound: (gateway: String, reader: String?, location: String?)?
                 for r in batch.readings {
                     s.resetKeepingBindings()
                     try s.bindInteger(r.time, at: 1)
-                    try s.bindText(r.gateway, at: 2)
+                    let same = bound.map { $0.gateway == r.gateway && $0.reader == r.reader && $0.location == r.location } ?? false
+                    if !same {
+                        try s.bindText(r.gateway, at: 2)
+                        if let v = r.reader { try s.bindText(v, at: 9) } else { try s.bind(.null, at: 9) }
+                        if let v = r.location { try s.bindText(v, at: 10) } else { try s.bind(.null, at: 10) }
+                        bound = (r.gateway, r.reader, r.location)
+                    }
                     scratch.removeAll(keepingCapacity: true)
                     r.uid.appendPrinted(to: &scratch)
                     try s.bindTextBytes(scratch, at: 3)
@@ -219,8 +228,6 @@ public final class Store {
                         r.appendDecodedJSON(to: &scratch)
                         try s.bindTextBytes(scratch, at: 8)
                     }
-                    if let v = r.reader { try s.bindText(v, at: 9) } else { try s.bind(.null, at: 9) }
-                    if let v = r.location { try s.bindText(v, at: 10) } else { try s.bind(.null, at: 10) }
                     try s.step()
                 }
                 lastID = db.lastInsertRowID
