@@ -174,11 +174,11 @@ public final class Gateway: @unchecked Sendable {
         router.add(middleware: ReadOnlyMiddleware())
         let (metrics, pool, config) = (self.metrics, self.pool, self.config)
         let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
-        router.get("/healthz") { _, _ -> Response in
+        let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
             let (ok, json) = metrics.health()
             return .text(json + "\n", status: ok ? .ok : .serviceUnavailable, type: "application/json")
         }
-        router.get("/metrics") { _, _ -> Response in
+        let prometheus: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
         }
@@ -189,8 +189,14 @@ public final class Gateway: @unchecked Sendable {
             }
             return .text(html, type: "text/html; charset=utf-8")
         }
-        router.get("/", use: page)
-        router.get("/index.html", use: page)
+        for (path, handler) in [("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page)] {
+            router.get(RouterPath(path), use: handler)
+            // HEAD: the same status and headers, no body.
+            router.head(RouterPath(path)) { request, context -> Response in
+                let r = await handler(request, context)
+                return Response(status: r.status, headers: r.headers, body: .init())
+            }
+        }
         var http = HTTP1Channel.Configuration(idleTimeout: .seconds(30))
         http.httpDecoder.maxHeaderFieldCount = 100
         return Application(router: router, server: .http1(configuration: http),

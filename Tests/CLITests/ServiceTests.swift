@@ -9,11 +9,11 @@ import Testing
     typealias CLI = CLITests
     static var requireTools: Bool { ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_SERVICE_TOOLS"] == "1" }
 
-    static func shell(_ script: String, _ args: [String] = []) throws -> (code: Int32, out: String, err: String) {
+    static func shell(_ script: String, _ args: [String] = [], in dir: URL? = nil) throws -> (code: Int32, out: String, err: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["bash", "-c", script, "bash"] + args
-        p.currentDirectoryURL = CLI.root
+        p.currentDirectoryURL = dir ?? CLI.root
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err

@@ -408,3 +408,28 @@ import Testing
         #expect(TimeSpec.format(-1) == "1969-12-31T23:59:59.999Z")
     }
 }
+
+/// `[service] listen` and `--listen`: HOST:PORT or [IPv6]:PORT (RFC 3986 §3.2.2 brackets an IPv6 literal).
+@Suite struct ListenAddressTests {
+    @Test func formsThatParse() throws {
+        #expect(try ListenAddress(parsing: "127.0.0.1:9715") == ListenAddress(host: "127.0.0.1", port: 9715))
+        #expect(try ListenAddress(parsing: "[::1]:0") == ListenAddress(host: "::1", port: 0))
+        #expect(try ListenAddress(parsing: ":9715").host == "127.0.0.1")       // no host: loopback
+        #expect(try ListenAddress(parsing: "[::1]:9715").description == "[::1]:9715")
+        #expect(try ListenAddress(parsing: "0.0.0.0:80").isLoopback == false)
+        #expect(try ListenAddress(parsing: "localhost:1").isLoopback && ListenAddress(parsing: "127.1.2.3:1").isLoopback)
+    }
+
+    @Test func badFormsAreTypedErrorsAndRandomTextNeverTraps() {
+        for bad in ["", "9715", "::1:9715", "[::1]9715", "[::1", "host:", "host:65536", "host:-1", "h:99999999999999999999", "a:b:c"] {
+            #expect(throws: VLoggerError.self, "\(bad)") { try ListenAddress(parsing: bad) }
+        }
+        // 5,000 random strings over the characters that matter: each parses or is a VLoggerError, none traps.
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("[]:0123456789abcdef.-%")
+        for _ in 0..<5000 {
+            let text = String((0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            if let a = try? ListenAddress(parsing: text) { #expect((0...65535).contains(a.port), "\(text)") }
+        }
+    }
+}
