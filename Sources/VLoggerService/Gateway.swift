@@ -105,7 +105,7 @@ public final class Gateway: @unchecked Sendable {
             services.append(.init(service: try makeListener(try ListenAddress(parsing: listen)), serviceName: "HTTP listener"))
         }
         for j in jobs {
-            services.append(.init(service: j, successTerminationBehavior: .ignore, serviceName: "polling \(j.agent.readerConfig.id)"))
+            services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
         let signals = SignalJob(gateway: self)
         services.append(.init(service: signals, serviceName: "signals"))
@@ -290,8 +290,11 @@ public final class PollingJob: Service, @unchecked Sendable {
         } onCancelOrGracefulShutdown: { [stop] in
             stop.request()
         }
+        // Done by itself (--cycles, --duration) or told to stop. The job returns only when the group shuts
+        // it down, in its turn: a service that returns during another's shutdown is an error to the group.
         finished.continuation.yield()
         finished.continuation.finish()
+        try? await gracefulShutdown()
     }
 }
 
@@ -354,7 +357,8 @@ struct NotifyJob: Service {
     }
 }
 
-/// Returns when every polling job has returned by itself (--cycles, --duration), which stops the group.
+/// Returns when every polling job has done its cycles or duration (--cycles, --duration), which shuts the
+/// group down.
 struct BoundJob: Service {
     let jobs: [PollingJob]
 
