@@ -340,5 +340,24 @@ public struct Batch: Sendable {
     public var writes: [WriteRecord] = []
     public init() {}
     public var isEmpty: Bool { readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty }
+
+    /// One row per tag: a later update replaces the earlier one, keeping the latest time seen.
+    public mutating func add(_ tag: TagRecord) {
+        if let i = tags.firstIndex(where: { $0.uid == tag.uid }) {
+            var t = tag
+            t.seen = max(t.seen, tags[i].seen)
+            tags[i] = t
+        } else {
+            tags.append(tag)
+        }
+    }
+
+    /// Appends what `later` holds after this batch's records, in order.
+    public mutating func append(_ later: Batch) {
+        readings += later.readings
+        events += later.events
+        for t in later.tags { add(t) }
+        writes += later.writes
+    }
     public var size: Int { readings.count + events.count + tags.count + writes.count }
 }

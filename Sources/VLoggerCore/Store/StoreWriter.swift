@@ -114,13 +114,7 @@ public final class StoreWriter: @unchecked Sendable {
 
     public func add(_ tag: TagRecord) {
         locked {
-            if let i = pending.tags.firstIndex(where: { $0.uid == tag.uid }) {
-                var t = tag
-                t.seen = max(t.seen, pending.tags[i].seen)
-                pending.tags[i] = t
-            } else {
-                pending.tags.append(tag)
-            }
+            pending.add(tag)
             marked(wakeIf: false)
         }
     }
@@ -241,20 +235,8 @@ public final class StoreWriter: @unchecked Sendable {
             if !window.isEmpty { batch.events.removeLast() }
             if fields == nil { fields = newFields }
             // Back in front of what came meanwhile, in order; then the bound.
-            var merged = batch
-            merged.readings += pending.readings
-            merged.events += pending.events
-            for t in pending.tags {
-                if let i = merged.tags.firstIndex(where: { $0.uid == t.uid }) {
-                    var n = t
-                    n.seen = max(n.seen, merged.tags[i].seen)
-                    merged.tags[i] = n
-                } else {
-                    merged.tags.append(t)
-                }
-            }
-            merged.writes += pending.writes
-            pending = merged
+            batch.append(pending)
+            pending = batch
             oldest = clock() - flushIntervalMs
             dropOldest()
             let first = totals.lastError == nil
