@@ -48,7 +48,6 @@ public final class Gateway: @unchecked Sendable {
     public let writer: StoreWriter
     public let jobs: [PollingJob]
     public let metrics: ServiceMetrics
-    public let pool: StoreReadPool
     let logger: Logger
     private let lock = NSLock()
     private var committedAll = true
@@ -68,7 +67,6 @@ public final class Gateway: @unchecked Sendable {
         writer = StoreWriter(store: store, gateway: config.gatewayID, batchSize: config.batchSize,
                              flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
         metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
-        pool = StoreReadPool(path: config.storePath)
         var jobs: [PollingJob] = []
         for rc in config.readers {
             let session: ReaderSession
@@ -117,7 +115,6 @@ public final class Gateway: @unchecked Sendable {
         let group = ServiceGroup(configuration: .init(services: services, logger: groupLogger))
         signals.group.withLockedValue { $0 = group }
         try await group.run()
-        pool.close()
         store.close()
         return GatewaySummary(readers: jobs.map { ($0.agent.readerConfig.id, $0.agent.counters) }, store: writer.stats,
                               storePath: config.storePath, committedAll: lock.withLock { committedAll })
@@ -172,7 +169,7 @@ public final class Gateway: @unchecked Sendable {
         }
         let router = Router()
         router.add(middleware: ReadOnlyMiddleware())
-        let (metrics, pool, config) = (self.metrics, self.pool, self.config)
+        let (metrics, store, config) = (self.metrics, self.store, self.config)
         let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
         let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
             let (ok, json) = metrics.health()
@@ -185,7 +182,7 @@ public final class Gateway: @unchecked Sendable {
         let page: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
             // The store is read on a worker thread, never on the event loop.
             let html = await Blocking.run {
-                StatusPage.render(metrics: metrics, pool: pool, gateway: config.gatewayID, chartField: config.chartField, unit: unit)
+                StatusPage.render(metrics: metrics, store: store, gateway: config.gatewayID, chartField: config.chartField, unit: unit)
             }
             return .text(html, type: "text/html; charset=utf-8")
         }

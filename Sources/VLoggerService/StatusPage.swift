@@ -4,7 +4,7 @@ import VLoggerCore
 
 /// The status page: tags in the field now, the latest reading of each tag, recent events, and a chart of one
 /// decoded value over the last hour. Plain HTML with an inline SVG (no scripts), read from the store through
-/// the service's shared read-only connections; nothing on it changes state.
+/// the store's reader connections (never waiting for the writer); nothing on it changes state.
 public enum StatusPage {
     static func esc(_ s: String) -> String {
         var o = ""
@@ -55,7 +55,7 @@ public enum StatusPage {
         return s + "</table>"
     }
 
-    public static func render(metrics: ServiceMetrics, pool: StoreReadPool, gateway: String, chartField: String?, unit: String?,
+    public static func render(metrics: ServiceMetrics, store: Store, gateway: String, chartField: String?, unit: String?,
                               now: Millis = Millis.now()) -> String {
         let (healthy, _) = metrics.health(now: now)
         var body = ""
@@ -68,7 +68,7 @@ public enum StatusPage {
             body += r.tags.isEmpty ? "<p>None.</p>" : "<ul>" + r.tags.map { "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>" }.joined() + "</ul>"
         }
         do {
-            let d = try pool.read { store throws(StoreError) in try store.statusData(since: now - 3_600_000, chartField: chartField) }
+            let d = try store.statusData(since: now - 3_600_000, chartField: chartField)
             body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded", "reader"], d.latest, class: "latest")
             if let f = chartField { body += "<h2>\(esc(f)) over the last hour</h2>" + chart(d.series, field: f, unit: unit) }
             body += "<h2>Recent events</h2>" + table(["time (UTC)", "reader", "UID", "kind", "name", "severity", "detail"], d.events, class: "events")

@@ -21,9 +21,9 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         do {
             let s = try Store(path: path)
             #expect(try s.appliedMigrations() == Store.migrations.map(\.name))
-            #expect(try s.db.scalar("PRAGMA journal_mode") == .text("wal"))
+            #expect(try s.scalar("PRAGMA journal_mode") == .text("wal"))
             // synchronous=FULL is 2 (sqlite.org/pragma.html#pragma_synchronous).
-            #expect(try s.db.scalar("PRAGMA synchronous") == .integer(2))
+            #expect(try s.scalar("PRAGMA synchronous") == .integer(2))
             s.close()
         }
         // A second open applies nothing and keeps the data; read-only opens check the schema.
@@ -38,7 +38,7 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
     @Test func aStoreFromANewerVloggerIsRefused() throws {
         let path = scratchPath("n.db")
         let s = try Store(path: path)
-        try s.db.execute("INSERT INTO schema_migrations VALUES('999-from-the-future', 0)")
+        try s.sql("INSERT INTO schema_migrations VALUES('999-from-the-future', 0)")
         s.close()
         do { _ = try Store(path: path); Issue.record("opened") } catch { #expect(error.message.contains("newer vlogger")) }
     }
@@ -68,9 +68,12 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         var b = Batch()
         b.readings = [r]
         try store.write(b)
-        let rows = try store.db.prepare("SELECT coalesce(reader, '-'), coalesce(location, '-') FROM readings ORDER BY id")
-        var got: [String] = []
-        while try rows.step() { got.append("\(rows.text(0) ?? "") \(rows.text(1) ?? "")") }
+        let got = try store.withReader { db throws(StoreError) in
+            let rows = try db.prepare("SELECT coalesce(reader, '-'), coalesce(location, '-') FROM readings ORDER BY id")
+            var got: [String] = []
+            while try rows.step() { got.append("\(rows.text(0) ?? "") \(rows.text(1) ?? "")") }
+            return got
+        }
         #expect(got == ["- -", "dock-2 Dock door 2"])   // the old row kept, without a reader; the new one with its own
     }
 
@@ -78,14 +81,14 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let store = try Store(path: scratchPath("f.db"))
         let w = StoreWriter(store: store, batchSize: 4, flushIntervalMs: 1000)
         // A trigger that fails the third row of the batch: the whole transaction must roll back.
-        try store.db.execute("CREATE TRIGGER fail_third BEFORE INSERT ON readings WHEN NEW.data = x'6608C20142370003' BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+        try store.sql("CREATE TRIGGER fail_third BEFORE INSERT ON readings WHEN NEW.data = x'6608C20142370003' BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
         for i in 1...4 { w.add(reading(i)) }
         #expect(w.isDue(now: 0))
         #expect(w.commitNow() == false)
         #expect(w.lastError?.message.contains("disk trouble") == true)
         #expect(try store.count("readings") == 0)        // nothing half-written
         #expect(w.pendingCount == 4)                       // nothing dropped
-        try store.db.execute("DROP TRIGGER fail_third")
+        try store.sql("DROP TRIGGER fail_third")
         #expect(w.commitNow())
         #expect(try store.count("readings") == 4 && w.stats.committedReadings == 4 && w.pendingCount == 0)
     }
@@ -208,5 +211,15 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         ev.format = .jsonl
         let e = try exportText(store, ev)
         #expect(e.contains("\"detail\":\"a\\nb\""))
+    }
+}
+
+extension Store {
+    /// Test helpers: a statement or a value on the writer connection.
+    func sql(_ text: String) throws {
+        try withWriter { db throws(StoreError) in try db.execute(text) }
+    }
+    func scalar(_ text: String) throws -> SQLValue? {
+        try withWriter { db throws(StoreError) in try db.scalar(text) }
     }
 }

@@ -74,9 +74,14 @@ public enum Exporter {
     /// Writes the export to `fd`; returns the number of data rows.
     @discardableResult
     public static func export(_ r: ExportRequest, store: Store, to fd: Int32) throws(StoreError) -> Int {
-        let fields = r.table == .readings ? try store.fields() : []
+        // One read transaction: the fields and the rows of one snapshot, beside a running writer.
+        try store.withReader { db throws(StoreError) in try export(r, db, to: fd) }
+    }
+
+    static func export(_ r: ExportRequest, _ db: SQLiteConnection, to fd: Int32) throws(StoreError) -> Int {
+        let fields = r.table == .readings ? try Store.fields(db) : []
         let (sql, args) = query(r, fields: fields)
-        let s = try store.db.prepare(sql)
+        let s = try db.prepare(sql)
         try s.bind(args)
         var out = OutputBuffer(fd: fd)
         let n = s.columnCount

@@ -24,15 +24,25 @@ public enum SQLValue: Equatable, Sendable {
     case blob([UInt8])
 }
 
-/// One SQLite connection (the C API, Debian's libsqlite3). Not thread-safe: one owner at a time.
+/// One SQLite connection (the C API, Debian's libsqlite3). Not thread-safe: one owner at a time. Either
+/// opened here (and closed here), or borrowed from GRDB inside one of its access closures.
 final class SQLiteConnection {
     let path: String
     private(set) var handle: OpaquePointer?
+    private let owned: Bool
+
+    /// A connection GRDB owns: used, never closed, here.
+    init(borrowing handle: OpaquePointer, path: String) {
+        self.handle = handle
+        self.path = path
+        owned = false
+    }
 
     /// Opens (and with `create`, creates) the file. `busyTimeoutMs`: how long SQLite itself waits for
     /// another connection's lock before answering `SQLITE_BUSY`.
     init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMs: Int32 = 5000) throws(StoreError) {
         self.path = path
+        owned = true
         var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
         flags |= SQLITE_OPEN_NOMUTEX
@@ -52,7 +62,7 @@ final class SQLiteConnection {
     deinit { close() }
 
     func close() {
-        if let h = handle { sqlite3_close_v2(h) }
+        if owned, let h = handle { sqlite3_close_v2(h) }
         handle = nil
     }
 

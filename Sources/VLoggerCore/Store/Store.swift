@@ -1,14 +1,23 @@
 import CSQLite
 import Foundation
+import GRDB
 import ISO15693
 
 /// The store: one SQLite file in WAL mode, schema versioned by named migrations, written in batches.
 ///
+/// Connections are GRDB's: a `DatabasePool` (one writer, up to `readers` readers that never wait for it)
+/// for a writable store, a read-only pool otherwise; migrations go through GRDB's `DatabaseMigrator`.
+/// The hot paths (the batch insert, the export's row stream) bind and step statements by hand on GRDB's
+/// own connection (`withWriter`, `withReader`), which the ingest benchmark holds to the C baseline.
+///
 /// Durability: `journal_mode=WAL` with `synchronous=FULL`, so a batch whose COMMIT returned is on disk
 /// and survives a SIGKILL or a power cut; a batch that fails is rolled back whole and can be retried.
-public final class Store {
-    let db: SQLiteConnection
+public final class Store: @unchecked Sendable {
     public let path: String
+    private let pool: DatabasePool
+    private let readOnly: Bool
+    /// The writer connection, borrowed from GRDB (which owns and closes it), with the cached statements.
+    private var writer: SQLiteConnection?
 
     /// The migrations, in order. A name once shipped never changes; new schema goes in a new entry.
     static let migrations: [(name: String, sql: String)] = [
@@ -88,29 +97,35 @@ public final class Store {
     private var insertWrite: SQLStatement?
 
     /// Opens the store. Writable stores are created when missing and migrated to the current schema;
-    /// read-only stores must exist and be at a schema this vlogger knows.
-    public init(path: String, readOnly: Bool = false, busyTimeoutMs: Int32 = 5000) throws(StoreError) {
+    /// read-only stores must exist and be at a schema this vlogger knows. `readers`: how many connections
+    /// may read at once (the status page, exports beside the service).
+    public init(path: String, readOnly: Bool = false, busyTimeoutMs: Int32 = 5000, readers: Int = 4) throws(StoreError) {
         self.path = path
+        self.readOnly = readOnly
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw StoreError("no store at \(path) (run `vlogger run` first, or pass --store FILE)")
         }
-        db = try SQLiteConnection(path: path, readOnly: readOnly, busyTimeoutMs: busyTimeoutMs)
+        var config = Configuration()
+        config.readonly = readOnly
+        config.busyMode = .timeout(Double(max(0, busyTimeoutMs)) / 1000)
+        config.maximumReaderCount = max(1, readers)
+        config.label = "vlogger store"
+        // A new file is switched to WAL under an exclusive lock, for which SQLite does not call the busy
+        // handler: another process creating the same store at this moment is waited out here.
+        var opened: DatabasePool?
+        for attempt in 0... {
+            do {
+                opened = try DatabasePool(path: path, configuration: config)
+                break
+            } catch let e as DatabaseError where e.resultCode == .SQLITE_BUSY && attempt < Int(busyTimeoutMs / 10) {
+                Thread.sleep(forTimeInterval: 0.01)
+            } catch {
+                throw StoreError("cannot open the store \(path): \(Self.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
+            }
+        }
+        guard let opened else { throw StoreError("cannot open the store \(path)") }
+        pool = opened
         if !readOnly {
-            // Switching a new file to WAL needs an exclusive lock, for which SQLite does not call the busy
-            // handler: another process creating the same store at this moment is waited out here.
-            var mode: SQLValue?
-            for attempt in 0... {
-                do {
-                    mode = try db.scalar("PRAGMA journal_mode=WAL")
-                    break
-                } catch where error.isBusy && attempt < Int(busyTimeoutMs / 10) {
-                    Thread.sleep(forTimeInterval: 0.01)
-                }
-            }
-            guard case let .text(mode)? = mode, mode.lowercased() == "wal" else {
-                throw StoreError("\(path): cannot switch the store to WAL mode (is it on a network file system?)")
-            }
-            try db.execute("PRAGMA synchronous=FULL")
             try migrate()
         } else {
             let applied = try appliedMigrations()
@@ -121,13 +136,70 @@ public final class Store {
         }
     }
 
-    public func close() { db.close() }
+    /// Finalises the cached statements and closes every connection.
+    public func close() {
+        if !readOnly { try? pool.writeWithoutTransaction { _ in writer = nil } }
+        try? pool.close()
+    }
+
+    static func describe(_ error: Error) -> String {
+        if let e = error as? DatabaseError { return "\(e.message ?? "\(e.resultCode)") (SQLite code \(e.extendedResultCode.rawValue))" }
+        return "\(error)"
+    }
+
+    static func storeError(_ error: Error, _ path: String) -> StoreError {
+        if let e = error as? StoreError { return e }
+        if let e = error as? DatabaseError {
+            return StoreError("\(e.message ?? "\(e.resultCode)") (SQLite code \(e.extendedResultCode.rawValue)) in \(path)", code: e.extendedResultCode.rawValue)
+        }
+        return StoreError("\(error) in \(path)")
+    }
+
+    /// Runs `body` on the writer connection (GRDB's writer queue; blocks until it is free), outside any
+    /// transaction: `body` opens its own.
+    func withWriter<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        guard !readOnly else { throw StoreError("\(path) is open read-only") }
+        do {
+            return try pool.writeWithoutTransaction { db -> T in
+                let c: SQLiteConnection
+                if let w = writer, w.handle == db.sqliteConnection { c = w } else {
+                    guard let h = db.sqliteConnection else { throw StoreError("\(path): the writer connection is closed") }
+                    c = SQLiteConnection(borrowing: h, path: path)
+                    // GRDB sets NORMAL for WAL; a committed batch must survive a power cut: FULL.
+                    try c.execute("PRAGMA synchronous=FULL")
+                    writer = c
+                    (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
+                }
+                do { return try body(c) } catch { throw error }
+            }
+        } catch {
+            throw Self.storeError(error, path)
+        }
+    }
+
+    /// Runs `body` on a reader connection, in a read transaction: a snapshot of the last commit, which the
+    /// writer does not wait for.
+    func withReader<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try pool.read { db -> T in
+                guard let h = db.sqliteConnection else { throw StoreError("\(path): the reader connection is closed") }
+                do { return try body(SQLiteConnection(borrowing: h, path: path)) } catch { throw error }
+            }
+        } catch {
+            throw Self.storeError(error, path)
+        }
+    }
 
     // MARK: Migrations
 
+    /// The migrations applied to the store, in order (GRDB's `grdb_migrations`).
     func appliedMigrations() throws(StoreError) -> [String] {
-        guard try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'") != nil else { return [] }
-        let s = try db.prepare("SELECT name FROM schema_migrations ORDER BY name")
+        try withReader { db throws(StoreError) in try Self.applied(db) }
+    }
+
+    static func applied(_ db: SQLiteConnection) throws(StoreError) -> [String] {
+        guard try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='grdb_migrations'") != nil else { return [] }
+        let s = try db.prepare("SELECT identifier FROM grdb_migrations ORDER BY identifier")
         var names: [String] = []
         while try s.step() { names.append(s.text(0) ?? "") }
         return names
@@ -140,25 +212,49 @@ public final class Store {
         }
     }
 
-    /// Applies the missing migrations in one IMMEDIATE transaction, recording each name. What is applied
-    /// is read inside the transaction, under the write lock, so two processes creating or migrating the
-    /// same store at once do not both apply a migration: the second waits, then finds nothing to do.
+    static let migrator: DatabaseMigrator = {
+        var m = DatabaseMigrator()
+        for (name, sql) in Store.migrations { m.registerMigration(name) { db in try db.execute(sql: sql) } }
+        return m
+    }()
+
+    /// Applies the missing migrations with GRDB's migrator. A store of the release before GRDB has its
+    /// applied names in `schema_migrations`: they are carried over to `grdb_migrations` first, and
+    /// `schema_migrations` keeps every name too, so an older vlogger refuses the newer schema by name.
+    /// GRDB reads what is applied before taking the write lock, so a second process migrating the same
+    /// store at the same moment can find a migration already applied under it (SQLITE_CONSTRAINT or
+    /// "already exists"); the migration is then run again, and finds nothing left to do.
     func migrate() throws(StoreError) {
-        try transaction { () throws(StoreError) in
-            try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
-            let applied = try appliedMigrations()
-            try checkKnown(applied)
-            for m in Self.migrations where !applied.contains(m.name) {
-                try db.execute(m.sql)
-                let s = try db.prepare("INSERT INTO schema_migrations(name, applied_at) VALUES(?, ?)")
-                try s.bind([.text(m.name), .integer(Millis.now())])
+        try withWriter { db throws(StoreError) in
+            try Self.transaction(db) { () throws(StoreError) in
+                let legacy = try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'") != nil
+                try db.execute("CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
+                if legacy { try db.execute("INSERT OR IGNORE INTO grdb_migrations SELECT name FROM schema_migrations") }
+                try checkKnown(try Self.applied(db))
+            }
+        }
+        for attempt in 0... {
+            do {
+                try Self.migrator.migrate(pool)
+                break
+            } catch where attempt < 20 {
+                Thread.sleep(forTimeInterval: 0.02)
+            } catch {
+                throw Self.storeError(error, path)
+            }
+        }
+        try withWriter { db throws(StoreError) in
+            try Self.transaction(db) { () throws(StoreError) in
+                try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
+                let s = try db.prepare("INSERT OR IGNORE INTO schema_migrations(name, applied_at) SELECT identifier, ? FROM grdb_migrations")
+                try s.bind([.integer(Millis.now())])
                 try s.step()
             }
         }
     }
 
-    /// Runs `body` in one IMMEDIATE transaction: all of it commits, or none of it.
-    func transaction(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+    /// Runs `body` in one IMMEDIATE transaction on `db`: all of it commits, or none of it.
+    static func transaction(_ db: SQLiteConnection, _ body: () throws(StoreError) -> Void) throws(StoreError) {
         try db.execute("BEGIN IMMEDIATE")
         do {
             try body()
@@ -174,10 +270,14 @@ public final class Store {
     /// Writes a batch in one transaction. Returns the row id of the last reading written (0 if none).
     @discardableResult
     public func write(_ batch: Batch) throws(StoreError) -> Int64 {
+        try withWriter { db throws(StoreError) in try write(batch, db) }
+    }
+
+    private func write(_ batch: Batch, _ db: SQLiteConnection) throws(StoreError) -> Int64 {
         var lastID: Int64 = 0
-        try transaction { () throws(StoreError) in
+        try Self.transaction(db) { () throws(StoreError) in
             if !batch.tags.isEmpty {
-                let s = try prepared(&upsertTag, """
+                let s = try prepared(&upsertTag, db, """
                     INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location)
                     VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                     ON CONFLICT(uid) DO UPDATE SET
@@ -198,7 +298,7 @@ public final class Store {
                 }
             }
             if !batch.readings.isEmpty {
-                let s = try prepared(&insertReading, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)")
+                let s = try prepared(&insertReading, db, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)")
                 var scratch: [UInt8] = []
                 scratch.reserveCapacity(256)
                 // Gateway, reader and location are the same row after row: bound again only when they change
@@ -233,7 +333,7 @@ public final class Store {
                 lastID = db.lastInsertRowID
             }
             if !batch.events.isEmpty {
-                let s = try prepared(&insertEvent, "INSERT INTO events(time, gateway, uid, kind, name, severity, detail, reader, location) VALUES(?,?,?,?,?,?,?,?,?)")
+                let s = try prepared(&insertEvent, db, "INSERT INTO events(time, gateway, uid, kind, name, severity, detail, reader, location) VALUES(?,?,?,?,?,?,?,?,?)")
                 for e in batch.events {
                     s.reset()
                     try s.bind([.integer(e.time), .text(e.gateway), e.uid.map { .text($0.description) } ?? .null,
@@ -243,7 +343,7 @@ public final class Store {
                 }
             }
             if !batch.writes.isEmpty {
-                let s = try prepared(&insertWrite, "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)")
+                let s = try prepared(&insertWrite, db, "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)")
                 for w in batch.writes {
                     s.reset()
                     try s.bind([.integer(w.time), .text(w.gateway), .text(w.uid.description), .integer(Int64(w.first.int)),
@@ -256,7 +356,7 @@ public final class Store {
         return lastID
     }
 
-    private func prepared(_ cache: inout SQLStatement?, _ sql: String) throws(StoreError) -> SQLStatement {
+    private func prepared(_ cache: inout SQLStatement?, _ db: SQLiteConnection, _ sql: String) throws(StoreError) -> SQLStatement {
         if let s = cache { return s }
         let s = try db.prepare(sql)
         cache = s
@@ -265,8 +365,8 @@ public final class Store {
 
     /// Records the decoded fields the configuration defines, so exports give each a column (in this order).
     public func registerFields(_ fields: [FieldInfo]) throws(StoreError) {
-        try transaction { () throws(StoreError) in
-            let known = try self.fields()
+        try withWriter { db throws(StoreError) in try Self.transaction(db) { () throws(StoreError) in
+            let known = try Self.fields(db)
             var position = known.count
             let s = try db.prepare("INSERT INTO fields(name, unit, position) VALUES(?,?,?) ON CONFLICT(name) DO UPDATE SET unit = excluded.unit")
             for f in fields {
@@ -276,11 +376,15 @@ public final class Store {
                 try s.step()
                 if !existing { position += 1 }
             }
-        }
+        } }
     }
 
     /// The decoded fields known to the store, in column order.
     public func fields() throws(StoreError) -> [FieldInfo] {
+        try withReader { db throws(StoreError) in try Self.fields(db) }
+    }
+
+    static func fields(_ db: SQLiteConnection) throws(StoreError) -> [FieldInfo] {
         let s = try db.prepare("SELECT name, unit FROM fields ORDER BY position, name")
         var out: [FieldInfo] = []
         while try s.step() { out.append(FieldInfo(name: s.text(0) ?? "", unit: s.text(1))) }
@@ -291,26 +395,33 @@ public final class Store {
 
     public func count(_ table: String) throws(StoreError) -> Int {
         guard ["readings", "events", "tags", "writes"].contains(table) else { throw StoreError("no table \(table)") }
-        if case let .integer(n)? = try db.scalar("SELECT count(*) FROM \(table)") { return Int(n) }
-        return 0
+        return try withReader { db throws(StoreError) in
+            if case let .integer(n)? = try db.scalar("SELECT count(*) FROM \(table)") { return Int(n) }
+            return 0
+        }
     }
 
     /// `PRAGMA integrity_check`: "ok" for a sound file, else SQLite's list of problems.
     public func integrityCheck() throws(StoreError) -> String {
-        let s = try db.prepare("PRAGMA integrity_check")
-        var lines: [String] = []
-        while try s.step() { lines.append(s.text(0) ?? "") }
-        return lines.joined(separator: "\n")
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare("PRAGMA integrity_check")
+            var lines: [String] = []
+            while try s.step() { lines.append(s.text(0) ?? "") }
+            return lines.joined(separator: "\n")
+        }
     }
 
     /// Readings whose row id is at most `id` (for checking what a committed batch left).
     public func readingCount(upToID id: Int64) throws(StoreError) -> Int {
-        if case let .integer(n)? = try db.scalar("SELECT count(*) FROM readings WHERE id <= ?", [.integer(id)]) { return Int(n) }
-        return 0
+        try withReader { db throws(StoreError) in
+            if case let .integer(n)? = try db.scalar("SELECT count(*) FROM readings WHERE id <= ?", [.integer(id)]) { return Int(n) }
+            return 0
+        }
     }
 
     /// Events, oldest first (for tests and status).
     public func events(kind: Event.Kind? = nil) throws(StoreError) -> [Event] {
+        try withReader { db throws(StoreError) in
         let s = try db.prepare("SELECT time, gateway, uid, kind, name, severity, detail, reader, location FROM events" + (kind == nil ? "" : " WHERE kind = ?") + " ORDER BY id")
         if let kind { try s.bind([.text(kind.rawValue)]) }
         var out: [Event] = []
@@ -320,15 +431,18 @@ public final class Store {
                              severity: Event.Severity(rawValue: s.text(5) ?? "") ?? .info, detail: s.text(6) ?? ""))
         }
         return out
+        }
     }
 
     /// Readings, oldest first (for tests).
     public func readings(uid: UID? = nil) throws(StoreError) -> [(time: Millis, uid: String, block: Int, data: [UInt8], decoded: String?)] {
+        try withReader { db throws(StoreError) in
         let s = try db.prepare("SELECT time, uid, block, data, decoded FROM readings" + (uid == nil ? "" : " WHERE uid = ?") + " ORDER BY id")
         if let uid { try s.bind([.text(uid.description)]) }
         var out: [(Millis, String, Int, [UInt8], String?)] = []
         while try s.step() { out.append((s.int64(0), s.text(1) ?? "", Int(s.int64(2)), s.blob(3), s.text(4))) }
         return out
+        }
     }
 }
 

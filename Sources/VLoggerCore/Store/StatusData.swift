@@ -1,63 +1,6 @@
 import Foundation
 import ISO15693
 
-/// A few read-only connections to the store, opened once and shared by the HTTP handlers (the status
-/// page), so a request neither opens a file nor waits for the writer: in WAL mode readers never block the
-/// writer, nor the writer them. Each connection is used by one caller at a time.
-public final class StoreReadPool: @unchecked Sendable {
-    public let path: String
-    private let cond = NSCondition()
-    private var idle: [Store] = []
-    private var open = 0
-    private let size: Int
-
-    public init(path: String, size: Int = 4) {
-        self.path = path
-        self.size = max(1, size)
-    }
-
-    /// Runs `body` with a read-only connection: an idle one, a new one while fewer than `size` are open,
-    /// else the next to come back.
-    public func read<T>(_ body: (Store) throws(StoreError) -> T) throws(StoreError) -> T {
-        cond.lock()
-        var store: Store?
-        while store == nil {
-            if let s = idle.popLast() {
-                store = s
-            } else if open < size {
-                open += 1
-                cond.unlock()
-                do { store = try Store(path: path, readOnly: true) } catch {
-                    cond.lock()
-                    open -= 1
-                    cond.signal()
-                    cond.unlock()
-                    throw error
-                }
-                cond.lock()
-            } else {
-                cond.wait()
-            }
-        }
-        cond.unlock()
-        guard let store else { throw StoreError("no connection") }
-        defer {
-            cond.lock()
-            idle.append(store)
-            cond.signal()
-            cond.unlock()
-        }
-        return try body(store)
-    }
-
-    public func close() {
-        cond.lock()
-        idle.forEach { $0.close() }
-        idle.removeAll()
-        cond.unlock()
-    }
-}
-
 /// What the status page shows from the store: bounded, index-backed queries.
 public struct StatusData: Sendable {
     public struct Row: Sendable {
@@ -71,10 +14,15 @@ public struct StatusData: Sendable {
 }
 
 extension Store {
-    /// The latest reading of each block of the tags seen since `since` (at most `maxTags` tags, by the
+    /// Through one of the store's reader connections (never waiting for the writer): the latest reading of
+    /// each block of the tags seen since `since` (at most `maxTags` tags, by the
     /// tags table's last_seen, each through the readings_by_uid index), the last 25 events, and up to 2000
     /// points of `chartField` since `since`.
     public func statusData(since: Millis, chartField: String?, maxTags: Int = 50) throws(StoreError) -> StatusData {
+        try withReader { db throws(StoreError) in try Self.statusData(db, since: since, chartField: chartField, maxTags: maxTags) }
+    }
+
+    static func statusData(_ db: SQLiteConnection, since: Millis, chartField: String?, maxTags: Int) throws(StoreError) -> StatusData {
         var d = StatusData()
         let tags = try db.prepare("SELECT uid FROM tags WHERE last_seen >= ?1 ORDER BY uid LIMIT ?2")
         try tags.bind([.integer(since), .integer(Int64(maxTags))])
