@@ -65,7 +65,8 @@ let package = Package(
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
-        .executableTarget(name: "store-bench", dependencies: ["VLoggerCore", "ISO15693"], path: "bench/StoreBench"),
+        .executableTarget(name: "store-bench", dependencies: ["VLoggerCore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
+                         path: "bench/StoreBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),

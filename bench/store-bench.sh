@@ -25,15 +25,18 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 echo "== ingest: $N readings, $RUNS runs each (store on $(df -P "$W" | awk 'NR==2{print $1}'))"
 for BATCH in 1000 5000; do
-  : > "$W/swift.txt"; : > "$W/c.txt"; : > "$W/thread.txt"
+  : > "$W/swift.txt"; : > "$W/c.txt"; : > "$W/thread.txt"; : > "$W/grdb.txt"
   for i in $(seq "$RUNS"); do
     rm -f "$W"/s.db*; "$BIN/store-bench" ingest "$N" "$BATCH" "$W/s.db" >> "$W/swift.txt"
     rm -f "$W"/c.db*; "$BIN/store-bench" schema "$W/c.db"; "$W/ingest" "$N" "$BATCH" "$W/c.db" >> "$W/c.txt"
     rm -f "$W"/t.db*; "$BIN/store-bench" ingest-writer "$N" "$BATCH" "$W/t.db" >> "$W/thread.txt"
+    rm -f "$W"/g.db*; "$BIN/store-bench" ingest-grdb "$N" "$BATCH" "$W/g.db" >> "$W/grdb.txt"
   done
+  G=$(cut -d' ' -f1 "$W/grdb.txt" | median)
   S=$(cut -d' ' -f1 "$W/swift.txt" | median); C=$(median < "$W/c.txt"); T=$(cut -d' ' -f1 "$W/thread.txt" | median)
   echo "batch $BATCH: vlogger store writer median $S readings/s in $(head -1 "$W/swift.txt" | cut -d' ' -f2) commits (runs: $(cut -d' ' -f1 "$W/swift.txt" | tr '\n' ' ')); C in batches of $BATCH median $C readings/s (runs: $(tr '\n' ' ' < "$W/c.txt")); ratio $(awk -v s="$S" -v c="$C" 'BEGIN{printf "%.2f", s/c}')"
   echo "  the writer on its own thread (commits take all that is queued): median $T readings/s in $(head -1 "$W/thread.txt" | cut -d' ' -f2) commits"
+  echo "  GRDB's own statement API in the same batches: median $G readings/s (runs: $(cut -d' ' -f1 "$W/grdb.txt" | tr '\n' ' ')); hand-bound/GRDB API $(awk -v s="$S" -v g="$G" 'BEGIN{printf "%.2f", s/g}')"
 done
 
 echo "== export: $EN readings to CSV, $RUNS runs each"

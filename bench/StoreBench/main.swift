@@ -1,10 +1,13 @@
 import Foundation
+import GRDB
 import ISO15693
 import VLoggerCore
 
 // Store benchmark helper (not part of `swift test`; run by bench/store-bench.sh):
 //   store-bench ingest N BATCH PATH   readings/s and commits into a new store, durable batches of BATCH (WAL, synchronous=FULL)
 //   store-bench ingest-writer N BATCH PATH   the same through the writer's own thread (commits coalesce)
+//   store-bench ingest-grdb N BATCH PATH     the same rows through GRDB's own statement API (cached statement,
+//                                            StatementArguments), the alternative to binding by hand
 //   store-bench schema PATH           create an empty store (the C program writes into it)
 //   store-bench fill N PATH           N readings for the export benchmark
 //   store-bench query PATH            the export's SQL for `--since 2000-01-01`, for sqlite3 -csv
@@ -61,6 +64,37 @@ do {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         s.close()
         print(String(format: "%.0f %d", Double(n) / seconds, w.stats.commits))
+    case "ingest-grdb":
+        let n = Int(args[2]) ?? 0, batch = max(1, Int(args[3]) ?? 1000), path = args[4]
+        let readings = (0..<n).map { makeReading($0, base: base) }
+        let s = try Store(path: path)
+        try s.registerFields([FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "humidity", unit: "%")])
+        s.close()
+        let pool = try DatabasePool(path: path)
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous=FULL") }
+        let start = DispatchTime.now().uptimeNanoseconds
+        var i = 0
+        while i < n {
+            let chunk = readings[i..<min(n, i + batch)]
+            try pool.write { db in
+                let st = try db.cachedStatement(sql: "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)")
+                for r in chunk {
+                    // The same text the store writes: the printed UID and the decoded values as a JSON object.
+                    var json = "{"
+                    for (k, d) in r.decoded.enumerated() {
+                        if k > 0 { json += "," }
+                        if case let .number(v) = d.value { json += "\"\(d.name)\":\(v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : "\(v)")" }
+                    }
+                    json += "}"
+                    try st.execute(arguments: [r.time, r.gateway, r.uid.description, r.first.int, r.count, Data(r.data),
+                                               r.security.map { Data($0) }, json, r.reader, r.location])
+                }
+            }
+            i += batch
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        try pool.close()
+        print(String(format: "%.0f %d", Double(n) / seconds, (n + batch - 1) / batch))
     case "fill-recent":
         let n = Int(args[2]) ?? 0
         let s = try Store(path: args[3])
