@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagSimulator → Readers (+ CLibNFC, CPCSCLite) → VLoggerCore (+ CSQLite) → VLoggerService → vlogger.
+// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagSimulator → Readers (+ CLibNFC, CPCSCLite); VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerService → vlogger.
 let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],
@@ -37,13 +37,14 @@ let package = Package(
             providers: [.apt(["libpcsclite-dev"])]
         ),
         .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
-        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "CSQLite",
-                                                   .product(name: "GRDB", package: "GRDB.swift"),
+        // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
+        .target(name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "VLoggerStore",
                                                    .product(name: "Logging", package: "swift-log")]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
         .target(name: "VLoggerService", dependencies: [
-            "VLoggerCore", "Readers", "ISO15693",
+            "VLoggerCore", "VLoggerStore", "Readers", "ISO15693",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -55,6 +56,7 @@ let package = Package(
             name: "vlogger",
             dependencies: [
                 "VLoggerCore",
+                "VLoggerStore",
                 "VLoggerService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -65,15 +67,16 @@ let package = Package(
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
-        .executableTarget(name: "store-bench", dependencies: ["VLoggerCore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
+        .executableTarget(name: "store-bench", dependencies: ["VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
                          path: "bench/StoreBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),
-        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "VLoggerServiceTests", dependencies: ["VLoggerService", "VLoggerCore", "TagSimulator", "Readers", "ISO15693",
+        .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerStore", "ISO15693"]),
+        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", "VLoggerStore", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "VLoggerServiceTests", dependencies: ["VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "ISO15693",
                                                             .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore"]),
+        .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),
     ]
 )

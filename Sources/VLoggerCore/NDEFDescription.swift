@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerStore
 import ISO15693
 import Type5NDEF
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import VLoggerStore
 import Hummingbird
 import HummingbirdCore
 import ISO15693

@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerStore
 import ISO15693
 import Metrics
 import class Prometheus.PrometheusCollectorRegistry

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VLoggerStore
 import Readers
 import VLoggerCore
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VLoggerStore
 import ISO15693
 import VLoggerCore
 
@@ -66,6 +67,7 @@ struct Export: ParsableCommand {
             request.reader = reader
         }
         request.format = format
+        request.jsonFields = [NDEFFields.records]
         request.crlf = !lf
         let store: Store
         do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }

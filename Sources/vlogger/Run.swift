@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VLoggerStore
 import Readers
 import ISO15693
 import Logging

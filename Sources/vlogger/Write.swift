@@ -1,3 +1,4 @@
+import VLoggerStore
 import ArgumentParser
 import ISO15693
 import Readers

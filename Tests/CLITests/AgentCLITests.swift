@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerStore
 import Testing
 import VLoggerCore
 

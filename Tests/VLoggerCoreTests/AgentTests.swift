@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerStore
 import ISO15693
 import Readers
 import TagSimulator
@@ -6,6 +7,13 @@ import Testing
 @testable import VLoggerCore
 
 /// The agent against simulated fields, with a simulated clock (no real sleeping).
+/// A store file in a new scratch folder.
+func scratchPath(_ name: String) -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir.appendingPathComponent(name).path
+}
+
 @Suite struct AgentTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

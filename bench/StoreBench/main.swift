@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import ISO15693
-import VLoggerCore
+import VLoggerStore
 
 // Store benchmark helper (not part of `swift test`; run by bench/store-bench.sh):
 //   store-bench ingest N BATCH PATH   readings/s and commits into a new store, durable batches of BATCH (WAL, synchronous=FULL)

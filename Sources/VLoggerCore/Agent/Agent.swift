@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerStore
 import Logging
 import ISO15693
 import Readers

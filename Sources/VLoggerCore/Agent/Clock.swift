@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import VLoggerStore
 
 /// A request to stop, set from a signal handler and seen by the agent between exchanges and cycles.
 public final class StopSignal: @unchecked Sendable {

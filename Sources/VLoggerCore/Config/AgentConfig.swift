@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerStore
 import Readers
 import ISO15693
 

@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerStore
 import ISO15693
 
 /// One problem in a configuration or rules file: the file, the line, and what was expected there.
@@ -196,33 +197,5 @@ struct Section {
             out.append(s)
         }
         return out
-    }
-}
-
-/// Durations and ages written with a unit: `500ms`, `30s`, `5m`, `24h`, `7d`, `2w`.
-public enum DurationText {
-    public struct Invalid: Error, CustomStringConvertible, Sendable {
-        public let text: String
-        public var description: String { "'\(text)' is not a duration; write a number and a unit: 500ms, 30s, 5m, 24h, 7d or 2w" }
-    }
-
-    public static func parse(_ text: String) throws(Invalid) -> Millis {
-        let t = text.trimmingCharacters(in: .whitespaces).lowercased()
-        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000)]
-        for (suffix, factor) in units where t.hasSuffix(suffix) {
-            let number = String(t.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
-            // "ms" must not be read as "m" + "s": the longer suffix is tried first.
-            guard let v = Double(number), v.isFinite, v >= 0, !number.hasPrefix("+"), v * factor < 1e15 else { throw Invalid(text: text) }
-            return Millis((v * factor).rounded())
-        }
-        throw Invalid(text: text)
-    }
-
-    /// "1.5s", "250ms", "3m 20s" style for messages.
-    public static func format(_ ms: Millis) -> String {
-        if ms < 1000 { return "\(ms)ms" }
-        if ms < 60_000 { return ms % 1000 == 0 ? "\(ms / 1000)s" : String(format: "%.1fs", Double(ms) / 1000) }
-        if ms < 3_600_000 { return "\(ms / 60_000)m" + (ms % 60_000 >= 1000 ? " \(ms % 60_000 / 1000)s" : "") }
-        return "\(ms / 3_600_000)h" + (ms % 3_600_000 >= 60_000 ? " \(ms % 3_600_000 / 60_000)m" : "")
     }
 }

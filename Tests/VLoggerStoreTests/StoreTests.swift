@@ -1,7 +1,7 @@
 import Foundation
 import ISO15693
 import Testing
-@testable import VLoggerCore
+@testable import VLoggerStore
 
 func scratchPath(_ name: String) -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-test-\(UUID().uuidString)")

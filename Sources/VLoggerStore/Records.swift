@@ -205,7 +205,7 @@ public enum JSONText {
 
     /// Shortest text that reads back as the same Double (Swift's description), without a trailing ".0"
     /// only where the value is integral and small.
-    static func number(_ d: Double) -> String {
+    public static func number(_ d: Double) -> String {
         if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
         return "\(d)"
     }

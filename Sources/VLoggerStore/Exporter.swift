@@ -15,6 +15,8 @@ public struct ExportRequest: Sendable {
     public var format = Format.csv
     /// CSV line ending: CRLF (RFC 4180, the default) or LF.
     public var crlf = true
+    /// Decoded fields whose values are JSON text (the NDEF records): nested as JSON in jsonl, not quoted.
+    public var jsonFields: Set<String> = []
 
     public init(since: Millis) { self.since = since }
 }
@@ -100,7 +102,7 @@ public enum Exporter {
             return k + [0x3A]
         }
         // Fields that hold JSON (the NDEF records) go into jsonl as JSON, not as a string of it.
-        let jsonColumns = Set(names.indices.filter { r.table == .readings && names[$0] == NDEFFields.records && fields.contains { $0.name == NDEFFields.records } })
+        let jsonColumns = Set(names.indices.filter { i in r.table == .readings && r.jsonFields.contains(names[i]) && fields.contains { $0.name == names[i] } })
         var rows = 0
         while try s.step() {
             rows += 1
