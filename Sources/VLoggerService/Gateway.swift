@@ -52,8 +52,6 @@ public final class Gateway: @unchecked Sendable {
     let logger: Logger
     private let lock = NSLock()
     private var committedAll = true
-    /// Where the listener is bound, once it is (port 0 picks a free one).
-    public private(set) var listening: ListenAddress?
 
     public init(options: GatewayOptions, logger: Logger) throws(VLoggerError) {
         self.options = options
@@ -145,7 +143,6 @@ public final class Gateway: @unchecked Sendable {
 
     /// The listener was bound: say where, and tell systemd the service is ready.
     func listenerUp(_ address: ListenAddress) {
-        lock.withLock { listening = address }
         logger.notice("serving /healthz, /metrics and the status page on http://\(address)/")
         notifyReady()
     }
