@@ -147,24 +147,21 @@ public final class StoreWriter: @unchecked Sendable {
     /// With the lock held: drops the oldest readings (and events) past the limit, an eighth of the limit
     /// at a time so that a long outage costs one move per eighth, not one per record.
     private func dropOldest() {
-        func window(_ first: Millis, _ last: Millis) {
-            dropped.first = min(dropped.first, first)
-            dropped.last = max(dropped.last, last)
-        }
-        if pending.readings.count > queueLimit {
-            let k = min(pending.readings.count, max(pending.readings.count - queueLimit, queueLimit / 8))
-            window(pending.readings[0].time, pending.readings[k - 1].time)
-            pending.readings.removeFirst(k)
-            dropped.readings += k
-            totals.droppedReadings += k
-        }
-        if pending.events.count > queueLimit {
-            let k = min(pending.events.count, max(pending.events.count - queueLimit, queueLimit / 8))
-            window(pending.events[0].time, pending.events[k - 1].time)
-            pending.events.removeFirst(k)
-            dropped.events += k
-            totals.droppedEvents += k
-        }
+        let r = trimmed(&pending.readings, time: \.time), e = trimmed(&pending.events, time: \.time)
+        dropped.readings += r
+        dropped.events += e
+        totals.droppedReadings += r
+        totals.droppedEvents += e
+    }
+
+    /// Drops the oldest of `items` past the limit, widening the window of dropped times; returns how many.
+    private func trimmed<T>(_ items: inout [T], time: KeyPath<T, Millis>) -> Int {
+        guard items.count > queueLimit else { return 0 }
+        let k = min(items.count, max(items.count - queueLimit, queueLimit / 8))
+        dropped.first = min(dropped.first, items[0][keyPath: time])
+        dropped.last = max(dropped.last, items[k - 1][keyPath: time])
+        items.removeFirst(k)
+        return k
     }
 
     // MARK: Committing
