@@ -39,12 +39,13 @@ import Testing
         return (Int(lines.first ?? "") ?? -1, lines.count > 1 ? String(lines[1]) : r.err)
     }
 
-    func waitFor(_ file: URL, _ needle: String, seconds: Double = 10) -> String {
+    /// Waits until `file` holds `needle` at least `count` times (or `seconds` pass); returns its text.
+    func waitFor(_ file: URL, _ needle: String, seconds: Double = 10, count: Int = 1) -> String {
         var text = ""
         let end = Date().addingTimeInterval(seconds)
         while Date() < end {
             text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
-            if text.contains(needle) { return text }
+            if text.components(separatedBy: needle).count - 1 >= count { return text }
             Thread.sleep(forTimeInterval: 0.1)
         }
         return text
@@ -129,6 +130,59 @@ import Testing
         let last = try #require(ids.max(), "\(text)")
         let count = try Self.shell("python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*), max(id) from readings\").fetchone())' \"$1\"", [store.path])
         #expect(count.out.contains("(\(last), \(last))"), "logged \(last); store \(count.out)\(count.err)")
+    }
+
+    @Test func sighupWithEachKindOfBrokenFileKeepsTheServiceRunningAndLosesNothing() throws {
+        // The two files that killed a running service on reload (issue "Bad input never traps"): a TOML of
+        // 40,000 nested arrays and a register with a repeated column; then a syntax error and a missing rules file.
+        let work = try CLI.scratch("hup", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        try CLI.writeOneReaderConfig(work)
+        let config = work.appendingPathComponent("vlogger.toml"), register = work.appendingPathComponent("assets.csv")
+        let rules = work.appendingPathComponent("rules.toml"), log = work.appendingPathComponent("svc.log")
+        let store = work.appendingPathComponent("hup.db")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let p = Process()
+        p.executableURL = try CLI.binary()
+        p.arguments = ["run", "--config", config.path, "--store", store.path, "--interval", "100ms", "--log-level", "debug"]
+        p.currentDirectoryURL = work
+        p.standardError = try FileHandle(forWritingTo: log)
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        _ = waitFor(log, "committed")
+        let good = try String(contentsOf: config, encoding: .utf8), goodRegister = try String(contentsOf: register, encoding: .utf8)
+        let goodRules = try String(contentsOf: rules, encoding: .utf8)
+        let broken: [(URL, String)] = [
+            (config, good + "\ndeep = " + String(repeating: "[", count: 40_000) + String(repeating: "]", count: 40_000) + "\n"),
+            (register, "uid,asset_id,asset_id\r\nE008010000004212,A,B\r\n"),
+            (config, good + "\nbroken = = 1\n"),
+            (rules, "[[rule]]\nname = 1\n"),
+        ]
+        for (n, (file, text)) in broken.enumerated() {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            kill(p.processIdentifier, SIGHUP)
+            let seen = waitFor(log, String(repeating: "reload failed", count: 1), count: n + 1)
+            #expect(p.isRunning, "reload \(n + 1) stopped the service: \(seen.suffix(2000))")
+            try good.write(to: config, atomically: true, encoding: .utf8)
+            try goodRegister.write(to: register, atomically: true, encoding: .utf8)
+            try goodRules.write(to: rules, atomically: true, encoding: .utf8)
+        }
+        kill(p.processIdentifier, SIGHUP)
+        _ = waitFor(log, "SIGHUP: reloaded")
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(text.components(separatedBy: "reload failed, the running configuration stays").count - 1 == broken.count, "\(text.suffix(3000))")
+        #expect(text.contains("appears twice in the header") && text.contains("nest more than 64 deep"))
+        // Every reading logged as committed is in the store, the last one included.
+        let last = text.split(separator: "\n").compactMap { line -> Int? in
+            guard let r = line.range(of: "through reading id ") else { return nil }
+            return Int(line[r.upperBound...].prefix { $0.isNumber })
+        }.max() ?? -1
+        let count = try Self.shell("python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*), max(id) from readings\").fetchone())' \"$1\"", [store.path])
+        #expect(last > 0 && count.out.contains("(\(last), \(last))"), "logged \(last); store \(count.out)\(count.err)")
     }
 
     @Test func notifiesSystemdReadyAndStopping() throws {

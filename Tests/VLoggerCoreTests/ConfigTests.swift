@@ -380,6 +380,25 @@ import Testing
         #expect(ManufacturerCode.lookup("0x04") == .nxp)
     }
 
+    @Test func deepNestingIsRefusedWithTheLineNotAStackOverflow() {
+        // The reproducers of the hostile-input pass: 40,000 nested arrays (an 80 KB file) and 16,000 nested
+        // inline tables trapped with a stack overflow; past 64 levels they are a TOMLError now.
+        let arrays = "x = " + String(repeating: "[", count: 40_000) + String(repeating: "]", count: 40_000) + "\n"
+        #expect { try TOML.parse(arrays) } throws: { ($0 as? TOMLError)?.message.contains("nest more than 64 deep") == true }
+        let tables = "x = " + String(repeating: "{a=", count: 16_000) + "1" + String(repeating: "}", count: 16_000) + "\n"
+        #expect { try TOML.parse(tables) } throws: { ($0 as? TOMLError).map { $0.line == 1 && $0.message.contains("64 deep") } == true }
+        let dotted = (0..<10_000).map { "k\($0)" }.joined(separator: ".") + " = 1\n"
+        #expect { try TOML.parse(dotted) } throws: { ($0 as? TOMLError)?.message.contains("more than 64 parts") == true }
+        // 64 levels are still fine (TOML 1.0 sets no limit; nothing here needs more than 2).
+        #expect((try? TOML.parse("x = " + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "\n")) != nil)
+    }
+
+    @Test func aRegisterWithARepeatedColumnIsAnErrorNotATrap() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("reg-\(UUID().uuidString).csv").path
+        try "uid,asset_id,asset_id\r\nE008010000004212,A,B\r\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect { try AssetRegister.load(path) } throws: { "\($0)".contains("\(path):1: column 'asset_id' appears twice") }
+    }
+
     @Test func registerCSV() throws {
         let records = try CSVReader.parse("uid,note\r\nE008010000004212,\"cold, \"\"B7\"\"\"\r\n")
         #expect(records == [["uid", "note"], ["E008010000004212", "cold, \"B7\""]])

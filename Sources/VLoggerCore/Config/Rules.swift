@@ -48,6 +48,10 @@ public struct AssetRegister: Sendable {
         }
         guard let header = records.first else { throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "empty register; expected a header row with a uid column")]) }
         let cols = header.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        var seen = Set<String>()
+        if let twice = cols.first(where: { !seen.insert($0).inserted }) {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "column '\(twice)' appears twice in the header; each column needs its own name")])
+        }
         guard let u = cols.firstIndex(of: "uid") else {
             throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "no 'uid' column in the header (\(cols.joined(separator: ", ")))")])
         }
