@@ -351,8 +351,9 @@ public final class ISO15693Client {
 
     private func checkRange(_ m: TagMemory, _ first: BlockNumber, _ count: Int) throws(ClientError) {
         guard count >= 1 else { throw ClientError.invalid("block count must be at least 1") }
-        guard first.int + count <= m.blockCount else {
-            throw ClientError.invalid("blocks \(first)…\(BlockNumber(exactly: first.int + count - 1) ?? first) are past the end of the tag: it has \(m.blockCount) blocks (0x00…\(BlockNumber(exactly: m.blockCount - 1) ?? 0))")
+        // count ≤ the tag's block count (at most 65,536) before any sum, so nothing overflows.
+        guard count <= m.blockCount, first.int <= m.blockCount - count else {
+            throw ClientError.invalid("\(count) block(s) from \(first) run past the end of the tag: it has \(m.blockCount) blocks (0x00…\(BlockNumber(exactly: m.blockCount - 1) ?? 0))")
         }
     }
 

@@ -103,7 +103,7 @@ enum VLoggerImageCodec {
         var locked = Array(repeating: false, count: blocks.count)
         for item in (o["lockedBlocks"] as? [Any]) ?? [] {
             let n: Int
-            if let i = item as? Int { n = i } else if let s = item as? String, let v = try? Hex.parseInteger(s) { n = Int(v) } else {
+            if let i = item as? Int { n = i } else if let s = item as? String, let v = try? Hex.parseInteger(s), let i = Int(exactly: v) { n = i } else {
                 throw TagImageError("'lockedBlocks' entries must be block numbers (\"0x03\" or 3)")
             }
             guard n >= 0, n < locked.count else { throw TagImageError("'lockedBlocks' names block \(n), the image has \(locked.count) blocks") }
@@ -230,7 +230,9 @@ enum FlipperImageCodec {
         do { uid = try UID(parsing: try need("UID")) } catch let e as TagImageError { throw e } catch {
             throw TagImageError("'UID': \(error)")
         }
-        guard let count = Int(try need("Block Count")) else { throw TagImageError("'Block Count' must be a decimal number") }
+        guard let count = Int(try need("Block Count")), (1...65536).contains(count) else {
+            throw TagImageError("'Block Count' must be a decimal number of blocks, 1…65536")
+        }
         let sizeBytes = try hexBytes(try need("Block Size"), "Block Size")
         guard sizeBytes.count == 1 else { throw TagImageError("'Block Size' must be one hex byte, e.g. 04") }
         let size = Int(sizeBytes[0])

@@ -137,8 +137,12 @@ public struct Scenario: Equatable, Sendable {
             let ctx = "signals[\(i)]"
             guard let s = any as? [String: Any] else { throw TagImageError("\(ctx): expected an object") }
             let block: Int
-            if let n = s["block"] as? Int { block = n } else if let t = s["block"] as? String, let b = try? BlockNumber(parsing: t) { block = b.int } else {
-                throw TagImageError("\(ctx): \"block\" must be a block number (\"0xF8\" or 248)")
+            if let n = s["block"] as? Int, BlockNumber(exactly: n) != nil { block = n } else if let t = s["block"] as? String, let b = try? BlockNumber(parsing: t) { block = b.int } else {
+                throw TagImageError("\(ctx): \"block\" must be a block number, 0…0xFFFF (\"0xF8\" or 248)")
+            }
+            let byte = (s["byte"] as? Int) ?? 0
+            guard s["byte"] == nil || s["byte"] is Int, (0...255).contains(byte) else {
+                throw TagImageError("\(ctx): \"byte\" must be a byte offset in the block, 0…255")
             }
             guard let encName = s["type"] as? String, let enc = Encoding(rawValue: encName) else {
                 throw TagImageError("\(ctx): \"type\" must be one of \(Encoding.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -150,7 +154,7 @@ public struct Scenario: Equatable, Sendable {
             }
             let scale = try num("scale", 1) ?? 1
             guard scale != 0 else { throw TagImageError("\(ctx): \"scale\" must not be 0") }
-            signals.append(Signal(uid: try uid(s["uid"], ctx), block: block, byte: (s["byte"] as? Int) ?? 0, encoding: enc,
+            signals.append(Signal(uid: try uid(s["uid"], ctx), block: block, byte: byte, encoding: enc,
                                   scale: scale, start: try num("start", 0) ?? 0, slopePerHour: try num("slope-per-hour", 0) ?? 0,
                                   amplitude: try num("amplitude", 0) ?? 0, periodMs: s["period"] == nil ? 0 : try time(s["period"], ctx + ".period"),
                                   min: try num("min", nil), max: try num("max", nil)))
@@ -158,12 +162,18 @@ public struct Scenario: Equatable, Sendable {
         return Scenario(steps: steps, signals: signals)
     }
 
-    /// "90s", "500ms", "2m", "1h", or a number of seconds.
+    /// "90s", "500ms", "2m", "1h", or a number of seconds; at most 10 years (a larger number would not
+    /// fit the milliseconds it becomes).
     static func time(_ any: Any?, _ ctx: String) throws(TagImageError) -> Int64 {
-        if let n = any as? Double, n >= 0 { return Int64((n * 1000).rounded()) }
+        let limit = 10 * 365.25 * 86_400_000.0
+        func ms(_ v: Double) throws(TagImageError) -> Int64 {
+            guard v.isFinite, v >= 0, v <= limit else { throw TagImageError("\(ctx): a time of 0 to 10 years, not \(v / 1000) s") }
+            return Int64(v.rounded())
+        }
+        if let n = any as? Double { return try ms(n * 1000) }
         guard let s = any as? String else { throw TagImageError("\(ctx): expected a time (\"90s\", \"500ms\", \"2m\") or seconds") }
         for (suffix, f) in [("ms", 1.0), ("s", 1000.0), ("m", 60_000.0), ("h", 3_600_000.0)] where s.hasSuffix(suffix) {
-            if let v = Double(s.dropLast(suffix.count)), v >= 0 { return Int64((v * f).rounded()) }
+            if let v = Double(s.dropLast(suffix.count)) { return try ms(v * f) }
         }
         throw TagImageError("\(ctx): '\(s)' is not a time; write 90s, 500ms, 2m or 1h")
     }

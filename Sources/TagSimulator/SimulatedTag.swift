@@ -19,10 +19,11 @@ public final class SimulatedTag {
     /// RF430 and ST25DV chips do from their sensor or I²C side; RF lock bits do not apply. Bytes past
     /// the end of the memory are dropped.
     public func sense(block: Int, byte: Int = 0, bytes: [UInt8]) {
+        guard block >= 0, byte >= 0, block < image.blocks.count, byte < image.blocks.count * image.blockSize else { return }
         for (i, b) in bytes.enumerated() {
             let pos = byte + i
             let n = block + pos / image.blockSize
-            guard n >= 0, n < image.blocks.count else { return }
+            guard n < image.blocks.count else { return }
             image.blocks[n][pos % image.blockSize] = b
         }
     }

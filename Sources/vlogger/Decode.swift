@@ -32,6 +32,10 @@ struct Decode: ParsableCommand {
     @Flag(help: "Machine-readable JSON output.")
     var json = false
 
+    func validate() throws {
+        guard (1...65536).contains(count) else { throw ValidationError("--count must be 1…65536 (ISO 15693 numbers blocks with at most 16 bits)") }
+    }
+
     func run() throws {
         var bytes: [UInt8]
         do { bytes = try Hex.parse(frame.joined(separator: " ")) } catch { throw ValidationError("frame: \(error)") }

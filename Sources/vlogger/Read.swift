@@ -17,7 +17,7 @@ struct Read: ParsableCommand {
     var security = false
 
     func run() throws {
-        guard count >= 1 else { throw ValidationError("--count must be at least 1") }
+        guard (1...65536).contains(count) else { throw ValidationError("--count must be 1…65536 (ISO 15693 numbers blocks with at most 16 bits)") }
         let first = try parseBlock(block)
         let session = try options.open()
         let uid = try options.target(session)

@@ -119,4 +119,21 @@ import Testing
             #expect(r.code == 0 && r.out.contains("1 block(s) written"), "\(format): \(r.out)\(r.err)")
         }
     }
+
+    /// Huge counts trapped with an arithmetic overflow (exit 132); they are usage errors now (exit 64), and
+    /// a count the tag cannot serve is the client's typed error (exit 1). Never a signal.
+    @Test func hugeCountsAreErrorsNotTraps() throws {
+        let f = try Self.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let cases: [([String], Int32, String)] = [
+            (["read", "--field", f.path, "--uid", "E008010000004212", "--block", "0xF8", "--count", "9223372036854775807"], 64, "--count must be 1…65536"),
+            (["read", "--field", f.path, "--uid", "E008010000004212", "--block", "0xF8", "--count", "65536"], 1, "run past the end of the tag"),
+            (["decode", "--response", "--command", "0x2C", "--count", "9223372036854775807", "00", "00"], 64, "--count must be 1…65536"),
+            (["decode", "--response", "--command", "0x3C", "--count=-1", "00", "00"], 64, "--count must be 1…65536"),
+        ]
+        for (args, code, needle) in cases {
+            let r = try Self.run(args)
+            #expect(r.code == code && r.err.contains(needle), "\(args): \(r.code) \(r.err)")
+        }
+    }
 }

@@ -103,3 +103,48 @@ import ISO15693
         for p in ChipProfile.all { #expect(!p.sources.isEmpty, "\(p.id) names its sources") }
     }
 }
+
+/// The reproducers of the hostile-input pass that trapped (arithmetic overflow, a negative index): each is
+/// a TagImageError now. Files like these are what `vlogger restore` reads for hardware readers too.
+@Suite struct HostileImageTests {
+    @Test func hugeAndNegativeNumbersInImagesAreErrors() {
+        let flipper = """
+            Filetype: Flipper NFC device
+            Version: 4
+            Device type: ISO15693-3
+            UID: E0 04 03 11 22 33 44 55
+            Block Count: 4611686018427387904
+            Block Size: 04
+            Data Content: 01 02 03 04
+            """
+        #expect { try TagImageFormat.flipper.decode(flipper) } throws: { "\($0)".contains("1…65536") }
+        let project = """
+            {"format": "vlogger-tag-image", "version": 1, "uid": "E008010000004212", "blockSize": 4,
+             "blocks": ["00000000"], "lockedBlocks": ["0xFFFFFFFFFFFFFFFF"]}
+            """
+        #expect(throws: TagImageError.self) { try TagImageFormat.vlogger.decode(project) }
+    }
+
+    @Test func scenarioTimesBlocksAndBytesOutOfRangeAreErrors() throws {
+        func scenario(_ step: String = "", _ signal: String = "") -> String {
+            """
+            { "vlogger-scenario": 1, "steps": [\(step)], "signals": [\(signal)] }
+            """
+        }
+        let bad = [
+            scenario(#"{ "at": 1e300, "do": "leave", "uid": "E008010000004212" }"#),
+            scenario(#"{ "at": "1e300s", "do": "leave", "uid": "E008010000004212" }"#),
+            scenario("", #"{ "uid": "E008010000004212", "block": 248, "byte": -1, "type": "u8" }"#),
+            scenario("", #"{ "uid": "E008010000004212", "block": 9223372036854775807, "type": "u8" }"#),
+            scenario("", #"{ "uid": "E008010000004212", "block": 248, "type": "u8", "period": -5 }"#),
+        ]
+        for text in bad {
+            #expect(throws: TagImageError.self, "\(text)") { try Scenario.decode(text) }
+        }
+        // A signal past the end of a real tag writes nothing and traps nothing.
+        let tag = SimulatedTag(image: try TagImage(uid: UID(manufacturer: .nxp, serial: 1), blockSize: 4, blocks: [[0, 0, 0, 0]]))
+        tag.sense(block: 0, byte: 3, bytes: [1, 2, 3])
+        tag.sense(block: Int.max, byte: Int.max, bytes: [9])
+        #expect(tag.image.blocks == [[0, 0, 0, 1]])
+    }
+}
