@@ -68,6 +68,26 @@ extension NDEFRecord {
 
     public static let empty = NDEFRecord(tnf: .empty, type: [], payload: [])
 
+    /// How deep Smart Posters may nest inside this one. The Smart Poster RTD nests none in practice; a
+    /// crafted message of thousands of nested posters would otherwise be described (and turned into JSON)
+    /// by recursion until the stack runs out.
+    public static let maxPosterNesting = 4
+
+    /// Walks the posters inside `records` level by level (no recursion) and refuses more than `maxPosterNesting`.
+    static func checkPosterNesting(_ records: [NDEFRecord]) throws(NDEFError) {
+        var level = [records], depth = 1
+        while true {
+            var next: [[NDEFRecord]] = []
+            for recs in level {
+                for r in recs where r.tnf == .wellKnown && r.type == Array("Sp".utf8) { next.append(try NDEFMessage.decode(r.payload)) }
+            }
+            if next.isEmpty { return }
+            depth += 1
+            guard depth <= maxPosterNesting else { throw .payload("Smart Posters nested more than \(maxPosterNesting) deep") }
+            level = next
+        }
+    }
+
     /// What the record means.
     public func interpret() throws(NDEFError) -> NDEFPayload {
         switch (tnf, type) {
@@ -96,7 +116,9 @@ extension NDEFRecord {
             guard let rest = String(validating: payload.dropFirst(), as: UTF8.self) else { throw .payload("URI record: not UTF-8") }
             return .uri(URIPrefix.table[Int(code)] + rest)
         case (.wellKnown, Array("Sp".utf8)):
-            return .smartPoster(try NDEFMessage.decode(payload))
+            let inner = try NDEFMessage.decode(payload)
+            try Self.checkPosterNesting(inner)
+            return .smartPoster(inner)
         case (.media, _): return .mime(type: typeText, data: payload)
         case (.external, _): return .external(type: typeText, data: payload)
         case (.absoluteURI, _): return .absoluteURI(typeText, data: payload)

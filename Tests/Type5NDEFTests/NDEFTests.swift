@@ -213,3 +213,18 @@ import Testing
         #expect(CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true, twoByteAddressing: false).encode()[0] == 0xE1)
     }
 }
+
+/// Nesting from a hostile-input pass: thousands of Smart Posters inside each other overflowed the stack
+/// when the message was described; past 4 levels the innermost poster is an error, and nothing recurses.
+@Suite struct NestedPosterTests {
+    @Test func deeplyNestedSmartPostersAreAnErrorNotAStackOverflow() throws {
+        var r = NDEFRecord.uri("https://example.com/")
+        for _ in 0..<2000 { r = NDEFRecord.smartPoster([r]) }
+        let decoded = try NDEFMessage.decode(NDEFMessage.encode([r]))
+        #expect(throws: NDEFError.self) { try decoded[0].interpret() }
+        // Four levels (a poster in a poster in a poster in a poster) are still read.
+        var ok = NDEFRecord.uri("https://example.com/")
+        for _ in 0..<4 { ok = NDEFRecord.smartPoster([ok]) }
+        guard case .smartPoster? = try? ok.interpret() else { Issue.record("4 levels refused"); return }
+    }
+}
