@@ -14,8 +14,9 @@ public final class FieldFolder {
     /// The folder's `scenario.json` (any JSON file with a `vlogger-scenario` key), if it has one.
     public private(set) var scenario: Scenario?
 
-    /// Loads every `*.json` and `*.nfc` file of `url`. A file that is not a tag image, or two files with
-    /// the same UID, is an error that names the file.
+    /// Loads every `*.json` and `*.nfc` file of `url`. A `.nfc` file that is not a tag image, a `.json` file
+    /// that is not valid JSON, a damaged image or scenario, or two files with the same UID, is an error that
+    /// names the file (valid JSON of another kind is left alone).
     public init(url: URL) throws(TagImageError) {
         self.url = url
         field = SimulatedField()
@@ -33,13 +34,22 @@ public final class FieldFolder {
             let format: TagImageFormat
             do {
                 let text = try Self.read(fileURL)
+                if name.hasSuffix(".json") {
+                    // A damaged file must not vanish from the field (or the scenario from the run) unsaid.
+                    do { _ = try JSONSerialization.jsonObject(with: Data(text.utf8)) } catch {
+                        throw TagImageError("not valid JSON (\((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? error.localizedDescription)); a tag image or scenario.json must be JSON")
+                    }
+                    if name == "scenario.json", !Scenario.isScenario(text) {
+                        throw TagImageError("a scenario needs the key \"vlogger-scenario\" (see Config/demo-field/README.md)")
+                    }
+                }
                 if name.hasSuffix(".json"), Scenario.isScenario(text) {
                     guard scenario == nil else { throw TagImageError("a second scenario; a field folder has at most one") }
                     scenario = try Scenario.decode(text)
                     continue
                 }
                 guard let f = TagImageFormat.detect(fileName: name, text: text) else {
-                    if name.hasSuffix(".json") { continue } // other JSON (e.g. a scenario) is not a tag
+                    if name.hasSuffix(".json") { continue } // other valid JSON is not a tag
                     throw TagImageError("not a tag image (project JSON, Proxmark3 \"15693 v4\" JSON or Flipper .nfc)")
                 }
                 format = f

@@ -159,3 +159,36 @@ import ISO15693
         #expect(f.transmit(corrupt).outcome == .silence)
     }
 }
+
+/// Damaged files in a field folder are errors that name the file, not tags or scenarios that silently vanish.
+@Suite struct DamagedFieldFolderTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func folder(_ files: [String: String]) throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("field-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let demo = Self.root.appendingPathComponent("Config/demo-field/mb89r118-cage-12.json")
+        try FileManager.default.copyItem(at: demo, to: dir.appendingPathComponent("mb89r118-cage-12.json"))
+        for (name, text) in files { try text.write(to: dir.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        return dir
+    }
+
+    @Test func aDamagedScenarioOrImageNamesItsFile() throws {
+        let scenario = try String(contentsOf: Self.root.appendingPathComponent("Config/demo-field/scenario.json"), encoding: .utf8)
+        let image = try String(contentsOf: Self.root.appendingPathComponent("Config/demo-field/slix2-pallet-0001.json"), encoding: .utf8)
+        let cases: [(String, String, String)] = [
+            ("scenario.json", String(scenario.dropLast(20)), "scenario.json: not valid JSON"),          // cut short
+            ("scenario.json", "{\"steps\": []}", "scenario.json: a scenario needs the key"),
+            ("pallet.json", image.replacingOccurrences(of: "\"blocks\": [", with: "\"blocks\" [", options: [], range: nil), "pallet.json: not valid JSON"),
+        ]
+        for (name, text, needle) in cases {
+            let dir = try folder([name: text])
+            defer { try? FileManager.default.removeItem(at: dir) }
+            #expect { try FieldFolder(url: dir) } throws: { "\($0)".contains(needle) }
+        }
+        // Valid JSON of another kind is still left alone.
+        let dir = try folder(["notes.json": "{\"note\": \"not a tag\"}"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try FieldFolder(url: dir).field.tags.count == 1)
+    }
+}
