@@ -33,6 +33,7 @@ struct ReaderOptions: ParsableArguments {
 
     func parsedFlags() throws -> RequestFlags? {
         guard let flags else { return nil }
+        guard !flags.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("--flags: empty; name flags (high,address) or give a byte (0x22)") }
         do { return try RequestFlags(parsing: flags) } catch { throw ValidationError("--flags: \(error)") }
     }
 

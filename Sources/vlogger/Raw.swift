@@ -16,18 +16,53 @@ struct Raw: ParsableCommand {
     @Flag(help: "Wait as for a write-alike command (programming time; an EOF after the wait with the Option flag).")
     var write = false
 
+    @Flag(help: "Confirm a frame whose command cannot be undone (Lock Block, Lock AFI/DSFID, Extended Lock Block, and known custom locks, kill and privacy commands).")
+    var yes = false
+
+    /// Commands that change a tag for ever, by command code; custom ones (0xA0–0xDF) by manufacturer code too.
+    /// ISO/IEC 15693-3 locks; NXP ICODE and ST custom commands from shared/reference/iso15693-facts.md.
+    static func irreversible(_ frame: [UInt8]) -> String? {
+        guard frame.count >= 2 else { return nil }
+        switch frame[1] {
+        case 0x22: return "Lock Block"
+        case 0x28: return "Lock AFI"
+        case 0x2A: return "Lock DSFID"
+        case 0x32: return "Extended Lock Block"
+        default: break
+        }
+        guard frame.count >= 3, (0xA0...0xDF).contains(frame[1]) else { return nil }
+        switch (frame[2], frame[1]) {
+        case (0x04, 0xA4): return "NXP Lock EAS"
+        case (0x04, 0xB5): return "NXP Lock Password"
+        case (0x04, 0xB7): return "NXP Lock Page Protection Condition"
+        case (0x04, 0xB9): return "NXP Destroy"
+        case (0x04, 0xBA): return "NXP Enable Privacy"
+        case (0x02, 0xA4): return "ST Lock EAS"
+        case (0x02, 0xA6): return "ST Kill"
+        case (0x02, 0xB2): return "ST Lock Kill"
+        default: return nil
+        }
+    }
+
     func run() throws {
         let bytes: [UInt8]
         do { bytes = try Hex.parse(frame.joined(separator: " ")) } catch { throw ValidationError("frame: \(error)") }
         guard !bytes.isEmpty else { throw ValidationError("the frame is empty") }
+        if let what = Self.irreversible(bytes), !yes {
+            throw ValidationError("this frame is \(what), which cannot be undone; add --yes to send it")
+        }
         let session = try options.open()
         let wait: ResponseWait = write ? .writeAlike(optionFlag: bytes[0] & 0x40 != 0) : .standard
         let answer = try session.client.raw(bytes, wait: wait)
         let meaning = (try? Request.decode(bytes)).flatMap { try? Response.decode(answer, to: $0).summary } ?? ""
         if options.json {
             printJSON(["request": Hex.format(bytes, separator: ""), "response": Hex.format(answer, separator: ""), "meaning": meaning])
-            return
+        } else {
+            print("<< \(Hex.format(answer))\(meaning.isEmpty ? "" : "  (\(meaning))")")
         }
-        print("<< \(Hex.format(answer))\(meaning.isEmpty ? "" : "  (\(meaning))")")
+        // The tag's error flag (response flags bit 0, ISO/IEC 15693-3): the command failed on the tag.
+        if let flags = answer.first, flags & 0x01 != 0 {
+            throw VLoggerError("the tag answered with its error flag" + (answer.count > 1 ? ", error code 0x\(Hex.format([answer[1]]))" : ""))
+        }
     }
 }

@@ -136,4 +136,27 @@ import Testing
             #expect(r.code == code && r.err.contains(needle), "\(args): \(r.code) \(r.err)")
         }
     }
+
+    /// `raw` locked blocks, the AFI and the DSFID for ever without asking; it exited 0 on the tag's error
+    /// flag; `--flags ""` was taken. Lock codes from ISO/IEC 15693-3 (0x22, 0x28, 0x2A, 0x32) and the NXP
+    /// custom commands (0xB9 Destroy) of shared/reference/iso15693-facts.md.
+    @Test func rawAsksBeforeIrreversibleCommandsAndFailsOnTheTagsErrorFlag() throws {
+        let f = try Self.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        // SLIX2 E004010812345601, its UID least-significant byte first as on air.
+        let uid = ["01", "56", "34", "12", "08", "01", "04", "E0"]
+        for (frame, what) in [(["22", "22"] + uid + ["05"], "Lock Block"), (["22", "28"] + uid, "Lock AFI"), (["22", "2A"] + uid, "Lock DSFID"),
+                              (["22", "32"] + uid + ["05", "00"], "Extended Lock Block"), (["02", "B9", "04", "00"], "NXP Destroy")] {
+            let r = try Self.run(["raw", "--field", f.path] + frame)
+            #expect(r.code == 64 && r.err.contains("\(what), which cannot be undone; add --yes"), "\(frame): \(r.code) \(r.err)")
+        }
+        // Nothing was locked: the AFI lock still takes with --yes (and only then).
+        let locked = try Self.run(["raw", "--field", f.path, "--yes", "--write", "22", "28"] + uid)
+        #expect(locked.code == 0, "\(locked.err)")
+        // Block 0x60 of an 80-block SLIX2: error flag with code 0x10 (block not available), exit 1.
+        let missing = try Self.run(["raw", "--field", f.path, "22", "20"] + uid + ["60"])
+        #expect(missing.code == 1 && missing.out.contains("error 0x10") && missing.err.contains("error flag, error code 0x10"), "\(missing)")
+        let empty = try Self.run(["read", "--field", f.path, "--uid", "E004010812345601", "--block", "0", "--flags", ""])
+        #expect(empty.code == 64 && empty.err.contains("--flags: empty"), "\(empty.err)")
+    }
 }
