@@ -126,6 +126,21 @@ public final class Store: @unchecked Sendable {
         guard let opened else { throw StoreError("cannot open the store \(path)") }
         pool = opened
         if !readOnly {
+            // Nothing is added to a damaged file: it would bury what can still be saved.
+            var check: [String]
+            do {
+                check = try withWriter { db throws(StoreError) in
+                    let s = try db.prepare("PRAGMA quick_check")
+                    var lines: [String] = []
+                    while try s.step() { lines.append(s.text(0) ?? "") }
+                    return lines
+                }
+            } catch where error.code.map({ $0 & 0xFF == 11 || $0 & 0xFF == 26 }) ?? false {
+                check = [error.message]   // SQLITE_CORRUPT, SQLITE_NOTADB: too damaged to list its problems
+            }
+            guard check == ["ok"] else {
+                throw StoreError("\(path) is damaged (SQLite quick_check: \(check.prefix(3).joined(separator: "; "))\(check.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read (vlogger export --store \(path) --since 2000-01-01 --output saved.csv, for each --table), then move the file away and start with a new store.")
+            }
             try migrate()
         } else {
             let applied = try appliedMigrations()

@@ -223,3 +223,24 @@ extension Store {
         try withWriter { db throws(StoreError) in try db.scalar(text) }
     }
 }
+
+@Suite struct DamagedStoreTests {
+    @Test func aDamagedStoreIsRefusedForWritingWithAWayOut() throws {
+        let path = scratchPath("damaged.db")
+        let store = try Store(path: path)
+        var b = Batch()
+        b.readings = (1...2000).map { reading($0) }
+        try store.write(b)
+        try store.sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.close()
+        // Overwrite the start of every page past the schema's: b-tree pages no longer parse (SQLite code 11).
+        var data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let pageSize = Int(data[16]) << 8 | Int(data[17])
+        for page in stride(from: 4 * pageSize, to: data.count, by: pageSize) { for k in 0..<8 { data[page + k] = 0xFF } }
+        try Data(data).write(to: URL(fileURLWithPath: path))
+        #expect { try Store(path: path) } throws: { e in
+            let m = "\(e)"
+            return m.contains("is damaged") && m.contains("nothing is written into it") && m.contains("vlogger export --store")
+        }
+    }
+}
