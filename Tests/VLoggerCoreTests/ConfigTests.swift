@@ -201,12 +201,31 @@ import Testing
         #expect { try AgentConfig.parse(text, file: "r.toml") } throws: { e in
             let issues = (e as? ConfigError)?.issues.map(\.description) ?? []
             return issues.contains { $0.hasPrefix("r.toml:1:") && $0.contains("needs 'id'") }
-                && issues.contains { $0.hasPrefix("r.toml:6:") && $0.contains("must be letters, digits") }
+                && issues.contains { $0.hasPrefix("r.toml:6:") && $0.contains("must be 1 to 64 letters, digits") }
                 && issues.contains { $0.hasPrefix("r.toml:9:") && $0.contains("simulate the same field folder") }
                 && issues.contains { $0.hasPrefix("r.toml:13:") && $0.contains("'a' is used twice (first at line 9)") }
                 && issues.contains { $0.hasPrefix("r.toml:16:") && $0.contains("field is for a simulated reader") }
                 && issues.contains { $0.hasPrefix("r.toml:17:") && $0.contains("unknown key 'speed'") }
         }
+    }
+
+    @Test func settingsThatWereSilentlyAcceptedAreErrors() {
+        func issues(_ text: String) -> [String] {
+            do { _ = try AgentConfig.parse(text, file: "/tmp/x.toml"); return [] } catch { return error.issues.map(\.message) }
+        }
+        let dir = FileManager.default.temporaryDirectory.path
+        #expect(issues("[store]\npath = \"/dev/null\"\n").contains { $0.contains("/dev/null is not a regular file") })
+        #expect(issues("[store]\npath = \"\(dir)\"\n").contains { $0.contains("is a folder") })
+        #expect(issues("[store]\npath = \"\"\n").contains { $0.contains("store.path: empty") })
+        for id in [String(repeating: "g", count: 1_000_000), "gw\\u0000x", "=HYPERLINK(1)", ""] {
+            #expect(issues("[gateway]\nid = \"\(id)\"\n").contains { $0.contains("must be 1 to 64 letters") }, "\(id.prefix(20))")
+        }
+        for name in ["uid", "data", "time", "Location"] {
+            let plan = "[[plan]]\nname = \"p\"\n  [[plan.field]]\n  name = \"\(name)\"\n  block = 0\n  type = \"u8\"\n"
+            #expect(issues(plan).contains { $0.contains("is one of the export's own columns") }, "\(name)")
+        }
+        #expect(issues("").contains { $0.contains("the file has no settings") })
+        #expect(issues("# only a comment\n").contains { $0.contains("the file has no settings") })
     }
 
     @Test func ndefPlans() throws {
@@ -257,7 +276,7 @@ import Testing
         } catch {
             let byLine = Dictionary(grouping: error.issues, by: \.line)
             #expect(error.issues.allSatisfy { $0.file == "bad.toml" })
-            #expect(byLine[2]?.first?.message.contains("without spaces") == true)
+            #expect(byLine[2]?.first?.message.contains("must be 1 to 64 letters, digits") == true)
             #expect(byLine[3]?.first?.message.contains("unknown key 'colour' in [gateway]; expected one of: id, site") == true)
             #expect(byLine[6]?.first?.message.contains("not a duration") == true)
             #expect(byLine[7]?.first?.message.contains("expected 1, 16 or \"adaptive\"") == true)

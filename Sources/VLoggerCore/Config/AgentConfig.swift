@@ -226,10 +226,11 @@ public struct AgentConfig: Sendable {
         let r = ConfigReader(file: file)
         var c = AgentConfig(file: file)
         let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service"])
+        if table.entries.isEmpty { r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key") }
         if let g = top.subsection("gateway", keys: ["id", "site"]) {
             if let id = g.string("id") {
-                if id.isEmpty || id.contains(where: { $0.isWhitespace || $0.isNewline }) {
-                    r.issue(g.node("id")?.line ?? g.line, "gateway.id: '\(id)' must be non-empty without spaces (it goes in every row)")
+                if !Self.isIdentifier(id) {
+                    r.issue(g.node("id")?.line ?? g.line, "gateway.id: '\(id.prefix(40))\(id.count > 40 ? "…" : "")' must be 1 to 64 letters, digits, '-', '_', '.' or ':' (it goes in every row and every export)")
                 } else { c.gatewayID = id }
             }
             c.site = g.string("site")
@@ -243,7 +244,18 @@ public struct AgentConfig: Sendable {
             c.registerFile = s.string("register").map(c.resolve)
         }
         if let s = top.subsection("store", keys: ["path", "batch-size", "flush-interval", "queue-limit"]) {
-            c.storePath = s.string("path").map(c.resolve) ?? c.storePath
+            if let p = s.string("path") {
+                var isDir: ObjCBool = false
+                let resolved = c.resolve(p)
+                if p.isEmpty {
+                    r.issue(s.node("path")?.line ?? s.line, "store.path: empty; name the store file (e.g. vlogger.db)")
+                } else if FileManager.default.fileExists(atPath: resolved, isDirectory: &isDir),
+                          isDir.boolValue || (try? FileManager.default.attributesOfItem(atPath: resolved)[.type] as? FileAttributeType) != .typeRegular {
+                    r.issue(s.node("path")?.line ?? s.line, "store.path: \(resolved) is \(isDir.boolValue ? "a folder" : "not a regular file"); name a store file")
+                } else {
+                    c.storePath = resolved
+                }
+            }
             c.batchSize = s.integer("batch-size", in: 1...1_000_000).map(Int.init) ?? c.batchSize
             c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
             c.queueLimit = s.integer("queue-limit", in: 100...10_000_000).map(Int.init) ?? c.queueLimit
@@ -303,8 +315,8 @@ public struct AgentConfig: Sendable {
             var rc = ReaderConfig()
             rc.line = s.line
             if let id = single ? s.string("id") : s.require("id", s.string) {
-                if id.isEmpty || !id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) {
-                    r.issue(s.node("id")?.line ?? s.line, "\(s.name).id: '\(id)' must be letters, digits, '-', '_' or '.' (it names the reader in every row and metric)")
+                if !Self.isIdentifier(id) {
+                    r.issue(s.node("id")?.line ?? s.line, "\(s.name).id: '\(id.prefix(40))' must be 1 to 64 letters, digits, '-', '_', '.' or ':' (it names the reader in every row and metric)")
                 } else { rc.id = id }
             }
             rc.driver = s.choice("driver", ReaderKind.self) ?? rc.driver
@@ -328,6 +340,14 @@ public struct AgentConfig: Sendable {
         }
         if out.isEmpty && !single { r.issue(top.node("reader")?.line ?? 0, "reader: an empty list of readers; write one [[reader]] table per reader") }
         return out.isEmpty ? [ReaderConfig()] : out
+    }
+
+    /// The readings export's fixed columns, which no decoded field may be named after.
+    static let exportColumns: Set<String> = ["time", "gateway", "reader", "location", "uid", "block", "count", "data", "security"]
+
+    /// A gateway or reader id: 1 to 64 of letters, digits, '-', '_', '.', ':' (it goes into every row).
+    static func isIdentifier(_ id: String) -> Bool {
+        !id.isEmpty && id.count <= 64 && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }
     }
 
     /// This configuration as one reader's polling job sees it: the reader's own polling settings in force.
@@ -376,8 +396,10 @@ public struct AgentConfig: Sendable {
             if type.width == nil, length == nil { r.issue(s.line, "\(s.name): type \(type.rawValue) needs 'length' (bytes)") }
             let scale = s.number("scale"), offset = s.number("offset")
             if !type.isNumeric, let n = s.node("scale") ?? s.node("offset") { r.issue(n.line, "\(s.name): scale and offset are for numeric types, not \(type.rawValue)") }
-            if fname.isEmpty || fname.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) {
-                r.issue(s.node("name")?.line ?? s.line, "\(s.name).name: '\(fname)' must be letters, digits, '_' or '-' (it becomes a CSV column)")
+            if fname.isEmpty || fname.count > 64 || fname.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) {
+                r.issue(s.node("name")?.line ?? s.line, "\(s.name).name: '\(fname.prefix(40))' must be 1 to 64 letters, digits, '_' or '-' (it becomes a CSV column)")
+            } else if Self.exportColumns.contains(fname.lowercased()) {
+                r.issue(s.node("name")?.line ?? s.line, "\(s.name).name: '\(fname)' is one of the export's own columns (\(Self.exportColumns.sorted().joined(separator: ", "))); choose another name")
             }
             if fields.contains(where: { $0.name == fname }) { r.issue(s.line, "\(s.name): field '\(fname)' is defined twice in plan '\(name)'") }
             fields.append(FieldDecoder(name: fname, block: block, byte: s.integer("byte", in: 0...4095).map(Int.init) ?? 0,
