@@ -76,6 +76,12 @@ struct Export: ParsableCommand {
             do { try Exporter.export(request, store: store, to: STDOUT_FILENO) } catch { throw VLoggerError("\(error)") }
             return
         }
+        // Checked before anything is written, so no .partial is left behind for a name that cannot work.
+        var isDir: ObjCBool = false
+        guard !output.isEmpty else { throw ValidationError("--output: empty; name a file, or leave --output out for stdout") }
+        if output.hasSuffix("/") || (FileManager.default.fileExists(atPath: output, isDirectory: &isDir) && isDir.boolValue) {
+            throw ValidationError("--output: \(output) is a folder; name a file in it")
+        }
         let partial = output + ".partial"
         let fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else { throw VLoggerError("cannot create \(partial): \(String(cString: strerror(errno)))") }
@@ -88,7 +94,11 @@ struct Export: ParsableCommand {
             unlink(partial)
             throw VLoggerError("\(error)")
         }
-        guard rename(partial, output) == 0 else { throw VLoggerError("cannot rename \(partial) to \(output): \(String(cString: strerror(errno)))") }
+        guard rename(partial, output) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(partial)
+            throw VLoggerError("cannot rename \(partial) to \(output): \(reason)")
+        }
         FileHandle.standardError.write(Data("\(rows) \(table.rawValue) rows written to \(output)\n".utf8))
     }
 }

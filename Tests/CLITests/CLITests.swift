@@ -159,4 +159,21 @@ import Testing
         let empty = try Self.run(["read", "--field", f.path, "--uid", "E004010812345601", "--block", "0", "--flags", ""])
         #expect(empty.code == 64 && empty.err.contains("--flags: empty"), "\(empty.err)")
     }
+
+    /// `export --output DIR` and `--output ""` left a `.partial` file behind.
+    @Test func exportToAFolderOrNoNameIsAUsageErrorAndLeavesNothing() throws {
+        let dir = try Self.scratch("export-out", copying: [])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("e.db").path
+        let field = try Self.field()
+        defer { try? FileManager.default.removeItem(at: field) }
+        let w = try Self.run(["write", "--field", field.path, "--uid", "E008010000004212", "--block", "0xF9", "--data", "0102030405060708", "--store", store])
+        #expect(w.code == 0, "\(w.err)")
+        for (output, needle) in [(dir.path, "is a folder"), (dir.path + "/", "is a folder"), ("", "--output: empty")] {
+            let r = try Self.run(["export", "--store", store, "--since", "7d", "--table", "writes", "--output", output])
+            #expect(r.code == 64 && r.err.contains(needle), "\(output): \(r.code) \(r.err)")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".partial") }
+        #expect(left.isEmpty, "\(left)")
+    }
 }
