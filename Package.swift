@@ -66,6 +66,8 @@ let package = Package(
         .executableTarget(name: "vlogger-vcard", dependencies: ["Readers", "TagSimulator", "ISO15693"]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
+        // Stand-alone fuzzer of every parser of outside input: `swift run -c release vlogger-fuzz 1000000`. Not part of `swift test`.
+        .executableTarget(name: "vlogger-fuzz", dependencies: ["VLoggerCore"], path: "bench/ParserFuzz"),
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
         .executableTarget(name: "store-bench", dependencies: ["VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
                          path: "bench/StoreBench"),

@@ -41,7 +41,11 @@ public struct AssetRegister: Sendable {
     public var rows: [String: [String: String]]
 
     public static func load(_ path: String) throws(ConfigError) -> AssetRegister {
-        let text = try ConfigReader.load(path)
+        try parse(ConfigReader.load(path), file: path)
+    }
+
+    /// The register in `text` (the content of `path`, named in every issue).
+    public static func parse(_ text: String, file path: String) throws(ConfigError) -> AssetRegister {
         let records: [[String]]
         do { records = try CSVReader.parse(text) } catch {
             throw ConfigError(issues: [ConfigIssue(file: path, line: error.line, message: error.message)])

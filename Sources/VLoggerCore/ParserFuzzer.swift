@@ -1,0 +1,148 @@
+import Foundation
+import ISO15693
+import Readers
+import TagSimulator
+import Type5NDEF
+import VLoggerStore
+
+/// Feeds mutated files and values to every parser of outside input above the air protocol (whose decoders
+/// `DecoderFuzzer` covers): TOML, the configuration, rules, the register CSV, scenarios, the three tag-image
+/// formats, NDEF messages and the capability container, and the values of the command line (UIDs, block
+/// numbers, flags, times, durations, listen addresses). A parser may accept or reject an input, never
+/// trap. Seeds are the project's own files (`Config/`), mutated byte by byte and line by line, with numbers
+/// that overflow, deep nesting and repeated pieces spliced in. `swift test` runs a few thousand inputs per
+/// target; `vlogger-fuzz` a million or more.
+public struct ParserFuzzer {
+    public struct Target: Sendable {
+        public let name: String
+        let seeds: [[UInt8]]
+        /// True when the parser accepted the input.
+        let parse: @Sendable ([UInt8]) -> Bool
+    }
+
+    public struct Tally: Sendable {
+        public var inputs = 0
+        public var accepted = 0
+        public var rejected = 0
+    }
+
+    public var random: DecoderFuzzer.Random
+    public init(seed: UInt64) { random = DecoderFuzzer.Random(seed: seed) }
+
+    /// Pieces spliced into inputs: numbers past every range, nesting openers, odd characters.
+    static let splices: [String] = [
+        "9223372036854775807", "-9223372036854775808", "18446744073709551616", "4611686018427387904", "1e300", "-1", "0", "NaN",
+        "0xFFFFFFFFFFFFFFFF", "[[[[[[[[", "{a={b={c=", "\"", "'", "\\u0000", "\u{0}", "\r\n", "=", ",", "#", "\"\"\"",
+        "{", "}", "[", "]", ":", "..", "é", "\u{FEFF}", "1970-01-01T00:00:00Z", "99999-99-99",
+    ]
+
+    /// A mutated copy of one of `seeds` (or random bytes, one input in eight).
+    mutating func input(_ seeds: [[UInt8]]) -> [UInt8] {
+        if random.below(8) == 0 || seeds.isEmpty {
+            return (0..<random.below(64)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        }
+        var b = seeds[random.below(seeds.count)]
+        for _ in 0...random.below(6) {
+            let at = b.isEmpty ? 0 : random.below(b.count)
+            switch random.below(9) {
+            case 0 where !b.isEmpty: b[at] = UInt8(truncatingIfNeeded: random.next())
+            case 1 where !b.isEmpty: b[at] ^= UInt8(1 << random.below(8))
+            case 2 where !b.isEmpty: b.removeSubrange(at..<min(b.count, at + 1 + random.below(16)))
+            case 3: b.insert(contentsOf: Array(Self.splices[random.below(Self.splices.count)].utf8), at: at)
+            case 4 where !b.isEmpty:
+                // A piece of the input repeated (structure: a table, a key, a record twice or many times).
+                let end = min(b.count, at + 1 + random.below(64))
+                let piece = Array(b[at..<end])
+                for _ in 0..<(1 + random.below(random.below(16) == 0 ? 400 : 3)) { b.insert(contentsOf: piece, at: at) }
+            case 5:
+                // Deep nesting.
+                let open = [UInt8(ascii: "["), UInt8(ascii: "{")][random.below(2)]
+                b.insert(contentsOf: [UInt8](repeating: open, count: 1 + random.below(random.below(8) == 0 ? 5000 : 80)), at: at)
+            case 6 where !b.isEmpty:
+                // A line dropped or duplicated.
+                let lines = b.split(separator: 0x0A, omittingEmptySubsequences: false)
+                var l = Array(lines)
+                let k = random.below(l.count)
+                if random.below(2) == 0 { l.remove(at: k) } else { l.insert(l[k], at: k) }
+                b = Array(l.joined(separator: [0x0A]))
+            case 7 where !b.isEmpty: b.removeLast(random.below(b.count))
+            default:
+                // A digit run replaced by a huge number.
+                if let d = b.indices.dropFirst(at).first(where: { (0x30...0x39).contains(b[$0]) }) {
+                    var e = d
+                    while e < b.count, (0x30...0x39).contains(b[e]) { e += 1 }
+                    b.replaceSubrange(d..<e, with: Array(Self.splices[random.below(5)].utf8))
+                }
+            }
+        }
+        return b
+    }
+
+    /// Runs `count` inputs through `target`.
+    public mutating func run(_ target: Target, _ count: Int) -> Tally {
+        var t = Tally()
+        for _ in 0..<count {
+            let b = input(target.seeds)
+            t.inputs += 1
+            if target.parse(b) { t.accepted += 1 } else { t.rejected += 1 }
+        }
+        return t
+    }
+
+    // MARK: The targets
+
+    /// Every target, seeded from the files under `config` (the repository's `Config/`).
+    public static func targets(config: URL) -> [Target] {
+        func files(_ dir: String, _ suffix: String) -> [[UInt8]] {
+            let d = config.appendingPathComponent(dir)
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).filter { $0.hasSuffix(suffix) }.sorted()
+            return names.compactMap { try? [UInt8](Data(contentsOf: d.appendingPathComponent($0))) }
+        }
+        @Sendable func text(_ b: [UInt8]) -> String { String(decoding: b, as: UTF8.self) }
+        let toml = files("", ".toml"), images = files("demo-field", ".json") + files("demo-field-dock", ".json")
+        let scenarios = images.filter { Scenario.isScenario(text($0)) }
+        let ndef: [[UInt8]] = [
+            NDEFMessage.encode([.text("vlogger demo"), .uri("https://www.example.com/p/0001")]),
+            NDEFMessage.encode([.smartPoster([.uri("https://example.com/"), .text("title", language: "de")])]),
+            NDEFMessage.encode([.mime("text/plain", Array("hello".utf8)), .external("example.com:asset", [1, 2]), .empty]),
+        ]
+        let memories: [[UInt8]] = [[0xE1, 0x40, 0x0A, 0x01, 0x03, 0x13] + ndef[0] + [0xFE], [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF, 0x03, 0x00, 0xFE]]
+        let values = ["E004015012345678", "0xF8", "248", "high,address,option", "0x22", "500ms", "24h", "2026-11-22T08:00:00Z",
+                      "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*"].map { Array($0.utf8) }
+        return [
+            Target(name: "toml", seeds: toml) { b in (try? TOML.parse(text(b))) != nil },
+            Target(name: "config", seeds: toml) { b in (try? AgentConfig.parse(text(b), file: "fuzz.toml")) != nil },
+            Target(name: "rules", seeds: toml) { b in (try? RuleSet.parse(text(b), file: "fuzz.toml")) != nil },
+            Target(name: "register", seeds: files("", ".csv")) { b in (try? AssetRegister.parse(text(b), file: "fuzz.csv")) != nil },
+            Target(name: "scenario", seeds: scenarios) { b in (try? Scenario.decode(text(b))) != nil },
+            Target(name: "image-vlogger", seeds: images) { b in (try? TagImageFormat.vlogger.decode(text(b))) != nil },
+            Target(name: "image-proxmark3", seeds: images) { b in (try? TagImageFormat.proxmark3.decode(text(b))) != nil },
+            Target(name: "image-flipper", seeds: files("demo-field", ".nfc")) { b in (try? TagImageFormat.flipper.decode(text(b))) != nil },
+            Target(name: "ndef", seeds: ndef) { b in
+                guard let records = try? NDEFMessage.decode(b) else { return false }
+                for r in records { _ = NDEFDescription.line(r) }
+                _ = NDEFDescription.json(records)
+                _ = NDEFFields.decode(records)
+                return true
+            },
+            Target(name: "ndef-memory", seeds: memories) { b in
+                _ = try? CapabilityContainer.decode(b)
+                _ = try? NDEFArea.scan(b, memoryBytes: b.count + 16)
+                return (try? NDEFArea.decode(image: b)) != nil
+            },
+            Target(name: "values", seeds: values) { b in
+                let t = text(b)
+                var ok = 0
+                if (try? UID(parsing: t)) != nil { ok += 1 }
+                if (try? BlockNumber(parsing: t)) != nil { ok += 1 }
+                if (try? RequestFlags(parsing: t)) != nil { ok += 1 }
+                if (try? DurationText.parse(t)) != nil { ok += 1 }
+                if (try? TimeSpec.parse(t, now: 1_763_800_000_000)) != nil { ok += 1 }
+                if (try? ListenAddress(parsing: t)) != nil { ok += 1 }
+                if (try? UIDPattern(parsing: t)) != nil { ok += 1 }
+                if (try? Hex.parse(t)) != nil { ok += 1 }
+                return ok > 0
+            },
+        ]
+    }
+}

@@ -1,0 +1,22 @@
+import Foundation
+import Testing
+@testable import VLoggerCore
+
+/// A few thousand mutated inputs per parser of outside input (the stand-alone `vlogger-fuzz` runs a
+/// million per target). Reaching the end is the assertion: a trap ends the test process.
+@Suite struct ParserFuzzTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func everyParserTakesMutatedInputWithoutTrapping() {
+        let targets = ParserFuzzer.targets(config: Self.root.appendingPathComponent("Config"))
+        #expect(Set(targets.map(\.name)) == ["toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
+                                              "image-flipper", "ndef", "ndef-memory", "values"])
+        for target in targets {
+            #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")
+            var fuzzer = ParserFuzzer(seed: 20261122)
+            let t = fuzzer.run(target, 2000)
+            // Mutations keep some inputs valid and break others: both verdicts must occur.
+            #expect(t.inputs == 2000 && t.accepted > 0 && t.rejected > 0, "\(target.name): \(t)")
+        }
+    }
+}
