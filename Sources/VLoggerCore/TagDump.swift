@@ -17,6 +17,9 @@ public enum TagDump {
         public var written: Int
         public var unchanged: Int
         public var lockedSkipped: [BlockNumber]
+        /// What of the image was not applied because it cannot be undone or has its own command: block locks,
+        /// a different AFI or DSFID, their locks. One phrase each, for the command's report.
+        public var notApplied: [String] = []
     }
 
     /// Writes the blocks of `image` that differ from the tag, with read-back verification. Locked blocks
@@ -39,6 +42,15 @@ public enum TagDump {
             report.written += j - i
             i = j
         }
+        let toLock = image.locked.indices.filter { image.locked[$0] && current[$0].security?.isLocked != true }
+        if !toLock.isEmpty {
+            report.notApplied.append("the lock of block\(toLock.count == 1 ? "" : "s") \(toLock.compactMap { BlockNumber(exactly: $0)?.description }.joined(separator: " ")) (vlogger lock)")
+        }
+        let hex = { (b: UInt8) in "0x" + Hex.format([b]) }
+        if let afi = m.info.afi, afi != image.afi { report.notApplied.append("AFI \(hex(image.afi)) (the tag has \(hex(afi)))") }
+        if let dsfid = m.info.dsfid, dsfid != image.dsfid { report.notApplied.append("DSFID \(hex(image.dsfid)) (the tag has \(hex(dsfid)))") }
+        if image.afiLocked { report.notApplied.append("the AFI lock") }
+        if image.dsfidLocked { report.notApplied.append("the DSFID lock") }
         return report
     }
 }

@@ -59,6 +59,7 @@ struct Restore: ParsableCommand {
         try session.checkPersisted()
         print("restored \(file) to \(uid): \(report.written) block(s) written, \(report.unchanged) unchanged"
               + (report.lockedSkipped.isEmpty ? "" : ", locked and different (not written): \(report.lockedSkipped.map(\.description).joined(separator: " "))")
+              + (report.notApplied.isEmpty ? "" : "; not applied (irreversible, or its own command): \(report.notApplied.joined(separator: ", "))")
               + "; \(airLine(session))")
         if !report.lockedSkipped.isEmpty { throw ExitCode(2) }
     }

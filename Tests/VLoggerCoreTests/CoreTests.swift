@@ -42,6 +42,15 @@ import TagSimulator
         let report = try TagDump.restore(client, uid: img.uid, image: target)
         #expect(report.written == 1 && report.lockedSkipped == [2])
         #expect(try client.readBlocks(img.uid, first: 1, count: 2).map(\.data) == [[9, 9, 9, 9], [0, 0, 0, 0]])
+        #expect(report.notApplied.isEmpty)
+        // A dump with more locks, another AFI and DSFID and their locks: restore says what it left, and the
+        // tag keeps its own (locking cannot be undone; AFI and DSFID have their commands).
+        target.locked[5] = true
+        (target.afi, target.dsfid, target.afiLocked, target.dsfidLocked) = (0x07, 0x01, true, true)
+        let second = try TagDump.restore(client, uid: img.uid, image: target)
+        #expect(second.notApplied == ["the lock of block 0x05 (vlogger lock)", "AFI 0x07 (the tag has 0x00)", "DSFID 0x01 (the tag has 0x00)",
+                                      "the AFI lock", "the DSFID lock"], "\(second.notApplied)")
+        #expect(try client.readBlocks(img.uid, first: 5, count: 1, security: true).first?.security?.isLocked == false)
     }
 
     @Test func readerSessionErrorsAreReadable() {
