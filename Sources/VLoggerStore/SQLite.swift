@@ -40,14 +40,23 @@ final class SQLiteConnection {
 
     /// Opens (and with `create`, creates) the file. `busyTimeoutMs`: how long SQLite itself waits for
     /// another connection's lock before answering `SQLITE_BUSY`.
-    init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMs: Int32 = 5000) throws(StoreError) {
+    /// `immutable`: read a file that no process is writing, without the -shm/-wal files WAL mode would
+    /// otherwise create beside it (a store in a folder the reader may not write).
+    init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMs: Int32 = 5000, immutable: Bool = false) throws(StoreError) {
         self.path = path
         owned = true
         var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
         flags |= SQLITE_OPEN_NOMUTEX
+        var name = path
+        if immutable {
+            flags |= SQLITE_OPEN_URI
+            // RFC 3986 percent-encoding of the path for the file: URI (sqlite.org/uri.html).
+            let allowed = CharacterSet(charactersIn: "/-._~").union(.alphanumerics)
+            name = "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+        }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(name, &db, flags, nil)
         handle = db
         guard rc == SQLITE_OK else {
             let msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"

@@ -14,8 +14,14 @@ import ISO15693
 /// and survives a SIGKILL or a power cut; a batch that fails is rolled back whole and can be retried.
 public final class Store: @unchecked Sendable {
     public let path: String
-    private let pool: DatabasePool
+    private let pool: DatabasePool?
     private let readOnly: Bool
+    /// A read-only store in a folder this process may not write, with no writer at work (no -wal file):
+    /// read as an immutable file through one connection, since WAL mode would need its -shm file there.
+    private let immutable: SQLiteConnection?
+    private let immutableLock = NSLock()
+    /// Whether the store was opened that way (the export notes it).
+    public var isImmutableCopy: Bool { immutable != nil }
     /// The writer connection, borrowed from GRDB (which owns and closes it), with the cached statements.
     private var writer: SQLiteConnection?
 
@@ -112,19 +118,25 @@ public final class Store: @unchecked Sendable {
         config.label = "vlogger store"
         // A new file is switched to WAL under an exclusive lock, for which SQLite does not call the busy
         // handler: another process creating the same store at this moment is waited out here.
-        var opened: DatabasePool?
+        var opened: DatabasePool?, fallback: SQLiteConnection?
         for attempt in 0... {
             do {
                 opened = try DatabasePool(path: path, configuration: config)
                 break
             } catch let e as DatabaseError where e.resultCode == .SQLITE_BUSY && attempt < Int(busyTimeoutMs / 10) {
                 Thread.sleep(forTimeInterval: 0.01)
+            } catch let e as DatabaseError where readOnly && e.resultCode == .SQLITE_READONLY
+                && !FileManager.default.fileExists(atPath: path + "-wal")
+                && !FileManager.default.isWritableFile(atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent) {
+                fallback = try SQLiteConnection(path: path, readOnly: true, busyTimeoutMs: busyTimeoutMs, immutable: true)
+                break
             } catch {
                 throw StoreError("cannot open the store \(path): \(Self.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
             }
         }
-        guard let opened else { throw StoreError("cannot open the store \(path)") }
+        guard opened != nil || fallback != nil else { throw StoreError("cannot open the store \(path)") }
         pool = opened
+        immutable = fallback
         if !readOnly {
             // Nothing is added to a damaged file: it would bury what can still be saved.
             var check: [String]
@@ -153,8 +165,9 @@ public final class Store: @unchecked Sendable {
 
     /// Finalises the cached statements and closes every connection.
     public func close() {
-        if !readOnly { try? pool.writeWithoutTransaction { _ in writer = nil } }
-        try? pool.close()
+        if !readOnly { try? pool?.writeWithoutTransaction { _ in writer = nil } }
+        try? pool?.close()
+        immutableLock.withLock { immutable?.close() }
     }
 
     static func describe(_ error: Error) -> String {
@@ -173,7 +186,7 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` on the writer connection (GRDB's writer queue; blocks until it is free), outside any
     /// transaction: `body` opens its own.
     func withWriter<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        guard !readOnly else { throw StoreError("\(path) is open read-only") }
+        guard !readOnly, let pool else { throw StoreError("\(path) is open read-only") }
         do {
             return try pool.writeWithoutTransaction { db -> T in
                 let c: SQLiteConnection
@@ -195,6 +208,12 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` on a reader connection, in a read transaction: a snapshot of the last commit, which the
     /// writer does not wait for.
     func withReader<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        if let immutable {
+            immutableLock.lock()
+            defer { immutableLock.unlock() }
+            return try body(immutable)
+        }
+        guard let pool else { throw StoreError("\(path): not open") }
         do {
             return try pool.read { db -> T in
                 guard let h = db.sqliteConnection else { throw StoreError("\(path): the reader connection is closed") }
@@ -248,6 +267,7 @@ public final class Store: @unchecked Sendable {
                 try checkKnown(try Self.applied(db))
             }
         }
+        guard let pool else { throw StoreError("\(path): not open for writing") }
         for attempt in 0... {
             do {
                 try Self.migrator.migrate(pool)

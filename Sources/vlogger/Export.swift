@@ -72,6 +72,9 @@ struct Export: ParsableCommand {
         let store: Store
         do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
         defer { store.close() }
+        if store.isImmutableCopy {
+            FileHandle.standardError.write(Data("note: the store's folder is read-only and no writer has it open: read as the file is\n".utf8))
+        }
         guard let output else {
             do { try Exporter.export(request, store: store, to: STDOUT_FILENO) } catch { throw VLoggerError("\(error)") }
             return

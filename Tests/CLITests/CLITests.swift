@@ -176,4 +176,21 @@ import Testing
         let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".partial") }
         #expect(left.isEmpty, "\(left)")
     }
+
+    /// An export from a store in a folder the user may not write ("attempt to write a readonly database":
+    /// WAL mode wants its -shm file beside the store). Run as `nobody`, since root may write anywhere.
+    @Test func exportFromAReadOnlyFolder() throws {
+        guard getuid() == 0 else { return }   // needs root to make the folder and switch to nobody
+        let dir = try Self.scratch("ro", copying: [])
+        defer { _ = chmod(dir.path, 0o755); try? FileManager.default.removeItem(at: dir) }
+        let field = try Self.field()
+        defer { try? FileManager.default.removeItem(at: field) }
+        let store = dir.appendingPathComponent("ro.db").path
+        let w = try Self.run(["write", "--field", field.path, "--uid", "E008010000004212", "--block", "0xF9", "--data", "0102030405060708", "--store", store])
+        #expect(w.code == 0, "\(w.err)")
+        #expect(chmod(dir.path, 0o555) == 0 && chmod(store, 0o444) == 0)
+        let r = try ServiceTests.shell(#"runuser -u nobody -- "$1" export --store "$2" --since 7d --table writes"#, [try Self.binary().path, store])
+        #expect(r.code == 0 && r.out.contains("E008010000004212,0xF9,0102030405060708") && r.err.contains("read as the file is"), "\(r)")
+        #expect(!FileManager.default.fileExists(atPath: store + "-shm"))
+    }
 }
