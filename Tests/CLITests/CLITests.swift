@@ -193,4 +193,39 @@ import Testing
         #expect(r.code == 0 && r.out.contains("E008010000004212,0xF9,0102030405060708") && r.err.contains("read as the file is"), "\(r)")
         #expect(!FileManager.default.fileExists(atPath: store + "-shm"))
     }
+
+    /// The file reproducers of the hostile-input pass, through the commands that read them: each exits 1
+    /// with a sentence that names the file, none is killed by a signal (132/139 before).
+    @Test func hostileFilesEndTheirCommandWithAClearError() throws {
+        let dir = try Self.scratch("hostile", copying: ["rules.toml", "assets.csv"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let field = try Self.field()
+        defer { try? FileManager.default.removeItem(at: field) }
+        let flipper = dir.appendingPathComponent("huge.nfc")
+        try "Filetype: Flipper NFC device\nVersion: 4\nDevice type: ISO15693-3\nUID: E0 04 01 08 12 34 56 01\nBlock Count: 4611686018427387904\nBlock Size: 04\nData Content: 00 00 00 00\n"
+            .write(to: flipper, atomically: true, encoding: .utf8)
+        let image = dir.appendingPathComponent("locks.json")
+        try #"{"format": "vlogger-tag-image", "version": 1, "uid": "E004010812345601", "blockSize": 4, "blocks": ["00000000"], "lockedBlocks": ["0xFFFFFFFFFFFFFFFF"]}"#
+            .write(to: image, atomically: true, encoding: .utf8)
+        try #"{ "vlogger-scenario": 1, "steps": [{ "at": 1e300, "do": "leave", "uid": "E008010000004212" }] }"#
+            .write(to: field.appendingPathComponent("scenario.json"), atomically: true, encoding: .utf8)
+        let deep = dir.appendingPathComponent("deep.toml")
+        try ("x = " + String(repeating: "[", count: 40_000) + String(repeating: "]", count: 40_000) + "\n").write(to: deep, atomically: true, encoding: .utf8)
+        let register = dir.appendingPathComponent("assets.csv")
+        try "uid,asset_id,asset_id\r\nE008010000004212,A,B\r\n".write(to: register, atomically: true, encoding: .utf8)
+        var config = try Self.oneReaderConfig()
+        config = config.replacingOccurrences(of: "field = \"demo-field\"", with: "field = \"\(field.path)\"")
+        try config.write(to: dir.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+        let cases: [([String], String)] = [
+            (["restore", "--field", field.path, "--uid", "E004010812345601", flipper.path], "huge.nfc: 'Block Count' must be a decimal number of blocks, 1…65536"),
+            (["restore", "--field", field.path, "--uid", "E004010812345601", image.path], "'lockedBlocks' entries must be block numbers"),
+            (["scan", "--field", field.path], "scenario.json"),
+            (["config", "check", deep.path], "deep.toml:1: column"),
+            (["config", "check", dir.appendingPathComponent("vlogger.toml").path], "column 'asset_id' appears twice"),
+        ]
+        for (args, needle) in cases {
+            let r = try Self.run(args)
+            #expect(r.code == 1 && r.err.contains(needle), "\(args.first ?? ""): \(r.code) \(r.err)")
+        }
+    }
 }
