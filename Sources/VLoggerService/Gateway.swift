@@ -63,6 +63,7 @@ public final class Gateway: @unchecked Sendable {
             store = try Store(path: config.storePath)
             try store.registerFields(config.fieldInfos)
         } catch { throw VLoggerError("\(error)") }
+        Self.importRegister(config, into: store, logger: logger)
         writer = StoreWriter(store: store, gateway: config.gatewayID, batchSize: config.batchSize,
                              flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
         metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
@@ -121,6 +122,24 @@ public final class Gateway: @unchecked Sendable {
 
     func writerFinished(_ ok: Bool) { lock.withLock { committedAll = ok } }
 
+    /// `[rules] register` into the store's asset register (at start and on SIGHUP), when it has an
+    /// `asset_id` column; a register kept only for rules (uid and other columns) is left to the rules.
+    static func importRegister(_ config: AgentConfig, into store: Store, logger: Logger) {
+        guard let file = config.registerFile else { return }
+        do {
+            let text = try ConfigReader.loadText(file)
+            guard let header = text.split(whereSeparator: \.isNewline).first,
+                  header.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "asset_id" }) else {
+                logger.info("register \(file) has no asset_id column: used by the rules only, not imported as the asset register")
+                return
+            }
+            let r = try store.importAssets(try AssetRegister.assetRows(text, file: file), source: file)
+            logger.notice("asset register \(file): \(r.added.count) added, \(r.changed.count) changed, \(r.unchanged) unchanged")
+        } catch {
+            logger.error("asset register \(file) not imported: \(error)")
+        }
+    }
+
     /// SIGHUP: loads the configuration, rules and register again; each polling job swaps them in before
     /// its next cycle. A file with an error is logged and the running configuration stays.
     func reload() {
@@ -129,6 +148,7 @@ public final class Gateway: @unchecked Sendable {
         do {
             let (fresh, rules, register) = try options.overrides.load(path)
             writer.register(fields: fresh.fieldInfos)
+            Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
             metrics.reloaded(ok: true)
             let known = Set(config.readers.map(\.id)), now = Set(fresh.readers.map(\.id))

@@ -4,7 +4,7 @@ import ISO15693
 
 /// What `vlogger export` writes.
 public struct ExportRequest: Sendable {
-    public enum Table: String, Sendable, CaseIterable { case readings, events, tags, writes }
+    public enum Table: String, Sendable, CaseIterable { case readings, events, tags, writes, assets }
     public enum Format: String, Sendable, CaseIterable { case csv, jsonl }
     public var table = Table.readings
     public var since: Millis
@@ -50,6 +50,9 @@ public enum Exporter {
             columns = ["uid", "\(time("first_seen")) AS first_seen", "\(time("last_seen")) AS last_seen", "manufacturer", "model",
                        "block_count", "block_size", "memory_source", "last_reader", "last_location"]
             timeColumn = "last_seen"
+        case .assets:
+            columns = ["uid", "asset_id", "name", "location", "extra", "source", "\(time("updated_at")) AS updated_at"]
+            timeColumn = "updated_at"
         case .writes:
             columns = ["\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "hex(data) AS data",
                        "CASE WHEN flags IS NULL THEN NULL ELSE printf('0x%02X', flags) END AS flags", "result", "verified", "exchanges"]
@@ -69,7 +72,11 @@ public enum Exporter {
             sql += " AND \(r.table == .tags ? "last_reader" : "reader") = ?\(args.count + 1)"
             args.append(.text(reader))
         }
-        sql += r.table == .tags ? " ORDER BY last_seen, uid" : " ORDER BY \(timeColumn), id"
+        switch r.table {
+        case .tags: sql += " ORDER BY last_seen, uid"
+        case .assets: sql += " ORDER BY updated_at, uid"
+        default: sql += " ORDER BY \(timeColumn), id"
+        }
         return (sql, args)
     }
 

@@ -95,6 +95,19 @@ public final class Store: @unchecked Sendable {
         CREATE INDEX readings_by_uid ON readings(uid, id);
         CREATE INDEX tags_by_last_seen ON tags(last_seen);
         """),
+        // The asset register, imported from CSV (`vlogger assets import`, or `[rules] register` at start and reload).
+        ("005-assets", """
+        CREATE TABLE assets(
+            uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
+            asset_id TEXT NOT NULL,
+            name TEXT,
+            location TEXT,
+            extra TEXT,                             -- JSON object of the file's other columns (expected values)
+            source TEXT NOT NULL,                   -- the file it was last imported from
+            updated_at INTEGER NOT NULL             -- ms since 1970 UTC, when it last changed
+        ) WITHOUT ROWID;
+        CREATE INDEX assets_by_location ON assets(location);
+        """),
     ]
 
     private var insertReading: SQLStatement?

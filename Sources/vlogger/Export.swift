@@ -26,7 +26,7 @@ struct Export: ParsableCommand {
     @Option(help: "Up to (not including) this time; same forms as --since. Default: no end.")
     var until: String?
 
-    @Option(help: "Table: readings, events, tags (by last seen) or writes.")
+    @Option(help: "Table: readings, events, tags (by last seen), writes or assets (the register, by last change).")
     var table: ExportRequest.Table = .readings
 
     @Option(help: "Only this tag (UID, most-significant byte first).")
@@ -63,7 +63,7 @@ struct Export: ParsableCommand {
         if let uid { do { request.uid = try UID(parsing: uid) } catch { throw ValidationError("--uid: \(error)") } }
         request.table = table
         if let reader {
-            guard table != .writes else { throw ValidationError("--reader: the writes table has no reader column (writes are made by `vlogger write`, not a polling job)") }
+            guard table != .writes, table != .assets else { throw ValidationError("--reader: the \(table.rawValue) table has no reader column") }
             request.reader = reader
         }
         request.format = format

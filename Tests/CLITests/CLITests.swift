@@ -228,4 +228,26 @@ import Testing
             #expect(r.code == 1 && r.err.contains(needle), "\(args.first ?? ""): \(r.code) \(r.err)")
         }
     }
+
+    @Test func assetsImportListAndExport() throws {
+        let dir = try Self.scratch("assets", copying: ["assets.csv"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = dir.appendingPathComponent("a.db").path, csv = dir.appendingPathComponent("assets.csv").path
+        let imported = try Self.run(["assets", "import", "--store", store, csv])
+        #expect(imported.code == 0 && imported.out.contains("3 assets; added 3, changed 0, 0 unchanged"), "\(imported)")
+        let again = try Self.run(["assets", "import", "--store", store, csv])
+        #expect(again.out.contains("added 0, changed 0, 3 unchanged"), "\(again.out)")
+        let list = try Self.run(["assets", "list", "--store", store, "--location", "Dock A"])
+        #expect(list.code == 0 && list.out.contains("E004010812345601  PAL-0001  Dock A  Pallet 1") && list.out.contains("1 asset(s) in Dock A"), "\(list.out)")
+        let export = try Self.run(["export", "--store", store, "--since", "1h", "--table", "assets"])
+        #expect(export.out.hasPrefix("uid,asset_id,name,location,extra,source,updated_at\r\n") && export.out.contains("E002260000C0FFEE,AS-00042,Press line 7 controller,Hall 2,"), "\(export.out)")
+        // Errors name the file, the line and the column.
+        let bad = dir.appendingPathComponent("bad.csv").path
+        try "uid,asset_id,location\r\nE008010000004212,CAGE-12,B7\r\nE004010812345601,,Dock A\r\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        let r = try Self.run(["assets", "import", "--store", store, bad])
+        #expect(r.code == 1 && r.err.contains("bad.csv:3: column asset_id: empty"), "\(r.err)")
+        let noID = dir.appendingPathComponent("noid.csv").path
+        try "uid,location\r\nE008010000004212,B7\r\n".write(toFile: noID, atomically: true, encoding: .utf8)
+        #expect(try Self.run(["assets", "import", "--store", store, noID]).err.contains("noid.csv:1: no 'asset_id' column"))
+    }
 }

@@ -244,3 +244,27 @@ extension Store {
         }
     }
 }
+
+@Suite struct AssetRegisterStoreTests {
+    @Test func reimportUpdatesNeverDuplicatesAndADryRunWritesNothing() throws {
+        let store = try Store(path: scratchPath("assets.db"))
+        let cage = try UID(parsing: "E008010000004212"), pallet = try UID(parsing: "E004010812345601")
+        let first = [AssetRow(uid: cage, assetID: "CAGE-12", name: "Cold cage 12", location: "Cold room B7"),
+                     AssetRow(uid: pallet, assetID: "PAL-0001", location: "Dock A")]
+        let r1 = try store.importAssets(first, source: "a.csv", now: 1000)
+        #expect(r1.added == [cage, pallet] && r1.changed.isEmpty && r1.unchanged == 0)
+        // The pallet moves to dock 3; the cage is left out of the second file (kept).
+        var moved = first[1]
+        moved.location = "Dock 3"
+        moved.extra = ["block_0xf8": "6608C2"]
+        let dry = try store.importAssets([moved], source: "b.csv", dryRun: true, now: 2000)
+        #expect(dry.changed == [pallet] && dry.notInFile == [cage])
+        #expect(try store.assets().first { $0.uid == pallet }?.location == "Dock A")   // nothing written
+        let r2 = try store.importAssets([moved], source: "b.csv", now: 2000)
+        #expect(r2.changed == [pallet] && r2.added.isEmpty && r2.notInFile == [cage])
+        let rows = try store.assets()
+        #expect(rows.count == 2 && rows.first { $0.uid == pallet } == moved)
+        #expect(try store.assets(location: "Dock 3").map(\.uid) == [pallet])
+        #expect(try store.importAssets([moved], source: "b.csv", now: 3000).unchanged == 1)
+    }
+}

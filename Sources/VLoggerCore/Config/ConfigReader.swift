@@ -18,7 +18,7 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible {
 
 /// Reads typed settings out of a TOML table, recording a `ConfigIssue` for each wrong type, bad value
 /// or unknown key, with its line.
-final class ConfigReader {
+public final class ConfigReader {
     let file: String
     private(set) var issues: [ConfigIssue] = []
 
@@ -33,6 +33,9 @@ final class ConfigReader {
             throw ConfigError(issues: [ConfigIssue(file: file, line: error.line, message: "column \(error.column): \(error.message)")])
         }
     }
+
+    /// A configuration-kind file's text (UTF-8), or an error naming the file.
+    public static func loadText(_ path: String) throws(ConfigError) -> String { try load(path) }
 
     static func load(_ path: String) throws(ConfigError) -> String {
         guard let data = FileManager.default.contents(atPath: path) else {

@@ -79,6 +79,38 @@ public struct AssetRegister: Sendable {
     }
 }
 
+extension AssetRegister {
+    /// The register as rows for the store: `uid` and `asset_id` are required; `name` (or `description`) and
+    /// `location` are taken when present; every other column is kept as an expected value for audits.
+    /// Errors name the file, the row's line and the column.
+    public static func assetRows(_ text: String, file path: String) throws(ConfigError) -> [AssetRow] {
+        let register = try parse(text, file: path)
+        guard register.columns.contains("asset_id") else {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "no 'asset_id' column in the header (\(register.columns.joined(separator: ", "))); an asset register needs uid and asset_id")])
+        }
+        let records: [[String]]
+        do { records = try CSVReader.parse(text) } catch { throw ConfigError(issues: [ConfigIssue(file: path, line: error.line, message: error.message)]) }
+        let cols = register.columns
+        let nameColumn = cols.contains("name") ? "name" : (cols.contains("description") ? "description" : nil)
+        var out: [AssetRow] = [], issues: [ConfigIssue] = []
+        for (i, rec) in records.dropFirst().enumerated() where !(rec.count == 1 && rec[0].isEmpty) {
+            var cells: [String: String] = [:]
+            for (c, v) in zip(cols, rec) { cells[c] = v.trimmingCharacters(in: .whitespaces) }
+            guard let uid = try? UID(parsing: cells["uid"] ?? "") else { continue }   // parse() has checked every uid
+            guard let asset = cells["asset_id"], !asset.isEmpty else {
+                issues.append(ConfigIssue(file: path, line: i + 2, message: "column asset_id: empty; every asset needs its id"))
+                continue
+            }
+            func value(_ c: String?) -> String? { c.flatMap { cells[$0] }.flatMap { $0.isEmpty ? nil : $0 } }
+            var extra = cells
+            for c in ["uid", "asset_id", "location", nameColumn].compactMap({ $0 }) { extra[c] = nil }
+            out.append(AssetRow(uid: uid, assetID: asset, name: value(nameColumn), location: value("location"), extra: extra.filter { !$0.value.isEmpty }))
+        }
+        if !issues.isEmpty { throw ConfigError(issues: issues) }
+        return out
+    }
+}
+
 /// A minimal RFC 4180 reader for the register and list files (quoted cells, doubled quotes, CRLF or LF).
 enum CSVReader {
     struct Failure: Error { let line: Int; let message: String }
