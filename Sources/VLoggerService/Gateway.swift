@@ -127,14 +127,11 @@ public final class Gateway: @unchecked Sendable {
     static func importRegister(_ config: AgentConfig, into store: Store, logger: Logger) {
         guard let file = config.registerFile else { return }
         do {
-            let text = try ConfigReader.loadText(file)
-            guard let header = text.split(whereSeparator: \.isNewline).first,
-                  header.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "asset_id" }) else {
+            if let r = try AssetRegister.importConfigured(config, into: store) {
+                logger.notice("asset register \(file): \(r.added.count) added, \(r.changed.count) changed, \(r.unchanged) unchanged")
+            } else {
                 logger.info("register \(file) has no asset_id column: used by the rules only, not imported as the asset register")
-                return
             }
-            let r = try store.importAssets(try AssetRegister.assetRows(text, file: file), source: file)
-            logger.notice("asset register \(file): \(r.added.count) added, \(r.changed.count) changed, \(r.unchanged) unchanged")
         } catch {
             logger.error("asset register \(file) not imported: \(error)")
         }

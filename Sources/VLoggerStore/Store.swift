@@ -108,6 +108,40 @@ public final class Store: @unchecked Sendable {
         ) WITHOUT ROWID;
         CREATE INDEX assets_by_location ON assets(location);
         """),
+        // Audits: what a location's readers saw against the register, one result per asset or unexpected tag.
+        ("006-audits", """
+        CREATE TABLE audits(
+            id INTEGER PRIMARY KEY,
+            started INTEGER NOT NULL,
+            finished INTEGER NOT NULL,
+            gateway TEXT NOT NULL,
+            location TEXT NOT NULL,
+            readers TEXT NOT NULL,                  -- the reader ids that took part, comma-separated
+            rounds INTEGER NOT NULL,
+            trigger TEXT NOT NULL,                  -- manual, schedule
+            present INTEGER NOT NULL,
+            missing INTEGER NOT NULL,
+            wrong_location INTEGER NOT NULL,
+            unexpected INTEGER NOT NULL,
+            failed_checks INTEGER NOT NULL
+        );
+        CREATE INDEX audits_by_location ON audits(location, started);
+        CREATE TABLE audit_results(
+            id INTEGER PRIMARY KEY,
+            audit INTEGER NOT NULL REFERENCES audits(id),
+            uid TEXT NOT NULL,
+            asset_id TEXT,
+            status TEXT NOT NULL,                   -- present, missing, wrong-location, unexpected
+            registered_location TEXT,
+            seen_location TEXT,
+            seen_by TEXT,
+            seen_rounds INTEGER NOT NULL,
+            first_seen INTEGER,
+            last_seen INTEGER,
+            failed_checks TEXT                      -- JSON array of what did not match on a present asset
+        );
+        CREATE INDEX audit_results_by_audit ON audit_results(audit);
+        """),
     ]
 
     private var insertReading: SQLStatement?
@@ -143,6 +177,8 @@ public final class Store: @unchecked Sendable {
                 && !FileManager.default.isWritableFile(atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent) {
                 fallback = try SQLiteConnection(path: path, readOnly: true, busyTimeoutMs: busyTimeoutMs, immutable: true)
                 break
+            } catch let e as DatabaseError where !readOnly && (e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB) {
+                throw Self.damaged(path, [Self.describe(e)])
             } catch {
                 throw StoreError("cannot open the store \(path): \(Self.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
             }
@@ -163,9 +199,7 @@ public final class Store: @unchecked Sendable {
             } catch where error.code.map({ $0 & 0xFF == 11 || $0 & 0xFF == 26 }) ?? false {
                 check = [error.message]   // SQLITE_CORRUPT, SQLITE_NOTADB: too damaged to list its problems
             }
-            guard check == ["ok"] else {
-                throw StoreError("\(path) is damaged (SQLite quick_check: \(check.prefix(3).joined(separator: "; "))\(check.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read (vlogger export --store \(path) --since 2000-01-01 --output saved.csv, for each --table), then move the file away and start with a new store.")
-            }
+            guard check == ["ok"] else { throw Self.damaged(path, check) }
             try migrate()
         } else {
             let applied = try appliedMigrations()
@@ -181,6 +215,11 @@ public final class Store: @unchecked Sendable {
         if !readOnly { try? pool?.writeWithoutTransaction { _ in writer = nil } }
         try? pool?.close()
         immutableLock.withLock { immutable?.close() }
+    }
+
+    /// A store that fails SQLite's checks: nothing is written into it, and the way out.
+    static func damaged(_ path: String, _ problems: [String]) -> StoreError {
+        StoreError("\(path) is damaged (SQLite: \(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read (vlogger export --store \(path) --since 2000-01-01 --output saved.csv, for each --table), then move the file away and start with a new store.", code: 11)
     }
 
     static func describe(_ error: Error) -> String {

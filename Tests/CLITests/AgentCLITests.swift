@@ -48,6 +48,28 @@ import VLoggerCore
         #expect(tags.out.split(separator: "\r\n").count == 3, "\(tags.out)")
     }
 
+    @Test func auditOfEachDemoLocationAgainstTheRegister() throws {
+        // Config/assets.csv registers two assets in the cage room (both there), PAL-0001 at the dock (it is in
+        // the cage room), PAL-0002 at the dock (there) and PAL-0099 at the dock (nowhere).
+        let dir = try CLITests.scratch("audit", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("vlogger.toml").path
+        let run = try CLITests.run(["audit", "run", "--config", config, "--fast-clock"])
+        #expect(run.code == 0, "\(run.err)")
+        #expect(run.out.contains("Cold room, cage 12  2 present, 0 missing, 1 wrong location, 5 unexpected, 0 failed checks  (3 rounds, readers cage-room, manual)"), "\(run.out)")
+        #expect(run.out.contains("Dock door 3  1 present, 1 missing, 1 wrong location, 1 unexpected, 0 failed checks"), "\(run.out)")
+        let show = try CLITests.run(["audit", "show", "--config", config, "2"])
+        #expect(show.out.contains("missing        E00401000000BEEF  PAL-0099  never seen"), "\(show.out)")
+        #expect(show.out.contains("wrong-location E004010812345601  PAL-0001  registered at Dock door 3, seen at Cold room, cage 12 by cage-room"), "\(show.out)")
+        let json = try CLITests.run(["audit", "show", "--config", config, "1", "--json"])
+        #expect(json.out.contains("\"wrong-location\" : 1") && json.out.contains("\"seenRounds\" : 3"), "\(json.out)")
+        #expect(try CLITests.run(["audit", "list", "--config", config]).out.split(separator: "\n").count == 2)
+        let none = try CLITests.run(["audit", "run", "--config", config, "--location", "Roof", "--fast-clock"])
+        #expect(none.code == 1 && none.err.contains("no reader at location 'Roof'"), "\(none.err)")
+        let missing = try CLITests.run(["audit", "show", "--config", config, "99"])
+        #expect(missing.code == 1 && missing.err.contains("no audit 99"))
+    }
+
     @Test func runThenExportCSVThatPythonReadsRowForRow() throws {
         let s = try Self.setup()
         defer { try? FileManager.default.removeItem(at: s.dir) }

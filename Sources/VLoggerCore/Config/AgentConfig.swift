@@ -194,6 +194,8 @@ public struct AgentConfig: Sendable {
     public var listen: String?
     /// The decoded field the status page charts.
     public var chartField: String?
+    /// How audits run (`[audit]`).
+    public var audit = AuditSettings()
 
     public init(file: String) { self.file = file }
 
@@ -225,7 +227,7 @@ public struct AgentConfig: Sendable {
         let table = try ConfigReader.parse(text: text, file: file)
         let r = ConfigReader(file: file)
         var c = AgentConfig(file: file)
-        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service"])
+        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit"])
         if table.entries.isEmpty { r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key") }
         if let g = top.subsection("gateway", keys: ["id", "site"]) {
             if let id = g.string("id") {
@@ -259,6 +261,11 @@ public struct AgentConfig: Sendable {
             c.batchSize = s.integer("batch-size", in: 1...1_000_000).map(Int.init) ?? c.batchSize
             c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
             c.queueLimit = s.integer("queue-limit", in: 100...10_000_000).map(Int.init) ?? c.queueLimit
+        }
+        if let s = top.subsection("audit", keys: ["rounds", "spacing", "elsewhere-window"]) {
+            c.audit.rounds = s.integer("rounds", in: 1...100).map(Int.init) ?? c.audit.rounds
+            c.audit.spacingMs = s.duration("spacing") ?? c.audit.spacingMs
+            c.audit.elsewhereWindowMs = s.duration("elsewhere-window") ?? c.audit.elsewhereWindowMs
         }
         if let s = top.subsection("service", keys: ["listen", "chart-field"]) {
             if let l = s.string("listen") {

@@ -80,6 +80,16 @@ public struct AssetRegister: Sendable {
 }
 
 extension AssetRegister {
+    /// `[rules] register` into the store's asset register, when it has an `asset_id` column (a register kept
+    /// only for the rules is left to them: nil). At start, on SIGHUP and before an audit.
+    public static func importConfigured(_ config: AgentConfig, into store: Store) throws -> AssetImportReport? {
+        guard let file = config.registerFile else { return nil }
+        let text = try ConfigReader.loadText(file)
+        guard let header = text.split(whereSeparator: \.isNewline).first,
+              header.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "asset_id" }) else { return nil }
+        return try store.importAssets(try assetRows(text, file: file), source: file)
+    }
+
     /// The register as rows for the store: `uid` and `asset_id` are required; `name` (or `description`) and
     /// `location` are taken when present; every other column is kept as an expected value for audits.
     /// Errors name the file, the row's line and the column.

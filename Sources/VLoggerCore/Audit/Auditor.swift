@@ -1,0 +1,135 @@
+import Foundation
+import ISO15693
+import Readers
+import VLoggerStore
+
+/// How an audit runs: several inventory rounds, so that a tag missed once is not reported missing.
+public struct AuditSettings: Sendable, Equatable {
+    public var rounds = 3
+    public var spacingMs: Millis = 1000
+    /// A registered asset not seen here, but seen by another location's reader within this long before the
+    /// audit, is at the wrong location rather than missing.
+    public var elsewhereWindowMs: Millis = 600_000
+    public init() {}
+}
+
+/// One reader taking part in an audit.
+public struct AuditReader {
+    public let config: ReaderConfig
+    public let session: ReaderSession
+    public init(config: ReaderConfig, session: ReaderSession) {
+        self.config = config
+        self.session = session
+    }
+}
+
+/// Compares what a location's readers see with the asset register for that location. Every asset
+/// registered there gets one result: present, missing, or wrong location (seen by another location's
+/// reader); every tag seen here that is registered elsewhere is wrong-location too, and every unregistered
+/// tag seen is unexpected. Present assets are checked against the register's expected columns:
+/// `model`, `manufacturer`, `block_0xNN` (the block starts with these hex bytes) and `locked_0xNN` (yes: the
+/// block must be locked).
+public enum Auditor {
+    /// The location a reader stands for in audits: its `location`, else its id.
+    public static func location(of r: ReaderConfig) -> String { r.location ?? r.id }
+
+    public static func run(location: String, readers: [AuditReader], register: [AssetRow], lastSeen: [UID: (time: Millis, reader: String?, location: String?)],
+                           gateway: String, settings: AuditSettings, clock: AgentClock, stop: StopSignal = StopSignal(), trigger: String = "manual") -> AuditRecord {
+        let started = clock.now()
+        struct Sighting { var rounds = 0; var first: Millis; var last: Millis; var reader: AuditReader }
+        var seen: [UID: Sighting] = [:]
+        var next = started
+        for round in 0..<max(1, settings.rounds) {
+            if round > 0 {
+                next += settings.spacingMs
+                clock.sleep(untilMs: next, stop: stop)
+                if stop.isRequested { break }
+            }
+            var thisRound = Set<UID>()
+            for r in readers {
+                guard let found = try? r.session.client.inventory() else { continue }
+                let now = clock.now()
+                for e in found where thisRound.insert(e.uid).inserted {
+                    if var s = seen[e.uid] {
+                        s.rounds += 1
+                        s.last = now
+                        s.reader = r
+                        seen[e.uid] = s
+                    } else {
+                        seen[e.uid] = Sighting(rounds: 1, first: now, last: now, reader: r)
+                    }
+                }
+            }
+        }
+        let here = register.filter { $0.location == location }
+        let byUID = Dictionary(register.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+        var results: [AuditResult] = []
+        for asset in here {
+            if let s = seen[asset.uid] {
+                results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .present, registeredLocation: location,
+                                           seenLocation: location, seenBy: s.reader.config.id, seenRounds: s.rounds, firstSeen: s.first,
+                                           lastSeen: s.last, failedChecks: checks(asset, s.reader.session)))
+            } else if let l = lastSeen[asset.uid], let elsewhere = l.location, elsewhere != location, started - l.time <= settings.elsewhereWindowMs {
+                results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .wrongLocation, registeredLocation: location,
+                                           seenLocation: elsewhere, seenBy: l.reader, seenRounds: 0, firstSeen: nil, lastSeen: l.time))
+            } else {
+                results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .missing, registeredLocation: location,
+                                           seenLocation: nil, seenBy: nil, seenRounds: 0, firstSeen: nil, lastSeen: lastSeen[asset.uid]?.time))
+            }
+        }
+        for (uid, s) in seen.sorted(by: { $0.key.description < $1.key.description }) where byUID[uid]?.location != location {
+            let registered = byUID[uid]
+            results.append(AuditResult(uid: uid, assetID: registered?.assetID, status: registered == nil ? .unexpected : .wrongLocation,
+                                       registeredLocation: registered?.location, seenLocation: location, seenBy: s.reader.config.id,
+                                       seenRounds: s.rounds, firstSeen: s.first, lastSeen: s.last))
+        }
+        return AuditRecord(started: started, finished: clock.now(), gateway: gateway, location: location, readers: readers.map(\.config.id),
+                           rounds: max(1, settings.rounds), trigger: trigger, results: results)
+    }
+
+    /// The register's expected values that a present asset does not meet.
+    static func checks(_ asset: AssetRow, _ session: ReaderSession) -> [String] {
+        var failed: [String] = []
+        let client = session.client
+        for (key, expected) in asset.extra.sorted(by: { $0.key < $1.key }) {
+            switch key {
+            case "model":
+                let model = (try? client.memory(of: asset.uid))?.model
+                if model.map({ $0.name.lowercased().contains(expected.lowercased()) || $0.rawValue.lowercased() == expected.lowercased() }) != true {
+                    failed.append("model: \(model?.name ?? "unknown"), registered \(expected)")
+                }
+            case "manufacturer":
+                if ManufacturerCode.lookup(expected) != asset.uid.manufacturer {
+                    failed.append("manufacturer: \(asset.uid.manufacturer), registered \(expected)")
+                }
+            case _ where key.hasPrefix("block_"):
+                guard let block = try? BlockNumber(parsing: String(key.dropFirst(6))), let want = try? Hex.parse(expected) else {
+                    failed.append("\(key): not a block and hex bytes (e.g. block_0xF8 = 6608C2)")
+                    continue
+                }
+                do {
+                    let size = try client.memory(of: asset.uid).blockSize
+                    let got = Array(try client.readBlocks(asset.uid, first: block, count: max(1, (want.count + size - 1) / size)).map(\.data).joined())
+                    if Array(got.prefix(want.count)) != want { failed.append("block \(block): \(Hex.format(got)), registered \(Hex.format(want))") }
+                } catch {
+                    failed.append("block \(block): not read (\(error))")
+                }
+            case _ where key.hasPrefix("locked_"):
+                guard let block = try? BlockNumber(parsing: String(key.dropFirst(7))) else {
+                    failed.append("\(key): not a block (e.g. locked_0x00 = yes)")
+                    continue
+                }
+                let must = ["yes", "true", "locked", "1"].contains(expected.lowercased())
+                do {
+                    let locked = try client.readBlocks(asset.uid, first: block, count: 1, security: true).first?.security?.isLocked ?? false
+                    if locked != must { failed.append("block \(block) \(locked ? "locked" : "not locked"), registered \(must ? "locked" : "unlocked")") }
+                } catch {
+                    failed.append("block \(block): lock status not read (\(error))")
+                }
+            default:
+                continue   // other columns are for people (and for the equals rule)
+            }
+        }
+        return failed
+    }
+}

@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import ISO15693
+import Readers
+import VLoggerCore
+import VLoggerStore
+
+struct AuditCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audit", abstract: "Asset audits: what a location's readers see against the register.",
+        subcommands: [AuditRun.self, AuditList.self, AuditShow.self])
+}
+
+struct AuditRun: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run", abstract: "Run an audit now, of one location or of every location with a reader.",
+        discussion: """
+            Each audit runs [audit] rounds inventory rounds, [audit] spacing apart, with the location's readers (a \
+            reader's location is its `location`, else its id), and stores one result per registered asset (present, \
+            missing, wrong-location) and per unregistered tag seen (unexpected), with how many rounds saw it. The \
+            register is the store's (vlogger assets import), refreshed from [rules] register first. The readers \
+            must be free: stop the service first when it polls the same hardware.
+            """)
+
+    @OptionGroup var options: ConfigOptions
+
+    @Option(help: "The location to audit (default: every location with a reader).")
+    var location: String?
+
+    @Option(help: "Inventory rounds, overriding [audit] rounds.")
+    var rounds: Int?
+
+    @Option(help: "Time between rounds, overriding [audit] spacing (e.g. 500ms).")
+    var spacing: String?
+
+    @Flag(help: "Simulated time: waiting between rounds moves a virtual clock (simulator demos).")
+    var fastClock = false
+
+    @Flag(help: "Machine-readable JSON output.")
+    var json = false
+
+    func validate() throws {
+        if let rounds, !(1...100).contains(rounds) { throw ValidationError("--rounds must be 1…100") }
+        if let spacing { do { _ = try DurationText.parse(spacing) } catch { throw ValidationError("--spacing: \(error)") } }
+    }
+
+    func run() throws {
+        let config = try options.load()
+        var settings = config.audit
+        if let rounds { settings.rounds = rounds }
+        if let spacing { settings.spacingMs = try DurationText.parse(spacing) }
+        let store: Store
+        do { store = try Store(path: try options.storePath()) } catch { throw VLoggerError("\(error)") }
+        defer { store.close() }
+        do { _ = try AssetRegister.importConfigured(config, into: store) } catch { throw VLoggerError("\(error)") }
+        let locations = location.map { [$0] } ?? Array(Set(config.readers.map(Auditor.location))).sorted()
+        let register: [AssetRow]
+        do { register = try store.assets() } catch { throw VLoggerError("\(error)") }
+        var lastSeen: [UID: (time: Millis, reader: String?, location: String?)]
+        do { lastSeen = try store.lastSeen(register.map(\.uid)) } catch { throw VLoggerError("\(error)") }
+        var out: [[String: Any]] = []
+        for loc in locations {
+            let configs = config.readers.filter { Auditor.location(of: $0) == loc }
+            guard !configs.isEmpty else {
+                throw VLoggerError("no reader at location '\(loc)'; readers: \(config.readers.map { "\($0.id) (\(Auditor.location(of: $0)))" }.joined(separator: ", "))")
+            }
+            let readers = try configs.map { AuditReader(config: $0, session: try ReaderSession.open(kind: $0.driver, field: $0.field, device: $0.device)) }
+            let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
+            var record = Auditor.run(location: loc, readers: readers, register: register, lastSeen: lastSeen, gateway: config.gatewayID,
+                                     settings: settings, clock: clock)
+            do { record.id = try store.saveAudit(record) } catch { throw VLoggerError("\(error)") }
+            // What this location's readers saw informs the next location's audit (an asset seen here is not
+            // missing there, but at the wrong location).
+            for r in record.results where r.seenRounds > 0 {
+                if let t = r.lastSeen { lastSeen[r.uid] = (t, r.seenBy, r.seenLocation) }
+            }
+            if json { out.append(AuditPrint.object(record)) } else { print(AuditPrint.summary(record)) }
+        }
+        if json { printJSON(out) }
+    }
+}
+
+struct AuditList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "The audits stored, newest first.")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Option(help: "Only the audits of this location.")
+    var location: String?
+
+    func run() throws {
+        let store: Store
+        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        defer { store.close() }
+        let audits: [AuditRecord]
+        do { audits = try store.audits(location: location) } catch { throw VLoggerError("\(error)") }
+        for a in audits { print(AuditPrint.summary(a)) }
+        if audits.isEmpty { print("no audits\(location.map { " of \($0)" } ?? "")") }
+    }
+}
+
+struct AuditShow: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "One audit with every result.")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Argument(help: "The audit's id (vlogger audit list).")
+    var id: Int64
+
+    @Flag(help: "Machine-readable JSON output.")
+    var json = false
+
+    func run() throws {
+        let store: Store
+        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        defer { store.close() }
+        let found: AuditRecord?
+        do { found = try store.audit(id) } catch { throw VLoggerError("\(error)") }
+        guard let a = found else { throw VLoggerError("no audit \(id) in the store (vlogger audit list)") }
+        if json { printJSON(AuditPrint.object(a)); return }
+        print(AuditPrint.summary(a))
+        for r in a.results {
+            var line = "  \(r.status.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)) \(r.uid)  \(r.assetID ?? "-")"
+            switch r.status {
+            case .present, .unexpected: line += "  seen in \(r.seenRounds)/\(a.rounds) rounds by \(r.seenBy ?? "-")"
+            case .wrongLocation: line += "  registered at \(r.registeredLocation ?? "-"), seen at \(r.seenLocation ?? "-")\(r.seenBy.map { " by \($0)" } ?? "")"
+            case .missing: line += r.lastSeen.map { "  last seen \(TimeSpec.format($0))" } ?? "  never seen"
+            }
+            print(line)
+            for c in r.failedChecks { print("      check failed: \(c)") }
+        }
+    }
+}
+
+enum AuditPrint {
+    static func summary(_ a: AuditRecord) -> String {
+        "audit \(a.id)  \(TimeSpec.format(a.started))  \(a.location)  \(a.count(.present)) present, \(a.count(.missing)) missing, "
+            + "\(a.count(.wrongLocation)) wrong location, \(a.count(.unexpected)) unexpected, \(a.failedChecks) failed checks  "
+            + "(\(a.rounds) rounds, readers \(a.readers.joined(separator: ", ")), \(a.trigger))"
+    }
+
+    static func object(_ a: AuditRecord) -> [String: Any] {
+        ["id": a.id, "started": TimeSpec.format(a.started), "finished": TimeSpec.format(a.finished), "gateway": a.gateway, "location": a.location,
+         "readers": a.readers, "rounds": a.rounds, "trigger": a.trigger,
+         "counts": Dictionary(uniqueKeysWithValues: AuditResult.Status.allCases.map { ($0.rawValue, a.count($0)) }), "failedChecks": a.failedChecks,
+         "results": a.results.map { r -> [String: Any] in
+             var o: [String: Any] = ["uid": r.uid.description, "status": r.status.rawValue, "seenRounds": r.seenRounds]
+             if let v = r.assetID { o["assetId"] = v }
+             if let v = r.registeredLocation { o["registeredLocation"] = v }
+             if let v = r.seenLocation { o["seenLocation"] = v }
+             if let v = r.seenBy { o["seenBy"] = v }
+             if let v = r.firstSeen { o["firstSeen"] = TimeSpec.format(v) }
+             if let v = r.lastSeen { o["lastSeen"] = TimeSpec.format(v) }
+             if !r.failedChecks.isEmpty { o["failedChecks"] = r.failedChecks }
+             return o
+         }]
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import ISO15693
+import Readers
+import TagSimulator
+import Testing
+import VLoggerStore
+@testable import VLoggerCore
+
+/// Audits on two simulated fields (a cage room and a dock door), with the demo tags.
+@Suite struct AuditTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func reader(_ id: String, _ location: String, _ uids: [String]) throws -> (AuditReader, SimulatedField) {
+        let demo = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
+        let dock = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field-dock"))
+        let field = SimulatedField()
+        for t in demo.field.tags + dock.field.tags where uids.contains(t.uid.description) { field.add(SimulatedTag(image: t.image)) }
+        return (AuditReader(config: ReaderConfig(id: id, location: location), session: try ReaderSession.simulated(field: field)), field)
+    }
+
+    @Test func everyAssetGetsOneResultAndUnregisteredTagsAreUnexpected() throws {
+        let uid = { (s: String) in try UID(parsing: s) }
+        let register = [
+            AssetRow(uid: try uid("E008010000004212"), assetID: "CAGE-12", location: "cage", extra: ["model": "MB89R118"]),
+            AssetRow(uid: try uid("E002260000C0FFEE"), assetID: "AS-00042", location: "cage", extra: ["model": "SLIX2", "block_0x100": "41532D3030303432"]),
+            AssetRow(uid: try uid("E004010812345602"), assetID: "PAL-0002", location: "cage", extra: ["locked_0x00": "yes"]),   // at the dock
+            AssetRow(uid: try uid("E00401000000BEEF"), assetID: "PAL-0099", location: "cage"),                                  // nowhere
+            AssetRow(uid: try uid("E004010812345601"), assetID: "PAL-0001", location: "dock"),                                  // here, registered at the dock
+        ]
+        let (cage, field) = try reader("r1", "cage", ["E008010000004212", "E002260000C0FFEE", "E004010812345601", "E007C00000000505"])
+        // The bin answers only the first round: seen in 1 of 3, still seen (a tag missed once is not missing).
+        var settings = AuditSettings()
+        settings.rounds = 3
+        settings.spacingMs = 500
+        let clock = SimulatedClock(start: 1_763_800_000_000)
+        let bin = try uid("E007C00000000505")
+        var armed = true
+        cage.session.reader.trace = { e in
+            if armed, e.direction == .tagToReader { armed = false; _ = field.remove(bin) }
+        }
+        let lastSeen: [UID: (time: Millis, reader: String?, location: String?)] = [try uid("E004010812345602"): (clock.now() - 60_000, "r2", "dock")]
+        let a = Auditor.run(location: "cage", readers: [cage], register: register, lastSeen: lastSeen, gateway: "gw", settings: settings, clock: clock)
+        let by = Dictionary(uniqueKeysWithValues: a.results.map { ($0.uid.description, $0) })
+        #expect(a.results.count == 6)
+        #expect(by["E008010000004212"]?.status == .present && by["E008010000004212"]?.seenRounds == 3 && by["E008010000004212"]?.failedChecks == [])
+        // The ST25DV's asset block matches; its model does not (a registered mistake is reported as a failed check).
+        #expect(by["E002260000C0FFEE"]?.status == .present && by["E002260000C0FFEE"]?.failedChecks == ["model: ST ST25DV64K, registered SLIX2"], "\(by["E002260000C0FFEE"]?.failedChecks ?? [])")
+        #expect(by["E004010812345602"]?.status == .wrongLocation && by["E004010812345602"]?.seenLocation == "dock")
+        #expect(by["E00401000000BEEF"]?.status == .missing)
+        #expect(by["E004010812345601"]?.status == .wrongLocation && by["E004010812345601"]?.registeredLocation == "dock" && by["E004010812345601"]?.seenLocation == "cage")
+        #expect(by["E007C00000000505"]?.status == .unexpected && by["E007C00000000505"]?.seenRounds == 1)
+        #expect(a.count(.present) == 2 && a.count(.missing) == 1 && a.count(.wrongLocation) == 2 && a.count(.unexpected) == 1 && a.failedChecks == 1)
+        // The rounds are spaced on the clock: 3 rounds, 500 ms apart.
+        #expect(a.finished - a.started == 1000)
+        // Stored and read back whole.
+        let store = try Store(path: scratchPath("audit.db"))
+        let id = try store.saveAudit(a)
+        let back = try #require(try store.audit(id))
+        #expect(back.results.count == 6 && back.count(.wrongLocation) == 2 && back.failedChecks == 1)
+        #expect(back.results.first { $0.uid.description == "E002260000C0FFEE" }?.failedChecks == ["model: ST ST25DV64K, registered SLIX2"])
+        #expect(try store.audits(location: "cage").first?.count(.present) == 2)
+    }
+}
