@@ -4,7 +4,10 @@ import ISO15693
 
 /// What `vlogger export` writes.
 public struct ExportRequest: Sendable {
-    public enum Table: String, Sendable, CaseIterable { case readings, events, tags, writes, assets }
+    public enum Table: String, Sendable, CaseIterable {
+        case readings, events, tags, writes, assets, audits
+        case auditResults = "audit_results"
+    }
     public enum Format: String, Sendable, CaseIterable { case csv, jsonl }
     public var table = Table.readings
     public var since: Millis
@@ -34,6 +37,7 @@ public enum Exporter {
         let block = "CASE WHEN block < 256 THEN printf('0x%02X', block) ELSE printf('0x%04X', block) END"
         var columns: [String]
         let timeColumn: String
+        var from = r.table.rawValue
         switch r.table {
         case .readings:
             columns = ["\(time("time")) AS time", "gateway", "reader", "location", "uid", "\(block) AS block", "count", "hex(data) AS data", "hex(security) AS security"]
@@ -53,19 +57,32 @@ public enum Exporter {
         case .assets:
             columns = ["uid", "asset_id", "name", "location", "extra", "source", "\(time("updated_at")) AS updated_at"]
             timeColumn = "updated_at"
+        case .audits:
+            columns = ["id", "\(time("started")) AS started", "\(time("finished")) AS finished", "gateway", "location", "readers", "rounds", "trigger",
+                       "present", "missing", "wrong_location", "unexpected", "failed_checks"]
+            timeColumn = "started"
+        case .auditResults:
+            // Each result with its audit's id, time and location (the results have no time of their own).
+            columns = ["r.audit AS audit", "\(time("a.started")) AS started", "a.location AS location", "r.uid AS uid", "r.asset_id AS asset_id",
+                       "r.status AS status", "r.registered_location AS registered_location", "r.seen_location AS seen_location",
+                       "r.seen_by AS seen_by", "r.seen_rounds AS seen_rounds",
+                       "CASE WHEN r.first_seen IS NULL THEN NULL ELSE \(time("r.first_seen")) END AS first_seen",
+                       "CASE WHEN r.last_seen IS NULL THEN NULL ELSE \(time("r.last_seen")) END AS last_seen", "r.failed_checks AS failed_checks"]
+            from = "audit_results r JOIN audits a ON a.id = r.audit"
+            timeColumn = "a.started"
         case .writes:
             columns = ["\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "hex(data) AS data",
                        "CASE WHEN flags IS NULL THEN NULL ELSE printf('0x%02X', flags) END AS flags", "result", "verified", "exchanges"]
             timeColumn = "time"
         }
-        var sql = "SELECT " + columns.joined(separator: ", ") + " FROM \(r.table.rawValue) WHERE \(timeColumn) >= ?1"
+        var sql = "SELECT " + columns.joined(separator: ", ") + " FROM \(from) WHERE \(timeColumn) >= ?1"
         var args: [SQLValue] = [.integer(r.since)]
         if let until = r.until {
             sql += " AND \(timeColumn) < ?\(args.count + 1)"
             args.append(.integer(until))
         }
-        if let uid = r.uid {
-            sql += " AND uid = ?\(args.count + 1)"
+        if let uid = r.uid, r.table != .audits {
+            sql += " AND \(r.table == .auditResults ? "r.uid" : "uid") = ?\(args.count + 1)"
             args.append(.text(uid.description))
         }
         if let reader = r.reader {
@@ -75,6 +92,7 @@ public enum Exporter {
         switch r.table {
         case .tags: sql += " ORDER BY last_seen, uid"
         case .assets: sql += " ORDER BY updated_at, uid"
+        case .auditResults: sql += " ORDER BY a.started, r.audit, r.id"
         default: sql += " ORDER BY \(timeColumn), id"
         }
         return (sql, args)

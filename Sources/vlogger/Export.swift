@@ -26,7 +26,7 @@ struct Export: ParsableCommand {
     @Option(help: "Up to (not including) this time; same forms as --since. Default: no end.")
     var until: String?
 
-    @Option(help: "Table: readings, events, tags (by last seen), writes or assets (the register, by last change).")
+    @Option(help: "Table: readings, events, tags (by last seen), writes, assets (the register, by last change), audits or audit_results (by the audit's start).")
     var table: ExportRequest.Table = .readings
 
     @Option(help: "Only this tag (UID, most-significant byte first).")
@@ -60,10 +60,13 @@ struct Export: ParsableCommand {
         } catch let e as TimeSpec.Invalid {
             throw ValidationError("\(e)")
         }
-        if let uid { do { request.uid = try UID(parsing: uid) } catch { throw ValidationError("--uid: \(error)") } }
+        if let uid {
+            guard table != .audits else { throw ValidationError("--uid: the audits table has one row per audit; use --table audit_results") }
+            do { request.uid = try UID(parsing: uid) } catch { throw ValidationError("--uid: \(error)") }
+        }
         request.table = table
         if let reader {
-            guard table != .writes, table != .assets else { throw ValidationError("--reader: the \(table.rawValue) table has no reader column") }
+            guard [.readings, .events, .tags].contains(table) else { throw ValidationError("--reader: the \(table.rawValue) table has no reader column") }
             request.reader = reader
         }
         request.format = format
