@@ -173,3 +173,28 @@ extension Store {
         }
     }
 }
+
+/// What changed from one audit to another, tag by tag.
+public struct AuditChange: Equatable, Sendable {
+    public var uid: UID
+    public var assetID: String?
+    /// nil: not in that audit.
+    public var before: AuditResult.Status?
+    public var after: AuditResult.Status?
+    public var checksBefore: [String]
+    public var checksAfter: [String]
+
+    /// The changes between `a` and `b` (statuses, failed checks; a tag in one audit only), by UID.
+    public static func between(_ a: AuditRecord, _ b: AuditRecord) -> [AuditChange] {
+        let before = Dictionary(a.results.map { ($0.uid, $0) }, uniquingKeysWith: { x, _ in x })
+        let after = Dictionary(b.results.map { ($0.uid, $0) }, uniquingKeysWith: { x, _ in x })
+        var out: [AuditChange] = []
+        for uid in Set(before.keys).union(after.keys).sorted(by: { $0.description < $1.description }) {
+            let x = before[uid], y = after[uid]
+            guard x?.status != y?.status || (x?.failedChecks ?? []) != (y?.failedChecks ?? []) else { continue }
+            out.append(AuditChange(uid: uid, assetID: y?.assetID ?? x?.assetID, before: x?.status, after: y?.status,
+                                   checksBefore: x?.failedChecks ?? [], checksAfter: y?.failedChecks ?? []))
+        }
+        return out
+    }
+}

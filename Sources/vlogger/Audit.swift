@@ -8,7 +8,7 @@ import VLoggerStore
 struct AuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit", abstract: "Asset audits: what a location's readers see against the register.",
-        subcommands: [AuditRun.self, AuditList.self, AuditShow.self])
+        subcommands: [AuditRun.self, AuditList.self, AuditShow.self, AuditDiff.self])
 }
 
 struct AuditRun: ParsableCommand {
@@ -129,6 +129,42 @@ struct AuditShow: ParsableCommand {
             print(line)
             for c in r.failedChecks { print("      check failed: \(c)") }
         }
+    }
+}
+
+struct AuditDiff: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "diff", abstract: "What changed between two audits, tag by tag (status and failed checks).")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Argument(help: "The earlier audit's id.")
+    var first: Int64
+
+    @Argument(help: "The later audit's id.")
+    var second: Int64
+
+    func run() throws {
+        let store: Store
+        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        defer { store.close() }
+        var audits: [AuditRecord] = []
+        for id in [first, second] {
+            let found: AuditRecord?
+            do { found = try store.audit(id) } catch { throw VLoggerError("\(error)") }
+            guard let a = found else { throw VLoggerError("no audit \(id) in the store (vlogger audit list)") }
+            audits.append(a)
+        }
+        if audits[0].location != audits[1].location {
+            FileHandle.standardError.write(Data("note: audit \(first) is of \(audits[0].location), audit \(second) of \(audits[1].location)\n".utf8))
+        }
+        print(AuditPrint.summary(audits[0]))
+        print(AuditPrint.summary(audits[1]))
+        let changes = AuditChange.between(audits[0], audits[1])
+        for c in changes {
+            print("  \(c.uid)  \(c.assetID ?? "-")  \(c.before?.rawValue ?? "(not in \(first))") -> \(c.after?.rawValue ?? "(not in \(second))")"
+                  + (c.checksBefore == c.checksAfter ? "" : "  checks: \(c.checksBefore.isEmpty ? "none" : c.checksBefore.joined(separator: "; ")) -> \(c.checksAfter.isEmpty ? "none" : c.checksAfter.joined(separator: "; "))"))
+        }
+        print("\(changes.count) change(s)")
     }
 }
 

@@ -60,4 +60,21 @@ import VLoggerStore
         #expect(back.results.first { $0.uid.description == "E002260000C0FFEE" }?.failedChecks == ["model: ST ST25DV64K, registered SLIX2"])
         #expect(try store.audits(location: "cage").first?.count(.present) == 2)
     }
+
+    @Test func diffListsStatusAndCheckChangesOnly() throws {
+        let a1 = try UID(parsing: "E008010000004212"), a2 = try UID(parsing: "E004010812345602"), u = try UID(parsing: "E007C00000000506")
+        func r(_ uid: UID, _ s: AuditResult.Status, _ checks: [String] = []) -> AuditResult {
+            AuditResult(uid: uid, assetID: nil, status: s, registeredLocation: "dock", seenLocation: nil, seenBy: nil, seenRounds: 3, firstSeen: nil, lastSeen: nil, failedChecks: checks)
+        }
+        let before = AuditRecord(started: 0, finished: 1, gateway: "gw", location: "dock", readers: ["r"], rounds: 3, trigger: "manual",
+                                 results: [r(a1, .present), r(a2, .present), r(u, .unexpected)])
+        let after = AuditRecord(started: 10, finished: 11, gateway: "gw", location: "dock", readers: ["r"], rounds: 3, trigger: "manual",
+                                results: [r(a1, .missing), r(a2, .present, ["block 0x00 not locked, registered locked"])])
+        let changes = AuditChange.between(before, after)
+        #expect(changes.map(\.uid) == [a2, a1, u].sorted { $0.description < $1.description })
+        #expect(changes.first { $0.uid == a1 }.map { ($0.before, $0.after) } ?? (nil, nil) == (.present, .missing))
+        #expect(changes.first { $0.uid == u }?.after == nil)
+        #expect(changes.first { $0.uid == a2 }?.checksAfter == ["block 0x00 not locked, registered locked"])
+        #expect(AuditChange.between(before, before).isEmpty)
+    }
 }
