@@ -1,0 +1,92 @@
+import Foundation
+
+/// A cron expression (minute hour day-of-month month day-of-week; `*`, `a-b`, `*/n`, `a-b/n`, lists) in
+/// an IANA time zone. Day of month and day of week, when both are restricted, match either (as Vixie cron
+/// and POSIX crontab do). Across daylight-saving changes a local time that does not exist runs at the
+/// moment the clocks jump to, and a local time that happens twice runs once, the first time.
+public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
+    public struct Invalid: Error, CustomStringConvertible, Sendable {
+        public let description: String
+    }
+
+    public let text: String
+    public let timeZone: TimeZone
+    let minutes: [Int], hours: [Int], days: Set<Int>, months: Set<Int>, weekdays: Set<Int>
+    let daysRestricted: Bool, weekdaysRestricted: Bool
+
+    public init(_ text: String, timeZone name: String = "UTC") throws(Invalid) {
+        guard let tz = TimeZone(identifier: name) else { throw Invalid(description: "time zone '\(name)' is not an IANA name (e.g. Europe/Berlin, UTC)") }
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard parts.count == 5 else {
+            throw Invalid(description: "'\(text)': a cron expression has 5 fields (minute hour day-of-month month day-of-week), e.g. 0 2 * * *")
+        }
+        func field(_ s: String, _ range: ClosedRange<Int>, _ name: String) throws(Invalid) -> Set<Int> {
+            var out = Set<Int>()
+            for item in s.split(separator: ",", omittingEmptySubsequences: false) {
+                let stepParts = item.split(separator: "/", omittingEmptySubsequences: false)
+                guard stepParts.count <= 2 else { throw Invalid(description: "\(name) '\(item)': one '/' at most") }
+                var step = 1
+                if stepParts.count == 2 {
+                    guard let n = Int(stepParts[1]), (1...range.upperBound).contains(n) else { throw Invalid(description: "\(name) '\(item)': the step must be 1…\(range.upperBound)") }
+                    step = n
+                }
+                let base = stepParts[0]
+                var lo = range.lowerBound, hi = range.upperBound
+                if base != "*" {
+                    let ends = base.split(separator: "-", omittingEmptySubsequences: false)
+                    guard (1...2).contains(ends.count), let a = Int(ends[0]), let b = Int(ends.last ?? ""), range.contains(a), range.contains(b), a <= b else {
+                        throw Invalid(description: "\(name) '\(item)': expected *, a number or a range in \(range.lowerBound)…\(range.upperBound)")
+                    }
+                    (lo, hi) = (a, ends.count == 2 || stepParts.count == 2 ? b : a)
+                    if ends.count == 1 && stepParts.count == 2 { hi = range.upperBound }
+                }
+                out.formUnion(stride(from: lo, through: hi, by: step))
+            }
+            return out
+        }
+        self.text = text
+        timeZone = tz
+        minutes = try field(parts[0], 0...59, "minute").sorted()
+        hours = try field(parts[1], 0...23, "hour").sorted()
+        days = try field(parts[2], 1...31, "day of month")
+        months = try field(parts[3], 1...12, "month")
+        weekdays = Set(try field(parts[4], 0...7, "day of week").map { $0 % 7 })
+        daysRestricted = parts[2] != "*"
+        weekdaysRestricted = parts[4] != "*"
+    }
+
+    public var description: String { "\(text) (\(timeZone.identifier))" }
+
+    /// The first time after `date` this schedule fires, or nil if none within 8 years (e.g. 31 February).
+    public func next(after date: Date) -> Date? {
+        var cal = Calendar(identifier: .gregorian)
+        cal.timeZone = timeZone
+        var day = cal.startOfDay(for: date)
+        for _ in 0..<(366 * 8) {
+            let c = cal.dateComponents([.year, .month, .day, .weekday], from: day)
+            guard let y = c.year, let m = c.month, let d = c.day, let wd = c.weekday else { return nil }
+            let dayOK: Bool
+            switch (daysRestricted, weekdaysRestricted) {
+            case (true, true): dayOK = days.contains(d) || weekdays.contains(wd - 1)
+            case (true, false): dayOK = days.contains(d)
+            case (false, true): dayOK = weekdays.contains(wd - 1)
+            case (false, false): dayOK = true
+            }
+            if months.contains(m) && dayOK {
+                // A local time in a daylight-saving gap comes back shifted to after the jump; a repeated one
+                // comes back as its first occurrence: each (hour, minute) is tried once a day, the earliest wins.
+                var best: Date?
+                for h in hours {
+                    for min in minutes {
+                        guard let t = cal.date(from: DateComponents(year: y, month: m, day: d, hour: h, minute: min)), t > date else { continue }
+                        if best.map({ t < $0 }) ?? true { best = t }
+                    }
+                }
+                if let best { return best }
+            }
+            guard let nextDay = cal.date(byAdding: .day, value: 1, to: day) else { return nil }
+            day = cal.startOfDay(for: nextDay)
+        }
+        return nil
+    }
+}
