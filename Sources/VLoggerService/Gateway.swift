@@ -105,6 +105,9 @@ public final class Gateway: @unchecked Sendable {
         for j in jobs {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
+        if !config.audit.schedules.isEmpty {
+            services.append(.init(service: AuditJob(gateway: self), serviceName: "audit scheduler"))
+        }
         let signals = SignalJob(gateway: self)
         services.append(.init(service: signals, serviceName: "signals"))
         services.append(.init(service: NotifyJob(gateway: self, waitsForListener: config.listen != nil), serviceName: "sd_notify"))
@@ -238,6 +241,13 @@ extension Response {
     }
 }
 
+/// A value handed to another thread whose owner guarantees one user at a time (a reader session between
+/// two cycles of its polling job).
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
 /// Blocking work (SQLite, reader I/O) off the concurrency pool's threads.
 enum Blocking {
     static let queue = DispatchQueue(label: "vlogger.blocking", attributes: .concurrent)
@@ -268,6 +278,9 @@ public final class PollingJob: Service, @unchecked Sendable {
     private let lock = NSLock()
     private var pending: (AgentConfig, RuleSet, AssetRegister?)?
     private var progressMs = PollingJob.monotonicMs()
+    /// Work that needs this reader (an audit's round), run on the polling thread between two cycles.
+    private var work: [() -> Void] = []
+    private var polling = true
     let finished = AsyncStream<Void>.makeStream()
 
     static func monotonicMs() -> Millis { Millis(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
@@ -281,6 +294,7 @@ public final class PollingJob: Service, @unchecked Sendable {
             lock.withLock { progressMs = PollingJob.monotonicMs() }
         }
         agent.betweenCycles = { [unowned self] in
+            runQueuedWork()
             guard let (c, r, reg) = lock.withLock({ () -> (AgentConfig, RuleSet, AssetRegister?)? in
                 defer { pending = nil }
                 return pending
@@ -291,6 +305,28 @@ public final class PollingJob: Service, @unchecked Sendable {
 
     var lastProgressMs: Millis { lock.withLock { progressMs } }
 
+    private func runQueuedWork() {
+        let items = lock.withLock { () -> [() -> Void] in
+            defer { work = [] }
+            return work
+        }
+        for item in items { item() }
+    }
+
+    /// Runs `body` with this reader's session between two of its cycles (regular polling waits only that
+    /// long), or right away once polling has ended; nil when the job is gone.
+    func exclusive<T: Sendable>(_ body: @escaping @Sendable (ReaderSession) -> T) async -> T {
+        await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
+            let session = UncheckedBox(agent.session)
+            let queued = lock.withLock { () -> Bool in
+                guard polling else { return false }
+                work.append { c.resume(returning: body(session.value)) }
+                return true
+            }
+            if !queued { Blocking.queue.async { c.resume(returning: body(session.value)) } }
+        }
+    }
+
     /// Hands a reloaded configuration to the job; it is applied before the next cycle.
     func reload(_ c: AgentConfig, _ r: RuleSet, _ reg: AssetRegister?) { lock.withLock { pending = (c, r, reg) } }
 
@@ -298,6 +334,9 @@ public final class PollingJob: Service, @unchecked Sendable {
         await withTaskCancellationOrGracefulShutdownHandler {
             await Blocking.thread("vlogger-poll-\(agent.readerConfig.id)") { [self] in
                 agent.run(cycles: cycles, durationMs: durationMs, stop: stop)
+                // Work queued after the last cycle runs here, on the same thread; later work runs at once.
+                lock.withLock { polling = false }
+                runQueuedWork()
             }
         } onCancelOrGracefulShutdown: { [stop] in
             stop.request()
@@ -379,6 +418,75 @@ struct BoundJob: Service {
             for j in jobs {
                 group.addTask { for await _ in j.finished.stream.cancelOnGracefulShutdown() {} }
             }
+        }
+    }
+}
+
+/// Runs the configured audit schedules: at start, once for a schedule that missed its time while the service
+/// was down (not once per missed slot); then at each fire time. Each round borrows the location's readers
+/// from their polling jobs between two cycles, so regular polling pauses only for the audit's own rounds.
+struct AuditJob: Service {
+    let gateway: Gateway
+
+    func run() async {
+        let schedules = gateway.config.audit.schedules
+        let store = gateway.store
+        for s in schedules {
+            let last = await Blocking.run { try? store.lastAuditStart(trigger: s.trigger) }
+            if s.missed(lastRun: last, now: Millis.now()) {
+                gateway.logger.notice("audit schedule '\(s.name)' (\(s.cron)) missed its time while the service was down: running it once now")
+                await runAudit(s)
+            }
+        }
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let now = Date()
+            let due = schedules.compactMap { s in s.cron.next(after: now).map { (s, $0) } }
+            guard let soonest = due.map(\.1).min() else { break }
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, Int64(soonest.timeIntervalSince(now) * 1000)))) }
+            } catch { break }
+            for (s, t) in due where t <= Date() { await runAudit(s) }
+        }
+    }
+
+    func runAudit(_ schedule: AuditSchedule) async {
+        let g = gateway, store = g.store, settings = g.config.audit
+        let locations = schedule.location.map { [$0] } ?? Array(Set(g.jobs.map { Auditor.location(of: $0.agent.readerConfig) })).sorted()
+        for location in locations {
+            let jobs = g.jobs.filter { Auditor.location(of: $0.agent.readerConfig) == location }
+            guard !jobs.isEmpty else { continue }
+            let started = Millis.now()
+            guard let register = await Blocking.run({ try? store.assets() }) else {
+                g.logger.error("audit '\(schedule.name)' of \(location): the register cannot be read")
+                continue
+            }
+            let lastSeen = await Blocking.run { (try? store.lastSeen(register.map(\.uid))) ?? [:] }
+            var seen: [UID: Auditor.Sighting] = [:]
+            for round in 0..<max(1, settings.rounds) {
+                if round > 0 {
+                    do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(settings.spacingMs)) } } catch {
+                        g.logger.warning("audit '\(schedule.name)' of \(location) stopped by the shutdown after \(round) of \(settings.rounds) rounds; nothing stored")
+                        return
+                    }
+                }
+                var counted = Set<UID>()
+                for job in jobs {
+                    let (found, t) = await job.exclusive { session in ((try? session.client.inventory())?.map(\.uid) ?? [], Millis.now()) }
+                    Auditor.merge(found, at: t, by: job.agent.readerConfig.id, round: &counted, into: &seen)
+                }
+            }
+            var checks: [UID: [String]] = [:]
+            for job in jobs {
+                let mine = register.filter { $0.location == location && seen[$0.uid]?.reader == job.agent.readerConfig.id }
+                guard !mine.isEmpty else { continue }
+                let results = await job.exclusive { session in mine.map { ($0.uid, Auditor.checks($0, session)) } }
+                for (uid, c) in results { checks[uid] = c }
+            }
+            let record = Auditor.result(location: location, readers: jobs.map(\.agent.readerConfig.id), register: register, seen: seen, checks: checks,
+                                        lastSeen: lastSeen, started: started, finished: Millis.now(), gateway: g.config.gatewayID,
+                                        settings: settings, trigger: schedule.trigger)
+            let id = await Blocking.run { try? store.saveAudit(record) }
+            g.logger.notice("audit \(id.map(String.init) ?? "(not stored)") '\(schedule.name)' of \(location): \(record.count(.present)) present, \(record.count(.missing)) missing, \(record.count(.wrongLocation)) wrong location, \(record.count(.unexpected)) unexpected, \(record.failedChecks) failed checks")
         }
     }
 }

@@ -135,6 +135,16 @@ extension Store {
         }
     }
 
+    /// When the last audit with this trigger (and location, if given) started, or nil.
+    public func lastAuditStart(trigger: String, location: String? = nil) throws(StoreError) -> Millis? {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT max(started) FROM audits WHERE trigger = ?1" + (location == nil ? "" : " AND location = ?2"))
+            try s.bind(location == nil ? [.text(trigger)] : [.text(trigger), .text(location ?? "")])
+            guard try s.step(), s.type(0) != SQLStatement.nullType else { return nil }
+            return s.int64(0)
+        }
+    }
+
     /// One audit with its results, or nil.
     public func audit(_ id: Int64) throws(StoreError) -> AuditRecord? {
         try withReader { db throws(StoreError) in

@@ -75,6 +75,44 @@ import VLoggerCore
         #expect(missing.code == 1 && missing.err.contains("no audit 99"))
     }
 
+    @Test func aScheduleMissedWhileTheServiceWasDownRunsOnceAtStart() throws {
+        let dir = try CLITests.scratch("sched", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("vlogger.toml").path, store = dir.appendingPathComponent("vlogger.db").path
+        // The dock's pallet stays put (its scenario takes it away at 3 s, which a slow machine's audit may pass).
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("demo-field-dock/scenario.json"))
+        var text = try String(contentsOfFile: config, encoding: .utf8)
+        text = text.replacingOccurrences(of: "spacing = \"1s\"", with: "spacing = \"200ms\"")
+            + "\n[[audit.schedule]]\nname = \"nightly\"\ncron = \"0 2 * * *\"\ntime-zone = \"Europe/Berlin\"\n"
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        #expect(try CLITests.run(["config", "check", "--config", config]).code == 0)
+        // The store with a nightly audit three days ago: three nights were missed while "the service was down".
+        #expect(try CLITests.run(["assets", "import", "--config", config, dir.appendingPathComponent("assets.csv").path]).code == 0)
+        let seed = try ServiceTests.shell("""
+            python3 -c 'import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1]); t=int(time.time()*1000)-3*86400000
+            c.execute("INSERT INTO audits(started,finished,gateway,location,readers,rounds,trigger,present,missing,wrong_location,unexpected,failed_checks) VALUES(?,?,?,?,?,?,?,0,0,0,0,0)", (t,t,"gw-demo-01","Dock door 3","dock-3",3,"schedule:nightly")); c.commit()' "$1"
+            """, [store])
+        #expect(seed.code == 0, "\(seed.err)")
+        // Each round waits for a gap between two cycles of its reader (the dock's are 2 s apart): 16 s leaves room.
+        let run = try CLITests.run(["run", "--config", config, "--duration", "16s", "--log-level", "notice"])
+        #expect(run.code == 0 && run.err.contains("audit schedule 'nightly' (0 2 * * * (Europe/Berlin)) missed its time"), "\(run.err)")
+        let db = try Store(path: store, readOnly: true)
+        defer { db.close() }
+        // Once per location, not once per missed night: the seeded one and one new for each of the two locations.
+        let audits = try db.audits().filter { $0.trigger == "schedule:nightly" }
+        #expect(audits.count == 3, "\(audits.map { "\($0.location) \($0.started)" })")
+        let dock = try #require(audits.first { $0.location == "Dock door 3" && $0.rounds == 3 && $0.count(.present) + $0.count(.missing) > 0 })
+        let cage = try #require(audits.first { $0.location == "Cold room, cage 12" })
+        // PAL-0001 (registered at the dock, polled in the cage room) is missing or at the wrong location, by
+        // whether the cage room's sightings were committed before the dock's audit began; PAL-0099 is missing.
+        #expect(dock.count(.present) == 1 && dock.count(.missing) + dock.count(.wrongLocation) == 2 && dock.count(.unexpected) == 1, "\(dock.counts)")
+        let detail = try #require(try db.audit(dock.id))
+        #expect(detail.results.first { $0.assetID == "PAL-0099" }?.status == .missing)
+        #expect(cage.count(.present) == 2 && cage.count(.wrongLocation) == 1 && cage.count(.unexpected) == 5, "\(cage.counts)")
+        // Polling went on meanwhile: the cage room's 1 s cycles over 8 s, less only what the audit's rounds took.
+        #expect(run.out.contains("reader cage-room: "), "\(run.out)")
+    }
+
     @Test func runThenExportCSVThatPythonReadsRowForRow() throws {
         let s = try Self.setup()
         defer { try? FileManager.default.removeItem(at: s.dir) }

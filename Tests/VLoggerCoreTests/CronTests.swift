@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VLoggerStore
 @testable import VLoggerCore
 
 /// Cron expressions as POSIX crontab(5) defines the fields; time-zone facts from the IANA tz database:
@@ -43,5 +44,17 @@ import Testing
             #expect(throws: CronSchedule.Invalid.self, "\(bad)") { try CronSchedule(bad) }
         }
         #expect(throws: CronSchedule.Invalid.self) { try CronSchedule("0 2 * * *", timeZone: "Mars/Olympus") }
+    }
+}
+
+@Suite struct AuditScheduleTests {
+    @Test func oneCatchUpHoweverManySlotsWereMissed() throws {
+        let s = AuditSchedule(name: "nightly", cron: try CronSchedule("0 2 * * *"))
+        let day: Millis = 86_400_000
+        let lastRun: Millis = 1_763_776_800_000                  // 2025-11-22T02:00:00Z
+        #expect(!s.missed(lastRun: lastRun, now: lastRun + day - 1))   // the next night has not come yet
+        #expect(s.missed(lastRun: lastRun, now: lastRun + day))
+        #expect(s.missed(lastRun: lastRun, now: lastRun + 3 * day))    // three nights: still one "missed" answer
+        #expect(!s.missed(lastRun: nil, now: lastRun))                 // never run: nothing was missed
     }
 }

@@ -10,7 +10,31 @@ public struct AuditSettings: Sendable, Equatable {
     /// A registered asset not seen here, but seen by another location's reader within this long before the
     /// audit, is at the wrong location rather than missing.
     public var elsewhereWindowMs: Millis = 600_000
+    /// When the service runs audits by itself.
+    public var schedules: [AuditSchedule] = []
     public init() {}
+}
+
+/// `[[audit.schedule]]`: when the service audits a location (or every location with a reader).
+public struct AuditSchedule: Sendable, Equatable {
+    public var name: String
+    public var cron: CronSchedule
+    public var location: String?
+    public init(name: String, cron: CronSchedule, location: String? = nil) {
+        self.name = name
+        self.cron = cron
+        self.location = location
+    }
+
+    /// The trigger stored with its audits.
+    public var trigger: String { "schedule:\(name)" }
+
+    /// Whether a run was missed: the last fire time before `now` is after the last run (a schedule never run
+    /// has missed nothing). One catch-up however many slots went by.
+    public func missed(lastRun: Millis?, now: Millis) -> Bool {
+        guard let lastRun, let next = cron.next(after: Date(timeIntervalSince1970: Double(lastRun) / 1000)) else { return false }
+        return Millis(next.timeIntervalSince1970 * 1000) <= now
+    }
 }
 
 /// One reader taking part in an audit.
@@ -33,10 +57,40 @@ public enum Auditor {
     /// The location a reader stands for in audits: its `location`, else its id.
     public static func location(of r: ReaderConfig) -> String { r.location ?? r.id }
 
+    /// Where and how often each tag answered during an audit's rounds.
+    public struct Sighting: Sendable {
+        public var rounds = 0
+        public var first: Millis
+        public var last: Millis
+        public var reader: String
+    }
+
+    /// One inventory round of one reader, added to `seen` (a tag counts once a round however many readers
+    /// see it: `round` holds the UIDs this round has counted).
+    public static func inventoryRound(_ reader: AuditReader, now: () -> Millis, round: inout Set<UID>, into seen: inout [UID: Sighting]) {
+        guard let found = try? reader.session.client.inventory() else { return }
+        merge(found.map(\.uid), at: now(), by: reader.config.id, round: &round, into: &seen)
+    }
+
+    /// Adds one reader's answers of one round to `seen`.
+    public static func merge(_ found: [UID], at t: Millis, by reader: String, round: inout Set<UID>, into seen: inout [UID: Sighting]) {
+        for uid in found where round.insert(uid).inserted {
+            if var s = seen[uid] {
+                s.rounds += 1
+                s.last = t
+                s.reader = reader
+                seen[uid] = s
+            } else {
+                seen[uid] = Sighting(rounds: 1, first: t, last: t, reader: reader)
+            }
+        }
+    }
+
+    /// Runs the rounds on `readers` (waiting `spacingMs` between them on `clock`), checks the present assets
+    /// and returns the audit. For commands, which own their readers; the service goes round by round.
     public static func run(location: String, readers: [AuditReader], register: [AssetRow], lastSeen: [UID: (time: Millis, reader: String?, location: String?)],
                            gateway: String, settings: AuditSettings, clock: AgentClock, stop: StopSignal = StopSignal(), trigger: String = "manual") -> AuditRecord {
         let started = clock.now()
-        struct Sighting { var rounds = 0; var first: Millis; var last: Millis; var reader: AuditReader }
         var seen: [UID: Sighting] = [:]
         var next = started
         for round in 0..<max(1, settings.rounds) {
@@ -45,30 +99,30 @@ public enum Auditor {
                 clock.sleep(untilMs: next, stop: stop)
                 if stop.isRequested { break }
             }
-            var thisRound = Set<UID>()
-            for r in readers {
-                guard let found = try? r.session.client.inventory() else { continue }
-                let now = clock.now()
-                for e in found where thisRound.insert(e.uid).inserted {
-                    if var s = seen[e.uid] {
-                        s.rounds += 1
-                        s.last = now
-                        s.reader = r
-                        seen[e.uid] = s
-                    } else {
-                        seen[e.uid] = Sighting(rounds: 1, first: now, last: now, reader: r)
-                    }
-                }
-            }
+            var counted = Set<UID>()
+            for r in readers { inventoryRound(r, now: clock.now, round: &counted, into: &seen) }
         }
+        let sessions = Dictionary(readers.map { ($0.config.id, $0.session) }, uniquingKeysWith: { a, _ in a })
+        var checks: [UID: [String]] = [:]
+        for asset in register where asset.location == location {
+            if let s = seen[asset.uid], let session = sessions[s.reader] { checks[asset.uid] = Self.checks(asset, session) }
+        }
+        return result(location: location, readers: readers.map(\.config.id), register: register, seen: seen, checks: checks, lastSeen: lastSeen,
+                      started: started, finished: clock.now(), gateway: gateway, settings: settings, trigger: trigger)
+    }
+
+    /// The audit from what the rounds saw and the checks made on the present assets.
+    public static func result(location: String, readers: [String], register: [AssetRow], seen: [UID: Sighting], checks: [UID: [String]],
+                              lastSeen: [UID: (time: Millis, reader: String?, location: String?)], started: Millis, finished: Millis,
+                              gateway: String, settings: AuditSettings, trigger: String) -> AuditRecord {
         let here = register.filter { $0.location == location }
         let byUID = Dictionary(register.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
         var results: [AuditResult] = []
         for asset in here {
             if let s = seen[asset.uid] {
                 results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .present, registeredLocation: location,
-                                           seenLocation: location, seenBy: s.reader.config.id, seenRounds: s.rounds, firstSeen: s.first,
-                                           lastSeen: s.last, failedChecks: checks(asset, s.reader.session)))
+                                           seenLocation: location, seenBy: s.reader, seenRounds: s.rounds, firstSeen: s.first,
+                                           lastSeen: s.last, failedChecks: checks[asset.uid] ?? []))
             } else if let l = lastSeen[asset.uid], let elsewhere = l.location, elsewhere != location, started - l.time <= settings.elsewhereWindowMs {
                 results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .wrongLocation, registeredLocation: location,
                                            seenLocation: elsewhere, seenBy: l.reader, seenRounds: 0, firstSeen: nil, lastSeen: l.time))
@@ -80,15 +134,15 @@ public enum Auditor {
         for (uid, s) in seen.sorted(by: { $0.key.description < $1.key.description }) where byUID[uid]?.location != location {
             let registered = byUID[uid]
             results.append(AuditResult(uid: uid, assetID: registered?.assetID, status: registered == nil ? .unexpected : .wrongLocation,
-                                       registeredLocation: registered?.location, seenLocation: location, seenBy: s.reader.config.id,
+                                       registeredLocation: registered?.location, seenLocation: location, seenBy: s.reader,
                                        seenRounds: s.rounds, firstSeen: s.first, lastSeen: s.last))
         }
-        return AuditRecord(started: started, finished: clock.now(), gateway: gateway, location: location, readers: readers.map(\.config.id),
+        return AuditRecord(started: started, finished: finished, gateway: gateway, location: location, readers: readers,
                            rounds: max(1, settings.rounds), trigger: trigger, results: results)
     }
 
     /// The register's expected values that a present asset does not meet.
-    static func checks(_ asset: AssetRow, _ session: ReaderSession) -> [String] {
+    public static func checks(_ asset: AssetRow, _ session: ReaderSession) -> [String] {
         var failed: [String] = []
         let client = session.client
         for (key, expected) in asset.extra.sorted(by: { $0.key < $1.key }) {

@@ -262,10 +262,20 @@ public struct AgentConfig: Sendable {
             c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
             c.queueLimit = s.integer("queue-limit", in: 100...10_000_000).map(Int.init) ?? c.queueLimit
         }
-        if let s = top.subsection("audit", keys: ["rounds", "spacing", "elsewhere-window"]) {
+        if let s = top.subsection("audit", keys: ["rounds", "spacing", "elsewhere-window", "schedule"]) {
             c.audit.rounds = s.integer("rounds", in: 1...100).map(Int.init) ?? c.audit.rounds
             c.audit.spacingMs = s.duration("spacing") ?? c.audit.spacingMs
             c.audit.elsewhereWindowMs = s.duration("elsewhere-window") ?? c.audit.elsewhereWindowMs
+            for t in s.tables("schedule", keys: ["name", "cron", "time-zone", "location"]) {
+                guard let name = t.require("name", t.string), let cron = t.require("cron", t.string) else { continue }
+                do {
+                    let schedule = AuditSchedule(name: name, cron: try CronSchedule(cron, timeZone: t.string("time-zone") ?? "UTC"), location: t.string("location"))
+                    if c.audit.schedules.contains(where: { $0.name == name }) { r.issue(t.line, "\(t.name): schedule '\(name)' is defined twice") }
+                    c.audit.schedules.append(schedule)
+                } catch {
+                    r.issue(t.node("cron")?.line ?? t.line, "\(t.name): \(error)")
+                }
+            }
         }
         if let s = top.subsection("service", keys: ["listen", "chart-field"]) {
             if let l = s.string("listen") {
@@ -291,6 +301,12 @@ public struct AgentConfig: Sendable {
                     r.issue(p.line, "field '\(f.name)' has unit \(f.unit ?? "none") here and \(other.unit ?? "none") in another plan; use one unit or another name")
                 }
                 byName[f.name] = f
+            }
+        }
+        let locations = Set(c.readers.map(Auditor.location))
+        for schedule in c.audit.schedules {
+            if let l = schedule.location, !locations.contains(l) {
+                r.issue(0, "audit schedule '\(schedule.name)': no reader at location '\(l)' (\(locations.sorted().joined(separator: ", ")))")
             }
         }
         if let f = c.chartField, !c.plans.contains(where: { $0.fields.contains { $0.name == f } }) {
