@@ -204,7 +204,15 @@ public final class Gateway: @unchecked Sendable {
             }
             return .text(html, type: "text/html; charset=utf-8")
         }
-        for (path, handler) in [("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page)] {
+        let audit: @Sendable (Request, BasicRequestContext) async -> Response = { _, context in
+            guard let id = context.parameters.get("id", as: Int64.self) else { return .text("not an audit id\n", status: .badRequest) }
+            let html = await Blocking.run { () -> String? in
+                guard let a = try? store.audit(id) else { return nil }
+                return AuditReport.html(a, history: (try? store.audits(location: a.location, limit: 30)) ?? [])
+            }
+            return html.map { .text($0, type: "text/html; charset=utf-8") } ?? .text("no audit \(id)\n", status: .notFound)
+        }
+        for (path, handler) in [("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page), ("/audits/:id", audit)] {
             router.get(RouterPath(path), use: handler)
             // HEAD: the same status and headers, no body.
             router.head(RouterPath(path)) { request, context -> Response in

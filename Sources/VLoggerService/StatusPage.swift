@@ -7,20 +7,7 @@ import VLoggerCore
 /// decoded value over the last hour. Plain HTML with an inline SVG (no scripts), read from the store through
 /// the store's reader connections (never waiting for the writer); nothing on it changes state.
 public enum StatusPage {
-    static func esc(_ s: String) -> String {
-        var o = ""
-        for ch in s {
-            switch ch {
-            case "&": o += "&amp;"
-            case "<": o += "&lt;"
-            case ">": o += "&gt;"
-            case "\"": o += "&quot;"
-            case "'": o += "&#39;"
-            default: o.append(ch)
-            }
-        }
-        return o
-    }
+    static func esc(_ s: String) -> String { HTML.escape(s) }
 
     /// An SVG line chart of each tag's series (time on x, value on y).
     static func chart(_ series: [String: [(Millis, Double)]], field: String, unit: String?) -> String {
@@ -72,6 +59,12 @@ public enum StatusPage {
             let d = try store.statusData(since: now - 3_600_000, chartField: chartField)
             body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded", "reader"], d.latest, class: "latest")
             if let f = chartField { body += "<h2>\(esc(f)) over the last hour</h2>" + chart(d.series, field: f, unit: unit) }
+            let latest = try store.audits(limit: 200).reduce(into: [String: AuditRecord]()) { m, a in if m[a.location] == nil { m[a.location] = a } }
+            if !latest.isEmpty {
+                body += "<h2>Latest audit of each location</h2><ul>" + latest.keys.sorted().compactMap { l in latest[l].map { a in
+                    "<li><a href=\"/audits/\(a.id)\">\(esc(l)): audit \(a.id), \(esc(TimeSpec.format(a.started)))</a> — \(a.count(.present)) present, \(a.count(.missing)) missing, \(a.count(.wrongLocation)) wrong location, \(a.count(.unexpected)) unexpected</li>"
+                } }.joined() + "</ul>"
+            }
             body += "<h2>Recent events</h2>" + table(["time (UTC)", "reader", "UID", "kind", "name", "severity", "detail"], d.events, class: "events")
         } catch {
             body += "<p class=\"bad\">The store cannot be read: \(esc(error.description))</p>"

@@ -8,7 +8,7 @@ import VLoggerStore
 struct AuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit", abstract: "Asset audits: what a location's readers see against the register.",
-        subcommands: [AuditRun.self, AuditList.self, AuditShow.self, AuditDiff.self])
+        subcommands: [AuditRun.self, AuditList.self, AuditShow.self, AuditDiff.self, AuditReportCommand.self])
 }
 
 struct AuditRun: ParsableCommand {
@@ -165,6 +165,34 @@ struct AuditDiff: ParsableCommand {
                   + (c.checksBefore == c.checksAfter ? "" : "  checks: \(c.checksBefore.isEmpty ? "none" : c.checksBefore.joined(separator: "; ")) -> \(c.checksAfter.isEmpty ? "none" : c.checksAfter.joined(separator: "; "))"))
         }
         print("\(changes.count) change(s)")
+    }
+}
+
+struct AuditReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "report", abstract: "Write one audit as a self-contained HTML page to read and print.")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Argument(help: "The audit's id (vlogger audit list).")
+    var id: Int64
+
+    @Option(help: "The HTML file to write.")
+    var html: String
+
+    func run() throws {
+        let store: Store
+        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        defer { store.close() }
+        let found: AuditRecord?, history: [AuditRecord]
+        do {
+            found = try store.audit(id)
+            history = try found.map { try store.audits(location: $0.location, limit: 30) } ?? []
+        } catch { throw VLoggerError("\(error)") }
+        guard let a = found else { throw VLoggerError("no audit \(id) in the store (vlogger audit list)") }
+        do { try Data(AuditReport.html(a, history: history).utf8).write(to: URL(fileURLWithPath: html), options: .atomic) } catch {
+            throw VLoggerError("cannot write \(html): \(error.localizedDescription)")
+        }
+        print("audit \(id) of \(a.location) written to \(html)")
     }
 }
 

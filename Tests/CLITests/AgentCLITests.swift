@@ -69,6 +69,11 @@ import VLoggerCore
         let results = try CLITests.run(["export", "--config", config, "--since", "1h", "--table", "audit_results", "--uid", "E00401000000BEEF"])
         let lines = results.out.split(separator: "\r\n")
         #expect(lines.count == 2 && lines[1].contains(",Dock door 3,E00401000000BEEF,PAL-0099,missing,Dock door 3,,,0,,,"), "\(results.out)")
+        let html = dir.appendingPathComponent("report.html")
+        let report = try CLITests.run(["audit", "report", "--config", config, "2", "--html", html.path])
+        let page = (try? String(contentsOf: html, encoding: .utf8)) ?? ""
+        #expect(report.code == 0 && page.contains("<h1>Audit 2: Dock door 3</h1>") && page.contains("<td>E00401000000BEEF</td><td>PAL-0099</td>")
+                && page.contains("<svg") && !page.contains("<script"), "\(report.err)")
         let none = try CLITests.run(["audit", "run", "--config", config, "--location", "Roof", "--fast-clock"])
         #expect(none.code == 1 && none.err.contains("no reader at location 'Roof'"), "\(none.err)")
         let missing = try CLITests.run(["audit", "show", "--config", config, "99"])

@@ -96,9 +96,17 @@ import Testing
         } else {
             #expect(parsed.code == 0 && (Int(parsed.out.split(separator: " ").first ?? "") ?? 0) >= 15, "\(parsed.out)\(parsed.err)")
         }
+        // An audit made beside the running service (the simulator's fields can be read by both) is linked
+        // from the status page and served as its report.
+        let audit = try CLI.run(["audit", "run", "--config", config.path, "--store", store.path, "--location", "Dock door 3", "--fast-clock"])
+        #expect(audit.code == 0, "\(audit.err)")
         // The status page: HTML with the chart of the first numeric field (temperature); POST is refused.
         let page = try Self.get(port, "/")
         #expect(page.status == 200 && page.body.contains("<svg") && page.body.contains("Tags in the field") && page.body.contains("Recent events"))
+        #expect(page.body.contains("<a href=\"/audits/1\">Dock door 3: audit 1"), "\(page.body.suffix(3000))")
+        let report = try Self.get(port, "/audits/1")
+        #expect(report.status == 200 && report.body.contains("<h1>Audit 1: Dock door 3</h1>"))
+        #expect(try Self.get(port, "/audits/99").status == 404 && Self.get(port, "/audits/x").status == 400)
         let post = try Self.shell("python3 -c 'import urllib.request,sys\ntry:\n urllib.request.urlopen(urllib.request.Request(\"http://127.0.0.1:\(port)/\", data=b\"x\"), timeout=5)\nexcept Exception as e: print(e.code)'")
         #expect(post.out.contains("405"))
 
