@@ -29,8 +29,7 @@ struct AssetsImport: ParsableCommand {
         do { text = try ConfigReader.loadText(file) } catch { throw VLoggerError("\(error)") }
         let rows: [AssetRow]
         do { rows = try AssetRegister.assetRows(text, file: file) } catch { throw VLoggerError("\(error)") }
-        let store: Store
-        do { store = try Store(path: try options.storePath()) } catch { throw VLoggerError("\(error)") }
+        let store = try options.openStore()
         defer { store.close() }
         let r: AssetImportReport
         do { r = try store.importAssets(rows, source: file, dryRun: dryRun) } catch { throw VLoggerError("\(error)") }
@@ -54,8 +53,7 @@ struct AssetsList: ParsableCommand {
     var json = false
 
     func run() throws {
-        let store: Store
-        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        let store = try options.openStore(readOnly: true)
         defer { store.close() }
         let rows: [AssetRow]
         do { rows = try store.assets(location: location) } catch { throw VLoggerError("\(error)") }

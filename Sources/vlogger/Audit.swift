@@ -49,8 +49,7 @@ struct AuditRun: ParsableCommand {
         var settings = config.audit
         if let rounds { settings.rounds = rounds }
         if let spacing { settings.spacingMs = try DurationText.parse(spacing) }
-        let store: Store
-        do { store = try Store(path: try options.storePath()) } catch { throw VLoggerError("\(error)") }
+        let store = try options.openStore()
         defer { store.close() }
         do { _ = try AssetRegister.importConfigured(config, into: store) } catch { throw VLoggerError("\(error)") }
         let locations = location.map { [$0] } ?? Array(Set(config.readers.map(Auditor.location))).sorted()
@@ -89,8 +88,7 @@ struct AuditList: ParsableCommand {
     var location: String?
 
     func run() throws {
-        let store: Store
-        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        let store = try options.openStore(readOnly: true)
         defer { store.close() }
         let audits: [AuditRecord]
         do { audits = try store.audits(location: location) } catch { throw VLoggerError("\(error)") }
@@ -111,12 +109,9 @@ struct AuditShow: ParsableCommand {
     var json = false
 
     func run() throws {
-        let store: Store
-        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        let store = try options.openStore(readOnly: true)
         defer { store.close() }
-        let found: AuditRecord?
-        do { found = try store.audit(id) } catch { throw VLoggerError("\(error)") }
-        guard let a = found else { throw VLoggerError("no audit \(id) in the store (vlogger audit list)") }
+        let a = try store.auditOrFail(id)
         if json { printJSON(AuditPrint.object(a)); return }
         print(AuditPrint.summary(a))
         for r in a.results {
@@ -144,16 +139,9 @@ struct AuditDiff: ParsableCommand {
     var second: Int64
 
     func run() throws {
-        let store: Store
-        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        let store = try options.openStore(readOnly: true)
         defer { store.close() }
-        var audits: [AuditRecord] = []
-        for id in [first, second] {
-            let found: AuditRecord?
-            do { found = try store.audit(id) } catch { throw VLoggerError("\(error)") }
-            guard let a = found else { throw VLoggerError("no audit \(id) in the store (vlogger audit list)") }
-            audits.append(a)
-        }
+        let audits = [try store.auditOrFail(first), try store.auditOrFail(second)]
         if audits[0].location != audits[1].location {
             FileHandle.standardError.write(Data("note: audit \(first) is of \(audits[0].location), audit \(second) of \(audits[1].location)\n".utf8))
         }
@@ -180,19 +168,25 @@ struct AuditReportCommand: ParsableCommand {
     var html: String
 
     func run() throws {
-        let store: Store
-        do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
+        let store = try options.openStore(readOnly: true)
         defer { store.close() }
-        let found: AuditRecord?, history: [AuditRecord]
-        do {
-            found = try store.audit(id)
-            history = try found.map { try store.audits(location: $0.location, limit: 30) } ?? []
-        } catch { throw VLoggerError("\(error)") }
-        guard let a = found else { throw VLoggerError("no audit \(id) in the store (vlogger audit list)") }
+        let a = try store.auditOrFail(id)
+        let history: [AuditRecord]
+        do { history = try store.audits(location: a.location, limit: 30) } catch { throw VLoggerError("\(error)") }
         do { try Data(AuditReport.html(a, history: history).utf8).write(to: URL(fileURLWithPath: html), options: .atomic) } catch {
             throw VLoggerError("cannot write \(html): \(error.localizedDescription)")
         }
         print("audit \(id) of \(a.location) written to \(html)")
+    }
+}
+
+extension Store {
+    /// An audit by id, or the command's error.
+    func auditOrFail(_ id: Int64) throws -> AuditRecord {
+        let found: AuditRecord?
+        do { found = try audit(id) } catch { throw VLoggerError("\(error)") }
+        guard let a = found else { throw VLoggerError("no audit \(id) in the store (vlogger audit list)") }
+        return a
     }
 }
 

@@ -19,6 +19,11 @@ struct ConfigOptions: ParsableArguments {
         do { return try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
     }
 
+    /// Opens the store (read-only for commands that only read it), with a one-line error.
+    func openStore(readOnly: Bool = false) throws -> Store {
+        do { return try Store(path: try storePath(), readOnly: readOnly) } catch let e as StoreError { throw VLoggerError("\(e)") }
+    }
+
     /// The store path: --store, else the configuration's (when the file exists), else vlogger.db.
     func storePath() throws -> String {
         if let store { return store }
