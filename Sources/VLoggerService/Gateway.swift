@@ -222,12 +222,25 @@ public final class Gateway: @unchecked Sendable {
         }
         var http = HTTP1Channel.Configuration(idleTimeout: .seconds(30))
         http.httpDecoder.maxHeaderFieldCount = 100
-        return Application(router: router, server: .http1(configuration: http),
+        let app = Application(router: router, server: .http1(configuration: http),
                            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "vlogger"),
                            onServerRunning: { [self] channel in
                                listenerUp(ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port))
                            },
                            logger: logger)
+        return ListenerService(app: app, address: address)
+    }
+}
+
+/// The Hummingbird application, with a failure to bind said in the project's words.
+struct ListenerService<App: Service>: Service {
+    let app: App
+    let address: ListenAddress
+
+    func run() async throws {
+        do { try await app.run() } catch {
+            throw VLoggerError("cannot serve HTTP on \(address): \(error); is another process listening there (ss -ltnp), or is the address not this machine's? Change [service] listen or --listen")
+        }
     }
 }
 

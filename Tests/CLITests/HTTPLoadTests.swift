@@ -97,4 +97,20 @@ import Testing
         #expect(r.out.contains("POST 405 GET, HEAD") && r.out.contains("PUT 405") && r.out.contains("DELETE 405"), "\(r.out)")
         #expect(r.out.contains("exit 0"), "\(r.out)")
     }
+
+    @Test func aPortInUseEndsTheRunWithAClearErrorAndKeepsWhatWasPolled() throws {
+        let work = try CLI.scratch("http-busy", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        try CLI.writeOneReaderConfig(work)
+        let r = try ServiceTests.shell(#"""
+            python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(6)' > port.txt 2>/dev/null &
+            holder=$!
+            for _ in $(seq 50); do [ -s port.txt ] && break; sleep 0.1; done
+            "$1" run --config vlogger.toml --store busy.db --listen "127.0.0.1:$(cat port.txt)" --duration 5s 2>err.txt >/dev/null
+            echo "exit $?"
+            kill $holder
+            tail -1 err.txt
+            """#, [try CLI.binary().path], in: work)
+        #expect(r.out.contains("exit 1") && r.out.contains("cannot serve HTTP on 127.0.0.1:") && r.out.contains("is another process listening there"), "\(r.out)\(r.err)")
+    }
 }
