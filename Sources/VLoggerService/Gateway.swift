@@ -49,6 +49,8 @@ public final class Gateway: @unchecked Sendable {
     public let writer: StoreWriter
     public let jobs: [PollingJob]
     public let metrics: ServiceMetrics
+    /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
+    public let pendingWrites = PendingWrites()
     let logger: Logger
     private let lock = NSLock()
     private var committedAll = true
@@ -76,9 +78,14 @@ public final class Gateway: @unchecked Sendable {
             let clock: AgentClock = options.fastClock ? SimulatedClock() : SystemClock()
             let agent = Agent(config: config, reader: rc, rules: rules, register: register, session: session, writer: writer,
                               clock: clock, logger: logger)
+            agent.writeQueue = pendingWrites
             jobs.append(PollingJob(agent: agent, cycles: options.cycles, durationMs: options.durationMs, metrics: metrics))
         }
         self.jobs = jobs
+        do {
+            try store.expireWrites()
+            try pendingWrites.refresh(from: store)
+        } catch { throw VLoggerError("\(error)") }
         let (writer, metrics) = (self.writer, self.metrics)
         writer.onCommit = { r, e, last, seconds in
             logger.debug("committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms")
@@ -105,6 +112,7 @@ public final class Gateway: @unchecked Sendable {
         for j in jobs {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
+        services.append(.init(service: WriteQueueJob(gateway: self), serviceName: "write queue"))
         if !config.audit.schedules.isEmpty {
             services.append(.init(service: AuditJob(gateway: self), serviceName: "audit scheduler"))
         }
@@ -508,6 +516,23 @@ struct AuditJob: Service {
                                         settings: settings, trigger: schedule.trigger)
             let id = await Blocking.run { try? store.saveAudit(record) }
             g.logger.notice("audit \(id.map(String.init) ?? "(not stored)") '\(schedule.name)' of \(location): \(record.count(.present)) present, \(record.count(.missing)) missing, \(record.count(.wrongLocation)) wrong location, \(record.count(.unexpected)) unexpected, \(record.failedChecks) failed checks")
+        }
+    }
+}
+
+/// Copies the store's queued writes for the polling jobs every 2 s (a write queued by `vlogger write
+/// --when-seen` while the service runs is made within about 2 s of its tag being in a field).
+struct WriteQueueJob: Service {
+    let gateway: Gateway
+
+    func run() async {
+        let (store, pending) = (gateway.store, gateway.pendingWrites)
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(2)) } } catch { return }
+            await Blocking.run {
+                _ = try? store.expireWrites()
+                try? pending.refresh(from: store)
+            }
         }
     }
 }

@@ -142,6 +142,23 @@ public final class Store: @unchecked Sendable {
         );
         CREATE INDEX audit_results_by_audit ON audit_results(audit);
         """),
+        // Writes waiting for their tag (vlogger write --when-seen), and what became of them.
+        ("007-write-queue", """
+        CREATE TABLE write_queue(
+            id INTEGER PRIMARY KEY,
+            created INTEGER NOT NULL,
+            uid TEXT NOT NULL,
+            block INTEGER NOT NULL,                 -- first block
+            data BLOB NOT NULL,                     -- whole blocks
+            flags INTEGER,                          -- request flags asked for (Option, data rate), or NULL
+            reader TEXT,                            -- only this reader, or NULL for any
+            expires INTEGER,                        -- ms since 1970 UTC, or NULL
+            state TEXT NOT NULL,                    -- queued, done, failed, expired, cancelled
+            result TEXT,
+            finished INTEGER
+        );
+        CREATE INDEX write_queue_by_state ON write_queue(state, uid);
+        """),
     ]
 
     private var insertReading: SQLStatement?
@@ -429,6 +446,7 @@ public final class Store: @unchecked Sendable {
                     try s.step()
                 }
             }
+            try Self.record(batch.outcomes, db)
             if !batch.writes.isEmpty {
                 let s = try prepared(&insertWrite, db, "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)")
                 for w in batch.writes {
@@ -539,8 +557,10 @@ public struct Batch: Sendable {
     public var events: [Event] = []
     public var tags: [TagRecord] = []
     public var writes: [WriteRecord] = []
+    /// What became of queued writes.
+    public var outcomes: [WriteOutcome] = []
     public init() {}
-    public var isEmpty: Bool { readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty }
+    public var isEmpty: Bool { readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty && outcomes.isEmpty }
 
     /// One row per tag: a later update replaces the earlier one, keeping the latest time seen.
     public mutating func add(_ tag: TagRecord) {
@@ -559,6 +579,7 @@ public struct Batch: Sendable {
         events += later.events
         for t in later.tags { add(t) }
         writes += later.writes
+        outcomes += later.outcomes
     }
-    public var size: Int { readings.count + events.count + tags.count + writes.count }
+    public var size: Int { readings.count + events.count + tags.count + writes.count + outcomes.count }
 }

@@ -126,6 +126,14 @@ public final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// What became of a queued write (committed with the next batch).
+    public func add(_ outcome: WriteOutcome) {
+        locked {
+            pending.outcomes.append(outcome)
+            marked(wakeIf: false)
+        }
+    }
+
     /// The decoded fields the configuration defines (export columns), registered before the next commit.
     public func register(fields new: [FieldInfo]) {
         locked {

@@ -12,6 +12,6 @@ struct VLogger: AsyncParsableCommand {
             """,
         subcommands: [Scan.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Raw.self, Decode.self,
                       Dump.self, Restore.self, Devices.self,
-                      Run.self, Export.self, AssetsCommand.self, AuditCommand.self, ConfigCommand.self, RulesCommand.self]
+                      Run.self, Export.self, AssetsCommand.self, AuditCommand.self, WritesCommand.self, ConfigCommand.self, RulesCommand.self]
     )
 }

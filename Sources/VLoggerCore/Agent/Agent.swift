@@ -69,6 +69,8 @@ public final class Agent {
         var lowerBound: AirTime
     }
     private var startMs: Millis = 0
+    /// The queued writes this agent makes when their tag is in its field (nil: none).
+    public var writeQueue: PendingWrites?
     /// Called after every cycle (metrics, watchdog).
     public var onCycle: ((CycleReport) -> Void)?
     /// Called before every cycle: where a configuration reload is applied.
@@ -293,6 +295,7 @@ public final class Agent {
         for r in readings { writer.add(r) }
         counters.readings += readings.count
         evaluate(applicable, facts, now: now)
+        performQueuedWrites(uid, memory: memory)
         return (readings.count, bound)
     }
 

@@ -1,0 +1,75 @@
+import Foundation
+import ISO15693
+import Readers
+import VLoggerStore
+
+/// The queued writes as the polling jobs see them: a copy of the store's queue, refreshed by the service
+/// (not read from the store on a polling thread), with the writes each job has already handled so that one
+/// is not tried again before its outcome is committed.
+public final class PendingWrites: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byUID: [UID: [QueuedWrite]] = [:]
+    private var handled = Set<Int64>()
+
+    public init() {}
+
+    /// Replaces the copy with the store's queued writes.
+    public func refresh(from store: Store) throws(StoreError) {
+        let queued = try store.queuedWrites(state: .queued)
+        let grouped = Dictionary(grouping: queued.sorted { $0.id < $1.id }, by: \.uid)
+        lock.withLock { byUID = grouped }
+    }
+
+    /// The writes for `uid` that `reader` may make, oldest first.
+    func writes(for uid: UID, reader: String) -> [QueuedWrite] {
+        lock.withLock { (byUID[uid] ?? []).filter { !handled.contains($0.id) && ($0.reader == nil || $0.reader == reader) } }
+    }
+
+    func markHandled(_ id: Int64) { _ = lock.withLock { handled.insert(id) } }
+
+    public var count: Int { lock.withLock { byUID.values.reduce(0) { $0 + $1.filter { !handled.contains($0.id) }.count } } }
+}
+
+extension Agent {
+    /// Makes the queued writes of a tag that is in the field now. The read-back decides: data already on the
+    /// tag (a write made before a crash cut off its record) is done without writing again; a locked block
+    /// fails the write; a tag that leaves mid-write keeps its write queued for the next time it is seen.
+    func performQueuedWrites(_ uid: UID, memory: TagMemory) {
+        guard let queue = writeQueue else { return }
+        for w in queue.writes(for: uid, reader: readerConfig.id) {
+            let now = clock.now()
+            func finish(_ state: QueuedWrite.State, _ result: String) {
+                queue.markHandled(w.id)
+                writer.add(WriteOutcome(id: w.id, state: state, result: result, time: now))
+                let severity: Event.Severity = state == .done ? .info : .warning
+                writer.add(Event(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid,
+                                 kind: state == .done ? .start : .error, name: "queued-write-\(state.rawValue)", severity: severity,
+                                 detail: "queued write \(w.id) (\(w.data.count) bytes from \(w.first)): \(result)"))
+                logger.notice("queued write \(w.id) to \(uid): \(state.rawValue): \(result)", metadata: ["uid": "\(uid)"])
+            }
+            if let e = w.expires, now > e { finish(.expired, "expired \(TimeSpec.format(e)) before the tag was seen"); continue }
+            let size = memory.blockSize
+            guard !w.data.isEmpty, w.data.count % size == 0 else {
+                finish(.failed, "\(w.data.count) bytes is not a whole number of this tag's \(size)-byte blocks"); continue
+            }
+            let blocks = stride(from: 0, to: w.data.count, by: size).map { Array(w.data[$0..<($0 + size)]) }
+            guard blocks.count <= memory.blockCount, w.first.int <= memory.blockCount - blocks.count else {
+                finish(.failed, "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)"); continue
+            }
+            do {
+                let current = try session.client.readBlocks(uid, first: w.first, count: blocks.count, security: true)
+                if current.map(\.data) == blocks { finish(.done, "already on the tag (read back); not written again"); continue }
+                if let locked = current.first(where: { $0.security?.isLocked == true }) { finish(.failed, "block \(locked.number) is locked"); continue }
+                let option: Bool? = w.flags?.contains(.option) == true ? true : nil
+                let report = try session.client.writeBlocks(uid, first: w.first, blocks: blocks, verify: true, option: option)
+                writer.add(WriteRecord(time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data, flags: w.flags,
+                                       result: "ok (queued write \(w.id))", verified: report.verified, exchanges: report.exchanges))
+                finish(.done, "written and read back in \(report.exchanges) exchanges")
+            } catch where error.isTransient {
+                continue   // the tag left or the air was bad: still queued, tried when the tag is seen again
+            } catch {
+                finish(.failed, "\(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import ISO15693
+
+/// A write that waits in the store until its tag is in a reader's field.
+public struct QueuedWrite: Equatable, Sendable {
+    public enum State: String, Sendable, CaseIterable { case queued, done, failed, expired, cancelled }
+    public var id: Int64 = 0
+    public var created: Millis
+    public var uid: UID
+    public var first: BlockNumber
+    /// Whole blocks, concatenated.
+    public var data: [UInt8]
+    public var flags: RequestFlags?
+    public var reader: String?
+    public var expires: Millis?
+    public var state: State = .queued
+    public var result: String?
+    public var finished: Millis?
+
+    public init(created: Millis, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags? = nil, reader: String? = nil, expires: Millis? = nil) {
+        self.created = created
+        self.uid = uid
+        self.first = first
+        self.data = data
+        self.flags = flags
+        self.reader = reader
+        self.expires = expires
+    }
+}
+
+/// What became of a queued write, for the store writer to record.
+public struct WriteOutcome: Equatable, Sendable {
+    public var id: Int64
+    public var state: QueuedWrite.State
+    public var result: String
+    public var time: Millis
+    public init(id: Int64, state: QueuedWrite.State, result: String, time: Millis) {
+        self.id = id
+        self.state = state
+        self.result = result
+        self.time = time
+    }
+}
+
+extension Store {
+    /// Puts a write in the queue; returns its id.
+    @discardableResult
+    public func enqueue(_ w: QueuedWrite) throws(StoreError) -> Int64 {
+        try withWriter { db throws(StoreError) in
+            var id: Int64 = 0
+            try Self.transaction(db) { () throws(StoreError) in
+                let s = try db.prepare("INSERT INTO write_queue(created, uid, block, data, flags, reader, expires, state) VALUES(?,?,?,?,?,?,?, 'queued')")
+                try s.bind([.integer(w.created), .text(w.uid.description), .integer(Int64(w.first.int)), .blob(w.data),
+                            w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, w.reader.map(SQLValue.text) ?? .null,
+                            w.expires.map(SQLValue.integer) ?? .null])
+                try s.step()
+                id = db.lastInsertRowID
+            }
+            return id
+        }
+    }
+
+    /// The queue and its history, newest first; with `state`, only those.
+    public func queuedWrites(state: QueuedWrite.State? = nil, limit: Int = 1000) throws(StoreError) -> [QueuedWrite] {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT id, created, uid, block, data, flags, reader, expires, state, result, finished FROM write_queue"
+                                   + (state == nil ? "" : " WHERE state = ?2") + " ORDER BY id DESC LIMIT ?1")
+            try s.bind(state == nil ? [.integer(Int64(limit))] : [.integer(Int64(limit)), .text(state?.rawValue ?? "")])
+            var out: [QueuedWrite] = []
+            while try s.step() {
+                guard let uid = try? UID(parsing: s.text(2) ?? ""), let first = BlockNumber(exactly: Int(s.int64(3))) else { continue }
+                var w = QueuedWrite(created: s.int64(1), uid: uid, first: first, data: s.blob(4),
+                                    flags: s.type(5) == SQLStatement.nullType ? nil : RequestFlags(rawValue: UInt8(truncatingIfNeeded: s.int64(5))),
+                                    reader: s.text(6), expires: s.type(7) == SQLStatement.nullType ? nil : s.int64(7))
+                w.id = s.int64(0)
+                w.state = QueuedWrite.State(rawValue: s.text(8) ?? "") ?? .failed
+                w.result = s.text(9)
+                w.finished = s.type(10) == SQLStatement.nullType ? nil : s.int64(10)
+                out.append(w)
+            }
+            return out
+        }
+    }
+
+    /// Cancels a write that is still queued; false if it is not (done, failed, … or no such id).
+    public func cancelWrite(_ id: Int64, now: Millis = Millis.now()) throws(StoreError) -> Bool {
+        try withWriter { db throws(StoreError) in
+            var changed = false
+            try Self.transaction(db) { () throws(StoreError) in
+                let s = try db.prepare("UPDATE write_queue SET state = 'cancelled', result = 'cancelled', finished = ? WHERE id = ? AND state = 'queued'")
+                try s.bind([.integer(now), .integer(id)])
+                try s.step()
+                changed = db.changes > 0
+            }
+            return changed
+        }
+    }
+
+    /// Marks the queued writes whose time ran out as expired; returns how many.
+    @discardableResult
+    public func expireWrites(now: Millis = Millis.now()) throws(StoreError) -> Int {
+        try withWriter { db throws(StoreError) in
+            var n = 0
+            try Self.transaction(db) { () throws(StoreError) in
+                let s = try db.prepare("UPDATE write_queue SET state = 'expired', result = 'expired before the tag was seen', finished = ?1 WHERE state = 'queued' AND expires IS NOT NULL AND expires < ?1")
+                try s.bind([.integer(now)])
+                try s.step()
+                n = db.changes
+            }
+            return n
+        }
+    }
+
+    /// Records outcomes, inside a batch's transaction; a write no longer queued (cancelled meanwhile) keeps its state.
+    static func record(_ outcomes: [WriteOutcome], _ db: SQLiteConnection) throws(StoreError) {
+        guard !outcomes.isEmpty else { return }
+        let s = try db.prepare("UPDATE write_queue SET state = ?, result = ?, finished = ? WHERE id = ? AND state = 'queued'")
+        for o in outcomes {
+            s.reset()
+            try s.bind([.text(o.state.rawValue), .text(o.result), .integer(o.time), .integer(o.id)])
+            try s.step()
+        }
+    }
+}

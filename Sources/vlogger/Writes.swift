@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import ISO15693
+import VLoggerCore
+import VLoggerStore
+
+struct WritesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "writes", abstract: "Queued writes (vlogger write --when-seen): the queue and what became of each.",
+        subcommands: [WritesList.self, WritesCancel.self])
+}
+
+struct WritesList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "The queue and the history, newest first.")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Option(help: "Only writes in this state: queued, done, failed, expired, cancelled.")
+    var state: String?
+
+    func run() throws {
+        var wanted: QueuedWrite.State?
+        if let state {
+            guard let s = QueuedWrite.State(rawValue: state) else { throw ValidationError("--state: one of \(QueuedWrite.State.allCases.map(\.rawValue).joined(separator: ", "))") }
+            wanted = s
+        }
+        let store = try options.openStore(readOnly: true)
+        defer { store.close() }
+        let list: [QueuedWrite]
+        do { list = try store.queuedWrites(state: wanted) } catch { throw VLoggerError("\(error)") }
+        for w in list {
+            print("\(w.id)  \(w.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(w.uid)  \(w.first)  \(Hex.format(w.data, separator: ""))"
+                  + "  queued \(TimeSpec.format(w.created))" + (w.reader.map { "  reader \($0)" } ?? "") + (w.expires.map { "  expires \(TimeSpec.format($0))" } ?? "")
+                  + (w.finished.map { "  \(TimeSpec.format($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
+        }
+        print("\(list.count) write(s)")
+    }
+}
+
+struct WritesCancel: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a write that is still queued.")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Argument(help: "The write's id (vlogger writes list).")
+    var id: Int64
+
+    func run() throws {
+        let store = try options.openStore()
+        defer { store.close() }
+        let cancelled: Bool
+        do { cancelled = try store.cancelWrite(id) } catch { throw VLoggerError("\(error)") }
+        guard cancelled else { throw VLoggerError("write \(id) is not queued (vlogger writes list shows its state)") }
+        print("write \(id) cancelled")
+    }
+}
