@@ -189,12 +189,25 @@ public final class Gateway: @unchecked Sendable {
 
     // MARK: HTTP
 
+    /// The write API's token: the first line of the file, at least 16 characters; nil without a file.
+    static func apiToken(_ file: String?) throws -> String? {
+        guard let file else { return nil }
+        let text: String
+        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
+            throw VLoggerError("[service] api-token-file \(file): cannot read it (\(error.localizedDescription))")
+        }
+        let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard token.count >= 16 else { throw VLoggerError("[service] api-token-file \(file): the token must be at least 16 characters") }
+        return token
+    }
+
     private func makeListener(_ address: ListenAddress) throws -> some Service {
         if !address.isLoopback {
             logger.warning("the listener is bound to \(address), which is not a loopback address: /metrics and the status page are readable from the network; put a firewall or an authenticating reverse proxy in front of it")
         }
         let router = Router()
-        router.add(middleware: ReadOnlyMiddleware())
+        let token = try Self.apiToken(config.apiTokenFile)
+        router.add(middleware: ReadOnlyMiddleware(writablePaths: token == nil ? [] : ["/api/writes"]))
         let (metrics, store, config) = (self.metrics, self.store, self.config)
         let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
         let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
@@ -228,6 +241,7 @@ public final class Gateway: @unchecked Sendable {
                 return Response(status: r.status, headers: r.headers, body: .init())
             }
         }
+        if let token { WriteAPI.add(to: router, token: token, store: store, logger: logger) }
         var http = HTTP1Channel.Configuration(idleTimeout: .seconds(30))
         http.httpDecoder.maxHeaderFieldCount = 100
         let app = Application(router: router, server: .http1(configuration: http),
@@ -252,10 +266,16 @@ struct ListenerService<App: Service>: Service {
     }
 }
 
-/// GET and HEAD only: the listener never changes state.
+/// GET and HEAD only, but for POST to the write API when it is configured.
 struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
+    let writablePaths: Set<String>
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard request.method == .get || request.method == .head else {
+        guard request.method == .get || request.method == .head || (request.method == .post && writablePaths.contains(request.uri.path)) else {
+            if request.uri.path.hasPrefix("/api/") && writablePaths.isEmpty {
+                return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                                body: .init(byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n")))
+            }
             return Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(string: "read-only: GET or HEAD\n")))
         }

@@ -113,4 +113,44 @@ import Testing
             """#, [try CLI.binary().path], in: work)
         #expect(r.out.contains("exit 1") && r.out.contains("cannot serve HTTP on 127.0.0.1:") && r.out.contains("is another process listening there"), "\(r.out)\(r.err)")
     }
+
+    /// The write API, with curl: no token, a wrong one, the right one; the write is then made by the service.
+    @Test func writeAPIWithABearerTokenCheckedWithCurl() throws {
+        let work = try CLI.scratch("api", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        var text = try CLI.oneReaderConfig()
+        text = text.replacingOccurrences(of: "[service]\n", with: "[service]\napi-token-file = \"api-token\"\n")
+        try text.write(to: work.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+        let secret = "s3cret-token-0123456789"
+        try (secret + "\n").write(to: work.appendingPathComponent("api-token"), atomically: true, encoding: .utf8)
+        let r = try ServiceTests.shell(#"""
+            "$1" run --config vlogger.toml --store api.db --listen 127.0.0.1:0 --interval 200ms 2>svc.log >/dev/null &
+            pid=$!
+            for _ in $(seq 100); do grep -q 'status page on' svc.log && break; sleep 0.1; done
+            base=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' svc.log | head -1)
+            body='{"uid": "E008010000004212", "block": "0xF9", "data": "A1A2A3A4A5A6A7A8"}'
+            echo "none $(curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$base/api/writes")"
+            echo "wrong $(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer nope' -d "$body" "$base/api/writes")"
+            echo "bad $(curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $2" -d '{"uid": "nope"}' "$base/api/writes")"
+            echo "ok $(curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $2" -d "$body" "$base/api/writes")"
+            # The queue is copied every 2 s and outcomes commit with the next batch (2 s): wait up to 10 s.
+            for _ in $(seq 50); do
+              got=$(curl -s -w ' %{http_code}' -H "Authorization: Bearer $2" "$base/api/writes/1")
+              case "$got" in *'"state":"done"'*) break ;; esac
+              sleep 0.2
+            done
+            echo "get $got"
+            echo "getnone $(curl -s -o /dev/null -w '%{http_code}' "$base/api/writes/1")"
+            kill -TERM $pid; wait $pid
+            echo "log $(grep -c 'write API: refused' svc.log) $(grep -c "$2" svc.log)"
+            """#, [try CLI.binary().path, secret], in: work)
+        #expect(r.out.contains("none 401") && r.out.contains("wrong 401"), "\(r.out)\(r.err)")
+        #expect(r.out.contains("bad {\"error\":\"uid: a UID") && r.out.contains("} 400"), "\(r.out)")
+        #expect(r.out.contains("ok {\"id\":1,\"state\":\"queued\"} 201"), "\(r.out)")
+        // The service made it: the queue's copy, a cycle with the tag, and the next commit.
+        #expect(r.out.contains("\"state\":\"done\"") && r.out.contains("\"data\":\"A1A2A3A4A5A6A7A8\"") && r.out.contains(" 200"), "\(r.out)")
+        #expect(r.out.contains("getnone 401"), "\(r.out)")
+        // Three refusals logged, the token never.
+        #expect(r.out.contains("log 3 0"), "\(r.out)")
+    }
 }

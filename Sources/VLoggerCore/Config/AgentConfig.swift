@@ -194,6 +194,8 @@ public struct AgentConfig: Sendable {
     public var listen: String?
     /// The decoded field the status page charts.
     public var chartField: String?
+    /// A file holding the bearer token of the HTTP write API (`[service] api-token-file`); nil: no API.
+    public var apiTokenFile: String?
     /// How audits run (`[audit]`).
     public var audit = AuditSettings()
 
@@ -277,7 +279,8 @@ public struct AgentConfig: Sendable {
                 }
             }
         }
-        if let s = top.subsection("service", keys: ["listen", "chart-field"]) {
+        if let s = top.subsection("service", keys: ["listen", "chart-field", "api-token-file"]) {
+            c.apiTokenFile = s.string("api-token-file").map(c.resolve)
             if let l = s.string("listen") {
                 if l.isEmpty { c.listen = nil } else {
                     do { c.listen = try ListenAddress(parsing: l).description } catch {
