@@ -130,6 +130,10 @@ public struct ParserFuzzer {
                 _ = try? NDEFArea.scan(b, memoryBytes: b.count + 16)
                 return (try? NDEFArea.decode(image: b)) != nil
             },
+            Target(name: "write-request", seeds: [#"{"uid": "E008010000004212", "block": "0xF9", "data": "0102030405060708", "flags": "option", "expires": "7d", "reader": "dock-3"}"#,
+                                                  #"{"uid": "E004010812345602", "block": 249, "data": "A1A2A3A4"}"#].map { Array($0.utf8) }) { b in
+                (try? WriteRequest.parse(Data(b), now: 1_763_800_000_000)) != nil
+            },
             Target(name: "values", seeds: values) { b in
                 let t = text(b)
                 var ok = 0
