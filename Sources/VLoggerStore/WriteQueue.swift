@@ -43,12 +43,25 @@ public struct WriteOutcome: Equatable, Sendable {
 }
 
 extension Store {
-    /// Puts a write in the queue; returns its id.
+    /// Puts a write in the queue; returns its id. When the store already knows the tag's memory (it has
+    /// been seen), a write that is not whole blocks or runs past the end is refused here, not at the tag.
     @discardableResult
     public func enqueue(_ w: QueuedWrite) throws(StoreError) -> Int64 {
         try withWriter { db throws(StoreError) in
             var id: Int64 = 0
             try Self.transaction(db) { () throws(StoreError) in
+                let layout = try db.prepare("SELECT block_count, block_size FROM tags WHERE uid = ?")
+                try layout.bind([.text(w.uid.description)])
+                if try layout.step(), layout.type(0) != SQLStatement.nullType, layout.type(1) != SQLStatement.nullType {
+                    let count = Int(layout.int64(0)), size = Int(layout.int64(1))
+                    guard size > 0, w.data.count % size == 0 else {
+                        throw StoreError("\(w.uid) has \(size)-byte blocks; \(w.data.count) bytes is not a whole number of them")
+                    }
+                    let n = w.data.count / size
+                    guard n <= count, w.first.int <= count - n else {
+                        throw StoreError("\(n) block(s) from \(w.first) run past the end of \(w.uid) (\(count) blocks)")
+                    }
+                }
                 let s = try db.prepare("INSERT INTO write_queue(created, uid, block, data, flags, reader, expires, state) VALUES(?,?,?,?,?,?,?, 'queued')")
                 try s.bind([.integer(w.created), .text(w.uid.description), .integer(Int64(w.first.int)), .blob(w.data),
                             w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, w.reader.map(SQLValue.text) ?? .null,

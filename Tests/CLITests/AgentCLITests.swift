@@ -149,6 +149,11 @@ import VLoggerCore
         #expect(writes.count == 2 && writes[1].contains("E008010000004212,0xF9,0102030405060708") && writes[1].contains("ok (queued write 1)"), "\(writes)")
         // A second run makes nothing again.
         #expect(try CLITests.run(["run", "--config", config, "--cycles", "1", "--fast-clock"]).err.contains("queued write") == false)
+        // Now that the store knows the cage tag (256 blocks of 8 bytes), a write past its end or not in whole
+        // blocks is refused when it is queued.
+        let past = try q(["--uid", "E008010000004212", "--block", "0xFF", "--data", "01020304050607080102030405060708"])
+        #expect(past.code == 1 && past.err.contains("2 block(s) from 0xFF run past the end of E008010000004212 (256 blocks)"), "\(past.err)")
+        #expect(try q(["--uid", "E008010000004212", "--block", "0xF9", "--data", "010203"]).err.contains("8-byte blocks; 3 bytes"))
     }
 
     @Test func runThenExportCSVThatPythonReadsRowForRow() throws {
