@@ -17,7 +17,13 @@ public final class PendingWrites: @unchecked Sendable {
     public func refresh(from store: Store) throws(StoreError) {
         let queued = try store.queuedWrites(state: .queued)
         let grouped = Dictionary(grouping: queued.sorted { $0.id < $1.id }, by: \.uid)
-        lock.withLock { byUID = grouped }
+        let still = Set(queued.map(\.id))
+        lock.withLock {
+            byUID = grouped
+            // A handled write whose outcome is committed has left the queue: forget it (the set stays small
+            // over months).
+            handled.formIntersection(still)
+        }
     }
 
     /// The writes for `uid` that `reader` may make, oldest first.
