@@ -20,6 +20,10 @@ public struct GatewayOptions: Sendable {
     public var durationMs: Millis?
     /// Sleeping between cycles moves a virtual clock (simulator demos).
     public var fastClock = false
+    /// Time runs this many times faster, from `clockStart` (default now), for every job alike: readers,
+    /// scenario, audit schedules (simulated readers only; tests and demos of schedules).
+    public var clockRate: Double?
+    public var clockStart: Millis?
     /// How long the last commit may keep failing at shutdown before giving up with an error.
     public var finalCommitTimeoutMs: Millis = 10_000
 
@@ -51,6 +55,9 @@ public final class Gateway: @unchecked Sendable {
     public let metrics: ServiceMetrics
     /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
     public let pendingWrites = PendingWrites()
+    /// The run's time for the jobs that are not a reader's (the audit scheduler): the wall clock, or the
+    /// shared scaled clock of `--clock-rate`.
+    let clock: any AgentClock & Sendable
     let logger: Logger
     private let lock = NSLock()
     private var committedAll = true
@@ -70,12 +77,20 @@ public final class Gateway: @unchecked Sendable {
                              flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
         metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
         var jobs: [PollingJob] = []
+        var shared: ScaledClock?
+        if let rate = options.clockRate {
+            if let real = config.readers.first(where: { $0.driver != .sim }) {
+                throw VLoggerError("--clock-rate is for simulated readers; reader \(real.id) uses the \(real.driver) driver, whose tags live in real time")
+            }
+            shared = ScaledClock(start: options.clockStart ?? Millis.now(), rate: rate)
+        }
+        clock = shared ?? SystemClock()
         for rc in config.readers {
             let session: ReaderSession
             do { session = try ReaderSession.open(kind: rc.driver, field: rc.field, device: rc.device) } catch {
                 throw VLoggerError(config.readers.count == 1 ? "\(error)" : "reader \(rc.id): \(error)")
             }
-            let clock: AgentClock = options.fastClock ? SimulatedClock() : SystemClock()
+            let clock: AgentClock = shared ?? (options.fastClock ? SimulatedClock() as AgentClock : SystemClock())
             let agent = Agent(config: config, reader: rc, rules: rules, register: register, session: session, writer: writer,
                               clock: clock, logger: logger)
             agent.writeQueue = pendingWrites
@@ -329,6 +344,9 @@ public final class PollingJob: Service, @unchecked Sendable {
     private var progressMs = PollingJob.monotonicMs()
     /// Work that needs this reader (an audit's round), run on the polling thread between two cycles.
     private var work: [() -> Void] = []
+    /// When this reader last saw each tag, in the run's time (for audits: not yet in the store, perhaps).
+    private var sightings: [UID: Millis] = [:]
+    private var prunedMs: Millis = 0
     private var polling = true
     let finished = AsyncStream<Void>.makeStream()
 
@@ -338,10 +356,21 @@ public final class PollingJob: Service, @unchecked Sendable {
         self.agent = agent
         self.cycles = cycles
         self.durationMs = durationMs
+        let window = agent.config.audit.elsewhereWindowMs
         agent.onCycle = { [unowned self] report in
             metrics.cycleDone(self.agent, report)
-            lock.withLock { progressMs = PollingJob.monotonicMs() }
+            let now = self.agent.clock.now()
+            lock.withLock {
+                progressMs = PollingJob.monotonicMs()
+                for uid in report.tags { sightings[uid] = now }
+                // Only what an audit can still use (the elsewhere window): the map stays small over months.
+                if now - prunedMs > 60_000 {
+                    sightings = sightings.filter { now - $0.value <= window }
+                    prunedMs = now
+                }
+            }
         }
+        agent.duringWait = { [unowned self] in runQueuedWork() }
         agent.betweenCycles = { [unowned self] in
             runQueuedWork()
             guard let (c, r, reg) = lock.withLock({ () -> (AgentConfig, RuleSet, AssetRegister?)? in
@@ -354,6 +383,9 @@ public final class PollingJob: Service, @unchecked Sendable {
 
     var lastProgressMs: Millis { lock.withLock { progressMs } }
 
+    /// When this reader last saw each tag within the elsewhere window.
+    var recentSightings: [UID: Millis] { lock.withLock { sightings } }
+
     private func runQueuedWork() {
         let items = lock.withLock { () -> [() -> Void] in
             defer { work = [] }
@@ -362,8 +394,9 @@ public final class PollingJob: Service, @unchecked Sendable {
         for item in items { item() }
     }
 
-    /// Runs `body` with this reader's session between two of its cycles (regular polling waits only that
-    /// long), or right away once polling has ended; nil when the job is gone.
+    /// Runs `body` with this reader's session between two of its cycles, at once when the job is waiting for
+    /// its next cycle (the wait is nudged; regular polling waits only that long), or right away once polling
+    /// has ended.
     func exclusive<T: Sendable>(_ body: @escaping @Sendable (ReaderSession) -> T) async -> T {
         await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
             let session = UncheckedBox(agent.session)
@@ -372,7 +405,7 @@ public final class PollingJob: Service, @unchecked Sendable {
                 work.append { c.resume(returning: body(session.value)) }
                 return true
             }
-            if !queued { Blocking.queue.async { c.resume(returning: body(session.value)) } }
+            if queued { stop.nudge() } else { Blocking.queue.async { c.resume(returning: body(session.value)) } }
         }
     }
 
@@ -479,64 +512,93 @@ struct AuditJob: Service {
 
     func run() async {
         let schedules = gateway.config.audit.schedules
-        let store = gateway.store
+        let store = gateway.store, clock = gateway.clock
         for s in schedules {
             let last = await Blocking.run { try? store.lastAuditStart(trigger: s.trigger) }
-            if s.missed(lastRun: last, now: Millis.now()) {
-                gateway.logger.notice("audit schedule '\(s.name)' (\(s.cron)) missed its time while the service was down: running it once now")
+            if s.missed(lastRun: last, now: clock.now()) {
+                gateway.logger.notice("audit schedule '\(s.name)' (\(s)) missed its time while the service was down: running it once now")
                 await runAudit(s)
             }
         }
+        for s in schedules {
+            let next = s.next(after: Self.date(clock.now())).map { TimeSpec.format(Millis($0.timeIntervalSince1970 * 1000)) } ?? "never"
+            gateway.logger.info("audit schedule '\(s.name)' (\(s)): next \(next)")
+        }
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let now = Date()
-            let due = schedules.compactMap { s in s.cron.next(after: now).map { (s, $0) } }
+            let now = Self.date(clock.now())
+            let due = schedules.compactMap { s in s.next(after: now).map { (s, Millis($0.timeIntervalSince1970 * 1000)) } }
             guard let soonest = due.map(\.1).min() else { break }
-            do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, Int64(soonest.timeIntervalSince(now) * 1000)))) }
-            } catch { break }
-            for (s, t) in due where t <= Date() { await runAudit(s) }
+            guard await wait(untilMs: soonest) else { break }
+            let t = clock.now()
+            for (s, at) in due where at <= t { await runAudit(s) }
         }
     }
 
-    func runAudit(_ schedule: AuditSchedule) async {
-        let g = gateway, store = g.store, settings = g.config.audit
-        let locations = schedule.location.map { [$0] } ?? Array(Set(g.jobs.map { Auditor.location(of: $0.agent.readerConfig) })).sorted()
-        for location in locations {
-            let jobs = g.jobs.filter { Auditor.location(of: $0.agent.readerConfig) == location }
-            guard !jobs.isEmpty else { continue }
-            let started = Millis.now()
-            guard let register = await Blocking.run({ try? store.assets() }) else {
-                g.logger.error("audit '\(schedule.name)' of \(location): the register cannot be read")
-                continue
-            }
-            let lastSeen = await Blocking.run { (try? store.lastSeen(register.map(\.uid))) ?? [:] }
-            var seen: [UID: Auditor.Sighting] = [:]
-            for round in 0..<max(1, settings.rounds) {
-                if round > 0 {
-                    do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(settings.spacingMs)) } } catch {
-                        g.logger.warning("audit '\(schedule.name)' of \(location) stopped by the shutdown after \(round) of \(settings.rounds) rounds; nothing stored")
-                        return
-                    }
-                }
-                var counted = Set<UID>()
-                for job in jobs {
-                    let (found, t) = await job.exclusive { session in ((try? session.client.inventory())?.map(\.uid) ?? [], Millis.now()) }
-                    Auditor.merge(found, at: t, by: job.agent.readerConfig.id, round: &counted, into: &seen)
-                }
-            }
-            var checks: [UID: [String]] = [:]
-            for job in jobs {
-                let mine = register.filter { $0.location == location && seen[$0.uid]?.reader == job.agent.readerConfig.id }
-                guard !mine.isEmpty else { continue }
-                let results = await job.exclusive { session in mine.map { ($0.uid, Auditor.checks($0, session)) } }
-                for (uid, c) in results { checks[uid] = c }
-            }
-            let record = Auditor.result(location: location, readers: jobs.map(\.agent.readerConfig.id), register: register, seen: seen, checks: checks,
-                                        lastSeen: lastSeen, started: started, finished: Millis.now(), gateway: g.config.gatewayID,
-                                        settings: settings, trigger: schedule.trigger)
-            let id = await Blocking.run { try? store.saveAudit(record) }
-            g.logger.notice("audit \(id.map(String.init) ?? "(not stored)") '\(schedule.name)' of \(location): \(record.count(.present)) present, \(record.count(.missing)) missing, \(record.count(.wrongLocation)) wrong location, \(record.count(.unexpected)) unexpected, \(record.failedChecks) failed checks")
+    static func date(_ ms: Millis) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
+
+    /// Waits until the run's clock reaches `ms`; false when the shutdown began first.
+    func wait(untilMs ms: Millis) async -> Bool {
+        let clock = gateway.clock
+        while clock.now() < ms {
+            let real = (clock as? ScaledClock)?.realMs(until: ms) ?? (ms - clock.now())
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, real))) } } catch { return false }
         }
+        return true
+    }
+
+    func runAudit(_ schedule: AuditSchedule) async {
+        let g = gateway
+        let locations = schedule.location.map { [$0] } ?? Array(Set(g.jobs.map { Auditor.location(of: $0.agent.readerConfig) })).sorted()
+        // Each location has its own readers: their audits run side by side, at the schedule's time.
+        await withTaskGroup(of: Void.self) { group in
+            for location in locations { group.addTask { await audit(location, for: schedule) } }
+        }
+    }
+
+    func audit(_ location: String, for schedule: AuditSchedule) async {
+        let g = gateway, store = g.store, settings = g.config.audit
+        let jobs = g.jobs.filter { Auditor.location(of: $0.agent.readerConfig) == location }
+        guard !jobs.isEmpty else { return }
+        let started = g.clock.now()
+        guard let register = await Blocking.run({ try? store.assets() }) else {
+            g.logger.error("audit '\(schedule.name)' of \(location): the register cannot be read")
+            return
+        }
+        var lastSeen = await Blocking.run { (try? store.lastSeen(register.map(\.uid))) ?? [:] }
+        // What the polling jobs saw and the store writer has not committed yet counts too.
+        for other in g.jobs {
+            let rc = other.agent.readerConfig
+            for (uid, t) in other.recentSightings where t > (lastSeen[uid]?.time ?? Millis.min) {
+                lastSeen[uid] = (t, rc.id, Auditor.location(of: rc))
+            }
+        }
+        var seen: [UID: Auditor.Sighting] = [:]
+        for round in 0..<max(1, settings.rounds) {
+            if round > 0 {
+                guard await wait(untilMs: g.clock.now() + settings.spacingMs) else {
+                    g.logger.warning("audit '\(schedule.name)' of \(location) stopped by the shutdown after \(round) of \(settings.rounds) rounds; nothing stored")
+                    return
+                }
+            }
+            var counted = Set<UID>()
+            for job in jobs {
+                let clock = g.clock
+                let (found, t) = await job.exclusive { session in ((try? session.client.inventory())?.map(\.uid) ?? [], clock.now()) }
+                Auditor.merge(found, at: t, by: job.agent.readerConfig.id, round: &counted, into: &seen)
+            }
+        }
+        var checks: [UID: [String]] = [:]
+        for job in jobs {
+            let mine = register.filter { $0.location == location && seen[$0.uid]?.reader == job.agent.readerConfig.id }
+            guard !mine.isEmpty else { continue }
+            let results = await job.exclusive { session in mine.map { ($0.uid, Auditor.checks($0, session)) } }
+            for (uid, c) in results { checks[uid] = c }
+        }
+        let record = Auditor.result(location: location, readers: jobs.map(\.agent.readerConfig.id), register: register, seen: seen, checks: checks,
+                                    lastSeen: lastSeen, started: started, finished: g.clock.now(), gateway: g.config.gatewayID,
+                                    settings: settings, trigger: schedule.trigger)
+        let id = await Blocking.run { try? store.saveAudit(record) }
+        g.logger.notice("audit \(id.map(String.init) ?? "(not stored)") '\(schedule.name)' of \(location): \(record.count(.present)) present, \(record.count(.missing)) missing, \(record.count(.wrongLocation)) wrong location, \(record.count(.unexpected)) unexpected, \(record.failedChecks) failed checks")
     }
 }
 

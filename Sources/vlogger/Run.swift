@@ -65,6 +65,13 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Simulated time: sleeping between cycles moves a virtual clock instead of waiting (simulator demos).")
     var fastClock = false
 
+    @Option(help: ArgumentHelp("Run time N times faster (e.g. 60: a minute a second) for readers, scenario and audit schedules alike; simulated readers only.",
+                               discussion: "For demos and tests of schedules: readings and audits are stamped with the fast clock's time."))
+    var clockRate: Double?
+
+    @Option(help: "With --clock-rate: the time the fast clock starts at (ISO 8601, e.g. 2026-11-23T05:59:00Z); default now.")
+    var clockStart: String?
+
     @Option(help: "Log level on stderr: error, warning, notice, info, debug (debug logs each commit and cycle).")
     var logLevel: Logger.Level = .notice
 
@@ -76,6 +83,10 @@ struct Run: AsyncParsableCommand {
         if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
         if let duration { do { _ = try DurationText.parse(duration) } catch { throw ValidationError("--duration: \(error)") } }
         if let interval { do { _ = try DurationText.parse(interval) } catch { throw ValidationError("--interval: \(error)") } }
+        if let clockRate, !(clockRate.isFinite && clockRate >= 1 && clockRate <= 100_000) { throw ValidationError("--clock-rate: a factor from 1 to 100000") }
+        if clockStart != nil && clockRate == nil { throw ValidationError("--clock-start is for --clock-rate") }
+        if clockRate != nil && fastClock { throw ValidationError("--clock-rate and --fast-clock are two kinds of simulated time; give one") }
+        if let clockStart { do { _ = try TimeSpec.parse(clockStart, now: Millis.now()) } catch { throw ValidationError("--clock-start: \(error)") } }
         if let listen, !listen.isEmpty { do { _ = try ListenAddress(parsing: listen) } catch { throw ValidationError("--listen: \(error)") } }
     }
 
@@ -85,6 +96,8 @@ struct Run: AsyncParsableCommand {
         o.cycles = cycles
         o.durationMs = try duration.map(DurationText.parse)
         o.fastClock = fastClock
+        o.clockRate = clockRate
+        o.clockStart = try clockStart.map { try TimeSpec.parse($0, now: Millis.now()).millis }
         // Logging goes through swift-log, to stderr in journald's priority-prefixed form.
         let level = logLevel
         let logger = Logger(label: "vlogger") { _ in JournalLogHandler(level: level) }

@@ -98,8 +98,8 @@ import VLoggerCore
             c.execute("INSERT INTO audits(started,finished,gateway,location,readers,rounds,trigger,present,missing,wrong_location,unexpected,failed_checks) VALUES(?,?,?,?,?,?,?,0,0,0,0,0)", (t,t,"gw-demo-01","Dock door 3","dock-3",3,"schedule:nightly")); c.commit()' "$1"
             """, [store])
         #expect(seed.code == 0, "\(seed.err)")
-        // Each round waits for a gap between two cycles of its reader (the dock's are 2 s apart): 16 s leaves room.
-        let run = try CLITests.run(["run", "--config", config, "--duration", "16s", "--log-level", "notice"])
+        // 16 s of the service's time on a clock run 10 times faster.
+        let run = try CLITests.run(["run", "--config", config, "--duration", "16s", "--clock-rate", "10", "--log-level", "notice"])
         #expect(run.code == 0 && run.err.contains("audit schedule 'nightly' (0 2 * * * (Europe/Berlin)) missed its time"), "\(run.err)")
         let db = try Store(path: store, readOnly: true)
         defer { db.close() }
@@ -116,6 +116,60 @@ import VLoggerCore
         #expect(cage.count(.present) == 2 && cage.count(.wrongLocation) == 1 && cage.count(.unexpected) == 5, "\(cage.counts)")
         // Polling went on meanwhile: the cage room's 1 s cycles over 8 s, less only what the audit's rounds took.
         #expect(run.out.contains("reader cage-room: "), "\(run.out)")
+    }
+
+    @Test func scheduledAuditsOnAFastClockFindWhatTheScenarioImplies() throws {
+        // The demo's two fields and register, a fast clock (20×) starting at 05:59:55 UTC, and two schedules: the
+        // end of the night shift (06:00) and a cron firing every minute kept inside 06:01-06:02 (06:01 only).
+        let dir = try CLITests.scratch("fast", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("vlogger.toml").path, store = dir.appendingPathComponent("vlogger.db").path
+        // The dock's scenario: pallet 0002 is taken away at 3 s (05:59:58) and brought back at 40 s (06:00:35).
+        try """
+        {"vlogger-scenario": 1, "steps": [{"at": "3s", "do": "leave", "uid": "E004010812345602"}, {"at": "40s", "do": "arrive", "uid": "E004010812345602"}]}
+        """.write(to: dir.appendingPathComponent("demo-field-dock/scenario.json"), atomically: true, encoding: .utf8)
+        var text = try String(contentsOfFile: config, encoding: .utf8)
+        text += """
+
+        [[audit.schedule]]
+        name = "night shift end"
+        shifts = ["22:00-06:00", "06:00-14:00"]
+
+        [[audit.schedule]]
+        name = "early"
+        cron = "* * * * *"
+        during = "06:01-06:02"
+        location = "Dock door 3"
+
+        """
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let run = try CLITests.run(["run", "--config", config, "--clock-rate", "20", "--clock-start", "2026-11-23T05:59:55Z", "--duration", "135s"])
+        #expect(run.code == 0, "\(run.err)")
+        let db = try Store(path: store, readOnly: true)
+        defer { db.close() }
+        let audits = try db.audits().sorted { $0.id < $1.id }
+        // 06:00: both locations (the schedule names none); 06:01: the dock; 06:02 is outside the window: nothing.
+        #expect(audits.map(\.trigger).sorted() == ["schedule:early", "schedule:night shift end", "schedule:night shift end"], "\(audits.map(\.trigger))")
+        func statuses(_ a: AuditRecord?) -> [String: String] {
+            let full = a.flatMap { try? db.audit($0.id) }
+            return Dictionary((full?.results ?? []).map { ($0.assetID ?? $0.uid.description, $0.status.rawValue) }, uniquingKeysWith: { a, _ in a })
+        }
+        let six: Millis = 1_795_413_600_000   // 2026-11-23T06:00:00Z
+        let cage = audits.first { $0.location == "Cold room, cage 12" }, dock = audits.filter { $0.location == "Dock door 3" }
+        #expect(cage.map { $0.started >= six && $0.started < six + 1000 } == true, "\(String(describing: cage?.started))")
+        // The cage room: its two assets present, PAL-0001 (registered at the dock) there, five unregistered tags.
+        #expect(statuses(cage) == ["AS-00042": "present", "CAGE-12": "present", "PAL-0001": "wrong-location",
+                                   "E007800000007777": "unexpected", "E0022C0000002121": "unexpected", "E007A20000001003": "unexpected",
+                                   "E004011000000A03": "unexpected", "E007C00000000505": "unexpected"], "\(statuses(cage))")
+        // The dock at 06:00: pallet 0002 is away, PAL-0099 never appears, PAL-0001 is in the cage room, bin 6 unregistered.
+        #expect(statuses(dock.first) == ["PAL-0002": "missing", "PAL-0099": "missing", "PAL-0001": "wrong-location",
+                                         "E007C00000000506": "unexpected"], "\(statuses(dock.first))")
+        // The dock at 06:01: pallet 0002 is back.
+        #expect(dock.count == 2 && dock.last.map { $0.started >= six + 60_000 && $0.started < six + 61_000 } == true)
+        #expect(statuses(dock.last) == ["PAL-0002": "present", "PAL-0099": "missing", "PAL-0001": "wrong-location",
+                                        "E007C00000000506": "unexpected"], "\(statuses(dock.last))")
+        let diff = try CLITests.run(["audit", "diff", "--config", config, "\(dock[0].id)", "\(dock[1].id)"])
+        #expect(diff.out.contains("E004010812345602  PAL-0002  missing -> present") && diff.out.contains("1 change(s)"), "\(diff.out)")
     }
 
     @Test func queuedWritesAreMadeWhenTheTagIsSeenAndNeverTwice() throws {

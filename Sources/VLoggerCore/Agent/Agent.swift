@@ -75,6 +75,8 @@ public final class Agent {
     public var onCycle: ((CycleReport) -> Void)?
     /// Called before every cycle: where a configuration reload is applied.
     public var betweenCycles: (() -> Void)?
+    /// Called when the wait between two cycles is nudged (`StopSignal.nudge`): work that borrows the reader.
+    public var duringWait: (() -> Void)?
     /// Whether the reader answered the last inventory (an empty field counts as answered).
     public private(set) var readerHealthy = true
     /// When the last cycle with a working reader ended.
@@ -139,7 +141,11 @@ public final class Agent {
             if next < now { next = now } // a cycle longer than the interval: start the next at once
             if let durationMs { next = min(next, startMs + durationMs) }
             if let cycles, counters.cycles - firstCycle >= cycles { break }
-            clock.sleep(untilMs: next, stop: stop)
+            while !stop.isRequested {
+                clock.sleep(untilMs: next, stop: stop)
+                if stop.takeNudge() { duringWait?() }
+                if clock.now() >= next { break }
+            }
         }
         event(.stop, uid: nil, name: "stop", severity: .info,
               detail: "\(counters.cycles) cycles, \(counters.readings) readings, \(counters.violations) violations, \(counters.errorTotal) errors")

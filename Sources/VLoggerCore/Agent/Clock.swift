@@ -6,6 +6,7 @@ import VLoggerStore
 public final class StopSignal: @unchecked Sendable {
     private let lock = NSLock()
     private var requested = false
+    private var nudged = false
     private let wake = DispatchSemaphore(value: 0)
 
     public init() {}
@@ -16,6 +17,21 @@ public final class StopSignal: @unchecked Sendable {
         requested = true
         lock.unlock()
         if first { wake.signal() }
+    }
+
+    /// Cuts the current (or next) wait short without asking to stop: work that needs the reader between two
+    /// cycles (an audit's round) runs now rather than after the interval.
+    public func nudge() {
+        lock.withLock { nudged = true }
+        wake.signal()
+    }
+
+    /// Whether a nudge came since the last wait, and clears it.
+    func takeNudge() -> Bool {
+        lock.withLock {
+            defer { nudged = false }
+            return nudged
+        }
     }
 
     /// Clears a request (for signals used more than once, like SIGHUP).
@@ -35,7 +51,8 @@ public final class StopSignal: @unchecked Sendable {
     /// Waits up to `ms` or until a stop is requested.
     func wait(ms: Millis) {
         guard ms > 0, !isRequested else { return }
-        if wake.wait(timeout: .now() + .milliseconds(Int(ms))) == .success { wake.signal() }
+        // A stop stays signalled for every later wait; a nudge is used up by the wait it ends.
+        if wake.wait(timeout: .now() + .milliseconds(Int(ms))) == .success, isRequested { wake.signal() }
     }
 }
 
@@ -47,7 +64,7 @@ public protocol AgentClock: AnyObject {
     func sleep(untilMs ms: Millis, stop: StopSignal)
 }
 
-public final class SystemClock: AgentClock {
+public final class SystemClock: AgentClock, Sendable {
     public init() {}
     public func now() -> Millis { Millis.now() }
     public func sleep(untilMs ms: Millis, stop: StopSignal) { stop.wait(ms: ms - now()) }
@@ -60,4 +77,31 @@ public final class SimulatedClock: AgentClock {
     public func now() -> Millis { current }
     public func sleep(untilMs ms: Millis, stop: StopSignal) { current = max(current, ms) }
     public func advance(by ms: Millis) { current += ms }
+}
+
+/// Wall-clock time run `rate` times faster from `start` (simulator demos and tests of schedules: at rate 60 a
+/// virtual minute takes a real second). Shared by every job of a run, so readers, the audit scheduler and a
+/// scenario see one time; sleeping waits the real share of the virtual wait.
+public final class ScaledClock: AgentClock, @unchecked Sendable {
+    public let start: Millis
+    public let rate: Double
+    private let origin = DispatchTime.now().uptimeNanoseconds
+
+    public init(start: Millis = Millis.now(), rate: Double) {
+        self.start = start
+        self.rate = max(rate, 1e-6)
+    }
+
+    public func now() -> Millis {
+        let real = Double(DispatchTime.now().uptimeNanoseconds &- origin) / 1_000_000
+        return start + Millis(real * rate)
+    }
+
+    /// The real milliseconds to wait until virtual time `ms` (0 when it has passed).
+    public func realMs(until ms: Millis) -> Millis {
+        let left = ms - now()
+        return left <= 0 ? 0 : Millis((Double(left) / rate).rounded(.up))
+    }
+
+    public func sleep(untilMs ms: Millis, stop: StopSignal) { stop.wait(ms: realMs(until: ms)) }
 }

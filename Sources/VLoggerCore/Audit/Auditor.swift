@@ -16,23 +16,63 @@ public struct AuditSettings: Sendable, Equatable {
 }
 
 /// `[[audit.schedule]]`: when the service audits a location (or every location with a reader).
-public struct AuditSchedule: Sendable, Equatable {
+public struct AuditSchedule: Sendable, Equatable, CustomStringConvertible {
     public var name: String
-    public var cron: CronSchedule
+    /// The schedule fires at the earliest of these (a `cron`, or the boundaries of `shifts`).
+    public var fires: [CronSchedule]
+    /// When not empty, only firings inside one of these windows count (`during`).
+    public var during: [ShiftWindow]
     public var location: String?
-    public init(name: String, cron: CronSchedule, location: String? = nil) {
-        self.name = name
-        self.cron = cron
-        self.location = location
+    /// How the configuration said it, for the log.
+    public var summary: String
+
+    public init(name: String, cron: CronSchedule, during: [ShiftWindow] = [], location: String? = nil) {
+        self.init(name: name, fires: [cron], during: during, location: location,
+                  summary: cron.description + (during.isEmpty ? "" : " during " + during.map(\.description).joined(separator: ", ")))
     }
+
+    public init(name: String, fires: [CronSchedule], during: [ShiftWindow] = [], location: String? = nil, summary: String) {
+        self.name = name
+        self.fires = fires
+        self.during = during
+        self.location = location
+        self.summary = summary
+    }
+
+    /// Shift changes: fires at the start, the end or both of each shift window.
+    public static func shifts(name: String, _ windows: [ShiftWindow], atStart: Bool, atEnd: Bool, location: String? = nil) -> AuditSchedule {
+        let at = atStart && atEnd ? "start and end" : atStart ? "start" : "end"
+        return AuditSchedule(name: name, fires: windows.flatMap { $0.boundaries(start: atStart, end: atEnd) }, location: location,
+                             summary: "at the \(at) of shifts " + windows.map(\.description).joined(separator: ", ")
+                                + " (\(windows.first?.timeZone.identifier ?? "UTC"))")
+    }
+
+    public var description: String { summary }
 
     /// The trigger stored with its audits.
     public var trigger: String { "schedule:\(name)" }
 
+    /// The first time after `date` this schedule fires (inside its windows when it has them), or nil if none
+    /// within the cron schedules' 8 years.
+    public func next(after date: Date) -> Date? {
+        var best: Date?
+        for cron in fires {
+            var t = date
+            // Firings outside the windows are skipped; 20,160 steps is two weeks of a cron firing every minute.
+            for _ in 0..<20_160 {
+                guard let n = cron.next(after: t) else { break }
+                if best.map({ n >= $0 }) ?? false { break }
+                if during.isEmpty || during.contains(where: { $0.contains(n) }) { best = n; break }
+                t = n
+            }
+        }
+        return best
+    }
+
     /// Whether a run was missed: the last fire time before `now` is after the last run (a schedule never run
     /// has missed nothing). One catch-up however many slots went by.
     public func missed(lastRun: Millis?, now: Millis) -> Bool {
-        guard let lastRun, let next = cron.next(after: Date(timeIntervalSince1970: Double(lastRun) / 1000)) else { return false }
+        guard let lastRun, let next = next(after: Date(timeIntervalSince1970: Double(lastRun) / 1000)) else { return false }
         return Millis(next.timeIntervalSince1970 * 1000) <= now
     }
 }

@@ -78,7 +78,13 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
                 var best: Date?
                 for h in hours {
                     for min in minutes {
-                        guard let t = cal.date(from: DateComponents(year: y, month: m, day: d, hour: h, minute: min)), t > date else { continue }
+                        guard var t = cal.date(from: DateComponents(year: y, month: m, day: d, hour: h, minute: min)) else { continue }
+                        // In a gap Foundation moves the time on by the jump (02:30 → 03:30); cron runs it at the jump.
+                        let got = cal.dateComponents([.hour, .minute], from: t)
+                        if got.hour != h || got.minute != min, let jump = timeZone.nextDaylightSavingTimeTransition(after: t.addingTimeInterval(-4 * 3600)), jump <= t {
+                            t = jump
+                        }
+                        guard t > date else { continue }
                         if best.map({ t < $0 }) ?? true { best = t }
                     }
                 }

@@ -268,15 +268,52 @@ public struct AgentConfig: Sendable {
             c.audit.rounds = s.integer("rounds", in: 1...100).map(Int.init) ?? c.audit.rounds
             c.audit.spacingMs = s.duration("spacing") ?? c.audit.spacingMs
             c.audit.elsewhereWindowMs = s.duration("elsewhere-window") ?? c.audit.elsewhereWindowMs
-            for t in s.tables("schedule", keys: ["name", "cron", "time-zone", "location"]) {
-                guard let name = t.require("name", t.string), let cron = t.require("cron", t.string) else { continue }
-                do {
-                    let schedule = AuditSchedule(name: name, cron: try CronSchedule(cron, timeZone: t.string("time-zone") ?? "UTC"), location: t.string("location"))
-                    if c.audit.schedules.contains(where: { $0.name == name }) { r.issue(t.line, "\(t.name): schedule '\(name)' is defined twice") }
-                    c.audit.schedules.append(schedule)
-                } catch {
-                    r.issue(t.node("cron")?.line ?? t.line, "\(t.name): \(error)")
+            for t in s.tables("schedule", keys: ["name", "cron", "shifts", "at", "during", "days", "time-zone", "location"]) {
+                guard let name = t.require("name", t.string) else { continue }
+                let zone = t.string("time-zone") ?? "UTC", days = t.string("days") ?? "*"
+                let cron = t.string("cron"), shifts = t.strings("shifts")
+                guard (cron == nil) != (shifts == nil) else {
+                    r.issue(t.line, "\(t.name): give either cron (\"0 2 * * *\") or shifts ([\"06:00-14:00\", \"14:00-22:00\"]), not \(cron == nil ? "neither" : "both")")
+                    continue
                 }
+                func windows(_ key: String, _ texts: [String]) -> [ShiftWindow]? {
+                    var out: [ShiftWindow] = []
+                    for w in texts {
+                        do { out.append(try ShiftWindow(w, days: days, timeZone: zone)) } catch {
+                            r.issue(t.node(key)?.line ?? t.line, "\(t.name).\(key): \(error)")
+                            return nil
+                        }
+                    }
+                    if out.isEmpty { r.issue(t.node(key)?.line ?? t.line, "\(t.name).\(key): the list is empty") ; return nil }
+                    return out
+                }
+                var schedule: AuditSchedule
+                if let cron {
+                    if t.node("at") != nil { r.issue(t.node("at")?.line ?? t.line, "\(t.name).at: only with shifts (a cron schedule fires at its own times)") }
+                    if t.node("days") != nil && t.node("during") == nil {
+                        r.issue(t.node("days")?.line ?? t.line, "\(t.name).days: with cron, give the days in the cron expression's fifth field (days is for shifts and during)")
+                    }
+                    var during: [ShiftWindow] = []
+                    if let texts = t.strings("during") {
+                        guard let w = windows("during", texts) else { continue }
+                        during = w
+                    }
+                    do { schedule = AuditSchedule(name: name, cron: try CronSchedule(cron, timeZone: zone), during: during, location: t.string("location")) } catch {
+                        r.issue(t.node("cron")?.line ?? t.line, "\(t.name): \(error)")
+                        continue
+                    }
+                } else {
+                    if t.node("during") != nil { r.issue(t.node("during")?.line ?? t.line, "\(t.name).during: only with cron (shifts fire at their own boundaries)") }
+                    guard let w = windows("shifts", shifts ?? []) else { continue }
+                    let at = t.string("at") ?? "end"
+                    guard ["start", "end", "both"].contains(at) else {
+                        r.issue(t.node("at")?.line ?? t.line, "\(t.name).at: '\(at)': expected start, end or both")
+                        continue
+                    }
+                    schedule = .shifts(name: name, w, atStart: at != "end", atEnd: at != "start", location: t.string("location"))
+                }
+                if c.audit.schedules.contains(where: { $0.name == name }) { r.issue(t.line, "\(t.name): schedule '\(name)' is defined twice") }
+                c.audit.schedules.append(schedule)
             }
         }
         if let s = top.subsection("service", keys: ["listen", "chart-field", "api-token-file"]) {
