@@ -130,6 +130,9 @@ public struct ParserFuzzer {
                 _ = try? NDEFArea.scan(b, memoryBytes: b.count + 16)
                 return (try? NDEFArea.decode(image: b)) != nil
             },
+            Target(name: "blocks-file", seeds: ["# asset label\n0x10  41 53 2D 30\n0x11: 30303432\n18,00000000\n0xFFFF=01020304\n", "0 00\n1 01\n2 02\n"].map { Array($0.utf8) }) { b in
+                (try? BlockFile.parse(String(decoding: b, as: UTF8.self))) != nil
+            },
             Target(name: "write-request", seeds: [#"{"uid": "E008010000004212", "block": "0xF9", "data": "0102030405060708", "flags": "option", "expires": "7d", "reader": "dock-3"}"#,
                                                   #"{"uid": "E004010812345602", "block": 249, "data": "A1A2A3A4"}"#].map { Array($0.utf8) }) { b in
                 (try? WriteRequest.parse(Data(b), now: 1_763_800_000_000)) != nil

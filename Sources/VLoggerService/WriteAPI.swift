@@ -33,16 +33,16 @@ enum WriteAPI {
             do { write = try WriteRequest.parse(Data(body.readableBytesView)) } catch { return json(["error": "\(error)"], .badRequest) }
             let id = await Blocking.run { try? store.enqueue(write) }
             guard let id else { return json(["error": "the store could not queue the write"], .serviceUnavailable) }
-            logger.notice("write API: queued write \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))")
+            logger.notice("write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))")
             return json(["id": id, "state": "queued"], .created)
         }
         router.get("/api/writes/:id") { request, context -> Response in
             guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
             guard let id = context.parameters.get("id", as: Int64.self) else { return json(["error": "not a write id"], .badRequest) }
-            let found = await Blocking.run { (try? store.queuedWrites())?.first { $0.id == id } }
-            guard let w = found else { return json(["error": "no write \(id)"], .notFound) }
+            let found = await Blocking.run { try? store.queuedWrite(id) }
+            guard let w = found ?? nil else { return json(["error": "no write \(id)"], .notFound) }
             var o: [String: Any] = ["id": w.id, "uid": w.uid.description, "block": w.first.description, "data": Hex.format(w.data, separator: ""),
-                                    "state": w.state.rawValue, "created": TimeSpec.format(w.created)]
+                                    "operation": w.operation.rawValue, "state": w.state.rawValue, "created": TimeSpec.format(w.created)]
             if let r = w.result { o["result"] = r }
             if let f = w.finished { o["finished"] = TimeSpec.format(f) }
             if let e = w.expires { o["expires"] = TimeSpec.format(e) }

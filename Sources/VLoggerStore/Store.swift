@@ -159,6 +159,10 @@ public final class Store: @unchecked Sendable {
         );
         CREATE INDEX write_queue_by_state ON write_queue(state, uid);
         """),
+        // Queued locks: write, write then lock the blocks written, or lock one block (data empty).
+        ("008-write-queue-operation", """
+        ALTER TABLE write_queue ADD COLUMN operation TEXT NOT NULL DEFAULT 'write';
+        """),
     ]
 
     private var insertReading: SQLStatement?

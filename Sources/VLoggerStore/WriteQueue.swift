@@ -4,7 +4,11 @@ import ISO15693
 /// A write that waits in the store until its tag is in a reader's field.
 public struct QueuedWrite: Equatable, Sendable {
     public enum State: String, Sendable, CaseIterable { case queued, done, failed, expired, cancelled }
+    /// What is done to the tag: write the blocks; write them and then lock them (irreversible); or lock the
+    /// one block `first` (`data` empty). Locks are queued only when the person or system asked with `--yes`.
+    public enum Operation: String, Sendable, CaseIterable { case write, writeLock = "write-lock", lock }
     public var id: Int64 = 0
+    public var operation: Operation = .write
     public var created: Millis
     public var uid: UID
     public var first: BlockNumber
@@ -17,7 +21,9 @@ public struct QueuedWrite: Equatable, Sendable {
     public var result: String?
     public var finished: Millis?
 
-    public init(created: Millis, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags? = nil, reader: String? = nil, expires: Millis? = nil) {
+    public init(created: Millis, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags? = nil, reader: String? = nil, expires: Millis? = nil,
+                operation: Operation = .write) {
+        self.operation = operation
         self.created = created
         self.uid = uid
         self.first = first
@@ -47,49 +53,79 @@ extension Store {
     /// been seen), a write that is not whole blocks or runs past the end is refused here, not at the tag.
     @discardableResult
     public func enqueue(_ w: QueuedWrite) throws(StoreError) -> Int64 {
+        try enqueue([w])[0]
+    }
+
+    /// Puts several writes in the queue, all or none (the blocks of one file); returns their ids in order.
+    @discardableResult
+    public func enqueue(_ writes: [QueuedWrite]) throws(StoreError) -> [Int64] {
         try withWriter { db throws(StoreError) in
-            var id: Int64 = 0
+            var ids: [Int64] = []
             try Self.transaction(db) { () throws(StoreError) in
+              for w in writes {
+                if w.operation == .lock ? !w.data.isEmpty : w.data.isEmpty {
+                    throw StoreError(w.operation == .lock ? "a queued lock of one block carries no data" : "a queued write needs data")
+                }
                 let layout = try db.prepare("SELECT block_count, block_size FROM tags WHERE uid = ?")
                 try layout.bind([.text(w.uid.description)])
                 if try layout.step(), layout.type(0) != SQLStatement.nullType, layout.type(1) != SQLStatement.nullType {
                     let count = Int(layout.int64(0)), size = Int(layout.int64(1))
-                    guard size > 0, w.data.count % size == 0 else {
+                    if w.operation == .lock && w.first.int >= count {
+                        throw StoreError("block \(w.first) is past the end of \(w.uid) (\(count) blocks)")
+                    }
+                    guard size > 0, w.operation == .lock || w.data.count % size == 0 else {
                         throw StoreError("\(w.uid) has \(size)-byte blocks; \(w.data.count) bytes is not a whole number of them")
                     }
-                    let n = w.data.count / size
+                    let n = w.operation == .lock ? 1 : w.data.count / size
                     guard n <= count, w.first.int <= count - n else {
                         throw StoreError("\(n) block(s) from \(w.first) run past the end of \(w.uid) (\(count) blocks)")
                     }
                 }
-                let s = try db.prepare("INSERT INTO write_queue(created, uid, block, data, flags, reader, expires, state) VALUES(?,?,?,?,?,?,?, 'queued')")
+                let s = try db.prepare("INSERT INTO write_queue(created, uid, block, data, flags, reader, expires, state, operation) VALUES(?,?,?,?,?,?,?, 'queued', ?)")
                 try s.bind([.integer(w.created), .text(w.uid.description), .integer(Int64(w.first.int)), .blob(w.data),
                             w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, w.reader.map(SQLValue.text) ?? .null,
-                            w.expires.map(SQLValue.integer) ?? .null])
+                            w.expires.map(SQLValue.integer) ?? .null, .text(w.operation.rawValue)])
                 try s.step()
-                id = db.lastInsertRowID
+                ids.append(db.lastInsertRowID)
+              }
             }
-            return id
+            return ids
         }
+    }
+
+    /// One queued write by id, whatever its state; nil if there is none.
+    public func queuedWrite(_ id: Int64) throws(StoreError) -> QueuedWrite? {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare(Self.queueColumns + " WHERE id = ?")
+            try s.bind([.integer(id)])
+            return try s.step() ? Self.queuedWrite(s) : nil
+        }
+    }
+
+    static let queueColumns = "SELECT id, created, uid, block, data, flags, reader, expires, state, result, finished, operation FROM write_queue"
+
+    static func queuedWrite(_ s: SQLStatement) -> QueuedWrite? {
+        guard let uid = try? UID(parsing: s.text(2) ?? ""), let first = BlockNumber(exactly: Int(s.int64(3))) else { return nil }
+        var w = QueuedWrite(created: s.int64(1), uid: uid, first: first, data: s.blob(4),
+                            flags: s.type(5) == SQLStatement.nullType ? nil : RequestFlags(rawValue: UInt8(truncatingIfNeeded: s.int64(5))),
+                            reader: s.text(6), expires: s.type(7) == SQLStatement.nullType ? nil : s.int64(7),
+                            operation: QueuedWrite.Operation(rawValue: s.text(11) ?? "") ?? .write)
+        w.id = s.int64(0)
+        w.state = QueuedWrite.State(rawValue: s.text(8) ?? "") ?? .failed
+        w.result = s.text(9)
+        w.finished = s.type(10) == SQLStatement.nullType ? nil : s.int64(10)
+        return w
     }
 
     /// The queue and its history, newest first; with `state`, only those.
     public func queuedWrites(state: QueuedWrite.State? = nil, limit: Int = 1000) throws(StoreError) -> [QueuedWrite] {
         try withReader { db throws(StoreError) in
-            let s = try db.prepare("SELECT id, created, uid, block, data, flags, reader, expires, state, result, finished FROM write_queue"
+            let s = try db.prepare(Self.queueColumns
                                    + (state == nil ? "" : " WHERE state = ?2") + " ORDER BY id DESC LIMIT ?1")
             try s.bind(state == nil ? [.integer(Int64(limit))] : [.integer(Int64(limit)), .text(state?.rawValue ?? "")])
             var out: [QueuedWrite] = []
             while try s.step() {
-                guard let uid = try? UID(parsing: s.text(2) ?? ""), let first = BlockNumber(exactly: Int(s.int64(3))) else { continue }
-                var w = QueuedWrite(created: s.int64(1), uid: uid, first: first, data: s.blob(4),
-                                    flags: s.type(5) == SQLStatement.nullType ? nil : RequestFlags(rawValue: UInt8(truncatingIfNeeded: s.int64(5))),
-                                    reader: s.text(6), expires: s.type(7) == SQLStatement.nullType ? nil : s.int64(7))
-                w.id = s.int64(0)
-                w.state = QueuedWrite.State(rawValue: s.text(8) ?? "") ?? .failed
-                w.result = s.text(9)
-                w.finished = s.type(10) == SQLStatement.nullType ? nil : s.int64(10)
-                out.append(w)
+                if let w = Self.queuedWrite(s) { out.append(w) }
             }
             return out
         }

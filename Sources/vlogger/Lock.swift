@@ -1,9 +1,10 @@
 import ArgumentParser
 import ISO15693
 import VLoggerCore
+import VLoggerStore
 
 struct Lock: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Lock a block for ever (irreversible: needs --yes).")
+    static let configuration = CommandConfiguration(abstract: "Lock a block for ever (irreversible: needs --yes); now, or queued with --when-seen.")
 
     @OptionGroup var options: ReaderOptions
 
@@ -13,11 +14,18 @@ struct Lock: ParsableCommand {
     @Flag(help: "Confirm: a locked block can never be written again.")
     var yes = false
 
+    @OptionGroup var queue: QueueOptions
+
+    @Option(help: "With --when-seen: the store whose queue takes the lock (default: --config's).")
+    var store: String?
+
     func run() throws {
         let b = try parseBlock(block)
         guard yes else {
-            throw VLoggerError("locking block \(b) is irreversible; run again with --yes to lock it")
+            throw VLoggerError("locking block \(b) is irreversible; run again with --yes to \(queue.whenSeen ? "queue the lock" : "lock it")")
         }
+        if queue.whenSeen { return try queue.enqueue([(b, [])], operation: .lock, options: options, store: store) }
+        try queue.refuseWithoutWhenSeen()
         let session = try options.open()
         let uid = try options.target(session)
         try session.client.lockBlock(uid, block: b, option: options.wantsOption ? true : nil)

@@ -10,40 +10,54 @@ struct Write: ParsableCommand {
     @OptionGroup var options: ReaderOptions
 
     @Option(help: "First block (0xF8 or 248).")
-    var block: String
+    var block: String?
 
     @Option(help: "Data in hex, a whole number of blocks (e.g. 01020304 for one 4-byte block).")
-    var data: String
+    var data: String?
+
+    @Option(help: ArgumentHelp("With --when-seen: the blocks to write from a file, one a line: block number and hex bytes (0x10 41532D30).",
+                               discussion: "Blank lines and # comments are skipped; every line is one block of the same size; consecutive blocks are one write. Instead of --block and --data."))
+    var blocksFrom: String?
 
     @Flag(help: "Skip the read-back check.")
     var noVerify = false
 
-    @Option(help: "Record the write (success or failure, flags, exchanges) in this store's writes table.")
+    @Option(help: "Record the write (success or failure, flags, exchanges) in this store's writes table; with --when-seen, the store whose queue takes it.")
     var store: String?
 
     @Option(help: "Gateway id for the recorded write.")
     var gateway = "cli"
 
-    @Flag(help: ArgumentHelp("Queue the write in the store (--store, or --config's) and exit; the service makes it the next time the tag is in a reader's field, and verifies it by reading back.",
-                             discussion: "Needs --uid. `vlogger writes list` shows the queue and what became of each write."))
-    var whenSeen = false
+    @OptionGroup var queue: QueueOptions
 
-    @Option(help: "With --when-seen: the configuration whose store holds the queue (when --store is not given).")
-    var config = "Config/vlogger.toml"
+    @Flag(help: "With --when-seen: lock the blocks once written and read back (irreversible: needs --yes).")
+    var lock = false
 
-    @Option(help: "With --when-seen: give up after this long (e.g. 7d); default: never.")
-    var expires: String?
-
-    @Option(name: .customLong("only-reader"), help: "With --when-seen: only this reader (its [[reader]] id) makes the write.")
-    var onlyReader: String?
+    @Flag(help: "Confirm --lock: locked blocks can never be written again.")
+    var yes = false
 
     func run() throws {
+        if lock && !queue.whenSeen { throw ValidationError("--lock is for --when-seen; to lock a block now: vlogger lock --block B --yes") }
+        if lock && !yes { throw VLoggerError("locking is irreversible: the blocks could never be written again; run again with --yes to queue the write and the lock") }
+        if let blocksFrom {
+            guard queue.whenSeen else { throw ValidationError("--blocks-from is for --when-seen") }
+            guard block == nil && data == nil else { throw ValidationError("--blocks-from gives the blocks: leave out --block and --data") }
+            let text: String
+            do { text = try String(contentsOfFile: blocksFrom, encoding: .utf8) } catch { throw VLoggerError("--blocks-from \(blocksFrom): cannot read it (\(error.localizedDescription))") }
+            let runs: [(first: BlockNumber, data: [UInt8])]
+            do { runs = try BlockFile.parse(text) } catch { throw VLoggerError("--blocks-from \(blocksFrom): \(error)") }
+            return try queue.enqueue(runs.map { ($0.first, $0.data) }, operation: lock ? .writeLock : .write, options: options, store: store)
+        }
+        guard let block, let data else { throw ValidationError("give --block and --data (or --when-seen --blocks-from FILE)") }
         let first = try parseBlock(block)
         let bytes: [UInt8]
         do { bytes = try Hex.parse(data) } catch { throw ValidationError("--data: \(error)") }
         guard !bytes.isEmpty else { throw ValidationError("--data is empty") }
-        if whenSeen { return try queue(first, bytes) }
-        if expires != nil || onlyReader != nil { throw ValidationError("--expires and --only-reader are for --when-seen") }
+        if queue.whenSeen {
+            guard bytes.count <= 2048 else { throw ValidationError("--data: \(bytes.count) bytes; a queued write is at most 2048 bytes (--blocks-from splits longer ones)") }
+            return try queue.enqueue([(first, bytes)], operation: lock ? .writeLock : .write, options: options, store: store)
+        }
+        try queue.refuseWithoutWhenSeen()
         let session = try options.open()
         let uid = try options.target(session)
         let m = try session.client.memory(of: uid)
@@ -73,12 +87,47 @@ struct Write: ParsableCommand {
               + (report.retries > 0 ? ", \(report.retries) retry(ies)" : "") + "; \(airLine(session))")
     }
 
-    /// --when-seen: puts the write in the store's queue for the service.
-    func queue(_ first: BlockNumber, _ bytes: [UInt8]) throws {
+    /// Appends the write to the store's writes table when --store is given.
+    func record(_ uid: UID, _ first: BlockNumber, _ data: [UInt8], _ flags: RequestFlags, result: String, verified: Bool, exchanges: Int) throws {
+        guard let store else { return }
+        do {
+            let s = try Store(path: store)
+            var batch = Batch()
+            batch.writes = [WriteRecord(time: Millis.now(), gateway: gateway, uid: uid, first: first, data: data, flags: flags,
+                                        result: result, verified: verified, exchanges: exchanges)]
+            try s.write(batch)
+            s.close()
+        } catch {
+            throw VLoggerError("the write was made but could not be recorded in \(store): \(error)")
+        }
+    }
+}
+
+/// `--when-seen` and what goes with it, for `write` and `lock`: the write is put in the store's queue and the
+/// service makes it the next time the tag is in a reader's field.
+struct QueueOptions: ParsableArguments {
+    @Flag(help: ArgumentHelp("Queue it in the store (--store, or --config's) and exit; the service makes it the next time the tag is in a reader's field, and verifies it by reading back.",
+                             discussion: "Needs --uid. `vlogger writes list` shows the queue and what became of each."))
+    var whenSeen = false
+
+    @Option(help: "With --when-seen: the configuration whose store holds the queue (when --store is not given).")
+    var config = "Config/vlogger.toml"
+
+    @Option(help: "With --when-seen: give up after this long (e.g. 7d); default: never.")
+    var expires: String?
+
+    @Option(name: .customLong("only-reader"), help: "With --when-seen: only this reader (its [[reader]] id) makes it.")
+    var onlyReader: String?
+
+    func refuseWithoutWhenSeen() throws {
+        if expires != nil || onlyReader != nil { throw ValidationError("--expires and --only-reader are for --when-seen") }
+    }
+
+    /// Queues the runs for one tag (all or none) and says what was queued.
+    func enqueue(_ runs: [(BlockNumber, [UInt8])], operation: QueuedWrite.Operation, options: ReaderOptions, store: String?) throws {
         guard let uidText = options.uid else { throw ValidationError("--when-seen needs --uid: the tag is not on the reader now") }
         let uid: UID
         do { uid = try UID(parsing: uidText) } catch { throw ValidationError("--uid: \(error)") }
-        guard bytes.count <= 8 * 256 else { throw ValidationError("--data: \(bytes.count) bytes; a queued write is at most 2048 bytes") }
         let now = Millis.now()
         var expiry: Millis?
         if let expires {
@@ -93,25 +142,17 @@ struct Write: ParsableCommand {
         let s: Store
         do { s = try Store(path: path) } catch { throw VLoggerError("\(error)") }
         defer { s.close() }
-        let id: Int64
-        do { id = try s.enqueue(QueuedWrite(created: now, uid: uid, first: first, data: bytes, flags: flags, reader: onlyReader, expires: expiry)) } catch {
-            throw VLoggerError("\(error)")
+        let writes = runs.map { QueuedWrite(created: now, uid: uid, first: $0.0, data: $0.1, flags: flags, reader: onlyReader, expires: expiry, operation: operation) }
+        let ids: [Int64]
+        do { ids = try s.enqueue(writes) } catch { throw VLoggerError("\(error)") }
+        let whom = (onlyReader.map { " by reader \($0)" } ?? "") + (expiry.map { ", until \(TimeSpec.format($0))" } ?? "")
+        for (id, w) in zip(ids, writes) {
+            switch operation {
+            case .write: print("queued write \(id): \(w.data.count) bytes from \(w.first) of \(uid)\(whom)")
+            case .writeLock: print("queued write \(id): \(w.data.count) bytes from \(w.first) of \(uid), then locked\(whom)")
+            case .lock: print("queued lock \(id): block \(w.first) of \(uid)\(whom)")
+            }
         }
-        print("queued write \(id): \(bytes.count) bytes from \(first) of \(uid)\(onlyReader.map { " by reader \($0)" } ?? "")\(expiry.map { ", until \(TimeSpec.format($0))" } ?? ""); the service makes it when the tag is seen (vlogger writes list)")
-    }
-
-    /// Appends the write to the store's writes table when --store is given.
-    func record(_ uid: UID, _ first: BlockNumber, _ data: [UInt8], _ flags: RequestFlags, result: String, verified: Bool, exchanges: Int) throws {
-        guard let store else { return }
-        do {
-            let s = try Store(path: store)
-            var batch = Batch()
-            batch.writes = [WriteRecord(time: Millis.now(), gateway: gateway, uid: uid, first: first, data: data, flags: flags,
-                                        result: result, verified: verified, exchanges: exchanges)]
-            try s.write(batch)
-            s.close()
-        } catch {
-            throw VLoggerError("the write was made but could not be recorded in \(store): \(error)")
-        }
+        print("the service makes \(ids.count == 1 ? "it" : "them") when the tag is seen (vlogger writes list)")
     }
 }

@@ -172,6 +172,46 @@ import VLoggerCore
         #expect(diff.out.contains("E004010812345602  PAL-0002  missing -> present") && diff.out.contains("1 change(s)"), "\(diff.out)")
     }
 
+    @Test func queuedLocksAndBlockFilesOnlyWithYesAndNeverTwice() throws {
+        let dir = try CLITests.scratch("locks", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("vlogger.toml").path, field = dir.appendingPathComponent("demo-field").path
+        let slix = "E004011000000A03"   // Config/demo-field/slix-shelf-a3.nfc: 28 blocks of 4 bytes, none locked
+        func cli(_ args: [String]) throws -> (code: Int32, out: String, err: String) { try CLITests.run(args + ["--config", config]) }
+        let file = dir.appendingPathComponent("label.txt")
+        try "# shelf label\n0x10  41 53 2D 30\n0x11: 30303432   # second half\n\n20,DEADBEEF\n".write(to: file, atomically: true, encoding: .utf8)
+        // Locks are irreversible: refused without --yes, and nothing is queued.
+        let noYes = try cli(["write", "--when-seen", "--uid", slix, "--blocks-from", file.path, "--lock"])
+        #expect(noYes.code == 1 && noYes.err.contains("irreversible") && noYes.err.contains("--yes"), "\(noYes.err)")
+        #expect(try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x15"]).err.contains("run again with --yes to queue the lock"))
+        #expect(try cli(["writes", "list"]).err.contains("no store at"))   // nothing was queued: not even a store was made
+        // The file: blocks 0x10-0x11 are one write, block 20 (0x14) another; both written, then locked.
+        let queued = try cli(["write", "--when-seen", "--uid", slix, "--blocks-from", file.path, "--lock", "--yes"])
+        #expect(queued.code == 0 && queued.out.contains("queued write 1: 8 bytes from 0x10 of \(slix), then locked")
+                && queued.out.contains("queued write 2: 4 bytes from 0x14 of \(slix), then locked"), "\(queued.out) \(queued.err)")
+        #expect(try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x15", "--yes"]).out.contains("queued lock 3: block 0x15 of \(slix)"))
+        // Block 0x16 was locked before a crash cut off the record of its queued lock: the read-back decides.
+        #expect(try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x16", "--yes"]).code == 0)
+        #expect(try CLITests.run(["lock", "--field", field, "--uid", slix, "--block", "0x16", "--yes"]).out.contains("is locked"))
+        // A bad file names its line; nothing is queued from it.
+        try "0x10 41532D30\n0x11 3030\n".write(to: file, atomically: true, encoding: .utf8)
+        let bad = try cli(["write", "--when-seen", "--uid", slix, "--blocks-from", file.path])
+        #expect(bad.code == 1 && bad.err.contains("line 2: 2 bytes, but line 1 has 4"), "\(bad.err)")
+        let run = try CLITests.run(["run", "--config", config, "--cycles", "2", "--fast-clock"])
+        #expect(run.code == 0, "\(run.err)")
+        let list = try cli(["writes", "list"]).out
+        #expect(list.contains("1  done      \(slix)  0x10  41532D3030303432 +lock") && list.contains("written and read back in"), "\(list)")
+        #expect(list.contains("2 block(s) locked and read back locked") && list.contains("2  done      \(slix)  0x14  DEADBEEF +lock"), "\(list)")
+        #expect(list.contains("3  done      \(slix)  0x15  lock") && list.contains("block 0x15 locked and read back locked"), "\(list)")
+        #expect(list.contains("4  done      \(slix)  0x16  lock") && list.contains("block 0x16 already locked (read back); not locked again"), "\(list)")
+        #expect(list.contains("4 write(s)"), "\(list)")
+        let tag = try CLITests.run(["read", "--field", field, "--uid", slix, "--block", "0x10", "--count", "7", "--security"]).out
+        for (block, bytes) in [("0x10", "41 53 2D 30"), ("0x11", "30 30 34 32"), ("0x14", "DE AD BE EF")] {
+            #expect(tag.contains("\(block)   \(bytes)") && tag.split(separator: "\n").first { $0.hasPrefix(block) }?.hasSuffix(" locked") == true, "\(tag)")
+        }
+        #expect(tag.split(separator: "\n").filter { $0.hasSuffix(" locked") && !$0.hasSuffix("unlocked") }.count == 5, "\(tag)")
+    }
+
     @Test func queuedWritesAreMadeWhenTheTagIsSeenAndNeverTwice() throws {
         let dir = try CLITests.scratch("queue", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: dir) }

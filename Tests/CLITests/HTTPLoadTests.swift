@@ -132,6 +132,7 @@ import Testing
             echo "none $(curl -s -o /dev/null -w '%{http_code}' -X POST -d "$body" "$base/api/writes")"
             echo "wrong $(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer nope' -d "$body" "$base/api/writes")"
             echo "bad $(curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $2" -d '{"uid": "nope"}' "$base/api/writes")"
+            echo "lock $(curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $2" -d '{"uid": "E008010000004212", "block": 250, "lock": true}' "$base/api/writes")"
             echo "ok $(curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $2" -d "$body" "$base/api/writes")"
             # The queue is copied every 2 s and outcomes commit with the next batch (2 s): wait up to 10 s.
             for _ in $(seq 50); do
@@ -147,6 +148,7 @@ import Testing
         #expect(r.out.contains("none 401") && r.out.contains("wrong 401"), "\(r.out)\(r.err)")
         #expect(r.out.contains("bad {\"error\":\"uid: a UID") && r.out.contains("} 400"), "\(r.out)")
         #expect(r.out.contains("ok {\"id\":1,\"state\":\"queued\"} 201"), "\(r.out)")
+        #expect(r.out.contains("lock {\"error\":\"lock: a lock is irreversible") && r.out.contains("with it\"} 400"), "\(r.out)")
         // The service made it: the queue's copy, a cycle with the tag, and the next commit.
         #expect(r.out.contains("\"state\":\"done\"") && r.out.contains("\"data\":\"A1A2A3A4A5A6A7A8\"") && r.out.contains(" 200"), "\(r.out)")
         #expect(r.out.contains("getnone 401"), "\(r.out)")

@@ -78,3 +78,39 @@ import VLoggerStore
         #expect(AuditChange.between(before, before).isEmpty)
     }
 }
+
+/// The blocks file of `vlogger write --when-seen --blocks-from` and the write API's lock keys.
+@Suite struct BlockFileTests {
+    @Test func consecutiveBlocksBecomeOneWriteInBlockOrder() throws {
+        let runs = try BlockFile.parse("# label\n0x11: 30303432\n0x10  41 53 2D 30\n\n20,DEADBEEF   # the serial\n21=00000000\r\n")
+        #expect(runs.map { $0.first.int } == [0x10, 20])
+        #expect(runs.map { Hex.format($0.data, separator: "") } == ["41532D3030303432", "DEADBEEF00000000"])
+        // A run longer than a queued write (2048 bytes) is split at whole blocks.
+        let long = (0..<600).map { String(format: "%d %08X", $0, $0) }.joined(separator: "\n")
+        #expect(try BlockFile.parse(long).map { $0.data.count } == [2048, 352])
+    }
+
+    @Test func badFilesNameTheLine() {
+        for (text, says) in [("", "no blocks"), ("# nothing\n", "no blocks"), ("0x10\n", "line 1: expected a block number"),
+                             ("0x10 4153\n0x11 41532D30\n", "line 2: 4 bytes, but line 1 has 2"), ("0x10 41\n0x10 42\n", "line 2: block 0x10 is already on line 1"),
+                             ("x 00\n", "line 1: block 'x'"), ("1 0G\n", "line 1: data"), ("70000 00\n", "line 1: block '70000'"),
+                             ("1 " + String(repeating: "00", count: 33) + "\n", "33 bytes; a block has 1 to 32")] {
+            #expect(throws: BlockFile.Invalid.self, "\(text)") { try BlockFile.parse(text) }
+            do { _ = try BlockFile.parse(text) } catch { #expect(error.description.contains(says), "\(text): \(error)") }
+        }
+    }
+
+    @Test func locksOverTheAPIOnlyWithYes() throws {
+        func parse(_ s: String) throws(WriteRequest.Invalid) -> QueuedWrite { try WriteRequest.parse(Data(s.utf8), now: 0) }
+        #expect(try parse(#"{"uid": "E004011000000A03", "block": 21, "lock": true, "yes": true}"#).operation == .lock)
+        let wl = try parse(#"{"uid": "E004011000000A03", "block": 16, "data": "41532D30", "lock": true, "yes": true}"#)
+        #expect(wl.operation == .writeLock && wl.data == [0x41, 0x53, 0x2D, 0x30])
+        #expect(try parse(#"{"uid": "E004011000000A03", "block": 16, "data": "41532D30", "lock": false}"#).operation == .write)
+        for (body, says) in [(#"{"uid": "E004011000000A03", "block": 21, "lock": true}"#, "irreversible"),
+                             (#"{"uid": "E004011000000A03", "block": 21, "lock": 1, "yes": 1}"#, "lock: true or false"),
+                             (#"{"uid": "E004011000000A03", "block": 21, "lock": true, "yes": "yes"}"#, "yes: true or false"),
+                             (#"{"uid": "E004011000000A03", "block": 21, "data": "00", "yes": true}"#, "yes: confirms a lock")] {
+            do { _ = try parse(body); Issue.record("accepted \(body)") } catch { #expect(error.description.contains(says), "\(body): \(error)") }
+        }
+    }
+}
