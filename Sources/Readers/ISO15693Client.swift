@@ -244,7 +244,15 @@ public final class ISO15693Client {
         }
     }
 
-    public func resetToReady(_ uid: UID?) throws(ClientError) { _ = try send(request(.resetToReady, uid)) }
+    /// Reset to Ready: addressed, or (nil) to every tag in the field, whose answers then collide; the
+    /// error that gives is not thrown, since every tag has carried the command out.
+    public func resetToReady(_ uid: UID?) throws(ClientError) {
+        if uid == nil { resetsToReady += 1 }
+        do { _ = try send(request(.resetToReady, uid), retries: 0) } catch where uid == nil && error.isTransient {}
+    }
+
+    /// How many times every tag was sent Reset to Ready (Stay Quiet no longer holds after one).
+    public private(set) var resetsToReady = 0
     public func select(_ uid: UID) throws(ClientError) { _ = try send(request(.select, uid)) }
 
     // MARK: Memory layout
@@ -357,16 +365,51 @@ public final class ISO15693Client {
         }
     }
 
-    private func readCommand(_ m: TagMemory, _ first: BlockNumber, _ count: Int) -> (Command, Bool) {
-        let wide = first.int + count - 1 > 255
+    /// One exchange of a read: the blocks it covers and the command that reads them.
+    public struct ReadStep: Sendable, Equatable {
+        public let first: BlockNumber
+        public let count: Int
+        public let command: Command
+        /// Sent with the Protocol Extension flag (2-byte block numbers on chips that use it).
+        public let protocolExtension: Bool
+    }
+
+    /// The next exchange of a read from block `next` (of `end`), at most `chunk` blocks: the one planner that
+    /// both `readBlocks` and the air-time model (`PollCost`) use.
+    public static func readStep(_ m: TagMemory, next: Int, end: Int, chunk: Int) -> ReadStep {
+        var n = max(1, min(chunk, end - next))
+        // Do not let a plain (1-byte) read run across block 255 into the extended range.
+        if m.addressing == .extended && next <= 255 && next + n - 1 > 255 { n = 256 - next }
+        let first = BlockNumber(exactly: next) ?? 0
+        let wide = next + n - 1 > 255
         switch m.addressing {
         case .protocolExtension:
-            return (count == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: count), true)
+            return ReadStep(first: first, count: n, command: n == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: n), protocolExtension: true)
         case .extended where wide:
-            return (count == 1 ? .extendedReadSingleBlock(first) : .extendedReadMultipleBlocks(first: first, count: count), false)
+            return ReadStep(first: first, count: n, command: n == 1 ? .extendedReadSingleBlock(first) : .extendedReadMultipleBlocks(first: first, count: n), protocolExtension: false)
         default:
-            return (count == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: count), false)
+            return ReadStep(first: first, count: n, command: n == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: n), protocolExtension: false)
         }
+    }
+
+    /// The largest read the chip and a reader with `limits` take in one exchange.
+    public static func readChunk(_ m: TagMemory, security: Bool, limits: ReaderLimits) -> Int {
+        let perBlock = m.blockSize + (security ? 1 : 0)
+        return min(m.maxBlocksPerRead, max(1, (limits.maxResponseBytes - 1) / perBlock), 256)
+    }
+
+    /// The exchanges `readBlocks` makes for a range when no answer is refused.
+    public static func readSteps(_ m: TagMemory, first: BlockNumber, count: Int, security: Bool, limits: ReaderLimits) -> [ReadStep] {
+        let chunk = readChunk(m, security: security, limits: limits)
+        var out: [ReadStep] = []
+        var next = first.int
+        let end = first.int + count
+        while next < end {
+            let step = readStep(m, next: next, end: end, chunk: chunk)
+            out.append(step)
+            next += step.count
+        }
+        return out
     }
 
     /// Reads `count` blocks from `first` in as few exchanges as the chip and the reader allow. With
@@ -374,19 +417,14 @@ public final class ISO15693Client {
     public func readBlocks(_ uid: UID, first: BlockNumber, count: Int, security: Bool = false) throws(ClientError) -> [BlockRead] {
         let m = try memory(of: uid)
         try checkRange(m, first, count)
-        let perBlock = m.blockSize + (security ? 1 : 0)
-        let frameLimit = max(1, (reader.limits.maxResponseBytes - 1) / perBlock)
-        var chunk = min(m.maxBlocksPerRead, frameLimit, 256)
+        var chunk = Self.readChunk(m, security: security, limits: reader.limits)
         var out: [BlockRead] = []
         out.reserveCapacity(count)
         var next = first.int
         let end = first.int + count
         while next < end {
-            var n = min(chunk, end - next)
-            // Do not let a plain (1-byte) read run across block 255 into the extended range.
-            if m.addressing == .extended && next <= 255 && next + n - 1 > 255 { n = 256 - next }
-            let start = BlockNumber(exactly: next) ?? 0
-            let (command, ext) = readCommand(m, start, n)
+            let step = Self.readStep(m, next: next, end: end, chunk: chunk)
+            let (n, command, ext) = (step.count, step.command, step.protocolExtension)
             do throws(ClientError) {
                 let r = try send(request(command, uid, option: security, protocolExtension: ext), blockSize: m.blockSize)
                 guard case let .blocks(blocks) = r.body, blocks.count == n else {

@@ -583,7 +583,9 @@ struct AuditJob: Service {
             var counted = Set<UID>()
             for job in jobs {
                 let clock = g.clock
-                let (found, t) = await job.exclusive { session in ((try? session.client.inventory())?.map(\.uid) ?? [], clock.now()) }
+                // Every tag answers the round's inventory: the polling job's quiet tags are woken first.
+                let agent = UncheckedBox(job.agent)
+                let (found, t) = await job.exclusive { _ in ((try? agent.value.inventoryEveryTag())?.map(\.uid) ?? [], clock.now()) }
                 Auditor.merge(found, at: t, by: job.agent.readerConfig.id, round: &counted, into: &seen)
             }
         }

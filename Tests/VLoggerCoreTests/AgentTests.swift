@@ -110,11 +110,11 @@ func scratchPath(_ name: String) -> String {
     }
 
     @Test func eachPlanReadIsOneExchangeOnceTheLayoutIsKnown() throws {
-        // One MB89R118 alone, adaptive slots: cycle 1 = 16-slot inventory + Get System Information + read;
-        // later cycles = a one-slot inventory + one Read Single Block with security (the layout is cached).
+        // One MB89R118 alone, adaptive slots: cycle 1 = inventory + Get System Information + read + Stay Quiet;
+        // later cycles = one Read Single Block with security (the layout is cached; the read is the quiet
+        // tag's presence check) + a one-slot inventory in which no newcomer answers.
         let r = try rig { $0.uid.description == "E008010000004212" }
-        r.agent.run(cycles: 1, stop: StopSignal())
-        r.agent.writer.commitNow()
+        r.agent.cycle()
         let first = r.agent.counters.exchanges
         let more = r.agent.cycle()
         #expect(more.exchanges == 2)
@@ -207,9 +207,9 @@ func scratchPath(_ name: String) -> String {
     @Test func aTagLeavingMidReadLeavesNoPartialReading() throws {
         let r = try rig { $0.uid.description == "E002260000C0FFEE" }
         // The plan reads block 0x00, then 0x100–0x101 (the asset field) as one range. Cycle 1 learns the
-        // layout; in cycle 2 the tag answers the inventory and the first read, then is gone.
+        // layout and sends the tag Stay Quiet; in cycle 2 the quiet tag answers the first read, then is gone.
         r.agent.cycle()
-        r.field.inject(.leaveAfter(uid: try UID(parsing: "E002260000C0FFEE"), exchanges: 2))
+        r.field.inject(.leaveAfter(uid: try UID(parsing: "E002260000C0FFEE"), exchanges: 1))
         let report = r.agent.cycle()
         #expect(report.readings == 0)
         #expect(r.agent.counters.errors["read-timeout"] == 1)
@@ -237,6 +237,8 @@ func scratchPath(_ name: String) -> String {
     @Test func persistentFaultsBecomeTypedErrorEvents() throws {
         let r = try rig { $0.uid.description == "E008010000004212" }
         r.agent.cycle()
+        // The tag back in Ready (as a newcomer is): the inventory finds it, then its reads fail.
+        r.agent.wakeQuietTags()
         // More lost answers than the client's retries (2) × the agent's read attempts (2), from the first
         // read on (armed once the tag's inventory answer, 12 bytes, has been heard).
         let uid = try UID(parsing: "E008010000004212")
@@ -250,6 +252,89 @@ func scratchPath(_ name: String) -> String {
         let report = r.agent.cycle()
         #expect(report.readings == 0)
         #expect(r.agent.counters.errors == ["read-timeout": 1])
+    }
+
+    /// The steady cycle with Stay Quiet (ISO/IEC 15693-3 §7.3: a quiet tag answers addressed requests only;
+    /// it returns to Ready on Reset to Ready, Select or power loss).
+    /// Every demo tag read once a cycle (block 0x00), no rules: each cycle's exchanges can be counted.
+    static let everyTagConfig = """
+    [polling]
+    interval = "1s"
+    departure-cycles = 2
+    [[plan]]
+    name = "every tag"
+    match.uid = "E0*"
+      [[plan.read]]
+      first = 0x00
+    """
+
+    @Test func quietTagsAreReadByAddressAndTheInventoryLooksOnlyForNewcomers() throws {
+        let r = try rig(config: Self.everyTagConfig, rules: "")
+        let first = r.agent.cycle()
+        let steady = r.agent.cycle()
+        // Every tag found in both cycles, with the same readings.
+        #expect(Set(first.tags) == Set(steady.tags) && first.tags.count == 8 && steady.readings == 8 && first.readings == 8)
+        // The steady cycle: eight addressed reads, then one one-slot inventory in which nobody answers.
+        #expect(steady.exchanges == 9, "\(steady.exchanges) exchanges")
+        #expect(steady.airTime == steady.lowerBound && steady.airTime < first.airTime, "\(steady.airTime) vs bound \(steady.lowerBound)")
+        // A tag that leaves is a departure after departure-cycles (2) cycles; its reads' silence is no error.
+        let cage = try UID(parsing: "E008010000004212")
+        let tag = try #require(r.field.remove(cage))
+        r.agent.cycle()
+        #expect(r.agent.counters.departures == 0 && r.agent.counters.errorTotal == 0)
+        r.agent.cycle()
+        #expect(r.agent.counters.departures == 1 && r.agent.counters.errorTotal == 0)
+        // Back in the field it powers up in Ready: the inventory finds it, an arrival, and it is read again.
+        r.field.add(tag)
+        let back = r.agent.cycle()
+        #expect(back.tags.contains(cage) && r.agent.counters.arrivals == 9)
+        r.agent.writer.commitNow()
+        #expect(try r.store.readings(uid: cage).count == 3)
+    }
+
+    @Test func aQuietTagThatLosesPowerBrieflyIsFoundAgainWithoutADeparture() throws {
+        let r = try rig { $0.uid.description == "E008010000004212" }
+        let cage = try UID(parsing: "E008010000004212")
+        r.agent.cycle()
+        #expect(r.field.tag(cage)?.state == .quiet)
+        // Out and back in between two cycles: Ready again, so the read finds it and so does the inventory.
+        let tag = try #require(r.field.remove(cage))
+        r.field.add(tag)
+        r.field.powerOn()
+        let c = r.agent.cycle()
+        #expect(c.tags == [cage] && c.readings == 1 && r.agent.counters.departures == 0 && r.agent.counters.arrivals == 1)
+        #expect(r.field.tag(cage)?.state == .quiet && r.agent.quietHolds)
+    }
+
+    @Test func aReaderThatResetsTheFieldBetweenCommandsGetsAnInventoryEveryCycle() throws {
+        // A PC/SC-style reader that switches its field off and on around every command: tags never stay quiet.
+        let r = try rig(config: Self.everyTagConfig, rules: "")
+        let resetting = FieldResettingReader(r.agent.session.reader, field: r.field)
+        let session = ReaderSession(reader: resetting)
+        let clock = SimulatedClock(start: 1_763_800_000_000)
+        let config = try AgentConfig.parse(Self.everyTagConfig, file: "test.toml")
+        let agent = Agent(config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
+                          writer: r.agent.writer, clock: clock)
+        var perCycle: [Int] = [], readings: [Int] = []
+        for _ in 0..<6 {
+            let c = agent.cycle()
+            perCycle.append(c.tags.count)
+            readings.append(c.readings)
+        }
+        // Every cycle finds all eight and reads the same; after three cycles with quiet tags answering again,
+        // Stay Quiet is left off.
+        #expect(perCycle == Array(repeating: 8, count: 6) && Set(readings).count == 1 && readings[0] > 0, "\(perCycle) \(readings)")
+        #expect(!agent.quietHolds && agent.counters.departures == 0 && agent.counters.errorTotal == 0)
+    }
+
+    @Test func anAuditRoundFindsTheQuietTagsToo() throws {
+        let r = try rig(config: Self.everyTagConfig, rules: "")
+        r.agent.cycle()
+        #expect(try r.agent.session.client.inventory().isEmpty)   // every tag is quiet
+        #expect(try r.agent.inventoryEveryTag().count == 8)
+        // The next cycle finds and quiets them again, with no arrival or departure.
+        let c = r.agent.cycle()
+        #expect(c.tags.count == 8 && r.agent.counters.arrivals == 8 && r.agent.counters.departures == 0)
     }
 
     @Test func scenarioDriftsTheTemperatureAndMovesTags() throws {
@@ -267,4 +352,31 @@ func scratchPath(_ name: String) -> String {
         player.advance(toMs: 2000)
         #expect(field.tags.isEmpty)
     }
+}
+
+/// A reader that powers the field off and on around every request, as a PC/SC reader may between APDUs:
+/// every tag is back in Ready for each command.
+final class FieldResettingReader: TagReader {
+    let inner: TagReader
+    let field: SimulatedField
+    init(_ inner: TagReader, field: SimulatedField) {
+        self.inner = inner
+        self.field = field
+    }
+    var name: String { "field-resetting \(inner.name)" }
+    var limits: ReaderLimits { inner.limits }
+    var airTime: AirTime { inner.airTime }
+    var trace: ((TraceEvent) -> Void)? {
+        get { inner.trace }
+        set { inner.trace = newValue }
+    }
+    func fieldOn() throws(ReaderError) { try inner.fieldOn() }
+    func fieldOff() throws(ReaderError) { try inner.fieldOff() }
+    func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+        field.powerOff()
+        field.powerOn()
+        return try inner.transceive(frame, wait: wait)
+    }
+    func nextSlot() throws(ReaderError) -> [UInt8] { try inner.nextSlot() }
+    var supportsSlotMarkers: Bool { false }
 }

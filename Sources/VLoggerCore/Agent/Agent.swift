@@ -55,6 +55,14 @@ public final class Agent {
     /// Tags present, with the number of cycles since each was last seen.
     private var present: [UID: Int] = [:]
     private var lastCount = 0
+    /// Tags this agent sent Stay Quiet: read by address each cycle (the read is the presence check), not
+    /// found again by the inventory.
+    private var quieted = Set<UID>()
+    /// Whether Stay Quiet holds on this reader: off after cycles in which quieted tags answered the inventory
+    /// again (a reader that switches its field off between commands resets every tag to Ready).
+    public private(set) var quietHolds = true
+    private var quietLostCycles = 0
+    private var resetsSeen = 0
     /// Rules each tag is violating now (a violation is recorded when it starts, not every cycle).
     private var violating: [UID: Set<String>] = [:]
     /// What each tag needs read, worked out once per UID (plan, rules and layout do not change in a run).
@@ -147,6 +155,9 @@ public final class Agent {
                 if clock.now() >= next { break }
             }
         }
+        // Tags left quiet would be invisible to the next inventory of another program (or of this one after
+        // a restart) until they leave the field.
+        wakeQuietTags()
         event(.stop, uid: nil, name: "stop", severity: .info,
               detail: "\(counters.cycles) cycles, \(counters.readings) readings, \(counters.violations) violations, \(counters.errorTotal) errors")
     }
@@ -155,6 +166,8 @@ public final class Agent {
     /// out again per tag; the reader's location and polling settings are taken from its table in the new
     /// file (by id); its driver and device, and the store, take effect at the next start.
     public func reload(config new: AgentConfig, rules newRules: RuleSet, register newRegister: AssetRegister?) {
+        // Plans may change which tags have reads (and are kept quiet): every tag answers the inventory again.
+        wakeQuietTags()
         if let fresh = new.readers.first(where: { $0.id == readerConfig.id }) {
             readerConfig.location = fresh.location
             readerConfig.polling = fresh.polling
@@ -181,11 +194,27 @@ public final class Agent {
         counters.cycles += 1
         let now = clock.now()
 
+        let quiet = config.stayQuiet && quietHolds
+        var seen = Set<UID>()
+        var lowerBound = AirTime.zero
+        // Known tags kept quiet: their addressed reads are their presence check (no answer at all: not seen).
+        if quiet {
+            for uid in quieted.sorted(by: { $0.value < $1.value }) {
+                let (n, bound, answered) = readTag(uid, now: now, presence: true)
+                lowerBound = lowerBound + bound
+                guard answered else { continue }
+                seen.insert(uid)
+                report.tags.append(uid)
+                report.readings += n
+                present[uid] = 0
+            }
+        }
         let oneSlot: Bool
         switch config.slots {
         case .one: oneSlot = true
         case .sixteen: oneSlot = false
-        case .adaptive: oneSlot = lastCount <= 1
+        // With the known tags quiet, only newcomers answer: one slot first.
+        case .adaptive: oneSlot = quiet || lastCount <= 1
         }
         let found: [InventoryEntry]
         do {
@@ -198,29 +227,44 @@ public final class Agent {
                 default: break
                 }
             }
+            report.lowerBound = lowerBound
             finish(&report, airBefore, exchangesBefore)
             return report
         }
         lastCount = found.count
-        var lowerBound = PollCost.inventory(tags: found.count, flags: client.baseFlags, slotMarkers: session.reader.supportsSlotMarkers)
+        lowerBound = lowerBound + PollCost.inventory(tags: found.filter { !seen.contains($0.uid) }.count, flags: client.baseFlags,
+                                                     slotMarkers: session.reader.supportsSlotMarkers)
+        var answeredTwice = 0
         for entry in found {
             let uid = entry.uid
+            if seen.contains(uid) {
+                // Read by address and found by the inventory too: its Quiet state did not hold.
+                answeredTwice += 1
+                try? client.stayQuiet(uid)
+                continue
+            }
+            seen.insert(uid)
             report.tags.append(uid)
             if present[uid] == nil {
                 counters.arrivals += 1
                 event(.arrival, uid: uid, name: "arrival", severity: .info, detail: "\(uid) entered the field (\(uid.manufacturer))")
             }
             present[uid] = 0
-            let (n, bound) = readTag(uid, now: now)
+            let (n, bound, _) = readTag(uid, now: now, presence: false)
             report.readings += n
             lowerBound = lowerBound + bound
+            // A tag with reads is kept quiet from now on; one without keeps answering the inventory.
+            if quiet, work[uid]?.ranges.isEmpty == false {
+                do { try client.stayQuiet(uid); quieted.insert(uid) } catch {}
+            }
         }
+        noteQuietState(answeredTwice: answeredTwice, quiet: quiet)
         // Departures: present tags not seen for `departureCycles` cycles.
-        let seen = Set(found.map(\.uid))
         for (uid, missed) in present where !seen.contains(uid) {
             if missed + 1 >= config.departureCycles {
                 present[uid] = nil
                 violating[uid] = nil
+                quieted.remove(uid)
                 counters.departures += 1
                 event(.departure, uid: uid, name: "departure", severity: .info,
                       detail: "\(uid) not seen for \(config.departureCycles) cycle\(config.departureCycles == 1 ? "" : "s")")
@@ -231,6 +275,33 @@ public final class Agent {
         report.lowerBound = lowerBound
         finish(&report, airBefore, exchangesBefore)
         return report
+    }
+
+    /// Three cycles in a row in which quieted tags answered the inventory again (and nobody reset them to
+    /// Ready meanwhile): the reader does not keep tags powered between commands, so Stay Quiet is left off.
+    private func noteQuietState(answeredTwice: Int, quiet: Bool) {
+        let resets = client.resetsToReady
+        defer { resetsSeen = resets }
+        guard quiet, resets == resetsSeen else { quietLostCycles = 0; return }
+        quietLostCycles = answeredTwice > 0 ? quietLostCycles + 1 : 0
+        if quietLostCycles >= 3 {
+            quietHolds = false
+            quieted.removeAll()
+            logger.notice("reader \(readerConfig.id) (\(session.reader.name)): tags sent Stay Quiet answer the inventory again in 3 cycles in a row (the reader resets them between commands); every cycle now inventories every tag")
+        }
+    }
+
+    /// Sends every quieted tag Reset to Ready (addressed: a quiet tag ignores anything else), so that an
+    /// inventory finds every tag in the field: before an audit's round, at a reload and at the end of a run.
+    public func wakeQuietTags() {
+        for uid in quieted.sorted(by: { $0.value < $1.value }) { try? client.resetToReady(uid) }
+        quieted.removeAll()
+    }
+
+    /// An inventory that finds every tag in the field, the quiet ones too (an audit's round).
+    public func inventoryEveryTag() throws(ClientError) -> [InventoryEntry] {
+        wakeQuietTags()
+        return try client.inventory(afi: config.afi)
     }
 
     private func finish(_ report: inout CycleReport, _ airBefore: AirTime, _ exchangesBefore: Int) {
@@ -246,15 +317,23 @@ public final class Agent {
     }
 
     /// Reads one tag's plan; all of it is stored, or (after the retries) none of it and an error event.
-    /// Returns the readings stored and the lower bound of the air time for the same reads.
-    private func readTag(_ uid: UID, now: Millis) -> (Int, AirTime) {
+    /// Returns the readings stored, the lower bound of the air time for the same reads, and whether the tag
+    /// answered. With `presence` (a quiet tag's reads are its presence check) a tag that never answers is not
+    /// an error: it is not seen this cycle.
+    private func readTag(_ uid: UID, now: Millis, presence: Bool) -> (Int, AirTime, Bool) {
         let memory: TagMemory
         do { memory = try client.memory(of: uid) } catch {
             recordError(uid: uid, kind: "system-information", error, now: now)
-            return (0, .zero)
+            return (0, .zero, true)
         }
-        writer.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
-                             blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue, reader: readerConfig.id, location: readerConfig.location))
+        var answered = false
+        func seenNow() {
+            guard !answered else { return }
+            answered = true
+            writer.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
+                                 blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue, reader: readerConfig.id, location: readerConfig.location))
+        }
+        if !presence { seenNow() }
         let w = work[uid] ?? plan(uid, memory)
         work[uid] = w
         let (plan, applicable, bound) = (w.plan, w.rules, w.lowerBound)
@@ -265,6 +344,7 @@ public final class Agent {
             while true {
                 do {
                     let blocks = try client.readBlocks(uid, first: range.first, count: range.count, security: range.security)
+                    seenNow()
                     let data = Array(blocks.map(\.data).joined())
                     let security = range.security ? blocks.map { $0.security?.rawValue ?? 0 } : nil
                     for b in blocks {
@@ -284,10 +364,13 @@ public final class Agent {
                 } catch {
                     attempt += 1
                     if attempt < config.readAttempts, error.isTransient { continue }
+                    // A quiet tag that never answered has left (or lost power and returned to Ready): not seen.
+                    if !answered, case .reader(.timeout, _) = error { return (0, bound, false) }
+                    seenNow()
                     // Nothing of this tag's cycle is stored: a partial plan is not a reading.
                     recordError(uid: uid, kind: "read", error, now: now,
                                 detail: "blocks \(range.first)+\(range.count) after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle")
-                    return (0, bound)
+                    return (0, bound, answered)
                 }
             }
         }
@@ -295,14 +378,15 @@ public final class Agent {
             switch readNDEF(uid, memory: memory, now: now, facts: &facts) {
             case let .reading(r): readings.append(r)
             case .noNDEF: break
-            case .failed: return (0, bound)
+            case .failed: return (0, bound, answered)
             }
         }
         for r in readings { writer.add(r) }
         counters.readings += readings.count
         evaluate(applicable, facts, now: now)
         performQueuedWrites(uid, memory: memory)
-        return (readings.count, bound)
+        seenNow()
+        return (readings.count, bound, true)
     }
 
     private enum NDEFOutcome {
@@ -477,19 +561,18 @@ public enum PollCost {
             + answered * min(tags, 16) + empty * max(0, 16 - tags)
     }
 
-    /// Addressed Read Multiple Blocks of a range, in chunks of the chip's and the frame's maximum.
+    /// Addressed reads of a range as the client makes them (the client's own planner: chunks, 1- or 2-byte
+    /// block numbers, the extended commands), each frame sized by encoding it.
     public static func read(_ r: PlanRead, memory: TagMemory, limits: ReaderLimits, flags: RequestFlags) -> AirTime {
         let perBlock = memory.blockSize + (r.security ? 1 : 0)
-        let chunk = max(1, min(memory.maxBlocksPerRead, (limits.maxResponseBytes - 1) / perBlock, 256))
-        var left = r.count
         var total = AirTime.zero
-        let wide = memory.addressing != .plain
-        while left > 0 {
-            let n = min(chunk, left)
-            // flags, command, UID (8), block (1 or 2), count (0 or 1 or 2), CRC (2)
-            let request = 1 + 1 + 8 + (wide ? 2 : 1) + (n == 1 ? 0 : (wide ? 2 : 1)) + 2
-            total = total + exchange(request: request, response: 1 + n * perBlock + 2, flags: flags)
-            left -= n
+        let someUID = UID(manufacturer: ManufacturerCode(0), serial: 0)   // every UID is 8 bytes on air
+        for step in ISO15693Client.readSteps(memory, first: r.first, count: r.count, security: r.security, limits: limits) {
+            var f = flags.union(.address)
+            if r.security { f.insert(.option) }
+            if step.protocolExtension { f.insert(.protocolExtension) }
+            let request = ((try? Request(step.command, flags: f, addressing: .addressed(someUID)).encode().count) ?? 12) + 2
+            total = total + exchange(request: request, response: 1 + step.count * perBlock + 2, flags: flags)
         }
         return total
     }

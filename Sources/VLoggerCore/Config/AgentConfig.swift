@@ -108,9 +108,10 @@ public struct PollingOverrides: Equatable, Sendable {
     public var departureCycles: Int?
     public var retries: Int?
     public var readAttempts: Int?
+    public var stayQuiet: Bool?
     public init() {}
 
-    static let keys = ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts"]
+    static let keys = ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts", "stay-quiet"]
 
     func apply(to c: inout AgentConfig) {
         if let intervalMs { c.intervalMs = intervalMs }
@@ -120,6 +121,7 @@ public struct PollingOverrides: Equatable, Sendable {
         if let departureCycles { c.departureCycles = departureCycles }
         if let retries { c.retries = retries }
         if let readAttempts { c.readAttempts = readAttempts }
+        if let stayQuiet { c.stayQuiet = stayQuiet }
     }
 
     static func read(_ s: Section, _ r: ConfigReader) -> PollingOverrides {
@@ -137,6 +139,7 @@ public struct PollingOverrides: Equatable, Sendable {
         o.departureCycles = s.integer("departure-cycles", in: 1...1000).map(Int.init)
         o.retries = s.integer("retries", in: 0...10).map(Int.init)
         o.readAttempts = s.integer("read-attempts", in: 1...10).map(Int.init)
+        o.stayQuiet = s.bool("stay-quiet")
         return o
     }
 }
@@ -182,6 +185,9 @@ public struct AgentConfig: Sendable {
     public var departureCycles = 3
     public var retries = 2
     public var readAttempts = 2
+    /// Known tags with reads are sent Stay Quiet: their addressed reads are their presence check and the
+    /// inventory looks only for newcomers (one slot first).
+    public var stayQuiet = true
     public var plans: [ReadPlan] = []
     public var rulesFile: String?
     public var registerFile: String?
