@@ -71,6 +71,8 @@ let package = Package(
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
         .executableTarget(name: "store-bench", dependencies: ["VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
                          path: "bench/StoreBench"),
+        // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
+        .executableTarget(name: "air-bench", dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "ISO15693"], path: "bench/AirBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),

@@ -79,3 +79,20 @@ import TagSimulator
         #expect([Logger.Level.critical, .error, .warning, .notice, .info, .debug].map(JournalLogHandler.prefix) == ["<2>critical", "<3>error", "<4>warning", "<5>notice", "<6>info", "<7>debug"])
     }
 }
+
+/// The inventory's ideal against the worked numbers of iso15693-facts.md §1.7 (derived from ISO/IEC 15693-2/-3
+/// timing: one-slot exchange with one answer 6180.5 µs; 16-slot round with k tags alone T16(k): 0 → 9.78 ms,
+/// 2 → 17.94, 8 → 42.44, 16 → 75.10).
+@Suite struct InventoryIdealTests {
+    @Test func idealIsTheLesserOfOneSlotEachAndFull16SlotRounds() {
+        let f: RequestFlags = [.highDataRate]
+        func ms(_ n: Int) -> Double { (PollCost.inventory(tags: n, flags: f).milliseconds * 100).rounded() / 100 }
+        #expect(ms(1) == 6.18)
+        #expect(ms(2) == 12.36)           // two one-slot exchanges beat a 16-slot round (17.94)
+        #expect(ms(8) == 42.44)           // T16(8) beats 8 × 6.18
+        #expect(ms(16) == 75.10)
+        #expect(ms(50) == 243.24 || ms(50) == 243.25)   // 3 × T16(16) + T16(2), each rounded from ticks
+        // More than 16 tags are never cheaper than one full round per 16 (the old bound stopped at 16 answers).
+        #expect(abs(ms(200) - (12 * 75.10 + 42.44)) < 0.02, "\(ms(200))")
+    }
+}

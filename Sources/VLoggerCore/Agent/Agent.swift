@@ -544,21 +544,21 @@ public enum PollCost {
         AirTiming.readerFrame(bytes: request, coding: coding) + AirTiming.t1 + AirTiming.tagFrame(bytes: response, flags: flags) + AirTiming.t2
     }
 
-    /// One round: 1 slot for one tag (nothing for none but the request and an empty slot), else 16 slots.
+    /// The least air time in which an inventory can find `tags` tags: the lesser of one one-slot inventory per
+    /// tag and ⌈tags/16⌉ 16-slot rounds with every tag alone in its slot (no anti-collision algorithm does
+    /// better on this timing); for none, a one-slot request and its empty slot.
     public static func inventory(tags: Int, flags: RequestFlags, slotMarkers: Bool = true) -> AirTime {
         // Inventory request: flags, command, mask length, CRC = 5 bytes; answer: flags, DSFID, UID, CRC = 12.
-        if !slotMarkers && tags > 1 {
-            // One-slot requests only (PC/SC): at best one answered request per tag, each with a mask byte.
-            return exchange(request: 7, response: 12, flags: flags) * tags
-        }
-        if tags <= 1 {
-            return tags == 0 ? AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.emptySlot(flags)
-                : exchange(request: 5, response: 12, flags: flags)
-        }
-        let answered = exchange(request: 5, response: 12, flags: flags) - AirTiming.readerFrame(bytes: 5, coding: .oneOfFour)
+        let request = AirTiming.readerFrame(bytes: 5, coding: .oneOfFour)
+        if tags <= 0 { return request + AirTiming.emptySlot(flags) }
+        let oneSlotEach = exchange(request: 5, response: 12, flags: flags) * tags
+        // One-slot requests only (PC/SC): at best one answered request per tag.
+        guard slotMarkers, tags > 1 else { return oneSlotEach }
+        let answered = exchange(request: 5, response: 12, flags: flags) - request
         let empty = AirTiming.emptySlot(flags)
-        return AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.readerEOF * 15
-            + answered * min(tags, 16) + empty * max(0, 16 - tags)
+        func round(_ k: Int) -> AirTime { request + AirTiming.readerEOF * 15 + answered * k + empty * (16 - k) }
+        let rounds = round(16) * (tags / 16) + (tags % 16 == 0 ? .zero : round(tags % 16))
+        return min(oneSlotEach, rounds)
     }
 
     /// Addressed reads of a range as the client makes them (the client's own planner: chunks, 1- or 2-byte

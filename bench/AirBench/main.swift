@@ -1,0 +1,104 @@
+import Foundation
+import ISO15693
+import Readers
+import TagSimulator
+import VLoggerCore
+import VLoggerStore
+
+// Air-time benchmark on the simulator's air-time model (ISO/IEC 15693-2/-3 timing: iso15693-facts.md §1.4–1.7).
+// The figures are deterministic for a given field and seed, not machine noise.
+//
+//   swift run -c release air-bench [seeds]
+//
+// 1. The demo poll cycle (Config/demo-field, Config/vlogger.toml's plans and rules): the first cycle, the
+//    steady cycle (median of 20) with Stay Quiet and without, and the air time of the reads alone.
+// 2. Inventory of N tags (`vlogger scan`: one-slot probe, then 16-slot rounds) for N = 1…200, SLIX2 tags
+//    with random UIDs (median over the seeds) and with consecutive serial numbers (a reel of labels),
+//    against the ideal: the lesser of N one-slot inventories and ⌈N/16⌉ 16-slot rounds with every tag
+//    alone in its slot.
+
+let seeds = CommandLine.arguments.count > 1 ? max(1, Int(CommandLine.arguments[1]) ?? 25) : 25
+let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+let flags: RequestFlags = [.highDataRate]
+
+func ms(_ t: AirTime) -> String { String(format: "%.2f", t.milliseconds) }
+func median(_ v: [AirTime]) -> AirTime { v.sorted()[v.count / 2] }
+func medianD(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+
+func demoCycle(stayQuiet: Bool) throws -> (first: AirTime, steady: AirTime, reads: AirTime, inventory: AirTime, exchanges: Int, tags: Int) {
+    let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("air-bench-\(getpid())")
+    try? FileManager.default.removeItem(at: tmp)
+    try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: tmp) }
+    try FileManager.default.copyItem(at: root.appendingPathComponent("Config/demo-field"), to: tmp.appendingPathComponent("field"))
+    let folder = try FieldFolder(url: tmp.appendingPathComponent("field"))
+    let session = try ReaderSession.simulated(field: folder.field)
+    var config = try AgentConfig.load(root.appendingPathComponent("Config/vlogger.toml").path)
+    config.stayQuiet = stayQuiet
+    let rules = try RuleSet.load(config.rulesFile ?? root.appendingPathComponent("Config/rules.toml").path)
+    let store = try Store(path: tmp.appendingPathComponent("bench.db").path)
+    defer { store.close() }
+    try store.registerFields(config.fieldInfos)
+    let agent = Agent(config: config, reader: config.readers[0], rules: rules, register: nil, session: session,
+                      writer: StoreWriter(store: store, batchSize: 10_000, flushIntervalMs: 3_600_000), clock: SimulatedClock(start: 1_763_800_000_000))
+    let first = agent.cycle()
+    var steady: [CycleReport] = []
+    for _ in 0..<20 { steady.append(agent.cycle()) }
+    let m = steady.sorted { $0.airTime < $1.airTime }[steady.count / 2]
+    // The steady cycle's inventory finds no newcomer: its bound is a one-slot request and an empty slot.
+    let inventory = PollCost.inventory(tags: stayQuiet ? 0 : m.tags.count, flags: flags)
+    return (first.airTime, m.airTime, m.lowerBound - inventory, inventory, m.exchanges, m.tags.count)
+}
+
+struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func inventory(of uids: [UID]) throws -> (AirTime, Int, Bool) {
+    let field = SimulatedField()
+    for u in uids { field.add(SimulatedTag(image: TagImage.blank(profile: .icodeSLIX2, uid: u))) }
+    let session = try ReaderSession.simulated(field: field)
+    let before = session.reader.airTime
+    let found = try session.client.inventory(oneSlotFirst: true)
+    return (session.reader.airTime - before, session.client.exchanges, Set(found.map(\.uid)) == Set(uids))
+}
+
+do {
+    print("Demo poll cycle (Config/demo-field, 8 tags; air time per cycle)")
+    let q = try demoCycle(stayQuiet: true), plain = try demoCycle(stayQuiet: false)
+    print("  stay-quiet = true:  first cycle \(ms(q.first)) ms; steady (median of 20) \(ms(q.steady)) ms in \(q.exchanges) exchanges, \(q.tags) tags;"
+          + " reads alone \(ms(q.reads)) ms; steady − reads = \(ms(q.steady - q.reads)) ms (goal ≤ 10 ms)")
+    print("  stay-quiet = false: steady (median of 20) \(ms(plain.steady)) ms in \(plain.exchanges) exchanges; its bound \(ms(plain.reads + plain.inventory)) ms;"
+          + " Stay Quiet saves \(String(format: "%.2f", plain.steady.milliseconds / q.steady.milliseconds))×")
+    print("")
+    print("Inventory of N SLIX2 tags (one-slot probe, then 16-slot rounds); ideal = min(N one-slot, ⌈N/16⌉ full 16-slot rounds)")
+    print("      N   ideal ms   random UIDs: median ms  ratio (min–max over \(seeds) seeds)   consecutive serials: ms  ratio")
+    for n in [1, 2, 5, 16, 50, 100, 200] {
+        let ideal = PollCost.inventory(tags: n, flags: flags)
+        var times: [AirTime] = [], ratios: [Double] = []
+        for s in 0..<seeds {
+            var rng = SplitMix(state: UInt64(s) &* 7919 &+ UInt64(n))
+            var set = Set<UID>()
+            while set.count < n { set.insert(UID(manufacturer: .nxp, serial: 0x0108_0000_0000 | (rng.next() & 0xFF_FFFF_FFFF))) }
+            let (t, _, all) = try inventory(of: Array(set))
+            guard all else { print("  N = \(n), seed \(s): not every tag found"); exit(1) }
+            times.append(t)
+            ratios.append(t.milliseconds / ideal.milliseconds)
+        }
+        let serials = (0..<n).map { UID(manufacturer: .nxp, serial: 0x0108_1234_5000 + UInt64($0)) }
+        let (ts, _, all) = try inventory(of: serials)
+        guard all else { print("  N = \(n), consecutive: not every tag found"); exit(1) }
+        print(String(format: "  %5d  %9.2f   %22.2f  %5.2f (%.2f–%.2f)                  %10.2f  %5.2f", n, ideal.milliseconds,
+                     median(times).milliseconds, medianD(ratios), ratios.min() ?? 0, ratios.max() ?? 0, ts.milliseconds, ts.milliseconds / ideal.milliseconds))
+    }
+} catch {
+    print("air-bench: \(error)")
+    exit(1)
+}
