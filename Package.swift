@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),
         .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerStore", "ISO15693"]),
-        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", "VLoggerStore", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", "VLoggerStore", "Type5NDEF", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "VLoggerServiceTests", dependencies: ["VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "ISO15693",
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),

@@ -4,6 +4,7 @@ import ISO15693
 import Readers
 import TagSimulator
 import Testing
+import Type5NDEF
 @testable import VLoggerCore
 
 /// The agent against simulated fields, with a simulated clock (no real sleeping).
@@ -151,6 +152,13 @@ func scratchPath(_ name: String) -> String {
         #expect(try r.store.events(kind: .error).map(\.name) == ["ndef-not-formatted"])
         #expect(r.agent.counters.violations == 0)
         #expect(try r.store.fields().map(\.name) == ["ndef", "ndef_text", "ndef_uri"])
+        // The decoded fields are kept while the message bytes stay the same; a new message decodes anew.
+        let pallet = try UID(parsing: "E004010812345601")
+        _ = try r.agent.session.client.writeNDEF(pallet, message: NDEFMessage.encode([NDEFRecord.text("pallet moved")]))
+        r.agent.cycle()
+        r.agent.writer.commitNow()
+        let last = try #require(try r.store.readings(uid: pallet).last?.decoded)
+        #expect(last.contains("\"ndef_text\":\"pallet moved\"") && !last.contains("vlogger demo"), "\(last)")
     }
 
     /// A reader that is "unplugged" for its first `downFor` exchanges (a device error, as a PC/SC reader

@@ -69,6 +69,8 @@ public final class Agent {
     private var work: [UID: TagWork] = [:]
     /// The NDEF problem each tag has now (not formatted, malformed), so it is reported once.
     private var ndefProblems: [UID: String] = [:]
+    /// Each NDEF tag's last message bytes and the fields they decoded to.
+    private var ndefDecoded: [UID: (bytes: [UInt8], decoded: [(name: String, value: FieldValue)])] = [:]
 
     private struct TagWork {
         var plan: ReadPlan?
@@ -265,6 +267,7 @@ public final class Agent {
                 present[uid] = nil
                 violating[uid] = nil
                 quieted.remove(uid)
+                ndefDecoded[uid] = nil
                 counters.departures += 1
                 event(.departure, uid: uid, name: "departure", severity: .info,
                       detail: "\(uid) not seen for \(config.departureCycles) cycle\(config.departureCycles == 1 ? "" : "s")")
@@ -411,13 +414,22 @@ public final class Agent {
                     ndefProblem(uid, "ndef-not-formatted", state.reason ?? "no capability container")
                     return .noNDEF
                 }
-                let records: [NDEFRecord]
-                do { records = try state.records() } catch {
-                    ndefProblem(uid, "ndef-malformed", "\(error)")
-                    return .noNDEF
+                // The message rarely changes: the same bytes as last cycle decode to the same fields (the JSON
+                // of the records was most of a cycle's CPU).
+                let decoded: [(name: String, value: FieldValue)]
+                if let cached = ndefDecoded[uid], cached.bytes == state.memoryRead {
+                    decoded = cached.decoded
+                } else {
+                    let records: [NDEFRecord]
+                    do { records = try state.records() } catch {
+                        ndefDecoded[uid] = nil
+                        ndefProblem(uid, "ndef-malformed", "\(error)")
+                        return .noNDEF
+                    }
+                    decoded = NDEFFields.decode(records)
+                    ndefDecoded[uid] = (state.memoryRead, decoded)
                 }
                 ndefProblems[uid] = nil
-                let decoded = NDEFFields.decode(records)
                 for d in decoded { facts.fields[d.name] = d.value }
                 let bs = memory.blockSize
                 return .reading(Reading(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, first: 0, count: state.memoryRead.count / bs,
