@@ -121,7 +121,12 @@ struct Run: AsyncParsableCommand {
         var out = [line(total)]
         for (id, c) in s.readers {
             if s.readers.count > 1 { out.append("reader \(id): " + line(c)) }
-            out.append("\(s.readers.count > 1 ? "reader \(id): " : "")air time per cycle: median \(String(format: "%.2f", median(c.cycleAirTime.map(\.microseconds)) / 1000)) ms, lower bound for the same reads \(String(format: "%.2f", median(c.cycleLowerBound.map(\.microseconds)) / 1000)) ms; \(c.exchanges) exchanges")
+            // The median cycle's own bound, and the median of each cycle's air time over its own bound (not
+            // two medians of different cycles).
+            let pairs = zip(c.cycleAirTime, c.cycleLowerBound).map { ($0.microseconds, $1.microseconds) }.sorted { $0.0 < $1.0 }
+            let mid = pairs.isEmpty ? (0, 0) : pairs[pairs.count / 2]
+            let ratio = median(pairs.filter { $0.1 > 0 }.map { $0.0 / $0.1 })
+            out.append("\(s.readers.count > 1 ? "reader \(id): " : "")air time per cycle: median \(String(format: "%.2f", mid.0 / 1000)) ms, lower bound for that cycle's reads \(String(format: "%.2f", mid.1 / 1000)) ms; median ratio per cycle \(String(format: "%.2f", ratio)); \(c.exchanges) exchanges")
         }
         out.append("store \(s.storePath): \(s.store.committedReadings) readings and \(s.store.committedEvents) events committed in \(s.store.commits) batches"
                    + (s.store.droppedReadings > 0 ? ", \(s.store.droppedReadings) readings dropped (queue limit)" : ""))
