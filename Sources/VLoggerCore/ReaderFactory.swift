@@ -35,6 +35,13 @@ public final class ReaderSession {
     /// A session over a reader made elsewhere (tests), field already on.
     public convenience init(reader: TagReader) { self.init(OpenedReader(reader: reader)) }
 
+    /// Opens a configured reader (`[[reader]]`), with a simulated reader's frame limit when it gives one.
+    public static func open(_ rc: ReaderConfig) throws -> ReaderSession {
+        let session = try open(kind: rc.driver, field: rc.field, device: rc.device)
+        if let n = rc.maxResponseBytes, let sim = session.reader as? SimulatorReader { sim.limits.maxResponseBytes = n }
+        return session
+    }
+
     /// Opens a reader of the driver `kind` and switches its field on.
     public static func open(kind: ReaderKind, field: String?, device: String?) throws -> ReaderSession {
         do { return ReaderSession(try kind.driver.open(field: field, device: device)) } catch let e as ReaderError {

@@ -87,7 +87,7 @@ public final class Gateway: @unchecked Sendable {
         clock = shared ?? SystemClock()
         for rc in config.readers {
             let session: ReaderSession
-            do { session = try ReaderSession.open(kind: rc.driver, field: rc.field, device: rc.device) } catch {
+            do { session = try ReaderSession.open(rc) } catch {
                 throw VLoggerError(config.readers.count == 1 ? "\(error)" : "reader \(rc.id): \(error)")
             }
             let clock: AgentClock = shared ?? (options.fastClock ? SimulatedClock() as AgentClock : SystemClock())

@@ -63,7 +63,7 @@ struct AuditRun: ParsableCommand {
             guard !configs.isEmpty else {
                 throw VLoggerError("no reader at location '\(loc)'; readers: \(config.readers.map { "\($0.id) (\(Auditor.location(of: $0)))" }.joined(separator: ", "))")
             }
-            let readers = try configs.map { AuditReader(config: $0, session: try ReaderSession.open(kind: $0.driver, field: $0.field, device: $0.device)) }
+            let readers = try configs.map { AuditReader(config: $0, session: try ReaderSession.open($0)) }
             let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
             var record = Auditor.run(location: loc, readers: readers, register: register, lastSeen: lastSeen, gateway: config.gatewayID,
                                      settings: settings, clock: clock)

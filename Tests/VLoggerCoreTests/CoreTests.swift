@@ -96,3 +96,41 @@ import TagSimulator
         #expect(abs(ms(200) - (12 * 75.10 + 42.44)) < 0.02, "\(ms(200))")
     }
 }
+
+/// A simulated reader stands for a reader with its own frame limit (`[[reader]] max-response`). ST25DV64K:
+/// 2048 blocks of 4 bytes, at most 256 blocks per Read Multiple Blocks (the chip profile, from ST's datasheet).
+@Suite struct ReaderFrameLimitTests {
+    @Test func aWholeST25DV64KIsEightReadsWhenTheReaderTakesTheChipsMaximum() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = """
+        [[reader]]
+        id = "bench"
+        field = "\(root.path)/Config/demo-field"
+        max-response = 1100
+
+        [[reader]]
+        id = "plain"
+        field = "\(root.path)/Config/demo-field-dock"
+        """
+        let c = try AgentConfig.parse(text, file: "t.toml")
+        #expect(c.readers.map(\.maxResponseBytes) == [1100, nil])
+        let session = try ReaderSession.open(c.readers[0])
+        #expect(session.reader.limits.maxResponseBytes == 1100)
+        let uid = try UID(parsing: "E002260000C0FFEE")
+        let m = try session.client.memory(of: uid)
+        #expect(m.blockCount == 2048 && m.blockSize == 4)
+        // 256 bytes (the simulator's default): 63 blocks a read, 34 reads; 1100 bytes: the chip's 256, 8 reads.
+        #expect(ISO15693Client.readSteps(m, first: 0, count: 2048, security: false, limits: ReaderLimits()).count == 34)   // 2048 / 63, split at block 255 too
+        let steps = ISO15693Client.readSteps(m, first: 0, count: 2048, security: false, limits: session.reader.limits)
+        #expect(steps.count == 8 && steps.allSatisfy { $0.count == 256 })
+        let before = session.client.exchanges
+        #expect(try session.client.readBlocks(uid, first: 0, count: 2048).count == 2048)
+        #expect(session.client.exchanges - before == 8)
+        do {
+            _ = try AgentConfig.parse("[[reader]]\nid = \"x\"\ndriver = \"pcsc\"\nmax-response = 300\n", file: "t.toml")
+            Issue.record("max-response accepted for pcsc")
+        } catch {
+            #expect("\(error)".contains("max-response is for a simulated reader"))
+        }
+    }
+}

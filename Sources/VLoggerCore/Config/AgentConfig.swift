@@ -156,6 +156,9 @@ public struct ReaderConfig: Equatable, Sendable {
     public var device: String?
     /// Where the reader is (a dock door, a line station); audits are per location.
     public var location: String?
+    /// A simulated reader's largest response frame (bytes, without CRC): the reader it stands for. Hardware
+    /// drivers have their own (PC/SC pseudo-APDUs: 236).
+    public var maxResponseBytes: Int?
     public var polling = PollingOverrides()
     public var line = 0
 
@@ -365,7 +368,7 @@ public struct AgentConfig: Sendable {
         return c
     }
 
-    static let readerKeys = ["id", "driver", "field", "device", "location"] + PollingOverrides.keys
+    static let readerKeys = ["id", "driver", "field", "device", "location", "max-response"] + PollingOverrides.keys
 
     /// `[reader]` (one reader, id "reader") or `[[reader]]` tables (each with its own id).
     static func readReaders(_ top: Section, _ r: ConfigReader, _ c: AgentConfig) -> [ReaderConfig] {
@@ -395,6 +398,10 @@ public struct AgentConfig: Sendable {
             let simulates = rc.driver.driver.capabilities.contains(.simulatedField)
             if !simulates, let n = s.node("field") { r.issue(n.line, "\(s.name).field is for a simulated reader (driver = \"sim\") only") }
             if simulates, let n = s.node("device") { r.issue(n.line, "\(s.name).device is for hardware readers; a simulated reader takes 'field'") }
+            rc.maxResponseBytes = s.integer("max-response", in: 16...8192).map(Int.init)
+            if !simulates, let n = s.node("max-response") {
+                r.issue(n.line, "\(s.name).max-response is for a simulated reader (it models the reader it stands for); a hardware driver knows its own frame limit")
+            }
             rc.polling = PollingOverrides.read(s, r)
             if let other = out.first(where: { $0.id == rc.id }) {
                 r.issue(s.line, "\(s.name): reader id '\(rc.id)' is used twice (first at line \(other.line))")
