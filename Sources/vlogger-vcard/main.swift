@@ -239,8 +239,12 @@ enum Action { case answer([UInt8]), drop }
             guard let uid = presented() else { return .drop }
             return .answer(PCSC.atr(cardName: PCSC.cardName(for: uid.manufacturer)))
         case 0x00, 0x01, 0x02:
+            // vpcd's power off / on / reset: a contactless reader switches its RF field, and the tags on it
+            // lose their state (Quiet, Selected) and power up in Ready.
             sessionOpen = false
             iso15693 = false
+            try? sim.fieldOff()
+            if msg[0] != 0x00 { try? sim.fieldOn() }
             return nil
         default:
             return nil
@@ -281,5 +285,8 @@ while true {
         if dropped { break }
     }
     log("card removed")
+    // Off the reader, the tags have no power: back on it, they start in Ready.
+    try? sim.fieldOff()
+    defer { try? sim.fieldOn() }
     if dropped { usleep(useconds_t(options.awayMs) * 1000) } else { usleep(200_000) }
 }

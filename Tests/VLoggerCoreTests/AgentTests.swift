@@ -314,6 +314,22 @@ func scratchPath(_ name: String) -> String {
         #expect(r.field.tag(cage)?.state == .quiet && r.agent.quietHolds)
     }
 
+    @Test func aQuietTagNotHeardUntilItsDepartureIsToldToBeReadyAndFoundAgain() throws {
+        // Still powered (at the edge of the field) but its answers lost for two cycles (departure-cycles = 2;
+        // 2 read attempts × 3 tries each per cycle = 12 lost answers): it departs, and without a Reset to Ready
+        // it would stay quiet, and so invisible to every inventory, until it lost power.
+        let r = try rig(config: Self.everyTagConfig, rules: "") { $0.uid.description == "E008010000004212" }
+        let cage = try UID(parsing: "E008010000004212")
+        r.agent.cycle()
+        r.field.inject(.noResponse(uid: cage, count: 12))
+        r.agent.cycle()
+        r.agent.cycle()
+        #expect(r.agent.counters.departures == 1 && r.agent.counters.errorTotal == 0)
+        #expect(r.field.tag(cage)?.state == .ready)
+        let back = r.agent.cycle()
+        #expect(back.tags == [cage] && r.agent.counters.arrivals == 2 && r.field.tag(cage)?.state == .quiet)
+    }
+
     @Test func aReaderThatResetsTheFieldBetweenCommandsGetsAnInventoryEveryCycle() throws {
         // A PC/SC-style reader that switches its field off and on around every command: tags never stay quiet.
         let r = try rig(config: Self.everyTagConfig, rules: "")

@@ -266,7 +266,9 @@ public final class Agent {
             if missed + 1 >= config.departureCycles {
                 present[uid] = nil
                 violating[uid] = nil
-                quieted.remove(uid)
+                // A quiet tag that is still powered but was not heard (at the edge of the field) would stay
+                // quiet, and so invisible to the inventory, until it loses power: tell it to be Ready.
+                if quieted.remove(uid) != nil { try? client.resetToReady(uid) }
                 ndefDecoded[uid] = nil
                 counters.departures += 1
                 event(.departure, uid: uid, name: "departure", severity: .info,
