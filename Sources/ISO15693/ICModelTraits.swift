@@ -33,6 +33,16 @@ extension ICModel {
         }
     }
 
+    /// ST's fast reads 0xC0/0xC3 (0xC4/0xC5 above block 255): "custom fast read access up to 53 kbit/s"
+    /// (ST25DV, ST25DV-KC, ST25TV16K/64K datasheets); M24LR64-R/-E-R "support the 53 kbit/s data rate with
+    /// Fast commands" (datasheets).
+    public var hasSTFastReads: Bool {
+        switch self {
+        case .st25dv04k, .st25dv16k, .st25dv64k, .st25dv16kOr64k, .st25dvKC, .st25tv16k64k, .m24lr64: return true
+        default: return false
+        }
+    }
+
     /// Chips with more than 256 blocks reached through the extended commands 0x30–0x3C.
     public var usesExtendedCommands: Bool {
         switch self {

@@ -88,7 +88,7 @@ public struct Response: Hashable, Sendable {
         }
     }
 
-    private static func decodeBlocks(_ r: inout Reader, first: BlockNumber, count: Int, option: Bool,
+    static func decodeBlocks(_ r: inout Reader, first: BlockNumber, count: Int, option: Bool,
                                      blockSize: Int?, name: String) throws(FrameError) -> [BlockRead] {
         let total = r.remaining
         let per = option ? 1 : 0

@@ -52,6 +52,8 @@ public struct TagMemory: Sendable, Equatable {
     public var maxBlocksPerRead: Int
     public var maxBlocksPerWrite: Int?
     public var writeNeedsOption: Bool
+    /// The chip has ST's fast reads (by its IC model).
+    public var stFastReads: Bool { model?.hasSTFastReads == true }
 }
 
 /// A tag found by inventory.
@@ -77,6 +79,9 @@ public final class ISO15693Client {
     /// Extra attempts after a timeout or a garbled answer.
     public var retries: Int
     private var memoryCache: [UID: TagMemory] = [:]
+    /// Use ST's fast reads where the chip has them and the reader hears them (default on).
+    public var useFastReads = true
+    private var fastRefused = Set<UID>()
     public private(set) var exchanges = 0
 
     /// How commands to one tag are addressed: with its UID (default), to the selected tag (after
@@ -309,8 +314,13 @@ public final class ISO15693Client {
     }
 
     /// Forgets cached layouts (all, or one tag's).
+    /// Whether reads of this tag use ST's fast reads.
+    public func fastReads(_ uid: UID, _ m: TagMemory) -> Bool {
+        useFastReads && m.stFastReads && reader.receivesFastResponses && !fastRefused.contains(uid)
+    }
+
     public func forget(_ uid: UID? = nil) {
-        if let uid { memoryCache[uid] = nil } else { memoryCache.removeAll() }
+        if let uid { memoryCache[uid] = nil; fastRefused.remove(uid) } else { memoryCache.removeAll(); fastRefused.removeAll() }
     }
 
     public func extendedSystemInformation(_ uid: UID) throws(ClientError) -> SystemInformation {
@@ -372,16 +382,25 @@ public final class ISO15693Client {
         public let command: Command
         /// Sent with the Protocol Extension flag (2-byte block numbers on chips that use it).
         public let protocolExtension: Bool
+        /// One of ST's fast reads: the answer comes at twice the data rate.
+        public var fast = false
     }
 
     /// The next exchange of a read from block `next` (of `end`), at most `chunk` blocks: the one planner that
     /// both `readBlocks` and the air-time model (`PollCost`) use.
-    public static func readStep(_ m: TagMemory, next: Int, end: Int, chunk: Int) -> ReadStep {
+    public static func readStep(_ m: TagMemory, next: Int, end: Int, chunk: Int, fast: Bool = false) -> ReadStep {
         var n = max(1, min(chunk, end - next))
         // Do not let a plain (1-byte) read run across block 255 into the extended range.
         if m.addressing == .extended && next <= 255 && next + n - 1 > 255 { n = 256 - next }
         let first = BlockNumber(exactly: next) ?? 0
         let wide = next + n - 1 > 255
+        if fast {
+            let layout: STFastRead.Layout = m.addressing == .protocolExtension ? .protocolExtension : (wide ? .extended : .plain)
+            var step = ReadStep(first: first, count: n, command: STFastRead.command(first: first, count: n, layout: layout),
+                                protocolExtension: layout == .protocolExtension)
+            step.fast = true
+            return step
+        }
         switch m.addressing {
         case .protocolExtension:
             return ReadStep(first: first, count: n, command: n == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: n), protocolExtension: true)
@@ -399,13 +418,13 @@ public final class ISO15693Client {
     }
 
     /// The exchanges `readBlocks` makes for a range when no answer is refused.
-    public static func readSteps(_ m: TagMemory, first: BlockNumber, count: Int, security: Bool, limits: ReaderLimits) -> [ReadStep] {
+    public static func readSteps(_ m: TagMemory, first: BlockNumber, count: Int, security: Bool, limits: ReaderLimits, fast: Bool = false) -> [ReadStep] {
         let chunk = readChunk(m, security: security, limits: limits)
         var out: [ReadStep] = []
         var next = first.int
         let end = first.int + count
         while next < end {
-            let step = readStep(m, next: next, end: end, chunk: chunk)
+            let step = readStep(m, next: next, end: end, chunk: chunk, fast: fast)
             out.append(step)
             next += step.count
         }
@@ -423,16 +442,29 @@ public final class ISO15693Client {
         var next = first.int
         let end = first.int + count
         while next < end {
-            let step = Self.readStep(m, next: next, end: end, chunk: chunk)
+            let step = Self.readStep(m, next: next, end: end, chunk: chunk, fast: fastReads(uid, m))
             let (n, command, ext) = (step.count, step.command, step.protocolExtension)
             do throws(ClientError) {
                 let r = try send(request(command, uid, option: security, protocolExtension: ext), blockSize: m.blockSize)
-                guard case let .blocks(blocks) = r.body, blocks.count == n else {
-                    throw ClientError.invalid("\(command.code.name): expected \(n) blocks")
+                var got: [BlockRead] = []
+                switch r.body {
+                case let .blocks(b): got = b
+                case let .data(body) where step.fast:
+                    do { got = try Response.blocks(body, first: step.first, count: n, option: security, blockSize: m.blockSize, name: "Fast Read") } catch {
+                        throw ClientError.malformed(error, command: "Fast Read")
+                    }
+                default: break
                 }
-                out += blocks
+                guard got.count == n else { throw ClientError.invalid("\(command.code.name): expected \(n) blocks") }
+                out += got
                 next += n
             } catch {
+                // A tag that refuses the fast read (not the chip its UID says, or a variant without it): plain
+                // reads from now on for this tag.
+                if step.fast, case let .tag(code, _) = error, [.commandNotSupported, .commandNotRecognized, .optionNotSupported].contains(code) {
+                    fastRefused.insert(uid)
+                    continue
+                }
                 // A chip that refuses long reads: halve the chunk and go on (not for a missing block).
                 if case let .tag(code, _) = error, code != .blockNotAvailable, n > 1 {
                     chunk = max(1, n / 2)

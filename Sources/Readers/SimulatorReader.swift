@@ -18,6 +18,9 @@ public final class SimulatorReader: TagReader {
         self.limits = limits
     }
 
+    /// The simulated receiver hears double-rate answers (the field charges them at that rate).
+    public var receivesFastResponses: Bool { true }
+
     public func fieldOn() throws(ReaderError) { field.powerOn() }
     public func fieldOff() throws(ReaderError) { field.powerOff() }
 

@@ -99,8 +99,12 @@ public protocol TagReader: AnyObject {
     /// Whether `nextSlot` works. Readers that only send whole frames (PC/SC) say false, and inventory then
     /// uses one-slot requests with the mask grown bit by bit on collisions.
     var supportsSlotMarkers: Bool { get }
+    /// Whether the reader receives answers at twice the data rate (ST's fast reads). Readers whose receiver
+    /// is not switched for them (PC/SC transparent exchange here) say false, and the plain reads are used.
+    var receivesFastResponses: Bool { get }
 }
 
 extension TagReader {
     public var supportsSlotMarkers: Bool { true }
+    public var receivesFastResponses: Bool { false }
 }

@@ -32,6 +32,9 @@ public struct ChipProfile: Hashable, Sendable {
     public let blockOutOfRangeError: ISOErrorCode
     public let protocolExtensionError: ISOErrorCode
     public let sources: [String]
+    /// ST's fast reads (0xC0/0xC3, and 0xC4/0xC5 on chips with extended commands), answered at twice the
+    /// data rate (`STFastRead`).
+    public var fastReads = false
 
     public struct SystemInfoFields: Hashable, Sendable {
         public let dsfid: Bool, afi: Bool, memorySize: Bool, icReference: Bool
@@ -82,7 +85,8 @@ public struct ChipProfile: Hashable, Sendable {
             "Extended commands 0x30–0x34, 0x3B, 0x3C for blocks > 255: RFAL rfal_st25xv / facts §2.2",
             "Write Multiple Blocks ≤ 4 blocks; 'From RF: typical 5 ms for 1 block': ST25DV datasheet, ST forum (facts §2.1)",
             "Read Multiple: 8-bit count, ≤ 256 blocks (facts §2.1)",
-        ])
+            "Fast reads 0xC0/0xC3/0xC4/0xC5 at 53 kbit/s: ST25DV datasheet feature list, RFAL rfal_st25xv.c (issue 14 research notes)",
+        ], fastReads: true)
 
     /// TI Tag-it HF-I Plus: 64 × 4-byte blocks; writes and locks need the Option flag (the tag waits for
     /// the reader's EOF).
@@ -164,7 +168,8 @@ public struct ChipProfile: Hashable, Sendable {
             "2048 × 4 bytes; 'Protocol_extension_flag should be set to 1 … if 0, the M24LR64-R answers with an error code': M24LR64-R datasheet (facts §2.1)",
             "Write time 'Wt = t1nom + 18 × 302 µs': M24LR64-R / LRIS64K datasheets (facts §1.7 e)",
             "IC reference / UID byte 5 0x2C: UNVERIFIED; error code 0x0F for a missing Protocol Extension flag and 32-block reads: assumptions",
-        ])
+            "Fast reads 0xC0/0xC3 with 2-byte block numbers and the Protocol Extension flag at 53 kbit/s: M24LR64-R datasheet, RFAL rfal_st25xv.c",
+        ], fastReads: true)
 
     public static let all: [ChipProfile] = [icodeSLIX2, st25dv64k, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64]
 

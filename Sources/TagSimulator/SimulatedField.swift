@@ -165,7 +165,7 @@ public final class SimulatedField {
         }
         let frame = CRC16.appending(to: response.encode(extendedSystemInformation: extendedSI,
                                                         protocolExtension: flags.contains(.protocolExtension)))
-        return deliver(frame, from: tag, reader: readerTime, start: start, flags: flags)
+        return deliver(frame, from: tag, reader: readerTime, start: start, flags: flags, fast: STFastRead.isFastRead(request.command))
     }
 
     /// The reader's lone EOF that moves a 16-slot inventory to its next slot.
@@ -190,8 +190,8 @@ public final class SimulatedField {
         return deliver(frame, from: t, reader: reader, start: AirTiming.t1, flags: slotFlags)
     }
 
-    private func deliver(_ frame: [UInt8], from tag: SimulatedTag, reader: AirTime, start: AirTime, flags: RequestFlags) -> AirExchange {
-        let listen = start + AirTiming.tagFrame(bytes: frame.count, flags: flags)
+    private func deliver(_ frame: [UInt8], from tag: SimulatedTag, reader: AirTime, start: AirTime, flags: RequestFlags, fast: Bool = false) -> AirExchange {
+        let listen = start + (fast ? AirTiming.fastTagFrame(bytes: frame.count, flags: flags) : AirTiming.tagFrame(bytes: frame.count, flags: flags))
         if take(&noResponse, tag.uid) {
             return record(.silence, reader: reader, listen: start + AirTiming.tagSOF(flags), guardTime: false)
         }

@@ -173,6 +173,15 @@ public final class SimulatedTag {
         case let .getMultipleBlockSecurityStatus(f, n), let .extendedGetMultipleBlockSecurityStatus(f, n):
             guard inRange(f, n) else { return answer(.error(p.blockOutOfRangeError)) }
             return answer(.securityStatus((f.int..<(f.int + n)).map { image.locked[$0] ? .locked : [] }))
+        case .custom where p.fastReads && STFastRead.isFastRead(request.command):
+            // ST's fast reads: read like Read Multiple Blocks; the field charges the answer at twice the rate.
+            guard let (f, n) = STFastRead.range(of: request.command, protocolExtension: protoExt && !p.supportsExtendedCommands),
+                  let first = BlockNumber(exactly: f) else { return answer(.error(.commandNotRecognized)) }
+            if p.requiresProtocolExtension && !protoExt { return answer(.error(p.protocolExtensionError)) }
+            if case let .custom(code, _, _) = request.command, code >= STFastRead.extendedSingle, !p.supportsExtendedCommands { return unsupported() }
+            guard inRange(first, n) else { return answer(.error(p.blockOutOfRangeError)) }
+            guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
+            return answer(blocks(first, n))
         case .custom, .proprietary, .other:
             return unsupported()
         }

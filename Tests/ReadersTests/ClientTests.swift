@@ -121,3 +121,81 @@ import TagSimulator
         }
     }
 }
+
+/// ST's fast reads (0xC0/0xC3/0xC4/0xC5, IC manufacturer code 0x02): layouts from ST's RFAL
+/// (`rfal_st25xv.c`), the answer at twice the data rate ("for the Fast commands using one subcarrier, all pulse
+/// numbers and times are divided by 2", M24LR64-R datasheet §11–12).
+@Suite struct FastReadTests {
+    func session(_ tags: [SimulatedTag]) throws -> (SimulatedField, SimulatorReader, ISO15693Client) {
+        let field = SimulatedField(tags: tags)
+        let reader = SimulatorReader(field: field)
+        try reader.fieldOn()
+        return (field, reader, ISO15693Client(reader: reader))
+    }
+
+    @Test func framesAsRFALBuildsThem() throws {
+        let uid = try UID(parsing: "E002260000C0FFEE")
+        let c3 = Request(STFastRead.command(first: 0x10, count: 4, layout: .plain), flags: [.highDataRate, .address], addressing: .addressed(uid))
+        // flags, C3, manufacturer 02, UID LSB first, first block, count − 1.
+        #expect(try c3.encode() == [0x22, 0xC3, 0x02, 0xEE, 0xFF, 0xC0, 0x00, 0x00, 0x26, 0x02, 0xE0, 0x10, 0x03])
+        #expect(STFastRead.command(first: 0x100, count: 2, layout: .extended) == .custom(code: 0xC5, manufacturer: .stMicroelectronics, parameters: [0x00, 0x01, 0x01, 0x00]))
+        #expect(STFastRead.command(first: 0x7FF, count: 1, layout: .extended) == .custom(code: 0xC4, manufacturer: .stMicroelectronics, parameters: [0xFF, 0x07]))
+        #expect(STFastRead.command(first: 0x123, count: 32, layout: .protocolExtension) == .custom(code: 0xC3, manufacturer: .stMicroelectronics, parameters: [0x23, 0x01, 0x1F]))
+        // A fast answer of 7 bytes (flags, 4 data, CRC) at the high rate: SOF + 7 bytes + EOF = 8 × 2048/fc
+        // (≈ 1208 µs), half the 8 × 4096/fc (≈ 2417 µs) of the ISO rate.
+        #expect(AirTiming.fastTagFrame(bytes: 7, flags: [.highDataRate]).ticks == 8 * 2048)
+        #expect(AirTiming.tagFrame(bytes: 7, flags: [.highDataRate]).ticks == 8 * 4096)
+    }
+
+    @Test func anST25DVIsReadFastBelowAndAboveBlock255AndTheDataIsTheSame() throws {
+        var image = TagImage.blank(profile: .st25dv64k, uid: ChipProfile.st25dv64k.makeUID(serial: 0xC0FFEE))
+        for b in [0, 1, 2, 3, 0x100, 0x101] { image.blocks[b] = [UInt8(b & 0xFF), UInt8(b >> 8), 0xA5, 0x5A] }
+        let (_, reader, client) = try session([SimulatedTag(image: image)])
+        let m = try client.memory(of: image.uid)
+        #expect(client.fastReads(image.uid, m))
+        var air = reader.airTime
+        let low = try client.readBlocks(image.uid, first: 0, count: 4)
+        let fastLow = reader.airTime - air
+        air = reader.airTime
+        let high = try client.readBlocks(image.uid, first: 0x100, count: 2, security: true)
+        #expect(low.map(\.data) == (0...3).map { image.blocks[$0] } && high.map(\.data) == [image.blocks[0x100], image.blocks[0x101]])
+        #expect(high.allSatisfy { $0.security == [] })
+        // The same read with ISO commands: the answer (flags, 16 bytes, CRC = 19 bytes) takes twice as long; the
+        // fast request is one byte longer (the manufacturer code).
+        client.useFastReads = false
+        air = reader.airTime
+        #expect(try client.readBlocks(image.uid, first: 0, count: 4) == low)
+        let plainLow = reader.airTime - air
+        let saved = AirTiming.tagFrame(bytes: 19, flags: [.highDataRate]) - AirTiming.fastTagFrame(bytes: 19, flags: [.highDataRate])
+            - AirTiming.readerByte(.oneOfFour)
+        #expect(plainLow - fastLow == saved, "\(plainLow) vs \(fastLow)")
+    }
+
+    @Test func anM24LR64IsReadFastWithTwoByteBlockNumbers() throws {
+        var image = TagImage.blank(profile: .m24lr64, uid: ChipProfile.m24lr64.makeUID(serial: 0x2121))
+        image.blocks[0x123] = [1, 2, 3, 4]
+        let (_, _, client) = try session([SimulatedTag(image: image)])
+        let m = try client.memory(of: image.uid)
+        #expect(m.addressing == .protocolExtension && client.fastReads(image.uid, m))
+        let before = client.exchanges
+        #expect(try client.readBlocks(image.uid, first: 0x123, count: 1).first?.data == [1, 2, 3, 4])
+        #expect(client.exchanges - before == 1)
+    }
+
+    @Test func aTagThatRefusesFastReadsIsReadPlainFromThenOn() throws {
+        // An ST UID whose chip answers "command not supported" to the fast reads.
+        var profile = ChipProfile.st25dv64k
+        profile.fastReads = false
+        var image = TagImage.blank(profile: .st25dv64k, uid: ChipProfile.st25dv64k.makeUID(serial: 0xBEEF))
+        image.blocks[5] = [9, 8, 7, 6]
+        let (_, _, client) = try session([SimulatedTag(image: image, profile: profile)])
+        let m = try client.memory(of: image.uid)
+        var before = client.exchanges
+        #expect(try client.readBlocks(image.uid, first: 5, count: 1).first?.data == [9, 8, 7, 6])
+        #expect(client.exchanges - before == 2)          // the refused fast read, then the plain one
+        #expect(!client.fastReads(image.uid, m))
+        before = client.exchanges
+        _ = try client.readBlocks(image.uid, first: 5, count: 1)
+        #expect(client.exchanges - before == 1)
+    }
+}

@@ -477,13 +477,13 @@ public final class Agent {
             event(.error, uid: uid, name: "plan-out-of-range", severity: .warning,
                   detail: "plan '\(plan?.name ?? "-")' reads past the end of \(uid) (\(memory.blockCount) blocks of \(memory.blockSize) bytes); those reads are skipped")
         }
-        var bound = fits.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags) }
+        var bound = fits.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags, fast: client.fastReads(uid, memory)) }
         let ndefFirst = PlanRead(first: 0, count: min(memory.blockCount, (32 + memory.blockSize - 1) / memory.blockSize))
         if plan?.ndef == true, !fits.contains(where: { $0.first.int == 0 && $0.count >= ndefFirst.count }) {
             // At least the NDEF read's first exchange (the CC and the start of the TLVs, 32 bytes), unless
             // the plan's own reads bring those blocks already.
             let first = ndefFirst
-            bound = bound + PollCost.read(first, memory: memory, limits: session.reader.limits, flags: client.baseFlags)
+            bound = bound + PollCost.read(first, memory: memory, limits: session.reader.limits, flags: client.baseFlags, fast: client.fastReads(uid, memory))
         }
         return TagWork(plan: plan, rules: applicable, ranges: fits, lowerBound: bound)
     }
@@ -554,8 +554,9 @@ public enum PollCost {
         return out
     }
 
-    static func exchange(request: Int, response: Int, flags: RequestFlags, coding: ReaderCoding = .oneOfFour) -> AirTime {
-        AirTiming.readerFrame(bytes: request, coding: coding) + AirTiming.t1 + AirTiming.tagFrame(bytes: response, flags: flags) + AirTiming.t2
+    static func exchange(request: Int, response: Int, flags: RequestFlags, coding: ReaderCoding = .oneOfFour, fast: Bool = false) -> AirTime {
+        AirTiming.readerFrame(bytes: request, coding: coding) + AirTiming.t1
+            + (fast ? AirTiming.fastTagFrame(bytes: response, flags: flags) : AirTiming.tagFrame(bytes: response, flags: flags)) + AirTiming.t2
     }
 
     /// The least air time in which an inventory can find `tags` tags: the lesser of one one-slot inventory per
@@ -577,16 +578,16 @@ public enum PollCost {
 
     /// Addressed reads of a range as the client makes them (the client's own planner: chunks, 1- or 2-byte
     /// block numbers, the extended commands), each frame sized by encoding it.
-    public static func read(_ r: PlanRead, memory: TagMemory, limits: ReaderLimits, flags: RequestFlags) -> AirTime {
+    public static func read(_ r: PlanRead, memory: TagMemory, limits: ReaderLimits, flags: RequestFlags, fast: Bool = false) -> AirTime {
         let perBlock = memory.blockSize + (r.security ? 1 : 0)
         var total = AirTime.zero
         let someUID = UID(manufacturer: ManufacturerCode(0), serial: 0)   // every UID is 8 bytes on air
-        for step in ISO15693Client.readSteps(memory, first: r.first, count: r.count, security: r.security, limits: limits) {
+        for step in ISO15693Client.readSteps(memory, first: r.first, count: r.count, security: r.security, limits: limits, fast: fast) {
             var f = flags.union(.address)
             if r.security { f.insert(.option) }
             if step.protocolExtension { f.insert(.protocolExtension) }
             let request = ((try? Request(step.command, flags: f, addressing: .addressed(someUID)).encode().count) ?? 12) + 2
-            total = total + exchange(request: request, response: 1 + step.count * perBlock + 2, flags: flags)
+            total = total + exchange(request: request, response: 1 + step.count * perBlock + 2, flags: flags, fast: step.fast)
         }
         return total
     }
