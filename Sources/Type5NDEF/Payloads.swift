@@ -126,3 +126,26 @@ extension NDEFRecord {
         }
     }
 }
+
+/// The language code of a Text record (NFC Forum Text RTD: "the language code is an IANA language code … as
+/// defined in RFC 3066", at most 63 bytes in the 6-bit length). RFC 5646 (BCP 47) tags: subtags of 1 to 8
+/// ASCII letters or digits joined by '-', the primary one 2 to 8 letters (`en`, `de-CH-1901`, `es-419`,
+/// `zh-Hant-TW`).
+public enum NDEFLanguage {
+    public static func isValid(_ tag: String) -> Bool {
+        guard !tag.isEmpty, tag.utf8.count <= 0x3F else { return false }
+        let subtags = tag.split(separator: "-", omittingEmptySubsequences: false)
+        guard let primary = subtags.first, (2...8).contains(primary.count), primary.allSatisfy({ $0.isASCII && $0.isLetter }) else { return false }
+        return subtags.allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
+    }
+}
+
+extension NDEFPayload {
+    /// What is wrong with a Smart Poster as decoded: the Smart Poster RTD requires exactly one URI record;
+    /// nil when it has one (or this is no Smart Poster).
+    public var smartPosterProblem: String? {
+        guard case let .smartPoster(inner) = self else { return nil }
+        let uris = inner.filter { (try? $0.interpret()).map { if case .uri = $0 { return true } else { return false } } ?? false }.count
+        return uris == 1 ? nil : "not a valid Smart Poster: \(uris) URI records (the Smart Poster RTD requires exactly one)"
+    }
+}

@@ -39,7 +39,8 @@ public enum NDEFDescription {
         switch meaning {
         case let .text(t, lang, utf16): return "Text (\(lang)\(utf16 ? ", UTF-16" : "")): \"\(t)\"" + id
         case let .uri(u): return "URI: \(u)" + id
-        case let .smartPoster(inner): return "Smart Poster: " + inner.map(line).joined(separator: "; ") + id
+        case let .smartPoster(inner):
+            return "Smart Poster: " + inner.map(line).joined(separator: "; ") + id + (meaning.smartPosterProblem.map { " (warning: \($0))" } ?? "")
         case let .mime(type, data): return "MIME \(type): \(dataText(data))" + id
         case let .external(type, data): return "External \(type): \(dataText(data))" + id
         case let .absoluteURI(u, data): return "Absolute URI \(u)" + (data.isEmpty ? "" : ": \(dataText(data))") + id
@@ -57,7 +58,9 @@ public enum NDEFDescription {
             case let .text(t, lang, utf16):
                 o["kind"] = "text"; o["text"] = t; o["lang"] = lang; o["encoding"] = utf16 ? "UTF-16" : "UTF-8"
             case let .uri(u): o["kind"] = "uri"; o["uri"] = u
-            case let .smartPoster(inner): o["kind"] = "smart-poster"; o["records"] = inner.map(object)
+            case let .smartPoster(inner):
+                o["kind"] = "smart-poster"; o["records"] = inner.map(object)
+                if let problem = try r.interpret().smartPosterProblem { o["warning"] = problem }
             case let .mime(type, data):
                 o["kind"] = "mime"; o["mime"] = type
                 if let s = printable(data) { o["text"] = s }

@@ -25,7 +25,7 @@ struct RecordOptions: ParsableArguments {
     @Option(help: "A Text record (repeatable).")
     var text: [String] = []
 
-    @Option(help: "Language code of the Text records (IANA, e.g. en, de-DE).")
+    @Option(help: "Language code of the Text records (a BCP 47 tag, e.g. en, de-CH, es-419).")
     var lang = "en"
 
     @Flag(help: "Encode Text records in UTF-16 instead of UTF-8.")
@@ -46,7 +46,7 @@ struct RecordOptions: ParsableArguments {
     @Option(help: "Payload in hex of the --external record at the same position.")
     var data: [String] = []
 
-    @Flag(help: "Wrap all the records in one Smart Poster record.")
+    @Flag(help: "Wrap all the records in one Smart Poster record (it needs exactly one --uri).")
     var smartPoster = false
 
     var isEmpty: Bool { text.isEmpty && uri.isEmpty && mime.isEmpty && external.isEmpty }
@@ -54,8 +54,11 @@ struct RecordOptions: ParsableArguments {
     func validate() throws {
         guard mime.count == file.count else { throw ValidationError("each --mime needs a --file with its payload (\(mime.count) --mime, \(file.count) --file)") }
         guard external.count == data.count else { throw ValidationError("each --external needs a --data with its payload in hex (\(external.count) --external, \(data.count) --data)") }
-        guard lang.utf8.count <= 0x3F, !lang.isEmpty, lang.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-") }) else {
-            throw ValidationError("--lang \"\(lang)\": an IANA language code (letters and '-', at most 63), e.g. en or de-DE")
+        guard NDEFLanguage.isValid(lang) else {
+            throw ValidationError("--lang \"\(lang)\": a BCP 47 language tag of at most 63 bytes (subtags of 1 to 8 letters or digits joined by '-', the first 2 to 8 letters), e.g. en, de-CH-1901, es-419")
+        }
+        if smartPoster && uri.count != 1 {
+            throw ValidationError("--smart-poster: a Smart Poster has exactly one URI record (NFC Forum Smart Poster RTD); give one --uri (\(uri.count) given)")
         }
         for m in mime where !m.contains("/") { throw ValidationError("--mime \"\(m)\": a MIME type is type/subtype, e.g. text/plain") }
         for e in external {

@@ -40,6 +40,30 @@ import Testing
         }
     }
 
+    @Test func smartPostersHaveExactlyOneURIAndLanguageTagsFollowBCP47() throws {
+        // NFC Forum Smart Poster RTD: exactly one URI record. Refused when encoding …
+        let none = try CLI.run(["ndef", "encode", "--smart-poster", "--text", "Pallet"])
+        #expect(none.code != 0 && none.err.contains("a Smart Poster has exactly one URI record") && none.err.contains("0 given"), "\(none.err)")
+        let two = try CLI.run(["ndef", "encode", "--smart-poster", "--uri", "https://a.example", "--uri", "https://b.example"])
+        #expect(two.code != 0 && two.err.contains("2 given"), "\(two.err)")
+        let one = try CLI.run(["ndef", "encode", "--smart-poster", "--uri", "https://a.example", "--text", "A"])
+        #expect(one.code == 0, "\(one.err)")
+        // … and warned about when decoding: a Smart Poster (D1 02 'Sp') holding only a Text record "hi".
+        let d = try CLI.run(["ndef", "decode", "D1 02 09 53 70 D1 01 05 54 02 65 6E 68 69"])
+        #expect(d.code == 0 && d.out.contains("warning: not a valid Smart Poster: 0 URI records"), "\(d.out)\(d.err)")
+        let dj = try CLI.run(["ndef", "decode", "--json", "D1 02 09 53 70 D1 01 05 54 02 65 6E 68 69"])
+        #expect(dj.out.contains("\"warning\"") && dj.out.contains("0 URI records"), "\(dj.out)")
+        // BCP 47 (RFC 5646) tags with digits and variants are language codes too; malformed ones are refused.
+        for tag in ["es-419", "de-CH-1901", "zh-Hant-TW", "en"] {
+            let r = try CLI.run(["ndef", "encode", "--text", "x", "--lang", tag, "--json"])
+            #expect(r.code == 0 && r.out.contains("\"lang\" : \"\(tag)\""), "\(tag): \(r.out)\(r.err)")
+        }
+        for bad in ["1en", "en--US", "-en", "en_US", "e", "en-abcdefghi", String(repeating: "a", count: 8) + "-" + String(repeating: "b-", count: 30) + "c"] {
+            let r = try CLI.run(["ndef", "encode", "--text", "x", "--lang=\(bad)"])
+            #expect(r.code != 0 && r.err.contains("BCP 47"), "\(bad): \(r.err)")
+        }
+    }
+
     @Test func writeThenReadOnTheDemoField() throws {
         let f = try CLI.field()
         defer { try? FileManager.default.removeItem(at: f) }
