@@ -215,6 +215,41 @@ public enum Command: Hashable, Sendable {
     }
 }
 
+extension Command {
+    /// The command of `code` with placeholder parameters, to decode an answer against (`vlogger decode
+    /// --response`): what the answer holds depends only on the command and, for multiple-block commands, the
+    /// block count. Stay Quiet (0x02) is never answered, so an "answer" to it does not decode.
+    public static func answered(code: UInt8, count: Int = 1) -> Command {
+        switch code {
+        case 0x01: return .inventory(afi: nil, mask: .none)
+        case 0x02: return .stayQuiet
+        case 0x20: return .readSingleBlock(0)
+        case 0x21: return .writeSingleBlock(0, data: [0])
+        case 0x22: return .lockBlock(0)
+        case 0x23: return .readMultipleBlocks(first: 0, count: count)
+        case 0x24: return .writeMultipleBlocks(first: 0, count: 1, data: [0])
+        case 0x25: return .select
+        case 0x26: return .resetToReady
+        case 0x27: return .writeAFI(0)
+        case 0x28: return .lockAFI
+        case 0x29: return .writeDSFID(0)
+        case 0x2A: return .lockDSFID
+        case 0x2B: return .getSystemInformation
+        case 0x2C: return .getMultipleBlockSecurityStatus(first: 0, count: count)
+        case 0x30: return .extendedReadSingleBlock(0)
+        case 0x31: return .extendedWriteSingleBlock(0, data: [0])
+        case 0x32: return .extendedLockBlock(0)
+        case 0x33: return .extendedReadMultipleBlocks(first: 0, count: count)
+        case 0x34: return .extendedWriteMultipleBlocks(first: 0, count: 1, data: [0])
+        case 0x3B: return .extendedGetSystemInformation(parameters: 0xFF)
+        case 0x3C: return .extendedGetMultipleBlockSecurityStatus(first: 0, count: count)
+        case 0xA0...0xDF: return .custom(code: code, manufacturer: ManufacturerCode(0), parameters: [])
+        case 0xE0...0xFF: return .proprietary(code: code, parameters: [])
+        default: return .other(code: code, parameters: [])
+        }
+    }
+}
+
 /// How a request picks its tag.
 public enum Addressing: Hashable, Sendable, CustomStringConvertible {
     /// Every tag in the Ready or Selected state answers.

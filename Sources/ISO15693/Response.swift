@@ -143,7 +143,7 @@ public struct Response: Hashable, Sendable {
     public var summary: String {
         switch body {
         case let .error(code): return "error flag, \(code)"
-        case let .inventory(dsfid, uid): return "UID \(uid), DSFID 0x\(Hex.format([dsfid]))"
+        case let .inventory(dsfid, uid): return "UID \(uid), DSFID 0x\(Hex.format([dsfid])), manufacturer \(uid.manufacturer)"
         case .done: return "OK"
         case let .blocks(blocks):
             return blocks.map { b in

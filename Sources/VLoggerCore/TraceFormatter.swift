@@ -20,7 +20,7 @@ public final class TraceFormatter {
             let request = try? Request.decode(body)
             lastRequest = request
             inventorySlot = 0
-            emit(">> \(Hex.format(e.bytes).padding(toLength: 44, withPad: " ", startingAt: 0)) \(time) \(request?.summary ?? "undecodable request")")
+            frame(">>", e.bytes, time, request?.summary ?? "undecodable request")
         case .slotMarker:
             inventorySlot += 1
             emit("EOF \("(slot \(inventorySlot))".padding(toLength: 43, withPad: " ", startingAt: 0)) \(time) next inventory slot")
@@ -31,9 +31,20 @@ public final class TraceFormatter {
             } else if let request = lastRequest {
                 do { meaning = try Response.decode(Array(e.bytes.dropLast(2)), to: request).summary } catch { meaning = "malformed: \(error)" }
             }
-            emit("<< \(Hex.format(e.bytes).padding(toLength: 44, withPad: " ", startingAt: 0)) \(time) \(meaning)")
+            frame("<<", e.bytes, time, meaning)
         case .nothing:
             emit("-- \((e.note ?? "").padding(toLength: 44, withPad: " ", startingAt: 0)) \(time)")
         }
+    }
+
+    /// Bytes per line of a frame: 14 fit the 44-character column. A longer frame goes on in more lines
+    /// under the first (every byte is shown, the CRC too).
+    static let bytesPerLine = 14
+
+    private func frame(_ arrow: String, _ bytes: [UInt8], _ time: String, _ meaning: String) {
+        let n = Self.bytesPerLine
+        let chunks = stride(from: 0, to: max(bytes.count, 1), by: n).map { Array(bytes[$0..<min($0 + n, bytes.count)]) }
+        emit("\(arrow) \(Hex.format(chunks[0]).padding(toLength: 44, withPad: " ", startingAt: 0)) \(time) \(meaning)")
+        for c in chunks.dropFirst() { emit("   \(Hex.format(c))") }
     }
 }

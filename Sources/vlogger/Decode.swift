@@ -68,33 +68,7 @@ struct Decode: ParsableCommand {
     /// A request of that command for the decoder to decode the answer against.
     static func request(for code: UInt8, count: Int, option: Bool) throws -> Request {
         let flags: RequestFlags = option ? [.highDataRate, .option] : [.highDataRate]
-        let c: Command
-        switch code {
-        case 0x01: c = .inventory(afi: nil, mask: .none)
-        case 0x20: c = .readSingleBlock(0)
-        case 0x30: c = .extendedReadSingleBlock(0)
-        case 0x23: c = .readMultipleBlocks(first: 0, count: count)
-        case 0x33: c = .extendedReadMultipleBlocks(first: 0, count: count)
-        case 0x2B: c = .getSystemInformation
-        case 0x3B: c = .extendedGetSystemInformation(parameters: 0xFF)
-        case 0x2C: c = .getMultipleBlockSecurityStatus(first: 0, count: count)
-        case 0x3C: c = .extendedGetMultipleBlockSecurityStatus(first: 0, count: count)
-        case 0x21: c = .writeSingleBlock(0, data: [0])
-        case 0x22: c = .lockBlock(0)
-        case 0x24: c = .writeMultipleBlocks(first: 0, count: 1, data: [0])
-        case 0x25, 0x02: c = .select
-        case 0x26: c = .resetToReady
-        case 0x27: c = .writeAFI(0)
-        case 0x28: c = .lockAFI
-        case 0x29: c = .writeDSFID(0)
-        case 0x2A: c = .lockDSFID
-        case 0x31: c = .extendedWriteSingleBlock(0, data: [0])
-        case 0x32: c = .extendedLockBlock(0)
-        case 0x34: c = .extendedWriteMultipleBlocks(first: 0, count: 1, data: [0])
-        case 0xA0...0xDF: c = .custom(code: code, manufacturer: ManufacturerCode(0), parameters: [])
-        case 0xE0...0xFF: c = .proprietary(code: code, parameters: [])
-        default: c = .other(code: code, parameters: [])
-        }
+        let c = Command.answered(code: code, count: count)
         return Request(c, flags: flags)
     }
 }

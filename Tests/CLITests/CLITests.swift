@@ -100,6 +100,12 @@ import Testing
         #expect(bad.code != 0 && bad.err.contains("CRC mismatch"))
         let resp = try Self.run(["decode", "--response", "--command", "0x20", "--no-crc", "00 E1 40 40 01"])
         #expect(resp.code == 0 && resp.out.contains("E1 40 40 01"))
+        // Stay Quiet (0x02) is never answered (ISO/IEC 15693-3 §10.3.3): an "answer" to it is refused, not "OK".
+        let quiet = try Self.run(["decode", "--response", "--command", "0x02", "--no-crc", "00"])
+        #expect(quiet.code != 0 && quiet.err.contains("a tag never answers Stay Quiet"), "\(quiet.out)\(quiet.err)")
+        // An Inventory answer names the UID's IC manufacturer (ISO/IEC 7816-6 register), as scan does.
+        let inv = try Self.run(["decode", "--response", "--command", "0x01", "--no-crc", "00 00 01 56 34 12 08 01 04 E0"])
+        #expect(inv.out.contains("UID E004010812345601, DSFID 0x00, manufacturer 0x04 NXP Semiconductors"), "\(inv.out)")
         #expect(try Self.run(["read", "--block", "0x1G"]).code != 0)
         #expect(try Self.run(["read", "--uid", "E1040108"]).code != 0)
         #expect(try Self.run(["scan", "--field", "/nonexistent"]).err.contains("does not exist"))

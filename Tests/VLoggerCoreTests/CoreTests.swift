@@ -27,6 +27,20 @@ import TagSimulator
         #expect(lines.contains { $0.hasPrefix("<<") && $0.contains("UID E004010812345601") })
         // The air time the trace adds up equals the reader's own account.
         #expect(formatter.total == client.reader.airTime)
+        // A long answer is wrapped, not cut: Get System Information of a SLIX2 shows every byte on air, the CRC
+        // on the continuation line.
+        lines = []
+        var onAir: [UInt8] = []
+        client.reader.trace = { e in
+            if e.direction == .tagToReader { onAir = e.bytes }
+            formatter.handle(e)
+        }
+        _ = try client.send(Request(.getSystemInformation, flags: [.highDataRate]))
+        let answer = try #require(lines.firstIndex { $0.hasPrefix("<<") })
+        var shown = String(lines[answer].dropFirst(3).prefix(44))
+        for l in lines[(answer + 1)...] where l.hasPrefix("   ") { shown += " " + l }
+        let hex = shown.split(separator: " ").map(String.init).filter { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
+        #expect(onAir.count > TraceFormatter.bytesPerLine && hex == onAir.map { Hex.format([$0]) }, "\(lines)")
     }
 
     @Test func dumpAndRestoreSkipLockedBlocks() throws {
