@@ -196,7 +196,7 @@ extension ISO15693Client {
         case .plain: nil
         }
         var cc = CapabilityContainer.forFormatting(blocks: m.blockCount, blockSize: m.blockSize, readMultiple: m.maxBlocksPerRead > 1,
-                                                   lockBlock: true, specialFrame: m.writeNeedsOption, twoByteAddressing: addressing)
+                                                   specialFrame: m.writeNeedsOption, twoByteAddressing: addressing)
         func blocks(_ cc: CapabilityContainer) -> [[UInt8]] {
             var b = cc.formattedBytes
             b += [UInt8](repeating: 0, count: (m.blockSize - b.count % m.blockSize) % m.blockSize)

@@ -83,15 +83,21 @@ public struct CapabilityContainer: Equatable, Sendable {
         return [twoByteAddressing ? 0xE2 : 0xE1, v, UInt8(min(units, 0xFF)), f]
     }
 
-    /// The CC for an empty tag of `blocks × blockSize` bytes (RFAL's NFC Forum option: MLEN counts the
-    /// area after the CC; the 8-byte form when it exceeds 0xFF units; 0xE2 when there are more than 256 blocks,
-    /// except on chips that reach them with the Protocol Extension flag: RFAL's "legacy ST high density").
-    public static func forFormatting(blocks: Int, blockSize: Int, readMultiple: Bool, lockBlock: Bool = true,
+    /// The CC for an empty tag of `blocks × blockSize` bytes, as ST's RFAL formats with its NFC Forum option
+    /// (`ndefT5TPollerTagFormat`, NFC Forum T5T 1.0 §4.3):
+    /// - MLEN counts the memory in 8-byte units less one unit for the CC; the 8-byte form when the memory is
+    ///   256 units (2048 bytes) or more: at exactly 2048 bytes an 8-byte CC with MLEN 255, where a 4-byte CC
+    ///   could not say 256 units;
+    /// - 0xE2 when there are more than 256 blocks, except on chips that reach them with the Protocol Extension
+    ///   flag (RFAL's "legacy ST high density");
+    /// - byte 3: Read Multiple Blocks only when the chip has it, Lock Block left clear (RFAL sets neither
+    ///   unless asked; AOSP's NfcV format writes byte 3 = 0), Special Frame for chips whose writes need the
+    ///   Option flag (RFAL sets it when a plain CC write fails).
+    public static func forFormatting(blocks: Int, blockSize: Int, readMultiple: Bool, lockBlock: Bool = false,
                                      specialFrame: Bool = false, twoByteAddressing: Bool? = nil) -> CapabilityContainer {
-        let total = blocks * blockSize
-        let fourByteUnits = (total - 4) / 8
-        let eight = fourByteUnits > 0xFF
-        let area = eight ? min((total - 8) / 8, 0xFFFF) * 8 : fourByteUnits * 8
+        let units = blocks * blockSize / 8
+        let eight = units >= 256
+        let area = min(max(units - 1, 0), eight ? 0xFFFF : 0xFF) * 8
         return CapabilityContainer(twoByteAddressing: twoByteAddressing ?? (blocks > 256), dataAreaBytes: area, readMultipleBlocks: readMultiple,
                                    lockBlock: lockBlock, specialFrame: specialFrame, length: eight ? 8 : 4)
     }

@@ -93,7 +93,7 @@ import Testing
         let before = try CLI.run(["ndef", "read", "--field", f.path, "--uid", tagit])
         #expect(before.code != 0 && before.err.contains("not NDEF-formatted"), "\(before.err)")
         let fm = try CLI.run(["ndef", "format", "--field", f.path, "--uid", tagit])
-        #expect(fm.code == 0 && fm.out.contains("CC E1 40 1F 19") && fm.out.contains("Special Frame"), "\(fm.out)\(fm.err)")
+        #expect(fm.code == 0 && fm.out.contains("CC E1 40 1F 11") && fm.out.contains("Special Frame"), "\(fm.out)\(fm.err)")
         #expect(try CLI.run(["ndef", "format", "--field", f.path, "--uid", tagit]).err.contains("--force"))
         let w = try CLI.run(["ndef", "write", "--field", f.path, "--uid", tagit, "--external", "example.com:tool", "--data", "004D"])
         #expect(w.code == 0 && w.out.contains("with the Option flag"), "\(w.out)\(w.err)")

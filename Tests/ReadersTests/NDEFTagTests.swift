@@ -165,7 +165,7 @@ import Type5NDEF
         client.retries = 0
         #expect(try client.memory(of: tag.uid).writeNeedsOption == false)
         let cc = try client.formatNDEF(tag.uid)
-        #expect(cc.specialFrame && cc.encode() == [0xE1, 0x40, 0x1F, 0x19])
+        #expect(cc.specialFrame && cc.encode() == [0xE1, 0x40, 0x1F, 0x11])
         // Later writes follow the CC's Special Frame bit.
         let report = try client.writeNDEF(tag.uid, message: NDEFMessage.encode([.text("hi", language: "en")]))
         #expect(report.option)

@@ -38,8 +38,13 @@ import Testing
     @Test func formattingSizes() {
         // SLIX2: 80 × 4 = 320 bytes → MLEN (320 − 4) / 8 = 39. ST25DV64K: 2048 × 4 = 8192 bytes → 8-byte CC,
         // E2 (more than 256 blocks), MLEN (8192 − 8) / 8 = 1023 = 0x03FF.
-        #expect(CapabilityContainer.forFormatting(blocks: 80, blockSize: 4, readMultiple: true).encode() == [0xE1, 0x40, 39, 0x09])
-        #expect(CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true).encode() == [0xE2, 0x40, 0x00, 0x09, 0x00, 0x00, 0x03, 0xFF])
+        // As ST's RFAL formats (ndefT5TPollerTagFormat, NFC Forum option): MLEN = memory / 8 − 1 unit for the CC;
+        // the 8-byte CC from 256 units (2048 bytes) on; Lock Block (b3) left clear.
+        #expect(CapabilityContainer.forFormatting(blocks: 80, blockSize: 4, readMultiple: true).encode() == [0xE1, 0x40, 39, 0x01])
+        #expect(CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true).encode() == [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF])
+        // Exactly 2048 bytes (an MB89R118: 256 blocks of 8 bytes): 256 units do not fit byte 2, so 8 bytes, MLEN 255, 0xE1.
+        #expect(CapabilityContainer.forFormatting(blocks: 256, blockSize: 8, readMultiple: true).encode() == [0xE1, 0x40, 0x00, 0x01, 0x00, 0x00, 0x00, 0xFF])
+        #expect(CapabilityContainer.forFormatting(blocks: 255, blockSize: 8, readMultiple: false).encode() == [0xE1, 0x40, 254, 0x00])
     }
 }
 
@@ -204,9 +209,9 @@ import Testing
 
     @Test func readOnlyCCAndFormattedBytes() throws {
         let cc = CapabilityContainer.forFormatting(blocks: 64, blockSize: 4, readMultiple: true, specialFrame: true)
-        // Tag-it HF-I Plus: 256 bytes → MLEN (256 − 4) / 8 = 31 = 0x1F; features MBREAD | Lock Block | Special Frame.
-        #expect(cc.formattedBytes == [0xE1, 0x40, 0x1F, 0x19, 0x03, 0x00, 0xFE])
-        #expect(cc.readOnly.encode() == [0xE1, 0x43, 0x1F, 0x19])
+        // Tag-it HF-I Plus: 256 bytes → MLEN 256 / 8 − 1 = 31 = 0x1F (RFAL); features MBREAD | Special Frame.
+        #expect(cc.formattedBytes == [0xE1, 0x40, 0x1F, 0x11, 0x03, 0x00, 0xFE])
+        #expect(cc.readOnly.encode() == [0xE1, 0x43, 0x1F, 0x11])
         let (a, _) = try NDEFArea.decode(image: cc.readOnly.formattedBytes + [UInt8](repeating: 0, count: 249))
         #expect(a.status == .readOnly)
         // M24LR64-like: 2048 blocks with the Protocol Extension flag keep E1 (RFAL "legacy ST high density").
