@@ -74,7 +74,7 @@ let package = Package(
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(name: "air-bench", dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "ISO15693"], path: "bench/AirBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
-        .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator"]),
+        .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),
         .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerStore", "ISO15693"]),

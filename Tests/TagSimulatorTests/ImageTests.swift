@@ -148,3 +148,43 @@ import ISO15693
         #expect(tag.image.blocks == [[0, 0, 0, 1]])
     }
 }
+
+/// Real public files (Tests/Fixtures/public/SOURCES.md) nobody here wrote.
+@Suite struct PublicFileTests {
+    static let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/public")
+
+    @Test func flipperSLIXUnitTestDumpsLoad() throws {
+        for name in ["unleashed_unit_test_Slix_cap_default.nfc", "unleashed_unit_test_Slix_cap_accept_all_pass.nfc", "unleashed_unit_test_Slix_cap_missed.nfc"] {
+            let text = try String(contentsOf: Self.dir.appendingPathComponent(name), encoding: .utf8)
+            #expect(TagImageFormat.detect(fileName: name, text: text) == .flipper)
+            let image = try TagImageFormat.flipper.decode(text)
+            // What the file says: UID E0 04 01 08 49 D0 DC 81, DSFID 01, AFI 3D, both locked, 80 blocks of 4 bytes
+            // starting 03 0A 82 ED and ending E5 FF 00 01, none locked.
+            #expect(image.uid.description == "E004010849D0DC81", "\(name)")
+            #expect(image.dsfid == 0x01 && image.afi == 0x3D && image.dsfidLocked && image.afiLocked, "\(name)")
+            #expect(image.blockCount == 80 && image.blockSize == 4 && image.blocks[0] == [0x03, 0x0A, 0x82, 0xED] && image.blocks[79] == [0xE5, 0xFF, 0x00, 0x01])
+            #expect(!image.locked.contains(true))
+        }
+    }
+
+    @Test func proxmark3TraceOfAnInventoryDecodes() throws {
+        // Proxmark3's trace records: timestamp (4 bytes LE), duration (2), length (2; bit 15 = from the tag),
+        // the frame, then one parity byte per 8 frame bytes.
+        let bytes = [UInt8](try Data(contentsOf: Self.dir.appendingPathComponent("hf_15_reader.trace")))
+        var frames: [(fromTag: Bool, frame: [UInt8])] = []
+        var i = 0
+        while i + 8 <= bytes.count {
+            let len = Int(bytes[i + 6]) | Int(bytes[i + 7] & 0x7F) << 8
+            guard i + 8 + len <= bytes.count else { break }
+            frames.append((bytes[i + 7] & 0x80 != 0, Array(bytes[(i + 8)..<(i + 8 + len)])))
+            i += 8 + len + (len + 7) / 8
+        }
+        #expect(frames.count == 2 && i == bytes.count)
+        let request = try Request.decode(try CRC16.strip(frames[0].frame))
+        #expect(!frames[0].fromTag && request.command == .inventory(afi: nil, mask: .none) && request.inventorySlots == 1)
+        let answer = try Response.decode(try CRC16.strip(frames[1].frame), to: request)
+        guard case let .inventory(dsfid, uid) = answer.body else { Issue.record("not an inventory answer"); return }
+        #expect(frames[1].fromTag && dsfid == 0x01 && uid.description == "E00780983E796083" && uid.manufacturer == .texasInstruments)
+    }
+}
