@@ -209,14 +209,43 @@ enum Proxmark3ImageCodec {
 /// `DSFID`, `AFI`, `IC Reference`, `Lock DSFID`, `Lock AFI`, `Block Count`, `Block Size` (hex),
 /// `Data Content` (all blocks), `Security Status` (one byte per block, 01 = locked).
 enum FlipperImageCodec {
-    static func decode(_ text: String) throws(TagImageError) -> TagImage {
-        var fields: [String: String] = [:]
-        for raw in text.split(whereSeparator: \.isNewline) {
-            let line = String(raw)
-            if line.hasPrefix("#") { continue }
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[String(line[..<colon]).trimmingCharacters(in: .whitespaces)] = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+    /// The lines of a file with any line ends (LF, CRLF, CR), and the line end it uses (the first one found).
+    static func lines(_ text: String) -> (lines: [String], ending: String) {
+        let scalars = Array(text.unicodeScalars)
+        var out: [String] = [], current = String.UnicodeScalarView(), ending: String?
+        var i = 0
+        while i < scalars.count {
+            let c = scalars[i]
+            if c == "\r" || c == "\n" {
+                let crlf = c == "\r" && i + 1 < scalars.count && scalars[i + 1] == "\n"
+                if ending == nil { ending = crlf ? "\r\n" : String(c) }
+                out.append(String(current))
+                current = String.UnicodeScalarView()
+                i += crlf ? 2 : 1
+            } else {
+                current.append(c)
+                i += 1
+            }
         }
+        if !current.isEmpty { out.append(String(current)) }
+        return (out, ending ?? "\n")
+    }
+
+    /// Flipper's reader takes the first line of a key: so does this one.
+    static func fields(_ lines: [String]) -> [String: String] {
+        var fields: [String: String] = [:]
+        for line in lines {
+            let t = line.trimmingCharacters(in: .whitespaces)
+            if t.hasPrefix("#") { continue }
+            guard let colon = t.firstIndex(of: ":") else { continue }
+            let key = String(t[..<colon]).trimmingCharacters(in: .whitespaces)
+            if fields[key] == nil { fields[key] = String(t[t.index(after: colon)...]).trimmingCharacters(in: .whitespaces) }
+        }
+        return fields
+    }
+
+    static func decode(_ text: String) throws(TagImageError) -> TagImage {
+        let fields = fields(lines(text).lines)
         guard fields["Filetype"] == "Flipper NFC device" else { throw TagImageError("not a Flipper NFC file (no 'Filetype: Flipper NFC device')") }
         let type = fields["Device type"] ?? ""
         guard ["ISO15693-3", "ISO15693", "SLIX"].contains(type) else {
@@ -242,22 +271,45 @@ enum FlipperImageCodec {
         }
         let blocks = stride(from: 0, to: data.count, by: size).map { Array(data[$0..<($0 + size)]) }
         var locked = Array(repeating: false, count: count)
+        var dsfidLocked = fields["Lock DSFID"] == "true", afiLocked = fields["Lock AFI"] == "true"
         if let s = fields["Security Status"] {
-            let st = try hexBytes(s, "Security Status")
-            for i in 0..<min(count, st.count) { locked[i] = st[i] & 0x01 != 0 }
+            var st = try hexBytes(s, "Security Status")
+            // Flipper's legacy layout (its loader, iso15693_3.c `iso15693_3_load_security_legacy`): without the
+            // Lock DSFID / Lock AFI keys, N + 1 bytes, the first holding the DSFID (b0) and AFI (b1) locks.
+            if fields["Lock DSFID"] == nil && fields["Lock AFI"] == nil && st.count == count + 1 {
+                dsfidLocked = st[0] & 0x01 != 0
+                afiLocked = st[0] & 0x02 != 0
+                st.removeFirst()
+            }
+            guard st.count == count else {
+                throw TagImageError("'Security Status' has \(st.count) bytes for \(count) blocks (one per block, or one more in Flipper's legacy layout)")
+            }
+            for i in 0..<count { locked[i] = st[i] & 0x01 != 0 }
         }
-        return try TagImage(uid: uid, dsfid: try hexByte(fields["DSFID"] ?? "00", "DSFID"), dsfidLocked: fields["Lock DSFID"] == "true",
-                            afi: try hexByte(fields["AFI"] ?? "00", "AFI"), afiLocked: fields["Lock AFI"] == "true",
-                            blockSize: size, blocks: blocks, locked: locked,
-                            icReference: fields["IC Reference"] == nil ? nil : try hexByte(fields["IC Reference"], "IC Reference"))
+        var image = try TagImage(uid: uid, dsfid: try hexByte(fields["DSFID"] ?? "00", "DSFID"), dsfidLocked: dsfidLocked,
+                                 afi: try hexByte(fields["AFI"] ?? "00", "AFI"), afiLocked: afiLocked,
+                                 blockSize: size, blocks: blocks, locked: locked,
+                                 icReference: fields["IC Reference"] == nil ? nil : try hexByte(fields["IC Reference"], "IC Reference"))
+        image.dsfidKnown = fields["DSFID"] != nil
+        image.afiKnown = fields["AFI"] != nil
+        return image
+    }
+
+    /// The device type Flipper loads the tag as: SLIX for the ICODE SLIX family (Flipper tells SLIX, SLIX-S,
+    /// SLIX-L and SLIX2 apart by the UID, slix.c `slix_get_type`), else ISO15693-3.
+    static func deviceType(_ uid: UID) -> String {
+        switch ICModel.identify(uid: uid) {
+        case .icodeSLIX?, .icodeSLIX2?, .icodeSLIXS?, .icodeSLIXL?: return "SLIX"
+        default: return "ISO15693-3"
+        }
     }
 
     static func encode(_ image: TagImage, updating original: String?) -> String {
-        let values: [(String, String)] = [
-            ("UID", image.uid.spaced),
-            ("DSFID", Hex.format([image.dsfid])),
-            ("AFI", Hex.format([image.afi])),
-            ("IC Reference", Hex.format([image.icReference ?? 0])),
+        var values: [(String, String)] = [("UID", image.uid.spaced)]
+        if image.dsfidKnown { values.append(("DSFID", Hex.format([image.dsfid]))) }
+        if image.afiKnown { values.append(("AFI", Hex.format([image.afi]))) }
+        if let ic = image.icReference { values.append(("IC Reference", Hex.format([ic]))) }
+        values += [
             ("Lock DSFID", image.dsfidLocked ? "true" : "false"),
             ("Lock AFI", image.afiLocked ? "true" : "false"),
             ("Block Count", String(image.blockCount)),
@@ -266,27 +318,36 @@ enum FlipperImageCodec {
             ("Security Status", Hex.format(image.locked.map { $0 ? UInt8(1) : 0 })),
         ]
         if let original {
-            var lines = original.components(separatedBy: "\n")
+            // Rewrite in place, keeping the file's line ends and every other key (device type, SLIX passwords).
+            let (parsed, ending) = lines(original)
+            var lines = parsed
             var done = Set<String>()
-            for i in lines.indices where !lines[i].hasPrefix("#") {
+            for i in lines.indices where !lines[i].trimmingCharacters(in: .whitespaces).hasPrefix("#") {
                 guard let colon = lines[i].firstIndex(of: ":") else { continue }
-                let key = String(lines[i][..<colon])
-                if let v = values.first(where: { $0.0 == key }) {
-                    lines[i] = "\(key): \(v.1)"
-                    done.insert(key)
-                }
+                let indent = String(lines[i].prefix { $0 == " " || $0 == "\t" })
+                let key = String(lines[i][..<colon]).trimmingCharacters(in: .whitespaces)
+                guard !done.contains(key), let v = values.first(where: { $0.0 == key }) else { continue }
+                lines[i] = "\(indent)\(key): \(v.1)"
+                done.insert(key)
             }
+            // Keys the file did not have: the lock keys (a legacy file becomes the current layout, its
+            // Security Status one byte a block) and what the tag reported anew.
             let missing = values.filter { !done.contains($0.0) }.map { "\($0.0): \($0.1)" }
             if !missing.isEmpty {
-                if lines.last == "" { lines.removeLast() }
-                lines += missing + [""]
+                while lines.last?.isEmpty == true { lines.removeLast() }
+                lines += missing
             }
-            return lines.joined(separator: "\n")
+            return lines.joined(separator: ending) + ending
         }
-        var out = ["Filetype: Flipper NFC device", "Version: 4", "Device type: ISO15693-3", "# UID is common for all formats"]
+        let type = deviceType(image.uid)
+        var out = ["Filetype: Flipper NFC device", "Version: 4", "Device type: \(type)", "# UID is common for all formats"]
         out.append("UID: \(image.uid.spaced)")
         out.append("# ISO15693-3 specific data")
         for (k, v) in values.dropFirst() { out.append("\(k): \(v)") }
+        if type == "SLIX" {
+            out.append("# SLIX specific data")
+            out.append("# Passwords, privacy mode and the EAS lock cannot be read over the air: not known, so not written (Flipper uses its defaults)")
+        }
         return out.joined(separator: "\n") + "\n"
     }
 }

@@ -16,6 +16,9 @@ public struct TagImage: Equatable, Sendable {
     public var locked: [Bool]
     /// Chip profile id (`ChipProfile.id`); nil when the file names none.
     public var profileID: String?
+    /// Whether the tag reported (or the file had) a DSFID and an AFI; a format writes only what is known.
+    public var dsfidKnown = true
+    public var afiKnown = true
 
     public var blockCount: Int { blocks.count }
 

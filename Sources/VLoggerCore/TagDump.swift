@@ -8,9 +8,13 @@ public enum TagDump {
     public static func dump(_ client: ISO15693Client, uid: UID) throws -> TagImage {
         let m = try client.memory(of: uid)
         let blocks = try client.readBlocks(uid, first: 0, count: m.blockCount, security: true)
-        return try TagImage(uid: uid, dsfid: m.info.dsfid ?? 0, afi: m.info.afi ?? 0, blockSize: m.blockSize,
-                            blocks: blocks.map(\.data), locked: blocks.map { $0.security?.isLocked ?? false },
-                            icReference: m.info.icReference)
+        var image = try TagImage(uid: uid, dsfid: m.info.dsfid ?? 0, afi: m.info.afi ?? 0, blockSize: m.blockSize,
+                                 blocks: blocks.map(\.data), locked: blocks.map { $0.security?.isLocked ?? false },
+                                 icReference: m.info.icReference)
+        // What Get System Information did not report is not invented in the dump.
+        image.dsfidKnown = m.info.dsfid != nil
+        image.afiKnown = m.info.afi != nil
+        return image
     }
 
     public struct RestoreReport: Sendable {

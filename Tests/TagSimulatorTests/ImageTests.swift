@@ -188,3 +188,65 @@ import ISO15693
         #expect(frames[1].fromTag && dsfid == 0x01 && uid.description == "E00780983E796083" && uid.manufacturer == .texasInstruments)
     }
 }
+
+/// Flipper `.nfc` writing and reading against the real SLIX dump (Tests/Fixtures/public) and Flipper's own
+/// loader rules (iso15693_3.c, slix.c in Flipper's firmware: first occurrence of a key; legacy layout without
+/// the Lock DSFID/AFI keys and N + 1 Security Status bytes, b0 DSFID lock, b1 AFI lock; SLIX type by UID).
+@Suite struct FlipperFormatTests {
+    static func real() throws -> String {
+        try String(contentsOf: PublicFileTests.dir.appendingPathComponent("unleashed_unit_test_Slix_cap_default.nfc"), encoding: .utf8)
+    }
+
+    @Test func aCRLFFileIsRewrittenInPlaceWithItsLineEnds() throws {
+        let crlf = try Self.real().replacingOccurrences(of: "\n", with: "\r\n")   // the real dump with CRLF line ends
+        var image = try TagImageFormat.flipper.decode(crlf)
+        let lf = try TagImageFormat.flipper.decode(try Self.real())
+        #expect(image == lf)
+        image.blocks[1] = [0xDE, 0xAD, 0xBE, 0xEF]
+        let written = try TagImageFormat.flipper.encode(image, updating: crlf)
+        // One set of keys, every line ending in CRLF, and Flipper's first-occurrence reading sees the new data.
+        #expect(written.components(separatedBy: "Data Content:").count == 2)
+        #expect(!written.replacingOccurrences(of: "\r\n", with: "").contains("\n") && written.hasSuffix("\r\n"))
+        #expect(try TagImageFormat.flipper.decode(written).blocks[1] == [0xDE, 0xAD, 0xBE, 0xEF])
+        // Every other line is kept: SLIX device type, passwords, capabilities.
+        let keep = crlf.components(separatedBy: "\r\n").filter { !$0.hasPrefix("Data Content:") }
+        let now = written.components(separatedBy: "\r\n").filter { !$0.hasPrefix("Data Content:") }
+        #expect(keep == now)
+    }
+
+    @Test func theLegacySecurityLayoutGivesTheDSFIDAndAFILocks() throws {
+        // The real dump turned into Flipper's legacy layout: no Lock DSFID / Lock AFI keys, and a first Security
+        // Status byte 03 (DSFID and AFI locked) before the 80 block bytes, block 0 locked.
+        var lines = try Self.real().components(separatedBy: "\n").filter { !$0.hasPrefix("Lock DSFID:") && !$0.hasPrefix("Lock AFI:") }
+        let i = try #require(lines.firstIndex { $0.hasPrefix("Security Status:") })
+        lines[i] = "Security Status: 03 01" + String(repeating: " 00", count: 79)
+        let image = try TagImageFormat.flipper.decode(lines.joined(separator: "\n"))
+        #expect(image.dsfidLocked && image.afiLocked && image.locked[0] && image.locked.filter { $0 }.count == 1)
+        lines[i] = "Security Status: 00 01" + String(repeating: " 00", count: 79)
+        let open = try TagImageFormat.flipper.decode(lines.joined(separator: "\n"))
+        #expect(!open.dsfidLocked && !open.afiLocked && open.locked[0])
+        // Written back, the file takes the current layout: lock keys, one status byte a block.
+        let back = try TagImageFormat.flipper.encode(image, updating: lines.joined(separator: "\n"))
+        let reread = try TagImageFormat.flipper.decode(back)
+        #expect(back.contains("Lock DSFID: true") && back.contains("Lock AFI: true") && reread == image)
+        lines[i] = "Security Status: 00 01"
+        #expect(throws: TagImageError.self) { try TagImageFormat.flipper.decode(lines.joined(separator: "\n")) }
+    }
+
+    @Test func aNewExportOfASLIXTagIsASLIXAndWritesOnlyWhatIsKnown() throws {
+        let image = try TagImageFormat.flipper.decode(try Self.real())
+        let fresh = try TagImageFormat.flipper.encode(image)
+        let loaded = try TagImageFormat.flipper.decode(fresh)
+        #expect(fresh.contains("Device type: SLIX\n") && fresh.contains("IC Reference: 01") && loaded == image)
+        // A file without DSFID, AFI and IC Reference keys is written back without them.
+        let bare = try Self.real().components(separatedBy: "\n").filter { !$0.hasPrefix("DSFID:") && !$0.hasPrefix("AFI:") && !$0.hasPrefix("IC Reference:") }
+        let partial = try TagImageFormat.flipper.decode(bare.joined(separator: "\n"))
+        #expect(!partial.dsfidKnown && !partial.afiKnown && partial.icReference == nil)
+        let out = try TagImageFormat.flipper.encode(partial)
+        #expect(!out.contains("DSFID:") || out.contains("Lock DSFID:"))
+        #expect(!out.contains("\nDSFID:") && !out.contains("\nAFI:") && !out.contains("IC Reference:"), "\(out)")
+        // A TI tag is no SLIX.
+        let ti = TagImage.blank(profile: .tagitHFIPlus, uid: ChipProfile.tagitHFIPlus.makeUID(serial: 7))
+        #expect(try TagImageFormat.flipper.encode(ti).contains("Device type: ISO15693-3\n"))
+    }
+}
