@@ -5,7 +5,8 @@ import ISO15693
 public enum TagImageFormat: String, Sendable, CaseIterable {
     /// The project's JSON (`"format": "vlogger-tag-image"`), documented in `Config/demo-field/README.md`.
     case vlogger
-    /// Proxmark3 JSON dumps, `"FileType": "15693 v4"` (and v5, whose page count has two bytes).
+    /// Proxmark3 JSON dumps, `"FileType": "15693 v4"` (written; up to 160 pages and 2048 bytes, as upstream
+    /// loads them), and read also in a "v5" form whose page count has two bytes.
     case proxmark3
     /// Flipper Zero `.nfc` files of device type `ISO15693-3` or `SLIX`.
     case flipper
@@ -177,9 +178,13 @@ enum Proxmark3ImageCodec {
     }
 
     static func encode(_ image: TagImage, updating original: String?) throws(TagImageError) -> String {
+        // Upstream Proxmark3 writes and loads "15693 v4" only, with at most ISO15693_TAG_MAX_PAGES = 160 pages and
+        // ISO15693_TAG_MAX_SIZE = 2048 bytes (include/iso15.h; fileutils.c refuses more): write what it can load.
+        guard image.blockCount <= 160, image.blockCount * image.blockSize <= 2048 else {
+            throw TagImageError("a Proxmark3 dump (\"15693 v4\") holds at most 160 pages and 2048 bytes, the limits of Proxmark3's own loader; this tag has \(image.blockCount) blocks of \(image.blockSize) bytes: use the vlogger or Flipper format")
+        }
         var o: [String: Any] = (original.flatMap { try? parseJSONObject($0) }) ?? ["Created": "vlogger"]
-        let v5 = image.blockCount > 255
-        o["FileType"] = v5 ? "15693 v5" : "15693 v4"
+        o["FileType"] = "15693 v4"
         var card = (o["Card"] as? [String: Any]) ?? [:]
         card["uid"] = Hex.format(image.uid.onAirBytes, separator: "")
         card["dsfid"] = Hex.format([image.dsfid])
@@ -188,7 +193,7 @@ enum Proxmark3ImageCodec {
         card["afilock"] = image.afiLocked ? "01" : "00"
         card["bytesperpage"] = Hex.format([UInt8(image.blockSize)])
         let n = image.blockCount
-        card["pagescount"] = v5 ? Hex.format([UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF)], separator: "") : Hex.format([UInt8(n)])
+        card["pagescount"] = Hex.format([UInt8(n)])
         card["ic"] = Hex.format([image.icReference ?? 0])
         card["locks"] = Hex.format(image.locked.map { $0 ? UInt8(1) : 0 }, separator: "")
         if card["random"] == nil { card["random"] = "0000" }

@@ -117,13 +117,18 @@ import Testing
         let f = try Self.field()
         defer { try? FileManager.default.removeItem(at: f) }
         let out = f.appendingPathComponent("dump.out")
-        for format in ["vlogger", "proxmark3", "flipper"] {
-            let d = try Self.run(["dump", "--field", f.path, "--uid", "E007A20000001003", "--format", format, "-o", out.path])
+        // The RF430 (244 blocks of 8 bytes) in the vlogger and Flipper formats; Proxmark3's loader takes at most
+        // 160 pages, so a Proxmark3 dump of it is refused and a SLIX2 (80 blocks) goes that way instead.
+        for (format, uid, block, data) in [("vlogger", "E007A20000001003", "9", "0000000000000000"), ("flipper", "E007A20000001003", "9", "0000000000000000"),
+                                           ("proxmark3", "E004010812345601", "0x01", "00000000")] {
+            let d = try Self.run(["dump", "--field", f.path, "--uid", uid, "--format", format, "-o", out.path])
             #expect(d.code == 0, "\(d.err)")
-            #expect(try Self.run(["write", "--field", f.path, "--uid", "E007A20000001003", "--block", "9", "--data", "0000000000000000"]).code == 0)
-            let r = try Self.run(["restore", "--field", f.path, "--uid", "E007A20000001003", out.path])
+            #expect(try Self.run(["write", "--field", f.path, "--uid", uid, "--block", block, "--data", data]).code == 0)
+            let r = try Self.run(["restore", "--field", f.path, "--uid", uid, out.path])
             #expect(r.code == 0 && r.out.contains("1 block(s) written"), "\(format): \(r.out)\(r.err)")
         }
+        let refused = try Self.run(["dump", "--field", f.path, "--uid", "E007A20000001003", "--format", "proxmark3", "-o", out.path])
+        #expect(refused.code != 0 && refused.err.contains("at most 160 pages and 2048 bytes"), "\(refused.err)")
     }
 
     /// Huge counts trapped with an arithmetic overflow (exit 132); they are usage errors now (exit 64), and

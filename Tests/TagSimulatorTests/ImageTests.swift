@@ -250,3 +250,27 @@ import ISO15693
         #expect(try TagImageFormat.flipper.encode(ti).contains("Device type: ISO15693-3\n"))
     }
 }
+
+/// Proxmark3 dumps as upstream writes and loads them: "15693 v4", `ISO15693_TAG_MAX_PAGES` 160 and
+/// `ISO15693_TAG_MAX_SIZE` 2048 (include/iso15.h, client/src/fileutils.c), UID least-significant byte first.
+@Suite struct Proxmark3FormatTests {
+    @Test func onlyWhatUpstreamCanLoadIsWritten() throws {
+        let slix2 = TagImage.blank(profile: .icodeSLIX2, uid: try UID(parsing: "E004010849D0DC81"))
+        let text = try TagImageFormat.proxmark3.encode(slix2)
+        #expect(text.contains("\"FileType\" : \"15693 v4\"") && text.contains("\"pagescount\" : \"50\"") && text.contains("\"uid\" : \"81DCD049080104E0\""))
+        let back = try TagImageFormat.proxmark3.decode(text)
+        #expect(back.uid == slix2.uid && back.blocks == slix2.blocks && back.locked == slix2.locked && back.icReference == slix2.icReference)
+        // An ST25DV64K (2048 blocks) and 161 blocks of 4 bytes are refused with the limit named; 256 × 8 = 2048 bytes
+        // but 256 pages is past 160 too.
+        for (profile, uid) in [(ChipProfile.st25dv64k, "E002260000C0FFEE")] {
+            let big = TagImage.blank(profile: profile, uid: try UID(parsing: uid))
+            #expect(throws: TagImageError.self) { try TagImageFormat.proxmark3.encode(big) }
+        }
+        let p161 = try TagImage(uid: try UID(parsing: "E004010849D0DC81"), blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 161))
+        do { _ = try TagImageFormat.proxmark3.encode(p161); Issue.record("161 pages written") } catch {
+            #expect("\(error)".contains("at most 160 pages and 2048 bytes"))
+        }
+        let p160 = try TagImage(uid: try UID(parsing: "E004010849D0DC81"), blockSize: 4, blocks: Array(repeating: [1, 2, 3, 4], count: 160))
+        #expect(try TagImageFormat.proxmark3.encode(p160).contains("\"pagescount\" : \"A0\""))
+    }
+}
