@@ -6,12 +6,14 @@
 /// ICODE type, bits 3–4 of byte 4 the SLIX / SLIX2 indicator); ST datasheets via the facts file
 /// (`shared/reference/iso15693-facts.md` §2.1) for the ST25DV/ST25TV codes.
 public enum ICModel: String, CaseIterable, Sendable, Codable {
-    case icodeSLI, icodeSLIX, icodeSLIX2, icodeDNA, icodeSLIS, icodeSLIXS, icodeSLIL, icodeSLIXL
+    case icodeSLI, icodeSLIX, icodeSLIX2, icodeDNA, icodeSLIS, icodeSLIXS, icodeSLIL, icodeSLIXL, icode3
     case st25dv04k, st25dv16k, st25dv64k, st25dv16kOr64k, st25dvKC, st25tv02k512, st25tv04kp, st25tv16k64k
     case lri64, lri2k, lris2k, lris64k, m24lr64
+    /// IC code 0x08: the LRI2K and the ST25TV02KC / ST25TV512C share it (pm3 uidmapping); 16 blocks is the 512C.
+    case lri2kOrST25TV02KC, st25tv512c
     case tagitHFIPlus, tagitHFIStandard, tagitHFIPro, rf430frl15xh
-    case em4233, em4233slic
-    case mydVicinity
+    case em4233, em4233slic, em4034, em4035, em4135, em4036, em4006, em4133, em4033, em4237, em4425
+    case mydVicinity, mydMove
     case mb89r116, mb89r118
 
     public var name: String {
@@ -24,6 +26,7 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
         case .icodeSLIXS: return "NXP ICODE SLIX-S"
         case .icodeSLIL: return "NXP ICODE SLI-L"
         case .icodeSLIXL: return "NXP ICODE SLIX-L"
+        case .icode3: return "NXP ICODE 3"
         case .st25dv04k: return "ST ST25DV04K"
         case .st25dv16k: return "ST ST25DV16K"
         case .st25dv64k: return "ST ST25DV64K"
@@ -34,6 +37,8 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
         case .st25tv16k64k: return "ST ST25TV16K/64K"
         case .lri64: return "ST LRI64"
         case .lri2k: return "ST LRI2K"
+        case .lri2kOrST25TV02KC: return "ST LRI2K or ST25TV02KC/ST25TV512C"
+        case .st25tv512c: return "ST ST25TV512C"
         case .lris2k: return "ST LRIS2K"
         case .lris64k: return "ST LRIS64K"
         case .m24lr64: return "ST M24LR64"
@@ -43,7 +48,17 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
         case .rf430frl15xh: return "TI RF430FRL15xH"
         case .em4233: return "EM Microelectronic EM4233"
         case .em4233slic: return "EM Microelectronic EM4233SLIC"
+        case .em4034: return "EM Microelectronic EM4034"
+        case .em4035: return "EM Microelectronic EM4035"
+        case .em4135: return "EM Microelectronic EM4135"
+        case .em4036: return "EM Microelectronic EM4036"
+        case .em4006: return "EM Microelectronic EM4006"
+        case .em4133: return "EM Microelectronic EM4133"
+        case .em4033: return "EM Microelectronic EM4033"
+        case .em4237: return "EM Microelectronic EM4237"
+        case .em4425: return "EM Microelectronic EM4425"
         case .mydVicinity: return "Infineon my-d vicinity"
+        case .mydMove: return "Infineon my-d move (SLE66R01P)"
         case .mb89r116: return "Fujitsu MB89R116"
         case .mb89r118: return "Fujitsu MB89R118"
         }
@@ -59,6 +74,8 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
             // Byte 5 = ICODE type; bits 3–4 of byte 4 = type indicator (Flipper SlixUidLayout; pm3 bits 35/36).
             let indicator = (b4 >> 3) & 0x03
             switch b5 {
+            // ICODE 3: byte 4 bits 3–6 = 0100 (pm3 mask 0xFFFFFF7800000000, e.g. E004012001110CDE).
+            case 0x01 where b4 & 0x78 == 0x20: return .icode3
             case 0x01:
                 switch indicator {
                 case 0: return .icodeSLI
@@ -84,7 +101,8 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
             case 0x35: return .st25tv04kp
             case 0x48: return .st25tv16k64k
             case 0x05: return .lri64
-            case 0x08: return .lri2k
+            // 0x08 is the LRI2K and the ST25TV02KC/ST25TV512C alike (pm3 uidmapping); the 512C has 16 blocks.
+            case 0x08: return blockCount == 16 ? .st25tv512c : .lri2kOrST25TV02KC
             case 0x0A: return .lris2k
             case 0x44: return .lris64k
             // UNVERIFIED: 0x2C is the IC reference reported for the M24LR64-R; no UID dump confirms it.
@@ -94,23 +112,37 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
                 return nil
             }
         case .texasInstruments:
+            // pm3 uidmapping: E0 07 0x… Tag-it HF-I Plus inlay, E0 07 1x… Plus chip (20 bits), E0 07 80/81 Plus
+            // (RF-HDT-DVBB and third-party products), C0/C1 Standard, C4/C5 Pro (23 bits).
             switch b5 & 0xFE {
             case 0xC0: return .tagitHFIStandard
             case 0xC4: return .tagitHFIPro
-            case 0x80: return .tagitHFIPlus   // chip
-            case 0x00: return .tagitHFIPlus   // inlay
+            case 0x80: return .tagitHFIPlus
             case 0xA0, 0xA2: return .rf430frl15xh // observed UIDs E0 07 A0 … / E0 07 A2 …
-            default: return nil
+            default: return b5 >> 4 <= 1 ? .tagitHFIPlus : nil   // inlay (0x0_), chip (0x1_)
             }
         case .emMicroelectronic:
+            // pm3 uidmapping (IC id in byte 5).
             switch b5 {
             case 0x24, 0x7C: return .em4233
             case 0x28, 0xA8: return .em4233slic
+            case 0x04: return .em4034
+            case 0x0C: return .em4035
+            case 0x10: return .em4135
+            case 0x14, 0x94: return .em4036
+            case 0x18: return .em4006
+            case 0x1C, 0x9C: return .em4133
+            case 0x20: return .em4033
+            case 0x3C, 0xBC: return .em4237
+            case 0x78: return .em4425
             default: return nil
             }
         case .infineon:
+            // pm3 uidmapping: SRF55V10P 00, SRF55V10S 10, SRF55V02P 40, SRF55V02S 50, SRF55V01P A1/A8 (my-d
+            // vicinity); SLE66R01P my-d move 1E/1F (23 bits) and 20–27 (21 bits).
             switch b5 {
-            case 0x00, 0x40, 0x10, 0x50: return .mydVicinity
+            case 0x00, 0x40, 0x10, 0x50, 0xA1, 0xA8: return .mydVicinity
+            case 0x1E, 0x1F, 0x20...0x27: return .mydMove
             default: return nil
             }
         case .fujitsu:

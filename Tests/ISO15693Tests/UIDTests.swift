@@ -52,20 +52,30 @@ import Testing
         #expect(try model("E004011812345678") == .icodeDNA)
         #expect(try model("E004021012345678") == .icodeSLIXS)
         #expect(try model("E004031012345678") == .icodeSLIXL)
+        // ICODE 3 (pm3 mask 0xFFFFFF78…: byte 4 bits 3–6 = 0100), e.g. E004012001110CDE; it was named ICODE SLI.
+        #expect(try model("E004012001110CDE") == .icode3)
         // ST: IC codes from ST datasheets and pm3 (facts §2.1).
         #expect(try model("E002240000000001") == .st25dv04k)
         #expect(try model("E002260000000001", blocks: 2048) == .st25dv64k)
         #expect(try model("E002260000000001", blocks: 512) == .st25dv16k)
         #expect(try model("E002230000000001") == .st25tv02k512)
-        #expect(try model("E002080000000001") == .lri2k)
+        // IC code 0x08: the UID cannot tell the LRI2K from the ST25TV02KC; 16 blocks is the ST25TV512C (pm3 uidmapping).
+        #expect(try model("E002080000000001") == .lri2kOrST25TV02KC)
+        #expect(try model("E002080000000001", blocks: 16) == .st25tv512c)
+        #expect(ICModel.lri2kOrST25TV02KC.name.contains("LRI2K") && ICModel.lri2kOrST25TV02KC.name.contains("ST25TV02KC"))
         #expect(try model("E002440000000001") == .lris64k)
         // TI (pm3 uidmapping): 0x80 Plus chip, 0xC0 Standard, 0xC4 Pro.
         #expect(try model("E007800000000001") == .tagitHFIPlus)
         #expect(try model("E007C00000000001") == .tagitHFIStandard)
         #expect(try model("E007C40000000001") == .tagitHFIPro)
         #expect(try model("E007A20000000001") == .rf430frl15xh)
+        // Tag-it HF-I Plus inlay (E0 07 0x…) and chip (E0 07 1x…), pm3 uidmapping with 20-bit prefixes.
+        #expect(try model("E007050000000001") == .tagitHFIPlus && model("E007170000000001") == .tagitHFIPlus)
+        #expect(try model("E007300000000001") == nil)
         #expect(try model("E016240000000001") == .em4233)
-        #expect(try model("E005000000000001") == .mydVicinity)
+        #expect(try model("E016040000000001") == .em4034 && model("E0163C0000000001") == .em4237 && model("E016780000000001") == .em4425)
+        #expect(try model("E005000000000001") == .mydVicinity && model("E005A10000000001") == .mydVicinity)
+        #expect(try model("E0051E0000000001") == .mydMove && model("E005230000000001") == .mydMove)
         #expect(try model("E008010000000001") == .mb89r118)
         #expect(try model("E0FF010000000001") == nil)
     }
