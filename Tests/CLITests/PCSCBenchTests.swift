@@ -135,12 +135,13 @@ struct PCSCBenchTests {
         defer { try? FileManager.default.removeItem(at: work) }
         let config = work.appendingPathComponent("vlogger.toml").path
         let store = work.appendingPathComponent("pcsc.db").path
-        let run = try CLI.run(["run", "--config", config, "--store", store, "--reader", "pcsc", "--cycles", "8", "--interval", "300ms"])
+        let run = try CLI.run(["run", "--config", config, "--store", store, "--reader", "pcsc", "--cycles", "10", "--interval", "300ms", "--log-level", "info"])
         #expect(run.code == 0, "\(run.out)\(run.err)")
         #expect(run.err.contains("polling with PC/SC (Virtual PCD 00 00)"), "\(run.err)")
         let csv = try CLI.run(["export", "--config", config, "--store", store, "--since", "1h", "--uid", cage])
         let rows = csv.out.split(separator: "\r\n").dropFirst()
-        // The cage's 0xF8 reading in most cycles (the removal costs at most the cycles while the card is away).
-        #expect(rows.count >= 5 && rows.allSatisfy { $0.contains("6608C20142370001") }, "\(csv.out)")
+        // The cage's 0xF8 reading in at least half the cycles (the removal costs the cycles while the card is away,
+        // and the departure and return of the quiet tags).
+        #expect(rows.count >= 5 && rows.allSatisfy { $0.contains("6608C20142370001") }, "\(csv.out)\nthe run's log:\n\(run.err)")
     }
 }
