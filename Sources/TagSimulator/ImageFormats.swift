@@ -336,12 +336,24 @@ enum FlipperImageCodec {
                 done.insert(key)
             }
             // Keys the file did not have: the lock keys (a legacy file becomes the current layout, its
-            // Security Status one byte a block) and what the tag reported anew.
-            let missing = values.filter { !done.contains($0.0) }.map { "\($0.0): \($0.1)" }
-            if !missing.isEmpty {
-                while lines.last?.isEmpty == true { lines.removeLast() }
-                lines += missing
+            // Security Status one byte a block) and what the tag reported anew. Flipper reads the keys in this
+            // order, each searched forward from the one before (flipper_format), so a key goes before the first
+            // key the file has that Flipper reads after it, not at the end.
+            let order = values.map(\.0)
+            func keyOf(_ line: String) -> String? {
+                let t = line.trimmingCharacters(in: .whitespaces)
+                guard !t.hasPrefix("#"), let colon = t.firstIndex(of: ":") else { return nil }
+                return String(t[..<colon]).trimmingCharacters(in: .whitespaces)
             }
+            for (k, v) in values where !done.contains(k) {
+                guard let mine = order.firstIndex(of: k) else { continue }
+                let later = lines.firstIndex { l in keyOf(l).flatMap { order.firstIndex(of: $0) }.map { $0 > mine } ?? false }
+                let earlier = lines.lastIndex { l in keyOf(l).flatMap { order.firstIndex(of: $0) }.map { $0 < mine } ?? false }
+                let at = later ?? earlier.map { $0 + 1 } ?? lines.count
+                lines.insert("\(k): \(v)", at: at)
+                done.insert(k)
+            }
+            while lines.last?.isEmpty == true { lines.removeLast() }
             return lines.joined(separator: ending) + ending
         }
         let type = deviceType(image.uid)

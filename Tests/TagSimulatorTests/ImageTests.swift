@@ -229,6 +229,11 @@ import ISO15693
         let back = try TagImageFormat.flipper.encode(image, updating: lines.joined(separator: "\n"))
         let reread = try TagImageFormat.flipper.decode(back)
         #expect(back.contains("Lock DSFID: true") && back.contains("Lock AFI: true") && reread == image)
+        // Flipper reads its keys in order, each searched forward from the last: the added lock keys go before
+        // Block Count, not at the end of the file.
+        let keys = back.components(separatedBy: "\n").compactMap { $0.split(separator: ":").first.map(String.init) }
+        let order = ["DSFID", "AFI", "IC Reference", "Lock DSFID", "Lock AFI", "Block Count", "Block Size", "Data Content", "Security Status"]
+        #expect(order.compactMap { keys.firstIndex(of: $0) } == order.compactMap { keys.firstIndex(of: $0) }.sorted(), "\(keys)")
         lines[i] = "Security Status: 00 01"
         #expect(throws: TagImageError.self) { try TagImageFormat.flipper.decode(lines.joined(separator: "\n")) }
     }

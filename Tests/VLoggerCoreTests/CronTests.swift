@@ -74,6 +74,8 @@ import VLoggerStore
         #expect(!night.contains(date("2026-11-23T02:00:00Z")))   // Monday 02:00: Sunday night, no shift
         #expect(night.contains(date("2026-11-23T22:00:00Z")))    // start included
         #expect(!night.contains(date("2026-11-24T06:00:00Z")))   // end excluded
+        let whole = try ShiftWindow("00:00-24:00", days: "1-5")
+        #expect(whole.fullDay && whole.contains(date("2026-11-23T00:00:00Z")) && whole.contains(date("2026-11-23T23:59:00Z")) && !whole.contains(date("2026-11-22T12:00:00Z")))
         let day = try ShiftWindow("06:00-24:00")
         #expect(day.end == 0 && day.contains(date("2026-11-22T23:59:00Z")) && !day.contains(date("2026-11-22T05:59:00Z")))
     }
@@ -106,7 +108,7 @@ import VLoggerStore
     }
 
     @Test func badWindowsAreErrors() {
-        for bad in ["6-14", "06:00", "25:00-01:00", "06:00-06:00", "06:60-07:00", "06:00-24:30", "-", "06:00-14:00-22:00"] {
+        for bad in ["6-14", "06:00", "25:00-01:00", "06:00-06:00", "00:00-00:00", "06:60-07:00", "06:00-24:30", "-", "06:00-14:00-22:00"] {
             #expect(throws: ShiftWindow.Invalid.self, "\(bad)") { try ShiftWindow(bad) }
         }
         #expect(throws: ShiftWindow.Invalid.self) { try ShiftWindow("06:00-14:00", days: "mon") }

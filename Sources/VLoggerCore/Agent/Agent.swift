@@ -215,8 +215,8 @@ public final class Agent {
         switch config.slots {
         case .one: oneSlot = true
         case .sixteen: oneSlot = false
-        // With the known tags quiet, only newcomers answer: one slot first.
-        case .adaptive: oneSlot = quiet || lastCount <= 1
+        // With the known tags quiet, only newcomers and the tags that are not kept quiet (no reads) answer.
+        case .adaptive: oneSlot = quiet ? present.keys.filter { !quieted.contains($0) }.count <= 1 : lastCount <= 1
         }
         let found: [InventoryEntry]
         do {
@@ -291,7 +291,8 @@ public final class Agent {
         quietLostCycles = answeredTwice > 0 ? quietLostCycles + 1 : 0
         if quietLostCycles >= 3 {
             quietHolds = false
-            quieted.removeAll()
+            // The tags for which Quiet did hold would otherwise stay quiet, unread and never found again.
+            wakeQuietTags()
             logger.notice("reader \(readerConfig.id) (\(session.reader.name)): tags sent Stay Quiet answer the inventory again in 3 cycles in a row (the reader resets them between commands); every cycle now inventories every tag")
         }
     }

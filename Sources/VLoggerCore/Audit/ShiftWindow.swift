@@ -9,6 +9,8 @@ public struct ShiftWindow: Sendable, Equatable, CustomStringConvertible {
 
     /// Minutes after local midnight; `end` 0 (`24:00` or `00:00`) is the next midnight.
     public let start: Int, end: Int
+    /// `00:00-24:00`: the whole day.
+    public let fullDay: Bool
     /// Days of the week the window starts on, 0 = Sunday … 6 = Saturday.
     public let days: Set<Int>
     public let timeZone: TimeZone
@@ -28,7 +30,8 @@ public struct ShiftWindow: Sendable, Equatable, CustomStringConvertible {
         guard ends.count == 2 else { throw Invalid(description: "'\(text)': expected HH:MM-HH:MM in local time, e.g. 06:00-14:00 or 22:00-06:00") }
         start = try minute(ends[0], allow24: false)
         end = try minute(ends[1], allow24: true)
-        guard start != end else { throw Invalid(description: "'\(text)': the window has no length (its start is its end)") }
+        fullDay = start == end && ends[1].hasPrefix("24")
+        guard start != end || fullDay else { throw Invalid(description: "'\(text)': the window has no length (its start is its end); a whole day is 00:00-24:00") }
         let weekdays: CronSchedule
         do { weekdays = try CronSchedule("0 0 * * \(days)") } catch { throw Invalid(description: "days '\(days)': \(error.description.replacingOccurrences(of: "day of week ", with: ""))") }
         self.days = weekdays.weekdays
@@ -49,6 +52,7 @@ public struct ShiftWindow: Sendable, Equatable, CustomStringConvertible {
         let c = cal.dateComponents([.hour, .minute, .weekday], from: date)
         guard let h = c.hour, let m = c.minute, let wd = c.weekday else { return false }
         let minute = h * 60 + m, day = wd - 1
+        if fullDay { return days.contains(day) }
         if !spansMidnight { return days.contains(day) && minute >= start && minute < end }
         return (minute >= start && days.contains(day)) || (minute < end && days.contains((day + 6) % 7))
     }
