@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagSimulator → Readers (+ CLibNFC, CPCSCLite); VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerService → vlogger.
+// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (+ CLibNFC, CPCSCLite); VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerService → vlogger.
 let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],
@@ -20,7 +20,9 @@ let package = Package(
     targets: [
         .target(name: "ISO15693", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         .target(name: "Type5NDEF", dependencies: ["ISO15693"]),
-        .target(name: "TagSimulator", dependencies: ["ISO15693"]),
+        // Tag images and their dump formats (project JSON, Proxmark3, Flipper): dump and restore on any reader use them.
+        .target(name: "TagImages", dependencies: ["ISO15693"]),
+        .target(name: "TagSimulator", dependencies: ["ISO15693", "TagImages"]),
         .systemLibrary(
             name: "CLibNFC",
             pkgConfig: "libnfc",
@@ -39,7 +41,7 @@ let package = Package(
         .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
         // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
         .target(name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "Readers", "VLoggerStore",
+        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore",
                                                    .product(name: "Logging", package: "swift-log")]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
@@ -57,6 +59,7 @@ let package = Package(
             dependencies: [
                 "VLoggerCore",
                 "VLoggerStore",
+                "TagImages",
                 "VLoggerService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -74,7 +77,7 @@ let package = Package(
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(name: "air-bench", dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "ISO15693"], path: "bench/AirBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
-        .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "ISO15693"]),
+        .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),
         .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerStore", "ISO15693"]),

@@ -1,4 +1,6 @@
 import ISO15693
+// Tag images are the simulator's tags: whoever uses the simulator sees them too.
+@_exported import TagImages
 
 /// How a simulated chip behaves: memory, supported commands, quirks, timing. Each profile names the source
 /// of its numbers; where no public source gave a number, the profile says it is a modelling assumption.
@@ -198,5 +200,20 @@ public struct ChipProfile: Hashable, Sendable {
             unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
             protocolExtensionError: .optionNotSupported,
             sources: ["generic ISO/IEC 15693-3 chip built from a tag image; behaviour per the base standard"])
+    }
+}
+
+extension TagImage {
+    /// A blank image for a profile (all bytes zero, nothing locked).
+    public static func blank(profile: ChipProfile, uid: UID) -> TagImage {
+        TagImage(unchecked: uid, blockSize: profile.blockSize,
+                 blocks: Array(repeating: Array(repeating: 0, count: profile.blockSize), count: profile.blockCount),
+                 icReference: profile.icReference, profileID: profile.id)
+    }
+
+    /// The chip profile this image runs on.
+    public var profile: ChipProfile {
+        if let id = profileID, let p = ChipProfile.named(id), p.blockCount == blockCount, p.blockSize == blockSize { return p }
+        return ChipProfile.infer(uid: uid, blockCount: blockCount, blockSize: blockSize, icReference: icReference)
     }
 }

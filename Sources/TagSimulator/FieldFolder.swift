@@ -54,6 +54,9 @@ public final class FieldFolder {
                 }
                 format = f
                 image = try f.decode(text)
+                if let id = image.profileID, id != "generic", ChipProfile.named(id) == nil {
+                    throw TagImageError("unknown profile '\(id)'; known: \(ChipProfile.all.map(\.id).joined(separator: ", ")), generic")
+                }
             } catch let e as TagImageError {
                 throw e.in(fileURL.path)
             } catch {

@@ -1,6 +1,6 @@
 import ISO15693
 import Readers
-import TagSimulator
+import TagImages
 
 /// Reading a whole tag into an image and writing an image back to a tag.
 public enum TagDump {

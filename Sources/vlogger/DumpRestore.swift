@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import ISO15693
 import Readers
-import TagSimulator
+import TagImages
 import VLoggerCore
 
 extension TagImageFormat: ExpressibleByArgument {}

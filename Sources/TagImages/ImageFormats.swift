@@ -110,10 +110,8 @@ enum VLoggerImageCodec {
             guard n >= 0, n < locked.count else { throw TagImageError("'lockedBlocks' names block \(n), the image has \(locked.count) blocks") }
             locked[n] = true
         }
+        // Which profiles exist is the simulator's to say (FieldFolder checks the name when it loads the image).
         let profile = o["profile"] as? String
-        if let profile, ChipProfile.named(profile) == nil, profile != "generic" {
-            throw TagImageError("unknown profile '\(profile)'; known: \(ChipProfile.all.map(\.id).joined(separator: ", ")), generic")
-        }
         return try TagImage(uid: uid, dsfid: try hexByte(o["dsfid"] ?? "00", "dsfid"), dsfidLocked: o["dsfidLocked"] as? Bool ?? false,
                             afi: try hexByte(o["afi"] ?? "00", "afi"), afiLocked: o["afiLocked"] as? Bool ?? false,
                             blockSize: blockSize, blocks: blocks, locked: locked,

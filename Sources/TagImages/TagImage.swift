@@ -45,14 +45,8 @@ public struct TagImage: Equatable, Sendable {
         self.profileID = profileID
     }
 
-    /// A blank image for a profile (all bytes zero, nothing locked).
-    public static func blank(profile: ChipProfile, uid: UID) -> TagImage {
-        TagImage(unchecked: uid, blockSize: profile.blockSize,
-                 blocks: Array(repeating: Array(repeating: 0, count: profile.blockSize), count: profile.blockCount),
-                 icReference: profile.icReference, profileID: profile.id)
-    }
-
-    private init(unchecked uid: UID, blockSize: Int, blocks: [[UInt8]], icReference: UInt8?, profileID: String?) {
+    /// An image of `blocks` without the checks of the public initializer (sizes the caller knows are valid).
+    package init(unchecked uid: UID, blockSize: Int, blocks: [[UInt8]], icReference: UInt8?, profileID: String?) {
         self.uid = uid
         dsfid = 0
         dsfidLocked = false
@@ -65,11 +59,6 @@ public struct TagImage: Equatable, Sendable {
         self.profileID = profileID
     }
 
-    /// The chip profile this image runs on.
-    public var profile: ChipProfile {
-        if let id = profileID, let p = ChipProfile.named(id), p.blockCount == blockCount, p.blockSize == blockSize { return p }
-        return ChipProfile.infer(uid: uid, blockCount: blockCount, blockSize: blockSize, icReference: icReference)
-    }
 }
 
 /// A tag image file that cannot be read or written; says which file and what is wrong.
@@ -77,5 +66,5 @@ public struct TagImageError: Error, CustomStringConvertible, Equatable, Sendable
     public let message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
-    func `in`(_ file: String) -> TagImageError { TagImageError("\(file): \(message)") }
+    package func `in`(_ file: String) -> TagImageError { TagImageError("\(file): \(message)") }
 }
