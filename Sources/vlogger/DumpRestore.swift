@@ -29,6 +29,8 @@ struct Dump: ParsableCommand {
                 throw VLoggerError("cannot write \(output): \(error.localizedDescription)")
             }
             FileHandle.standardError.write(Data("dumped \(image.blockCount) × \(image.blockSize)-byte blocks of \(uid) to \(output); \(airLine(session))\n".utf8))
+            // ISO/IEC 15693 has no command that reports whether the DSFID or AFI is locked.
+            FileHandle.standardError.write(Data("note: whether the DSFID and AFI are locked cannot be read over the air; the dump says unlocked\n".utf8))
         } else {
             print(text, terminator: "")
         }
