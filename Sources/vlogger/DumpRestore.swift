@@ -29,8 +29,9 @@ struct Dump: ParsableCommand {
                 throw VLoggerError("cannot write \(output): \(error.localizedDescription)")
             }
             FileHandle.standardError.write(Data("dumped \(image.blockCount) × \(image.blockSize)-byte blocks of \(uid) to \(output); \(airLine(session))\n".utf8))
-            // ISO/IEC 15693 has no command that reports whether the DSFID or AFI is locked.
-            FileHandle.standardError.write(Data("note: whether the DSFID and AFI are locked cannot be read over the air; the dump says unlocked\n".utf8))
+            // No ISO/IEC 15693 command reports whether the DSFID or AFI is locked (NXP's custom Get NXP System
+            // Information does, for ICODE chips; not used here).
+            FileHandle.standardError.write(Data("note: the ISO commands do not report whether the DSFID and AFI are locked; the dump says unlocked\n".utf8))
         } else {
             print(text, terminator: "")
         }
