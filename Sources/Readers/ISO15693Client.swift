@@ -249,15 +249,7 @@ public final class ISO15693Client {
         }
     }
 
-    /// Reset to Ready: addressed, or (nil) to every tag in the field, whose answers then collide; the
-    /// error that gives is not thrown, since every tag has carried the command out.
-    public func resetToReady(_ uid: UID?) throws(ClientError) {
-        if uid == nil { resetsToReady += 1 }
-        do { _ = try send(request(.resetToReady, uid), retries: 0) } catch where uid == nil && error.isTransient {}
-    }
-
-    /// How many times every tag was sent Reset to Ready (Stay Quiet no longer holds after one).
-    public private(set) var resetsToReady = 0
+    public func resetToReady(_ uid: UID?) throws(ClientError) { _ = try send(request(.resetToReady, uid)) }
     public func select(_ uid: UID) throws(ClientError) { _ = try send(request(.select, uid)) }
 
     // MARK: Memory layout

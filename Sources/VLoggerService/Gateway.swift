@@ -521,12 +521,12 @@ struct AuditJob: Service {
             }
         }
         for s in schedules {
-            let next = s.next(after: Self.date(clock.now())).map { TimeSpec.format(Millis($0.timeIntervalSince1970 * 1000)) } ?? "never"
+            let next = s.next(afterMs: clock.now()).map(TimeSpec.format) ?? "never"
             gateway.logger.info("audit schedule '\(s.name)' (\(s)): next \(next)")
         }
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let now = Self.date(clock.now())
-            let due = schedules.compactMap { s in s.next(after: now).map { (s, Millis($0.timeIntervalSince1970 * 1000)) } }
+            let now = clock.now()
+            let due = schedules.compactMap { s in s.next(afterMs: now).map { (s, $0) } }
             guard let soonest = due.map(\.1).min() else { break }
             guard await wait(untilMs: soonest) else { break }
             let t = clock.now()
@@ -534,13 +534,11 @@ struct AuditJob: Service {
         }
     }
 
-    static func date(_ ms: Millis) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
-
     /// Waits until the run's clock reaches `ms`; false when the shutdown began first.
     func wait(untilMs ms: Millis) async -> Bool {
         let clock = gateway.clock
         while clock.now() < ms {
-            let real = (clock as? ScaledClock)?.realMs(until: ms) ?? (ms - clock.now())
+            let real = clock.realMs(until: ms)
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, real))) } } catch { return false }
         }
         return true

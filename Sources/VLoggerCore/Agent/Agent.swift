@@ -62,7 +62,6 @@ public final class Agent {
     /// again (a reader that switches its field off between commands resets every tag to Ready).
     public private(set) var quietHolds = true
     private var quietLostCycles = 0
-    private var resetsSeen = 0
     /// Rules each tag is violating now (a violation is recorded when it starts, not every cycle).
     private var violating: [UID: Set<String>] = [:]
     /// What each tag needs read, worked out once per UID (plan, rules and layout do not change in a run).
@@ -282,12 +281,11 @@ public final class Agent {
         return report
     }
 
-    /// Three cycles in a row in which quieted tags answered the inventory again (and nobody reset them to
-    /// Ready meanwhile): the reader does not keep tags powered between commands, so Stay Quiet is left off.
+    /// Three cycles in a row in which quieted tags answered the inventory again: the reader does not keep tags
+    /// powered between commands, so Stay Quiet is left off. (Whoever wakes them on purpose, an audit's round,
+    /// also takes them out of `quieted`, so that is not counted.)
     private func noteQuietState(answeredTwice: Int, quiet: Bool) {
-        let resets = client.resetsToReady
-        defer { resetsSeen = resets }
-        guard quiet, resets == resetsSeen else { quietLostCycles = 0; return }
+        guard quiet else { quietLostCycles = 0; return }
         quietLostCycles = answeredTwice > 0 ? quietLostCycles + 1 : 0
         if quietLostCycles >= 3 {
             quietHolds = false

@@ -30,8 +30,7 @@ public enum BlockFile {
                 throw Invalid(description: "line \(n): expected a block number and its bytes in hex (0x10 41532D30)")
             }
             let numberText = String(t[..<sep])
-            var rest = t[t.index(after: sep)...].drop { $0 == " " || $0 == "\t" || $0 == "," || $0 == ":" || $0 == "=" }
-            rest = rest.drop { $0 == " " }
+            let rest = t[t.index(after: sep)...].drop { $0 == " " || $0 == "\t" || $0 == "," || $0 == ":" || $0 == "=" }
             let number: BlockNumber
             do { number = try BlockNumber(parsing: numberText) } catch { throw Invalid(description: "line \(n): block '\(numberText)': \(error)") }
             let bytes: [UInt8]

@@ -62,12 +62,16 @@ public protocol AgentClock: AnyObject {
     func now() -> Millis
     /// Sleeps until `ms` (or until a stop is requested).
     func sleep(untilMs ms: Millis, stop: StopSignal)
+    /// The real milliseconds until this clock reads `ms` (0 when it has passed, or for a clock that only moves
+    /// when slept on).
+    func realMs(until ms: Millis) -> Millis
 }
 
 public final class SystemClock: AgentClock, Sendable {
     public init() {}
     public func now() -> Millis { Millis.now() }
-    public func sleep(untilMs ms: Millis, stop: StopSignal) { stop.wait(ms: ms - now()) }
+    public func realMs(until ms: Millis) -> Millis { max(0, ms - now()) }
+    public func sleep(untilMs ms: Millis, stop: StopSignal) { stop.wait(ms: realMs(until: ms)) }
 }
 
 /// A clock that starts at `start` and moves only when slept on (or advanced): no real waiting.
@@ -75,6 +79,7 @@ public final class SimulatedClock: AgentClock {
     public private(set) var current: Millis
     public init(start: Millis = Millis.now()) { current = start }
     public func now() -> Millis { current }
+    public func realMs(until ms: Millis) -> Millis { 0 }
     public func sleep(untilMs ms: Millis, stop: StopSignal) { current = max(current, ms) }
     public func advance(by ms: Millis) { current += ms }
 }
@@ -82,7 +87,7 @@ public final class SimulatedClock: AgentClock {
 /// Wall-clock time run `rate` times faster from `start` (simulator demos and tests of schedules: at rate 60 a
 /// virtual minute takes a real second). Shared by every job of a run, so readers, the audit scheduler and a
 /// scenario see one time; sleeping waits the real share of the virtual wait.
-public final class ScaledClock: AgentClock, @unchecked Sendable {
+public final class ScaledClock: AgentClock, Sendable {
     public let start: Millis
     public let rate: Double
     private let origin = DispatchTime.now().uptimeNanoseconds
@@ -97,7 +102,6 @@ public final class ScaledClock: AgentClock, @unchecked Sendable {
         return start + Millis(real * rate)
     }
 
-    /// The real milliseconds to wait until virtual time `ms` (0 when it has passed).
     public func realMs(until ms: Millis) -> Millis {
         let left = ms - now()
         return left <= 0 ? 0 : Millis((Double(left) / rate).rounded(.up))

@@ -69,11 +69,16 @@ public struct AuditSchedule: Sendable, Equatable, CustomStringConvertible {
         return best
     }
 
+    /// `next(after:)` in the store's milliseconds since 1970.
+    public func next(afterMs ms: Millis) -> Millis? {
+        next(after: Date(timeIntervalSince1970: Double(ms) / 1000)).map { Millis(($0.timeIntervalSince1970 * 1000).rounded()) }
+    }
+
     /// Whether a run was missed: the last fire time before `now` is after the last run (a schedule never run
     /// has missed nothing). One catch-up however many slots went by.
     public func missed(lastRun: Millis?, now: Millis) -> Bool {
-        guard let lastRun, let next = next(after: Date(timeIntervalSince1970: Double(lastRun) / 1000)) else { return false }
-        return Millis(next.timeIntervalSince1970 * 1000) <= now
+        guard let lastRun, let next = next(afterMs: lastRun) else { return false }
+        return next <= now
     }
 }
 
