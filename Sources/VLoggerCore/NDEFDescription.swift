@@ -54,13 +54,14 @@ public enum NDEFDescription {
         var o: [String: Any] = ["tnf": tnfName(r.tnf), "type": r.typeText, "payload": Hex.format(r.payload, separator: "")]
         if !r.id.isEmpty { o["id"] = String(decoding: r.id, as: UTF8.self) }
         do {
-            switch try r.interpret() {
+            let meaning = try r.interpret()
+            switch meaning {
             case let .text(t, lang, utf16):
                 o["kind"] = "text"; o["text"] = t; o["lang"] = lang; o["encoding"] = utf16 ? "UTF-16" : "UTF-8"
             case let .uri(u): o["kind"] = "uri"; o["uri"] = u
             case let .smartPoster(inner):
                 o["kind"] = "smart-poster"; o["records"] = inner.map(object)
-                if let problem = try r.interpret().smartPosterProblem { o["warning"] = problem }
+                if let problem = meaning.smartPosterProblem { o["warning"] = problem }
             case let .mime(type, data):
                 o["kind"] = "mime"; o["mime"] = type
                 if let s = printable(data) { o["text"] = s }
