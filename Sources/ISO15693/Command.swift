@@ -104,44 +104,134 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// What a request of this code carries after its command byte, in order (ISO/IEC 15693-3 clause 10;
+    /// `iso15693-facts.md` §6). `[UID]` is present when the Address flag is set.
+    public enum Layout: Sendable, Equatable {
+        /// `[AFI] mask-length mask` with the Inventory flag.
+        case inventory
+        /// `UID`: only meaningful addressed (Stay Quiet, Select).
+        case addressedOnly
+        /// `[UID]`.
+        case nothing
+        /// `[UID] value`: one byte named by the string (AFI, DSFID).
+        case value(String)
+        /// `[UID] block`.
+        case block
+        /// `[UID] block data`.
+        case blockData
+        /// `[UID] first count−1`.
+        case blocks
+        /// `[UID] first count−1 data`.
+        case blocksData
+        /// `parameters [UID]` (Extended Get System Information: the parameter byte precedes the UID).
+        case parametersThenAddress
+        /// `manufacturer [UID] parameters…` (custom commands 0xA0–0xDF).
+        case custom
+        /// `[UID] parameters…` as bytes (proprietary, security framework, RFU).
+        case opaque
+    }
+
+    /// One row of the command table.
+    struct Entry: Sendable {
+        let name: String
+        let layout: Layout
+        /// Block numbers always take two bytes (the extended commands).
+        var wideBlocks = false
+        /// Block numbers take two bytes when the Protocol Extension flag is set (ISO/IEC 15693-3 flag b4).
+        var wideWithProtocolExtension = false
+        /// The block count takes two bytes.
+        var wideCount = false
+        /// The tag programs memory after it (see `isWriteAlike`).
+        var writeAlike = false
+    }
+
+    /// The command table of ISO/IEC 15693-3 (`iso15693-facts.md` §6.1). Every other file names codes through
+    /// the constants above and learns a code's request layout, name and timing class from here.
+    static let table: [UInt8: Entry] = [
+        0x01: Entry(name: "Inventory", layout: .inventory),
+        0x02: Entry(name: "Stay Quiet", layout: .addressedOnly),
+        0x20: Entry(name: "Read Single Block", layout: .block, wideWithProtocolExtension: true),
+        0x21: Entry(name: "Write Single Block", layout: .blockData, wideWithProtocolExtension: true, writeAlike: true),
+        0x22: Entry(name: "Lock Block", layout: .block, wideWithProtocolExtension: true, writeAlike: true),
+        0x23: Entry(name: "Read Multiple Blocks", layout: .blocks, wideWithProtocolExtension: true),
+        0x24: Entry(name: "Write Multiple Blocks", layout: .blocksData, wideWithProtocolExtension: true, writeAlike: true),
+        0x25: Entry(name: "Select", layout: .addressedOnly),
+        0x26: Entry(name: "Reset to Ready", layout: .nothing),
+        0x27: Entry(name: "Write AFI", layout: .value("AFI"), writeAlike: true),
+        0x28: Entry(name: "Lock AFI", layout: .nothing, writeAlike: true),
+        0x29: Entry(name: "Write DSFID", layout: .value("DSFID"), writeAlike: true),
+        0x2A: Entry(name: "Lock DSFID", layout: .nothing, writeAlike: true),
+        0x2B: Entry(name: "Get System Information", layout: .nothing),
+        0x2C: Entry(name: "Get Multiple Block Security Status", layout: .blocks, wideWithProtocolExtension: true),
+        0x2D: Entry(name: "Fast Read Multiple Blocks", layout: .opaque),
+        0x30: Entry(name: "Extended Read Single Block", layout: .block, wideBlocks: true),
+        0x31: Entry(name: "Extended Write Single Block", layout: .blockData, wideBlocks: true, writeAlike: true),
+        0x32: Entry(name: "Extended Lock Block", layout: .block, wideBlocks: true, writeAlike: true),
+        0x33: Entry(name: "Extended Read Multiple Blocks", layout: .blocks, wideBlocks: true, wideCount: true),
+        0x34: Entry(name: "Extended Write Multiple Blocks", layout: .blocksData, wideBlocks: true, wideCount: true, writeAlike: true),
+        0x35: Entry(name: "Authenticate", layout: .opaque),
+        0x36: Entry(name: "Key Update", layout: .opaque),
+        0x39: Entry(name: "Challenge", layout: .opaque),
+        0x3A: Entry(name: "Read Buffer", layout: .opaque),
+        0x3B: Entry(name: "Extended Get System Information", layout: .parametersThenAddress),
+        0x3C: Entry(name: "Extended Get Multiple Block Security Status", layout: .blocks, wideBlocks: true, wideCount: true),
+        0x3D: Entry(name: "Fast Extended Read Multiple Blocks", layout: .opaque),
+    ]
+
+    var entry: Entry? { Self.table[rawValue] }
+
+    /// The request layout of this code; custom codes carry the manufacturer byte, unknown ones raw bytes.
+    public var layout: Layout {
+        if let e = entry { return e.layout }
+        return kind == .custom ? .custom : .opaque
+    }
+
+    /// Block numbers of this command take two bytes with these flags: always for the extended commands,
+    /// with the Protocol Extension flag for the plain block commands.
+    public func wideBlockNumbers(_ flags: RequestFlags) -> Bool {
+        guard let e = entry else { return false }
+        return e.wideBlocks || (e.wideWithProtocolExtension && flags.contains(.protocolExtension))
+    }
+
+    /// The block count takes two bytes (Extended Read/Write Multiple Blocks, Extended Get Multiple Block
+    /// Security Status).
+    public var wideCount: Bool { entry?.wideCount ?? false }
+
+    /// One of the extended commands (0x30–0x3C) that a tag without them refuses.
+    public var isExtended: Bool { entry?.wideBlocks == true || self == .extendedGetSystemInformation }
+
+    /// A command on the tag's memory or system information that the Protocol Extension flag reshapes
+    /// (the plain block commands and Get System Information).
+    public var takesProtocolExtension: Bool { entry?.wideWithProtocolExtension == true || self == .getSystemInformation }
+
     /// Commands after which the tag programs memory; the Option flag then asks it to wait for an EOF
     /// (ISO/IEC 15693-3 §10.4.2; RFAL applies it to 0x21, 0x22, 0x24, 0x31, 0x32, 0x34; AFI/DSFID too).
-    public var isWriteAlike: Bool {
-        [0x21, 0x22, 0x24, 0x27, 0x28, 0x29, 0x2A, 0x31, 0x32, 0x34].contains(rawValue)
+    public var isWriteAlike: Bool { entry?.writeAlike ?? false }
+
+    /// Custom commands that change a tag for ever, by (manufacturer, code): NXP ICODE and ST custom
+    /// commands from `iso15693-facts.md`.
+    static let irreversibleCustom: [ManufacturerCode: [UInt8: String]] = [
+        .nxp: [0xA4: "NXP Lock EAS", 0xB5: "NXP Lock Password", 0xB7: "NXP Lock Page Protection Condition",
+               0xB9: "NXP Destroy", 0xBA: "NXP Enable Privacy"],
+        .stMicroelectronics: [0xA4: "ST Lock EAS", 0xA6: "ST Kill", 0xB2: "ST Lock Kill"],
+    ]
+
+    /// The name of the command in a request frame (without CRC) that cannot be undone: the ISO locks
+    /// (Lock Block, Lock AFI, Lock DSFID, Extended Lock Block) and the known custom locks, kill and privacy
+    /// commands (custom commands by their manufacturer byte). nil for anything else or a frame too short.
+    public static func irreversibleCommand(in frame: [UInt8]) -> String? {
+        guard frame.count >= 2 else { return nil }
+        let code = CommandCode(frame[1])
+        if [.lockBlock, .lockAFI, .lockDSFID, .extendedLockBlock].contains(code) { return code.name }
+        guard frame.count >= 3, code.kind == .custom else { return nil }
+        return irreversibleCustom[ManufacturerCode(frame[2])]?[frame[1]]
     }
 
     public var name: String {
-        switch rawValue {
-        case 0x01: return "Inventory"
-        case 0x02: return "Stay Quiet"
-        case 0x20: return "Read Single Block"
-        case 0x21: return "Write Single Block"
-        case 0x22: return "Lock Block"
-        case 0x23: return "Read Multiple Blocks"
-        case 0x24: return "Write Multiple Blocks"
-        case 0x25: return "Select"
-        case 0x26: return "Reset to Ready"
-        case 0x27: return "Write AFI"
-        case 0x28: return "Lock AFI"
-        case 0x29: return "Write DSFID"
-        case 0x2A: return "Lock DSFID"
-        case 0x2B: return "Get System Information"
-        case 0x2C: return "Get Multiple Block Security Status"
-        case 0x2D: return "Fast Read Multiple Blocks"
-        case 0x30: return "Extended Read Single Block"
-        case 0x31: return "Extended Write Single Block"
-        case 0x32: return "Extended Lock Block"
-        case 0x33: return "Extended Read Multiple Blocks"
-        case 0x34: return "Extended Write Multiple Blocks"
-        case 0x35: return "Authenticate"
-        case 0x36: return "Key Update"
-        case 0x39: return "Challenge"
-        case 0x3A: return "Read Buffer"
-        case 0x3B: return "Extended Get System Information"
-        case 0x3C: return "Extended Get Multiple Block Security Status"
-        case 0x3D: return "Fast Extended Read Multiple Blocks"
-        case 0xA0...0xDF: return "Custom command 0x\(Hex.format([rawValue]))"
-        case 0xE0...0xFF: return "Proprietary command 0x\(Hex.format([rawValue]))"
+        if let e = entry { return e.name }
+        switch kind {
+        case .custom: return "Custom command 0x\(Hex.format([rawValue]))"
+        case .proprietary: return "Proprietary command 0x\(Hex.format([rawValue]))"
         default: return "RFU command 0x\(Hex.format([rawValue]))"
         }
     }
@@ -220,32 +310,51 @@ extension Command {
     /// --response`): what the answer holds depends only on the command and, for multiple-block commands, the
     /// block count. Stay Quiet (0x02) is never answered, so an "answer" to it does not decode.
     public static func answered(code: UInt8, count: Int = 1) -> Command {
+        let c = CommandCode(code)
+        switch c.layout {
+        case .inventory: return .inventory(afi: nil, mask: .none)
+        case .custom: return .custom(code: code, manufacturer: ManufacturerCode(0), parameters: [])
+        default:
+            let n = max(1, count)
+            return (try? Command(code: c, block: 0, count: n, data: [0], value: c == .extendedGetSystemInformation ? 0xFF : 0))
+                ?? (c.kind == .proprietary ? .proprietary(code: code, parameters: []) : .other(code: code, parameters: []))
+        }
+    }
+
+    /// The command of `code` with its decoded fields; the fields its layout does not carry are ignored.
+    /// Codes without a structured case (security framework, ISO fast reads, RFU) become `.other`,
+    /// proprietary ones `.proprietary`, custom ones need `Command.custom` and are refused here.
+    public init(code: CommandCode, block: BlockNumber = 0, count: Int = 1, data: [UInt8] = [], value: UInt8 = 0) throws(FrameError) {
         switch code {
-        case 0x01: return .inventory(afi: nil, mask: .none)
-        case 0x02: return .stayQuiet
-        case 0x20: return .readSingleBlock(0)
-        case 0x21: return .writeSingleBlock(0, data: [0])
-        case 0x22: return .lockBlock(0)
-        case 0x23: return .readMultipleBlocks(first: 0, count: count)
-        case 0x24: return .writeMultipleBlocks(first: 0, count: 1, data: [0])
-        case 0x25: return .select
-        case 0x26: return .resetToReady
-        case 0x27: return .writeAFI(0)
-        case 0x28: return .lockAFI
-        case 0x29: return .writeDSFID(0)
-        case 0x2A: return .lockDSFID
-        case 0x2B: return .getSystemInformation
-        case 0x2C: return .getMultipleBlockSecurityStatus(first: 0, count: count)
-        case 0x30: return .extendedReadSingleBlock(0)
-        case 0x31: return .extendedWriteSingleBlock(0, data: [0])
-        case 0x32: return .extendedLockBlock(0)
-        case 0x33: return .extendedReadMultipleBlocks(first: 0, count: count)
-        case 0x34: return .extendedWriteMultipleBlocks(first: 0, count: 1, data: [0])
-        case 0x3B: return .extendedGetSystemInformation(parameters: 0xFF)
-        case 0x3C: return .extendedGetMultipleBlockSecurityStatus(first: 0, count: count)
-        case 0xA0...0xDF: return .custom(code: code, manufacturer: ManufacturerCode(0), parameters: [])
-        case 0xE0...0xFF: return .proprietary(code: code, parameters: [])
-        default: return .other(code: code, parameters: [])
+        case .stayQuiet: self = .stayQuiet
+        case .select: self = .select
+        case .resetToReady: self = .resetToReady
+        case .lockAFI: self = .lockAFI
+        case .lockDSFID: self = .lockDSFID
+        case .getSystemInformation: self = .getSystemInformation
+        case .writeAFI: self = .writeAFI(value)
+        case .writeDSFID: self = .writeDSFID(value)
+        case .readSingleBlock: self = .readSingleBlock(block)
+        case .lockBlock: self = .lockBlock(block)
+        case .extendedReadSingleBlock: self = .extendedReadSingleBlock(block)
+        case .extendedLockBlock: self = .extendedLockBlock(block)
+        case .writeSingleBlock: self = .writeSingleBlock(block, data: data)
+        case .extendedWriteSingleBlock: self = .extendedWriteSingleBlock(block, data: data)
+        case .readMultipleBlocks: self = .readMultipleBlocks(first: block, count: count)
+        case .getMultipleBlockSecurityStatus: self = .getMultipleBlockSecurityStatus(first: block, count: count)
+        case .extendedReadMultipleBlocks: self = .extendedReadMultipleBlocks(first: block, count: count)
+        case .extendedGetMultipleBlockSecurityStatus: self = .extendedGetMultipleBlockSecurityStatus(first: block, count: count)
+        case .writeMultipleBlocks: self = .writeMultipleBlocks(first: block, count: count, data: data)
+        case .extendedWriteMultipleBlocks: self = .extendedWriteMultipleBlocks(first: block, count: count, data: data)
+        case .extendedGetSystemInformation: self = .extendedGetSystemInformation(parameters: value)
+        case .inventory:
+            throw FrameError.invalidField("Inventory needs its AFI and mask; build it with Command.inventory")
+        default:
+            switch code.kind {
+            case .custom: throw FrameError.invalidField("\(code.name) needs its manufacturer code; build it with Command.custom")
+            case .proprietary: self = .proprietary(code: code.rawValue, parameters: data)
+            default: self = .other(code: code.rawValue, parameters: data)
+            }
         }
     }
 }

@@ -36,13 +36,7 @@ public struct Request: Hashable, Sendable {
     }
 
     /// Block numbers take two bytes: extended commands, or plain block commands with Protocol Extension.
-    var usesWideBlockNumbers: Bool {
-        switch command.code.rawValue {
-        case 0x30...0x34, 0x3C: return true
-        case 0x20...0x24, 0x2C: return flags.contains(.protocolExtension)
-        default: return false
-        }
-    }
+    var usesWideBlockNumbers: Bool { command.code.wideBlockNumbers(flags) }
 
     // MARK: Encoding
 
@@ -113,12 +107,12 @@ public struct Request: Hashable, Sendable {
             // The parameter byte precedes the UID (ISO/IEC 15693-3:2019 §10.4.19; RFAL puts it first too).
             out.append(parameters); address()
         case let .custom(code, manufacturer, parameters):
-            guard (0xA0...0xDF).contains(code) else {
+            guard CommandCode(code).kind == .custom else {
                 throw FrameError.invalidField("custom command code 0x\(Hex.format([code])) is outside 0xA0…0xDF")
             }
             out.append(manufacturer.rawValue); address(); out += parameters
         case let .proprietary(code, parameters):
-            guard code >= 0xE0 else {
+            guard CommandCode(code).kind == .proprietary else {
                 throw FrameError.invalidField("proprietary command code 0x\(Hex.format([code])) is outside 0xE0…0xFF")
             }
             address(); out += parameters
@@ -140,40 +134,37 @@ public struct Request: Hashable, Sendable {
             throw FrameError.truncated(what: "request (flags, command)", needed: 2, got: frame.count)
         }
         let flags = RequestFlags(rawValue: frame[0])
-        let code = frame[1]
+        let code = CommandCode(frame[1])
         var r = Reader(frame, from: 2)
 
         if flags.isInventory {
-            guard code == 0x01 || (0xA0...0xDF).contains(code) else {
-                throw FrameError.invalidField("Inventory flag set on \(CommandCode(code).name); only Inventory and custom inventory commands use it")
-            }
-            if code != 0x01 {
+            switch code.layout {
+            case .inventory:
+                let afi: UInt8? = flags.contains(.afi) ? try r.byte("AFI") : nil
+                let length = Int(try r.byte("mask length"))
+                let maxBits = flags.contains(.oneSlot) ? 64 : 60
+                guard length <= maxBits else {
+                    throw FrameError.invalidField("inventory mask length \(length) exceeds \(maxBits) bits")
+                }
+                let maskBytes = try r.bytes((length + 7) / 8, "mask value")
+                try r.end("Inventory")
+                var v: UInt64 = 0
+                for (i, b) in maskBytes.enumerated() { v |= UInt64(b) << (8 * UInt64(i)) }
+                let mask = try InventoryMask(length: length, value: v)
+                return Request(.inventory(afi: afi, mask: mask), flags: flags)
+            case .custom:
+                // Custom inventory commands (NXP Inventory Read 0xA0/0xA1): manufacturer byte, then their own fields.
                 let mfr = try r.byte("manufacturer code")
-                return Request(.custom(code: code, manufacturer: ManufacturerCode(mfr), parameters: r.rest()), flags: flags)
+                return Request(.custom(code: code.rawValue, manufacturer: ManufacturerCode(mfr), parameters: r.rest()), flags: flags)
+            default:
+                throw FrameError.invalidField("Inventory flag set on \(code.name); only Inventory and custom inventory commands use it")
             }
-            let afi: UInt8? = flags.contains(.afi) ? try r.byte("AFI") : nil
-            let length = Int(try r.byte("mask length"))
-            let maxBits = flags.contains(.oneSlot) ? 64 : 60
-            guard length <= maxBits else {
-                throw FrameError.invalidField("inventory mask length \(length) exceeds \(maxBits) bits")
-            }
-            let maskBytes = try r.bytes((length + 7) / 8, "mask value")
-            try r.end("Inventory")
-            var v: UInt64 = 0
-            for (i, b) in maskBytes.enumerated() { v |= UInt64(b) << (8 * UInt64(i)) }
-            let mask = try InventoryMask(length: length, value: v)
-            return Request(.inventory(afi: afi, mask: mask), flags: flags)
         }
 
         if flags.contains(.select) && flags.contains(.address) {
             throw FrameError.invalidField("Select and Address flags are both set; ISO/IEC 15693-3 allows one or the other")
         }
-        let wide: Bool
-        switch code {
-        case 0x30...0x34, 0x3C: wide = true
-        case 0x20...0x24, 0x2C: wide = flags.contains(.protocolExtension)
-        default: wide = false
-        }
+        let wide = code.wideBlockNumbers(flags)
         func addressing() throws(FrameError) -> Addressing {
             if flags.contains(.address) { return .addressed(try r.uid()) }
             return flags.contains(.select) ? .selected : .nonAddressed
@@ -181,69 +172,53 @@ public struct Request: Hashable, Sendable {
         func block() throws(FrameError) -> BlockNumber {
             wide ? BlockNumber(try r.le16("block number")) : BlockNumber(UInt16(try r.byte("block number")))
         }
-        func count(wide16: Bool) throws(FrameError) -> Int {
-            wide16 ? Int(try r.le16("block count")) + 1 : Int(try r.byte("block count")) + 1
+        func count() throws(FrameError) -> Int {
+            code.wideCount ? Int(try r.le16("block count")) + 1 : Int(try r.byte("block count")) + 1
         }
-        let name = CommandCode(code).name
+        let name = code.name
         let command: Command
         let addr: Addressing
-        switch code {
-        case 0x01:
+        switch code.layout {
+        case .inventory:
             throw FrameError.invalidField("Inventory (0x01) without the Inventory flag")
-        case 0x02, 0x25:
+        case .addressedOnly:
             addr = try addressing()
             guard case .addressed = addr else { throw FrameError.invalidField("\(name) must be addressed") }
             try r.end(name)
-            command = code == 0x02 ? .stayQuiet : .select
-        case 0x26, 0x28, 0x2A, 0x2B:
+            command = try Command(code: code)
+        case .nothing:
             addr = try addressing(); try r.end(name)
-            switch code {
-            case 0x26: command = .resetToReady
-            case 0x28: command = .lockAFI
-            case 0x2A: command = .lockDSFID
-            default: command = .getSystemInformation
-            }
-        case 0x27, 0x29:
-            addr = try addressing(); let v = try r.byte(code == 0x27 ? "AFI" : "DSFID"); try r.end(name)
-            command = code == 0x27 ? .writeAFI(v) : .writeDSFID(v)
-        case 0x20, 0x22, 0x30, 0x32:
+            command = try Command(code: code)
+        case let .value(what):
+            addr = try addressing(); let v = try r.byte(what); try r.end(name)
+            command = try Command(code: code, value: v)
+        case .block:
             addr = try addressing(); let b = try block(); try r.end(name)
-            switch code {
-            case 0x20: command = .readSingleBlock(b)
-            case 0x22: command = .lockBlock(b)
-            case 0x30: command = .extendedReadSingleBlock(b)
-            default: command = .extendedLockBlock(b)
-            }
-        case 0x21, 0x31:
+            command = try Command(code: code, block: b)
+        case .blockData:
             addr = try addressing(); let b = try block(); let data = r.rest()
             guard (1...32).contains(data.count) else {
                 throw FrameError.wrongLength(what: name + " data", expected: "1…32", got: data.count)
             }
-            command = code == 0x21 ? .writeSingleBlock(b, data: data) : .extendedWriteSingleBlock(b, data: data)
-        case 0x23, 0x2C, 0x33, 0x3C:
-            addr = try addressing(); let b = try block(); let n = try count(wide16: code >= 0x30); try r.end(name)
-            switch code {
-            case 0x23: command = .readMultipleBlocks(first: b, count: n)
-            case 0x2C: command = .getMultipleBlockSecurityStatus(first: b, count: n)
-            case 0x33: command = .extendedReadMultipleBlocks(first: b, count: n)
-            default: command = .extendedGetMultipleBlockSecurityStatus(first: b, count: n)
-            }
-        case 0x24, 0x34:
-            addr = try addressing(); let b = try block(); let n = try count(wide16: code == 0x34); let data = r.rest()
+            command = try Command(code: code, block: b, data: data)
+        case .blocks:
+            addr = try addressing(); let b = try block(); let n = try count(); try r.end(name)
+            command = try Command(code: code, block: b, count: n)
+        case .blocksData:
+            addr = try addressing(); let b = try block(); let n = try count(); let data = r.rest()
             guard !data.isEmpty, data.count % n == 0, (1...32).contains(data.count / n) else {
                 throw FrameError.wrongLength(what: "\(name) data for \(n) block(s)", expected: "a multiple of \(n), 1…32 per block", got: data.count)
             }
-            command = code == 0x24 ? .writeMultipleBlocks(first: b, count: n, data: data) : .extendedWriteMultipleBlocks(first: b, count: n, data: data)
-        case 0x3B:
+            command = try Command(code: code, block: b, count: n, data: data)
+        case .parametersThenAddress:
             let p = try r.byte("parameter byte"); addr = try addressing(); try r.end(name)
-            command = .extendedGetSystemInformation(parameters: p)
-        case 0xA0...0xDF:
+            command = try Command(code: code, value: p)
+        case .custom:
             let mfr = try r.byte("IC manufacturer code"); addr = try addressing()
-            command = .custom(code: code, manufacturer: ManufacturerCode(mfr), parameters: r.rest())
-        case 0xE0...0xFF:
-            addr = try addressing(); command = .proprietary(code: code, parameters: r.rest())
-        default:
-            addr = try addressing(); command = .other(code: code, parameters: r.rest())
+            command = .custom(code: code.rawValue, manufacturer: ManufacturerCode(mfr), parameters: r.rest())
+        case .opaque:
+            addr = try addressing()
+            command = try Command(code: code, data: r.rest())
         }
         var request = Request(command, flags: flags, addressing: addr)
         request.flags = flags

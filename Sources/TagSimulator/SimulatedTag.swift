@@ -88,10 +88,9 @@ public final class SimulatedTag {
         let p = profile
         func unsupported() -> Reply { p.unsupportedCommandError.map { answer(.error($0)) } ?? .silent }
 
-        let code = request.command.code.rawValue
-        let plainMemoryCommand = (0x20...0x24).contains(code) || code == 0x2C || code == 0x2B
-        if plainMemoryCommand && p.requiresProtocolExtension && !protoExt { return answer(.error(p.protocolExtensionError)) }
-        if (0x30...0x3C).contains(code) && !p.supportsExtendedCommands { return unsupported() }
+        let code = request.command.code
+        if code.takesProtocolExtension && p.requiresProtocolExtension && !protoExt { return answer(.error(p.protocolExtensionError)) }
+        if code.isExtended && !p.supportsExtendedCommands { return unsupported() }
         if request.command.code.isWriteAlike && p.writeRequiresOption && !option {
             // Modelling assumption: without the Option flag a TI Tag-it neither writes nor answers.
             return .silent

@@ -19,30 +19,8 @@ struct Raw: ParsableCommand {
     @Flag(help: "Confirm a frame whose command cannot be undone (Lock Block, Lock AFI/DSFID, Extended Lock Block, and known custom locks, kill and privacy commands).")
     var yes = false
 
-    /// Commands that change a tag for ever, by command code; custom ones (0xA0–0xDF) by manufacturer code too.
-    /// ISO/IEC 15693-3 locks; NXP ICODE and ST custom commands from shared/reference/iso15693-facts.md.
-    static func irreversible(_ frame: [UInt8]) -> String? {
-        guard frame.count >= 2 else { return nil }
-        switch frame[1] {
-        case 0x22: return "Lock Block"
-        case 0x28: return "Lock AFI"
-        case 0x2A: return "Lock DSFID"
-        case 0x32: return "Extended Lock Block"
-        default: break
-        }
-        guard frame.count >= 3, (0xA0...0xDF).contains(frame[1]) else { return nil }
-        switch (frame[2], frame[1]) {
-        case (0x04, 0xA4): return "NXP Lock EAS"
-        case (0x04, 0xB5): return "NXP Lock Password"
-        case (0x04, 0xB7): return "NXP Lock Page Protection Condition"
-        case (0x04, 0xB9): return "NXP Destroy"
-        case (0x04, 0xBA): return "NXP Enable Privacy"
-        case (0x02, 0xA4): return "ST Lock EAS"
-        case (0x02, 0xA6): return "ST Kill"
-        case (0x02, 0xB2): return "ST Lock Kill"
-        default: return nil
-        }
-    }
+    /// The name of a command in `frame` that changes a tag for ever (ISO15693 knows which).
+    static func irreversible(_ frame: [UInt8]) -> String? { CommandCode.irreversibleCommand(in: frame) }
 
     func run() throws {
         let bytes: [UInt8]

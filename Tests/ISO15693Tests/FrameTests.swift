@@ -57,6 +57,23 @@ import Testing
         }
     }
 
+    /// One table knows each code (issue 15): every code maps back to itself, names follow ISO/IEC 15693-3's
+    /// table (facts §6.1), and the write-alike set is RFAL's (0x21, 0x22, 0x24, 0x31, 0x32, 0x34) plus the
+    /// AFI/DSFID writes and locks.
+    @Test func oneCommandTable() throws {
+        for code in UInt8.min...UInt8.max {
+            #expect(Command.answered(code: code, count: 3).code.rawValue == code, "0x\(Hex.format([code]))")
+        }
+        #expect(CommandCode(0x02).name == "Stay Quiet" && CommandCode(0x25).name == "Select")
+        #expect(CommandCode(0x2C).name == "Get Multiple Block Security Status")
+        #expect(CommandCode(0x3B).layout == .parametersThenAddress)
+        #expect((UInt8.min...UInt8.max).filter { CommandCode($0).isWriteAlike } == [0x21, 0x22, 0x24, 0x27, 0x28, 0x29, 0x2A, 0x31, 0x32, 0x34])
+        #expect(CommandCode.readMultipleBlocks.wideBlockNumbers([.protocolExtension]) && !CommandCode.readMultipleBlocks.wideBlockNumbers([]))
+        #expect(CommandCode.extendedReadMultipleBlocks.wideCount && !CommandCode.readMultipleBlocks.wideCount)
+        // An "answer" to Stay Quiet never decodes: the command is never answered (ISO/IEC 15693-3 §10.3.2).
+        #expect(throws: FrameError.self) { try Response.decode([0x00], to: Request(Command.answered(code: 0x02), addressing: .addressed(uid))) }
+    }
+
     @Test func malformedRequestsAreTypedErrors() {
         #expect(throws: FrameError.empty) { try Request.decode([]) }
         #expect(throws: FrameError.self) { try Request.decode([0x22, 0x20, 0x01]) }           // UID cut short
