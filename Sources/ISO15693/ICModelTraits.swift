@@ -24,10 +24,15 @@ extension ICModel {
         }
     }
 
-    /// Largest Read Multiple Blocks to ask for, when known to be below the 256 of the command.
-    /// RF430FRL15xH, MB89R118, M24LR64: 32 (assumptions, see the simulator profiles).
+    /// Largest Read Multiple Blocks to ask for, when known to be below the 256 of the command; 1 for chips
+    /// without Read Multiple Blocks (read block by block with Read Single Block).
+    /// - TI Tag-it HF-I Standard/Pro: 1. AOSP `rw_i93.cc` (`rw_i93_get_product_version`: "these support only
+    ///   Inventory, Stay Quiet, Read Single Block, Write Single Block, Lock Block"); FEIG's ID ISC.MR200 manual
+    ///   §7.1.15 marks the reader's Read Multiple Blocks for them "Single Read".
+    /// - RF430FRL15xH, MB89R118, M24LR64: 32 (assumptions, see the simulator profiles).
     public var maxBlocksPerRead: Int? {
         switch self {
+        case .tagitHFIStandard, .tagitHFIPro: return 1
         case .rf430frl15xh, .mb89r116, .mb89r118, .m24lr64: return 32
         default: return nil
         }

@@ -113,12 +113,13 @@ public struct ChipProfile: Hashable, Sendable {
         id: "tagit-hfi-standard", model: .tagitHFIStandard, manufacturer: .texasInstruments, uidByte5: 0xC0, uidByte4Bits: 0,
         blockCount: 8, blockSize: 4, icReference: nil, systemInfo: nil,
         supportsExtendedCommands: false, requiresProtocolExtension: false,
-        maxBlocksPerRead: 8, maxBlocksPerWrite: nil, writeRequiresOption: true,
+        maxBlocksPerRead: 1, maxBlocksPerWrite: nil, writeRequiresOption: true,
         programmingTimePerBlock: .microseconds(10_000),
         unsupportedCommandError: nil, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "11 blocks, user 0–7 (8 × 4 B); only 0x22/0x23/0x24 optional commands, no 0x2B: FEIG tables (facts §2.1)",
+            "11 blocks, user 0–7 (8 × 4 B), no 0x2B: FEIG tables (facts §2.1)",
+            "Only Read/Write Single Block and Lock Block, no Read Multiple Blocks (silent): AOSP rw_i93.cc rw_i93_get_product_version; FEIG MR200 manual §7.1.15 reads them 'Single Read'",
             "UID bits 47–41 = 1100 000 → byte 5 0xC0/0xC1: FEIG/pm3 (facts §2.1)",
             "WR-OPTION = 1: FEIG (facts §2.1)",
         ])

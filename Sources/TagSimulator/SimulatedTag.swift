@@ -142,6 +142,8 @@ public final class SimulatedTag {
             guard inRange(b, 1) else { return answer(.error(p.blockOutOfRangeError)) }
             return answer(blocks(b, 1))
         case let .readMultipleBlocks(f, n), let .extendedReadMultipleBlocks(f, n):
+            // A chip that reads one block at a time has no Read Multiple Blocks at all.
+            if p.maxBlocksPerRead == 1 { return unsupported() }
             guard inRange(f, n) else { return answer(.error(p.blockOutOfRangeError)) }
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
             return answer(blocks(f, n))

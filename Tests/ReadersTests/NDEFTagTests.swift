@@ -156,6 +156,21 @@ import Type5NDEF
         #expect(try client.readNDEF(tag.uid).status == .readWrite, "without lock status the CC alone decides")
     }
 
+    /// CC byte 3 declares Read Multiple Blocks only on chips that have it: AOSP `rw_i93.cc` `rw_i93_sm_format`
+    /// (msft-mirror-aosp/platform.system.nfc @3d3e1be8) writes 0 for Tag-it HF-I Standard/Pro and
+    /// MBREAD (0x01) for Tag-it HF-I Plus; the client then reads the Standard block by block.
+    @Test func formatDeclaresReadMultipleOnlyWhereTheChipHasIt() throws {
+        let std = blank(.tagitHFIStandard), plus = blank(.tagitHFIPlus)
+        let (_, client) = try session([std, plus])
+        // Bit 0 (MBREAD) clear as AOSP writes it; bit 4 (Special Frame) is set because the chip's writes need
+        // the Option flag (T5T CC byte 3 b4, as RFAL sets it), where AOSP writes the whole byte as 0.
+        #expect(try client.formatNDEF(std.uid).encode()[3] == 0x10)
+        #expect(try client.formatNDEF(plus.uid).encode()[3] & 0x01 == 0x01)
+        try client.writeNDEF(std.uid, message: NDEFMessage.encode([.text("std", language: "en")]))
+        #expect(try client.readNDEF(std.uid).records() == [.text("std", language: "en")])
+        #expect(throws: ClientError.self) { try client.send(Request(.readMultipleBlocks(first: 0, count: 2), addressing: .addressed(std.uid)), retries: 0) }
+    }
+
     @Test func formatRetriesWithSpecialFrameWhenTheChipIsUnknown() throws {
         // A Tag-it HF-I Plus behind a UID the client cannot place (manufacturer 0x7F): it does not know the
         // chip wants the Option flag, the silent first CC write fails, and the CC is written again with the
