@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ISO15693
 import TagSimulator
@@ -197,5 +198,22 @@ import TagSimulator
         before = client.exchanges
         _ = try client.readBlocks(image.uid, first: 5, count: 1)
         #expect(client.exchanges - before == 1)
+    }
+}
+
+/// A dump's own IC Reference is what the simulated tag reports, not its chip profile's (issue 15): the real
+/// Flipper SLIX dump (Tests/Fixtures/public, IC Reference 01) with its IC Reference changed to 03.
+@Suite struct DumpICReferenceTests {
+    @Test func theFilesICReferenceIsWhatTheTagAnswers() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/public")
+        let text = try String(contentsOf: dir.appendingPathComponent("unleashed_unit_test_Slix_cap_default.nfc"), encoding: .utf8)
+        #expect(text.contains("IC Reference: 01\n"))
+        let image = try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "IC Reference: 01\n", with: "IC Reference: 03\n"))
+        let field = SimulatedField(tags: [SimulatedTag(image: image)])
+        let reader = SimulatorReader(field: field)
+        try reader.fieldOn()
+        let client = ISO15693Client(reader: reader)
+        #expect(try client.memory(of: image.uid).info.icReference == 0x03)
+        #expect(image.profile.icReference == 0x01, "the SLIX2 profile's own IC reference differs")
     }
 }
