@@ -15,6 +15,10 @@ public struct Request: Hashable, Sendable {
             f.insert(.inventory)
             if afi != nil { f.insert(.afi) } else { f.remove(.afi) }
             self.addressing = .nonAddressed
+        } else if case .custom = command, flags.contains(.inventory) {
+            // A custom inventory command (NXP Inventory Read 0xA0/0xA1): bits 5–6 are the Inventory's AFI and
+            // slot flags, taken as given; never addressed.
+            self.addressing = .nonAddressed
         } else {
             f.remove(.inventory)
             f.remove([.select, .address])
@@ -29,9 +33,9 @@ public struct Request: Hashable, Sendable {
         self.command = command
     }
 
-    /// Number of slots of an Inventory request (1 or 16), nil for other commands.
+    /// Number of slots of an Inventory request or a custom inventory command (1 or 16), nil for other commands.
     public var inventorySlots: Int? {
-        guard case .inventory = command else { return nil }
+        guard flags.isInventory else { return nil }
         return flags.contains(.oneSlot) ? 1 : 16
     }
 

@@ -37,6 +37,9 @@ public struct ChipProfile: Hashable, Sendable {
     /// ST's fast reads (0xC0/0xC3, and 0xC4/0xC5 on chips with extended commands), answered at twice the
     /// data rate (`STFastRead`).
     public var fastReads = false
+    /// NXP's Inventory Read (0xA0) and Fast Inventory Read (0xA1, answer at twice the data rate): an
+    /// Inventory whose answer carries blocks (`NXPInventoryRead`).
+    public var inventoryRead = false
 
     public struct SystemInfoFields: Hashable, Sendable {
         public let dsfid: Bool, afi: Bool, memorySize: Bool, icReference: Bool
@@ -70,7 +73,9 @@ public struct ChipProfile: Hashable, Sendable {
             "No Write Multiple Blocks: ICODE SLIX overview ('0x24 not natively supported', facts §2.1)",
             "Read Multiple up to the end of memory: UNVERIFIED (NXP datasheet not retrieved); modelled as 80",
             "Programming time: no NXP figure found; modelled as the ST EEPROM figure 18 × 302 µs (assumption)",
-        ])
+            "Inventory Read 0xA0: SLIX2 datasheet SL2S2602 §9.5.3.10; Fast Inventory Read 0xA1 at 2× rate: NXP Reader Library phpalSli15693.h ('ICODE SLIX2/DNA'), layout as SLIX datasheet SL2S2002 Tables 23–25",
+            "Inventory Read past the last block returns fewer blocks: ICODE SLI spec §3.5.3.1; assumed the same on SLIX2 (UNVERIFIED)",
+        ], inventoryRead: true)
 
     /// ST ST25DV64K: 2048 × 4-byte blocks; blocks above 255 only through the extended commands; Write
     /// Multiple Blocks of at most 4 blocks; typical 5 ms programming per block.

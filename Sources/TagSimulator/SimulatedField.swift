@@ -50,6 +50,7 @@ public final class SimulatedField {
     private var slots: [[SimulatedTag]]? = nil
     private var slotIndex = 0
     private var slotFlags = RequestFlags()
+    private var slotRequest: Request?
     private var noResponse: [(uid: UID?, count: Int)] = []
     private var corruptCRC: [(uid: UID?, count: Int)] = []
     private var departures: [(uid: UID, atExchange: Int)] = []
@@ -114,8 +115,9 @@ public final class SimulatedField {
             // No field, or a frame no tag can decode: nobody answers.
             return record(.silence, reader: readerTime, listen: AirTiming.emptySlot(RequestFlags(rawValue: onAir.first ?? 0)), guardTime: false)
         }
-        if case .inventory = request.command {
+        if request.flags.isInventory {
             slotFlags = request.flags
+            slotRequest = request
             var groups = Array(repeating: [SimulatedTag](), count: request.inventorySlots ?? 16)
             for t in tags { if let s = t.inventorySlot(request) { groups[s].append(t) } }
             slots = groups
@@ -182,12 +184,17 @@ public final class SimulatedField {
         if group.isEmpty {
             return record(.silence, reader: reader, listen: AirTiming.emptySlot(slotFlags), guardTime: false)
         }
+        guard let request = slotRequest else { return record(.silence, reader: reader, listen: AirTiming.emptySlot(slotFlags), guardTime: false) }
+        // NXP's Fast Inventory Read answers at twice the data rate.
+        let fast = NXPInventoryRead(request)?.fast == true
         if group.count > 1 {
-            return record(.collision, reader: reader, listen: AirTiming.t1 + AirTiming.tagFrame(bytes: 12, flags: slotFlags), guardTime: true)
+            let longest = group.map { $0.inventoryAnswer(request).count + 2 }.max() ?? 12
+            let frame = fast ? AirTiming.fastTagFrame(bytes: longest, flags: slotFlags) : AirTiming.tagFrame(bytes: longest, flags: slotFlags)
+            return record(.collision, reader: reader, listen: AirTiming.t1 + frame, guardTime: true)
         }
         let t = group[0]
-        let frame = CRC16.appending(to: Response(body: .inventory(dsfid: t.image.dsfid, uid: t.uid)).encode())
-        return deliver(frame, from: t, reader: reader, start: AirTiming.t1, flags: slotFlags)
+        let frame = CRC16.appending(to: t.inventoryAnswer(request))
+        return deliver(frame, from: t, reader: reader, start: AirTiming.t1, flags: slotFlags, fast: fast)
     }
 
     private func deliver(_ frame: [UInt8], from tag: SimulatedTag, reader: AirTime, start: AirTime, flags: RequestFlags, fast: Bool = false) -> AirExchange {

@@ -48,12 +48,33 @@ public final class SimulatedTag {
 
     /// The slot (0…15, or 0 with one slot) in which this tag answers an Inventory request, or nil.
     func inventorySlot(_ request: Request) -> Int? {
-        guard case let .inventory(afi, mask) = request.command else { return nil }
+        let afi: UInt8?, mask: InventoryMask
+        if case let .inventory(a, m) = request.command {
+            (afi, mask) = (a, m)
+        } else if profile.inventoryRead, let read = NXPInventoryRead(request) {
+            // A first block past the memory is an error, and on an error the chip stays silent.
+            guard read.first.int < image.blockCount else { return nil }
+            (afi, mask) = (read.afi, read.mask)
+        } else {
+            return nil
+        }
         guard state == .ready || state == .selected else { return nil }
         if let afi, !Self.afiMatches(request: afi, tag: image.afi) { return nil }
         guard mask.matches(uid) else { return nil }
         if request.inventorySlots == 1 { return 0 }
         return Int((uid.value >> UInt64(mask.length)) & 0x0F)
+    }
+
+    /// This tag's answer (flags first, no CRC) in its slot of an Inventory or an Inventory Read.
+    func inventoryAnswer(_ request: Request) -> [UInt8] {
+        guard let read = NXPInventoryRead(request) else { return Response(body: .inventory(dsfid: image.dsfid, uid: uid)).encode() }
+        // Past the last block the chip returns fewer blocks, ending at its last (ICODE SLI §3.5.3.1).
+        let end = min(read.first.int + read.count, image.blockCount)
+        let blocks = Array(image.blocks[read.first.int..<end])
+        // Without the Option flag the answer is the blocks alone (SLIX datasheet Table 24).
+        guard request.flags.contains(.option) else { return [0x00] + blocks.flatMap { $0 } }
+        return [0x00] + NXPInventoryRead.answerBody(uid: uid, maskLength: read.mask.length,
+                                                     sixteenSlots: request.inventorySlots == 16, blocks: blocks)
     }
 
     /// ISO/IEC 15693-3 table 8: AFI 0x00 matches every tag; a request family (high nibble) or

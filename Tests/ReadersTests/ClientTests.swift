@@ -217,3 +217,87 @@ import TagSimulator
         #expect(image.profile.icReference == 0x01, "the SLIX2 profile's own IC reference differs")
     }
 }
+
+/// NXP ICODE Inventory Read (0xA0) / Fast Inventory Read (0xA1): layouts from the ICODE SLIX datasheet
+/// SL2S2002 Rev 3.4 Tables 23–25 (request: flags, code, 0x04, [AFI], mask length, mask, first block, count − 1;
+/// answer with the Option flag: the UID bytes the mask and slot do not give, then the blocks), and the
+/// answer at twice the data rate for 0xA1 (same datasheet; NXP Reader Library `phpalSli15693.h`).
+@Suite struct InventoryReadTests {
+    func session(_ tags: [SimulatedTag]) throws -> (SimulatedField, SimulatorReader, ISO15693Client) {
+        let field = SimulatedField(tags: tags)
+        let reader = SimulatorReader(field: field)
+        try reader.fieldOn()
+        return (field, reader, ISO15693Client(reader: reader))
+    }
+    func slix2(_ serial: UInt64) -> SimulatedTag {
+        var image = TagImage.blank(profile: .icodeSLIX2, uid: ChipProfile.icodeSLIX2.makeUID(serial: serial))
+        image.blocks[0] = [0x10, 0x20, 0x30, UInt8(truncatingIfNeeded: serial)]
+        image.blocks[1] = [0xA1, 0xB2, 0xC3, 0xD4]
+        return SimulatedTag(image: image)
+    }
+
+    @Test func requestAsTheDatasheetLaysItOut() throws {
+        // 1 slot, high rate, no AFI, no mask, blocks 0x00…0x01: flags 0x66 (high rate 0x02, Inventory 0x04,
+        // 1 slot 0x20, Option 0x40), 0xA1, 0x04, mask length 0, block 0x00, count − 1 = 0x01.
+        let r = try NXPInventoryRead(fast: true, first: 0, count: 2).request(flags: [.highDataRate], oneSlot: true)
+        #expect(try r.encode() == [0x66, 0xA1, 0x04, 0x00, 0x00, 0x01])
+        // 16 slots, AFI 0x07, a 12-bit mask 0xABC: AFI before the mask length, two mask bytes LSB first.
+        let m = try InventoryMask(length: 12, value: 0xABC)
+        let r16 = try NXPInventoryRead(fast: false, afi: 0x07, mask: m, first: 0x10, count: 4).request(flags: [.highDataRate], oneSlot: false)
+        #expect(try r16.encode() == [0x56, 0xA0, 0x04, 0x07, 0x0C, 0xBC, 0x0A, 0x10, 0x03])
+        #expect(NXPInventoryRead(try Request.decode(r16.encode())) == NXPInventoryRead(fast: false, afi: 0x07, mask: m, first: 0x10, count: 4))
+        #expect(throws: FrameError.self) { try NXPInventoryRead(fast: true, first: 0x100, count: 1).request(flags: [], oneSlot: true) }
+    }
+
+    @Test func eitherUIDLengthOfTheAnswerDecodes() throws {
+        // A 4-bit mask with 16 slots: the datasheet's rule gives ⌈(64 − 4 − 4)/8⌉ = 7 UID bytes, NXP's library
+        // parses 8 − ⌊4/8⌋ = 8. Both answers give the same UID (low byte from mask 0x5 and slot 0xA).
+        let uid = try UID(parsing: "E0040108123456A5")
+        let read = NXPInventoryRead(fast: true, mask: try InventoryMask(length: 4, value: 0x5), first: 0, count: 1)
+        #expect(NXPInventoryRead.uidBytes(maskLength: 4, sixteenSlots: true) == 7)
+        let seven = [0x00] + Array(uid.onAirBytes.suffix(7)) + [1, 2, 3, 4]
+        let eight = [0x00] + uid.onAirBytes + [1, 2, 3, 4]
+        #expect(try read.decodeAnswer(seven, slot: 0xA, sixteenSlots: true, blockSize: 4).uid == uid)
+        #expect(try read.decodeAnswer(eight, slot: 0xA, sixteenSlots: true, blockSize: 4).uid == uid)
+        #expect(try read.decodeAnswer(eight, slot: 0xA, sixteenSlots: true, blockSize: 4).blocks.map(\.data) == [[1, 2, 3, 4]])
+        // Anything else is a typed error, never a trap.
+        #expect(throws: FrameError.self) { try read.decodeAnswer([0x00, 1, 2], slot: 0, sixteenSlots: true, blockSize: 4) }
+        #expect(throws: FrameError.self) { try read.decodeAnswer([], slot: 0, sixteenSlots: true, blockSize: 4) }
+        #expect(throws: FrameError.self) { try read.decodeAnswer([0x01, 0x0F], slot: 0, sixteenSlots: true, blockSize: 4) }
+    }
+
+    @Test func onlyTheICODETagsAnswerWithTheirBlocksAtTwiceTheRate() throws {
+        let nxp = (1...12).map { slix2(UInt64($0) * 0x1_0001_0003) }
+        let st = SimulatedTag(image: .blank(profile: .st25dv64k, uid: ChipProfile.st25dv64k.makeUID(serial: 9)))
+        let (field, _, client) = try session(nxp + [st])
+        let found = try client.inventoryRead(first: 0, count: 2, fast: true)
+        #expect(Set(found.map(\.uid)) == Set(nxp.map(\.uid)))
+        for (uid, blocks) in found {
+            let tag = try #require(field.tag(uid))
+            #expect(blocks.map(\.data) == Array(tag.image.blocks[0..<2]) && blocks.map(\.number) == [0, 1])
+        }
+        // The ST tag stays silent to NXP's custom command; an Inventory finds it once the ICODE tags are quiet.
+        for t in nxp { try client.stayQuiet(t.uid) }
+        #expect(try client.inventory(oneSlotFirst: true).map(\.uid) == [st.uid])
+        // A quiet tag does not answer an Inventory Read either (SLIX2 datasheet p.28).
+        #expect(try client.inventoryRead(first: 0, count: 2, fast: true).isEmpty)
+    }
+
+    @Test func aLoneTagsFastAnswerCostsHalfTheAnswerTime() throws {
+        let tag = slix2(7)
+        let (field, _, client) = try session([tag])
+        let before = field.elapsed
+        let found = try client.inventoryRead(first: 0, count: 2, fast: true)
+        let fast = field.elapsed - before
+        #expect(found.count == 1 && found[0].uid == tag.uid)
+        try client.resetToReady(tag.uid)
+        let mid = field.elapsed
+        _ = try client.inventoryRead(first: 0, count: 2, fast: false)
+        let slow = field.elapsed - mid
+        // Answer: flags + 8 UID bytes + 8 data bytes + CRC = 19 bytes; at the ISO rate (19 + 1) × 4096/fc,
+        // at twice the rate half that. The request and t1 are the same, so the difference is the half.
+        let answer = AirTiming.tagFrame(bytes: 19, flags: client.baseFlags)
+        #expect(slow.ticks - fast.ticks == answer.ticks - AirTiming.fastTagFrame(bytes: 19, flags: client.baseFlags).ticks)
+        #expect(AirTiming.fastTagFrame(bytes: 19, flags: [.highDataRate]).ticks == 20 * 2048)
+    }
+}
