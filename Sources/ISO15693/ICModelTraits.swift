@@ -48,6 +48,16 @@ extension ICModel {
         }
     }
 
+    /// NXP's Inventory Read 0xA0 (`NXPInventoryRead`): ICODE SLI (specification §3.4.3.1), SLIX (datasheet
+    /// SL2S2002 p.19), SLIX2 (SL2S2602 §9.5.3.10), DNA (NXP Reader Library). SLI-S/SLIX-S have Inventory Page
+    /// Read instead; SLIX-L and ICODE 3 are unverified, so left out.
+    public var hasNXPInventoryRead: Bool {
+        switch self {
+        case .icodeSLI, .icodeSLIX, .icodeSLIX2, .icodeDNA: return true
+        default: return false
+        }
+    }
+
     /// Chips with more than 256 blocks reached through the extended commands 0x30–0x3C.
     public var usesExtendedCommands: Bool {
         switch self {

@@ -59,7 +59,12 @@ public struct TagMemory: Sendable, Equatable {
 /// A tag found by inventory.
 public struct InventoryEntry: Sendable, Equatable {
     public let uid: UID
+    /// 0 for tags found by an Inventory Read (its answer has no DSFID).
     public let dsfid: UInt8
+    public init(uid: UID, dsfid: UInt8) {
+        self.uid = uid
+        self.dsfid = dsfid
+    }
 }
 
 /// Result of a write.
@@ -165,6 +170,33 @@ public final class ISO15693Client {
             for (uid, _) in found { try stayQuiet(uid) }
         }
         return found.map { InventoryEntry(uid: $0.0, dsfid: $0.1) }
+    }
+
+    /// What a single one-slot Inventory heard.
+    public enum Probe: Sendable, Equatable {
+        case silent
+        case lone(InventoryEntry)
+        /// A collision or a garbled answer: more than one tag (or noise); resolve with a full inventory.
+        case several
+    }
+
+    /// One one-slot Inventory: the cheapest way to learn whether any tag (still Ready) is in the field.
+    public func probe(afi: UInt8? = nil) throws(ClientError) -> Probe {
+        let req = Request(.inventory(afi: afi, mask: .none), flags: baseFlags.union(.oneSlot))
+        let frame: [UInt8]
+        do { frame = try req.encode() } catch { throw ClientError.invalid("Inventory: \(error)") }
+        do throws(ReaderError) {
+            exchanges += 1
+            let answer = try reader.transceive(frame, wait: .standard)
+            guard let r = try? Response.decode(answer, to: req), case let .inventory(dsfid, uid) = r.body else { return .several }
+            return .lone(InventoryEntry(uid: uid, dsfid: dsfid))
+        } catch .timeout {
+            return .silent
+        } catch .collision, .crcError {
+            return .several
+        } catch {
+            throw ClientError.reader(error, command: "Inventory")
+        }
     }
 
     /// NXP's Inventory Read (0xA0), or with `fast` its Fast Inventory Read (0xA1, answers at twice the data

@@ -404,3 +404,104 @@ final class FieldResettingReader: TagReader {
     func nextSlot() throws(ReaderError) -> [UInt8] { try inner.nextSlot() }
     var supportsSlotMarkers: Bool { false }
 }
+
+/// `[polling] inventory-read`: NXP's (Fast) Inventory Read brings an ICODE newcomer's plan blocks with its
+/// inventory answer (ICODE SLIX datasheet SL2S2002 Tables 23–25), so a pallet of ICODE tags needs no separate
+/// reads; other chips are found by the Inventory after it.
+@Suite struct InventoryReadAgentTests {
+    static func config(inventoryRead: Bool) -> String {
+        """
+        [polling]
+        interval = "1s"
+        departure-cycles = 2
+        inventory-read = \(inventoryRead)
+        [[plan]]
+        name = "pallet label"
+        match.model = "ICODE SLIX2"
+          [[plan.field]]
+          name = "pallet"
+          block = 0x00
+          type = "ascii"
+          length = 8
+        [[plan]]
+        name = "machine"
+        match.model = "ST25DV64K"
+          [[plan.read]]
+          first = 0x00
+        """
+    }
+
+    /// 12 ICODE SLIX2 pallet tags and 2 ST25DV64K arriving together.
+    func field() -> SimulatedField {
+        let field = SimulatedField()
+        for i in 1...12 {
+            var image = TagImage.blank(profile: .icodeSLIX2, uid: ChipProfile.icodeSLIX2.makeUID(serial: UInt64(i) * 0x0101_0003))
+            image.blocks[0] = Array("PAL-".utf8)
+            image.blocks[1] = Array(String(format: "%04d", i).utf8)
+            field.add(SimulatedTag(image: image))
+        }
+        for i in 1...2 {
+            field.add(SimulatedTag(image: .blank(profile: .st25dv64k, uid: ChipProfile.st25dv64k.makeUID(serial: UInt64(i)))))
+        }
+        return field
+    }
+
+    func run(inventoryRead: Bool) throws -> (first: CycleReport, steady: CycleReport, readings: [String], agent: Agent) {
+        let field = field()
+        let session = try ReaderSession.simulated(field: field)
+        let config = try AgentConfig.parse(Self.config(inventoryRead: inventoryRead), file: "test.toml")
+        let store = try Store(path: scratchPath("agent.db"))
+        try store.registerFields(config.fieldInfos)
+        let agent = Agent(config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
+                          writer: StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000), clock: SimulatedClock(start: 1_763_800_000_000))
+        let first = agent.cycle()
+        let steady = agent.cycle()
+        agent.writer.commitNow()
+        let readings = try store.readings().map { "\($0.uid) \($0.block) \(Hex.format($0.data)) \($0.decoded ?? "")" }.sorted()
+        return (first, steady, readings, agent)
+    }
+
+    @Test func aPalletOfICODETagsIsReadWithItsInventory() throws {
+        #expect(try AgentConfig.parse(Self.config(inventoryRead: true), file: "t.toml").inventoryReadRange == PlanRead(first: 0, count: 2))
+        let plain = try run(inventoryRead: false)
+        let read = try run(inventoryRead: true)
+        // Every tag found, the very same readings (data and decoded fields) both ways.
+        #expect(read.first.tags.count == 14 && Set(read.first.tags) == Set(plain.first.tags))
+        #expect(read.readings == plain.readings && read.readings.count == 28)
+        #expect(read.readings.contains { $0.contains("{\"pallet\":\"PAL-0007\"}") })
+        // No separate reads for the 12 ICODE tags: fewer exchanges and less air time in the arrival cycle.
+        #expect(read.first.exchanges < plain.first.exchanges && read.first.airTime < plain.first.airTime,
+                "\(read.first.exchanges) vs \(plain.first.exchanges) exchanges, \(read.first.airTime) vs \(plain.first.airTime)")
+        #expect(read.first.airTime >= read.first.lowerBound)
+        // The steady cycle is untouched: 14 addressed reads and the silent one-slot probe.
+        #expect(read.steady.exchanges == 15 && read.steady.airTime == plain.steady.airTime && read.steady.readings == 14)
+        #expect(read.agent.counters.errorTotal == 0 && read.agent.counters.arrivals == 14)
+    }
+
+    @Test func aPlanNeedingLockStatusOrNoICODEPlanGivesNoRange() throws {
+        let security = Self.config(inventoryRead: true).replacingOccurrences(of: """
+              [[plan.field]]
+              name = "pallet"
+            """, with: """
+              [[plan.read]]
+              first = 0x00
+              security = true
+              [[plan.field]]
+              name = "pallet"
+            """)
+        // The field still needs blocks 0–1 without lock status, so those are the range.
+        #expect(try AgentConfig.parse(security, file: "t.toml").inventoryReadRange == PlanRead(first: 0, count: 2))
+        let stOnly = """
+        [[plan]]
+        name = "machine"
+        match.model = "ST25DV64K"
+          [[plan.read]]
+          first = 0x00
+        """
+        #expect(try AgentConfig.parse(stOnly, file: "t.toml").inventoryReadRange == nil)
+        // Asking for it anyway, or without Stay Quiet, is a configuration error that says why.
+        #expect { try AgentConfig.parse("[polling]\ninventory-read = true\n" + stOnly, file: "t.toml") } throws: { "\($0)".contains("no plan that can match an ICODE chip") }
+        #expect { try AgentConfig.parse(Self.config(inventoryRead: true) + "\n[[reader]]\nid = \"r\"\ndriver = \"sim\"\nstay-quiet = false\n", file: "t.toml") } throws: { "\($0)".contains("needs stay-quiet") }
+        #expect(throws: (any Error).self) { try AgentConfig.parse("[polling]\ninventory-read = 3\n", file: "t.toml") }
+    }
+}

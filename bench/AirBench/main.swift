@@ -16,6 +16,9 @@ import VLoggerStore
 //    with random UIDs (median over the seeds) and with consecutive serial numbers (a reel of labels),
 //    against the ideal: the lesser of N one-slot inventories and ⌈N/16⌉ 16-slot rounds with every tag
 //    alone in its slot.
+// 3. A pallet arriving: N ICODE SLIX2 tags whose plan reads a 2-block label, the arrival cycle of the agent
+//    with `inventory-read` off (Inventory, then Get System Information and a read per tag) and on (NXP's
+//    Fast Inventory Read brings the label with each answer), median over the seeds.
 
 let seeds = CommandLine.arguments.count > 1 ? max(1, Int(CommandLine.arguments[1]) ?? 25) : 25
 let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
@@ -88,6 +91,41 @@ func inventory(of uids: [UID]) throws -> (AirTime, Int, Bool) {
     return (session.reader.airTime - before, session.client.exchanges, Set(found.map(\.uid)) == Set(uids))
 }
 
+let palletConfig = """
+[polling]
+inventory-read = INVENTORY_READ
+[[plan]]
+name = "pallet label"
+match.model = "ICODE SLIX2"
+  [[plan.field]]
+  name = "pallet"
+  block = 0x00
+  type = "ascii"
+  length = 8
+"""
+
+/// The agent's arrival cycle for a field of `uids` (SLIX2, blocks 0–1 a label): air time and exchanges.
+func arrival(of uids: [UID], inventoryRead: Bool) throws -> (AirTime, Int, Int) {
+    let field = SimulatedField()
+    for u in uids {
+        var image = TagImage.blank(profile: .icodeSLIX2, uid: u)
+        image.blocks[0] = Array("PAL-".utf8)
+        image.blocks[1] = Array("0001".utf8)
+        field.add(SimulatedTag(image: image))
+    }
+    let session = try ReaderSession.simulated(field: field)
+    let config = try AgentConfig.parse(palletConfig.replacingOccurrences(of: "INVENTORY_READ", with: "\(inventoryRead)"), file: "bench.toml")
+    let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("air-bench-pallet-\(getpid()).db").path
+    defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: tmp + s) } }
+    let store = try Store(path: tmp)
+    defer { store.close() }
+    try store.registerFields(config.fieldInfos)
+    let agent = Agent(config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
+                      writer: StoreWriter(store: store, batchSize: 10_000, flushIntervalMs: 3_600_000), clock: SimulatedClock(start: 1_763_800_000_000))
+    let c = agent.cycle()
+    return (c.airTime, c.exchanges, c.readings)
+}
+
 do {
     print("Demo poll cycle (Config/demo-field, 8 tags; air time per cycle)")
     let q = try demoCycle(stayQuiet: true), plain = try demoCycle(stayQuiet: false)
@@ -117,6 +155,25 @@ do {
         guard all else { print("  N = \(n), consecutive: not every tag found"); exit(1) }
         print(String(format: "  %5d  %9.2f   %22.2f  %5.2f (%.2f–%.2f)                  %10.2f  %5.2f", n, ideal.milliseconds,
                      median(times).milliseconds, medianD(ratios), ratios.min() ?? 0, ratios.max() ?? 0, ts.milliseconds, ts.milliseconds / ideal.milliseconds))
+    }
+    print("")
+    print("A pallet arriving: N SLIX2 tags, plan reads a 2-block label; the arrival cycle (median over \(seeds) seeds of random UIDs)")
+    print("      N   inventory-read = false: ms  exchanges   = true (Fast Inventory Read): ms  exchanges   saved")
+    for n in [1, 2, 16, 50] {
+        var off: [AirTime] = [], on: [AirTime] = [], xOff: [Double] = [], xOn: [Double] = []
+        for s in 0..<seeds {
+            var rng = SplitMix(state: UInt64(s) &* 104_729 &+ UInt64(n))
+            var set = Set<UID>()
+            // SLIX2 UIDs (the product bits set as the chip has them), random serials.
+            while set.count < n { set.insert(ChipProfile.icodeSLIX2.makeUID(serial: rng.next() & 0xFF_FFFF_FFFF)) }
+            let (a, ea, ra) = try arrival(of: Array(set), inventoryRead: false)
+            let (b, eb, rb) = try arrival(of: Array(set), inventoryRead: true)
+            guard ra == n, rb == n else { print("  N = \(n), seed \(s): \(ra) and \(rb) readings, not \(n)"); exit(1) }
+            off.append(a); on.append(b); xOff.append(Double(ea)); xOn.append(Double(eb))
+        }
+        let mOff = median(off), mOn = median(on)
+        print(String(format: "  %5d  %26.2f  %9.0f   %34.2f  %9.0f   %4.1f %%", n, mOff.milliseconds, medianD(xOff), mOn.milliseconds, medianD(xOn),
+                     100 * (1 - mOn.milliseconds / mOff.milliseconds)))
     }
 } catch {
     print("air-bench: \(error)")

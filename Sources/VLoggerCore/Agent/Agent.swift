@@ -217,9 +217,32 @@ public final class Agent {
         // With the known tags quiet, only newcomers and the tags that are not kept quiet (no reads) answer.
         case .adaptive: oneSlot = quiet ? present.keys.filter { !quieted.contains($0) }.count <= 1 : lastCount <= 1
         }
-        let found: [InventoryEntry]
+        var found: [InventoryEntry]
+        // Blocks that came with an Inventory Read answer, by tag.
+        var prefetched: [UID: [BlockRead]] = [:]
+        var inventoryReadBound = AirTime.zero
         do {
-            found = try client.inventory(afi: config.afi, oneSlotFirst: oneSlot)
+            if quiet, config.inventoryRead, let range = config.inventoryReadRange {
+                // The one-slot probe first: in the steady cycle it is silent and costs nothing more.
+                let probe: ISO15693Client.Probe = oneSlot ? try client.probe(afi: config.afi) : .several
+                switch probe {
+                case .silent: found = []
+                case let .lone(entry): found = [entry]
+                case .several:
+                    // ICODE newcomers with their blocks, then (kept quiet meanwhile) everything else.
+                    let fast = session.reader.receivesFastResponses
+                    let icode = try client.inventoryRead(first: range.first, count: range.count, fast: fast, afi: config.afi, oneSlotFirst: false)
+                    for t in icode {
+                        try client.stayQuiet(t.uid)
+                        prefetched[t.uid] = t.blocks
+                    }
+                    inventoryReadBound = PollCost.inventoryRead(tags: icode.count, blocks: range.count, flags: client.baseFlags, fast: fast,
+                                                                slotMarkers: session.reader.supportsSlotMarkers)
+                    found = icode.map { InventoryEntry(uid: $0.uid, dsfid: 0) } + (try client.inventory(afi: config.afi, oneSlotFirst: true))
+                }
+            } else {
+                found = try client.inventory(afi: config.afi, oneSlotFirst: oneSlot)
+            }
         } catch {
             recordError(uid: nil, kind: "inventory", error, now: now)
             if case .reader(let e, _) = error {
@@ -233,8 +256,9 @@ public final class Agent {
             return report
         }
         lastCount = found.count
-        lowerBound = lowerBound + PollCost.inventory(tags: found.filter { !seen.contains($0.uid) }.count, flags: client.baseFlags,
-                                                     slotMarkers: session.reader.supportsSlotMarkers)
+        lowerBound = lowerBound + inventoryReadBound
+            + PollCost.inventory(tags: found.filter { !seen.contains($0.uid) && prefetched[$0.uid] == nil }.count, flags: client.baseFlags,
+                                 slotMarkers: session.reader.supportsSlotMarkers)
         var answeredTwice = 0
         for entry in found {
             let uid = entry.uid
@@ -251,12 +275,17 @@ public final class Agent {
                 event(.arrival, uid: uid, name: "arrival", severity: .info, detail: "\(uid) entered the field (\(uid.manufacturer))")
             }
             present[uid] = 0
-            let (n, bound, _) = readTag(uid, now: now, presence: false)
+            let (n, bound, _) = readTag(uid, now: now, presence: false, prefetched: prefetched[uid])
             report.readings += n
             lowerBound = lowerBound + bound
             // A tag with reads is kept quiet from now on; one without keeps answering the inventory.
             if quiet, work[uid]?.ranges.isEmpty == false {
-                do { try client.stayQuiet(uid); quieted.insert(uid) } catch {}
+                if prefetched[uid] != nil { quieted.insert(uid) } else {
+                    do { try client.stayQuiet(uid); quieted.insert(uid) } catch {}
+                }
+            } else if prefetched[uid] != nil {
+                // Quieted for the Inventory after the Inventory Read, but it has no reads: Ready again.
+                try? client.resetToReady(uid)
             }
         }
         noteQuietState(answeredTwice: answeredTwice, quiet: quiet)
@@ -324,7 +353,9 @@ public final class Agent {
     /// Returns the readings stored, the lower bound of the air time for the same reads, and whether the tag
     /// answered. With `presence` (a quiet tag's reads are its presence check) a tag that never answers is not
     /// an error: it is not seen this cycle.
-    private func readTag(_ uid: UID, now: Millis, presence: Bool) -> (Int, AirTime, Bool) {
+    /// `prefetched`: blocks that came with the tag's Inventory Read answer; a range without lock status that
+    /// they cover is taken from them instead of being read (its air time is then not in the bound either).
+    private func readTag(_ uid: UID, now: Millis, presence: Bool, prefetched: [BlockRead]? = nil) -> (Int, AirTime, Bool) {
         let memory: TagMemory
         do { memory = try client.memory(of: uid) } catch {
             recordError(uid: uid, kind: "system-information", error, now: now)
@@ -340,14 +371,25 @@ public final class Agent {
         if !presence { seenNow() }
         let w = work[uid] ?? plan(uid, memory)
         work[uid] = w
-        let (plan, applicable, bound) = (w.plan, w.rules, w.lowerBound)
+        var (plan, applicable, bound) = (w.plan, w.rules, w.lowerBound)
+        func cached(_ range: PlanRead) -> [BlockRead]? {
+            guard !range.security, let got = prefetched, memory.blockSize == 4 else { return nil }
+            let blocks = got.filter { range.first.int <= $0.number.int && $0.number.int < range.first.int + range.count }
+            return blocks.count == range.count ? blocks : nil
+        }
         var facts = TagFacts(uid: uid, model: memory.model, blockSize: memory.blockSize)
         var readings: [Reading] = []
         for range in w.ranges {
             var attempt = 0
             while true {
                 do {
-                    let blocks = try client.readBlocks(uid, first: range.first, count: range.count, security: range.security)
+                    let blocks: [BlockRead]
+                    if let got = cached(range) {
+                        blocks = got
+                        bound = bound - PollCost.read(range, memory: memory, limits: session.reader.limits, flags: client.baseFlags, fast: client.fastReads(uid, memory))
+                    } else {
+                        blocks = try client.readBlocks(uid, first: range.first, count: range.count, security: range.security)
+                    }
                     seenNow()
                     let data = Array(blocks.map(\.data).joined())
                     let security = range.security ? blocks.map { $0.security?.rawValue ?? 0 } : nil
@@ -569,6 +611,22 @@ public enum PollCost {
         // One-slot requests only (PC/SC): at best one answered request per tag.
         guard slotMarkers, tags > 1 else { return oneSlotEach }
         let answered = exchange(request: 5, response: 12, flags: flags) - request
+        let empty = AirTiming.emptySlot(flags)
+        func round(_ k: Int) -> AirTime { request + AirTiming.readerEOF * 15 + answered * k + empty * (16 - k) }
+        let rounds = round(16) * (tags / 16) + (tags % 16 == 0 ? .zero : round(tags % 16))
+        return min(oneSlotEach, rounds)
+    }
+
+    /// The least air time in which NXP's (Fast) Inventory Read can find `tags` ICODE tags with `blocks` 4-byte
+    /// blocks each: as `inventory`, with the request's 8 bytes (flags, code, 0x04, mask length, first block,
+    /// count, CRC) and each answer's 1 + 8 UID + 4·blocks + 2 CRC bytes, at twice the rate when `fast`.
+    public static func inventoryRead(tags: Int, blocks: Int, flags: RequestFlags, fast: Bool, slotMarkers: Bool = true) -> AirTime {
+        let request = AirTiming.readerFrame(bytes: 8, coding: .oneOfFour)
+        if tags <= 0 { return .zero }
+        let answer = 1 + 8 + 4 * blocks + 2
+        let oneSlotEach = exchange(request: 8, response: answer, flags: flags, fast: fast) * tags
+        guard slotMarkers, tags > 1 else { return oneSlotEach }
+        let answered = exchange(request: 8, response: answer, flags: flags, fast: fast) - request
         let empty = AirTiming.emptySlot(flags)
         func round(_ k: Int) -> AirTime { request + AirTiming.readerEOF * 15 + answered * k + empty * (16 - k) }
         let rounds = round(16) * (tags / 16) + (tags % 16 == 0 ? .zero : round(tags % 16))

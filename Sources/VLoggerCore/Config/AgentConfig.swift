@@ -23,12 +23,26 @@ public struct TagMatch: Equatable, Sendable {
     }
 
     public var isEmpty: Bool { manufacturers.isEmpty && models.isEmpty && uids.isEmpty }
+
+    /// Whether this match can take an NXP ICODE chip that has Inventory Read (by manufacturer, model, and a
+    /// UID pattern that can start with E004).
+    var mayMatchICODEWithInventoryRead: Bool {
+        (manufacturers.isEmpty || manufacturers.contains(.nxp))
+            && (models.isEmpty || models.contains { $0.hasNXPInventoryRead })
+            && (uids.isEmpty || uids.contains { $0.mayMatchManufacturer(.nxp) })
+    }
 }
 
 /// An exact UID or a prefix of its printed form (`E004*`).
 public struct UIDPattern: Equatable, Sendable, CustomStringConvertible {
     public let prefix: String
     public let isPrefix: Bool
+
+    /// Whether a UID of this manufacturer (printed `E0` then its code) can match.
+    func mayMatchManufacturer(_ m: ManufacturerCode) -> Bool {
+        let head = "E0" + Hex.format([m.rawValue])
+        return prefix.count >= head.count ? prefix.hasPrefix(head) : head.hasPrefix(prefix)
+    }
 
     public init(parsing text: String) throws(ParseError) {
         let t = text.replacingOccurrences(of: " ", with: "").uppercased()
@@ -109,9 +123,10 @@ public struct PollingOverrides: Equatable, Sendable {
     public var retries: Int?
     public var readAttempts: Int?
     public var stayQuiet: Bool?
+    public var inventoryRead: Bool?
     public init() {}
 
-    static let keys = ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts", "stay-quiet"]
+    static let keys = ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts", "stay-quiet", "inventory-read"]
 
     func apply(to c: inout AgentConfig) {
         if let intervalMs { c.intervalMs = intervalMs }
@@ -122,6 +137,7 @@ public struct PollingOverrides: Equatable, Sendable {
         if let retries { c.retries = retries }
         if let readAttempts { c.readAttempts = readAttempts }
         if let stayQuiet { c.stayQuiet = stayQuiet }
+        if let inventoryRead { c.inventoryRead = inventoryRead }
     }
 
     static func read(_ s: Section, _ r: ConfigReader) -> PollingOverrides {
@@ -140,6 +156,7 @@ public struct PollingOverrides: Equatable, Sendable {
         o.retries = s.integer("retries", in: 0...10).map(Int.init)
         o.readAttempts = s.integer("read-attempts", in: 1...10).map(Int.init)
         o.stayQuiet = s.bool("stay-quiet")
+        o.inventoryRead = s.bool("inventory-read")
         return o
     }
 }
@@ -191,6 +208,10 @@ public struct AgentConfig: Sendable {
     /// Known tags with reads are sent Stay Quiet: their addressed reads are their presence check and the
     /// inventory looks only for newcomers (one slot first).
     public var stayQuiet = true
+    /// When several newcomers answer the one-slot probe, NXP ICODE tags are found with NXP's (Fast)
+    /// Inventory Read, which brings the first ICODE plan's blocks with each answer (no separate read), and
+    /// the other tags with an Inventory after that. Needs `stayQuiet`.
+    public var inventoryRead = false
     public var plans: [ReadPlan] = []
     public var rulesFile: String?
     public var registerFile: String?
@@ -358,6 +379,16 @@ public struct AgentConfig: Sendable {
                 r.issue(0, "audit schedule '\(schedule.name)': no reader at location '\(l)' (\(locations.sorted().joined(separator: ", ")))")
             }
         }
+        // Inventory Read, wherever it is asked for ([polling] or a reader's table): it needs Stay Quiet and blocks to bring.
+        for reader in c.readers {
+            let rc = c.specialized(for: reader)
+            guard rc.inventoryRead else { continue }
+            if !rc.stayQuiet {
+                r.issue(0, "reader '\(reader.id)': inventory-read = true needs stay-quiet = true (the ICODE tags it finds are kept quiet while an Inventory looks for the others)")
+            } else if rc.inventoryReadRange == nil {
+                r.issue(0, "reader '\(reader.id)': inventory-read = true, but no plan that can match an ICODE chip (SLI, SLIX, SLIX2, DNA) reads blocks without lock status within 0x00…0xFF, at most 32 of them; nothing would come with the inventory")
+            }
+        }
         if let f = c.chartField, !c.plans.contains(where: { $0.fields.contains { $0.name == f } }) {
             r.issue(0, "service.chart-field: no plan decodes a field named '\(f)'")
         }
@@ -492,5 +523,23 @@ public struct AgentConfig: Sendable {
     /// The first plan that matches a tag (plans are tried in file order).
     public func plan(for uid: UID, model: ICModel?) -> ReadPlan? {
         plans.first { $0.match.matches(uid: uid, model: model) }
+    }
+
+    /// The blocks an Inventory Read asks every ICODE newcomer for: the reads without lock status of the
+    /// first plan that can apply to an ICODE chip with Inventory Read (as one range from its first to its
+    /// last block, at most 32 blocks, within blocks 0x00…0xFF). nil when there is none. A tag whose own plan
+    /// needs more is read for the rest as usual.
+    public var inventoryReadRange: PlanRead? {
+        for p in plans where p.match.mayMatchICODEWithInventoryRead {
+            var wanted = p.reads.filter { !$0.security }
+            for f in p.fields {
+                let r = f.blocks(blockSize: 4)   // every ICODE chip has 4-byte blocks
+                wanted.append(PlanRead(first: BlockNumber(exactly: r.lowerBound) ?? 0, count: r.count))
+            }
+            guard let lo = wanted.map(\.first.int).min(), let hi = wanted.map({ $0.first.int + $0.count }).max(),
+                  hi > lo, hi - lo <= 32, hi <= 0x100, let first = BlockNumber(exactly: lo) else { return nil }
+            return PlanRead(first: first, count: hi - lo)
+        }
+        return nil
     }
 }
