@@ -18,6 +18,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
+        // Host facts Glibc's Swift module lacks (the kernel's clock sync state) and the commit a binary was built
+        // from, passed by deploy/build-deb.sh as a C macro (`vlogger --version`).
+        .target(name: "CHost"),
         .target(name: "ISO15693", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         .target(name: "Type5NDEF", dependencies: ["ISO15693"]),
         // Tag images and their dump formats (project JSON, Proxmark3, Flipper): dump and restore on any reader use them.
@@ -41,7 +44,7 @@ let package = Package(
         .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
         // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
         .target(name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "VLoggerCore", dependencies: ["ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore",
+        .target(name: "VLoggerCore", dependencies: ["CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore",
                                                    .product(name: "Logging", package: "swift-log")]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
@@ -61,6 +64,7 @@ let package = Package(
                 "VLoggerStore",
                 "TagImages",
                 "VLoggerService",
+                "CHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,0 +1,20 @@
+// Small facts about the host and the build that Swift's Glibc module does not expose.
+#include <sys/timex.h>
+
+// What a build was made from. deploy/build-deb.sh passes the commit with
+//   swift build -c release -Xcc -DVLOGGER_COMMIT='"<sha>"'
+// (a C macro can carry a string into the Swift build, which SwiftPM's Swift settings cannot).
+#ifndef VLOGGER_COMMIT
+#define VLOGGER_COMMIT "unknown"
+#endif
+
+static inline const char *vlogger_build_commit(void) { return VLOGGER_COMMIT; }
+
+// The kernel's clock discipline state (adjtimex(2), read only: modes = 0): 1 synchronised, 0 not
+// (STA_UNSYNC set or TIME_ERROR), -1 the call failed (errno says why).
+static inline int vlogger_clock_synchronized(void) {
+    struct timex t = {0};
+    int state = ntp_adjtime(&t);
+    if (state < 0) return -1;
+    return (t.status & STA_UNSYNC) || state == TIME_ERROR ? 0 : 1;
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import VLoggerCore
+
+struct DoctorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check what makes a gateway fail on site, and say what to do about each problem.",
+        discussion: """
+            Checks, in one run: the configuration (with its rules and asset register); pcscd and its socket (when a \
+            reader uses pcsc); each configured reader (opens, answers an inventory, the tags in its field); the store's \
+            folder and file (permissions for the user running this, integrity) and the free disk under it; the system \
+            clock (synchronised or not: every reading is timestamped); the [service] listen address (free, or held by \
+            the vlogger service). Nothing is written and no tag is changed. Run it as the service's user \
+            (`sudo -u vlogger vlogger doctor --config /etc/vlogger/vlogger.toml`) to check that user's permissions. \
+            Exit code 0 only when every check passes, 1 otherwise.
+            """)
+
+    @Option(help: "Configuration file (TOML).")
+    var config = "Config/vlogger.toml"
+
+    @Flag(help: "Skip the readers (for instance while the service holds them).")
+    var noReaders = false
+
+    @Flag(help: "Machine-readable JSON output: {\"ok\": …, \"checks\": [{\"name\", \"status\", \"detail\", \"advice\"}]}.")
+    var json = false
+
+    func run() throws {
+        var doctor = Doctor(configPath: config)
+        doctor.readers = !noReaders
+        let checks = doctor.run()
+        let ok = checks.allSatisfy { $0.status == .pass }
+        if json {
+            let list: [[String: Any]] = checks.map { ["name": $0.name, "status": $0.status.rawValue, "detail": $0.detail, "advice": $0.advice] }
+            let data = try JSONSerialization.data(withJSONObject: ["ok": ok, "checks": list], options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            let width = checks.map(\.name.count).max() ?? 0
+            for c in checks {
+                let pad = String(repeating: " ", count: width - c.name.count)
+                print("\(c.status == .pass ? "ok  " : "FAIL") \(c.name)\(pad)  \(c.detail)")
+                if c.status == .fail { print("     \(String(repeating: " ", count: width))  → \(c.advice)") }
+            }
+            let failed = checks.filter { $0.status == .fail }.count
+            print(failed == 0 ? "all \(checks.count) checks pass" : "\(failed) of \(checks.count) checks fail")
+        }
+        if !ok { throw ExitCode(1) }
+    }
+}
