@@ -83,6 +83,24 @@ import Testing
                        "vlogger_cycle_air_time_seconds_bucket", "vlogger_reader_up{reader=\"cage-room\"} 1", "vlogger_reader_up{reader=\"dock-3\"} 1"] {
             #expect(metrics.body.contains(family), "\(family)")
         }
+        // The Grafana dashboard (deploy/grafana-dashboard.json) asks only for series this service exports: every
+        // metric name in its queries is a sample name of the live /metrics (histograms by _bucket/_sum/_count).
+        let dashboardURL = CLI.root.appendingPathComponent("deploy/grafana-dashboard.json")
+        let dashboard = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dashboardURL)) as? [String: Any])
+        let panels = try #require(dashboard["panels"] as? [[String: Any]])
+        let exprs = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
+        let samples = Set(metrics.body.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
+            line.split(whereSeparator: { $0 == "{" || $0 == " " }).first.map(String.init) })
+        var asked = Set<String>()
+        for e in exprs {
+            var rest = Substring(e)
+            while let r = rest.range(of: #"vlogger_[a-z_]+"#, options: .regularExpression) { asked.insert(String(rest[r])); rest = rest[r.upperBound...] }
+        }
+        #expect(exprs.count >= 10 && asked.count >= 12, "\(asked)")
+        for name in asked.sorted() { #expect(samples.contains(name), "the dashboard asks for \(name), which /metrics does not export") }
+        for panel in ["Poll cycles per second", "Tags in the field", "Read errors by kind", "Rule violations", "Batch commit latency", "Store queue depth", "Air time per cycle"] {
+            #expect(panels.contains { $0["title"] as? String == panel }, "\(panel)")
+        }
         let parsed = try Self.shell("""
             python3 -c 'import sys
             from prometheus_client.parser import text_string_to_metric_families

@@ -82,6 +82,9 @@ public final class Agent {
     public var writeQueue: PendingWrites?
     /// Called after every cycle (metrics, watchdog).
     public var onCycle: ((CycleReport) -> Void)?
+    /// Called with each reading and each event as the agent hands it to the store writer (`vlogger watch`).
+    public var onReading: ((Reading) -> Void)?
+    public var onEvent: ((Event) -> Void)?
     /// Called before every cycle: where a configuration reload is applied.
     public var betweenCycles: (() -> Void)?
     /// Called when the wait between two cycles is nudged (`StopSignal.nudge`): work that borrows the reader.
@@ -427,7 +430,10 @@ public final class Agent {
             case .failed: return (0, bound, answered)
             }
         }
-        for r in readings { writer.add(r) }
+        for r in readings {
+            writer.add(r)
+            onReading?(r)
+        }
         counters.readings += readings.count
         evaluate(applicable, facts, now: now)
         performQueuedWrites(uid, memory: memory)
@@ -564,7 +570,9 @@ public final class Agent {
 
     private func event(_ kind: Event.Kind, uid: UID?, name: String, severity: Event.Severity, detail: String) {
         let now = clock.now()
-        writer.add(Event(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, kind: kind, name: name, severity: severity, detail: detail))
+        let e = Event(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, kind: kind, name: name, severity: severity, detail: detail)
+        writer.add(e)
+        onEvent?(e)
         switch kind {
         case .violation:
             logger.log(level: severity == .critical ? .error : .warning, "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)",

@@ -1,0 +1,111 @@
+import Foundation
+import ISO15693
+import VLoggerStore
+
+/// What `vlogger watch` shows, kept from cycle to cycle and drawn as lines of text: the tags in the field,
+/// how many of the last `window` cycles saw each, their last decoded values, the errors as they come, and the
+/// air time per cycle. Pure state and text: the terminal handling is the command's.
+public struct WatchView {
+    public let window: Int
+    public private(set) var cycles = 0
+    private var seen: [UID: [Bool]] = [:]
+    private var order: [UID] = []
+    private var values: [UID: String] = [:]
+    private var models: [UID: String] = [:]
+    private var errors: [(time: Millis, text: String)] = []
+    private var lastAir = AirTime.zero, lastBound = AirTime.zero, lastExchanges = 0
+    private var airHistory: [AirTime] = []
+
+    public init(window: Int) { self.window = max(1, window) }
+
+    /// One cycle's report, with the readings and events it produced and the model of each tag seen.
+    public mutating func record(_ report: CycleReport, readings: [Reading], events: [Event], models newModels: [UID: String]) {
+        cycles += 1
+        let now = Set(report.tags)
+        for uid in report.tags where seen[uid] == nil {
+            seen[uid] = []
+            order.append(uid)
+        }
+        for uid in order {
+            var h = seen[uid] ?? []
+            h.append(now.contains(uid))
+            if h.count > window { h.removeFirst(h.count - window) }
+            seen[uid] = h
+        }
+        // A tag not seen in the whole window leaves the table.
+        order.removeAll { uid in
+            guard let h = seen[uid], h.count == window, !h.contains(true) else { return false }
+            seen[uid] = nil
+            values[uid] = nil
+            return true
+        }
+        for (uid, m) in newModels { models[uid] = m }
+        for r in readings where !r.decoded.isEmpty {
+            values[r.uid] = r.decoded.map { "\($0.name)=\(Self.text($0.value))" }.joined(separator: " ")
+        }
+        for r in readings where r.decoded.isEmpty && values[r.uid] == nil {
+            values[r.uid] = "\(r.first): " + Hex.format(r.data)
+        }
+        for e in events where e.kind == .error || e.kind == .violation {
+            errors.append((e.time, "\(e.uid.map { "\($0) " } ?? "")\(e.kind == .violation ? "violation " : "")\(e.name): \(e.detail)"))
+        }
+        if errors.count > 50 { errors.removeFirst(errors.count - 50) }
+        lastAir = report.airTime
+        lastBound = report.lowerBound
+        lastExchanges = report.exchanges
+        airHistory.append(report.airTime)
+        if airHistory.count > window { airHistory.removeFirst(airHistory.count - window) }
+    }
+
+    static func text(_ v: FieldValue) -> String {
+        switch v {
+        case let .integer(n): return String(n)
+        case let .number(x): return String(format: "%g", x)
+        case let .text(t): return t
+        case let .json(j): return j
+        }
+    }
+
+    /// How many of the cycles in the window saw `uid`, and how many cycles the window holds for it.
+    public func rate(_ uid: UID) -> (seen: Int, of: Int) {
+        let h = seen[uid] ?? []
+        return (h.filter { $0 }.count, h.count)
+    }
+
+    public var tags: [UID] { order }
+
+    /// The screen: `title` first, each line cut to `width`, at most `height` lines.
+    public func render(title: String, width: Int, height: Int, now: Millis) -> [String] {
+        func cut(_ s: String) -> String { s.count <= width ? s : String(s.prefix(max(0, width - 1))) + "…" }
+        func pad(_ s: String, _ n: Int) -> String { s.count >= n ? String(s.prefix(n)) : s + String(repeating: " ", count: n - s.count) }
+        let sortedAir = airHistory.sorted()
+        let median = sortedAir.isEmpty ? AirTime.zero : sortedAir[sortedAir.count / 2]
+        var lines: [String] = [
+            title,
+            "cycle \(cycles) · \(order.count) tag\(order.count == 1 ? "" : "s") · air time \(String(format: "%.2f", lastAir.milliseconds)) ms"
+                + " (its reads' bound \(String(format: "%.2f", lastBound.milliseconds)) ms, \(lastExchanges) exchanges; median of the window \(String(format: "%.2f", median.milliseconds)) ms)"
+                + " · q: quit",
+            "",
+            pad("UID", 17) + " " + pad("MODEL", 26) + " " + pad("SEEN", 7) + " " + pad("RATE", 6) + " LAST VALUES",
+        ]
+        let errorLines = min(errors.count, 8)
+        let room = max(1, height - lines.count - 3 - errorLines)
+        for uid in order.prefix(room) {
+            let r = rate(uid)
+            let pct = r.of == 0 ? 0 : (100 * r.seen) / r.of
+            lines.append(pad(uid.description, 17) + " " + pad(models[uid] ?? uid.manufacturer.description, 26) + " "
+                         + pad("\(r.seen)/\(r.of)", 7) + " " + pad("\(pct) %", 6) + " " + (values[uid] ?? ""))
+        }
+        if order.count > room { lines.append("… and \(order.count - room) more (a taller terminal shows them)") }
+        if order.isEmpty { lines.append("no tag in the field") }
+        lines.append("")
+        lines.append(errors.isEmpty ? "no errors" : "errors and violations, latest first:")
+        let clock = DateFormatter()
+        clock.dateFormat = "HH:mm:ss"
+        clock.timeZone = TimeZone(identifier: "UTC")
+        for e in errors.suffix(errorLines).reversed() {
+            lines.append("  " + clock.string(from: Date(timeIntervalSince1970: Double(e.time) / 1000)) + "Z  " + e.text)
+        }
+        return lines.prefix(max(1, height)).map(cut)
+    }
+}
