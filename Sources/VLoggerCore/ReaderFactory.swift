@@ -42,6 +42,24 @@ public final class ReaderSession {
         return session
     }
 
+    /// Opens a configured reader for the service: a hardware reader that cannot be opened now (pcscd not up
+    /// yet, the reader unplugged) gives a session whose reader is opened again at each exchange until it
+    /// works (`ReopeningReader`), with the reason it failed; a simulated field that cannot be opened is a
+    /// configuration error and throws.
+    public static func openOrRetry(_ rc: ReaderConfig) throws -> (ReaderSession, notYet: String?) {
+        do { return (try open(rc), nil) } catch where rc.driver != .sim {
+            let kind = rc.driver, field = rc.field, device = rc.device, limit = rc.maxResponseBytes
+            let reader = ReopeningReader(name: "\(kind.rawValue)\(device.map { " " + $0 } ?? "") (not opened yet)", error: "\(error)") {
+                let o = try kind.driver.open(field: field, device: device)
+                if let limit, let sim = o.reader as? SimulatorReader { sim.limits.maxResponseBytes = limit }
+                return o
+            }
+            let opened = OpenedReader(reader: reader, runTime: { [weak reader] ms in reader?.opened?.runTime?(ms) },
+                                      deferredError: { [weak reader] in reader?.opened?.deferredError?() })
+            return (ReaderSession(opened), "\(error)")
+        }
+    }
+
     /// Opens a reader of the driver `kind` and switches its field on.
     public static func open(kind: ReaderKind, field: String?, device: String?) throws -> ReaderSession {
         do { return ReaderSession(try kind.driver.open(field: field, device: device)) } catch let e as ReaderError {

@@ -87,7 +87,13 @@ public final class Gateway: @unchecked Sendable {
         clock = shared ?? SystemClock()
         for rc in config.readers {
             let session: ReaderSession
-            do { session = try ReaderSession.open(rc) } catch {
+            do {
+                let (s, notYet) = try ReaderSession.openOrRetry(rc)
+                session = s
+                if let notYet {
+                    logger.warning("reader \(rc.id) is not available yet (\(notYet)); the service starts and polling opens it as soon as it can, with back-off")
+                }
+            } catch {
                 throw VLoggerError(config.readers.count == 1 ? "\(error)" : "reader \(rc.id): \(error)")
             }
             let clock: AgentClock = shared ?? (options.fastClock ? SimulatedClock() as AgentClock : SystemClock())

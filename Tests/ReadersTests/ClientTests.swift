@@ -301,3 +301,30 @@ import TagSimulator
         #expect(AirTiming.fastTagFrame(bytes: 19, flags: [.highDataRate]).ticks == 20 * 2048)
     }
 }
+
+/// A reader that is not there at start is opened again at each exchange, and works once it can be opened.
+@Suite struct ReopeningReaderTests {
+    @Test func aReaderThatAppearsLaterIsUsedThen() throws {
+        let field = SimulatedField(tags: [SimulatedTag(image: .blank(profile: .icodeSLIX2, uid: ChipProfile.icodeSLIX2.makeUID(serial: 5)))])
+        final class Attempts { var n = 0 }
+        let attempts = Attempts()
+        let reader = ReopeningReader(name: "pcsc desk (not opened yet)", error: "pcscd not running") {
+            attempts.n += 1
+            guard attempts.n >= 3 else { throw ReaderError.device("cannot reach pcscd (attempt \(attempts.n))") }
+            let r = SimulatorReader(field: field)
+            try r.fieldOn()
+            return OpenedReader(reader: r)
+        }
+        let client = ISO15693Client(reader: reader)
+        client.retries = 0
+        for _ in 0..<2 {
+            #expect { try client.inventory() } throws: { e in
+                guard case .reader(.device(let m), _) = e as? ClientError else { return false }
+                return m.contains("reader not available") && m.contains("cannot reach pcscd")
+            }
+        }
+        #expect(reader.name == "pcsc desk (not opened yet)" && !reader.supportsSlotMarkers)
+        #expect(try client.inventory().count == 1 && attempts.n == 3)
+        #expect(reader.name.hasPrefix("simulator") && reader.supportsSlotMarkers)
+    }
+}
