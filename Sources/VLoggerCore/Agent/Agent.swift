@@ -134,7 +134,6 @@ public final class Agent {
             betweenCycles?()
             let r = cycle()
             logger.debug("cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
-            onCycle?(r)
             // A failing reader: back off (interval × 2^failures, at most maxBackoffMs), retry by itself.
             var wait = config.intervalMs
             if r.readerFailed {
@@ -148,6 +147,8 @@ public final class Agent {
                 readerFailures = 0
                 lastGoodPollMs = clock.now()
             }
+            // After the reader's state is known, so that /healthz and the metrics never lag a cycle behind it.
+            onCycle?(r)
             next += wait
             let now = clock.now()
             if next < now { next = now } // a cycle longer than the interval: start the next at once
