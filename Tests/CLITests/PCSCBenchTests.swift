@@ -78,7 +78,9 @@ struct PCSCBenchTests {
         let t = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8"])
         PCSCBench.stop(card, dir)
         #expect(t.code != 0 && t.err.contains("no answer from the tag (timeout)"), "\(t.out)\(t.err)")
-        let (card2, dir2) = try PCSCBench.card(["mb89r118-cage-12.json"], ["--crc-at", "2", "--crc-at", "3", "--crc-at", "4"])
+        // Exchanges 2–7 corrupted: the read and its retries get CRC errors even when pcscd's own card handling
+        // (a reset under load in CI) shifts the exchange count by one or two.
+        let (card2, dir2) = try PCSCBench.card(["mb89r118-cage-12.json"], (2...7).flatMap { ["--crc-at", String($0)] })
         defer { PCSCBench.stop(card2, dir2) }
         let c = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8"])
         #expect(c.code != 0 && c.err.contains("CRC error"), "\(c.out)\(c.err)")

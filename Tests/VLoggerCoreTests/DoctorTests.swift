@@ -66,8 +66,9 @@ import Glibc
         var tight = Doctor(configPath: c3)
         tight.minimumFreeBytes = Int64.max / 2
         #expect(status(tight.run(), "disk") == .fail)
-        // A pcsc reader while no pcscd listens at the socket path.
-        let (_, c4) = try setup(extra: "[[reader]]\nid = \"desk\"\ndriver = \"pcsc\"\n")
+        // A pcsc reader that is not there (with or without a pcscd on this machine), and the pcscd check pointed
+        // at a socket path where nothing listens.
+        let (_, c4) = try setup(extra: "[[reader]]\nid = \"desk\"\ndriver = \"pcsc\"\ndevice = \"no such reader 4711\"\n")
         var pcsc = Doctor(configPath: c4)
         pcsc.pcscdSocket = dir.appendingPathComponent("no-pcscd.comm").path
         let checks = pcsc.run()

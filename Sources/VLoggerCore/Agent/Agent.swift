@@ -195,6 +195,8 @@ public final class Agent {
         var report = CycleReport()
         let airBefore = session.reader.airTime
         let exchangesBefore = client.exchanges
+        // Cycles driven without run() (`vlogger watch`, tests) count their run time from the first one.
+        if startMs == 0 { startMs = clock.now() }
         session.runTime(clock.now() - startMs)
         counters.cycles += 1
         let now = clock.now()
