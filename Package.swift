@@ -16,6 +16,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Fleet sync to a central PostgreSQL (VLoggerSync).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
     ],
     targets: [
         // Host facts Glibc's Swift module lacks (the kernel's clock sync state) and the commit a binary was built
@@ -46,6 +50,15 @@ let package = Package(
         .target(name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "VLoggerCore", dependencies: ["CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore",
                                                    .product(name: "Logging", package: "swift-log")]),
+        // Fleet sync: the local store as outbox, idempotent batches into a central PostgreSQL (postgres-nio), the
+        // central schema and its migrations.
+        .target(name: "VLoggerSync", dependencies: [
+            "VLoggerCore", "VLoggerStore",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
         .target(name: "VLoggerService", dependencies: [
@@ -64,6 +77,7 @@ let package = Package(
                 "VLoggerStore",
                 "TagImages",
                 "VLoggerService",
+                "VLoggerSync",
                 "CHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -88,6 +102,9 @@ let package = Package(
         .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", "VLoggerStore", "Type5NDEF", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "VLoggerServiceTests", dependencies: ["VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "ISO15693",
                                                             .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "VLoggerSyncTests", dependencies: ["VLoggerSync", "VLoggerCore", "VLoggerStore", "ISO15693",
+                                                             .product(name: "PostgresNIO", package: "postgres-nio"),
+                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),
     ]
 )

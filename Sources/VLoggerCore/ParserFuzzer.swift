@@ -108,7 +108,8 @@ public struct ParserFuzzer {
         ]
         let memories: [[UInt8]] = [[0xE1, 0x40, 0x0A, 0x01, 0x03, 0x13] + ndef[0] + [0xFE], [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF, 0x03, 0x00, 0xFE]]
         let values = ["E004015012345678", "0xF8", "248", "high,address,option", "0x22", "500ms", "24h", "2026-11-22T08:00:00Z",
-                      "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*", "de-CH-1901", "es-419", "22:00-06:00", "*/15 6-22 * * 1-5", "0 2 31 2 *"].map { Array($0.utf8) }
+                      "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*", "de-CH-1901", "es-419", "22:00-06:00", "*/15 6-22 * * 1-5", "0 2 31 2 *",
+                      "postgresql://gw@db.plant.example:6432/fleet?sslmode=verify-full&sslrootcert=/etc/ca.pem", "postgres://gw@[::1]/fleet"].map { Array($0.utf8) }
         return [
             Target(name: "toml", seeds: toml) { b in (try? TOML.parse(text(b))) != nil },
             Target(name: "config", seeds: toml) { b in (try? AgentConfig.parse(text(b), file: "fuzz.toml")) != nil },
@@ -151,6 +152,7 @@ public struct ParserFuzzer {
                 if NDEFLanguage.isValid(t) { ok += 1 }
                 if (try? ShiftWindow(t)) != nil { ok += 1 }
                 if (try? CronSchedule(t)) != nil { ok += 1 }
+                if (try? SyncSettings(url: t)) != nil { ok += 1 }
                 return ok > 0
             },
         ]

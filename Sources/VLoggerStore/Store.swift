@@ -163,6 +163,15 @@ public final class Store: @unchecked Sendable {
         ("008-write-queue-operation", """
         ALTER TABLE write_queue ADD COLUMN operation TEXT NOT NULL DEFAULT 'write';
         """),
+        // Fleet sync: the local store is the outbox; this is how far the central server has acknowledged each
+        // table (the highest local row id of a batch the server committed).
+        ("009-sync-cursor", """
+        CREATE TABLE sync_cursor(
+            tbl TEXT PRIMARY KEY NOT NULL,          -- readings, events
+            last_id INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """),
     ]
 
     private var insertReading: SQLStatement?

@@ -226,6 +226,8 @@ public struct AgentConfig: Sendable {
     public var chartField: String?
     /// A file holding the bearer token of the HTTP write API (`[service] api-token-file`); nil: no API.
     public var apiTokenFile: String?
+    /// `[sync]`: the central PostgreSQL this gateway ships its store to (nil: no fleet sync).
+    public var sync: SyncSettings?
     /// How audits run (`[audit]`).
     public var audit = AuditSettings()
 
@@ -259,7 +261,7 @@ public struct AgentConfig: Sendable {
         let table = try ConfigReader.parse(text: text, file: file)
         let r = ConfigReader(file: file)
         var c = AgentConfig(file: file)
-        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit"])
+        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync"])
         if table.entries.isEmpty { r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key") }
         if let g = top.subsection("gateway", keys: ["id", "site"]) {
             if let id = g.string("id") {
@@ -356,6 +358,9 @@ public struct AgentConfig: Sendable {
                 }
             }
             c.chartField = s.string("chart-field")
+        }
+        if let s = top.subsection("sync", keys: SyncSettings.keys) {
+            c.sync = SyncSettings.read(s, r, resolve: c.resolve)
         }
         var names = Set<String>()
         for p in top.tables("plan", keys: ["name", "match", "read", "field", "ndef"]) {

@@ -1,0 +1,140 @@
+import Foundation
+import VLoggerStore
+
+/// `[sync]`: where this gateway ships its store (PostgreSQL), how, and with which credentials. The password
+/// never comes from the URL: a file (`password-file`) or an environment variable (`password-env`), so it is
+/// in no configuration dump, log line, `/healthz` or error message.
+public struct SyncSettings: Equatable, Sendable {
+    public enum SSLMode: String, Sendable, CaseIterable {
+        /// No TLS.
+        case disable
+        /// TLS, without checking the server's certificate (libpq's `require`).
+        case require
+        /// TLS, the certificate checked against `ca-file` (or the system's CAs) and the host name (libpq's `verify-full`).
+        case verifyFull = "verify-full"
+    }
+
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var database: String
+    public var sslMode: SSLMode = .verifyFull
+    public var caFile: String?
+    public var passwordFile: String?
+    public var passwordEnv: String?
+    /// Rows per batch (one server transaction).
+    public var batchSize = 1000
+    /// Time between two sync rounds of the service's sync job.
+    public var intervalMs: Millis = 10_000
+    /// `postgresql://user@host:port/db`, without the password: safe to print.
+    public var url: String { "postgresql://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
+
+    public init(host: String, port: Int = 5432, user: String, database: String) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.database = database
+    }
+
+    /// Parses libpq's URI form `postgresql://user@host:port/db[?sslmode=…]` (also `postgres://`). A password in
+    /// the URI is refused, with where to put it instead.
+    public init(url text: String) throws(VLoggerError) {
+        guard let scheme = text.range(of: "://"), ["postgresql", "postgres"].contains(String(text[..<scheme.lowerBound])) else {
+            throw VLoggerError("sync.url: '\(Self.redacted(text))' is not a postgresql://user@host:port/database URI")
+        }
+        var rest = Substring(text[scheme.upperBound...])
+        var query: Substring = ""
+        if let q = rest.firstIndex(of: "?") { query = rest[rest.index(after: q)...]; rest = rest[..<q] }
+        guard let at = rest.lastIndex(of: "@") else { throw VLoggerError("sync.url: name the user (postgresql://USER@host:port/database)") }
+        let userInfo = rest[..<at]
+        if userInfo.contains(":") { throw VLoggerError("sync.url: a password does not go in the URL (it would show wherever the URL does); put it in password-file or password-env") }
+        guard !userInfo.isEmpty else { throw VLoggerError("sync.url: the user is empty") }
+        var hostPart = rest[rest.index(after: at)...]
+        guard let slash = hostPart.firstIndex(of: "/") else { throw VLoggerError("sync.url: name the database (…/DATABASE)") }
+        let db = hostPart[hostPart.index(after: slash)...]
+        hostPart = hostPart[..<slash]
+        var host = String(hostPart), port = 5432
+        if hostPart.hasPrefix("[") {
+            guard let close = hostPart.firstIndex(of: "]") else { throw VLoggerError("sync.url: unclosed [ in the host") }
+            host = String(hostPart[hostPart.index(after: hostPart.startIndex)..<close])
+            let after = hostPart[hostPart.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { throw VLoggerError("sync.url: port '\(after.dropFirst())' is not 1…65535") }
+                port = p
+            }
+        } else if let colon = hostPart.lastIndex(of: ":") {
+            host = String(hostPart[..<colon])
+            guard let p = Int(hostPart[hostPart.index(after: colon)...]), (1...65535).contains(p) else {
+                throw VLoggerError("sync.url: port '\(hostPart[hostPart.index(after: colon)...])' is not 1…65535")
+            }
+            port = p
+        }
+        guard !host.isEmpty else { throw VLoggerError("sync.url: the host is empty") }
+        guard !db.isEmpty, !db.contains("/") else { throw VLoggerError("sync.url: the database name '\(db)' is empty or has a '/'") }
+        self.init(host: host, port: port, user: String(userInfo).removingPercentEncoding ?? String(userInfo), database: String(db).removingPercentEncoding ?? String(db))
+        for pair in query.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard kv.count == 2 else { throw VLoggerError("sync.url: '\(pair)' in the query is not key=value") }
+            switch kv[0] {
+            case "sslmode":
+                guard let m = SSLMode(rawValue: kv[1]) else { throw VLoggerError("sync.url: sslmode '\(kv[1])': expected disable, require or verify-full") }
+                sslMode = m
+            case "sslrootcert": caFile = kv[1]
+            default: throw VLoggerError("sync.url: '\(kv[0])' is not a setting vlogger takes (sslmode, sslrootcert)")
+            }
+        }
+    }
+
+    /// The password: from `password-file` (first line, whitespace trimmed) or the `password-env` variable; nil when
+    /// neither is set (trust or peer authentication). Errors name the file or variable, never the password.
+    public func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws(VLoggerError) -> String? {
+        if let passwordFile {
+            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+                throw VLoggerError("sync.password-file: cannot read \(passwordFile) (it must be readable by the service's user, mode 0600)")
+            }
+            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else { throw VLoggerError("sync.password-file: \(passwordFile) is empty") }
+            return trimmed
+        }
+        if let passwordEnv {
+            guard let v = environment[passwordEnv], !v.isEmpty else { throw VLoggerError("sync.password-env: the variable \(passwordEnv) is not set") }
+            return v
+        }
+        return nil
+    }
+
+    /// The URI with any password replaced, for error messages about a URI that did not parse.
+    static func redacted(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else { return text }
+        let user = text[scheme.upperBound..<at]
+        guard let colon = user.firstIndex(of: ":") else { return text }
+        return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+
+    static let keys = ["url", "password-file", "password-env", "sslmode", "ca-file", "batch-size", "interval"]
+
+    static func read(_ s: Section, _ r: ConfigReader, resolve: (String) -> String) -> SyncSettings? {
+        guard let text = s.string("url") else {
+            r.issue(s.line, "sync: url is missing (postgresql://user@host:port/database)")
+            return nil
+        }
+        var out: SyncSettings
+        do { out = try SyncSettings(url: text) } catch {
+            r.issue(s.node("url")?.line ?? s.line, "\(error)")
+            return nil
+        }
+        if let m = s.string("sslmode") {
+            if let mode = SSLMode(rawValue: m) { out.sslMode = mode } else { r.issue(s.node("sslmode")?.line ?? s.line, "sync.sslmode: '\(m)': expected disable, require or verify-full") }
+        }
+        out.caFile = s.string("ca-file").map(resolve) ?? out.caFile
+        out.passwordFile = s.string("password-file").map(resolve)
+        out.passwordEnv = s.string("password-env")
+        if out.passwordFile != nil && out.passwordEnv != nil {
+            r.issue(s.line, "sync: give password-file or password-env, not both")
+        }
+        out.batchSize = s.integer("batch-size", in: 1...5000).map(Int.init) ?? out.batchSize
+        out.intervalMs = s.duration("interval") ?? out.intervalMs
+        return out
+    }
+}

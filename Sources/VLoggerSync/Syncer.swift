@@ -1,0 +1,294 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import VLoggerCore
+import VLoggerStore
+
+/// What went wrong with the central server, in words an operator can act on. It never carries the password
+/// (PostgresNIO's own errors print a generic text; this takes the server's message and SQLSTATE from them).
+public struct SyncError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: String, Sendable { case connect, authentication, readOnly = "read-only", schema, server, configuration }
+    public let kind: Kind
+    public let message: String
+    public var description: String { message }
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// From whatever PostgresNIO threw.
+    static func from(_ error: Error, url: String) -> SyncError {
+        if let e = error as? SyncError { return e }
+        if let p = error as? PSQLError {
+            let state = p.serverInfo?[.sqlState] ?? ""
+            let text = p.serverInfo?[.message] ?? ""
+            switch (p.code, state) {
+            case (_, "28P01"), (_, "28000"):
+                return SyncError(.authentication, "\(url): authentication failed (\(text)); check the user and the password file or variable")
+            case (_, "25006"):
+                return SyncError(.readOnly, "\(url): the server refuses writes (\(text)); the rows stay in the local store and are sent when it takes them again")
+            case (_, "53100"):
+                return SyncError(.readOnly, "\(url): the server's disk is full (\(text)); the rows stay in the local store")
+            case (.server, _):
+                return SyncError(.server, "\(url): the server said: \(text) (SQLSTATE \(state))")
+            case (.sslUnsupported, _):
+                return SyncError(.connect, "\(url): the server does not offer TLS; set sslmode = \"disable\" only on a trusted network")
+            default:
+                return SyncError(.connect, "\(url): cannot talk to the server (\(p.code)\(p.underlying.map { ": \($0)" } ?? ""))")
+            }
+        }
+        if let e = error as? NIOSSLError { return SyncError(.connect, "\(url): TLS failed (\(e))") }
+        return SyncError(.connect, "\(url): \(error)")
+    }
+}
+
+/// What one sync round sent.
+public struct SyncReport: Sendable, Equatable {
+    /// Rows the server acknowledged, by table (resent rows that were there already count too).
+    public var sent: [SyncTable: Int] = [:]
+    /// Rows the server did not have before (the rest were a resent batch).
+    public var inserted: [SyncTable: Int] = [:]
+    public var batches = 0
+    public init() {}
+}
+
+/// Ships the local store to the central PostgreSQL: rows after each table's cursor, in batches of
+/// `batchSize`, each batch one server transaction of idempotent inserts keyed by (gateway, local id); the
+/// local cursor moves only after the server's COMMIT. A crash, a lost acknowledgement or a server restart at
+/// any point resends at most one batch, which the server then ignores row by row.
+public final class Syncer: @unchecked Sendable {
+    public let settings: SyncSettings
+    public let store: Store
+    public let gateway: String
+    public let site: String?
+    let logger: Logger
+    let password: String?
+    /// Called after the server committed a batch and before the local cursor moves (tests: a crash there).
+    public var afterServerCommit: (@Sendable (SyncTable, Int64) throws -> Void)?
+
+    public init(settings: SyncSettings, store: Store, gateway: String, site: String?, logger: Logger = Logger(label: "vlogger.sync")) throws {
+        self.settings = settings
+        self.store = store
+        self.gateway = gateway
+        self.site = site
+        self.logger = logger
+        do { password = try settings.password() } catch { throw SyncError(.configuration, "\(error)") }
+    }
+
+    func configuration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        do {
+            switch settings.sslMode {
+            case .disable:
+                tls = .disable
+            case .require:
+                var t = TLSConfiguration.makeClientConfiguration()
+                t.certificateVerification = .none
+                tls = .require(try NIOSSLContext(configuration: t))
+            case .verifyFull:
+                var t = TLSConfiguration.makeClientConfiguration()
+                if let ca = settings.caFile {
+                    guard FileManager.default.isReadableFile(atPath: ca) else { throw SyncError(.configuration, "sync.ca-file: cannot read \(ca)") }
+                    t.trustRoots = .file(ca)
+                }
+                t.certificateVerification = .fullVerification
+                tls = .require(try NIOSSLContext(configuration: t))
+            }
+        } catch let e as SyncError { throw e } catch {
+            throw SyncError(.configuration, "sync TLS settings: \(error)")
+        }
+        var c = PostgresConnection.Configuration(host: settings.host, port: settings.port, username: settings.user, password: password,
+                                                 database: settings.database, tls: tls)
+        c.options.connectTimeout = .seconds(5)
+        return c
+    }
+
+    /// Runs `body` on one connection made for it (a link that is down fails within the connect timeout,
+    /// not after a pool's retries), and closes it after.
+    func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            let conn = try await PostgresConnection.connect(configuration: try configuration(), id: 1, logger: logger)
+            do {
+                let value = try await body(conn)
+                try? await conn.close()
+                return value
+            } catch {
+                try? await conn.close()
+                throw error
+            }
+        } catch {
+            throw SyncError.from(error, url: settings.url)
+        }
+    }
+
+    // MARK: Schema
+
+    /// The server's schema version; nil when it has none (a new database).
+    static func serverVersion(_ conn: PostgresConnection, _ logger: Logger) async throws -> Int? {
+        let exists = try await conn.query("SELECT to_regclass('vlogger_schema') IS NOT NULL", logger: logger)
+        for try await e in exists.decode(Bool.self) where !e { return nil }
+        let rows = try await conn.query("SELECT coalesce(max(version), 0) FROM vlogger_schema", logger: logger)
+        for try await v in rows.decode(Int32.self) { return Int(v) }
+        return 0
+    }
+
+    /// Creates or migrates the central schema to this vlogger's version; refuses a newer server schema.
+    /// Returns the versions before and after.
+    public func initSchema() async throws -> (from: Int, to: Int) {
+        let logger = self.logger
+        return try await withConnection { conn in
+            try await conn.withTransaction(logger: logger) { conn in
+                // One gateway at a time migrates (others wait), so two first starts cannot race.
+                try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey))", logger: logger)
+                let from = try await Self.serverVersion(conn, logger) ?? 0
+                guard from <= CentralSchema.version else {
+                    throw SyncError(.schema, "the server's schema is version \(from), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway")
+                }
+                for (v, sql) in CentralSchema.migrations where v > from {
+                    for statement in sql {
+                        try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await conn.query("INSERT INTO vlogger_schema(version) VALUES (\(Int32(v)))", logger: logger)
+                }
+                return (from, CentralSchema.version)
+            }
+        }
+    }
+
+    /// Checks the server's schema before shipping rows.
+    static func requireSchema(_ conn: PostgresConnection, _ logger: Logger) async throws {
+        guard let v = try await serverVersion(conn, logger) else {
+            throw SyncError(.schema, "the server has no vlogger schema; create it once with `vlogger sync --init-schema`")
+        }
+        if v > CentralSchema.version {
+            throw SyncError(.schema, "the server's schema is version \(v), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway")
+        }
+        if v < CentralSchema.version {
+            throw SyncError(.schema, "the server's schema is version \(v); migrate it with `vlogger sync --init-schema`")
+        }
+    }
+
+    // MARK: Shipping
+
+    /// Sends everything after the cursors, batch by batch, until nothing is left (or `maxBatches`).
+    public func syncOnce(maxBatches: Int = .max) async throws -> SyncReport {
+        let (logger, store, gateway, site, batchSize) = (self.logger, self.store, self.gateway, self.site, settings.batchSize)
+        let hook = afterServerCommit
+        return try await withConnection { conn in
+            try await Self.requireSchema(conn, logger)
+            var report = SyncReport()
+            for table in SyncTable.allCases {
+                while report.batches < maxBatches {
+                    let after: Int64
+                    let rows: [OutboxRow]
+                    do {
+                        after = try store.syncCursor(table)
+                        rows = try store.outbox(table, after: after, limit: batchSize)
+                    } catch { throw SyncError(.configuration, "the local store: \(error)") }
+                    guard let last = rows.last?.id else { break }
+                    let inserted = try await conn.withTransaction(logger: logger) { conn in
+                        try await conn.query("""
+                            INSERT INTO gateways(id, site) VALUES (\(gateway), \(site))
+                            ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, last_sync = now()
+                            """, logger: logger)
+                        if table == .readings { try await Self.ensurePartitions(conn, times: rows.map(\.time), logger: logger) }
+                        return try await Self.insert(table, rows, gateway: gateway, conn, logger)
+                    }
+                    // The server has committed: only now does the cursor move.
+                    try hook?(table, last)
+                    do { try store.advanceSyncCursor(table, to: last) } catch { throw SyncError(.configuration, "the local store: \(error)") }
+                    report.sent[table, default: 0] += rows.count
+                    report.inserted[table, default: 0] += inserted
+                    report.batches += 1
+                    if rows.count < batchSize { break }
+                }
+            }
+            return report
+        }
+    }
+
+    /// Monthly partitions of `readings` for the batch's months and the next month, created when missing (under
+    /// a transaction-scoped advisory lock, so two gateways do not create the same one at once).
+    static func ensurePartitions(_ conn: PostgresConnection, times: [Millis], logger: Logger) async throws {
+        var months = Set(times.map { CentralSchema.month(of: $0) })
+        months.insert(CentralSchema.month(of: Millis.now()))
+        months.insert(CentralSchema.nextMonth(CentralSchema.month(of: Millis.now())))
+        var missing: [CentralSchema.Month] = []
+        for m in months.sorted() {
+            let rows = try await conn.query("SELECT to_regclass(\(m.tableName)) IS NULL", logger: logger)
+            for try await absent in rows.decode(Bool.self) where absent { missing.append(m) }
+        }
+        guard !missing.isEmpty else { return }
+        try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey + 1))", logger: logger)
+        for m in missing {
+            try await conn.query(PostgresQuery(unsafeSQL: m.createStatement), logger: logger)
+        }
+    }
+
+    /// One multi-row INSERT … ON CONFLICT DO NOTHING; returns how many rows were new.
+    static func insert(_ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> Int {
+        var binds = PostgresBindings(capacity: rows.count * 11)
+        var sql: String
+        var n = 0
+        func p() -> String { n += 1; return "$\(n)" }
+        switch table {
+        case .readings:
+            sql = "INSERT INTO readings(gateway, local_id, time, reader, location, uid, block, count, data, security, decoded) VALUES "
+            for (i, r) in rows.enumerated() {
+                if i > 0 { sql += "," }
+                sql += "(\(p()), \(p()), TIMESTAMPTZ 'epoch' + \(p())::bigint * INTERVAL '1 millisecond', \(p()), \(p()), \(p()), \(p()), \(p()), \(p()), \(p()), \(p())::jsonb)"
+                binds.append(r.gateway.isEmpty ? gateway : r.gateway)
+                binds.append(r.id)
+                binds.append(r.time)
+                binds.append(r.reader)
+                binds.append(r.location)
+                binds.append(r.uid ?? "")
+                binds.append(Int32(clamping: r.block))
+                binds.append(Int32(clamping: r.count))
+                binds.append(ByteBuffer(bytes: r.data))
+                binds.append(r.security.map { ByteBuffer(bytes: $0) })
+                binds.append(r.decoded)
+            }
+        case .events:
+            sql = "INSERT INTO events(gateway, local_id, time, reader, location, uid, kind, name, severity, detail) VALUES "
+            for (i, r) in rows.enumerated() {
+                if i > 0 { sql += "," }
+                sql += "(\(p()), \(p()), TIMESTAMPTZ 'epoch' + \(p())::bigint * INTERVAL '1 millisecond', \(p()), \(p()), \(p()), \(p()), \(p()), \(p()), \(p()))"
+                binds.append(r.gateway.isEmpty ? gateway : r.gateway)
+                binds.append(r.id)
+                binds.append(r.time)
+                binds.append(r.reader)
+                binds.append(r.location)
+                binds.append(r.uid)
+                binds.append(r.kind)
+                binds.append(r.name)
+                binds.append(r.severity)
+                binds.append(r.detail)
+            }
+        }
+        sql += " ON CONFLICT DO NOTHING RETURNING 1"
+        let result = try await conn.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        var inserted = 0
+        for try await _ in result { inserted += 1 }
+        return inserted
+    }
+
+    // MARK: Status
+
+    /// Rows the server has of this gateway, by table.
+    public func serverCounts() async throws -> [SyncTable: Int] {
+        let (logger, gateway) = (self.logger, self.gateway)
+        return try await withConnection { conn in
+            var out: [SyncTable: Int] = [:]
+            for t in SyncTable.allCases {
+                let rows = try await conn.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(t.rawValue) WHERE gateway = $1", binds: {
+                    var b = PostgresBindings(); b.append(gateway); return b }()), logger: logger)
+                for try await n in rows.decode(Int64.self) { out[t] = Int(n) }
+            }
+            return out
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+@testable import VLoggerCore
+
+/// `[sync]`: libpq's URI form (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS),
+/// the password only from a file or a variable, never in the URL or a message.
+@Suite struct SyncSettingsTests {
+    @Test func libpqURIs() throws {
+        let s = try SyncSettings(url: "postgresql://vlogger@db.plant.example:6432/fleet")
+        #expect(s.host == "db.plant.example" && s.port == 6432 && s.user == "vlogger" && s.database == "fleet" && s.sslMode == .verifyFull)
+        let d = try SyncSettings(url: "postgres://gw@10.0.0.5/fleet?sslmode=require")
+        #expect(d.port == 5432 && d.sslMode == .require)
+        let v6 = try SyncSettings(url: "postgresql://gw@[2001:db8::7]:5433/fleet?sslmode=verify-full&sslrootcert=/etc/ssl/fleet-ca.pem")
+        #expect(v6.host == "2001:db8::7" && v6.port == 5433 && v6.caFile == "/etc/ssl/fleet-ca.pem" && v6.url == "postgresql://gw@[2001:db8::7]:5433/fleet")
+        for bad in ["mysql://a@b/c", "postgresql://b/c", "postgresql://a@b", "postgresql://a@b:0/c", "postgresql://a@b:99999/c",
+                    "postgresql://a@b/c?sslmode=prefer", "postgresql://a@b/c?application_name=x", "postgresql://a@/c"] {
+            #expect(throws: VLoggerError.self, "\(bad)") { try SyncSettings(url: bad) }
+        }
+    }
+
+    @Test func thePasswordNeverComesFromTheURLNorShows() throws {
+        #expect { try SyncSettings(url: "postgresql://gw:s3cret-pw@db/fleet") } throws: { e in
+            "\(e)".contains("password-file") && !"\(e)".contains("s3cret-pw")
+        }
+        // A config file with a password in the URL: the error names the line, not the password.
+        #expect { try AgentConfig.parse("[sync]\nurl = \"postgresql://gw:s3cret-pw@db/fleet\"\n", file: "t.toml") } throws: { e in
+            "\(e)".contains("t.toml:2") && !"\(e)".contains("s3cret-pw")
+        }
+        var s = try SyncSettings(url: "postgresql://gw@db/fleet")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-pw-\(UUID().uuidString)")
+        try "  from-the-file  \nsecond line\n".write(to: file, atomically: true, encoding: .utf8)
+        s.passwordFile = file.path
+        #expect(try s.password() == "from-the-file")
+        s.passwordFile = nil
+        s.passwordEnv = "VLOGGER_SYNC_PASSWORD"
+        #expect(try s.password(environment: ["VLOGGER_SYNC_PASSWORD": "from-env"]) == "from-env")
+        #expect { try s.password(environment: [:]) } throws: { "\($0)".contains("VLOGGER_SYNC_PASSWORD is not set") }
+        s.passwordEnv = nil
+        #expect(try s.password() == nil)
+    }
+
+    @Test func theSyncSection() throws {
+        let c = try AgentConfig.parse("""
+            [sync]
+            url = "postgresql://gw@db:5432/fleet"
+            password-env = "FLEET_PW"
+            sslmode = "require"
+            batch-size = 500
+            interval = "30s"
+            """, file: "t.toml")
+        #expect(c.sync?.batchSize == 500 && c.sync?.intervalMs == 30_000 && c.sync?.sslMode == .require && c.sync?.passwordEnv == "FLEET_PW")
+        #expect(throws: (any Error).self) { try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\nbatch-size = 0\n", file: "t.toml") }
+        #expect(throws: (any Error).self) { try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\npassword-env = \"A\"\npassword-file = \"b\"\n", file: "t.toml") }
+        #expect(throws: (any Error).self) { try AgentConfig.parse("[sync]\nbatch-size = 5\n", file: "t.toml") }
+    }
+}
