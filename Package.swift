@@ -62,7 +62,7 @@ let package = Package(
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
         .target(name: "VLoggerService", dependencies: [
-            "VLoggerCore", "VLoggerStore", "Readers", "ISO15693",
+            "VLoggerCore", "VLoggerStore", "VLoggerSync", "Readers", "ISO15693",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -10,6 +10,7 @@ import NIOCore
 import ServiceLifecycle
 import UnixSignals
 import VLoggerCore
+import VLoggerSync
 
 /// What `vlogger run` asks of the gateway.
 public struct GatewayOptions: Sendable {
@@ -53,6 +54,8 @@ public final class Gateway: @unchecked Sendable {
     public let writer: StoreWriter
     public let jobs: [PollingJob]
     public let metrics: ServiceMetrics
+    /// Fleet sync to the central PostgreSQL (`[sync]`), nil without it.
+    public let syncer: Syncer?
     /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
     public let pendingWrites = PendingWrites()
     /// The run's time for the jobs that are not a reader's (the audit scheduler): the wall clock, or the
@@ -73,6 +76,13 @@ public final class Gateway: @unchecked Sendable {
             try store.registerFields(config.fieldInfos)
         } catch { throw VLoggerError("\(error)") }
         Self.importRegister(config, into: store, logger: logger)
+        if let settings = config.sync {
+            do { syncer = try Syncer(settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger) } catch {
+                throw VLoggerError("\(error)")
+            }
+        } else {
+            syncer = nil
+        }
         writer = StoreWriter(store: store, gateway: config.gatewayID, batchSize: config.batchSize,
                              flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
         metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
@@ -134,6 +144,10 @@ public final class Gateway: @unchecked Sendable {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
         services.append(.init(service: WriteQueueJob(gateway: self), serviceName: "write queue"))
+        if let syncer {
+            services.append(.init(service: SyncJob(syncer: syncer, store: store, metrics: metrics, logger: logger,
+                                                   intervalMs: config.sync?.intervalMs ?? 10_000), serviceName: "fleet sync"))
+        }
         if !config.audit.schedules.isEmpty {
             services.append(.init(service: AuditJob(gateway: self), serviceName: "audit scheduler"))
         }

@@ -48,6 +48,58 @@ public final class ServiceMetrics: @unchecked Sendable {
     private let commitTime: Metrics.Timer
     private var reloads: [String: Counter] = [:]
 
+    /// Fleet sync's state, as the sync job last saw it (nil: no `[sync]`).
+    public struct SyncStatus: Sendable {
+        public var up = false
+        public var backlog: [SyncTable: (rows: Int, oldest: Millis?)] = [:]
+        public var lastError: String?
+        public var lastSuccessMs: Millis?
+    }
+    private var sync: SyncStatus?
+    private var syncHandles: (up: Gauge, rows: [SyncTable: Gauge], age: [SyncTable: Gauge], sent: [SyncTable: Counter])?
+    private var syncFailures: [String: Counter] = [:]
+
+    /// Turns on the sync metrics (`vlogger_sync_*`) and the sync part of /healthz.
+    public func enableSync() {
+        locked {
+            let f = factory
+            var rows: [SyncTable: Gauge] = [:], age: [SyncTable: Gauge] = [:], sent: [SyncTable: Counter] = [:]
+            for t in SyncTable.allCases {
+                rows[t] = Gauge(label: "vlogger_sync_backlog_rows", dimensions: [("table", t.rawValue)], factory: f)
+                age[t] = Gauge(label: "vlogger_sync_oldest_unsynced_age_seconds", dimensions: [("table", t.rawValue)], factory: f)
+                sent[t] = Counter(label: "vlogger_sync_rows_sent_total", dimensions: [("table", t.rawValue)], factory: f)
+            }
+            syncHandles = (Gauge(label: "vlogger_sync_up", factory: f), rows, age, sent)
+            sync = SyncStatus()
+        }
+    }
+
+    /// After each sync round: the backlog, what was sent, and the error if the round failed (its kind counted).
+    public func syncUpdated(backlog: [SyncTable: (rows: Int, oldest: Millis?)], sent: [SyncTable: Int], error: SyncFailure?, now: Millis = Millis.now()) {
+        locked {
+            guard var st = sync, let h = syncHandles else { return }
+            st.backlog = backlog
+            st.up = error == nil
+            st.lastError = error?.message
+            if error == nil { st.lastSuccessMs = now }
+            h.up.record(error == nil ? 1 : 0)
+            for t in SyncTable.allCases {
+                let b = backlog[t] ?? (0, nil)
+                h.rows[t]?.record(b.rows)
+                h.age[t]?.record(b.oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+                if let n = sent[t], n > 0 { h.sent[t]?.increment(by: n) }
+            }
+            if let error {
+                let c = syncFailures[error.kind] ?? Counter(label: "vlogger_sync_failures_total", dimensions: [("kind", error.kind)], factory: factory)
+                syncFailures[error.kind] = c
+                c.increment()
+            }
+            sync = st
+        }
+    }
+
+    public var syncStatus: SyncStatus? { locked { sync } }
+
     public init(readers: [ReaderConfig], intervalMs: (ReaderConfig) -> Millis, startedMs: Millis = Millis.now()) {
         self.startedMs = startedMs
         var f = PrometheusMetricsFactory(registry: registry)
@@ -184,6 +236,19 @@ public final class ServiceMetrics: @unchecked Sendable {
             raw("readingsDropped", String(writer.droppedReadings))
             raw("cycles", String(readers.reduce(0) { $0 + $1.counters.cycles }))
             raw("tagsInField", String(readers.reduce(0) { $0 + $1.tags.count }))
+            // Fleet sync: its own status; a failing sync does not make the gateway unhealthy (it keeps logging
+            // locally and catches up by itself), but the backlog is here for whoever watches it.
+            if let st = sync {
+                key("sync")
+                o.append(0x7B)
+                string("status", st.up ? "ok" : "failing")
+                raw("backlogRows", String(st.backlog.values.reduce(0) { $0 + $1.rows }))
+                let oldest = st.backlog.values.compactMap(\.oldest).min()
+                raw("oldestUnsyncedSeconds", oldest.map { String(max(0, now - $0) / 1000) } ?? "null")
+                string("lastSuccess", st.lastSuccessMs.map(TimeSpec.format))
+                string("lastError", st.lastError)
+                o.append(0x7D)
+            }
             key("readers")
             o.append(0x5B)
             for (r, ok) in parts {
@@ -207,4 +272,14 @@ public final class ServiceMetrics: @unchecked Sendable {
 
     /// The Prometheus text exposition format (version 0.0.4).
     public func prometheusText() -> [UInt8] { registry.emitToBuffer() }
+}
+
+/// A failed sync round, as the metrics and /healthz show it (the kind is a label value).
+public struct SyncFailure: Sendable, Equatable {
+    public var kind: String
+    public var message: String
+    public init(kind: String, message: String) {
+        self.kind = kind
+        self.message = message
+    }
 }

@@ -20,7 +20,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     }
 
     /// From whatever PostgresNIO threw.
-    static func from(_ error: Error, url: String) -> SyncError {
+    public static func from(_ error: Error, url: String) -> SyncError {
         if let e = error as? SyncError { return e }
         if let p = error as? PSQLError {
             let state = p.serverInfo?[.sqlState] ?? ""

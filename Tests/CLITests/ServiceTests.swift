@@ -282,3 +282,71 @@ import Testing
         #expect(purge.code == 0 && !fm.fileExists(atPath: root.path + "/etc/vlogger") && !fm.fileExists(atPath: root.path + "/var/lib/vlogger"))
     }
 }
+
+/// The service's fleet sync against the throw-away PostgreSQL of bench/postgres/pg.sh (skipped without it;
+/// required in CI): it ships while polling, /healthz and /metrics show the sync state and backlog, and after
+/// the stop a one-shot `vlogger sync` leaves nothing unacknowledged.
+@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["VLOGGER_TEST_PG_PORT"] != nil
+                              || ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_POSTGRES"] == "1", "no PostgreSQL test server"))
+struct ServiceSyncTests {
+    typealias CLI = CLITests
+
+    @Test func theServiceShipsWhilePollingAndShowsItsBacklog() throws {
+        let env = ProcessInfo.processInfo.environment
+        let port = try #require(env["VLOGGER_TEST_PG_PORT"]), pw = try #require(env["VLOGGER_TEST_PG_PASSWORD_FILE"])
+        let db = "vlogger_svc_\(UInt32.random(in: 0...UInt32.max))"
+        let created = try ServiceTests.shell("PGPASSWORD=$(cat \"$1\") psql -q -h 127.0.0.1 -p \"$2\" -U vlogger -d postgres -c \"CREATE DATABASE $3\"", [pw, port, db])
+        #expect(created.code == 0, "\(created.err)")
+        let work = try CLI.scratch("sync", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        let config = work.appendingPathComponent("vlogger.toml")
+        let text = try String(contentsOf: config, encoding: .utf8) + """
+
+            [sync]
+            url = "postgresql://vlogger@127.0.0.1:\(port)/\(db)"
+            password-file = "\(pw)"
+            sslmode = "disable"
+            interval = "300ms"
+            """
+        try text.write(to: config, atomically: true, encoding: .utf8)
+        let store = work.appendingPathComponent("svc.db").path
+        let schema = try CLI.run(["sync", "--config", config.path, "--store", store, "--init-schema"])
+        #expect(schema.code == 0 && schema.out.contains("from version 0 to 1"), "\(schema.out)\(schema.err)")
+
+        let log = work.appendingPathComponent("svc.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let p = Process()
+        p.executableURL = try CLI.binary()
+        p.arguments = ["run", "--config", config.path, "--store", store, "--listen", "127.0.0.1:0", "--interval", "200ms"]
+        p.currentDirectoryURL = work
+        p.standardError = try FileHandle(forWritingTo: log)
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        let svc = ServiceTests()
+        let started = svc.waitFor(log, "status page on http://127.0.0.1:")
+        let httpPort = try #require(started.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
+            Int(started[r].dropFirst("http://127.0.0.1:".count).dropLast())
+        }, "\(started)")
+        var health = (status: 0, body: "")
+        let end = Date().addingTimeInterval(15)
+        while Date() < end {
+            health = try ServiceTests.get(httpPort, "/healthz")
+            if health.body.contains("\"sync\":{\"status\":\"ok\"") && !health.body.contains("\"lastSuccess\":null") { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(health.body.contains("\"sync\":{\"status\":\"ok\"") && health.body.contains("\"backlogRows\":"), "\(health.body)")
+        #expect(!health.body.contains(try String(contentsOfFile: pw, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let metrics = try ServiceTests.get(httpPort, "/metrics").body
+        #expect(metrics.contains("vlogger_sync_up 1") && metrics.contains("vlogger_sync_backlog_rows{table=\"readings\"}")
+                && metrics.contains("vlogger_sync_rows_sent_total{table=\"readings\"}"), "\(metrics.suffix(2000))")
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        // What the service committed last is sent by a one-shot sync; then nothing is left.
+        let once = try CLI.run(["sync", "--config", config.path, "--store", store])
+        #expect(once.code == 0 && once.out.hasPrefix("sent "), "\(once.out)\(once.err)")
+        let status = try CLI.run(["sync", "--config", config.path, "--store", store, "--status"])
+        #expect(status.code == 0 && status.out.contains("readings: 0 rows not yet acknowledged") && status.out.contains("events: 0 rows not yet acknowledged"), "\(status.out)\(status.err)")
+    }
+}
