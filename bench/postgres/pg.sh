@@ -2,11 +2,12 @@
 # A throw-away PostgreSQL cluster for the fleet-sync tests: initdb into a temporary folder, listening on
 # loopback only at a free port, password (SCRAM) authentication for its superuser "vlogger".
 #
-#   eval "$(sudo bash bench/postgres/pg.sh start)"   # prints the export lines the tests read (VLOGGER_TEST_PG_*)
+#   eval "$(sudo bash bench/postgres/pg.sh start)"   # prints the export lines the tests read (VLOGGER_TEST_PG_*, VLOGGER_PG_DIR)
 #   sudo bash bench/postgres/pg.sh restart           # an immediate restart (fault tests)
 #   sudo bash bench/postgres/pg.sh stop              # stops the cluster it started (pg_ctl: the postmaster's PID) and removes it
 #
-# Needs root (initdb runs as the postgres user) and Debian's postgresql package.
+# Needs root (initdb runs as the postgres user) and Debian's postgresql package. VLOGGER_PG_DIR picks the folder
+# (default /tmp/vlogger-pg); restart and stop act on the cluster in that folder only.
 set -euo pipefail
 DIR=${VLOGGER_PG_DIR:-/tmp/vlogger-pg}
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -27,7 +28,7 @@ start)
     as_postgres "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 \
         -o "-p $port -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null \
         || { cat "$DIR/server.log" >&2; exit 1; }
-    echo "export VLOGGER_TEST_PG_HOST=127.0.0.1 VLOGGER_TEST_PG_PORT=$port VLOGGER_TEST_PG_USER=vlogger VLOGGER_TEST_PG_PASSWORD_FILE=$DIR/password VLOGGER_TEST_PG_CTL='$0'"
+    echo "export VLOGGER_PG_DIR=$DIR VLOGGER_TEST_PG_HOST=127.0.0.1 VLOGGER_TEST_PG_PORT=$port VLOGGER_TEST_PG_USER=vlogger VLOGGER_TEST_PG_PASSWORD_FILE=$DIR/password VLOGGER_TEST_PG_CTL='$(realpath "$0")'"
     ;;
 restart)
     as_postgres "$BIN/pg_ctl" -D "$DIR/data" -m immediate -w -t 30 restart \
