@@ -88,8 +88,7 @@ polkit.addRule(function(action, subject) {
 POLKIT
 # The configuration of a gateway: one PC/SC reader, the store in /var/lib/vlogger (as deploy/install.sh).
 install -d -m 0755 "$PKG/etc/vlogger"
-sed -e '/^# --- second reader/,/^# --- end of second reader ---/d' -e 's/^driver = "sim" /driver = "pcsc"/' -e 's/^field = "demo-field" /# field = "demo-field"/' \
-    -e 's#^path = "vlogger.db"#path = "/var/lib/vlogger/vlogger.db"#' Config/vlogger.toml > "$PKG/etc/vlogger/vlogger.toml"
+bash deploy/gateway-config.sh Config/vlogger.toml > "$PKG/etc/vlogger/vlogger.toml"
 install -m 0644 Config/rules.toml Config/assets.csv "$PKG/etc/vlogger/"
 chmod 0644 "$PKG/etc/vlogger/vlogger.toml"
 # The simulated demo field, for trying the package without a reader (`vlogger scan --field /usr/share/vlogger/demo-field`).

@@ -97,12 +97,11 @@ install -d -m 0750 "$ROOT/etc/vlogger"
 for f in vlogger.toml rules.toml assets.csv; do
     src=$REPO/Config/$f
     tmp=$(mktemp)
-    cp "$src" "$tmp"
     if [ "$f" = vlogger.toml ]; then
-        # A gateway polls a real reader through pcscd (one [[reader]]; the demo's second, simulated dock
-        # door is left out); the store path is the unit's --store.
-        sed -i -e '/^# --- second reader/,/^# --- end of second reader ---/d' -e 's/^driver = "sim" /driver = "pcsc"/' -e 's/^field = "demo-field" /# field = "demo-field"/' \
-               -e 's#^path = "vlogger.db"#path = "/var/lib/vlogger/vlogger.db"#' "$tmp"
+        # A gateway polls a real reader through pcscd; the store path is the unit's --store.
+        bash "$REPO/deploy/gateway-config.sh" "$src" > "$tmp"
+    else
+        cp "$src" "$tmp"
     fi
     dst=$ROOT/etc/vlogger/$f
     if [ ! -e "$dst" ]; then

@@ -315,9 +315,9 @@ extension Command {
         case .inventory: return .inventory(afi: nil, mask: .none)
         case .custom: return .custom(code: code, manufacturer: ManufacturerCode(0), parameters: [])
         default:
-            let n = max(1, count)
-            return (try? Command(code: c, block: 0, count: n, data: [0], value: c == .extendedGetSystemInformation ? 0xFF : 0))
-                ?? (c.kind == .proprietary ? .proprietary(code: code, parameters: []) : .other(code: code, parameters: []))
+            // Only Inventory and custom codes (above) need more than these placeholders.
+            return (try? Command(code: c, count: max(1, count), data: [0], value: c == .extendedGetSystemInformation ? 0xFF : 0))
+                ?? .other(code: code, parameters: [])
         }
     }
 

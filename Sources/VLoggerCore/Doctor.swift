@@ -179,9 +179,10 @@ public struct Doctor {
     // MARK: Listener
 
     func listener(_ listen: String) -> Check {
-        guard let (host, port) = Self.split(listen) else {
+        guard let address = try? ListenAddress(parsing: listen), let port = UInt16(exactly: address.port) else {
             return .fail("listener", "\(listen) is not host:port", "set [service] listen to e.g. 127.0.0.1:8080")
         }
+        let host = address.host
         switch Self.tryBind(host: host, port: port) {
         case .free: return .pass("listener", "\(listen) is free for the service")
         case .inUse:
@@ -192,13 +193,6 @@ public struct Doctor {
         case let .error(e):
             return .fail("listener", "\(listen): \(e)", "use an address of this machine (127.0.0.1, ::1, 0.0.0.0 or one of `ip addr`) and a port above 1023")
         }
-    }
-
-    static func split(_ listen: String) -> (String, UInt16)? {
-        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else { return nil }
-        var host = String(listen[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host.isEmpty ? "0.0.0.0" : host, port)
     }
 
     enum BindResult { case free, inUse, error(String) }

@@ -100,11 +100,9 @@ public struct WatchView {
         if order.isEmpty { lines.append("no tag in the field") }
         lines.append("")
         lines.append(errors.isEmpty ? "no errors" : "errors and violations, latest first:")
-        let clock = DateFormatter()
-        clock.dateFormat = "HH:mm:ss"
-        clock.timeZone = TimeZone(identifier: "UTC")
         for e in errors.suffix(errorLines).reversed() {
-            lines.append("  " + clock.string(from: Date(timeIntervalSince1970: Double(e.time) / 1000)) + "Z  " + e.text)
+            let day = Int((e.time / 1000) % 86_400 + 86_400) % 86_400   // UTC time of day
+            lines.append("  " + String(format: "%02d:%02d:%02dZ  ", day / 3600, day / 60 % 60, day % 60) + e.text)
         }
         return lines.prefix(max(1, height)).map(cut)
     }

@@ -228,40 +228,37 @@ public final class Syncer: @unchecked Sendable {
         }
     }
 
-    /// One multi-row INSERT … ON CONFLICT DO NOTHING; returns how many rows were new.
+    /// One multi-row INSERT … ON CONFLICT DO NOTHING; returns how many rows were new. Each table's columns
+    /// after (gateway, local_id, time), with the cast a parameter needs.
     static func insert(_ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> Int {
-        var binds = PostgresBindings(capacity: rows.count * 11)
-        var sql: String
-        var n = 0
-        func p() -> String { n += 1; return "$\(n)" }
+        let columns: [(name: String, cast: String)]
         switch table {
         case .readings:
-            sql = "INSERT INTO readings(gateway, local_id, time, reader, location, uid, block, count, data, security, decoded) VALUES "
-            for (i, r) in rows.enumerated() {
-                if i > 0 { sql += "," }
-                sql += "(\(p()), \(p()), TIMESTAMPTZ 'epoch' + \(p())::bigint * INTERVAL '1 millisecond', \(p()), \(p()), \(p()), \(p()), \(p()), \(p()), \(p()), \(p())::jsonb)"
-                binds.append(r.gateway.isEmpty ? gateway : r.gateway)
-                binds.append(r.id)
-                binds.append(r.time)
-                binds.append(r.reader)
-                binds.append(r.location)
+            columns = [("reader", ""), ("location", ""), ("uid", ""), ("block", ""), ("count", ""), ("data", ""), ("security", ""), ("decoded", "::jsonb")]
+        case .events:
+            columns = [("reader", ""), ("location", ""), ("uid", ""), ("kind", ""), ("name", ""), ("severity", ""), ("detail", "")]
+        }
+        var binds = PostgresBindings(capacity: rows.count * (columns.count + 3))
+        var values: [String] = []
+        var n = 0
+        func p(_ cast: String = "") -> String { n += 1; return "$\(n)\(cast)" }
+        for r in rows {
+            values.append("(\(p()), \(p()), TIMESTAMPTZ 'epoch' + \(p("::bigint")) * INTERVAL '1 millisecond', "
+                          + columns.map { p($0.cast) }.joined(separator: ", ") + ")")
+            binds.append(r.gateway.isEmpty ? gateway : r.gateway)
+            binds.append(r.id)
+            binds.append(r.time)
+            binds.append(r.reader)
+            binds.append(r.location)
+            switch table {
+            case .readings:
                 binds.append(r.uid ?? "")
                 binds.append(Int32(clamping: r.block))
                 binds.append(Int32(clamping: r.count))
                 binds.append(ByteBuffer(bytes: r.data))
                 binds.append(r.security.map { ByteBuffer(bytes: $0) })
                 binds.append(r.decoded)
-            }
-        case .events:
-            sql = "INSERT INTO events(gateway, local_id, time, reader, location, uid, kind, name, severity, detail) VALUES "
-            for (i, r) in rows.enumerated() {
-                if i > 0 { sql += "," }
-                sql += "(\(p()), \(p()), TIMESTAMPTZ 'epoch' + \(p())::bigint * INTERVAL '1 millisecond', \(p()), \(p()), \(p()), \(p()), \(p()), \(p()), \(p()))"
-                binds.append(r.gateway.isEmpty ? gateway : r.gateway)
-                binds.append(r.id)
-                binds.append(r.time)
-                binds.append(r.reader)
-                binds.append(r.location)
+            case .events:
                 binds.append(r.uid)
                 binds.append(r.kind)
                 binds.append(r.name)
@@ -269,7 +266,8 @@ public final class Syncer: @unchecked Sendable {
                 binds.append(r.detail)
             }
         }
-        sql += " ON CONFLICT DO NOTHING RETURNING 1"
+        let sql = "INSERT INTO \(table.rawValue)(gateway, local_id, time, " + columns.map(\.name).joined(separator: ", ") + ") VALUES "
+            + values.joined(separator: ",") + " ON CONFLICT DO NOTHING RETURNING 1"
         let result = try await conn.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
         var inserted = 0
         for try await _ in result { inserted += 1 }
@@ -284,8 +282,7 @@ public final class Syncer: @unchecked Sendable {
         return try await withConnection { conn in
             var out: [SyncTable: Int] = [:]
             for t in SyncTable.allCases {
-                let rows = try await conn.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(t.rawValue) WHERE gateway = $1", binds: {
-                    var b = PostgresBindings(); b.append(gateway); return b }()), logger: logger)
+                let rows = try await conn.query("SELECT count(*) FROM \(unescaped: t.rawValue) WHERE gateway = \(gateway)", logger: logger)
                 for try await n in rows.decode(Int64.self) { out[t] = Int(n) }
             }
             return out

@@ -96,19 +96,12 @@ struct Watch: ParsableCommand {
             for uid in report.tags { if let m = try? session.client.memory(of: uid) { models[uid] = m.model?.name ?? uid.manufacturer.description } }
             view.record(report, readings: readings, events: events, models: models)
             let (w, h) = terminal.size()
-            terminal.draw(view.render(title: title + " · " + Self.clock(start), width: w, height: h, now: start))
+            terminal.draw(view.render(title: title + " · " + TimeSpec.format(start), width: w, height: h, now: start))
             n += 1
             if let cycles, n >= cycles { return }
             let wait = max(0, c.intervalMs - (Millis.now() - start))
             if terminal.waitForQuit(ms: Int(min(wait, 60_000))) { return }
         }
-    }
-
-    static func clock(_ ms: Millis) -> String {
-        let f = DateFormatter()
-        f.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
-        f.timeZone = TimeZone(identifier: "UTC")
-        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
     }
 }
 

@@ -71,6 +71,9 @@ public final class Agent {
     /// Each NDEF tag's last message bytes and the fields they decoded to.
     private var ndefDecoded: [UID: (bytes: [UInt8], decoded: [(name: String, value: FieldValue)])] = [:]
 
+    /// `config.inventoryReadRange`, worked out once per configuration (it walks the plans).
+    private var inventoryReadRange: PlanRead?
+
     private struct TagWork {
         var plan: ReadPlan?
         var rules: [Rule]
@@ -115,6 +118,7 @@ public final class Agent {
         self.logger = l
         session.client.retries = self.config.retries
         session.client.baseFlags = self.config.dataRate == .high ? [.highDataRate] : []
+        inventoryReadRange = self.config.inventoryReadRange
     }
 
     // MARK: Running
@@ -181,6 +185,7 @@ public final class Agent {
         c.readers = config.readers
         c.storePath = config.storePath
         config = c
+        inventoryReadRange = c.inventoryReadRange
         rules = newRules
         register = newRegister
         work.removeAll()
@@ -228,7 +233,7 @@ public final class Agent {
         var prefetched: [UID: [BlockRead]] = [:]
         var inventoryReadBound = AirTime.zero
         do {
-            if quiet, config.inventoryRead, let range = config.inventoryReadRange {
+            if quiet, config.inventoryRead, let range = inventoryReadRange {
                 // The one-slot probe first: in the steady cycle it is silent and costs nothing more.
                 let probe: ISO15693Client.Probe = oneSlot ? try client.probe(afi: config.afi) : .several
                 switch probe {
