@@ -48,7 +48,9 @@ let package = Package(
         .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
         // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
         .target(name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "VLoggerCore", dependencies: ["CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore",
+        // FEIG OBID ID ISC host protocol (serial / TCP): frames, CRC, status codes.
+        .target(name: "FEIG", dependencies: ["ISO15693"]),
+        .target(name: "VLoggerCore", dependencies: ["CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore", "FEIG",
                                                    .product(name: "Logging", package: "swift-log")]),
         // Fleet sync: the local store as outbox, idempotent batches into a central PostgreSQL (postgres-nio), the
         // central schema and its migrations.
@@ -78,6 +80,7 @@ let package = Package(
                 "TagImages",
                 "VLoggerService",
                 "VLoggerSync",
+                "FEIG",
                 "CHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -95,6 +98,7 @@ let package = Package(
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(name: "air-bench", dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "ISO15693"], path: "bench/AirBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
+        .testTarget(name: "FEIGTests", dependencies: ["FEIG", "ISO15693", "CHost"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),

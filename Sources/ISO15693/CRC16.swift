@@ -19,6 +19,13 @@ public enum CRC16 {
         return crc
     }
 
+    /// The same register without the final XOR: CRC-16/MCRF4XX (polynomial 0x8408 reflected, preset 0xFFFF,
+    /// no final XOR), the CRC of FEIG's host protocol frames (FEIG ID ISC.LRU3000 system manual p. 21), sent
+    /// least-significant byte first. E.g. 0x56DD for `02 00 07 FF 33`.
+    public static func mcrf4xx<C: Collection>(_ bytes: C) -> UInt16 where C.Element == UInt8 {
+        register(bytes)
+    }
+
     /// The CRC value of `bytes` (e.g. 0x0AF6 for `26 01 00`).
     public static func compute<C: Collection>(_ bytes: C) -> UInt16 where C.Element == UInt8 {
         register(bytes) ^ 0xFFFF

@@ -1,3 +1,4 @@
+import FEIG
 import Foundation
 import ISO15693
 import Readers
@@ -137,6 +138,17 @@ public struct ParserFuzzer {
             Target(name: "write-request", seeds: [#"{"uid": "E008010000004212", "block": "0xF9", "data": "0102030405060708", "flags": "option", "expires": "7d", "reader": "dock-3"}"#,
                                                   #"{"uid": "E004010812345602", "block": 249, "data": "A1A2A3A4"}"#].map { Array($0.utf8) }) { b in
                 (try? WriteRequest.parse(Data(b), now: 1_763_800_000_000)) != nil
+            },
+            // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
+            Target(name: "feig-frame", seeds: ["02 00 07 FF 33 DD 56", "02 00 07 FF 32 54 47", "02 00 07 FF 31 CF 75", "02 00 09 FF 22 00 FF 79 69"]
+                .compactMap { try? Hex.parse($0) }) { b in
+                var ok = false
+                for d in [FEIGFrame.Direction.request, .reply] {
+                    if let f = try? FEIGFrame.decode(b, direction: d) {
+                        ok = ok || (!f.explanation.isEmpty && f.encoded() == b)
+                    }
+                }
+                return ok
             },
             Target(name: "values", seeds: values) { b in
                 let t = text(b)

@@ -148,6 +148,10 @@ public final class Gateway: @unchecked Sendable {
             services.append(.init(service: SyncJob(syncer: syncer, store: store, metrics: metrics, logger: logger,
                                                    intervalMs: config.sync?.intervalMs ?? 10_000), serviceName: "fleet sync"))
         }
+        if let keep = config.keepMs {
+            services.append(.init(service: RetentionJob(store: store, logger: logger, keepMs: keep, keepUnsynced: syncer != nil),
+                                  serviceName: "retention"))
+        }
         if !config.audit.schedules.isEmpty {
             services.append(.init(service: AuditJob(gateway: self), serviceName: "audit scheduler"))
         }
@@ -634,6 +638,40 @@ struct WriteQueueJob: Service {
             await Blocking.run {
                 _ = try? store.expireWrites()
                 try? pending.refresh(from: store)
+            }
+        }
+    }
+}
+
+/// `[store] keep`: a minute after start and then every hour, deletes the rows older than `keep`, a few
+/// thousand per transaction; with fleet sync on, never one the central server has not acknowledged (those are
+/// counted and logged, and go at a later round once synced).
+struct RetentionJob: Service {
+    let store: Store
+    let logger: Logger
+    let keepMs: Millis
+    let keepUnsynced: Bool
+
+    func run() async {
+        var first = true
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let wait: Duration = first ? .seconds(60) : .seconds(3600)
+            first = false
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) } } catch { return }
+            let cutoff = Millis.now() - keepMs
+            let (store, keepUnsynced) = (self.store, self.keepUnsynced)
+            let result: Result<PruneReport, StoreError> = await Blocking.run {
+                do throws(StoreError) { return .success(try store.prune(before: cutoff, keepUnsynced: keepUnsynced)) } catch { return .failure(error) }
+            }
+            switch result {
+            case .success(let r):
+                let held = r.totalHeld > 0 ? "; \(r.totalHeld) older rows kept until fleet sync has them" : ""
+                if r.totalDeleted > 0 || r.totalHeld > 0 {
+                    let parts = SyncTable.allCases.compactMap { t in r.deleted[t].flatMap { $0 > 0 ? "\($0) \(t.rawValue)" : nil } }.joined(separator: ", ")
+                    logger.notice("retention: deleted \(r.totalDeleted) rows from before \(TimeSpec.format(cutoff)) (\(parts))\(held)")
+                }
+            case .failure(let e):
+                logger.warning("retention: \(e); nothing more deleted this round")
             }
         }
     }

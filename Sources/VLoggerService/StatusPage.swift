@@ -43,6 +43,19 @@ public enum StatusPage {
         return s + "</table>"
     }
 
+    /// The sync job's state: up or failing (and why), the backlog and the age of its oldest row, the last success.
+    static func syncLine(_ sync: ServiceMetrics.SyncStatus, now: Millis) -> String {
+        let rows = sync.backlog.values.reduce(0) { $0 + $1.rows }
+        let oldest = sync.backlog.values.compactMap(\.oldest).min()
+        let state = sync.lastSuccessMs == nil && sync.lastError == nil ? "<span>starting</span>"
+            : sync.up ? "<span class=\"ok\">up</span>" : "<span class=\"bad\">failing</span>"
+        var s = "<p class=\"sync\">\(state) — \(rows) rows not yet acknowledged"
+        if let oldest { s += ", the oldest \(esc(DurationText.format(max(0, now - oldest)))) old" }
+        s += "; last success: \(sync.lastSuccessMs.map { esc(TimeSpec.format($0)) } ?? "none yet")"
+        if let e = sync.lastError { s += "<br><span class=\"bad\">\(esc(e))</span>" }
+        return s + "</p>"
+    }
+
     public static func render(metrics: ServiceMetrics, store: Store, gateway: String, chartField: String?, unit: String?,
                               now: Millis = Millis.now()) -> String {
         let (healthy, _) = metrics.health(now: now)
@@ -54,6 +67,9 @@ public enum StatusPage {
         for r in readers {
             body += "<h2>Tags in the field of \(esc(r.id))\(r.location.map { " — " + esc($0) } ?? "") (\(r.tags.count))</h2>"
             body += r.tags.isEmpty ? "<p>None.</p>" : "<ul>" + r.tags.map { "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>" }.joined() + "</ul>"
+        }
+        if let sync = metrics.syncStatus {
+            body += "<h2>Fleet sync</h2>" + syncLine(sync, now: now)
         }
         do {
             let d = try store.statusData(since: now - 3_600_000, chartField: chartField)

@@ -168,28 +168,28 @@ public enum Exporter {
 }
 
 /// A 64 KiB output buffer over a file descriptor.
-struct OutputBuffer {
+public struct OutputBuffer {
     let fd: Int32
-    var bytes: [UInt8] = []
-    var error: Int32?
-    var failed: Bool { error != nil }
+    public var bytes: [UInt8] = []
+    public var error: Int32?
+    public var failed: Bool { error != nil }
 
-    init(fd: Int32) {
+    public init(fd: Int32) {
         self.fd = fd
         bytes.reserveCapacity(1 << 16)
     }
 
-    mutating func append(_ b: UInt8) {
+    public mutating func append(_ b: UInt8) {
         bytes.append(b)
     }
 
-    mutating func append<C: Collection>(_ c: C) where C.Element == UInt8 {
+    public mutating func append<C: Collection>(_ c: C) where C.Element == UInt8 {
         bytes.append(contentsOf: c)
         if bytes.count >= 1 << 16 { flush() }
     }
 
     /// One CSV cell: quoted when it holds a comma, quote, CR or LF; a formula-like start neutralised.
-    mutating func appendCSV<C: Collection>(_ cell: C, neutralise: Bool) where C.Element == UInt8 {
+    public mutating func appendCSV<C: Collection>(_ cell: C, neutralise: Bool) where C.Element == UInt8 {
         var needsQuotes = false
         for b in cell where b == 0x2C || b == 0x22 || b == 0x0D || b == 0x0A { needsQuotes = true; break }
         let formula = neutralise && cell.first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } == true
@@ -208,7 +208,7 @@ struct OutputBuffer {
         if bytes.count >= 1 << 16 { flush() }
     }
 
-    mutating func flush() {
+    public mutating func flush() {
         guard error == nil, !bytes.isEmpty else { bytes.removeAll(keepingCapacity: true); return }
         var off = 0
         bytes.withUnsafeBytes { p in

@@ -1,63 +1,149 @@
 /// The local store as the outbox of fleet sync: rows after the acknowledged cursor, oldest first, and the
 /// cursor itself, which moves only after the central server committed a batch (so it is never ahead of the
 /// server, and a batch resent after a crash is the same rows with the same ids).
+///
+/// Append-only tables (readings, events, writes, audits, audit results) are shipped by local row id. Tags are
+/// one row per tag that changes as it is seen again: they are shipped by change number (`seq`, which every
+/// insert or update of a tag takes anew) and upserted centrally by (gateway, uid).
 public enum SyncTable: String, CaseIterable, Sendable {
-    case readings, events
+    // Audits before their results, so a round ships an audit before the results that name it.
+    case readings, events, writes, audits, auditResults = "audit_results", tags
+
+    /// The central columns after (gateway, local_id, time), in order, as the local store has them.
+    public var columns: [OutboxColumn] {
+        switch self {
+        case .readings:
+            return [.init("reader", .text), .init("location", .text), .init("uid", .text), .init("block", .integer), .init("count", .integer),
+                    .init("data", .blob), .init("security", .blob), .init("decoded", .json)]
+        case .events:
+            return [.init("reader", .text), .init("location", .text), .init("uid", .text), .init("kind", .text), .init("name", .text),
+                    .init("severity", .text), .init("detail", .text)]
+        case .writes:
+            return [.init("uid", .text), .init("block", .integer), .init("data", .blob), .init("flags", .integer), .init("result", .text),
+                    .init("verified", .bool), .init("exchanges", .integer)]
+        case .audits:
+            return [.init("started", .time), .init("location", .text), .init("readers", .text), .init("rounds", .integer), .init("trigger", .text),
+                    .init("present", .integer), .init("missing", .integer), .init("wrong_location", .integer), .init("unexpected", .integer),
+                    .init("failed_checks", .integer)]
+        case .auditResults:
+            return [.init("audit", .integer), .init("uid", .text), .init("asset_id", .text), .init("status", .text),
+                    .init("registered_location", .text), .init("seen_location", .text), .init("seen_by", .text), .init("seen_rounds", .integer),
+                    .init("first_seen", .time), .init("last_seen", .time), .init("failed_checks", .json)]
+        case .tags:
+            return [.init("uid", .text), .init("first_seen", .time), .init("manufacturer", .text), .init("model", .text),
+                    .init("block_count", .integer), .init("block_size", .integer), .init("memory_source", .text), .init("last_reader", .text),
+                    .init("last_location", .text)]
+        }
+    }
+
+    /// Tags are upserted by (gateway, uid) (a tag seen again changes its row); the others are inserted once
+    /// by (gateway, local id).
+    public var isUpserted: Bool { self == .tags }
+
+    /// The local query: id, time, gateway, then `columns`; rows after the cursor (`?1`), by id, at most `?2`.
+    var outboxSQL: String {
+        let cols = columns.map { "\(alias)\($0.name)" }.joined(separator: ", ")
+        switch self {
+        case .readings, .events, .writes:
+            return "SELECT id, time, gateway, \(cols) FROM \(rawValue) WHERE id > ?1 ORDER BY id LIMIT ?2"
+        case .audits:
+            return "SELECT id, finished, gateway, \(cols) FROM audits WHERE id > ?1 ORDER BY id LIMIT ?2"
+        case .auditResults:
+            // A result's time and gateway are its audit's.
+            return "SELECT r.id, a.finished, a.gateway, \(cols) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?1 ORDER BY r.id LIMIT ?2"
+        case .tags:
+            // Changed tags by change number (see migration 010); their time is last_seen.
+            return "SELECT seq, last_seen, '', \(cols) FROM tags WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+        }
+    }
+
+    private var alias: String { self == .auditResults ? "r." : "" }
+
+    /// Rows after the cursor and the oldest one's time.
+    var backlogSQL: String {
+        switch self {
+        case .readings, .events, .writes: return "SELECT count(*), min(time) FROM \(rawValue) WHERE id > ?"
+        case .audits: return "SELECT count(*), min(finished) FROM audits WHERE id > ?"
+        case .auditResults: return "SELECT count(*), min(a.finished) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?"
+        case .tags: return "SELECT count(*), min(last_seen) FROM tags WHERE seq > ?"
+        }
+    }
 }
 
-/// One local row to ship: its id and its columns, in the central schema's order.
+/// One column of an outbox row and how it goes to the server.
+public struct OutboxColumn: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// integer: a number; bool: 0/1 locally, boolean centrally; time: ms since 1970 UTC locally, timestamptz
+        /// centrally; json: JSON text locally, json centrally (the text as it was).
+        case integer, text, blob, json, time, bool
+    }
+    public let name: String
+    public let kind: Kind
+    init(_ name: String, _ kind: Kind) {
+        self.name = name
+        self.kind = kind
+    }
+}
+
+/// One value of an outbox row.
+public enum OutboxValue: Sendable, Equatable {
+    case null, integer(Int64), text(String), blob([UInt8])
+
+    public var text: String? { if case .text(let s) = self { return s } else { return nil } }
+    public var integer: Int64? { if case .integer(let n) = self { return n } else { return nil } }
+    public var blob: [UInt8]? { if case .blob(let b) = self { return b } else { return nil } }
+}
+
+/// One local row to ship: its id (tags: its change number), its time, its gateway and the table's `columns`.
 public struct OutboxRow: Sendable, Equatable {
     public var id: Int64
     public var time: Millis
-    public var reader: String?
-    public var location: String?
-    public var uid: String?
-    /// readings: block, count, data, security, decoded; events: kind, name, severity, detail.
-    public var block: Int64 = 0
-    public var count: Int64 = 0
-    public var data: [UInt8] = []
-    public var security: [UInt8]?
-    public var decoded: String?
-    public var kind = "", name = "", severity = "", detail = ""
+    /// The row's gateway column (empty where the table has none: tags, which are the store's own gateway's).
     public var gateway: String
+    public var values: [OutboxValue]
+
+    public init(id: Int64, time: Millis, gateway: String, values: [OutboxValue]) {
+        self.id = id
+        self.time = time
+        self.gateway = gateway
+        self.values = values
+    }
+
+    /// The value of the named column of `table` (.null when it has none of that name).
+    public func value(_ name: String, in table: SyncTable) -> OutboxValue {
+        guard let i = table.columns.firstIndex(where: { $0.name == name }), i < values.count else { return .null }
+        return values[i]
+    }
 }
 
 extension Store {
-    /// Up to `limit` rows of `table` with ids above `after`, by id.
+    /// Up to `limit` rows of `table` after the cursor `after`, in commit order.
     public func outbox(_ table: SyncTable, after: Int64, limit: Int) throws(StoreError) -> [OutboxRow] {
-        try withReader { db throws(StoreError) in
-            let sql: String
-            switch table {
-            case .readings:
-                sql = "SELECT id, time, gateway, reader, location, uid, block, count, data, security, decoded FROM readings WHERE id > ? ORDER BY id LIMIT ?"
-            case .events:
-                sql = "SELECT id, time, gateway, reader, location, uid, kind, name, severity, detail FROM events WHERE id > ? ORDER BY id LIMIT ?"
-            }
-            let s = try db.prepare(sql)
+        let columns = table.columns
+        return try withReader { db throws(StoreError) in
+            let s = try db.prepare(table.outboxSQL)
             try s.bind([.integer(after), .integer(Int64(max(1, limit)))])
             var out: [OutboxRow] = []
             while try s.step() {
-                var r = OutboxRow(id: s.int64(0), time: s.int64(1), reader: s.text(3), location: s.text(4), uid: s.text(5), gateway: s.text(2) ?? "")
-                switch table {
-                case .readings:
-                    r.block = s.int64(6)
-                    r.count = s.int64(7)
-                    r.data = s.blob(8)
-                    r.security = s.type(9) == 5 ? nil : s.blob(9)   // 5: SQLITE_NULL
-                    r.decoded = s.text(10)
-                case .events:
-                    r.kind = s.text(6) ?? ""
-                    r.name = s.text(7) ?? ""
-                    r.severity = s.text(8) ?? ""
-                    r.detail = s.text(9) ?? ""
+                var values: [OutboxValue] = []
+                values.reserveCapacity(columns.count)
+                for (i, c) in columns.enumerated() {
+                    let k = i + 3
+                    if s.type(k) == 5 { values.append(.null); continue }   // 5: SQLITE_NULL
+                    switch c.kind {
+                    case .integer, .time, .bool: values.append(.integer(s.int64(k)))
+                    case .text, .json: values.append(.text(s.text(k) ?? ""))
+                    case .blob: values.append(.blob(s.blob(k)))
+                    }
                 }
-                out.append(r)
+                out.append(OutboxRow(id: s.int64(0), time: s.int64(1), gateway: s.text(2) ?? "", values: values))
             }
             return out
         }
     }
 
-    /// The highest local id of `table` the central server has committed (0: none yet).
+    /// The cursor of `table`: the highest local id (tags: change number) the central server has committed;
+    /// 0 when none yet.
     public func syncCursor(_ table: SyncTable) throws(StoreError) -> Int64 {
         try withReader { db throws(StoreError) in
             let s = try db.prepare("SELECT last_id FROM sync_cursor WHERE tbl = ?")
@@ -82,7 +168,7 @@ extension Store {
     public func syncBacklog(_ table: SyncTable) throws(StoreError) -> (rows: Int, oldest: Millis?) {
         let after = try syncCursor(table)
         return try withReader { db throws(StoreError) in
-            let s = try db.prepare("SELECT count(*), min(time) FROM \(table.rawValue) WHERE id > ?")
+            let s = try db.prepare(table.backlogSQL)
             try s.bind([.integer(after)])
             guard try s.step() else { return (0, nil) }
             let n = Int(s.int64(0))

@@ -172,6 +172,14 @@ public final class Store: @unchecked Sendable {
             updated_at INTEGER NOT NULL
         ) WITHOUT ROWID;
         """),
+        // Tags change as they are seen again: each insert or update takes the next change number, so fleet sync
+        // ships the tags changed after its cursor in commit order (last_seen is not: a reader's batch may
+        // commit after another's with later times). Existing tags are numbered by last_seen.
+        ("010-tags-change-seq", """
+        ALTER TABLE tags ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+        UPDATE tags SET seq = o.n FROM (SELECT uid, row_number() OVER (ORDER BY last_seen, uid) AS n FROM tags) AS o WHERE o.uid = tags.uid;
+        CREATE INDEX tags_by_seq ON tags(seq);
+        """),
     ]
 
     private var insertReading: SQLStatement?
@@ -395,9 +403,10 @@ public final class Store: @unchecked Sendable {
         try Self.transaction(db) { () throws(StoreError) in
             if !batch.tags.isEmpty {
                 let s = try prepared(&upsertTag, db, """
-                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location)
-                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location, seq)
+                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT coalesce(max(seq), 0) + 1 FROM tags))
                     ON CONFLICT(uid) DO UPDATE SET
+                        seq = excluded.seq,
                         last_reader = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_reader ELSE last_reader END,
                         last_location = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_location ELSE last_location END,
                         last_seen = max(last_seen, excluded.last_seen),
@@ -512,7 +521,7 @@ public final class Store: @unchecked Sendable {
     // MARK: Reading back
 
     public func count(_ table: String) throws(StoreError) -> Int {
-        guard ["readings", "events", "tags", "writes"].contains(table) else { throw StoreError("no table \(table)") }
+        guard ["readings", "events", "tags", "writes", "audits", "audit_results"].contains(table) else { throw StoreError("no table \(table)") }
         return try withReader { db throws(StoreError) in
             if case let .integer(n)? = try db.scalar("SELECT count(*) FROM \(table)") { return Int(n) }
             return 0

@@ -8,7 +8,7 @@ import VLoggerStore
 /// month's, ahead), and indexed for "one tag across the fleet" (uid, time) and "one gateway, a time range"
 /// (gateway, time).
 public enum CentralSchema {
-    public static let version = 1
+    public static let version = 2
     /// pg_advisory_xact_lock keys: schema migration, partition creation.
     static let lockKey: Int64 = 0x766C_6F67_6765_7200
 
@@ -58,6 +58,88 @@ public enum CentralSchema {
             """,
             "CREATE INDEX events_by_gateway ON events(gateway, time)",
             "CREATE INDEX events_by_uid ON events(uid, time)",
+        ]),
+        // Writes, audits and their results (one row per local row, like readings), and each gateway's tags
+        // (one row per gateway and tag, updated as the tag is seen again). Decoded fields become json, which
+        // keeps the gateway's text as it was (jsonb reorders keys and respaces, so a central export would
+        // differ from the local one); the -> and ->> operators work the same.
+        (2, [
+            "ALTER TABLE readings ALTER COLUMN decoded TYPE json USING decoded::json",
+            """
+            CREATE TABLE writes(
+                gateway text NOT NULL,
+                local_id bigint NOT NULL,
+                time timestamptz NOT NULL,
+                uid text NOT NULL,
+                block integer NOT NULL,
+                data bytea NOT NULL,
+                flags integer,
+                result text NOT NULL,
+                verified boolean NOT NULL,
+                exchanges integer NOT NULL,
+                PRIMARY KEY (gateway, local_id)
+            )
+            """,
+            "CREATE INDEX writes_by_uid ON writes(uid, time)",
+            "CREATE INDEX writes_by_gateway ON writes(gateway, time)",
+            """
+            CREATE TABLE audits(
+                gateway text NOT NULL,
+                local_id bigint NOT NULL,
+                time timestamptz NOT NULL,
+                started timestamptz NOT NULL,
+                location text NOT NULL,
+                readers text NOT NULL,
+                rounds integer NOT NULL,
+                trigger text NOT NULL,
+                present integer NOT NULL,
+                missing integer NOT NULL,
+                wrong_location integer NOT NULL,
+                unexpected integer NOT NULL,
+                failed_checks integer NOT NULL,
+                PRIMARY KEY (gateway, local_id)
+            )
+            """,
+            "CREATE INDEX audits_by_gateway ON audits(gateway, time)",
+            "CREATE INDEX audits_by_location ON audits(location, time)",
+            """
+            CREATE TABLE audit_results(
+                gateway text NOT NULL,
+                local_id bigint NOT NULL,
+                time timestamptz NOT NULL,
+                audit bigint NOT NULL,
+                uid text NOT NULL,
+                asset_id text,
+                status text NOT NULL,
+                registered_location text,
+                seen_location text,
+                seen_by text,
+                seen_rounds integer NOT NULL,
+                first_seen timestamptz,
+                last_seen timestamptz,
+                failed_checks json,
+                PRIMARY KEY (gateway, local_id)
+            )
+            """,
+            "CREATE INDEX audit_results_by_audit ON audit_results(gateway, audit)",
+            "CREATE INDEX audit_results_by_uid ON audit_results(uid, time)",
+            """
+            CREATE TABLE tags(
+                gateway text NOT NULL,
+                uid text NOT NULL,
+                last_seen timestamptz NOT NULL,
+                first_seen timestamptz NOT NULL,
+                manufacturer text NOT NULL,
+                model text,
+                block_count integer,
+                block_size integer,
+                memory_source text,
+                last_reader text,
+                last_location text,
+                PRIMARY KEY (gateway, uid)
+            )
+            """,
+            "CREATE INDEX tags_by_uid ON tags(uid, last_seen)",
         ]),
     ]
 

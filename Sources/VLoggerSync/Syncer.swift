@@ -22,6 +22,10 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     /// From whatever PostgresNIO threw.
     public static func from(_ error: Error, url: String) -> SyncError {
         if let e = error as? SyncError { return e }
+        // withTransaction wraps what failed (and its description holds the query): the error inside decides.
+        if let t = error as? PostgresTransactionError, let inner = t.closureError ?? t.beginError ?? t.commitError ?? t.rollbackError {
+            return from(inner, url: url)
+        }
         if let p = error as? PSQLError {
             let state = p.serverInfo?[.sqlState] ?? ""
             let text = p.serverInfo?[.message] ?? ""
@@ -34,6 +38,8 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
                 return SyncError(.readOnly, "\(url): the server's disk is full (\(text)); the rows stay in the local store")
             case (.server, _):
                 return SyncError(.server, "\(url): the server said: \(text) (SQLSTATE \(state))")
+            case (.connectionError, _) where p.underlying is NIOSSLError:
+                return SyncError(.connect, "\(url): TLS failed (\(p.underlying.map { "\($0)" } ?? "")); check sync.ca-file, and that the server's certificate names the host of the URL")
             case (.sslUnsupported, _):
                 return SyncError(.connect, "\(url): the server does not offer TLS; set sslmode = \"disable\" only on a trusted network")
             default:
@@ -41,6 +47,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
             }
         }
         if let e = error as? NIOSSLError { return SyncError(.connect, "\(url): TLS failed (\(e))") }
+        if error is PostgresTransactionError { return SyncError(.server, "\(url): a transaction failed") }
         return SyncError(.connect, "\(url): \(error)")
     }
 }
@@ -78,7 +85,9 @@ public final class Syncer: @unchecked Sendable {
         do { password = try settings.password() } catch { throw SyncError(.configuration, "\(error)") }
     }
 
-    func configuration() throws -> PostgresConnection.Configuration {
+    func configuration() throws -> PostgresConnection.Configuration { try Self.configuration(settings, password: password) }
+
+    static func configuration(_ settings: SyncSettings, password: String?) throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
         do {
             switch settings.sslMode {
@@ -109,8 +118,13 @@ public final class Syncer: @unchecked Sendable {
     /// Runs `body` on one connection made for it (a link that is down fails within the connect timeout,
     /// not after a pool's retries), and closes it after.
     func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await Self.withConnection(settings, password: password, logger: logger, body)
+    }
+
+    static func withConnection<T: Sendable>(_ settings: SyncSettings, password: String?, logger: Logger,
+                                            _ body: (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            let conn = try await PostgresConnection.connect(configuration: try configuration(), id: 1, logger: logger)
+            let conn = try await PostgresConnection.connect(configuration: try configuration(settings, password: password), id: 1, logger: logger)
             do {
                 let value = try await body(conn)
                 try? await conn.close()
@@ -228,46 +242,63 @@ public final class Syncer: @unchecked Sendable {
         }
     }
 
-    /// One multi-row INSERT … ON CONFLICT DO NOTHING; returns how many rows were new. Each table's columns
-    /// after (gateway, local_id, time), with the cast a parameter needs.
+    /// One multi-row INSERT of the batch; returns how many rows were new (tags: new or changed). Rows keyed by
+    /// (gateway, local id) are inserted once (ON CONFLICT DO NOTHING: a resent row is ignored); tags are
+    /// upserted by (gateway, uid), a row only replacing one seen no later.
     static func insert(_ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> Int {
-        let columns: [(name: String, cast: String)]
-        switch table {
-        case .readings:
-            columns = [("reader", ""), ("location", ""), ("uid", ""), ("block", ""), ("count", ""), ("data", ""), ("security", ""), ("decoded", "::jsonb")]
-        case .events:
-            columns = [("reader", ""), ("location", ""), ("uid", ""), ("kind", ""), ("name", ""), ("severity", ""), ("detail", "")]
-        }
-        var binds = PostgresBindings(capacity: rows.count * (columns.count + 3))
+        let columns = table.columns
+        let upsert = table.isUpserted
+        var names = ["gateway"] + (upsert ? ["last_seen"] : ["local_id", "time"]) + columns.map(\.name)
+        names = names.map { "\"\($0)\"" }
+        var binds = PostgresBindings(capacity: rows.count * names.count)
         var values: [String] = []
+        values.reserveCapacity(rows.count)
         var n = 0
-        func p(_ cast: String = "") -> String { n += 1; return "$\(n)\(cast)" }
+        func p(_ cast: String) -> String { n += 1; return "$\(n)\(cast)" }
+        func time(_ parameter: String) -> String { "TIMESTAMPTZ 'epoch' + \(parameter) * INTERVAL '1 millisecond'" }
         for r in rows {
-            values.append("(\(p()), \(p()), TIMESTAMPTZ 'epoch' + \(p("::bigint")) * INTERVAL '1 millisecond', "
-                          + columns.map { p($0.cast) }.joined(separator: ", ") + ")")
+            var row = [p("::text")]
             binds.append(r.gateway.isEmpty ? gateway : r.gateway)
-            binds.append(r.id)
-            binds.append(r.time)
-            binds.append(r.reader)
-            binds.append(r.location)
-            switch table {
-            case .readings:
-                binds.append(r.uid ?? "")
-                binds.append(Int32(clamping: r.block))
-                binds.append(Int32(clamping: r.count))
-                binds.append(ByteBuffer(bytes: r.data))
-                binds.append(r.security.map { ByteBuffer(bytes: $0) })
-                binds.append(r.decoded)
-            case .events:
-                binds.append(r.uid)
-                binds.append(r.kind)
-                binds.append(r.name)
-                binds.append(r.severity)
-                binds.append(r.detail)
+            if !upsert {
+                row.append(p("::bigint"))
+                binds.append(r.id)
             }
+            row.append(time(p("::bigint")))
+            binds.append(r.time)
+            for (c, v) in zip(columns, r.values) {
+                switch c.kind {
+                case .integer:
+                    row.append(p("::bigint"))
+                    binds.append(v.integer)
+                case .time:
+                    row.append(time(p("::bigint")))
+                    binds.append(v.integer)
+                case .bool:
+                    row.append(p("::boolean"))
+                    binds.append(v.integer.map { $0 != 0 })
+                case .text:
+                    row.append(p("::text"))
+                    binds.append(v.text)
+                case .json:
+                    row.append(p("::json"))
+                    binds.append(v.text)
+                case .blob:
+                    row.append(p("::bytea"))
+                    binds.append(v.blob.map { ByteBuffer(bytes: $0) })
+                }
+            }
+            values.append("(" + row.joined(separator: ", ") + ")")
         }
-        let sql = "INSERT INTO \(table.rawValue)(gateway, local_id, time, " + columns.map(\.name).joined(separator: ", ") + ") VALUES "
-            + values.joined(separator: ",") + " ON CONFLICT DO NOTHING RETURNING 1"
+        var sql = "INSERT INTO \(table.rawValue)(" + names.joined(separator: ", ") + ") VALUES " + values.joined(separator: ",")
+        if upsert {
+            let updates = columns.map(\.name).filter { $0 != "uid" }.map { name in
+                name == "first_seen" ? "first_seen = least(\(table.rawValue).first_seen, EXCLUDED.first_seen)" : "\"\(name)\" = EXCLUDED.\"\(name)\""
+            }
+            sql += " ON CONFLICT (gateway, uid) DO UPDATE SET last_seen = EXCLUDED.last_seen, " + updates.joined(separator: ", ")
+                + " WHERE EXCLUDED.last_seen >= \(table.rawValue).last_seen RETURNING 1"
+        } else {
+            sql += " ON CONFLICT DO NOTHING RETURNING 1"
+        }
         let result = try await conn.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
         var inserted = 0
         for try await _ in result { inserted += 1 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FEIG
 import ISO15693
 import VLoggerCore
 
@@ -32,6 +33,14 @@ struct Decode: ParsableCommand {
     @Flag(help: "Machine-readable JSON output.")
     var json = false
 
+    @Option(help: "iso15693 (a frame on air) or feig (a FEIG ID ISC host-protocol frame, standard or advanced, its CRC checked).")
+    var `protocol`: FrameProtocol = .iso15693
+
+    @Flag(help: "With --protocol feig: the frame is the reader's reply (it has a STATUS byte).")
+    var reply = false
+
+    enum FrameProtocol: String, ExpressibleByArgument, CaseIterable { case iso15693, feig }
+
     func validate() throws {
         guard (1...65536).contains(count) else { throw ValidationError("--count must be 1…65536 (ISO 15693 numbers blocks with at most 16 bits)") }
     }
@@ -39,6 +48,14 @@ struct Decode: ParsableCommand {
     func run() throws {
         var bytes: [UInt8]
         do { bytes = try Hex.parse(frame.joined(separator: " ")) } catch { throw ValidationError("frame: \(error)") }
+        if `protocol` == .feig {
+            guard !response, !noCrc else { throw ValidationError("--protocol feig: use --reply for a reader's reply; FEIG frames always carry their CRC") }
+            let f: FEIGFrame
+            do { f = try FEIGFrame.decode(bytes, direction: reply ? .reply : .request) } catch { throw VLoggerError("\(error)") }
+            print(f.explanation.joined(separator: "\n"))
+            return
+        }
+        guard !reply else { throw ValidationError("--reply is for --protocol feig; an ISO 15693 answer is --response --command CODE") }
         var crcNote = "no CRC (--no-crc)"
         if !noCrc {
             do {

@@ -3,11 +3,17 @@ import Foundation
 import VLoggerStore
 import ISO15693
 import VLoggerCore
+import VLoggerSync
 
 extension ExportRequest.Table: ExpressibleByArgument {}
 extension ExportRequest.Format: ExpressibleByArgument {}
 
-struct Export: ParsableCommand {
+/// Where `vlogger export` reads: this gateway's store, or the fleet's central PostgreSQL ([sync]).
+enum ExportSource: String, ExpressibleByArgument, CaseIterable {
+    case local, postgres
+}
+
+struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export readings, events, tags or writes from the store as CSV or JSON lines.",
         discussion: """
@@ -15,6 +21,10 @@ struct Export: ParsableCommand {
             breaks quoted. Times are ISO 8601 UTC with milliseconds; UIDs are printed most-significant byte first; \
             raw data is hex; each decoded field has its own column. Text cells starting with = + - @ get a leading ' \
             so spreadsheets do not run them; numbers are left alone. Rows stream: memory stays flat for any size.
+
+            --source postgres reads the central database of [sync] instead: the same tables, options and columns \
+            across every gateway (or one, with --gateway); tags and audit_results gain a gateway column there. \
+            The asset register is not synced, so --table assets is local only.
             """
     )
 
@@ -44,7 +54,13 @@ struct Export: ParsableCommand {
     @Flag(help: "End CSV lines with LF instead of CRLF.")
     var lf = false
 
-    func run() throws {
+    @Option(help: "Read from: local (this gateway's store) or postgres (the fleet's central database of [sync]).")
+    var source: ExportSource = .local
+
+    @Option(help: "Only rows of this gateway (its [gateway] id). With --source postgres.")
+    var gateway: String?
+
+    func run() async throws {
         let now = Millis.now()
         var request: ExportRequest
         do {
@@ -72,14 +88,40 @@ struct Export: ParsableCommand {
         request.format = format
         request.jsonFields = [NDEFFields.records]
         request.crlf = !lf
+        if let gateway {
+            guard source == .postgres else { throw ValidationError("--gateway: the local store holds one gateway's rows; use it with --source postgres") }
+            guard !gateway.isEmpty, gateway.count <= 64 else { throw ValidationError("--gateway: '\(gateway.prefix(40))' is not a gateway id (1 to 64 characters)") }
+        }
+        if source == .postgres {
+            guard table != .assets else { throw ValidationError("--table assets: the asset register is not synced to the central database; export it without --source") }
+            let c = try options.load()
+            guard let settings = c.sync else { throw VLoggerError("\(options.config): --source postgres needs a [sync] section (url = \"postgresql://user@host:port/database\")") }
+            let fields = c.fieldInfos.map(\.name)
+            try await write(to: output) { fd in
+                do { return try await CentralExport.export(request, gateway: gateway, fields: fields, settings: settings, to: fd) } catch let e as SyncError {
+                    throw VLoggerError(e.message)
+                } catch {
+                    throw VLoggerError("\(SyncError.from(error, url: settings.url))")
+                }
+            }
+            return
+        }
         let store: Store
         do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
         defer { store.close() }
         if store.isImmutableCopy {
             FileHandle.standardError.write(Data("note: the store's folder is read-only and no writer has it open: read as the file is\n".utf8))
         }
+        try await write(to: output) { fd in
+            do { return try Exporter.export(request, store: store, to: fd) } catch { throw VLoggerError("\(error)") }
+        }
+    }
+
+    /// Runs `body` on stdout, or on `output + ".partial"` that is synced and renamed to `output` when it
+    /// succeeded (and removed when it did not), so a failed export leaves no half file.
+    func write(to output: String?, _ body: (Int32) async throws -> Int) async throws {
         guard let output else {
-            do { try Exporter.export(request, store: store, to: STDOUT_FILENO) } catch { throw VLoggerError("\(error)") }
+            _ = try await body(STDOUT_FILENO)
             return
         }
         // Checked before anything is written, so no .partial is left behind for a name that cannot work.
@@ -93,12 +135,12 @@ struct Export: ParsableCommand {
         guard fd >= 0 else { throw VLoggerError("cannot create \(partial): \(String(cString: strerror(errno)))") }
         let rows: Int
         do {
-            rows = try Exporter.export(request, store: store, to: fd)
-            guard fsync(fd) == 0, close(fd) == 0 else { throw StoreError("cannot finish \(partial): \(String(cString: strerror(errno)))") }
+            rows = try await body(fd)
+            guard fsync(fd) == 0, close(fd) == 0 else { throw VLoggerError("cannot finish \(partial): \(String(cString: strerror(errno)))") }
         } catch {
             close(fd)
             unlink(partial)
-            throw VLoggerError("\(error)")
+            throw error
         }
         guard rename(partial, output) == 0 else {
             let reason = String(cString: strerror(errno))

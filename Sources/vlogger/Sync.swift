@@ -9,9 +9,10 @@ struct SyncCommand: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Ship the local store to the central PostgreSQL of [sync] once, and print what was sent.",
         discussion: """
-            Rows after each table's cursor (readings, events) go in batches of [sync] batch-size, each batch one \
-            server transaction of inserts keyed by (gateway, local row id): a batch sent twice (after a crash or a lost \
-            acknowledgement) is ignored row by row by the server. The local cursor moves only after the server's \
+            Rows after each table's cursor (readings, events, writes, audits, audit results, tags) go in batches of \
+            [sync] batch-size, each batch one server transaction of inserts keyed by (gateway, local row id): a batch \
+            sent twice (after a crash or a lost acknowledgement) is ignored row by row by the server. Tags are one row \
+            per gateway and tag, updated as the tag is seen again. The local cursor moves only after the server's \
             commit. --init-schema creates or migrates the central schema (and refuses a newer one); --status prints \
             the backlog without sending. The password comes from [sync] password-file or password-env, never the URL.
             """)
@@ -41,7 +42,7 @@ struct SyncCommand: AsyncParsableCommand {
                 for t in SyncTable.allCases {
                     let b = try store.syncBacklog(t)
                     let age = b.oldest.map { " (oldest " + DurationText.format(max(0, Millis.now() - $0)) + " old)" } ?? ""
-                    print("\(t.rawValue): \(b.rows) rows not yet acknowledged\(age); cursor at local id \(try store.syncCursor(t))")
+                    print("\(t.rawValue): \(b.rows) rows not yet acknowledged\(age); cursor at \(t.isUpserted ? "change" : "local id") \(try store.syncCursor(t))")
                 }
                 let counts = try await syncer.serverCounts()
                 print("\(settings.url): " + SyncTable.allCases.map { "\(counts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ") + " of gateway \(c.gatewayID)")

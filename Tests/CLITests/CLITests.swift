@@ -98,6 +98,14 @@ import Testing
         #expect(ok.code == 0 && ok.out.contains("Inventory, 1 slot(s)") && ok.out.contains("CRC ok"))
         let bad = try Self.run(["decode", "26 01 00 F6 0B"])
         #expect(bad.code != 0 && bad.err.contains("CRC mismatch"))
+        // A FEIG host frame (FEIG's Initialize Buffer as an independent implementation sends it; Tests/FEIGTests).
+        let feig = try Self.run(["decode", "--protocol", "feig", "02 00 07 FF 33 DD 56"])
+        #expect(feig.code == 0 && feig.out.contains("FEIG advanced request, 7 bytes, COM-ADR 0xFF (any reader)")
+                && feig.out.contains("Initialize Buffer [0x33]"), "\(feig.out)\(feig.err)")
+        let feigBad = try Self.run(["decode", "--protocol", "feig", "02 00 07 FF 33 DD 57"])
+        #expect(feigBad.code != 0 && feigBad.err.contains("CRC mismatch"), "\(feigBad.err)")
+        let feigReply = try Self.run(["decode", "--protocol", "feig", "--reply", FEIGFrameHex.noTransponder])
+        #expect(feigReply.code == 0 && feigReply.out.contains("status: 0x01 no transponder in the field"), "\(feigReply.out)\(feigReply.err)")
         let resp = try Self.run(["decode", "--response", "--command", "0x20", "--no-crc", "00 E1 40 40 01"])
         #expect(resp.code == 0 && resp.out.contains("E1 40 40 01"))
         // Stay Quiet (0x02) is never answered (ISO/IEC 15693-3 §10.3.3): an "answer" to it is refused, not "OK".
@@ -260,5 +268,19 @@ import Testing
         let noID = dir.appendingPathComponent("noid.csv").path
         try "uid,location\r\nE008010000004212,B7\r\n".write(toFile: noID, atomically: true, encoding: .utf8)
         #expect(try Self.run(["assets", "import", "--store", store, noID]).err.contains("noid.csv:1: no 'asset_id' column"))
+    }
+}
+
+/// A FEIG reply for the CLI test: [0xB0] with STATUS 0x01, built by the frame encoder (its CRC is checked against
+/// real frames in Tests/FEIGTests).
+enum FEIGFrameHex {
+    static var noTransponder: String {
+        let bytes: [UInt8] = [0x06, 0xFF, 0xB0, 0x01]
+        var crc: UInt16 = 0xFFFF
+        for b in bytes {
+            crc ^= UInt16(b)
+            for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0x8408 : crc >> 1 }
+        }
+        return (bytes + [UInt8(crc & 0xFF), UInt8(crc >> 8)]).map { String(format: "%02X", $0) }.joined(separator: " ")
     }
 }

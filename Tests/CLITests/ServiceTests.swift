@@ -311,7 +311,7 @@ struct ServiceSyncTests {
         try text.write(to: config, atomically: true, encoding: .utf8)
         let store = work.appendingPathComponent("svc.db").path
         let schema = try CLI.run(["sync", "--config", config.path, "--store", store, "--init-schema"])
-        #expect(schema.code == 0 && schema.out.contains("from version 0 to 1"), "\(schema.out)\(schema.err)")
+        #expect(schema.code == 0 && schema.out.contains("from version 0 to 2"), "\(schema.out)\(schema.err)")
 
         let log = work.appendingPathComponent("svc.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -340,6 +340,8 @@ struct ServiceSyncTests {
         let metrics = try ServiceTests.get(httpPort, "/metrics").body
         #expect(metrics.contains("vlogger_sync_up 1") && metrics.contains("vlogger_sync_backlog_rows{table=\"readings\"}")
                 && metrics.contains("vlogger_sync_rows_sent_total{table=\"readings\"}"), "\(metrics.suffix(2000))")
+        let page = try ServiceTests.get(httpPort, "/").body
+        #expect(page.contains("<h2>Fleet sync</h2>") && page.contains("rows not yet acknowledged") && page.contains("last success: 20"), "\(page.prefix(3000))")
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
@@ -348,5 +350,71 @@ struct ServiceSyncTests {
         #expect(once.code == 0 && once.out.hasPrefix("sent "), "\(once.out)\(once.err)")
         let status = try CLI.run(["sync", "--config", config.path, "--store", store, "--status"])
         #expect(status.code == 0 && status.out.contains("readings: 0 rows not yet acknowledged") && status.out.contains("events: 0 rows not yet acknowledged"), "\(status.out)\(status.err)")
+    }
+
+    /// `vlogger export --source postgres`: three gateways poll the demo field (simulated time), sync, and the
+    /// central export of each gateway is byte for byte its local export; the fleet export is their union.
+    @Test func theCentralExportIsTheLocalExportAcrossThreeGateways() throws {
+        let env = ProcessInfo.processInfo.environment
+        let port = try #require(env["VLOGGER_TEST_PG_PORT"]), pw = try #require(env["VLOGGER_TEST_PG_PASSWORD_FILE"])
+        let db = "vlogger_export_\(UInt32.random(in: 0...UInt32.max))"
+        let created = try ServiceTests.shell("PGPASSWORD=$(cat \"$1\") psql -q -h 127.0.0.1 -p \"$2\" -U vlogger -d postgres -c \"CREATE DATABASE $3\"", [pw, port, db])
+        try #require(created.code == 0, "\(created.err)")
+        var configs: [(id: String, config: String, store: String, dir: URL)] = []
+        defer { for c in configs { try? FileManager.default.removeItem(at: c.dir) } }
+        for i in 1...3 {
+            let s = try AgentCLITests.setup()
+            let id = "gw-export-\(i)"
+            let text = try String(contentsOfFile: s.config, encoding: .utf8).replacingOccurrences(of: "id = \"gw-demo-01\"", with: "id = \"\(id)\"") + """
+
+                [sync]
+                url = "postgresql://vlogger@127.0.0.1:\(port)/\(db)"
+                password-file = "\(pw)"
+                sslmode = "disable"
+                """
+            try text.write(toFile: s.config, atomically: true, encoding: .utf8)
+            configs.append((id, s.config, s.store, s.dir))
+            let run = try CLI.run(["run", "--config", s.config, "--store", s.store, "--duration", "\(10 + 2 * i)s", "--fast-clock"])
+            try #require(run.code == 0, "\(run.err)")
+            let audit = try CLI.run(["audit", "run", "--config", s.config, "--store", s.store, "--fast-clock"])
+            try #require(audit.code == 0, "\(audit.err)")
+            if i == 1 {
+                let schema = try CLI.run(["sync", "--config", s.config, "--store", s.store, "--init-schema"])
+                try #require(schema.code == 0, "\(schema.err)")
+            }
+            let sync = try CLI.run(["sync", "--config", s.config, "--store", s.store])
+            try #require(sync.code == 0, "\(sync.err)")
+        }
+        for table in ["readings", "events", "writes", "audits"] {
+            var union: [Substring] = []
+            for c in configs {
+                let local = try CLI.run(["export", "--config", c.config, "--store", c.store, "--since", "30d", "--table", table])
+                let central = try CLI.run(["export", "--config", c.config, "--since", "30d", "--table", table, "--source", "postgres", "--gateway", c.id])
+                #expect(local.code == 0 && central.code == 0, "\(local.err)\(central.err)")
+                #expect(central.out == local.out, "\(table) of \(c.id): central \(central.out.prefix(600)) vs local \(local.out.prefix(600))")
+                if table == "readings" || table == "audits" { #expect(local.out.split(separator: "\r\n").count > 1, "\(local.out.prefix(300))") }
+                union += local.out.split(separator: "\r\n").dropFirst()
+            }
+            let fleet = try CLI.run(["export", "--config", configs[0].config, "--since", "30d", "--table", table, "--source", "postgres"])
+            #expect(fleet.code == 0, "\(fleet.err)")
+            let rows = fleet.out.split(separator: "\r\n").dropFirst()
+            #expect(rows.sorted() == union.sorted(), "\(table): \(rows.count) fleet rows, \(union.count) local")
+            if table == "readings" {
+                print("export --source postgres across three gateways: \(rows.count) readings (\(configs.map(\.id).joined(separator: ", "))), each gateway's identical to its local export")
+            }
+        }
+        // Tags across the fleet name their gateway; JSON lines work the same.
+        let tags = try CLI.run(["export", "--config", configs[0].config, "--since", "30d", "--table", "tags", "--source", "postgres", "--format", "jsonl"])
+        let tagLines = tags.out.split(separator: "\n").map(String.init)
+        let gatewaysNamed = Set(tagLines.compactMap { line -> String? in
+            guard let r = line.range(of: #""gateway":"gw-export-[0-9]""#, options: .regularExpression) else { return nil }
+            return String(line[r])
+        })
+        #expect(tags.code == 0 && gatewaysNamed.count == 3, "\(tags.out.prefix(500))")
+        // Wrong uses are errors with a way out.
+        let assets = try CLI.run(["export", "--config", configs[0].config, "--since", "30d", "--table", "assets", "--source", "postgres"])
+        #expect(assets.code != 0 && assets.err.contains("not synced"), "\(assets.err)")
+        let local = try CLI.run(["export", "--config", configs[0].config, "--store", configs[0].store, "--since", "30d", "--gateway", "gw-export-1"])
+        #expect(local.code != 0 && local.err.contains("--source postgres"), "\(local.err)")
     }
 }

@@ -217,6 +217,10 @@ import Testing
         #expect(issues("[store]\npath = \"/dev/null\"\n").contains { $0.contains("/dev/null is not a regular file") })
         #expect(issues("[store]\npath = \"\(dir)\"\n").contains { $0.contains("is a folder") })
         #expect(issues("[store]\npath = \"\"\n").contains { $0.contains("store.path: empty") })
+        // [store] keep: a duration of at least an hour.
+        #expect(issues("[store]\nkeep = \"30m\"\n").contains { $0.contains("store.keep: '30m' is under an hour") })
+        #expect(issues("[store]\nkeep = \"thirty days\"\n").contains { $0.contains("store.keep") })
+        #expect((try? AgentConfig.parse("[store]\nkeep = \"30d\"\n", file: "/tmp/x.toml"))?.keepMs == 30 * 86_400_000)
         for id in [String(repeating: "g", count: 1_000_000), "gw\\u0000x", "=HYPERLINK(1)", ""] {
             #expect(issues("[gateway]\nid = \"\(id)\"\n").contains { $0.contains("must be 1 to 64 letters") }, "\(id.prefix(20))")
         }

@@ -77,13 +77,19 @@ import Glibc
 
     @Test func theListenAddressIsFreeOrHeldByAnotherProgram() throws {
         // Hold a loopback port with a plain socket (not a vlogger service): the check fails and says who to ask.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a child another test starts meanwhile (a postmaster lives on) must not inherit the port.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        // A port below Linux's ephemeral range (32768–60999 by default): once this test closes it, no outgoing
+        // connection of another test can take it before the "free" check.
+        var bound: Int32 = -1
+        for _ in 0..<200 where bound != 0 {
+            addr.sin_port = UInt16(UInt16.random(in: 20_000...29_999)).bigEndian
+            bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        }
         #expect(bound == 0)
         #expect(listen(fd, 1) == 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)

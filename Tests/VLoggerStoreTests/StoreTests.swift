@@ -268,3 +268,54 @@ extension Store {
         #expect(try store.importAssets([moved], source: "b.csv", now: 3000).unchanged == 1)
     }
 }
+
+/// `[store] keep`: old rows go, in chunks; with fleet sync on, a row past its table's sync cursor stays however
+/// old, and an audit stays while one of its results does.
+@Suite struct RetentionTests {
+    @Test func oldRowsGoButNothingUnsynced() throws {
+        let s = try Store(path: scratchPath("keep.db"))
+        defer { s.close() }
+        let day: Millis = 86_400_000
+        let now: Millis = 1_763_800_000_000 + 40 * day
+        var b = Batch()
+        // 100 readings a day for 40 days (ids 1…4000 oldest first), 40 events, 40 writes.
+        for d in 0..<40 {
+            for k in 0..<100 {
+                var r = reading(k)
+                r.time = 1_763_800_000_000 + Millis(d) * day + Millis(k)
+                b.readings.append(r)
+            }
+            b.events.append(Event(time: 1_763_800_000_000 + Millis(d) * day, gateway: "gw", uid: nil, kind: .arrival, name: "arrival",
+                                  severity: .info, detail: "day \(d)"))
+            b.writes.append(WriteRecord(time: 1_763_800_000_000 + Millis(d) * day, gateway: "gw", uid: try UID(parsing: "E008010000004212"),
+                                        first: 0, data: [1, 2, 3, 4], flags: nil, result: "ok", verified: true, exchanges: 2))
+        }
+        try s.write(b)
+        for d in 0..<40 {
+            let t = 1_763_800_000_000 + Millis(d) * day
+            _ = try s.saveAudit(AuditRecord(started: t, finished: t + 1000, gateway: "gw", location: "Dock", readers: ["dock"], rounds: 1, trigger: "manual",
+                                            results: [AuditResult(uid: try UID(parsing: "E008010000004212"), assetID: "A", status: .present,
+                                                                  registeredLocation: "Dock", seenLocation: "Dock", seenBy: "dock", seenRounds: 1,
+                                                                  firstSeen: t, lastSeen: t)]))
+        }
+        let cutoff = now - 30 * day   // keep = 30d: days 0…9 are older
+        // Sync has acknowledged readings up to day 5 (ids ≤ 600), events to day 20, no writes, audits 1…3 with
+        // results 1…2 (so audit 3 still has an unsynced result).
+        try s.advanceSyncCursor(.readings, to: 600)
+        try s.advanceSyncCursor(.events, to: 21)
+        try s.advanceSyncCursor(.audits, to: 3)
+        try s.advanceSyncCursor(.auditResults, to: 2)
+        let held = try s.prune(before: cutoff, keepUnsynced: true, chunk: 250)
+        #expect(held.deleted == [.readings: 600, .events: 10, .writes: 0, .audits: 2, .auditResults: 2], "\(held)")
+        #expect(held.heldForSync[.readings] == 400 && held.heldForSync[.writes] == 10 && held.heldForSync[.events] == 0 && held.heldForSync[.audits] == 8)
+        #expect(try s.count("readings") == 3400 && s.count("events") == 30 && s.count("writes") == 40 && s.count("audits") == 38 && s.count("audit_results") == 38)
+        // Nothing unsynced went: the rows after each cursor are all there.
+        #expect(try s.syncBacklog(.readings).rows == 3400 && s.syncBacklog(.writes).rows == 40)
+        // Without sync, everything older goes.
+        let all = try s.prune(before: cutoff, keepUnsynced: false, chunk: 250)
+        #expect(all.deleted[.readings] == 400 && all.deleted[.writes] == 10 && all.deleted[.audits] == 8 && all.totalHeld == 0, "\(all)")
+        #expect(try s.count("readings") == 3000 && s.count("audits") == 30 && s.count("audit_results") == 30)
+        // The rest is untouched: the oldest reading left is day 10's first.
+        #expect(try s.scalar("SELECT min(time) FROM readings") == .integer(1_763_800_000_000 + 10 * day))
+    }
+}

@@ -88,8 +88,8 @@ struct CentralSyncTests {
         let syncer = try Syncer(settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: "Hall 1")
         // Before the schema exists, a sync says how to create it.
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("--init-schema") }
-        #expect(try await syncer.initSchema() == (0, 1))
-        #expect(try await syncer.initSchema() == (1, 1))
+        #expect(try await syncer.initSchema() == (0, 2))
+        #expect(try await syncer.initSchema() == (2, 2))
         try await TestServer.admin("INSERT INTO vlogger_schema(version) VALUES (99)", database: db)
         await #expect { try await syncer.initSchema() } throws: { "\($0)".contains("newer than this vlogger") }
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("upgrade vlogger") }
@@ -102,7 +102,7 @@ struct CentralSyncTests {
         _ = try await syncer.initSchema()
         let first = try await syncer.syncOnce()
         #expect(first.sent[.readings] == 250 && first.inserted[.readings] == 250 && first.sent[.events] == 40 && first.batches == 4)
-        #expect(try await syncer.serverCounts() == [.readings: 250, .events: 40])
+        #expect(try await syncer.serverCounts() == [.readings: 250, .events: 40, .writes: 0, .audits: 0, .auditResults: 0, .tags: 0])
         // Nothing new: nothing sent.
         let again = try await syncer.syncOnce()
         #expect(again.batches == 0 && (again.sent[.readings] ?? 0) == 0)
@@ -132,19 +132,183 @@ struct CentralSyncTests {
         let local = try store.outbox(.readings, after: 0, limit: 10_000)
         #expect(central.count == local.count)
         for (c, l) in zip(central, local) {
-            let expected: [String?] = [String(l.id), String(l.time), l.uid, String(l.block), String(l.count),
-                                       l.data.map { String(format: "%02x", $0) }.joined(), l.security.map { $0.map { String(format: "%02x", $0) }.joined() },
-                                       nil, l.reader, l.location]
+            func v(_ name: String) -> OutboxValue { l.value(name, in: .readings) }
+            func hex(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
+            let expected: [String?] = [String(l.id), String(l.time), v("uid").text, v("block").integer.map { String($0) }, v("count").integer.map { String($0) },
+                                       v("data").blob.map(hex), v("security").blob.map(hex), nil, v("reader").text, v("location").text]
             var got = c
             got[7] = nil
             #expect(got == expected, "\(c) vs \(expected)")
-            // jsonb keeps the JSON's meaning and prints it with a space after each ':' and ','; the values here have none.
-            #expect(c[7]?.replacingOccurrences(of: " ", with: "") == l.decoded, "\(c[7] ?? "nil") vs \(l.decoded ?? "nil")")
+            // The decoded fields are json: the gateway's text, byte for byte.
+            #expect(c[7] == v("decoded").text, "\(c[7] ?? "nil") vs \(v("decoded"))")
         }
-        #expect(local.filter { $0.decoded != nil }.count == 250)
+        #expect(local.filter { $0.value("decoded", in: .readings) != .null }.count == 250)
         // Two months of readings: two partitions, plus the current and next month's made ahead.
         let parts = try await TestServer.query("SELECT count(*)::text FROM pg_inherits WHERE inhparent = 'readings'::regclass", database: db)
         #expect((Int(parts.first?[0] ?? "") ?? 0) >= 3)
+    }
+
+    @Test func writesAuditsAndTagsArriveColumnForColumnAndATagSeenAgainIsUpdated() async throws {
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-a", readings: 0, events: 0)
+        let t: Millis = 1_763_900_000_000
+        let uid = try UID(parsing: "E004010800000001")
+        var b = Batch()
+        b.writes = [WriteRecord(time: t, gateway: "gw-a", uid: uid, first: 5, data: [1, 2, 3, 4], flags: [.highDataRate, .option], result: "ok",
+                                verified: true, exchanges: 3),
+                    WriteRecord(time: t + 1, gateway: "gw-a", uid: uid, first: 0xF8, data: [9, 9, 9, 9], flags: nil, result: "no answer",
+                                verified: false, exchanges: 1)]
+        b.tags = [TagRecord(uid: uid, seen: t, manufacturer: "NXP Semiconductors", model: "ICODE SLIX2", blockCount: 80, blockSize: 4,
+                            memorySource: "system information", reader: "dock-1", location: "Dock 1")]
+        _ = try store.write(b)
+        let audit = try store.saveAudit(AuditRecord(started: t - 3000, finished: t, gateway: "gw-a", location: "Dock 1", readers: ["dock-1", "dock-2"],
+                                                    rounds: 3, trigger: "manual", results: [
+            AuditResult(uid: uid, assetID: "A-1", status: .present, registeredLocation: "Dock 1", seenLocation: "Dock 1", seenBy: "dock-1",
+                        seenRounds: 3, firstSeen: t - 2900, lastSeen: t - 100, failedChecks: ["block 0xF8: temperature"]),
+            AuditResult(uid: try UID(parsing: "E004010800000002"), assetID: "A-2", status: .missing, registeredLocation: "Dock 1", seenLocation: nil,
+                        seenBy: nil, seenRounds: 0, firstSeen: nil, lastSeen: nil),
+        ]))
+        let syncer = try Syncer(settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: nil)
+        _ = try await syncer.initSchema()
+        let r = try await syncer.syncOnce()
+        #expect(r.sent[.writes] == 2 && r.sent[.audits] == 1 && r.sent[.auditResults] == 2 && r.sent[.tags] == 1, "\(r)")
+        func ms(_ c: String) -> String { "((extract(epoch FROM \(c)) * 1000)::bigint)::text" }
+        let writes = try await TestServer.query("""
+            SELECT local_id::text, \(ms("time")), uid, block::text, encode(data, 'hex'), flags::text, result, verified::text, exchanges::text
+            FROM writes ORDER BY local_id
+            """, database: db)
+        // flags: High data rate 0x02 | Option 0x40 (ISO/IEC 15693-3 Table 3/5) = 66.
+        #expect(writes == [["1", "\(t)", "E004010800000001", "5", "01020304", "66", "ok", "true", "3"],
+                           ["2", "\(t + 1)", "E004010800000001", "248", "09090909", nil, "no answer", "false", "1"]], "\(writes)")
+        let audits = try await TestServer.query("""
+            SELECT local_id::text, \(ms("time")), \(ms("started")), location, readers, rounds::text, trigger, present::text, missing::text,
+                   wrong_location::text, unexpected::text, failed_checks::text FROM audits
+            """, database: db)
+        #expect(audits == [["\(audit)", "\(t)", "\(t - 3000)", "Dock 1", "dock-1,dock-2", "3", "manual", "1", "1", "0", "0", "1"]], "\(audits)")
+        let results = try await TestServer.query("""
+            SELECT audit::text, \(ms("time")), uid, asset_id, status, seen_by, seen_rounds::text, \(ms("first_seen")), \(ms("last_seen")), failed_checks::text
+            FROM audit_results ORDER BY local_id
+            """, database: db)
+        #expect(results == [["\(audit)", "\(t)", "E004010800000001", "A-1", "present", "dock-1", "3", "\(t - 2900)", "\(t - 100)", "[\"block 0xF8: temperature\"]"],
+                            ["\(audit)", "\(t)", "E004010800000002", "A-2", "missing", nil, "0", nil, nil, nil]], "\(results)")
+        let tagQuery = """
+            SELECT uid, \(ms("first_seen")), \(ms("last_seen")), manufacturer, model, block_count::text, block_size::text, memory_source, last_reader, last_location
+            FROM tags WHERE gateway = 'gw-a'
+            """
+        #expect(try await TestServer.query(tagQuery, database: db)
+                == [["E004010800000001", "\(t)", "\(t)", "NXP Semiconductors", "ICODE SLIX2", "80", "4", "system information", "dock-1", "Dock 1"]])
+        // Seen again, later, by another reader: the one central row follows.
+        var again = Batch()
+        again.tags = [TagRecord(uid: uid, seen: t + 60_000, manufacturer: "NXP Semiconductors", reader: "dock-2", location: "Dock 2")]
+        _ = try store.write(again)
+        let second = try await syncer.syncOnce()
+        #expect(second.sent[.tags] == 1 && second.inserted[.tags] == 1 && (second.sent[.writes] ?? 0) == 0)
+        #expect(try await TestServer.query(tagQuery, database: db)
+                == [["E004010800000001", "\(t)", "\(t + 60_000)", "NXP Semiconductors", "ICODE SLIX2", "80", "4", "system information", "dock-2", "Dock 2"]])
+        // Nothing changed: nothing sent.
+        let third = try await syncer.syncOnce()
+        #expect(third.batches == 0)
+    }
+
+    /// A server that refuses writes (default_transaction_read_only, as on a hot standby or during maintenance):
+    /// a typed read-only error, nothing acknowledged, and once it takes writes again everything arrives.
+    @Test func aReadOnlyServerKeepsTheRowsLocalUntilItTakesWritesAgain() async throws {
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-ro", readings: 120, events: 3)
+        let syncer = try Syncer(settings: TestServer.settings(database: db), store: store, gateway: "gw-ro", site: nil)
+        _ = try await syncer.initSchema()
+        try await TestServer.admin("ALTER DATABASE \(db) SET default_transaction_read_only = on")
+        do {
+            _ = try await syncer.syncOnce()
+            Issue.record("a read-only server took the rows")
+        } catch let e as SyncError {
+            #expect(e.kind == .readOnly && e.message.contains("refuses writes"), "\(e)")
+        }
+        #expect(try store.syncCursor(.readings) == 0 && store.syncBacklog(.readings).rows == 120)
+        try await TestServer.admin("ALTER DATABASE \(db) SET default_transaction_read_only = off")
+        let r = try await syncer.syncOnce()
+        #expect(try r.sent[.readings] == 120 && r.inserted[.readings] == 120 && store.syncBacklog(.readings).rows == 0)
+    }
+
+    /// A server nobody listens on (the link or the server is down): a connect error within the connect timeout.
+    @Test func noServerIsAConnectError() async throws {
+        var s = TestServer.settings(database: "postgres")
+        // A port that was free a moment ago: nothing listens there.
+        let sock = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(sock, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(sock, $0, &len) } }
+        close(sock)
+        s.port = Int(UInt16(bigEndian: addr.sin_port))
+        let syncer = try Syncer(settings: s, store: try localStore(gateway: "gw-x", readings: 1, events: 0), gateway: "gw-x", site: nil)
+        let started = Date()
+        do {
+            _ = try await syncer.syncOnce()
+            Issue.record("synced to nothing")
+        } catch let e as SyncError {
+            #expect(e.kind == .connect && e.message.contains("cannot talk to the server"), "\(e)")
+        }
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    /// TLS: the server's certificate comes from the throw-away CA of pg.sh, and the role vlogger_tls may connect
+    /// over TLS only (pg_hba.conf). verify-full checks the chain against ca-file and the name; require encrypts
+    /// without checking; a CA the certificate does not chain to is refused before any password is sent.
+    @Test func tlsVerifiesTheServerAgainstTheCAFile() async throws {
+        let env = TestServer.env
+        guard let ca = env["VLOGGER_TEST_PG_CA"], let other = env["VLOGGER_TEST_PG_OTHER_CA"], let user = env["VLOGGER_TEST_PG_TLS_USER"] else {
+            if TestServer.required { Issue.record("pg.sh start exports VLOGGER_TEST_PG_CA, _OTHER_CA and _TLS_USER") }
+            return
+        }
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-tls", readings: 10, events: 1)
+        func syncer(_ mode: SyncSettings.SSLMode, ca file: String?, host: String) throws -> Syncer {
+            var s = TestServer.settings(database: db)
+            s.user = user
+            s.host = host
+            s.sslMode = mode
+            s.caFile = file
+            return try Syncer(settings: s, store: store, gateway: "gw-tls", site: nil)
+        }
+        // Without TLS the server turns this role away.
+        do {
+            _ = try await syncer(.disable, ca: nil, host: "127.0.0.1").initSchema()
+            Issue.record("the TLS-only role connected without TLS")
+        } catch let e as SyncError {
+            #expect(e.kind == .authentication, "\(e)")
+        }
+        // verify-full against the right CA, by name and by address (the certificate names both).
+        for host in ["localhost", "127.0.0.1"] {
+            #expect(try await syncer(.verifyFull, ca: ca, host: host).initSchema().to == CentralSchema.version, "\(host)")
+        }
+        let sent = try await syncer(.verifyFull, ca: ca, host: "localhost").syncOnce()
+        #expect(sent.sent[.readings] == 10)
+        // A CA the server's certificate does not chain to: refused, as TLS.
+        do {
+            _ = try await syncer(.verifyFull, ca: other, host: "localhost").syncOnce()
+            Issue.record("verify-full accepted a certificate from another CA")
+        } catch let e as SyncError {
+            #expect(e.kind == .connect && e.message.contains("TLS"), "\(e)")
+        }
+        // require: encrypted, not verified (libpq's meaning): the other CA does not matter.
+        #expect(try await syncer(.require, ca: nil, host: "127.0.0.1").serverCounts()[.readings] == 10)
+        // libpq, an implementation not ours, agrees on both CA files.
+        let psql = { (root: String) -> Int32 in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["psql", "-X", "-q", "-c", "SELECT 1",
+                           "host=localhost port=\(env["VLOGGER_TEST_PG_PORT"] ?? "") user=\(user) dbname=\(db) sslmode=verify-full sslrootcert=\(root)"]
+            p.environment = ["PGPASSWORD": (try? TestServer.settings(database: db).password()) ?? "", "PATH": env["PATH"] ?? "/usr/bin"]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try? p.run()
+            p.waitUntilExit()
+            return p.terminationStatus
+        }
+        #expect(psql(ca) == 0 && psql(other) != 0)
     }
 
     @Test func threeGatewaysMeetInOneDatabase() async throws {

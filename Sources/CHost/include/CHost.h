@@ -1,4 +1,5 @@
 // Small facts about the host and the build that Swift's Glibc module does not expose.
+#include <stddef.h>
 #include <sys/timex.h>
 
 // What a build was made from. deploy/build-deb.sh passes the commit with
@@ -18,3 +19,9 @@ static inline int vlogger_clock_synchronized(void) {
     if (state < 0) return -1;
     return (t.status & STA_UNSYNC) || state == TIME_ERROR ? 0 : 1;
 }
+
+// A new pseudo-terminal: returns the master's descriptor and writes the slave's path (e.g. /dev/pts/7) into
+// `name`; -1 on failure (errno says why). posix_openpt, grantpt, unlockpt and ptsname are XSI, which Swift's
+// Glibc module leaves out (CHost.c defines it with _GNU_SOURCE). The FEIG reader emulator and the serial
+// tests use it.
+int vlogger_open_pty(char *name, size_t size);

@@ -220,6 +220,9 @@ public struct AgentConfig: Sendable {
     public var flushIntervalMs: Millis = 2000
     /// Readings (and, separately, events) kept in memory while the store cannot commit; past it the oldest are dropped and counted.
     public var queueLimit = 100_000
+    /// `[store] keep`: rows older than this are deleted by the service (hourly), except rows fleet sync has not
+    /// had acknowledged; nil: kept for ever.
+    public var keepMs: Millis?
     /// HTTP listener for /healthz, /metrics and the status page (nil: none).
     public var listen: String?
     /// The decoded field the status page charts.
@@ -279,7 +282,7 @@ public struct AgentConfig: Sendable {
             c.rulesFile = s.string("file").map(c.resolve)
             c.registerFile = s.string("register").map(c.resolve)
         }
-        if let s = top.subsection("store", keys: ["path", "batch-size", "flush-interval", "queue-limit"]) {
+        if let s = top.subsection("store", keys: ["path", "batch-size", "flush-interval", "queue-limit", "keep"]) {
             if let p = s.string("path") {
                 var isDir: ObjCBool = false
                 let resolved = c.resolve(p)
@@ -295,6 +298,13 @@ public struct AgentConfig: Sendable {
             c.batchSize = s.integer("batch-size", in: 1...1_000_000).map(Int.init) ?? c.batchSize
             c.flushIntervalMs = s.duration("flush-interval") ?? c.flushIntervalMs
             c.queueLimit = s.integer("queue-limit", in: 100...10_000_000).map(Int.init) ?? c.queueLimit
+            if let keep = s.duration("keep") {
+                if keep < 3_600_000 {
+                    r.issue(s.node("keep")?.line ?? s.line, "store.keep: '\(s.string("keep") ?? "")' is under an hour; keep at least \"1h\" (or leave it out to keep everything)")
+                } else {
+                    c.keepMs = keep
+                }
+            }
         }
         if let s = top.subsection("audit", keys: ["rounds", "spacing", "elsewhere-window", "schedule"]) {
             c.audit.rounds = s.integer("rounds", in: 1...100).map(Int.init) ?? c.audit.rounds
