@@ -45,7 +45,7 @@ let package = Package(
             pkgConfig: "libpcsclite",
             providers: [.apt(["libpcsclite-dev"])]
         ),
-        .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite"]),
+        .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite", "FEIG"]),
         // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
         .target(name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         // FEIG OBID ID ISC host protocol (serial / TCP): frames, CRC, status codes.
@@ -88,6 +88,10 @@ let package = Package(
         ),
         // The PC/SC test bench's virtual reader-and-tag for vsmartcard vpcd (bench/pcsc/bench.sh). Not shipped.
         .executableTarget(name: "vlogger-vcard", dependencies: ["Readers", "TagSimulator", "ISO15693"]),
+        // A FEIG ID ISC reader emulated in front of a simulated field (host protocol over a pty or loopback TCP, with
+        // injectable faults): the feig driver's test bench. Not shipped.
+        .target(name: "FEIGEmulator", dependencies: ["FEIG", "ISO15693", "Readers", "TagSimulator"]),
+        .executableTarget(name: "vlogger-feig-reader", dependencies: ["FEIGEmulator", "FEIG", "TagSimulator", "CHost"]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
         // Stand-alone fuzzer of every parser of outside input: `swift run -c release vlogger-fuzz 1000000`. Not part of `swift test`.
@@ -98,7 +102,7 @@ let package = Package(
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(name: "air-bench", dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "ISO15693"], path: "bench/AirBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
-        .testTarget(name: "FEIGTests", dependencies: ["FEIG", "ISO15693", "CHost"]),
+        .testTarget(name: "FEIGTests", dependencies: ["FEIG", "FEIGEmulator", "Readers", "TagSimulator", "TagImages", "ISO15693", "CHost"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),

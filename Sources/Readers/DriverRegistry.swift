@@ -59,7 +59,7 @@ public protocol ReaderDriver: Sendable {
 
 /// The registered drivers.
 public enum ReaderDrivers {
-    public static let all: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver()]
+    public static let all: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
 
     public static func named(_ name: String) -> (any ReaderDriver)? { all.first { $0.name == name } }
 }
@@ -77,6 +77,7 @@ public struct ReaderKind: RawRepresentable, Hashable, Sendable, CaseIterable, Cu
     public static let sim = ReaderKind(known: "sim")
     public static let pcsc = ReaderKind(known: "pcsc")
     public static let libnfc = ReaderKind(known: "libnfc")
+    public static let feig = ReaderKind(known: "feig")
 
     public var driver: any ReaderDriver { ReaderDrivers.named(rawValue) ?? SimulatorDriver() }
     public var description: String { rawValue }

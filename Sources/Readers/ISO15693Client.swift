@@ -159,7 +159,18 @@ public final class ISO15693Client {
     /// With `oneSlotFirst`, a single one-slot request comes first (the fastest way to find a lone tag:
     /// 5.9 ms instead of 9.8+ ms); silence ends the search, a collision or garbled answer falls back to
     /// 16 slots.
+    /// On readers that resolve collisions themselves (`hasReaderInventory`: a FEIG reader), their own
+    /// inventory is asked instead.
     public func inventory(afi: UInt8? = nil, quiet: Bool = false, maxRounds: Int = 4096, oneSlotFirst: Bool = false) throws(ClientError) -> [InventoryEntry] {
+        if reader.hasReaderInventory {
+            exchanges += 1
+            let found: [InventoryEntry]
+            do { found = try reader.readerInventory(afi: afi) ?? [] } catch { throw ClientError.reader(error, command: "Inventory") }
+            if quiet {
+                for entry in found { try stayQuiet(entry.uid) }
+            }
+            return found
+        }
         let found: [(UID, UInt8)] = try slotted(name: "Inventory", maxRounds: maxRounds, oneSlotFirst: oneSlotFirst) { mask, oneSlot in
             Request(.inventory(afi: afi, mask: mask), flags: oneSlot ? baseFlags.union(.oneSlot) : baseFlags)
         } parse: { answer, req, _, _ in
@@ -182,6 +193,10 @@ public final class ISO15693Client {
 
     /// One one-slot Inventory: the cheapest way to learn whether any tag (still Ready) is in the field.
     public func probe(afi: UInt8? = nil) throws(ClientError) -> Probe {
+        if reader.hasReaderInventory {
+            let found = try inventory(afi: afi)
+            return found.isEmpty ? .silent : found.count == 1 ? .lone(found[0]) : .several
+        }
         let req = Request(.inventory(afi: afi, mask: .none), flags: baseFlags.union(.oneSlot))
         let frame: [UInt8]
         do { frame = try req.encode() } catch { throw ClientError.invalid("Inventory: \(error)") }
@@ -206,6 +221,9 @@ public final class ISO15693Client {
     /// A tag whose answer does not decode (fewer blocks near its end) is left out; the inventory finds it.
     public func inventoryRead(first: BlockNumber, count: Int, fast: Bool, afi: UInt8? = nil, maxRounds: Int = 4096,
                               oneSlotFirst: Bool = true) throws(ClientError) -> [(uid: UID, blocks: [BlockRead])] {
+        // A reader with its own inventory sends no slotted custom commands: its tags are found by its
+        // inventory and read by address.
+        if reader.hasReaderInventory { return [] }
         let name = fast ? "Fast Inventory Read" : "Inventory Read"
         let found: [(UID, [BlockRead])] = try slotted(name: name, maxRounds: maxRounds, oneSlotFirst: oneSlotFirst) { mask, oneSlot throws(ClientError) in
             do {

@@ -31,6 +31,8 @@ public final class ReopeningReader: TagReader {
     }
     public var supportsSlotMarkers: Bool { opened?.reader.supportsSlotMarkers ?? false }
     public var receivesFastResponses: Bool { opened?.reader.receivesFastResponses ?? false }
+    public var hasReaderInventory: Bool { opened?.reader.hasReaderInventory ?? false }
+    public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? { try real().readerInventory(afi: afi) }
 
     /// The real reader, opened now if it was not yet.
     private func real() throws(ReaderError) -> TagReader {

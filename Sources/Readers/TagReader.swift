@@ -25,6 +25,10 @@ public enum ReaderError: Error, Equatable, Sendable, CustomStringConvertible {
     case device(String)
     /// This reader cannot carry ISO 15693 at all; the message names what works instead.
     case notSupported(String)
+    /// A reader that speaks to the tag itself (a FEIG reader's host commands) reports that this exchange
+    /// failed, for a reason that is neither silence nor a collision nor the tag's own error code (a write
+    /// error, an address error, a command the reader does not offer). The reader itself still works.
+    case readerStatus(code: UInt8, text: String)
 
     public var description: String {
         switch self {
@@ -35,6 +39,7 @@ public enum ReaderError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .frameTooLong(b, l): return "frame of \(b) bytes exceeds the reader's limit of \(l) bytes"
         case let .device(m): return m
         case let .notSupported(m): return m
+        case let .readerStatus(code, text): return "the reader reports status 0x\(Hex.format([code])): \(text)"
         }
     }
 }
@@ -102,9 +107,17 @@ public protocol TagReader: AnyObject {
     /// Whether the reader receives answers at twice the data rate (ST's fast reads). Readers whose receiver
     /// is not switched for them (PC/SC transparent exchange here) say false, and the plain reads are used.
     var receivesFastResponses: Bool { get }
+    /// Whether the reader resolves collisions itself (a long-range reader's own inventory): the client then
+    /// asks `readerInventory` instead of running ISO 15693's slotted search over `transceive`.
+    var hasReaderInventory: Bool { get }
+    /// The tags the reader's own inventory found (with `afi`, only tags of that family); nil on readers
+    /// without one.
+    func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]?
 }
 
 extension TagReader {
     public var supportsSlotMarkers: Bool { true }
     public var receivesFastResponses: Bool { false }
+    public var hasReaderInventory: Bool { false }
+    public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? { nil }
 }

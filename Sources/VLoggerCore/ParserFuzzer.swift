@@ -150,6 +150,23 @@ public struct ParserFuzzer {
                 }
                 return ok
             },
+            // A FEIG reader's replies after STATUS (real LR1002 Inventory data, a Read Multiple Blocks, Get System
+            // Information and Get Reader Info layout), each read by every reply parser of the feig driver.
+            Target(name: "feig-reply", seeds: ["02 03 00 E0 02 51 00 02 56 4A A4 03 00 E0 02 23 00 18 89 2B 09", "02 04 00 04 03 02 01 01 08 07 06 05",
+                                               "00 E0 04 01 50 12 34 56 78 00 03 1B 01", "03 05 00 00 4D 00 08 04 00 04 00"].compactMap { try? Hex.parse($0) }) { b in
+                var ok = 0
+                if (try? FEIGISO.inventory(b)) != nil { ok += 1 }
+                if let n = b.first, (try? FEIGISO.blocks(b, expected: Int(n))) != nil { ok += 1 }
+                if (try? FEIGISO.systemInfo(b)) != nil { ok += 1 }
+                if let n = b.first, (try? FEIGISO.securityStatus(b, expected: Int(n))) != nil { ok += 1 }
+                if let i = try? FEIGReaderInfo.decode(b) { ok += i.summary.isEmpty ? 0 : 1 }
+                return ok > 0
+            },
+            Target(name: "feig-device", seeds: ["/dev/ttyUSB0,baud=38400,parity=even,address=0", "tcp://127.0.0.1:10001,timeout=500",
+                                                "tcp://[::1]:4001,frames=standard,char-timeout=12"].map { Array($0.utf8) }) { b in
+                guard let d = try? FEIGDevice.parse(text(b)) else { return false }
+                return !d.description.isEmpty
+            },
             Target(name: "values", seeds: values) { b in
                 let t = text(b)
                 var ok = 0

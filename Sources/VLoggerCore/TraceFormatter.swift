@@ -21,6 +21,7 @@ public final class TraceFormatter {
             lastRequest = request
             inventorySlot = 0
             frame(">>", e.bytes, time, request?.summary ?? "undecodable request")
+            if let note = e.note { emit("   \(note)") }
         case .slotMarker:
             inventorySlot += 1
             emit("EOF \("(slot \(inventorySlot))".padding(toLength: 43, withPad: " ", startingAt: 0)) \(time) next inventory slot")
@@ -32,6 +33,7 @@ public final class TraceFormatter {
                 do { meaning = try Response.decode(Array(e.bytes.dropLast(2)), to: request).summary } catch { meaning = "malformed: \(error)" }
             }
             frame("<<", e.bytes, time, meaning)
+            if let note = e.note { emit("   \(note)") }
         case .nothing:
             emit("-- \((e.note ?? "").padding(toLength: 44, withPad: " ", startingAt: 0)) \(time)")
         }

@@ -69,19 +69,42 @@ struct Restore: ParsableCommand {
 }
 
 struct Devices: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices.")
+    static let configuration = CommandConfiguration(
+        abstract: "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices, and the FEIG readers a configuration names (asked for their type and firmware).")
 
     @Option(help: "Folder of tag images for the simulator.")
     var field: String?
 
+    @Option(help: "Configuration whose [[reader]] tables with driver = \"feig\" are asked for their type and firmware (FEIG readers cannot be discovered).")
+    var config: String?
+
+    @Option(help: "A FEIG reader to ask: /dev/ttyUSB0[,baud=…,parity=…,address=…] or tcp://HOST[:PORT]. Repeatable.")
+    var feig: [String] = []
+
     func run() throws {
+        var feigDevices = feig
+        if let config {
+            let c: AgentConfig
+            do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+            feigDevices += c.readers.filter { $0.driver == .feig }.compactMap(\.device)
+        }
+        var unanswered = 0
         for driver in ReaderDrivers.all {
             let pad = driver.name.padding(toLength: 8, withPad: " ", startingAt: 0)
+            if driver.name == ReaderKind.feig.rawValue, !feigDevices.isEmpty {
+                for device in feigDevices {
+                    let d = FEIGDriver.describe(device: device)
+                    if d.detail.hasPrefix("not answering") { unanswered += 1 }
+                    print("\(pad) \(d.name)  \(d.detail)")
+                }
+                continue
+            }
             do {
                 for d in try driver.devices(field: field) { print("\(pad) \(d.name)  \(d.detail)") }
             } catch {
                 print("\(pad) \(error)")
             }
         }
+        if unanswered > 0 { throw VLoggerError("\(unanswered) FEIG reader(s) did not answer") }
     }
 }

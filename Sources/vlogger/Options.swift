@@ -15,7 +15,7 @@ struct ReaderOptions: ParsableArguments {
     @Option(help: "Folder of tag images for --reader sim (default: $VLOGGER_FIELD or Config/demo-field).")
     var field: String?
 
-    @Option(help: "Hardware reader: for pcsc a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands); for libnfc a connection string.")
+    @Option(help: "Hardware reader: for pcsc a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands); for feig a serial port (/dev/ttyUSB0,baud=38400,parity=even,address=0) or tcp://HOST[:10001]; for libnfc a connection string.")
     var device: String?
 
     @Option(help: "UID of the tag, most-significant byte first (E004015012345678). Default: the only tag in the field.")

@@ -11,7 +11,9 @@ import Testing
         let names = ReaderDrivers.all.map(\.name)
         #expect(Set(names).count == names.count)
         #expect(ReaderKind.allCases.map(\.rawValue) == names)
-        #expect(ReaderKind(rawValue: "feig") == nil && ReaderKind(rawValue: "pcsc") == .pcsc)
+        #expect(ReaderKind(rawValue: "feig") == .feig && ReaderKind(rawValue: "pcsc") == .pcsc && ReaderKind(rawValue: "proxmark3") == nil)
+        // A FEIG reader resolves collisions itself (its [0xB0] Inventory; Tests/FEIGTests/FEIG-FACTS.md §2).
+        #expect(ReaderKind.feig.driver.capabilities == [.iso15693, .readerSideInventory])
         // libnfc has no ISO 15693 modulation (shared/reference/reader-paths.md §1); the others carry it.
         #expect(!ReaderKind.libnfc.driver.capabilities.contains(.iso15693))
         #expect(ReaderKind.sim.driver.capabilities.contains([.iso15693, .slotMarkers, .simulatedField]))

@@ -233,7 +233,7 @@ public final class Agent {
         var prefetched: [UID: [BlockRead]] = [:]
         var inventoryReadBound = AirTime.zero
         do {
-            if quiet, config.inventoryRead, let range = inventoryReadRange {
+            if quiet, config.inventoryRead, !session.reader.hasReaderInventory, let range = inventoryReadRange {
                 // The one-slot probe first: in the steady cycle it is silent and costs nothing more.
                 let probe: ISO15693Client.Probe = oneSlot ? try client.probe(afi: config.afi) : .several
                 switch probe {
@@ -343,7 +343,10 @@ public final class Agent {
     }
 
     /// An inventory that finds every tag in the field, the quiet ones too (an audit's round).
+    /// A simulated field is brought to the clock's present first (its scenario plays on run time): an audit
+    /// that starts between two cycles sees the field as it is at the audit's time, not at the last cycle's.
     public func inventoryEveryTag() throws(ClientError) -> [InventoryEntry] {
+        if startMs != 0 { session.runTime(clock.now() - startMs) }
         wakeQuietTags()
         return try client.inventory(afi: config.afi)
     }

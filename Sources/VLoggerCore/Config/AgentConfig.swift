@@ -444,6 +444,13 @@ public struct AgentConfig: Sendable {
             let simulates = rc.driver.driver.capabilities.contains(.simulatedField)
             if !simulates, let n = s.node("field") { r.issue(n.line, "\(s.name).field is for a simulated reader (driver = \"sim\") only") }
             if simulates, let n = s.node("device") { r.issue(n.line, "\(s.name).device is for hardware readers; a simulated reader takes 'field'") }
+            if rc.driver == .feig {
+                if let d = rc.device {
+                    do { _ = try FEIGDevice.parse(d) } catch { r.issue(s.node("device")?.line ?? s.line, "\(s.name).device: \(error)") }
+                } else {
+                    r.issue(s.line, "\(s.name): a feig reader needs device = \"/dev/ttyUSB0\" (a serial port, options after commas: baud=38400,parity=even,address=0) or \"tcp://HOST[:10001]\"")
+                }
+            }
             rc.maxResponseBytes = s.integer("max-response", in: 16...8192).map(Int.init)
             if !simulates, let n = s.node("max-response") {
                 r.issue(n.line, "\(s.name).max-response is for a simulated reader (it models the reader it stands for); a hardware driver knows its own frame limit")

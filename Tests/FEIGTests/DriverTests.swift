@@ -1,0 +1,232 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CHost
+import FEIG
+import FEIGEmulator
+import Foundation
+import ISO15693
+import Readers
+import TagImages
+import TagSimulator
+import Testing
+
+/// A link that records what the host sends and hands back canned replies (bytes of real traffic).
+final class ScriptedLink: FEIGLink {
+    var sent: [[UInt8]] = []
+    var replies: [[UInt8]]
+    private var pending: [UInt8] = []
+    init(replies: [[UInt8]]) { self.replies = replies }
+    func send(_ bytes: [UInt8]) throws(FEIGLinkError) {
+        sent.append(bytes)
+        if !replies.isEmpty { pending += replies.removeFirst() }
+    }
+    func receive(max: Int, timeoutMs: Int) throws(FEIGLinkError) -> [UInt8] {
+        let n = min(max, pending.count)
+        defer { pending.removeFirst(n) }
+        return Array(pending.prefix(n))
+    }
+    func discardInput() {}
+    func close() {}
+}
+
+@Suite struct DriverTests {
+    static func hex(_ s: String) -> [UInt8] { (try? Hex.parse(s)) ?? [] }
+
+    /// The driver's host frames are byte for byte those of real ID ISC.LR1002 traffic (ST community forum,
+    /// "Error 0x12 when writing multiple blocks on ST25DV16KC", Tests/FEIGTests/FEIG-FACTS.md §1.8), and it reads
+    /// that traffic's replies right: the Inventory's two UIDs (MSB first in the host protocol), and STATUS 0x95
+    /// with ISO error 0x12 (block locked, ISO/IEC 15693-3 Table 7) as the tag's own error.
+    @Test func framesOfRealLR1002Traffic() throws {
+        let link = ScriptedLink(replies: [
+            Self.hex("02 00 1D 00 B0 00 02 03 00 E0 02 51 00 02 56 4A A4 03 00 E0 02 23 00 18 89 2B 09 E3 00"),
+            Self.hex("02 00 0A 00 B0 95 12 00 94 29"),
+        ])
+        let reader = FEIGReader(device: FEIGDevice(port: .tcp(host: "192.0.2.1", port: 10001)), link: link)
+        let client = ISO15693Client(reader: reader, retries: 0)
+        let found = try client.inventory()
+        #expect(link.sent[0] == Self.hex("02 00 09 FF B0 01 00 18 43"))
+        #expect(found.map(\.uid.description) == ["E002510002564AA4", "E002230018892B09"])
+        #expect(found.map(\.uid.manufacturer) == [.stMicroelectronics, .stMicroelectronics])
+
+        // The forum's data, in the tag's memory order (the frame carries each 4-byte block reversed).
+        let memory = Self.hex("01 02 03 04 05 00 60 70 80 90 A0 0B 0C 0D 0E 0F 10 11 12 13 14 15 16 00 00 00 00 00 00 00 00 00")
+        let write = Request(.writeMultipleBlocks(first: 0, count: 8, data: memory), flags: [.highDataRate], addressing: .addressed(found[0].uid))
+        #expect(throws: ClientError.tag(.blockLocked, command: CommandCode.writeMultipleBlocks.name)) { try client.send(write) }
+        #expect(link.sent[1] == Self.hex("02 00 34 FF B0 24 01 E0 02 51 00 02 56 4A A4 00 08 04 04 03 02 01 70 60 00 05 0B A0 90 80 0F 0E 0D 0C 13 12 11 10 00 16 15 14 00 00 00 00 00 00 00 00 18 18"))
+    }
+
+    /// Every STATUS becomes a typed error: 0x01 silence, 0x0B collision, 0x02/0x83 a damaged answer (which the
+    /// client retries), RF warning a device error, the rest the reader's own words (FEIG-FACTS.md §3).
+    @Test func statusesAreTypedErrors() {
+        #expect(FEIGReader.error(status: 0x01, command: "x") == .timeout)
+        #expect(FEIGReader.error(status: 0x0B, command: "x") == .collision)
+        #expect(FEIGReader.error(status: 0x0C, command: "x") == .collision)
+        if case .crcError = FEIGReader.error(status: 0x02, command: "x") {} else { Issue.record("0x02") }
+        if case .crcError = FEIGReader.error(status: 0x83, command: "x") {} else { Issue.record("0x83") }
+        if case .device(let m) = FEIGReader.error(status: 0x84, command: "Inventory") { #expect(m.contains("RF warning")) } else { Issue.record("0x84") }
+        if case .readerStatus(0x04, let t) = FEIGReader.error(status: 0x04, command: "Read Multiple Blocks") {
+            #expect(t.contains("address error"))
+        } else { Issue.record("0x04") }
+        for s in FEIGStatus.allCases where s != .ok {
+            #expect(!FEIGReader.error(status: s.rawValue, command: "x").description.isEmpty)
+        }
+    }
+
+    @Test func deviceStrings() throws {
+        #expect(try FEIGDevice.parse("/dev/ttyUSB0").port == .serial(path: "/dev/ttyUSB0", baud: 38400, parity: .even))
+        let d = try FEIGDevice.parse("/dev/ttyS1,baud=115200,parity=none,address=3,timeout=500,char-timeout=12,frames=standard")
+        #expect(d.port == .serial(path: "/dev/ttyS1", baud: 115200, parity: .none))
+        #expect(d.address == 3 && d.responseTimeoutMs == 500 && d.interCharacterTimeoutMs == 12 && !d.advancedFrames)
+        #expect(try FEIGDevice.parse("tcp://10.0.0.5").port == .tcp(host: "10.0.0.5", port: 10001))
+        #expect(try FEIGDevice.parse("tcp://[::1]:4001").port == .tcp(host: "::1", port: 4001))
+        for bad in ["", "ttyUSB0", "tcp://", "tcp://h:0", "tcp://h:99999", "tcp://h:x", "tcp://[::1", "/dev/x,baud=1234", "/dev/x,parity=mark",
+                    "/dev/x,address=256", "/dev/x,timeout=0", "/dev/x,speed=1", "/dev/x,baud", "tcp://h,baud=9600", "/dev/x,frames=big"] {
+            #expect(throws: FEIGDeviceError.self, "\(bad)") { try FEIGDevice.parse(bad) }
+        }
+    }
+
+    // MARK: Against the emulator
+
+    /// Three small tags of every chip profile the simulator has (at most 256 blocks: this driver does not send
+    /// extended addressing yet), more than one Inventory reply of the emulator holds.
+    static func field() -> (SimulatedField, [TagImage]) {
+        let small = ChipProfile.all.filter { $0.blockCount <= 256 }
+        let profiles = small + small + small
+        let images = profiles.enumerated().map { i, p in
+            var image = TagImage.blank(profile: p, uid: p.makeUID(serial: 0x1000 + UInt64(i) * 0x1111))
+            for b in 0..<image.blocks.count { image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 7 + $0 + i) } }
+            return image
+        }
+        return (SimulatedField(tags: zip(images, profiles).map { SimulatedTag(image: $0, profile: $1) }), images)
+    }
+
+    /// The emulator on a pseudo-terminal, served on a thread; the driver on the pty's serial side.
+    final class PTYBench: @unchecked Sendable {
+        let emulator: FEIGReaderEmulator
+        let master: Int32
+        let path: String
+        private let lock = NSLock()
+        private var stop = false
+        private let done = DispatchSemaphore(value: 0)
+        init(_ emulator: FEIGReaderEmulator) throws {
+            self.emulator = emulator
+            var name = [CChar](repeating: 0, count: 128)
+            master = vlogger_open_pty(&name, name.count)
+            guard master >= 0 else { throw FEIGLinkError.open("no pty") }
+            path = String(cString: name)
+            Thread { [self] in
+                while !(lock.withLock { stop }) { _ = emulator.serve(fd: master, shouldStop: { self.lock.withLock { self.stop } }) }
+                done.signal()
+            }.start()
+        }
+        func close() {
+            lock.withLock { stop = true }
+            done.wait()
+            Glibc.close(master)
+        }
+    }
+
+    /// Over a pseudo-terminal: the reader's inventory finds every tag, reads give each tag's memory (with
+    /// lock status), Get System Information its size, writes land in the tag, a lock shows, and an ISO error
+    /// comes back as the tag's error code.
+    @Test func wholeClientOverAPseudoTerminal() throws {
+        let (field, images) = Self.field()
+        let bench = try PTYBench(FEIGReaderEmulator(field: field))
+        defer { bench.close() }
+        let reader = try FEIGReader.open(try FEIGDevice.parse("\(bench.path),baud=38400,parity=even,timeout=1000"))
+        defer { reader.close() }
+        #expect(reader.info?.summary.hasPrefix("ID ISC.MR102 (type 77)") == true)
+        let client = ISO15693Client(reader: reader)
+        let found = try client.inventory()
+        #expect(Set(found.map(\.uid)) == Set(images.map(\.uid)))
+        #expect(images.count > bench.emulator.recordsPerInventoryReply, "the MORE path (STATUS 0x94) is exercised")
+
+        for image in images {
+            let m = try client.memory(of: image.uid)
+            #expect(m.blockCount == image.blocks.count && m.blockSize == image.blocks[0].count, "\(image.uid)")
+            // The client's read planner: Read Multiple Blocks where the chip has it, else single reads.
+            let blocks = try client.readBlocks(image.uid, first: 2, count: 3, security: true)
+            #expect(blocks.map(\.data) == Array(image.blocks[2..<5]), "\(image.uid): memory order after the per-block reversal")
+            #expect(blocks.allSatisfy { $0.security?.isLocked == false })
+        }
+        // A write with the client's verified write (through [0xB0][0x24] and a read back through [0x23]).
+        let tag = images[0]
+        let data = (0..<tag.blocks[0].count).map { UInt8(0xA0 + $0) }
+        let report = try client.writeBlocks(tag.uid, first: 1, blocks: [data])
+        #expect(report.verified)
+        #expect(bench.emulator.withField { $0.tag(tag.uid)?.image.blocks[1] } == data)
+        _ = try client.send(Request(.lockBlock(1), flags: [.highDataRate], addressing: .addressed(tag.uid)))
+        let sec = try client.send(Request(.readSingleBlock(1), flags: [.highDataRate, .option], addressing: .addressed(tag.uid)))
+        if case let .blocks(b) = sec.body { #expect(b.first?.security?.isLocked == true && b.first?.data == data) } else { Issue.record("read") }
+        #expect(throws: ClientError.self) {
+            try client.send(Request(.writeSingleBlock(1, data: data), flags: [.highDataRate], addressing: .addressed(tag.uid)))
+        }
+        // A tag that left the field: silence, as on air.
+        _ = bench.emulator.withField { $0.remove(tag.uid) }
+        #expect(throws: ClientError.reader(.timeout, command: CommandCode.readSingleBlock.name)) {
+            try client.send(Request(.readSingleBlock(0), flags: [.highDataRate], addressing: .addressed(tag.uid)), retries: 0)
+        }
+    }
+
+    /// Over loopback TCP, with every fault the emulator has: each gives its typed error, and the next command
+    /// works (after a restart, over a new connection).
+    @Test func faultsOverLoopbackTCP() throws {
+        let (field, images) = Self.field()
+        let emulator = FEIGReaderEmulator(field: field)
+        let server = try FEIGTCPServer(emulator: emulator)
+        server.restartMs = 100
+        server.start()
+        defer { server.stop() }
+        let reader = try FEIGReader.open(try FEIGDevice.parse("tcp://127.0.0.1:\(server.port),timeout=400"))
+        defer { reader.close() }
+        let client = ISO15693Client(reader: reader, retries: 0)
+        let uid = images[0].uid
+        let read = Request(.readSingleBlock(0), flags: [.highDataRate], addressing: .addressed(uid))
+        func outcome() -> ClientError? {
+            do { _ = try client.send(read); return nil } catch { return error }
+        }
+        #expect(outcome() == nil)
+        emulator.inject(.noAnswer)
+        if case .reader(.device(let m), _)? = outcome() { #expect(m.contains("did not answer")) } else { Issue.record("no answer") }
+        for fault in [FEIGReaderEmulator.Fault.corruptCRC, .garbled, .truncated] {
+            emulator.inject(fault)
+            if case .reader(.crcError, _)? = outcome() {} else { Issue.record("\(fault)") }
+            #expect(outcome() == nil, "after \(fault)")
+        }
+        emulator.inject(.status(0x84))
+        if case .reader(.device(let m), _)? = outcome() { #expect(m.contains("RF warning")) } else { Issue.record("0x84") }
+        emulator.inject(.status(0x0B))
+        #expect(outcome() == .reader(.collision, command: CommandCode.readSingleBlock.name))
+        emulator.inject(.restart)
+        if case .reader(.device, _)? = outcome() {} else { Issue.record("restart") }
+        // The reader is back (a new connection); its field was reset, the tags are there.
+        var back = false
+        for _ in 0..<20 where !back {
+            back = outcome() == nil
+            if !back { usleep(50_000) }
+        }
+        #expect(back)
+        #expect(Set(try client.inventory().map(\.uid)) == Set(images.map(\.uid)))
+    }
+
+    /// The emulator refuses what a reader refuses: an unknown command, a frame for another bus address, a
+    /// damaged request.
+    @Test func emulatorAnswersLikeAReader() {
+        let (field, _) = Self.field()
+        let e = FEIGReaderEmulator(field: field)
+        e.address = 3
+        guard case let .reply(r) = e.respond(to: FEIGFrame(request: 0x7E, address: 3).encoded()),
+              let f = try? FEIGFrame.decode(r, direction: .reply) else { Issue.record("no reply"); return }
+        #expect(f.status == FEIGStatus.unknownCommand.rawValue && f.address == 3 && !f.advanced)
+        #expect(e.respond(to: FEIGFrame(request: 0x66, data: [0], address: 4).encoded()) == .silence)
+        var bad = FEIGFrame(request: 0x66, data: [0]).encoded()
+        bad[bad.count - 1] ^= 1
+        #expect(e.respond(to: bad) == .silence)
+        // Inventory with an empty field: STATUS 0x01.
+        let empty = FEIGReaderEmulator(field: SimulatedField())
+        if case let .reply(r) = empty.respond(to: FEIGFrame(request: 0xB0, data: [0x01, 0x00], advanced: true).encoded()) {
+            #expect((try? FEIGFrame.decode(r, direction: .reply))?.status == FEIGStatus.noTransponder.rawValue)
+        } else { Issue.record("inventory") }
+    }
+}
