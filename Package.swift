@@ -91,7 +91,7 @@ let package = Package(
         // A FEIG ID ISC reader emulated in front of a simulated field (host protocol over a pty or loopback TCP, with
         // injectable faults): the feig driver's test bench. Not shipped.
         .target(name: "FEIGEmulator", dependencies: ["FEIG", "ISO15693", "Readers", "TagSimulator"]),
-        .executableTarget(name: "vlogger-feig-reader", dependencies: ["FEIGEmulator", "FEIG", "TagSimulator", "CHost"]),
+        .executableTarget(name: "vlogger-feig-reader", dependencies: ["FEIGEmulator", "FEIG", "TagSimulator", "ISO15693", "CHost"]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
         // Stand-alone fuzzer of every parser of outside input: `swift run -c release vlogger-fuzz 1000000`. Not part of `swift test`.
@@ -102,7 +102,7 @@ let package = Package(
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(name: "air-bench", dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "ISO15693"], path: "bench/AirBench"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
-        .testTarget(name: "FEIGTests", dependencies: ["FEIG", "FEIGEmulator", "Readers", "TagSimulator", "TagImages", "ISO15693", "CHost"]),
+        .testTarget(name: "FEIGTests", dependencies: ["FEIG", "FEIGEmulator", "Readers", "TagSimulator", "TagImages", "ISO15693", "CHost", "VLoggerCore", "VLoggerStore"]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator"]),

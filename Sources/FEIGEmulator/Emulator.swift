@@ -54,6 +54,77 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
     /// Every request frame that decoded, in order.
     public private(set) var requests: [FEIGFrame] = []
 
+    // MARK: Buffered read mode
+
+    /// In buffered read mode the reader reads tags by itself into its buffer, and [0xB0] is not available
+    /// (STATUS 0x82; ID ISC.MR200 manual p. 87).
+    public var bufferedReadMode = false
+    /// TR-DATA1 of Read Buffer replies: UID, data blocks, time; MSB first (bit 3 clear).
+    public var bufferTRData1: UInt8 = FEIGBuffer.iddBit | FEIGBuffer.dbBit | FEIGBuffer.timeBit
+    /// The records the reader holds, oldest first: UID (MSB first), blocks (tag memory order), reader time.
+    private var buffer: [(uid: [UInt8], blocks: [[UInt8]], time: [UInt8])] = []
+    private var lastBufferRead = 0
+    private var readsDone: UInt32 = 0
+    /// What a buffered read holds (the LRU3000 manual: up to 10,000 records).
+    public var bufferCapacity = 10_000
+
+    public var bufferedRecords: Int { lock.withLock { buffer.count } }
+
+    /// The reader's own round in buffered read mode: every tag in the field, `count` blocks from `first` each,
+    /// into the buffer (what a FEIG reader does by itself between the host's Read Buffer requests).
+    public func readIntoBuffer(first: BlockNumber, count: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        let client = ISO15693Client(reader: air, retries: 1)
+        guard let found = try? client.inventory() else { return }
+        for tag in found {
+            guard buffer.count < bufferCapacity else { return }
+            let blocks = (try? client.readBlocks(tag.uid, first: first, count: count))?.map(\.data) ?? []
+            readsDone &+= 1
+            // A time stamp that differs from read to read (4 bytes; the real layout is not documented here).
+            let t = readsDone
+            buffer.append((FEIGISO.readerOrder(tag.uid.onAirBytes), blocks, [UInt8(t >> 24), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF)]))
+        }
+    }
+
+    /// A power cut: the buffer is gone (ID ISC.LRU3000 manual p. 15).
+    public func powerCycle() {
+        lock.withLock {
+            buffer = []
+            lastBufferRead = 0
+            field.powerOff()
+            field.powerOn()
+        }
+    }
+
+    private func bufferCommand(_ request: FEIGFrame) -> (FEIGStatus, [UInt8]) {
+        switch request.command {
+        case FEIGCommand.readBuffer:
+            guard request.data.count == 2 else { return (.lengthError, []) }
+            let n = Int(request.data[0]) << 8 | Int(request.data[1])
+            guard !buffer.isEmpty else { return (.noValidData, []) }
+            let k = min(max(n, 1), buffer.count)
+            lastBufferRead = k
+            let msbFirst = bufferTRData1 & FEIGBuffer.lsbFirstBit == 0
+            let records = buffer.prefix(k).map { r in
+                (uid: r.uid, blocks: msbFirst ? r.blocks.map { Array($0.reversed()) } : r.blocks, time: Optional(r.time))
+            }
+            return (.ok, FEIGBuffer.encode(trData1: bufferTRData1, records: Array(records)))
+        case FEIGCommand.clearBuffer:
+            buffer.removeFirst(min(lastBufferRead, buffer.count))
+            lastBufferRead = 0
+            return (.ok, [])
+        case FEIGCommand.initializeBuffer:
+            buffer = []
+            lastBufferRead = 0
+            return (.ok, [])
+        default:
+            // [0x31] Read Data Buffer Info: TAB-SIZE, TAB-START, TAB-LEN.
+            let size = UInt16(truncatingIfNeeded: bufferCapacity), len = UInt16(truncatingIfNeeded: buffer.count)
+            return (.ok, [UInt8(size >> 8), UInt8(size & 0xFF), 0, 0, UInt8(len >> 8), UInt8(len & 0xFF)])
+        }
+    }
+
     public init(field: SimulatedField) {
         self.field = field
         air = SimulatorReader(field: field, name: "FEIG emulator's air")
@@ -125,6 +196,11 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             field.powerOff()
             field.powerOn()
             return reply(.ok)
+        case FEIGCommand.readBuffer, FEIGCommand.clearBuffer, FEIGCommand.initializeBuffer, FEIGCommand.readBufferInfo:
+            let (status, data) = bufferCommand(request)
+            return reply(status, data)
+        case FEIGCommand.isoHost where bufferedReadMode, FEIGCommand.isoCustom where bufferedReadMode:
+            return reply(.commandNotAvailable)
         case FEIGCommand.isoHost:
             let (status, data) = isoHost(request.data)
             return reply(status, data)

@@ -426,6 +426,36 @@ public final class FEIGReader: TagReader {
     }
 }
 
+// MARK: Buffered read mode
+
+extension FEIGReader: BufferedReader {
+    /// [0x22] Read Buffer: up to `maxRecords` of the oldest records (the same ones again until `clearBuffer`);
+    /// none when the buffer is empty (STATUS 0x92).
+    public func readBuffer(maxRecords: Int) throws(ReaderError) -> [BufferedRecord] {
+        let reply = try command(FEIGCommand.readBuffer, FEIGBuffer.request(count: maxRecords))
+        let status = reply.status ?? 0
+        if status == FEIGStatus.noValidData.rawValue { return [] }
+        // 0x84 (RF warning) and 0x93 (the buffer overflowed) still carry the records.
+        guard [FEIGStatus.ok, .rfWarning, .bufferOverflow, .moreData].map(\.rawValue).contains(status) else {
+            throw Self.error(status: status, command: "Read Buffer")
+        }
+        let parsed: FEIGBuffer.Reply
+        do { parsed = try FEIGBuffer.parse(reply.data) } catch { throw .crcError(.invalidField("FEIG reader \(device): \(error)")) }
+        return parsed.records.map { r in
+            let uid = r.uid.flatMap { r.transponderType == FEIGISO.trTypeISO15693 ? try? UID(onAir: FEIGISO.readerOrder($0)) : nil }
+            // MSB first (TR-DATA1 bit 3 clear) is the [0xB0] reads' order: each block reversed against memory.
+            let blocks = parsed.lsbFirst ? r.blocks : r.blocks.map { Array($0.reversed()) }
+            return BufferedRecord(raw: r.raw, uid: uid, blocks: blocks, readerTime: r.time)
+        }
+    }
+
+    /// [0x32] Clear Data Buffer: deletes the records the last Read Buffer returned.
+    public func clearBuffer() throws(ReaderError) {
+        let reply = try command(FEIGCommand.clearBuffer, [])
+        guard reply.status == FEIGStatus.ok.rawValue else { throw Self.error(status: reply.status ?? 0, command: "Clear Data Buffer") }
+    }
+}
+
 /// FEIG OBID ID ISC readers over serial or TCP (`device`: see `FEIGDevice`).
 public struct FEIGDriver: ReaderDriver {
     public init() {}

@@ -121,3 +121,27 @@ extension TagReader {
     public var hasReaderInventory: Bool { false }
     public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? { nil }
 }
+
+/// One record of a reader's own buffer (a reader that keeps reading tags by itself, e.g. FEIG's buffered read
+/// mode): what it read, in the tag's memory order.
+public struct BufferedRecord: Sendable, Equatable {
+    /// The record as the reader sent it: its identity when it is read again before a clear.
+    public var raw: [UInt8]
+    public var uid: UID?
+    public var blocks: [[UInt8]]
+    /// The reader's clock at the read, as sent (no documented layout).
+    public var readerTime: [UInt8]?
+    public init(raw: [UInt8], uid: UID?, blocks: [[UInt8]], readerTime: [UInt8]? = nil) {
+        self.raw = raw
+        self.uid = uid
+        self.blocks = blocks
+        self.readerTime = readerTime
+    }
+}
+
+/// A reader with a buffer of its own: the host fetches the oldest records (the same ones until it clears them)
+/// and clears them once they are safe.
+public protocol BufferedReader: AnyObject {
+    func readBuffer(maxRecords: Int) throws(ReaderError) -> [BufferedRecord]
+    func clearBuffer() throws(ReaderError)
+}

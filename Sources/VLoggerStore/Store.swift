@@ -180,6 +180,18 @@ public final class Store: @unchecked Sendable {
         UPDATE tags SET seq = o.n FROM (SELECT uid, row_number() OVER (ORDER BY last_seen, uid) AS n FROM tags) AS o WHERE o.uid = tags.uid;
         CREATE INDEX tags_by_seq ON tags(seq);
         """),
+        // A reader's own buffer (FEIG buffered read mode) drained into the store: the records a commit took from
+        // it and the reader has not been told to delete yet. Written in the same transaction as their readings,
+        // removed once the reader cleared them; one left after a crash tells the next drain that those records,
+        // read again, are already stored.
+        ("011-reader-buffers", """
+        CREATE TABLE reader_buffers(
+            reader TEXT PRIMARY KEY NOT NULL,
+            records INTEGER NOT NULL,               -- how many records the commit took from the buffer's head
+            raw BLOB NOT NULL,                      -- those records' bytes, as the reader sent them
+            time INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """),
     ]
 
     private var insertReading: SQLStatement?
@@ -469,6 +481,17 @@ public final class Store: @unchecked Sendable {
                 }
             }
             try Self.record(batch.outcomes, db)
+            for m in batch.bufferMarks {
+                if m.records > 0 {
+                    let st = try db.prepare("INSERT INTO reader_buffers(reader, records, raw, time) VALUES(?,?,?,?) ON CONFLICT(reader) DO UPDATE SET records = excluded.records, raw = excluded.raw, time = excluded.time")
+                    try st.bind([.text(m.reader), .integer(Int64(m.records)), .blob(m.raw), .integer(m.time)])
+                    try st.step()
+                } else {
+                    let st = try db.prepare("DELETE FROM reader_buffers WHERE reader = ?")
+                    try st.bind([.text(m.reader)])
+                    try st.step()
+                }
+            }
             if !batch.writes.isEmpty {
                 let s = try prepared(&insertWrite, db, "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)")
                 for w in batch.writes {
@@ -504,6 +527,16 @@ public final class Store: @unchecked Sendable {
                 if !existing { position += 1 }
             }
         } }
+    }
+
+    /// The records a drain of `reader`'s buffer committed and the reader has not cleared yet (nil: none).
+    public func bufferMark(reader: String) throws(StoreError) -> BufferMark? {
+        try withReader { db throws(StoreError) in
+            let st = try db.prepare("SELECT records, raw, time FROM reader_buffers WHERE reader = ?")
+            try st.bind([.text(reader)])
+            guard try st.step() else { return nil }
+            return BufferMark(reader: reader, records: Int(st.int64(0)), raw: st.blob(1), time: st.int64(2))
+        }
     }
 
     /// The decoded fields known to the store, in column order.
@@ -574,6 +607,22 @@ public final class Store: @unchecked Sendable {
 }
 
 /// What one commit writes.
+/// The head of a reader's own buffer that a commit took (`records` > 0), or that the reader has cleared
+/// (`records` = 0: the mark goes).
+public struct BufferMark: Sendable, Equatable {
+    public var reader: String
+    public var records: Int
+    public var raw: [UInt8]
+    public var time: Millis
+    public init(reader: String, records: Int, raw: [UInt8], time: Millis) {
+        self.reader = reader
+        self.records = records
+        self.raw = raw
+        self.time = time
+    }
+    public static func cleared(_ reader: String, time: Millis) -> BufferMark { BufferMark(reader: reader, records: 0, raw: [], time: time) }
+}
+
 public struct Batch: Sendable {
     public var readings: [Reading] = []
     public var events: [Event] = []
@@ -581,8 +630,10 @@ public struct Batch: Sendable {
     public var writes: [WriteRecord] = []
     /// What became of queued writes.
     public var outcomes: [WriteOutcome] = []
+    /// Records taken from (or cleared in) a reader's own buffer, committed with the readings made of them.
+    public var bufferMarks: [BufferMark] = []
     public init() {}
-    public var isEmpty: Bool { readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty && outcomes.isEmpty }
+    public var isEmpty: Bool { readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty && outcomes.isEmpty && bufferMarks.isEmpty }
 
     /// One row per tag: a later update replaces the earlier one, keeping the latest time seen.
     public mutating func add(_ tag: TagRecord) {
@@ -602,6 +653,7 @@ public struct Batch: Sendable {
         for t in later.tags { add(t) }
         writes += later.writes
         outcomes += later.outcomes
+        bufferMarks += later.bufferMarks
     }
     public var size: Int { readings.count + events.count + tags.count + writes.count + outcomes.count }
 }

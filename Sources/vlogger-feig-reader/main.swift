@@ -8,18 +8,21 @@ import Glibc
 import CHost
 import FEIG
 import FEIGEmulator
+import ISO15693
 import Foundation
 import TagSimulator
 
 func usage() -> Never {
     FileHandle.standardError.write(Data("""
-    usage: vlogger-feig-reader [--field DIR] (--tcp PORT | --pty) [--address N] [--fault KIND@N]...
+    usage: vlogger-feig-reader [--field DIR] (--tcp PORT | --pty) [--address N] [--fault KIND@N]... [--buffered N [--buffer-blocks F+C]]
       Emulates a FEIG ID ISC reader (reports an ID ISC.MR102) with the tags of DIR (default Config/demo-field)
       in its field. --tcp PORT listens on 127.0.0.1:PORT (0: a free port); --pty opens a pseudo-terminal.
       The first line printed says where: "tcp://127.0.0.1:PORT" or the pty's path (use it as the device).
       --address N: the bus address (COM-ADR, 0…254) it answers besides 255.
       --fault KIND@N: the Nth request gets KIND: no-answer, corrupt-crc, garbled, truncated, restart, or
       status=0xNN (that STATUS instead of the answer). Repeatable.
+      --buffered N: buffered read mode, the buffer holding N rounds of the reader's own reads of every tag
+      (readings from before the gateway started); --buffer-blocks FIRST+COUNT which blocks (default 0+1).
 
     """.utf8))
     exit(2)
@@ -31,6 +34,10 @@ struct Options {
     var pty = false
     var address: UInt8 = 0
     var faults: [(FEIGReaderEmulator.Fault, Int)] = []
+    /// Buffered read mode with this many of the reader's own rounds in the buffer at start.
+    var bufferedRounds: Int?
+    var bufferBlock: UInt16 = 0
+    var bufferBlocks = 1
 }
 
 func fail(_ message: String) -> Never {
@@ -75,6 +82,16 @@ func parseArguments(_ arguments: [String]) -> Options {
                 fault = .status(s)
             }
             o.faults.append((fault, n))
+        case "--buffered":
+            guard let n = Int(value(a)), (0...1000).contains(n) else { fail("--buffered needs a number of rounds 0…1000") }
+            o.bufferedRounds = n
+        case "--buffer-blocks":
+            let spec = value(a)
+            let parts = spec.split(separator: "+")
+            guard parts.count == 2, let first = UInt16(parts[0].hasPrefix("0x") ? String(parts[0].dropFirst(2)) : String(parts[0]), radix: parts[0].hasPrefix("0x") ? 16 : 10),
+                  let count = Int(parts[1]), (1...32).contains(count) else { fail("--buffer-blocks FIRST+COUNT, e.g. 0xF8+1") }
+            o.bufferBlock = first
+            o.bufferBlocks = count
         case "-h", "--help": usage()
         default: fail("unknown argument \(a)")
         }
@@ -96,6 +113,10 @@ do { folder = try FieldFolder(url: URL(fileURLWithPath: fieldPath)) } catch { fa
 let emulator = FEIGReaderEmulator(field: folder.field)
 emulator.address = address
 for (f, n) in faults { emulator.inject(f, atRequest: n) }
+if let rounds = options.bufferedRounds {
+    for _ in 0..<rounds { emulator.readIntoBuffer(first: BlockNumber(options.bufferBlock), count: options.bufferBlocks) }
+    emulator.bufferedReadMode = true
+}
 
 if let tcpPort {
     let server: FEIGTCPServer

@@ -9,10 +9,11 @@ import Testing
     final class Emulator {
         let process = Process()
         let address: String
-        init(field: URL, faults: [String] = []) throws {
+        /// `pty`: the emulator on a pseudo-terminal (its path is the device) instead of a loopback TCP port.
+        init(field: URL, faults: [String] = [], extra: [String] = [], pty: Bool = false) throws {
             let bin = try CLITests.binary().deletingLastPathComponent().appendingPathComponent("vlogger-feig-reader")
             process.executableURL = bin
-            process.arguments = ["--field", field.path, "--tcp", "0"] + faults.flatMap { ["--fault", $0] }
+            process.arguments = ["--field", field.path] + (pty ? ["--pty"] : ["--tcp", "0"]) + faults.flatMap { ["--fault", $0] } + extra
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
@@ -25,7 +26,7 @@ import Testing
                 line += d
             }
             address = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard address.hasPrefix("tcp://") else {
+            guard address.hasPrefix("tcp://") || (pty && address.hasPrefix("/dev/")) else {
                 kill(process.processIdentifier, SIGKILL)
                 throw CLITests.CLIFailure("vlogger-feig-reader printed \(address)")
             }
@@ -56,6 +57,38 @@ import Testing
         #expect(gone.code != 0 && gone.out.contains("not answering"), "\(gone.out)")
     }
 
+    /// The tag commands through the driver, over a real pseudo-terminal (the serial path: 38400 baud, even
+    /// parity set on the pty) and over loopback TCP: scan, info, read --count, write (verified by read-back),
+    /// lock --yes (then a write is refused with the tag's error 0x12), each against the tag image the emulator
+    /// serves (the MB89R118 of the demo field: 256 blocks of 8 bytes).
+    @Test(arguments: ["pty", "tcp"]) func tagCommandsOverEachLink(_ link: String) throws {
+        let f = try CLITests.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let emu = try Emulator(field: f, pty: link == "pty")
+        defer { emu.stop() }
+        let device = link == "pty" ? "\(emu.address),baud=38400,parity=even,timeout=1000" : emu.address
+        let uid = "E008010000004212"
+        func cli(_ args: [String]) throws -> (code: Int32, out: String, err: String) {
+            try CLITests.run(args + ["--reader", "feig", "--device", device])
+        }
+        let scan = try cli(["scan"])
+        #expect(scan.code == 0 && scan.out.contains(uid), "\(scan.out)\(scan.err)")
+        let info = try cli(["info", "--uid", uid])
+        #expect(info.code == 0 && info.out.contains("256") && info.out.contains("8"), "\(info.out)\(info.err)")
+        let read = try cli(["read", "--uid", uid, "--block", "0xF8", "--count", "4"])
+        #expect(read.code == 0 && read.out.split(separator: "\n").count >= 4, "\(read.out)\(read.err)")
+        let write = try cli(["write", "--uid", uid, "--block", "0xF9", "--data", "0102030405060708"])
+        #expect(write.code == 0, "\(write.out)\(write.err)")
+        let back = try cli(["read", "--uid", uid, "--block", "0xF9", "--json"])
+        #expect(back.out.contains("0102030405060708"), "\(back.out)\(back.err)")
+        let lock = try cli(["lock", "--uid", uid, "--block", "0xFA", "--yes"])
+        #expect(lock.code == 0, "\(lock.out)\(lock.err)")
+        let locked = try cli(["read", "--uid", uid, "--block", "0xFA", "--security"])
+        #expect(locked.code == 0 && locked.out.contains("  locked"), "\(locked.out)\(locked.err)")
+        let refused = try cli(["write", "--uid", uid, "--block", "0xFA", "--data", "0102030405060708"])
+        #expect(refused.code != 0 && refused.err.lowercased().contains("lock"), "\(refused.out)\(refused.err)")
+    }
+
     /// The gateway polls a FEIG reader: readings land in the store and export; a reader that restarts mid-run
     /// costs a cycle, not the run. A wrong device string is a configuration error with its line.
     @Test func runPollsAFEIGReaderThroughARestart() throws {
@@ -79,5 +112,31 @@ import Testing
         try config.replacingOccurrences(of: emu.address, with: "tcp://h:99999").write(to: dir.appendingPathComponent("bad.toml"), atomically: true, encoding: .utf8)
         let bad = try CLITests.run(["config", "check", "--config", dir.appendingPathComponent("bad.toml").path])
         #expect(bad.code != 0 && bad.err.contains("port 99999 is outside 1…65535"), "\(bad.out)\(bad.err)")
+    }
+
+    /// Buffered read mode through the gateway: the emulator's buffer holds three rounds of its own reads of
+    /// block 0xF8 from before the gateway started; `run` with read-mode = "buffer" stores each record once, a
+    /// second run finds the buffer empty and stores nothing again.
+    @Test func runDrainsTheReadersBufferOnce() throws {
+        let f = try CLITests.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let emu = try Emulator(field: f, faults: [], extra: ["--buffered", "3", "--buffer-blocks", "0xF8+1"])
+        defer { emu.stop() }
+        let dir = try CLITests.scratch("feig-brm", copying: ["rules.toml", "assets.csv"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var config = try CLITests.oneReaderConfig()
+        config = config.replacingOccurrences(of: "driver = \"sim\"               #", with: "driver = \"feig\"\nread-mode = \"buffer\"\nbuffer-block = \"0xF8\" #")
+            .replacingOccurrences(of: "field = \"demo-field\"         #", with: "device = \"\(emu.address),timeout=500\" #")
+        try config.write(to: dir.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+        let store = dir.appendingPathComponent("v.db").path
+        let args = ["run", "--config", dir.appendingPathComponent("vlogger.toml").path, "--store", store, "--cycles", "2", "--interval", "0s", "--listen", ""]
+        for _ in 0..<2 {
+            let run = try CLITests.run(args)
+            #expect(run.code == 0, "\(run.err)")
+        }
+        let export = try CLITests.run(["export", "--store", store, "--since", "1h", "--uid", "E008010000004212"])
+        let rows = export.out.split(whereSeparator: \.isNewline).dropFirst()
+        #expect(export.code == 0 && rows.count == 3, "\(export.out)\(export.err)")
+        #expect(rows.allSatisfy { $0.contains(",0xF8,") }, "block 0xF8: \(rows)")
     }
 }

@@ -205,6 +205,11 @@ public final class Agent {
         session.runTime(clock.now() - startMs)
         counters.cycles += 1
         let now = clock.now()
+        if readerConfig.readMode == .buffer {
+            drainBuffer(&report, now: now)
+            finish(&report, airBefore, exchangesBefore)
+            return report
+        }
 
         let quiet = config.stayQuiet && quietHolds
         var seen = Set<UID>()
@@ -332,6 +337,57 @@ public final class Agent {
             // The tags for which Quiet did hold would otherwise stay quiet, unread and never found again.
             wakeQuietTags()
             logger.notice("reader \(readerConfig.id) (\(session.reader.name)): tags sent Stay Quiet answer the inventory again in 3 cycles in a row (the reader resets them between commands); every cycle now inventories every tag")
+        }
+    }
+
+    /// The reader's own buffer drained into the store (read-mode = "buffer"): see `BufferDrain`.
+    private var drain: BufferDrain?
+    /// What the buffer drains did so far.
+    public private(set) var bufferTotals = BufferDrain.Report()
+
+    private func drainBuffer(_ report: inout CycleReport, now: Millis) {
+        let real = (session.reader as? ReopeningReader)?.opened?.reader ?? session.reader
+        guard let buffered = real as? BufferedReader else {
+            // A reader not open yet (ReopeningReader): any command opens it.
+            do { try session.reader.fieldOn() } catch {
+                recordError(uid: nil, kind: "buffer", ClientError.reader(error, command: "open"), now: now)
+                report.readerFailed = true
+                return
+            }
+            if (session.reader as? ReopeningReader)?.opened?.reader is BufferedReader { drainBuffer(&report, now: now) } else {
+                recordError(uid: nil, kind: "buffer", ClientError.invalid("reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs a FEIG reader"), now: now)
+                report.readerFailed = true
+            }
+            return
+        }
+        if drain == nil || drain?.reader !== buffered {
+            drain = BufferDrain(reader: buffered, store: writer.store, gateway: config.gatewayID, readerID: readerConfig.id,
+                                location: readerConfig.location, firstBlock: readerConfig.bufferBlock)
+        }
+        do {
+            let r = try drain!.drain(now: now)
+            bufferTotals.records += r.records
+            bufferTotals.readings += r.readings
+            bufferTotals.alreadyStored += r.alreadyStored
+            if r.staleMark { bufferTotals.staleMark = true }
+            report.tags = r.uids
+            report.readings = r.readings
+            counters.readings += r.readings
+            if r.alreadyStored > 0 {
+                logger.notice("reader \(readerConfig.id): \(r.alreadyStored) record(s) at the head of the reader's buffer were stored before the gateway stopped; cleared, not stored again")
+            }
+        } catch {
+            switch error {
+            case .reader(let e):
+                recordError(uid: nil, kind: "buffer", ClientError.reader(e, command: "Read Buffer"), now: now)
+                switch e {
+                case .device, .notSupported, .fieldOff, .readerStatus: report.readerFailed = true
+                default: break
+                }
+            case .store(let e):
+                logger.error("reader \(readerConfig.id): buffer drain: \(e); the records stay in the reader's buffer")
+                report.readerFailed = true
+            }
         }
     }
 

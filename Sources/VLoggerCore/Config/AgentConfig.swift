@@ -177,7 +177,15 @@ public struct ReaderConfig: Equatable, Sendable {
     /// drivers have their own (PC/SC pseudo-APDUs: 236).
     public var maxResponseBytes: Int?
     public var polling = PollingOverrides()
+    /// How the tags' data reach the gateway: `poll` (the agent's inventory and reads) or `buffer` (a FEIG reader
+    /// in buffered read mode reads by itself; the gateway drains its buffer).
+    public var readMode: ReadMode = .poll
+    /// With `read-mode = "buffer"`: the block the buffered records' data start at (the reader's configuration
+    /// chooses which blocks it reads).
+    public var bufferBlock: BlockNumber = 0
     public var line = 0
+
+    public enum ReadMode: String, Sendable, CaseIterable { case poll, buffer }
 
     /// The id of the reader of a configuration with a single `[reader]` table.
     public static let defaultID = "reader"
@@ -414,7 +422,7 @@ public struct AgentConfig: Sendable {
         return c
     }
 
-    static let readerKeys = ["id", "driver", "field", "device", "location", "max-response"] + PollingOverrides.keys
+    static let readerKeys = ["id", "driver", "field", "device", "location", "max-response", "read-mode", "buffer-block"] + PollingOverrides.keys
 
     /// `[reader]` (one reader, id "reader") or `[[reader]]` tables (each with its own id).
     static func readReaders(_ top: Section, _ r: ConfigReader, _ c: AgentConfig) -> [ReaderConfig] {
@@ -451,6 +459,12 @@ public struct AgentConfig: Sendable {
                     r.issue(s.line, "\(s.name): a feig reader needs device = \"/dev/ttyUSB0\" (a serial port, options after commas: baud=38400,parity=even,address=0) or \"tcp://HOST[:10001]\"")
                 }
             }
+            rc.readMode = s.choice("read-mode", ReaderConfig.ReadMode.self) ?? .poll
+            rc.bufferBlock = s.block("buffer-block") ?? 0
+            if rc.readMode == .buffer, rc.driver != .feig {
+                r.issue(s.node("read-mode")?.line ?? s.line, "\(s.name).read-mode = \"buffer\" needs a reader with a buffer of its own (driver = \"feig\")")
+            }
+            if rc.readMode != .buffer, let n = s.node("buffer-block") { r.issue(n.line, "\(s.name).buffer-block goes with read-mode = \"buffer\"") }
             rc.maxResponseBytes = s.integer("max-response", in: 16...8192).map(Int.init)
             if !simulates, let n = s.node("max-response") {
                 r.issue(n.line, "\(s.name).max-response is for a simulated reader (it models the reader it stands for); a hardware driver knows its own frame limit")
