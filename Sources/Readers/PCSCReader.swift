@@ -49,6 +49,8 @@ public final class PCSCReader: TagReader {
     static let noSmartcard = 0x8010000C, removedCard = 0x80100069, resetCard = 0x80100068, noService = 0x8010001D
     static let serviceStopped = 0x8010001E, noReaders = 0x8010002E, unknownReader = 0x80100009, readerUnavailable = 0x80100017
     static let unpoweredCard = 0x80100067, unresponsiveCard = 0x80100066, timeoutCode = 0x8010000A, commError = 0x80100013
+    /// SCARD_E_NOT_TRANSACTED: vpcd's answer when the card is pulled in the middle of an APDU.
+    static let notTransacted = 0x80100016
 
     static func text(_ rv: Int) -> String {
         let s = pcsc_stringify_error(LONG(rv)).map { String(cString: $0) } ?? "error"
@@ -189,7 +191,16 @@ public final class PCSCReader: TagReader {
         protocolPCI = SCARD_IO_REQUEST(dwProtocol: proto, cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
         mode = nil
         storageUID = nil
-        if !forceStorageMode, let r = try? transmit(PCSC.startSessionAPDU), sessionOK(r) { mode = .transparent }
+        if !forceStorageMode {
+            let r: [UInt8]
+            do { r = try transmit(PCSC.startSessionAPDU) } catch {
+                // No answer at all (the card went away mid-command, the transaction failed) says nothing about the
+                // reader's transparent exchange: probe again at the next connection rather than settle on storage mode.
+                dropCard()
+                throw error
+            }
+            if sessionOK(r) { mode = .transparent }
+        }
         if mode == .transparent {
             let r = try transmit(PCSC.iso15693APDU)
             guard sessionOK(r) else {
@@ -244,7 +255,8 @@ public final class PCSCReader: TagReader {
         var pci = protocolPCI
         let rv = Int(SCardTransmit(handle, &pci, apdu, DWORD(apdu.count), nil, &out, &length))
         guard rv == 0 else {
-            if rv == Self.removedCard || rv == Self.noSmartcard || rv == Self.resetCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard {
+            if rv == Self.removedCard || rv == Self.noSmartcard || rv == Self.resetCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard
+                || rv == Self.notTransacted {
                 // The tag left the field (the reader removed the card): no answer; reconnect when one is back.
                 dropCard()
                 throw ReaderError.timeout
