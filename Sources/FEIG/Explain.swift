@@ -65,7 +65,21 @@ extension FEIGFrame {
                 case 2: addressing = "selected"
                 default: addressing = "addressing 0b\(String(mode & 0x07, radix: 2)) (not documented)"
                 }
-                lines.append("MODE 0x\(Hex.format([mode])): \(addressing)")
+                var bits: [String] = []
+                if sub == 0x01 {
+                    if mode & FEIGISO.moreBit != 0 { bits.append("MORE (the records the last reply had no room for)") }
+                } else {
+                    if [0x23].contains(sub), mode & FEIGISO.secBit != 0 { bits.append("SEC (with each block's security status)") }
+                    if [0x22, 0x23, 0x24, 0x2C].contains(sub), mode & FEIGISO.extAdrBit != 0 {
+                        let at = 2 + (mode & 0x07 == 1 ? 8 : 0)
+                        if data.count >= at + 3 {
+                            bits.append("EXT_ADR (BANK 0x\(Hex.format([data[at]])), block 0x\(Hex.format([data[at + 1], data[at + 2]]).filter { $0 != " " }))")
+                        } else {
+                            bits.append("EXT_ADR (BANK and a two-byte block number; missing here)")
+                        }
+                    }
+                }
+                lines.append("MODE 0x\(Hex.format([mode])): \(([addressing] + bits).joined(separator: ", "))")
             }
         }
         if status == FEIGStatus.iso15693Error.rawValue, let code = data.first {

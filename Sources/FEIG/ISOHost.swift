@@ -5,7 +5,8 @@ import ISO15693
 /// ID ISC.MR102 pp. 92–105, ID ISC.LR200 pp. 85–97) and FEIG's SDK, as checked in Tests/FEIGTests/FEIG-FACTS.md §2:
 ///
 /// - request data `SUB MODE [UID] …`, MODE bits 0–2 the addressing (0 non-addressed, 1 addressed with the UID
-///   following MODE, 2 selected), bit 3 SEC (Read Multiple Blocks: with the blocks' security status), bit 7 MORE
+///   following MODE, 2 selected), bit 3 SEC (Read Multiple Blocks: with the blocks' security status), bit 5 EXT_ADR (BANK and a
+///   two-byte DB-ADR, for blocks past 255), bit 7 MORE
 ///   (Inventory: the records a previous reply had no room for);
 /// - the UID goes MSB first (0xE0 first, then the manufacturer code), the reverse of its order on air, in
 ///   requests and replies ("data will be sent always as MSB first if the Reader is in the Host Command Mode");
@@ -32,6 +33,33 @@ public enum FEIGISO {
     public static let secBit: UInt8 = 0x08
     /// MODE bit 7: Inventory continues with the records the last reply had no room for (after STATUS 0x94).
     public static let moreBit: UInt8 = 0x80
+    /// MODE bit 5 EXT_ADR: a BANK byte and a two-byte DB-ADR replace the one-byte DB-ADR in [0x22], [0x23], [0x24]
+    /// and [0x2C] (ID ISC.MR102 manual pp. 92 and 105, ID CPR30 p. 64; FEIG SDK `FEDM_ISCReaderID.h`
+    /// `FEDM_ISC_TMP_B0_MODE_EXT_ADR`, bit 5). Tags beyond block 255 need it.
+    public static let extAdrBit: UInt8 = 0x20
+    /// BANK for an ISO 15693 tag's memory in the extended form: BANK_NR 3, the user memory, with the access flag
+    /// (bit 7) clear, as FEIG's SDK sends it for the ST M24LR64-R (`FedmIscTagHandler_ISO15693_STM_M24LR64R.cpp`:
+    /// `FEDM_ISC_ISO_BANK_USER_MEMORY`, "user memory").
+    public static let bankUserMemory: UInt8 = 0x03
+
+    /// DB-ADR as a request carries it: one byte, or (EXT_ADR) BANK then the block number high byte first. The
+    /// order follows the SDK's parameter layout, where the two-byte DB-ADR-EXT ends at the byte that holds the
+    /// one-byte DB-ADR (`FEDM_ISC_TMP_B0_REQ_DB_ADR_EXT` = "03 10 09 02 02", `…_REQ_DB_ADR` = "03 10 09 03 01").
+    public static func blockAddress(_ block: Int, extended: Bool) -> [UInt8] {
+        extended ? [bankUserMemory, UInt8(truncatingIfNeeded: block >> 8), UInt8(truncatingIfNeeded: block)] : [UInt8(truncatingIfNeeded: block)]
+    }
+
+    /// Reads DB-ADR at the start of `p` (see `blockAddress`): the bank (nil in the one-byte form), the block and
+    /// the parameters after it; nil when `p` is too short.
+    public static func parseBlockAddress(_ p: [UInt8], extended: Bool) -> (bank: UInt8?, block: Int, rest: [UInt8])? {
+        if extended {
+            guard p.count >= 3 else { return nil }
+            return (p[0], Int(p[1]) << 8 | Int(p[2]), Array(p[3...]))
+        }
+        guard let b = p.first else { return nil }
+        return (nil, Int(b), Array(p.dropFirst()))
+    }
+
     /// TR-TYPE of an ISO 15693 transponder in Inventory records (FEIG SDK `FEDM_ISC.h`).
     public static let trTypeISO15693: UInt8 = 0x03
 
@@ -115,8 +143,11 @@ public enum FEIGISO {
         return (size, blocks)
     }
 
-    /// A Get System Information reply's data: `DSFID UID[8] AFI MEM-SIZE[2] IC-REF` (MEM-SIZE: the block-size
-    /// byte first, then the number of blocks, each as the tag gives it, i.e. size − 1 and count − 1).
+    /// A Get System Information reply's data: `DSFID UID[8] AFI MEM-SIZE IC-REF`. MEM-SIZE is the block-size byte
+    /// first (size − 1 in bits 0–4), then the number of blocks − 1: one byte (13-byte reply), or two bytes, high
+    /// byte first, for a tag with more than 256 blocks (14-byte reply). FEIG's SDK reads both forms
+    /// (`FEDM_ISCReader.cpp` `Set_0xB0_0x2B_IsoTableData`: "block length (single or high byte)", then the low byte
+    /// and IC-REF when the reply has 14 bytes).
     public struct SystemInfo: Equatable, Sendable {
         public var dsfid: UInt8
         /// MSB first.
@@ -124,23 +155,39 @@ public enum FEIGISO {
         public var afi: UInt8
         /// Block size − 1 (bits 0–4) as the tag reports it.
         public var blockSizeByte: UInt8
-        /// Number of blocks − 1.
-        public var blockCountByte: UInt8
+        /// Number of blocks − 1 (0…0xFFFF).
+        public var blockCountField: UInt16
+        /// MEM-SIZE has the two-byte block count (the 14-byte reply).
+        public var wideMemorySize: Bool
         public var icReference: UInt8
-        public init(dsfid: UInt8, uid: [UInt8], afi: UInt8, blockSizeByte: UInt8, blockCountByte: UInt8, icReference: UInt8) {
+        public init(dsfid: UInt8, uid: [UInt8], afi: UInt8, blockSizeByte: UInt8, blockCountField: UInt16, wideMemorySize: Bool? = nil, icReference: UInt8) {
             self.dsfid = dsfid
             self.uid = uid
             self.afi = afi
             self.blockSizeByte = blockSizeByte
-            self.blockCountByte = blockCountByte
+            self.blockCountField = blockCountField
+            self.wideMemorySize = wideMemorySize ?? (blockCountField > 0xFF)
             self.icReference = icReference
         }
-        public var encoded: [UInt8] { [dsfid] + uid + [afi, blockSizeByte, blockCountByte, icReference] }
+        public var blockCount: Int { Int(blockCountField) + 1 }
+        public var blockSize: Int { Int(blockSizeByte & 0x1F) + 1 }
+        public var encoded: [UInt8] {
+            let count: [UInt8] = wideMemorySize ? [UInt8(blockCountField >> 8), UInt8(blockCountField & 0xFF)] : [UInt8(truncatingIfNeeded: blockCountField)]
+            return [dsfid] + uid + [afi, blockSizeByte] + count + [icReference]
+        }
     }
 
     public static func systemInfo(_ data: [UInt8]) throws(FEIGReplyError) -> SystemInfo {
-        guard data.count == 13 else { throw .malformed("Get System Information reply has \(data.count) bytes, 13 expected (DSFID, UID, AFI, MEM-SIZE, IC-REF)") }
-        return SystemInfo(dsfid: data[0], uid: Array(data[1..<9]), afi: data[9], blockSizeByte: data[10], blockCountByte: data[11], icReference: data[12])
+        switch data.count {
+        case 13:
+            return SystemInfo(dsfid: data[0], uid: Array(data[1..<9]), afi: data[9], blockSizeByte: data[10],
+                              blockCountField: UInt16(data[11]), wideMemorySize: false, icReference: data[12])
+        case 14:
+            return SystemInfo(dsfid: data[0], uid: Array(data[1..<9]), afi: data[9], blockSizeByte: data[10],
+                              blockCountField: UInt16(data[11]) << 8 | UInt16(data[12]), wideMemorySize: true, icReference: data[13])
+        default:
+            throw .malformed("Get System Information reply has \(data.count) bytes, 13 or 14 expected (DSFID, UID, AFI, MEM-SIZE of 2 or 3 bytes, IC-REF)")
+        }
     }
 
     /// A Get Multiple Block Security Status reply's data: `DB-N` then DB-N status bytes.

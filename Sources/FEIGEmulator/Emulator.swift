@@ -258,8 +258,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
         let (adr, start) = parsed
         let p = Array(data[start...])
         var flags: RequestFlags = [.highDataRate]
-        func run(_ command: Command, option: Bool = false) -> Result<Response, FEIGStatusFailure> {
+        func run(_ command: Command, option: Bool = false, protocolExtension: Bool = false) -> Result<Response, FEIGStatusFailure> {
             if option { flags.insert(.option) }
+            if protocolExtension { flags.insert(.protocolExtension) }
             return onAir(Request(command, flags: flags, addressing: adr))
         }
         func done(_ r: Result<Response, FEIGStatusFailure>) -> (FEIGStatus, [UInt8]) {
@@ -267,6 +268,23 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             case .success: return (.ok, [])
             case .failure(let f): return (f.status, f.data)
             }
+        }
+        // The extended form (MODE EXT_ADR): BANK and a two-byte DB-ADR. On air a reader uses ST's protocol
+        // extension for the chips that need it and ISO's extended commands for the others (its transponder table).
+        let ext = mode & FEIGISO.extAdrBit != 0
+        var stExtension = false
+        if ext, case let .addressed(uid) = adr { stExtension = ICModel.identify(uid: uid)?.needsProtocolExtension == true }
+        func block(_ n: Int) -> BlockNumber { BlockNumber(UInt16(truncatingIfNeeded: n)) }
+        /// DB-ADR (and BANK) at the start of the parameters; nil: the request is malformed or names a bank other
+        /// than the user memory.
+        func address() -> (block: Int, rest: [UInt8])? {
+            guard let a = FEIGISO.parseBlockAddress(p, extended: ext) else { return nil }
+            if let bank = a.bank, bank != FEIGISO.bankUserMemory { return nil }
+            return (a.block, a.rest)
+        }
+        /// DB-ADR-E as a reply carries it: one byte, or two in the extended form.
+        func errorAddress(_ n: Int) -> [UInt8] {
+            ext ? [UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)] : [UInt8(truncatingIfNeeded: n)]
         }
         switch sub {
         case 0x02:
@@ -278,33 +296,45 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             case .success: return (.ok, [])
             }
         case 0x23:
-            guard p.count == 2, p[1] >= 1 else { return (.lengthError, []) }
+            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
+            guard rest.count == 1, rest[0] >= 1 else { return (.lengthError, []) }
+            let n = Int(rest[0])
             let sec = mode & FEIGISO.secBit != 0
             // One block goes as Read Single Block (mandatory-ish on every chip; some have no Read Multiple).
-            let first = BlockNumber(UInt16(p[0]))
-            let r = run(p[1] == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: Int(p[1])), option: sec)
+            let command: Command
+            if ext && !stExtension {
+                command = n == 1 ? .extendedReadSingleBlock(block(first)) : .extendedReadMultipleBlocks(first: block(first), count: n)
+            } else {
+                command = n == 1 ? .readSingleBlock(block(first)) : .readMultipleBlocks(first: block(first), count: n)
+            }
+            let r = run(command, option: sec, protocolExtension: stExtension)
             guard case let .success(resp) = r, case let .blocks(blocks) = resp.body, let size = blocks.first?.data.count else { return done(r) }
             var out: [UInt8] = [UInt8(blocks.count), UInt8(size)]
             for b in blocks { out += [b.security?.rawValue ?? 0] + b.data.reversed() }
             return (.ok, out)
         case 0x24:
-            guard p.count >= 3, p[1] >= 1, p[2] >= 1, p.count == 3 + Int(p[1]) * Int(p[2]) else { return (.lengthError, []) }
-            let first = Int(p[0]), n = Int(p[1]), size = Int(p[2])
+            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
+            guard rest.count >= 2, rest[0] >= 1, rest[1] >= 1, rest.count == 2 + Int(rest[0]) * Int(rest[1]) else { return (.lengthError, []) }
+            let n = Int(rest[0]), size = Int(rest[1])
             let option: Bool
             if case let .addressed(uid) = adr { option = uid.manufacturer == .texasInstruments } else { option = false }
             // Block by block (Write Single Block is mandatory-ish on every chip; Write Multiple is not).
             for i in 0..<n {
-                let blockData = Array(p[(3 + i * size)..<(3 + (i + 1) * size)].reversed())
-                if case let .failure(f) = run(.writeSingleBlock(BlockNumber(UInt16(truncatingIfNeeded: first + i)), data: blockData), option: option) {
-                    return (f.status, f.status == .iso15693Error ? f.data + [UInt8(truncatingIfNeeded: first + i)] : [UInt8(truncatingIfNeeded: first + i)])
+                let blockData = Array(rest[(2 + i * size)..<(2 + (i + 1) * size)].reversed())
+                let b = block(first + i)
+                let command: Command = ext && !stExtension ? .extendedWriteSingleBlock(b, data: blockData) : .writeSingleBlock(b, data: blockData)
+                if case let .failure(f) = run(command, option: option, protocolExtension: stExtension) {
+                    return (f.status, f.status == .iso15693Error ? f.data + errorAddress(first + i) : errorAddress(first + i))
                 }
             }
             return (.ok, [])
         case 0x22:
-            guard p.count == 2, p[1] >= 1 else { return (.lengthError, []) }
-            for i in 0..<Int(p[1]) {
-                if case let .failure(f) = run(.lockBlock(BlockNumber(UInt16(truncatingIfNeeded: Int(p[0]) + i)))) {
-                    return (f.status, f.status == .iso15693Error ? f.data + [UInt8(truncatingIfNeeded: Int(p[0]) + i)] : [])
+            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
+            guard rest.count == 1, rest[0] >= 1 else { return (.lengthError, []) }
+            for i in 0..<Int(rest[0]) {
+                let command: Command = ext && !stExtension ? .extendedLockBlock(block(first + i)) : .lockBlock(block(first + i))
+                if case let .failure(f) = run(command, protocolExtension: stExtension) {
+                    return (f.status, f.status == .iso15693Error ? f.data + errorAddress(first + i) : [])
                 }
             }
             return (.ok, [])
@@ -317,16 +347,31 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
         case 0x29: return p.count == 1 ? done(run(.writeDSFID(p[0]))) : (.lengthError, [])
         case 0x2A: return p.isEmpty ? done(run(.lockDSFID)) : (.lengthError, [])
         case 0x2B:
+            // EXT-ADR here would ask for the MR102's extended layout, which this emulator does not give.
+            guard !ext else { return (.parameterRangeError, []) }
             guard p.isEmpty else { return (.lengthError, []) }
-            let r = run(.getSystemInformation)
+            // ST's chips that need the protocol extension answer only with it; a reader's table knows them.
+            var needsExtension = false
+            if case let .addressed(uid) = adr { needsExtension = ICModel.identify(uid: uid)?.needsProtocolExtension == true }
+            var r = run(.getSystemInformation, protocolExtension: needsExtension)
+            if case let .success(resp) = r, case let .systemInformation(i) = resp.body, i.blockCount == 256 || i.blockCount == nil {
+                // Possibly capped at 256 blocks: ask with ISO's extended command, as the client would.
+                flags = [.highDataRate]
+                let e = run(.extendedGetSystemInformation(parameters: 0x3F))
+                if case let .success(er) = e, case let .systemInformation(ei) = er.body, ei.blockCount != nil { r = .success(er) }
+            }
             guard case let .success(resp) = r, case let .systemInformation(i) = resp.body else { return done(r) }
             let info = FEIGISO.SystemInfo(dsfid: i.dsfid ?? 0, uid: FEIGISO.readerOrder(i.uid.onAirBytes), afi: i.afi ?? 0,
                                           blockSizeByte: UInt8(truncatingIfNeeded: (i.blockSize ?? 1) - 1),
-                                          blockCountByte: UInt8(truncatingIfNeeded: (i.blockCount ?? 1) - 1), icReference: i.icReference ?? 0)
+                                          blockCountField: UInt16(truncatingIfNeeded: max(0, (i.blockCount ?? 1) - 1)), icReference: i.icReference ?? 0)
             return (.ok, info.encoded)
         case 0x2C:
-            guard p.count == 2, p[1] >= 1 else { return (.lengthError, []) }
-            let r = run(.getMultipleBlockSecurityStatus(first: BlockNumber(UInt16(p[0])), count: Int(p[1])))
+            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
+            guard rest.count == 1, rest[0] >= 1 else { return (.lengthError, []) }
+            let n = Int(rest[0])
+            let command: Command = ext && !stExtension ? .extendedGetMultipleBlockSecurityStatus(first: block(first), count: n)
+                : .getMultipleBlockSecurityStatus(first: block(first), count: n)
+            let r = run(command, protocolExtension: stExtension)
             guard case let .success(resp) = r, case let .securityStatus(s) = resp.body else { return done(r) }
             return (.ok, [UInt8(s.count)] + s.map(\.rawValue))
         default:

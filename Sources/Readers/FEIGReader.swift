@@ -188,10 +188,15 @@ public final class FEIGReader: TagReader {
 
     /// One host command and its reply. A broken link is dropped (the next command opens it again).
     public func command(_ control: UInt8, _ data: [UInt8]) throws(ReaderError) -> FEIGFrame {
+        try transact(control, data).reply
+    }
+
+    /// One host command: the request frame sent and the reply.
+    private func transact(_ control: UInt8, _ data: [UInt8]) throws(ReaderError) -> (request: FEIGFrame, reply: FEIGFrame) {
         let h = try connected()
         let request = FEIGFrame(request: control, data: data, address: device.address, advanced: device.advancedFrames)
         do {
-            return try h.transact(request)
+            return (request, try h.transact(request))
         } catch {
             switch error {
             case .frame, .incomplete, .unexpectedReply:
@@ -259,7 +264,7 @@ public final class FEIGReader: TagReader {
 
     public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? {
         guard afi == nil else {
-            throw .notSupported("an Inventory with an AFI: the FEIG [0xB0] Inventory's AFI option is not verified against a FEIG manual here; set the AFI filter in the reader's configuration instead")
+            throw .notSupported("an Inventory with an AFI: FEIG's [0xB0] Inventory has no AFI field (its MODE byte carries MORE only: ID ISC.MR101 manual p. 59, ID ISC.MR200 p. 88); set the AFI filter in the reader's configuration (Transponder.HF.ISO_15693.SelectionMask, AFI1…AFI4) instead")
         }
         var found: [InventoryEntry] = []
         var more = false
@@ -330,6 +335,11 @@ public final class FEIGReader: TagReader {
     private func exchange(_ request: Request) throws(ReaderError) -> ([UInt8], (request: String, reply: String)) {
         let adr = addressing(request)
         let sec = request.flags.contains(.option) ? FEIGISO.secBit : 0
+        // FEIG's extended form (MODE EXT_ADR, BANK, two-byte DB-ADR) for whatever needs a block number past 255:
+        // ISO's extended commands, ST's protocol-extension flag, or a range that runs past block 255.
+        func wide(_ first: Int, _ n: Int) -> Bool {
+            request.flags.contains(.protocolExtension) || request.command.code.isExtended || first + n - 1 > 255
+        }
         let control: UInt8
         let data: [UInt8]
         switch request.command {
@@ -344,20 +354,31 @@ public final class FEIGReader: TagReader {
             return (Response(body: .inventory(dsfid: lone.dsfid, uid: lone.uid)).encode(), ("via the reader's inventory", ""))
         case .stayQuiet:
             control = FEIGCommand.isoHost; data = FEIGISO.request(0x02, adr)
-        case let .readSingleBlock(b):
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x23, adr, modeExtra: sec, [UInt8(b.value), 1])
-        case let .readMultipleBlocks(first, n):
+        case let .readSingleBlock(b), let .extendedReadSingleBlock(b):
+            let ext = wide(b.int, 1)
+            control = FEIGCommand.isoHost
+            data = FEIGISO.request(0x23, adr, modeExtra: sec | (ext ? FEIGISO.extAdrBit : 0), FEIGISO.blockAddress(b.int, extended: ext) + [1])
+        case let .readMultipleBlocks(first, n), let .extendedReadMultipleBlocks(first, n):
             guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x23, adr, modeExtra: sec, [UInt8(first.value), UInt8(n)])
-        case let .writeSingleBlock(b, d):
+            let ext = wide(first.int, n)
             control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x24, adr, [UInt8(b.value), 1, UInt8(d.count)] + (reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: d.count) : d))
-        case let .writeMultipleBlocks(first, n, d):
+            data = FEIGISO.request(0x23, adr, modeExtra: sec | (ext ? FEIGISO.extAdrBit : 0), FEIGISO.blockAddress(first.int, extended: ext) + [UInt8(n)])
+        case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d):
+            let ext = wide(b.int, 1)
+            control = FEIGCommand.isoHost
+            data = FEIGISO.request(0x24, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0,
+                                   FEIGISO.blockAddress(b.int, extended: ext) + [1, UInt8(d.count)] + (reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: d.count) : d))
+        case let .writeMultipleBlocks(first, n, d), let .extendedWriteMultipleBlocks(first, n, d):
+            guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
             let size = d.count / max(1, n)
+            let ext = wide(first.int, n)
             control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x24, adr, [UInt8(first.value), UInt8(n), UInt8(size)] + (reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: size) : d))
-        case let .lockBlock(b):
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x22, adr, [UInt8(b.value), 1])
+            data = FEIGISO.request(0x24, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0,
+                                   FEIGISO.blockAddress(first.int, extended: ext) + [UInt8(n), UInt8(size)] + (reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: size) : d))
+        case let .lockBlock(b), let .extendedLockBlock(b):
+            let ext = wide(b.int, 1)
+            control = FEIGCommand.isoHost
+            data = FEIGISO.request(0x22, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0, FEIGISO.blockAddress(b.int, extended: ext) + [1])
         case .select:
             control = FEIGCommand.isoHost; data = FEIGISO.request(0x25, adr)
         case .resetToReady:
@@ -370,23 +391,24 @@ public final class FEIGReader: TagReader {
             control = FEIGCommand.isoHost; data = FEIGISO.request(0x29, adr, [v])
         case .lockDSFID:
             control = FEIGCommand.isoHost; data = FEIGISO.request(0x2A, adr)
-        case .getSystemInformation:
+        case .getSystemInformation, .extendedGetSystemInformation:
+            // One host command for both: the reader picks the air command from its transponder table and gives
+            // a two-byte block count for a tag past 256 blocks (the 14-byte reply).
             control = FEIGCommand.isoHost; data = FEIGISO.request(0x2B, adr)
-        case let .getMultipleBlockSecurityStatus(first, n):
+        case let .getMultipleBlockSecurityStatus(first, n), let .extendedGetMultipleBlockSecurityStatus(first, n):
             guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x2C, adr, [UInt8(first.value), UInt8(n)])
+            let ext = wide(first.int, n)
+            control = FEIGCommand.isoHost
+            data = FEIGISO.request(0x2C, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0, FEIGISO.blockAddress(first.int, extended: ext) + [UInt8(n)])
         case let .custom(code, manufacturer, parameters):
             control = FEIGCommand.isoCustom
             data = FEIGISO.customRequest(manufacturer: manufacturer.rawValue, code, adr, parameters)
-        case .extendedReadSingleBlock, .extendedWriteSingleBlock, .extendedLockBlock, .extendedReadMultipleBlocks,
-             .extendedWriteMultipleBlocks, .extendedGetSystemInformation, .extendedGetMultipleBlockSecurityStatus:
-            throw .notSupported("\(request.command.code.name): this driver does not send FEIG's extended addressing (MODE EXT-ADR) yet; tags with more than 256 blocks are read up to block 255")
         case .proprietary, .other:
             throw .notSupported("\(request.command.code.name) has no FEIG host command ([0xB0] carries ISO 15693's commands, [0xB1] the manufacturers' custom ones)")
         }
-        let reply = try command(control, data)
-        let frames = ("FEIG > " + Hex.format(FEIGFrame(request: control, data: data, address: device.address, advanced: device.advancedFrames).encoded()),
-                      "FEIG < " + Hex.format(reply.encoded()))
+        let (sent, reply) = try transact(control, data)
+        // The host frames for the trace, formatted only when a trace listens.
+        let frames = trace == nil ? ("", "") : ("FEIG > " + Hex.format(sent.encoded()), "FEIG < " + Hex.format(reply.encoded()))
         let status = reply.status ?? 0
         if status == FEIGStatus.iso15693Error.rawValue {
             guard let code = reply.data.first else { throw .crcError(.invalidField("FEIG reader \(device): STATUS 0x95 without the tag's error code")) }
@@ -399,9 +421,12 @@ public final class FEIGReader: TagReader {
         case .stayQuiet:
             // A tag never answers Stay Quiet: on air that is silence.
             throw .timeout
-        case let .readSingleBlock(b), let .readMultipleBlocks(b, _):
+        case let .readSingleBlock(b), let .readMultipleBlocks(b, _), let .extendedReadSingleBlock(b), let .extendedReadMultipleBlocks(b, _):
             let n: Int
-            if case let .readMultipleBlocks(_, count) = request.command { n = count } else { n = 1 }
+            switch request.command {
+            case let .readMultipleBlocks(_, count), let .extendedReadMultipleBlocks(_, count): n = count
+            default: n = 1
+            }
             let read: (size: Int, blocks: [FEIGISO.Block])
             do { read = try FEIGISO.blocks(reply.data, expected: n) } catch { throw malformed(error) }
             body = .blocks(read.blocks.enumerated().map { i, blk in
@@ -409,13 +434,17 @@ public final class FEIGReader: TagReader {
                           data: reverseBlockBytes ? blk.data.reversed() : blk.data,
                           security: sec != 0 ? BlockSecurityStatus(rawValue: blk.security) : nil)
             })
-        case .getSystemInformation:
+        case .getSystemInformation, .extendedGetSystemInformation:
             let i: FEIGISO.SystemInfo
             do { i = try FEIGISO.systemInfo(reply.data) } catch { throw malformed(error) }
             guard let uid = try? UID(onAir: FEIGISO.readerOrder(i.uid)) else { throw malformed(.malformed("Get System Information reply with UID \(Hex.format(i.uid))")) }
-            body = .systemInformation(SystemInformation(uid: uid, dsfid: i.dsfid, afi: i.afi, blockCount: Int(i.blockCountByte) + 1,
-                                                        blockSize: Int(i.blockSizeByte & 0x1F) + 1, icReference: i.icReference))
-        case let .getMultipleBlockSecurityStatus(_, n):
+            let info = SystemInformation(uid: uid, dsfid: i.dsfid, afi: i.afi, blockCount: i.blockCount, blockSize: i.blockSize, icReference: i.icReference)
+            if case .extendedGetSystemInformation = request.command {
+                // Answered in 0x3B's layout, which is how the client decodes it.
+                return (Response(body: .systemInformation(info)).encode(extendedSystemInformation: true), frames)
+            }
+            return (Response(body: .systemInformation(info)).encode(protocolExtension: request.flags.contains(.protocolExtension)), frames)
+        case let .getMultipleBlockSecurityStatus(_, n), let .extendedGetMultipleBlockSecurityStatus(_, n):
             do { body = .securityStatus(try FEIGISO.securityStatus(reply.data, expected: n).map { BlockSecurityStatus(rawValue: $0) }) } catch { throw malformed(error) }
         case .custom:
             body = .data(reply.data)

@@ -198,6 +198,8 @@ public final class Store: @unchecked Sendable {
     private var insertEvent: SQLStatement?
     private var upsertTag: SQLStatement?
     private var insertWrite: SQLStatement?
+    private var upsertBufferMark: SQLStatement?
+    private var deleteBufferMark: SQLStatement?
 
     /// Opens the store. Writable stores are created when missing and migrated to the current schema;
     /// read-only stores must exist and be at a schema this vlogger knows. `readers`: how many connections
@@ -299,6 +301,7 @@ public final class Store: @unchecked Sendable {
                     try c.execute("PRAGMA synchronous=FULL")
                     writer = c
                     (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
+                    (upsertBufferMark, deleteBufferMark) = (nil, nil)
                 }
                 do { return try body(c) } catch { throw error }
             }
@@ -483,11 +486,13 @@ public final class Store: @unchecked Sendable {
             try Self.record(batch.outcomes, db)
             for m in batch.bufferMarks {
                 if m.records > 0 {
-                    let st = try db.prepare("INSERT INTO reader_buffers(reader, records, raw, time) VALUES(?,?,?,?) ON CONFLICT(reader) DO UPDATE SET records = excluded.records, raw = excluded.raw, time = excluded.time")
+                    let st = try prepared(&upsertBufferMark, db, "INSERT INTO reader_buffers(reader, records, raw, time) VALUES(?,?,?,?) ON CONFLICT(reader) DO UPDATE SET records = excluded.records, raw = excluded.raw, time = excluded.time")
+                    st.reset()
                     try st.bind([.text(m.reader), .integer(Int64(m.records)), .blob(m.raw), .integer(m.time)])
                     try st.step()
                 } else {
-                    let st = try db.prepare("DELETE FROM reader_buffers WHERE reader = ?")
+                    let st = try prepared(&deleteBufferMark, db, "DELETE FROM reader_buffers WHERE reader = ?")
+                    st.reset()
                     try st.bind([.text(m.reader)])
                     try st.step()
                 }

@@ -88,8 +88,8 @@ final class ScriptedLink: FEIGLink {
 
     // MARK: Against the emulator
 
-    /// Three small tags of every chip profile the simulator has (at most 256 blocks: this driver does not send
-    /// extended addressing yet), more than one Inventory reply of the emulator holds.
+    /// Three small tags of every chip profile the simulator has with at most 256 blocks (the larger ones are in
+    /// `tagsPastBlock255UseTheExtendedForm`), more than one Inventory reply of the emulator holds.
     static func field() -> (SimulatedField, [TagImage]) {
         let small = ChipProfile.all.filter { $0.blockCount <= 256 }
         let profiles = small + small + small
@@ -208,6 +208,76 @@ final class ScriptedLink: FEIGLink {
         }
         #expect(back)
         #expect(Set(try client.inventory().map(\.uid)) == Set(images.map(\.uid)))
+    }
+
+    /// Tags past block 255, 2048 blocks of 4 bytes each: the ST25DV64K (ISO's extended commands on air) and the
+    /// M24LR64 (ST's protocol extension). The driver sends FEIG's extended form: MODE bit 5 EXT_ADR, BANK 0x03 (the
+    /// user memory) and a two-byte DB-ADR, high byte first (ID ISC.MR102 manual pp. 92 and 105; FEIG SDK
+    /// `FedmIscTagHandler_ISO15693_STM_M24LR64R.cpp` and `FEDM_ISCReaderID.h`, Tests/FEIGTests/FEIG-FACTS.md §2a).
+    /// Get System Information's 14-byte reply (two-byte block count, FEIG SDK `Set_0xB0_0x2B_IsoTableData`)
+    /// gives the 2048 blocks; reads at 0x7F0, across block 255, a verified write at 0x700 and a lock land where
+    /// they should in the simulated tag.
+    @Test func tagsPastBlock255UseTheExtendedForm() throws {
+        let big = ChipProfile.all.filter { $0.blockCount > 256 }
+        #expect(big.contains { $0.requiresProtocolExtension } && big.contains { $0.supportsExtendedCommands })
+        let images = big.enumerated().map { i, p in
+            var image = TagImage.blank(profile: p, uid: p.makeUID(serial: 0x7700 + UInt64(i)))
+            for b in 0..<image.blocks.count { image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 3 + $0 * 17 + i) } }
+            return image
+        }
+        let emulator = FEIGReaderEmulator(field: SimulatedField(tags: zip(images, big).map { SimulatedTag(image: $0, profile: $1) }))
+        let server = try FEIGTCPServer(emulator: emulator)
+        server.start()
+        defer { server.stop() }
+        let reader = try FEIGReader.open(try FEIGDevice.parse("tcp://127.0.0.1:\(server.port),timeout=1000"))
+        defer { reader.close() }
+        var sent: [String] = []
+        reader.trace = { e in if let n = e.note, n.hasPrefix("FEIG > ") { sent.append(String(n.dropFirst(7))) } }
+        let client = ISO15693Client(reader: reader)
+        #expect(Set(try client.inventory().map(\.uid)) == Set(images.map(\.uid)))
+        for (image, profile) in zip(images, big) {
+            let m = try client.memory(of: image.uid)
+            #expect(m.blockCount == 2048 && m.blockSize == 4, "\(profile.id)")
+            sent.removeAll()
+            let high = try client.readBlocks(image.uid, first: 0x7F0, count: 4, security: true)
+            #expect(high.map(\.data) == Array(image.blocks[0x7F0..<0x7F4]), "\(profile.id)")
+            #expect(high.map(\.number.int) == Array(0x7F0..<0x7F4))
+            // The request: B0 23, MODE 0x29 (addressed | SEC | EXT_ADR), the UID MSB first, BANK 03, DB-ADR 07 F0, DB-N 4.
+            let uidMSB = Array(image.uid.onAirBytes.reversed())
+            let expected = FEIGFrame(request: 0xB0, data: [0x23, 0x29] + uidMSB + [0x03, 0x07, 0xF0, 0x04], advanced: true).encoded()
+            #expect(sent == [Hex.format(expected)], "\(profile.id)")
+            let across = try client.readBlocks(image.uid, first: 0xFE, count: 4)
+            #expect(across.map(\.data) == Array(image.blocks[0xFE..<0x102]), "\(profile.id): across block 255")
+
+            let data: [UInt8] = [0xC0, 0xFF, 0xEE, UInt8(truncatingIfNeeded: profile.blockCount)]
+            #expect(try client.writeBlocks(image.uid, first: 0x700, blocks: [data]).verified)
+            #expect(emulator.withField { $0.tag(image.uid)?.image.blocks[0x700] } == data)
+            #expect(emulator.withField { $0.tag(image.uid)?.image.blocks[0x6FF] } == image.blocks[0x6FF], "nothing else written")
+            try client.lockBlock(image.uid, block: 0x701)
+            #expect(emulator.withField { $0.tag(image.uid)?.image.locked[0x701] } == true, "\(profile.id)")
+            let status = try client.readBlocks(image.uid, first: 0x701, count: 1, security: true)
+            #expect(status.first?.security?.isLocked == true)
+            #expect(throws: ClientError.self) { try client.writeBlocks(image.uid, first: 0x701, blocks: [data]) }
+        }
+    }
+
+    /// Get System Information's reply in both of FEIG's forms: 13 bytes with a one-byte block count, 14 with a
+    /// two-byte one (high byte first), block-size byte first in both (FEIG SDK `Set_0xB0_0x2B_IsoTableData`:
+    /// "contains block size", "block length (single or high byte)", "block length (low byte)").
+    @Test func systemInformationInBothForms() throws {
+        let uid = Self.hex("E0 02 26 00 00 C0 FF EE")
+        let short = try FEIGISO.systemInfo([0x00] + uid + [0x00, 0x03, 0x3F, 0x26])
+        #expect(short.blockCount == 64 && short.blockSize == 4 && short.icReference == 0x26 && !short.wideMemorySize)
+        let wide = try FEIGISO.systemInfo([0x00] + uid + [0x00, 0x03, 0x07, 0xFF, 0x26])
+        #expect(wide.blockCount == 2048 && wide.blockSize == 4 && wide.icReference == 0x26 && wide.wideMemorySize)
+        #expect(wide.encoded == [0x00] + uid + [0x00, 0x03, 0x07, 0xFF, 0x26])
+        for n in [0, 12, 15, 30] {
+            #expect(throws: FEIGReplyError.self) { try FEIGISO.systemInfo([UInt8](repeating: 0, count: n)) }
+        }
+        #expect(FEIGISO.blockAddress(0x7F0, extended: true) == [0x03, 0x07, 0xF0])
+        #expect(FEIGISO.blockAddress(0xF8, extended: false) == [0xF8])
+        #expect(FEIGISO.parseBlockAddress([0x03, 0x01, 0x00, 0x04], extended: true)! == (0x03, 0x100, [0x04]))
+        #expect(FEIGISO.parseBlockAddress([0x03, 0x01], extended: true) == nil)
     }
 
     /// The emulator refuses what a reader refuses: an unknown command, a frame for another bus address, a

@@ -105,6 +105,9 @@ import Testing
         let read = FEIGFrame(request: 0xB0, data: [0x23, 0x01] + [UInt8](repeating: 0, count: 8) + [0x00, 0x03])
         #expect(read.explanation.contains("ISO 15693 command: Read Multiple Blocks (0x23)"))
         #expect(read.explanation.contains("MODE 0x01: addressed (the UID follows)"))
+        // MODE 0x29: addressed, SEC (bit 3), EXT_ADR (bit 5) with BANK 0x03 and block 0x07F0 (ID ISC.MR102 p. 105).
+        let wide = FEIGFrame(request: 0xB0, data: [0x23, 0x29] + [UInt8](repeating: 0, count: 8) + [0x03, 0x07, 0xF0, 0x04])
+        #expect(wide.explanation.contains("MODE 0x29: addressed (the UID follows), SEC (with each block's security status), EXT_ADR (BANK 0x03, block 0x07F0)"))
         // STATUS 0x95 carries the tag's ISO error code: 0x12 "block locked" (ISO/IEC 15693-3 Table 7).
         let locked = FEIGFrame(reply: 0xB0, status: 0x95, data: [0x12])
         #expect(locked.explanation.contains("status: 0x95 ISO 15693 error (the tag's error code follows)"))

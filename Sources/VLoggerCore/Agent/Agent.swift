@@ -346,18 +346,21 @@ public final class Agent {
     public private(set) var bufferTotals = BufferDrain.Report()
 
     private func drainBuffer(_ report: inout CycleReport, now: Millis) {
-        let real = (session.reader as? ReopeningReader)?.opened?.reader ?? session.reader
-        guard let buffered = real as? BufferedReader else {
+        /// The reader's own buffer, behind the ReopeningReader that keeps it open (nil while it is closed).
+        func bufferedReader() -> BufferedReader? {
+            ((session.reader as? ReopeningReader)?.opened?.reader ?? session.reader) as? BufferedReader
+        }
+        if bufferedReader() == nil {
             // A reader not open yet (ReopeningReader): any command opens it.
             do { try session.reader.fieldOn() } catch {
                 recordError(uid: nil, kind: "buffer", ClientError.reader(error, command: "open"), now: now)
                 report.readerFailed = true
                 return
             }
-            if (session.reader as? ReopeningReader)?.opened?.reader is BufferedReader { drainBuffer(&report, now: now) } else {
-                recordError(uid: nil, kind: "buffer", ClientError.invalid("reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs a FEIG reader"), now: now)
-                report.readerFailed = true
-            }
+        }
+        guard let buffered = bufferedReader() else {
+            recordError(uid: nil, kind: "buffer", ClientError.invalid("reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs a FEIG reader"), now: now)
+            report.readerFailed = true
             return
         }
         if drain == nil || drain?.reader !== buffered {
