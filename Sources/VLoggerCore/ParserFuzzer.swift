@@ -153,8 +153,11 @@ public struct ParserFuzzer {
             // A FEIG reader's replies after STATUS (real LR1002 Inventory data, a Read Multiple Blocks, Get System
             // Information and Get Reader Info layout), each read by every reply parser of the feig driver.
             Target(name: "feig-reply", seeds: ["02 03 00 E0 02 51 00 02 56 4A A4 03 00 E0 02 23 00 18 89 2B 09", "02 04 00 04 03 02 01 01 08 07 06 05",
-                                               "00 E0 04 01 50 12 34 56 78 00 03 1B 01", "03 05 00 00 4D 00 08 04 00 04 00"].compactMap { try? Hex.parse($0) }) { b in
+                                               "00 E0 04 01 50 12 34 56 78 00 03 1B 01", "03 05 00 00 4D 00 08 04 00 04 00",
+                                               "00 E0 02 26 00 00 C0 FF EE 00 03 07 FF 26", "23 29 E0 02 26 00 00 C0 FF EE 03 07 F0 04"].compactMap { try? Hex.parse($0) }) { b in
                 var ok = 0
+                // The same bytes as an [0xB0] request's data: `decode --protocol feig` explains MODE and EXT_ADR from them.
+                _ = FEIGFrame(request: 0xB0, data: b).explanation
                 if (try? FEIGISO.inventory(b)) != nil { ok += 1 }
                 if let n = b.first, (try? FEIGISO.blocks(b, expected: Int(n))) != nil { ok += 1 }
                 if (try? FEIGISO.systemInfo(b)) != nil { ok += 1 }

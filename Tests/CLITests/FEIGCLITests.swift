@@ -37,9 +37,10 @@ import Testing
         }
     }
 
-    /// Scan and read through the driver: the demo field's tags (those of at most 256 blocks: extended
-    /// addressing is not sent yet) are found by the reader's inventory and read; the trace shows each ISO
-    /// 15693 frame with the host frame that carried it; `devices --feig` names the reader and its firmware.
+    /// Scan and read through the driver: the demo field's tags are found by the reader's inventory and read,
+    /// also past block 255 (the ST25DV64K's asset ID "AS-00042" at blocks 0x100–0x101, Config/demo-field: FEIG's
+    /// extended form, MODE 0x21 (addressed, EXT_ADR) with BANK 03 and DB-ADR 01 00 in the host frame); the trace shows each ISO 15693
+    /// frame with the host frame that carried it; `devices --feig` names the reader and its firmware.
     @Test func scanReadTraceAndDevices() throws {
         let f = try CLITests.field()
         defer { try? FileManager.default.removeItem(at: f) }
@@ -51,6 +52,10 @@ import Testing
         let read = try CLITests.run(["read", "--reader", "feig", "--device", emu.address, "--uid", "E008010000004212", "--block", "0xF9", "--trace"])
         #expect(read.code == 0, "\(read.err)")
         #expect(read.out.contains("FEIG > 02 00") && read.out.contains("FEIG < 02 00"), "\(read.out)")
+        let wide = try CLITests.run(["read", "--reader", "feig", "--device", emu.address, "--uid", "E002260000C0FFEE", "--block", "0x100", "--count", "2", "--trace"])
+        #expect(wide.code == 0, "\(wide.err)")
+        #expect(wide.out.contains("0x0100 41 53 2D 30  |AS-0|") && wide.out.contains("0x0101 30 30 34 32  |0042|"), "\(wide.out)")
+        #expect(wide.out.contains("B0 23 21 E0 02 26 00 00 C0 FF EE 03 01 00 02"), "the extended form on the wire: \(wide.out)")
         let devices = try CLITests.run(["devices", "--feig", emu.address])
         #expect(devices.code == 0 && devices.out.contains("ID ISC.MR102 (type 77), firmware 03.05.00"), "\(devices.out)\(devices.err)")
         let gone = try CLITests.run(["devices", "--feig", "tcp://127.0.0.1:1"])
