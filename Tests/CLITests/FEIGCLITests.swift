@@ -121,7 +121,11 @@ import Testing
 
     /// Buffered read mode through the gateway: the emulator's buffer holds three rounds of its own reads of
     /// block 0xF8 from before the gateway started; `run` with read-mode = "buffer" stores each record once, a
-    /// second run finds the buffer empty and stores nothing again.
+    /// second run finds the buffer empty and stores nothing again. The plan's fields are decoded from the
+    /// records (the MB89R118's block 0xF8 = 66 08 C2 01 42 37 00 01, Config/demo-field: temperature i16le
+    /// 0x0866 × 0.01 = 21.5 °C, cage "B7") and the rules run on them: "cold room temperature" with its maximum
+    /// lowered to 20.0 is violated (once: a violation is recorded when it starts), the lock rule on block 0xF8
+    /// is not evaluated (a buffered record has no lock status).
     @Test func runDrainsTheReadersBufferOnce() throws {
         let f = try CLITests.field()
         defer { try? FileManager.default.removeItem(at: f) }
@@ -129,6 +133,10 @@ import Testing
         defer { emu.stop() }
         let dir = try CLITests.scratch("feig-brm", copying: ["rules.toml", "assets.csv"])
         defer { try? FileManager.default.removeItem(at: dir) }
+        let rulesFile = dir.appendingPathComponent("rules.toml")
+        let rules = try String(contentsOf: rulesFile, encoding: .utf8)
+        #expect(rules.contains("min = 2.0\nmax = 24.0"))
+        try rules.replacingOccurrences(of: "min = 2.0\nmax = 24.0", with: "min = 2.0\nmax = 20.0").write(to: rulesFile, atomically: true, encoding: .utf8)
         var config = try CLITests.oneReaderConfig()
         config = config.replacingOccurrences(of: "driver = \"sim\"               #", with: "driver = \"feig\"\nread-mode = \"buffer\"\nbuffer-block = \"0xF8\" #")
             .replacingOccurrences(of: "field = \"demo-field\"         #", with: "device = \"\(emu.address),timeout=500\" #")
@@ -143,5 +151,13 @@ import Testing
         let rows = export.out.split(whereSeparator: \.isNewline).dropFirst()
         #expect(export.code == 0 && rows.count == 3, "\(export.out)\(export.err)")
         #expect(rows.allSatisfy { $0.contains(",0xF8,") }, "block 0xF8: \(rows)")
+        // Columns temperature, humidity, cage, record after the raw data and the empty security cell.
+        let header = export.out.split(whereSeparator: \.isNewline).first ?? ""
+        #expect(header.contains(",data,security,temperature,humidity,cage,record"), "\(header)")
+        #expect(rows.allSatisfy { $0.contains(",6608C20142370001,,21.5,45,B7,1") }, "\(rows)")
+        let events = try CLITests.run(["export", "--store", store, "--since", "1h", "--table", "events"])
+        let violations = events.out.split(whereSeparator: \.isNewline).filter { $0.contains(",violation,") }
+        #expect(violations.count == 1 && violations[0].contains("cold room temperature") && violations[0].contains("E008010000004212")
+                && violations[0].contains("is above 20"), "\(events.out)\(events.err)")
     }
 }

@@ -367,6 +367,16 @@ public final class Agent {
             drain = BufferDrain(reader: buffered, store: writer.store, gateway: config.gatewayID, readerID: readerConfig.id,
                                 location: readerConfig.location, firstBlock: readerConfig.bufferBlock)
         }
+        // The plan's fields that lie in the records' blocks are decoded as in polling (the plan as configured now).
+        let plans = config
+        let first = readerConfig.bufferBlock
+        drain?.decode = { uid, data, blockSize in
+            var out: [(name: String, value: FieldValue)] = []
+            for f in plans.plan(for: uid, model: ICModel.identify(uid: uid))?.fields ?? [] {
+                if let v = f.decode(memory: data, first: first, blockSize: blockSize) { out.append((f.name, v)) }
+            }
+            return out
+        }
         do {
             let r = try drain!.drain(now: now)
             bufferTotals.records += r.records
@@ -376,6 +386,18 @@ public final class Agent {
             report.tags = r.uids
             report.readings = r.readings
             counters.readings += r.readings
+            // The rules, on what the records hold: UID, manufacturer and model rules, block values and decoded
+            // fields of the blocks the reader was set to read. Lock rules are not evaluated (a buffered record has
+            // no lock status), nor are rules on blocks outside the records.
+            for uid in r.uids {
+                // A record without blocks still gives the UID.
+                let latest = r.latest[uid] ?? BufferDrain.Latest(blocks: [], decoded: [:])
+                let model = ICModel.identify(uid: uid)
+                var facts = TagFacts(uid: uid, model: model, blockSize: latest.blocks.first?.count ?? 0)
+                for (i, b) in latest.blocks.enumerated() { facts.blocks[readerConfig.bufferBlock.int + i] = b }
+                facts.fields = latest.decoded
+                evaluate(rules.rules.filter { $0.match.matches(uid: uid, model: model) }, facts, now: now)
+            }
             if r.alreadyStored > 0 {
                 logger.notice("reader \(readerConfig.id): \(r.alreadyStored) record(s) at the head of the reader's buffer were stored before the gateway stopped; cleared, not stored again")
             }

@@ -25,6 +25,14 @@ public final class BufferDrain {
         /// A mark whose records were no longer at the buffer's head (cleared before the crash, or lost).
         public var staleMark = false
         public var uids: [UID] = []
+        /// Each tag's newest record of this drain (its blocks from `firstBlock`), for the rules.
+        public var latest: [UID: Latest] = [:]
+    }
+
+    /// A tag's newest record in a drain: the block data (from `firstBlock`) and the fields decoded from it.
+    public struct Latest: Sendable, Equatable {
+        public var blocks: [[UInt8]]
+        public var decoded: [String: FieldValue]
     }
 
     public let reader: BufferedReader
@@ -38,6 +46,10 @@ public final class BufferDrain {
     public let maxRecords: Int
     /// Read Buffer rounds per drain at most (the buffer fills while the gateway catches up).
     public let maxRounds: Int
+
+    /// Decodes a record's fields (the plan's fields that fall in its blocks): (uid, bytes from `firstBlock`,
+    /// block size) → fields. Nil: readings carry no decoded fields.
+    public var decode: (@Sendable (UID, [UInt8], Int) -> [(name: String, value: FieldValue)])?
 
     public init(reader: BufferedReader, store: Store, gateway: String, readerID: String, location: String?, firstBlock: BlockNumber,
                 maxRecords: Int = 100, maxRounds: Int = 50) {
@@ -84,8 +96,11 @@ public final class BufferDrain {
                     if !report.uids.contains(uid) { report.uids.append(uid) }
                     batch.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, reader: readerID, location: location))
                     guard !r.blocks.isEmpty else { continue }
+                    let data = r.blocks.flatMap { $0 }
+                    let decoded = decode?(uid, data, r.blocks[0].count) ?? []
                     batch.readings.append(Reading(time: now, gateway: gateway, reader: readerID, location: location, uid: uid, first: firstBlock,
-                                                  count: r.blocks.count, data: r.blocks.flatMap { $0 }))
+                                                  count: r.blocks.count, data: data, decoded: decoded))
+                    report.latest[uid] = Latest(blocks: r.blocks, decoded: Dictionary(decoded.map { ($0.name, $0.value) }, uniquingKeysWith: { _, b in b }))
                 }
                 batch.bufferMarks = [BufferMark(reader: readerID, records: records.count, raw: records.flatMap(\.raw), time: now)]
                 try store.write(batch)
