@@ -264,7 +264,7 @@ public final class Store: @unchecked Sendable {
 
     /// Finalises the cached statements and closes every connection.
     public func close() {
-        if !readOnly { try? pool?.writeWithoutTransaction { _ in writer = nil } }
+        if !readOnly { pool?.writeWithoutTransaction { _ in writer = nil } }
         try? pool?.close()
         immutableLock.withLock { immutable?.close() }
     }

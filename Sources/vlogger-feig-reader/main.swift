@@ -128,7 +128,7 @@ if let tcpPort {
     var name = [CChar](repeating: 0, count: 128)
     let master = vlogger_open_pty(&name, name.count)
     guard master >= 0 else { fail("no pseudo-terminal: \(String(cString: strerror(errno)))") }
-    say(String(cString: name))
+    say(String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     while true {
         usleep(emulator.serve(fd: master) ? 300_000 : 10_000)
     }

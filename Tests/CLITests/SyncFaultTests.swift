@@ -134,7 +134,7 @@ struct SyncFaultTests {
         }
         store.close()
         let log = s.dir.appendingPathComponent("gateway.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         return Gateway(id: id, dir: s.dir, config: s.config, store: s.store, log: log)
     }
 

@@ -114,7 +114,7 @@ final class ScriptedLink: FEIGLink {
             var name = [CChar](repeating: 0, count: 128)
             master = vlogger_open_pty(&name, name.count)
             guard master >= 0 else { throw FEIGLinkError.open("no pty") }
-            path = String(cString: name)
+            path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             Thread { [self] in
                 while !(lock.withLock { stop }) { _ = emulator.serve(fd: master, shouldStop: { self.lock.withLock { self.stop } }) }
                 done.signal()

@@ -80,7 +80,7 @@ import Glibc
             var name = [CChar](repeating: 0, count: 128)
             master = vlogger_open_pty(&name, name.count)
             guard master >= 0 else { throw FEIGLinkError.open("no pseudo-terminal: \(String(cString: strerror(errno)))") }
-            return try FDLink.serial(path: String(cString: name), baud: 38400, parity: .even)
+            return try FDLink.serial(path: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), baud: 38400, parity: .even)
         }, readerFD: { master })
         close(master)
     }
