@@ -358,10 +358,22 @@ public final class ISO15693Client {
         }
         // 0x3B when the plain answer is missing, lacks the memory size, or may be capped at 256 blocks.
         let known = info.flatMap { ICModel.identify(uid: uid, icReference: $0.icReference, blockCount: $0.blockCount) }
+        // A 0x3B whose answers came back damaged (twice) says nothing about the chip: that is an error, and
+        // nothing is cached, so the next call asks again. (Taking the plain answer instead would take a
+        // 2048-block chip for a 256-block one for as long as the layout stays cached, i.e. a whole run.)
         if info == nil || info?.blockCount == nil || (info?.blockCount == 256 && (known == nil || known?.usesExtendedCommands == true)) {
-            if let i = try? extendedSystemInformation(uid), i.blockCount != nil || info == nil {
-                info = merge(info, i)
-                source = .extendedGetSystemInformation
+            do {
+                // Silence (a chip without 0x3B) is not retried; a damaged answer is, once.
+                let i = try extendedSystemInformation(uid, retryDamaged: true)
+                if i.blockCount != nil || info == nil {
+                    info = merge(info, i)
+                    source = .extendedGetSystemInformation
+                }
+            } catch {
+                switch error {
+                case .reader(.crcError, _), .reader(.collision, _), .malformed: throw error
+                default: break // silence or a tag error: the chip has no 0x3B
+                }
             }
         }
         var layout: TagMemory
@@ -393,11 +405,27 @@ public final class ISO15693Client {
         if let uid { memoryCache[uid] = nil; fastRefused.remove(uid) } else { memoryCache.removeAll(); fastRefused.removeAll() }
     }
 
-    public func extendedSystemInformation(_ uid: UID) throws(ClientError) -> SystemInformation {
-        guard case let .systemInformation(i) = try send(request(.extendedGetSystemInformation(parameters: 0x3F), uid), retries: 0).body else {
-            throw ClientError.invalid("Extended Get System Information: unexpected answer")
+    /// Extended Get System Information (0x3B). `retryDamaged`: a damaged answer (CRC, collision, malformed) is
+    /// asked again once; silence never is (most chips without 0x3B stay silent).
+    public func extendedSystemInformation(_ uid: UID, retryDamaged: Bool = false) throws(ClientError) -> SystemInformation {
+        let req = request(.extendedGetSystemInformation(parameters: 0x3F), uid)
+        var attempt = 0
+        while true {
+            do throws(ClientError) {
+                guard case let .systemInformation(i) = try send(req, retries: 0).body else {
+                    throw ClientError.invalid("Extended Get System Information: unexpected answer")
+                }
+                return i
+            } catch {
+                switch error {
+                case .reader(.crcError, _), .reader(.collision, _), .malformed:
+                    guard retryDamaged, attempt < 1 else { throw error }
+                    attempt += 1
+                default:
+                    throw error
+                }
+            }
         }
-        return i
     }
 
     private func merge(_ a: SystemInformation?, _ b: SystemInformation) -> SystemInformation {

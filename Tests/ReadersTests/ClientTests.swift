@@ -112,6 +112,57 @@ import TagSimulator
         #expect(try c2.readBlocks(img.uid, first: 0, count: 4).count == 4)
     }
 
+    /// A reader whose answers to one command come back damaged a number of times (a CRC error, as a noisy
+    /// field gives one); everything else goes to the simulator.
+    final class DamagingReader: TagReader {
+        let inner: SimulatorReader
+        let code: UInt8
+        var left: Int
+        init(_ inner: SimulatorReader, code: UInt8, times: Int) { (self.inner, self.code, self.left) = (inner, code, times) }
+        var name: String { "damaging " + inner.name }
+        var limits: ReaderLimits { inner.limits }
+        var airTime: AirTime { inner.airTime }
+        var trace: ((TraceEvent) -> Void)? { get { inner.trace } set { inner.trace = newValue } }
+        func fieldOn() throws(ReaderError) { try inner.fieldOn() }
+        func fieldOff() throws(ReaderError) { try inner.fieldOff() }
+        func nextSlot() throws(ReaderError) -> [UInt8] { try inner.nextSlot() }
+        func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+            let answer = try inner.transceive(frame, wait: wait)
+            if frame.count > 1, frame[1] == code, left > 0 {
+                left -= 1
+                throw .crcError(.invalidField("answer damaged by the test"))
+            }
+            return answer
+        }
+    }
+
+    /// The ST25DV64K has 2048 blocks of 4 bytes; its plain Get System Information can only say 256, so the
+    /// client asks Extended Get System Information (0x3B; ST25DV datasheet, Tests/…/facts §2.2). One damaged
+    /// answer to 0x3B is asked again; two are an error and nothing is cached, so the next call finds the
+    /// 2048 blocks. Never a 256-block layout for this chip (before: a damaged 0x3B left the plain answer's 256
+    /// blocks cached for the whole run, and reads past block 255 were refused as "past the end").
+    @Test func aDamagedExtendedSystemInformationIsNeverTakenForA256BlockTag() throws {
+        let img = blank(.st25dv64k, 5)
+        let sim = SimulatorReader(field: SimulatedField(tags: [SimulatedTag(image: img)]))
+        try sim.fieldOn()
+        let reader = DamagingReader(sim, code: 0x3B, times: 1)
+        let client = ISO15693Client(reader: reader)
+        let once = try client.memory(of: img.uid)
+        #expect(once.blockCount == 2048 && once.source == .extendedGetSystemInformation && reader.left == 0)
+        client.forget()
+        reader.left = 2
+        #expect(throws: ClientError.reader(.crcError(.invalidField("answer damaged by the test")), command: CommandCode.extendedGetSystemInformation.name)) {
+            try client.memory(of: img.uid)
+        }
+        #expect(try client.memory(of: img.uid).blockCount == 2048, "nothing was cached")
+        // A chip without 0x3B (silence) is still taken at its plain answer, without a retry of the silence.
+        let slix = blank(.icodeSLIX2, 7)
+        let sim2 = SimulatorReader(field: SimulatedField(tags: [SimulatedTag(image: slix)]))
+        try sim2.fieldOn()
+        let c2 = ISO15693Client(reader: sim2)
+        #expect(try c2.memory(of: slix.uid).blockCount == slix.blocks.count)
+    }
+
     @Test func libnfcRefusesISO15693WithTheReason() {
         #expect(LibNFC.unsupportedMessage.contains("PC/SC"))
         #expect(!LibNFC.version.isEmpty)
