@@ -69,7 +69,7 @@ extension FEIGFrame {
                 if sub == 0x01 {
                     if mode & FEIGISO.moreBit != 0 { bits.append("MORE (the records the last reply had no room for)") }
                 } else {
-                    if [0x23].contains(sub), mode & FEIGISO.secBit != 0 { bits.append("SEC (with each block's security status)") }
+                    if sub == 0x23, mode & FEIGISO.secBit != 0 { bits.append("SEC (with each block's security status)") }
                     if [0x22, 0x23, 0x24, 0x2C].contains(sub), mode & FEIGISO.extAdrBit != 0 {
                         let at = 2 + (mode & 0x07 == 1 ? 8 : 0)
                         if data.count >= at + 3 {

@@ -50,6 +50,8 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
     /// decides it; small here so the MORE path is exercised.
     public var recordsPerInventoryReply = 8
     private var pendingInventory: [FEIGISO.InventoryRecord] = []
+    /// The tag the last successful [0x25] Select selected (a reader's own bookkeeping for selected mode).
+    private var selectedUID: UID?
     private var faults: [Fault] = []
     /// Every request frame that decoded, in order.
     public private(set) var requests: [FEIGFrame] = []
@@ -272,15 +274,25 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
         // The extended form (MODE EXT_ADR): BANK and a two-byte DB-ADR. On air a reader uses ST's protocol
         // extension for the chips that need it and ISO's extended commands for the others (its transponder table).
         let ext = mode & FEIGISO.extAdrBit != 0
-        var stExtension = false
-        if ext, case let .addressed(uid) = adr { stExtension = ICModel.identify(uid: uid)?.needsProtocolExtension == true }
+        // The tag's UID: given (addressed) or the one a Select made the selected tag.
+        var target: UID?
+        switch adr {
+        case let .addressed(uid): target = uid
+        case .selected: target = selectedUID
+        case .nonAddressed: target = nil
+        }
+        let stExtension = ext && target.flatMap { ICModel.identify(uid: $0)?.needsProtocolExtension } == true
         func block(_ n: Int) -> BlockNumber { BlockNumber(UInt16(truncatingIfNeeded: n)) }
-        /// DB-ADR (and BANK) at the start of the parameters; nil: the request is malformed or names a bank other
-        /// than the user memory.
-        func address() -> (block: Int, rest: [UInt8])? {
-            guard let a = FEIGISO.parseBlockAddress(p, extended: ext) else { return nil }
-            if let bank = a.bank, bank != FEIGISO.bankUserMemory { return nil }
-            return (a.block, a.rest)
+        /// DB-ADR (and BANK) at the start of the parameters, then DB-N: the first block, the count and what
+        /// follows; or the STATUS a reader gives: a length error for a request too short, a parameter range
+        /// error for a bank other than the user memory or a range past the last block number the form can name.
+        func address() -> Result<(first: Int, n: Int, rest: [UInt8]), FEIGStatusFailure> {
+            guard let a = FEIGISO.parseBlockAddress(p, extended: ext), let count = a.rest.first, count >= 1 else {
+                return .failure(FEIGStatusFailure(.lengthError))
+            }
+            if let bank = a.bank, bank != FEIGISO.bankUserMemory { return .failure(FEIGStatusFailure(.parameterRangeError)) }
+            guard a.block + Int(count) - 1 <= (ext ? 0xFFFF : 0xFF) else { return .failure(FEIGStatusFailure(.parameterRangeError)) }
+            return .success((a.block, Int(count), Array(a.rest.dropFirst())))
         }
         /// DB-ADR-E as a reply carries it: one byte, or two in the extended form.
         func errorAddress(_ n: Int) -> [UInt8] {
@@ -296,9 +308,12 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             case .success: return (.ok, [])
             }
         case 0x23:
-            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
-            guard rest.count == 1, rest[0] >= 1 else { return (.lengthError, []) }
-            let n = Int(rest[0])
+            let (first, n, rest): (Int, Int, [UInt8])
+            switch address() {
+            case .success(let a): (first, n, rest) = a
+            case .failure(let f): return (f.status, f.data)
+            }
+            guard rest.isEmpty else { return (.lengthError, []) }
             let sec = mode & FEIGISO.secBit != 0
             // One block goes as Read Single Block (mandatory-ish on every chip; some have no Read Multiple).
             let command: Command
@@ -313,14 +328,19 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             for b in blocks { out += [b.security?.rawValue ?? 0] + b.data.reversed() }
             return (.ok, out)
         case 0x24:
-            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
-            guard rest.count >= 2, rest[0] >= 1, rest[1] >= 1, rest.count == 2 + Int(rest[0]) * Int(rest[1]) else { return (.lengthError, []) }
-            let n = Int(rest[0]), size = Int(rest[1])
+            let (first, n, rest): (Int, Int, [UInt8])
+            switch address() {
+            case .success(let a): (first, n, rest) = a
+            case .failure(let f): return (f.status, f.data)
+            }
+            // DB-SIZE, then DB-N blocks of it.
+            guard let sizeByte = rest.first, sizeByte >= 1, rest.count == 1 + n * Int(sizeByte) else { return (.lengthError, []) }
+            let size = Int(sizeByte)
             let option: Bool
             if case let .addressed(uid) = adr { option = uid.manufacturer == .texasInstruments } else { option = false }
             // Block by block (Write Single Block is mandatory-ish on every chip; Write Multiple is not).
             for i in 0..<n {
-                let blockData = Array(rest[(2 + i * size)..<(2 + (i + 1) * size)].reversed())
+                let blockData = Array(rest[(1 + i * size)..<(1 + (i + 1) * size)].reversed())
                 let b = block(first + i)
                 let command: Command = ext && !stExtension ? .extendedWriteSingleBlock(b, data: blockData) : .writeSingleBlock(b, data: blockData)
                 if case let .failure(f) = run(command, option: option, protocolExtension: stExtension) {
@@ -329,9 +349,13 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             }
             return (.ok, [])
         case 0x22:
-            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
-            guard rest.count == 1, rest[0] >= 1 else { return (.lengthError, []) }
-            for i in 0..<Int(rest[0]) {
+            let (first, n, rest): (Int, Int, [UInt8])
+            switch address() {
+            case .success(let a): (first, n, rest) = a
+            case .failure(let f): return (f.status, f.data)
+            }
+            guard rest.isEmpty else { return (.lengthError, []) }
+            for i in 0..<n {
                 let command: Command = ext && !stExtension ? .extendedLockBlock(block(first + i)) : .lockBlock(block(first + i))
                 if case let .failure(f) = run(command, protocolExtension: stExtension) {
                     return (f.status, f.status == .iso15693Error ? f.data + errorAddress(first + i) : [])
@@ -339,9 +363,15 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             }
             return (.ok, [])
         case 0x25:
-            guard case .addressed = adr, p.isEmpty else { return (.lengthError, []) }
-            return done(run(.select))
-        case 0x26: return p.isEmpty ? done(run(.resetToReady)) : (.lengthError, [])
+            guard case let .addressed(uid) = adr, p.isEmpty else { return (.lengthError, []) }
+            let r = run(.select)
+            if case .success = r { selectedUID = uid }
+            return done(r)
+        case 0x26:
+            guard p.isEmpty else { return (.lengthError, []) }
+            let r = run(.resetToReady)
+            if case .success = r, target == selectedUID { selectedUID = nil }
+            return done(r)
         case 0x27: return p.count == 1 ? done(run(.writeAFI(p[0]))) : (.lengthError, [])
         case 0x28: return p.isEmpty ? done(run(.lockAFI)) : (.lengthError, [])
         case 0x29: return p.count == 1 ? done(run(.writeDSFID(p[0]))) : (.lengthError, [])
@@ -351,8 +381,7 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             guard !ext else { return (.parameterRangeError, []) }
             guard p.isEmpty else { return (.lengthError, []) }
             // ST's chips that need the protocol extension answer only with it; a reader's table knows them.
-            var needsExtension = false
-            if case let .addressed(uid) = adr { needsExtension = ICModel.identify(uid: uid)?.needsProtocolExtension == true }
+            let needsExtension = target.flatMap { ICModel.identify(uid: $0)?.needsProtocolExtension } == true
             var r = run(.getSystemInformation, protocolExtension: needsExtension)
             if case let .success(resp) = r, case let .systemInformation(i) = resp.body, i.blockCount == 256 || i.blockCount == nil {
                 // Possibly capped at 256 blocks: ask with ISO's extended command, as the client would.
@@ -366,9 +395,12 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
                                           blockCountField: UInt16(truncatingIfNeeded: max(0, (i.blockCount ?? 1) - 1)), icReference: i.icReference ?? 0)
             return (.ok, info.encoded)
         case 0x2C:
-            guard let (first, rest) = address() else { return (ext ? .parameterRangeError : .lengthError, []) }
-            guard rest.count == 1, rest[0] >= 1 else { return (.lengthError, []) }
-            let n = Int(rest[0])
+            let (first, n, rest): (Int, Int, [UInt8])
+            switch address() {
+            case .success(let a): (first, n, rest) = a
+            case .failure(let f): return (f.status, f.data)
+            }
+            guard rest.isEmpty else { return (.lengthError, []) }
             let command: Command = ext && !stExtension ? .extendedGetMultipleBlockSecurityStatus(first: block(first), count: n)
                 : .getMultipleBlockSecurityStatus(first: block(first), count: n)
             let r = run(command, protocolExtension: stExtension)

@@ -358,21 +358,25 @@ public final class ISO15693Client {
         }
         // 0x3B when the plain answer is missing, lacks the memory size, or may be capped at 256 blocks.
         let known = info.flatMap { ICModel.identify(uid: uid, icReference: $0.icReference, blockCount: $0.blockCount) }
-        // A 0x3B whose answers came back damaged (twice) says nothing about the chip: that is an error, and
-        // nothing is cached, so the next call asks again. (Taking the plain answer instead would take a
-        // 2048-block chip for a 256-block one for as long as the layout stays cached, i.e. a whole run.)
+        // A chip known to have 0x3B (its plain answer caps at 256 blocks) needs that answer: a damaged or missing
+        // one is asked again once, and failing twice is an error with nothing cached, so the next call asks
+        // again. (Taking the plain answer instead cached a 2048-block ST25DV64K as 256 blocks for a whole run.)
+        // For any other chip, 0x3B is a guess: silence, a tag error or a reply that does not decode mean it has
+        // none, and the plain answer (or probing) stands, as before.
         if info == nil || info?.blockCount == nil || (info?.blockCount == 256 && (known == nil || known?.usesExtendedCommands == true)) {
+            let expected = known?.usesExtendedCommands == true
             do {
-                // Silence (a chip without 0x3B) is not retried; a damaged answer is, once.
-                let i = try extendedSystemInformation(uid, retryDamaged: true)
+                let i = try extendedSystemInformation(uid, retryDamaged: true, retrySilence: expected)
                 if i.blockCount != nil || info == nil {
                     info = merge(info, i)
                     source = .extendedGetSystemInformation
                 }
             } catch {
                 switch error {
-                case .reader(.crcError, _), .reader(.collision, _), .malformed: throw error
-                default: break // silence or a tag error: the chip has no 0x3B
+                case .reader(.crcError, _), .reader(.collision, _), .reader(.timeout, _), .malformed:
+                    if expected { throw error }
+                default:
+                    break // a tag error: the chip has no 0x3B
                 }
             }
         }
@@ -406,8 +410,9 @@ public final class ISO15693Client {
     }
 
     /// Extended Get System Information (0x3B). `retryDamaged`: a damaged answer (CRC, collision, malformed) is
-    /// asked again once; silence never is (most chips without 0x3B stay silent).
-    public func extendedSystemInformation(_ uid: UID, retryDamaged: Bool = false) throws(ClientError) -> SystemInformation {
+    /// asked again once; `retrySilence`: so is silence (most chips without 0x3B stay silent, so by default it
+    /// is not).
+    public func extendedSystemInformation(_ uid: UID, retryDamaged: Bool = false, retrySilence: Bool = false) throws(ClientError) -> SystemInformation {
         let req = request(.extendedGetSystemInformation(parameters: 0x3F), uid)
         var attempt = 0
         while true {
@@ -417,13 +422,14 @@ public final class ISO15693Client {
                 }
                 return i
             } catch {
+                let again: Bool
                 switch error {
-                case .reader(.crcError, _), .reader(.collision, _), .malformed:
-                    guard retryDamaged, attempt < 1 else { throw error }
-                    attempt += 1
-                default:
-                    throw error
+                case .reader(.crcError, _), .reader(.collision, _), .malformed: again = retryDamaged
+                case .reader(.timeout, _): again = retrySilence
+                default: again = false
                 }
+                guard again, attempt < 1 else { throw error }
+                attempt += 1
             }
         }
     }

@@ -264,7 +264,14 @@ public final class Store: @unchecked Sendable {
 
     /// Finalises the cached statements and closes every connection.
     public func close() {
-        if !readOnly { pool?.writeWithoutTransaction { _ in writer = nil } }
+        // The cached statements are finalized before their connection closes.
+        if !readOnly {
+            pool?.writeWithoutTransaction { _ in
+                (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
+                (upsertBufferMark, deleteBufferMark) = (nil, nil)
+                writer = nil
+            }
+        }
         try? pool?.close()
         immutableLock.withLock { immutable?.close() }
     }

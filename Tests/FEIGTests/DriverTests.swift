@@ -261,6 +261,37 @@ final class ScriptedLink: FEIGLink {
         }
     }
 
+    /// The emulator checks the extended form as a reader does: a request too short for BANK and a two-byte
+    /// DB-ADR is a length error (STATUS 0x81), a bank other than the user memory and a range past the last
+    /// block number the form can name are parameter range errors (0x11), before anything is written. In
+    /// selected mode it knows the selected tag (from the Select) and so reaches the M24LR64 with ST's
+    /// protocol extension.
+    @Test func emulatorChecksTheExtendedForm() throws {
+        let m24 = ChipProfile.m24lr64
+        var image = TagImage.blank(profile: m24, uid: m24.makeUID(serial: 0x4242))
+        image.blocks[0x700] = [1, 2, 3, 4]
+        let slix2 = ChipProfile.icodeSLIX2
+        let small = TagImage.blank(profile: slix2, uid: slix2.makeUID(serial: 0x77))
+        let e = FEIGReaderEmulator(field: SimulatedField(tags: [SimulatedTag(image: image, profile: m24), SimulatedTag(image: small, profile: slix2)]))
+        func status(_ data: [UInt8]) -> UInt8? {
+            guard case let .reply(r) = e.respond(to: FEIGFrame(request: 0xB0, data: data, advanced: true).encoded()) else { return nil }
+            return (try? FEIGFrame.decode(r, direction: .reply))?.status
+        }
+        let uid = Array(image.uid.onAirBytes.reversed()), smallUID = Array(small.uid.onAirBytes.reversed())
+        #expect(status([0x23, 0x21] + uid + [0x03, 0x07]) == FEIGStatus.lengthError.rawValue, "BANK and one byte of DB-ADR")
+        #expect(status([0x23, 0x21] + uid + [0x00, 0x07, 0x00, 0x01]) == FEIGStatus.parameterRangeError.rawValue, "bank 0")
+        #expect(status([0x23, 0x21] + uid + [0x03, 0x07, 0x00, 0x01]) == FEIGStatus.ok.rawValue)
+        // One-byte form: blocks 0xFA + 10 would run past 0xFF: refused before a block is written.
+        let before = e.withField { $0.tag(small.uid)?.image.blocks }
+        #expect(status([0x24, 0x01] + smallUID + [0xFA, 0x0A, 0x04] + [UInt8](repeating: 0xEE, count: 40)) == FEIGStatus.parameterRangeError.rawValue)
+        #expect(e.withField { $0.tag(small.uid)?.image.blocks } == before, "nothing written")
+        // Selected mode, extended form, on the M24LR64: the reader uses the protocol extension.
+        #expect(status([0x25, 0x01] + uid) == FEIGStatus.ok.rawValue)
+        guard case let .reply(r) = e.respond(to: FEIGFrame(request: 0xB0, data: [0x23, 0x22, 0x03, 0x07, 0x00, 0x01], advanced: true).encoded()),
+              let f = try? FEIGFrame.decode(r, direction: .reply) else { Issue.record("no reply"); return }
+        #expect(f.status == FEIGStatus.ok.rawValue && f.data == [0x01, 0x04, 0x00, 4, 3, 2, 1], "\(Hex.format(f.data))")
+    }
+
     /// Get System Information's reply in both of FEIG's forms: 13 bytes with a one-byte block count, 14 with a
     /// two-byte one (high byte first), block-size byte first in both (FEIG SDK `Set_0xB0_0x2B_IsoTableData`:
     /// "contains block size", "block length (single or high byte)", "block length (low byte)").

@@ -118,6 +118,8 @@ import TagSimulator
         let inner: SimulatorReader
         let code: UInt8
         var left: Int
+        /// What the damaged exchanges give instead of the answer.
+        var error: ReaderError = .crcError(.invalidField("answer damaged by the test"))
         init(_ inner: SimulatorReader, code: UInt8, times: Int) { (self.inner, self.code, self.left) = (inner, code, times) }
         var name: String { "damaging " + inner.name }
         var limits: ReaderLimits { inner.limits }
@@ -130,37 +132,47 @@ import TagSimulator
             let answer = try inner.transceive(frame, wait: wait)
             if frame.count > 1, frame[1] == code, left > 0 {
                 left -= 1
-                throw .crcError(.invalidField("answer damaged by the test"))
+                throw error
             }
             return answer
         }
     }
 
     /// The ST25DV64K has 2048 blocks of 4 bytes; its plain Get System Information can only say 256, so the
-    /// client asks Extended Get System Information (0x3B; ST25DV datasheet, Tests/…/facts §2.2). One damaged
-    /// answer to 0x3B is asked again; two are an error and nothing is cached, so the next call finds the
-    /// 2048 blocks. Never a 256-block layout for this chip (before: a damaged 0x3B left the plain answer's 256
-    /// blocks cached for the whole run, and reads past block 255 were refused as "past the end").
-    @Test func aDamagedExtendedSystemInformationIsNeverTakenForA256BlockTag() throws {
+    /// client asks Extended Get System Information (0x3B; ST25DV datasheet, Tests/…/facts §2.2). A damaged or
+    /// missing answer to 0x3B is asked again once; two are an error and nothing is cached, so the next call
+    /// finds the 2048 blocks. Never a 256-block layout for this chip (before: one damaged 0x3B left the plain
+    /// answer's 256 blocks cached for the whole run, and reads past block 255 were refused as "past the end").
+    @Test(arguments: ["damaged", "silent"])
+    func aFailed0x3BIsNeverTakenForA256BlockST25DV64K(_ kind: String) throws {
         let img = blank(.st25dv64k, 5)
         let sim = SimulatorReader(field: SimulatedField(tags: [SimulatedTag(image: img)]))
         try sim.fieldOn()
         let reader = DamagingReader(sim, code: 0x3B, times: 1)
+        if kind == "silent" { reader.error = .timeout }
         let client = ISO15693Client(reader: reader)
         let once = try client.memory(of: img.uid)
         #expect(once.blockCount == 2048 && once.source == .extendedGetSystemInformation && reader.left == 0)
         client.forget()
         reader.left = 2
-        #expect(throws: ClientError.reader(.crcError(.invalidField("answer damaged by the test")), command: CommandCode.extendedGetSystemInformation.name)) {
+        #expect(throws: ClientError.reader(reader.error, command: CommandCode.extendedGetSystemInformation.name)) {
             try client.memory(of: img.uid)
         }
+        #expect(reader.left == 0, "asked twice")
         #expect(try client.memory(of: img.uid).blockCount == 2048, "nothing was cached")
-        // A chip without 0x3B (silence) is still taken at its plain answer, without a retry of the silence.
-        let slix = blank(.icodeSLIX2, 7)
-        let sim2 = SimulatorReader(field: SimulatedField(tags: [SimulatedTag(image: slix)]))
-        try sim2.fieldOn()
-        let c2 = ISO15693Client(reader: sim2)
-        #expect(try c2.memory(of: slix.uid).blockCount == slix.blocks.count)
+    }
+
+    /// A chip known to have 256 blocks and no 0x3B (Fujitsu MB89R118: 256 blocks of 8 bytes, its datasheet and
+    /// ID ISC.MR102 manual p. 117) is never asked 0x3B: its plain answer is the layout.
+    @Test func aKnown256BlockChipWithout0x3BIsNotAskedForIt() throws {
+        let img = blank(.mb89r118, 6)
+        let sim = SimulatorReader(field: SimulatedField(tags: [SimulatedTag(image: img)]))
+        try sim.fieldOn()
+        let reader = DamagingReader(sim, code: 0x3B, times: 5)
+        let client = ISO15693Client(reader: reader)
+        let m = try client.memory(of: img.uid)
+        #expect(m.blockCount == 256 && m.blockSize == 8 && m.source == .getSystemInformation)
+        #expect(reader.left == 5, "0x3B was not sent")
     }
 
     @Test func libnfcRefusesISO15693WithTheReason() {
