@@ -294,6 +294,16 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             guard a.block + Int(count) - 1 <= (ext ? 0xFFFF : 0xFF) else { return .failure(FEIGStatusFailure(.parameterRangeError)) }
             return .success((a.block, Int(count), Array(a.rest.dropFirst())))
         }
+        // The block commands' DB-ADR and DB-N, checked once for all of them.
+        var (first, n, rest) = (0, 0, [UInt8]())
+        if [0x22, 0x23, 0x24, 0x2C].contains(sub) {
+            switch address() {
+            case .success(let a): (first, n, rest) = a
+            case .failure(let f): return (f.status, f.data)
+            }
+        }
+        // ISO's extended commands on air (the extended form, on a chip without ST's protocol extension).
+        let isoExtended = ext && !stExtension
         /// DB-ADR-E as a reply carries it: one byte, or two in the extended form.
         func errorAddress(_ n: Int) -> [UInt8] {
             ext ? [UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)] : [UInt8(truncatingIfNeeded: n)]
@@ -308,16 +318,11 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             case .success: return (.ok, [])
             }
         case 0x23:
-            let (first, n, rest): (Int, Int, [UInt8])
-            switch address() {
-            case .success(let a): (first, n, rest) = a
-            case .failure(let f): return (f.status, f.data)
-            }
             guard rest.isEmpty else { return (.lengthError, []) }
             let sec = mode & FEIGISO.secBit != 0
             // One block goes as Read Single Block (mandatory-ish on every chip; some have no Read Multiple).
             let command: Command
-            if ext && !stExtension {
+            if isoExtended {
                 command = n == 1 ? .extendedReadSingleBlock(block(first)) : .extendedReadMultipleBlocks(first: block(first), count: n)
             } else {
                 command = n == 1 ? .readSingleBlock(block(first)) : .readMultipleBlocks(first: block(first), count: n)
@@ -328,11 +333,6 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             for b in blocks { out += [b.security?.rawValue ?? 0] + b.data.reversed() }
             return (.ok, out)
         case 0x24:
-            let (first, n, rest): (Int, Int, [UInt8])
-            switch address() {
-            case .success(let a): (first, n, rest) = a
-            case .failure(let f): return (f.status, f.data)
-            }
             // DB-SIZE, then DB-N blocks of it.
             guard let sizeByte = rest.first, sizeByte >= 1, rest.count == 1 + n * Int(sizeByte) else { return (.lengthError, []) }
             let size = Int(sizeByte)
@@ -342,21 +342,16 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             for i in 0..<n {
                 let blockData = Array(rest[(1 + i * size)..<(1 + (i + 1) * size)].reversed())
                 let b = block(first + i)
-                let command: Command = ext && !stExtension ? .extendedWriteSingleBlock(b, data: blockData) : .writeSingleBlock(b, data: blockData)
+                let command: Command = isoExtended ? .extendedWriteSingleBlock(b, data: blockData) : .writeSingleBlock(b, data: blockData)
                 if case let .failure(f) = run(command, option: option, protocolExtension: stExtension) {
                     return (f.status, f.status == .iso15693Error ? f.data + errorAddress(first + i) : errorAddress(first + i))
                 }
             }
             return (.ok, [])
         case 0x22:
-            let (first, n, rest): (Int, Int, [UInt8])
-            switch address() {
-            case .success(let a): (first, n, rest) = a
-            case .failure(let f): return (f.status, f.data)
-            }
             guard rest.isEmpty else { return (.lengthError, []) }
             for i in 0..<n {
-                let command: Command = ext && !stExtension ? .extendedLockBlock(block(first + i)) : .lockBlock(block(first + i))
+                let command: Command = isoExtended ? .extendedLockBlock(block(first + i)) : .lockBlock(block(first + i))
                 if case let .failure(f) = run(command, protocolExtension: stExtension) {
                     return (f.status, f.status == .iso15693Error ? f.data + errorAddress(first + i) : [])
                 }
@@ -395,13 +390,8 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
                                           blockCountField: UInt16(truncatingIfNeeded: max(0, (i.blockCount ?? 1) - 1)), icReference: i.icReference ?? 0)
             return (.ok, info.encoded)
         case 0x2C:
-            let (first, n, rest): (Int, Int, [UInt8])
-            switch address() {
-            case .success(let a): (first, n, rest) = a
-            case .failure(let f): return (f.status, f.data)
-            }
             guard rest.isEmpty else { return (.lengthError, []) }
-            let command: Command = ext && !stExtension ? .extendedGetMultipleBlockSecurityStatus(first: block(first), count: n)
+            let command: Command = isoExtended ? .extendedGetMultipleBlockSecurityStatus(first: block(first), count: n)
                 : .getMultipleBlockSecurityStatus(first: block(first), count: n)
             let r = run(command, protocolExtension: stExtension)
             guard case let .success(resp) = r, case let .securityStatus(s) = resp.body else { return done(r) }

@@ -340,7 +340,15 @@ public final class FEIGReader: TagReader {
         func wide(_ first: Int, _ n: Int) -> Bool {
             request.flags.contains(.protocolExtension) || request.command.code.isExtended || first + n - 1 > 255
         }
-        let control: UInt8
+        /// [0xB0] `sub` on blocks `first ..< first + n`: DB-ADR in the form the range needs, then `tail`.
+        func blocks(_ sub: UInt8, _ first: BlockNumber, _ n: Int, mode: UInt8 = 0, _ tail: [UInt8]) throws(ReaderError) -> [UInt8] {
+            guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
+            let ext = wide(first.int, n)
+            return FEIGISO.request(sub, adr, modeExtra: mode | (ext ? FEIGISO.extAdrBit : 0), FEIGISO.blockAddress(first.int, extended: ext) + tail)
+        }
+        /// Block data in the reader's order.
+        func ordered(_ d: [UInt8], _ size: Int) -> [UInt8] { reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: size) : d }
+        var control = FEIGCommand.isoHost
         let data: [UInt8]
         switch request.command {
         case let .inventory(afi, mask):
@@ -352,54 +360,26 @@ public final class FEIGReader: TagReader {
             guard let lone = matching.first else { throw .timeout }
             guard matching.count == 1 else { throw .collision }
             return (Response(body: .inventory(dsfid: lone.dsfid, uid: lone.uid)).encode(), ("via the reader's inventory", ""))
-        case .stayQuiet:
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x02, adr)
-        case let .readSingleBlock(b), let .extendedReadSingleBlock(b):
-            let ext = wide(b.int, 1)
-            control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x23, adr, modeExtra: sec | (ext ? FEIGISO.extAdrBit : 0), FEIGISO.blockAddress(b.int, extended: ext) + [1])
-        case let .readMultipleBlocks(first, n), let .extendedReadMultipleBlocks(first, n):
-            guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
-            let ext = wide(first.int, n)
-            control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x23, adr, modeExtra: sec | (ext ? FEIGISO.extAdrBit : 0), FEIGISO.blockAddress(first.int, extended: ext) + [UInt8(n)])
-        case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d):
-            let ext = wide(b.int, 1)
-            control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x24, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0,
-                                   FEIGISO.blockAddress(b.int, extended: ext) + [1, UInt8(d.count)] + (reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: d.count) : d))
+        case .stayQuiet: data = FEIGISO.request(0x02, adr)
+        case let .readSingleBlock(b), let .extendedReadSingleBlock(b): data = try blocks(0x23, b, 1, mode: sec, [1])
+        case let .readMultipleBlocks(first, n), let .extendedReadMultipleBlocks(first, n): data = try blocks(0x23, first, n, mode: sec, [UInt8(truncatingIfNeeded: n)])
+        case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d): data = try blocks(0x24, b, 1, [1, UInt8(d.count)] + ordered(d, d.count))
         case let .writeMultipleBlocks(first, n, d), let .extendedWriteMultipleBlocks(first, n, d):
-            guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
             let size = d.count / max(1, n)
-            let ext = wide(first.int, n)
-            control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x24, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0,
-                                   FEIGISO.blockAddress(first.int, extended: ext) + [UInt8(n), UInt8(size)] + (reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: size) : d))
-        case let .lockBlock(b), let .extendedLockBlock(b):
-            let ext = wide(b.int, 1)
-            control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x22, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0, FEIGISO.blockAddress(b.int, extended: ext) + [1])
-        case .select:
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x25, adr)
-        case .resetToReady:
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x26, adr)
-        case let .writeAFI(v):
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x27, adr, [v])
-        case .lockAFI:
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x28, adr)
-        case let .writeDSFID(v):
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x29, adr, [v])
-        case .lockDSFID:
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x2A, adr)
+            data = try blocks(0x24, first, n, [UInt8(truncatingIfNeeded: n), UInt8(size)] + ordered(d, size))
+        case let .lockBlock(b), let .extendedLockBlock(b): data = try blocks(0x22, b, 1, [1])
+        case .select: data = FEIGISO.request(0x25, adr)
+        case .resetToReady: data = FEIGISO.request(0x26, adr)
+        case let .writeAFI(v): data = FEIGISO.request(0x27, adr, [v])
+        case .lockAFI: data = FEIGISO.request(0x28, adr)
+        case let .writeDSFID(v): data = FEIGISO.request(0x29, adr, [v])
+        case .lockDSFID: data = FEIGISO.request(0x2A, adr)
         case .getSystemInformation, .extendedGetSystemInformation:
             // One host command for both: the reader picks the air command from its transponder table and gives
             // a two-byte block count for a tag past 256 blocks (the 14-byte reply).
-            control = FEIGCommand.isoHost; data = FEIGISO.request(0x2B, adr)
+            data = FEIGISO.request(0x2B, adr)
         case let .getMultipleBlockSecurityStatus(first, n), let .extendedGetMultipleBlockSecurityStatus(first, n):
-            guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
-            let ext = wide(first.int, n)
-            control = FEIGCommand.isoHost
-            data = FEIGISO.request(0x2C, adr, modeExtra: ext ? FEIGISO.extAdrBit : 0, FEIGISO.blockAddress(first.int, extended: ext) + [UInt8(n)])
+            data = try blocks(0x2C, first, n, [UInt8(truncatingIfNeeded: n)])
         case let .custom(code, manufacturer, parameters):
             control = FEIGCommand.isoCustom
             data = FEIGISO.customRequest(manufacturer: manufacturer.rawValue, code, adr, parameters)

@@ -618,7 +618,6 @@ public final class Store: @unchecked Sendable {
     }
 }
 
-/// What one commit writes.
 /// The head of a reader's own buffer that a commit took (`records` > 0), or that the reader has cleared
 /// (`records` = 0: the mark goes).
 public struct BufferMark: Sendable, Equatable {
@@ -635,6 +634,7 @@ public struct BufferMark: Sendable, Equatable {
     public static func cleared(_ reader: String, time: Millis) -> BufferMark { BufferMark(reader: reader, records: 0, raw: [], time: time) }
 }
 
+/// What one commit writes.
 public struct Batch: Sendable {
     public var readings: [Reading] = []
     public var events: [Event] = []

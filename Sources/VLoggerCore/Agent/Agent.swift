@@ -371,11 +371,8 @@ public final class Agent {
         let plans = config
         let first = readerConfig.bufferBlock
         drain?.decode = { uid, data, blockSize in
-            var out: [(name: String, value: FieldValue)] = []
-            for f in plans.plan(for: uid, model: ICModel.identify(uid: uid))?.fields ?? [] {
-                if let v = f.decode(memory: data, first: first, blockSize: blockSize) { out.append((f.name, v)) }
-            }
-            return out
+            plans.plan(for: uid, model: ICModel.identify(uid: uid))?
+                .decodedFields(memory: data, first: first, count: data.count / max(1, blockSize), blockSize: blockSize) ?? []
         }
         do {
             let r = try drain!.drain(now: now)
@@ -492,13 +489,8 @@ public final class Agent {
                         facts.blocks[b.number.int] = b.data
                         if let s = b.security { facts.security[b.number.int] = s.rawValue }
                     }
-                    var decoded: [(name: String, value: FieldValue)] = []
-                    for f in plan?.fields ?? [] where range.first.int <= f.block.int && f.block.int < range.first.int + range.count {
-                        if let v = f.decode(memory: data, first: range.first, blockSize: memory.blockSize) {
-                            decoded.append((f.name, v))
-                            facts.fields[f.name] = v
-                        }
-                    }
+                    let decoded = plan?.decodedFields(memory: data, first: range.first, count: range.count, blockSize: memory.blockSize) ?? []
+                    for (name, v) in decoded { facts.fields[name] = v }
                     readings.append(Reading(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, first: range.first, count: range.count,
                                             data: data, security: security, decoded: decoded))
                     break

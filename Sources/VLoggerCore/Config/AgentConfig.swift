@@ -99,6 +99,16 @@ public struct ReadPlan: Equatable, Sendable {
     /// Read the NDEF message too (CC, then the NDEF TLV) and store its records with the readings.
     public var ndef: Bool = false
     public var line: Int
+
+    /// The fields whose block lies in `first ..< first + count`, decoded from `memory` (the bytes of those blocks);
+    /// a field whose bytes are not all there is left out.
+    public func decodedFields(memory: [UInt8], first: BlockNumber, count: Int, blockSize: Int) -> [(name: String, value: FieldValue)] {
+        var out: [(name: String, value: FieldValue)] = []
+        for f in fields where first.int <= f.block.int && f.block.int < first.int + count {
+            if let v = f.decode(memory: memory, first: first, blockSize: blockSize) { out.append((f.name, v)) }
+        }
+        return out
+    }
 }
 
 public enum SlotMode: String, Sendable, CaseIterable {
