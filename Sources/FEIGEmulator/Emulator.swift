@@ -129,7 +129,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
 
     public init(field: SimulatedField) {
         self.field = field
-        air = SimulatorReader(field: field, name: "FEIG emulator's air")
+        // The air side is the reader's own business (it splits long reads or uses the chip's own long read, ID
+        // ISC.MR200 manual p. 112); what bounds the host is its transmit buffer, which the driver reads from [0x66].
+        air = SimulatorReader(field: field, name: "FEIG emulator's air", limits: ReaderLimits(maxRequestBytes: 256, maxResponseBytes: 8192))
         field.powerOn()
     }
 

@@ -141,8 +141,18 @@ public enum FEIGDeviceError: Error, Equatable, Sendable, CustomStringConvertible
 public final class FEIGReader: TagReader {
     public let device: FEIGDevice
     public var name: String { "FEIG \(device)" }
-    /// A [0xB0] request carries at most a standard frame's data; the reader's own buffers are larger.
-    public var limits = ReaderLimits(maxRequestBytes: 240, maxResponseBytes: 1024)
+    /// A [0xB0] request carries at most a standard frame's data. The answer side follows the reader's transmit
+    /// buffer once [0x66] has reported it (`readLimit(transmitBuffer:)`); until then that of a 1024-byte buffer.
+    public var limits = ReaderLimits(maxRequestBytes: 240, maxResponseBytes: FEIGReader.readLimit(transmitBuffer: 1024))
+
+    /// The largest tag answer (ISO bytes, flags byte included) whose Read Multiple Blocks reply fits the reader's
+    /// transmit buffer. FEIG's manuals give the largest DB-N as (TX-BUF − 12) / (DB-SIZE + 1) for advanced frames
+    /// (ID ISC.MR/PR/PRH101 p. 63, ID ISC.MR200 p. 93: each block travels with its SEC-STATUS byte). The client
+    /// plans reads as (limit − 1) / block size blocks; with this limit that stays within FEIG's figure for every
+    /// block size from 4 bytes up (all the chips the model table has with Read Multiple Blocks).
+    public static func readLimit(transmitBuffer: UInt16) -> Int {
+        max(16, (Int(transmitBuffer) - 12) * 4 / 5 + 1)
+    }
     public var trace: ((TraceEvent) -> Void)?
     public private(set) var airTime: AirTime = .zero
     public var supportsSlotMarkers: Bool { false }
@@ -219,6 +229,7 @@ public final class FEIGReader: TagReader {
         do {
             let i = try FEIGReaderInfo.decode(reply.data)
             info = i
+            limits.maxResponseBytes = Self.readLimit(transmitBuffer: i.transmitBuffer)
             return i
         } catch {
             throw .device("FEIG reader \(device): \(error)")

@@ -292,6 +292,38 @@ final class ScriptedLink: FEIGLink {
         #expect(f.status == FEIGStatus.ok.rawValue && f.data == [0x01, 0x04, 0x00, 4, 3, 2, 1], "\(Hex.format(f.data))")
     }
 
+    /// Long reads stay within the reader's transmit buffer: FEIG's manuals give the largest DB-N of a Read
+    /// Multiple Blocks as (TX-BUF − 12) / (DB-SIZE + 1) (ID ISC.MR/PR/PRH101 p. 63, ID ISC.MR200 p. 93). The driver
+    /// takes TX-BUF from [0x66] Get Reader Info; with 1024 bytes a 300-block read of 4-byte blocks goes in
+    /// requests of at most 202 blocks, 8-byte blocks at most 112; with 256 bytes at most 48 and 27. The data are
+    /// the tags' memory either way.
+    @Test(arguments: [UInt16(1024), 256])
+    func longReadsFitTheTransmitBuffer(_ txBuf: UInt16) throws {
+        let profiles = [ChipProfile.st25dv64k, .mb89r118]
+        let images = profiles.enumerated().map { i, p in
+            var image = TagImage.blank(profile: p, uid: p.makeUID(serial: 0x5100 + UInt64(i)))
+            for b in 0..<image.blocks.count { image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 5 + $0 + i) } }
+            return image
+        }
+        let emulator = FEIGReaderEmulator(field: SimulatedField(tags: zip(images, profiles).map { SimulatedTag(image: $0, profile: $1) }))
+        emulator.info.transmitBuffer = txBuf
+        let server = try FEIGTCPServer(emulator: emulator)
+        server.start()
+        defer { server.stop() }
+        let reader = try FEIGReader.open(try FEIGDevice.parse("tcp://127.0.0.1:\(server.port),timeout=1000"))
+        defer { reader.close() }
+        let client = ISO15693Client(reader: reader)
+        for (image, profile) in zip(images, profiles) {
+            let count = min(300, image.blocks.count - 0x10)
+            let before = emulator.requests.count
+            let got = try client.readBlocks(image.uid, first: 0x10, count: count)
+            #expect(got.map(\.data) == Array(image.blocks[0x10..<(0x10 + count)]), "\(profile.id)")
+            let limit = (Int(txBuf) - 12) / (profile.blockSize + 1)
+            let reads = emulator.requests.dropFirst(before).filter { $0.command == 0xB0 && $0.data.first == 0x23 }.compactMap { $0.data.last.map(Int.init) }
+            #expect(!reads.isEmpty && reads.allSatisfy { $0 <= limit }, "\(profile.id): DB-N \(reads), at most \(limit)")
+        }
+    }
+
     /// Get System Information's reply in both of FEIG's forms: 13 bytes with a one-byte block count, 14 with a
     /// two-byte one (high byte first), block-size byte first in both (FEIG SDK `Set_0xB0_0x2B_IsoTableData`:
     /// "contains block size", "block length (single or high byte)", "block length (low byte)").
