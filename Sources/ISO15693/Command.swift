@@ -227,6 +227,36 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
         return irreversibleCustom[ManufacturerCode(frame[2])]?[frame[1]]
     }
 
+    /// Custom commands known to only read (ISO15693 facts, custom command table: NXP ICODE and ST): Inventory
+    /// Read and its page and fast forms, GET NXP SYSTEM INFO, GET RANDOM NUMBER, GET MULTIPLE BLOCK PROTECTION
+    /// STATUS, READ SIGNATURE, EAS Alarm (NXP); Read Configuration, Read Message (Length), Read Dynamic
+    /// Configuration, Get Random Number and the fast reads (ST). Every other custom or proprietary code may
+    /// change a tag, some for ever (NXP 0xA6 Password Protect EAS/AFI, 0xBB 64-bit password protection).
+    static let readOnlyCustom: [ManufacturerCode: Set<UInt8>] = [
+        .nxp: [0xA0, 0xA1, 0xA5, 0xAB, 0xB0, 0xB1, 0xB2, 0xB8, 0xBD],
+        .stMicroelectronics: [0xA0, 0xAB, 0xAC, 0xAD, 0xB4, 0xC0, 0xC3, 0xC4, 0xC5, 0xCB, 0xCC, 0xCD],
+    ]
+
+    /// Why a request frame (without CRC) must be confirmed before it is sent, or nil: an irreversible command
+    /// (`irreversibleCommand`), or any custom (0xA0–0xDF) or proprietary (0xE0–0xFF) command that is not a known
+    /// read of its manufacturer.
+    public static func confirmationNeeded(for frame: [UInt8]) -> String? {
+        if let what = irreversibleCommand(in: frame) { return "\(what), which cannot be undone" }
+        guard frame.count >= 2 else { return nil }
+        let code = CommandCode(frame[1])
+        switch code.kind {
+        case .proprietary:
+            return "a proprietary command (0x\(Hex.format([frame[1]]))), a manufacturer's internal command that may change the tag for ever"
+        case .custom:
+            guard frame.count >= 3 else { return "a custom command (0x\(Hex.format([frame[1]]))) without its manufacturer byte" }
+            let maker = ManufacturerCode(frame[2])
+            if readOnlyCustom[maker]?.contains(frame[1]) == true { return nil }
+            return "custom command 0x\(Hex.format([frame[1]])) for manufacturer 0x\(Hex.format([frame[2]])), which is not a known read: it may change the tag, some such commands for ever"
+        default:
+            return nil
+        }
+    }
+
     public var name: String {
         if let e = entry { return e.name }
         switch kind {

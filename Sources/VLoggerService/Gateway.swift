@@ -64,6 +64,15 @@ public final class Gateway: @unchecked Sendable {
     let logger: Logger
     private let lock = NSLock()
     private var committedAll = true
+    /// One `vlogger run` per store (released when the run ends).
+    private let runLock: StoreRunLock
+    /// The running group, so that a job that cannot go on (the store writer) can stop the service.
+    let group = NIOLockedValueBox<ServiceGroup?>(nil)
+    /// The write API's token, replaced on SIGHUP.
+    let apiToken = APIToken(nil)
+    /// The audit settings and schedules in force, and how often they were replaced (SIGHUP): the audit
+    /// scheduler plans again when the count moves.
+    let audits: NIOLockedValueBox<(settings: AuditSettings, version: Int)>
 
     public init(options: GatewayOptions, logger: Logger) throws(VLoggerError) {
         self.options = options
@@ -71,8 +80,10 @@ public final class Gateway: @unchecked Sendable {
         let config: AgentConfig, rules: RuleSet, register: AssetRegister?
         do { (config, rules, register) = try options.overrides.load(options.configPath) } catch let e as VLoggerError { throw e } catch { throw VLoggerError("\(error)") }
         self.config = config
+        audits = NIOLockedValueBox((config.audit, 0))
         do {
             store = try Store(path: config.storePath)
+            runLock = try StoreRunLock(storePath: config.storePath)
             try store.registerFields(config.fieldInfos)
         } catch { throw VLoggerError("\(error)") }
         Self.importRegister(config, into: store, logger: logger)
@@ -118,9 +129,16 @@ public final class Gateway: @unchecked Sendable {
             try pendingWrites.refresh(from: store)
         } catch { throw VLoggerError("\(error)") }
         let (writer, metrics) = (self.writer, self.metrics)
+        let pending = pendingWrites
+        metrics.writesQueued = { pending.count }
         writer.onCommit = { r, e, last, seconds in
             logger.debug("committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms")
             metrics.storeUpdated(writer.stats, commitSeconds: seconds)
+        }
+        let group = self.group
+        writer.onFatal = { error in
+            logger.critical("store: \(error)")
+            Task { await group.withLockedValue { $0 }?.triggerGracefulShutdown() }
         }
         writer.onStateChange = { error, queued in
             if let error {
@@ -152,9 +170,8 @@ public final class Gateway: @unchecked Sendable {
             services.append(.init(service: RetentionJob(store: store, logger: logger, keepMs: keep, keepUnsynced: syncer != nil),
                                   serviceName: "retention"))
         }
-        if !config.audit.schedules.isEmpty {
-            services.append(.init(service: AuditJob(gateway: self), serviceName: "audit scheduler"))
-        }
+        // Always there: a SIGHUP may bring schedules to a configuration that had none.
+        services.append(.init(service: AuditJob(gateway: self), serviceName: "audit scheduler"))
         let signals = SignalJob(gateway: self)
         services.append(.init(service: signals, serviceName: "signals"))
         services.append(.init(service: NotifyJob(gateway: self, waitsForListener: config.listen != nil), serviceName: "sd_notify"))
@@ -163,7 +180,8 @@ public final class Gateway: @unchecked Sendable {
         var groupLogger = logger
         groupLogger.logLevel = max(logger.logLevel, .warning)
         let group = ServiceGroup(configuration: .init(services: services, logger: groupLogger))
-        signals.group.withLockedValue { $0 = group }
+        self.group.withLockedValue { $0 = group }
+        defer { runLock.release() }
         try await group.run()
         store.close()
         return GatewaySummary(readers: jobs.map { ($0.agent.readerConfig.id, $0.agent.counters) }, store: writer.stats,
@@ -194,14 +212,28 @@ public final class Gateway: @unchecked Sendable {
         logger.notice("signal SIGHUP: reloading the configuration before the next cycle")
         do {
             let (fresh, rules, register) = try options.overrides.load(path)
+            // A token file that cannot be read fails the whole reload, before anything is swapped in.
+            let newToken = config.listen != nil ? try Self.apiToken(fresh.apiTokenFile) : nil
             writer.register(fields: fresh.fieldInfos)
             Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
+            let schedulesChanged = audits.withLockedValue { a -> Bool in
+                guard a.settings != fresh.audit else { return false }
+                a = (fresh.audit, a.version + 1)
+                return true
+            }
+            var tokenNote = ""
+            if config.listen != nil {
+                let was = apiToken.isSet
+                apiToken.replace(newToken)
+                tokenNote = fresh.apiTokenFile.map { "; write API token read again from \($0)" } ?? (was ? "; write API off (no api-token-file)" : "")
+            }
             metrics.reloaded(ok: true)
             let known = Set(config.readers.map(\.id)), now = Set(fresh.readers.map(\.id))
             var later = "reader drivers and devices, the store and the listener apply at the next start"
             if known != now { later += "; readers added or removed (\(now.symmetricDifference(known).sorted().joined(separator: ", "))) too" }
-            logger.notice("SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.rows.count) register entries" } ?? "") (\(later))")
+            let schedules = "\(fresh.audit.schedules.count) audit schedule\(fresh.audit.schedules.count == 1 ? "" : "s")\(schedulesChanged ? " (changed: planned again)" : "")"
+            logger.notice("SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.rows.count) register entries" } ?? ""), \(schedules)\(tokenNote) (\(later))")
         } catch {
             metrics.reloaded(ok: false)
             logger.error("SIGHUP: reload failed, the running configuration stays: \(error)")
@@ -245,8 +277,8 @@ public final class Gateway: @unchecked Sendable {
             logger.warning("the listener is bound to \(address), which is not a loopback address: /metrics and the status page are readable from the network; put a firewall or an authenticating reverse proxy in front of it")
         }
         let router = Router()
-        let token = try Self.apiToken(config.apiTokenFile)
-        router.add(middleware: ReadOnlyMiddleware(writablePaths: token == nil ? [] : ["/api/writes"]))
+        apiToken.replace(try Self.apiToken(config.apiTokenFile))
+        router.add(middleware: ReadOnlyMiddleware(token: apiToken, writablePaths: ["/api/writes"]))
         let (metrics, store, config) = (self.metrics, self.store, self.config)
         let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
         let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
@@ -280,7 +312,9 @@ public final class Gateway: @unchecked Sendable {
                 return Response(status: r.status, headers: r.headers, body: .init())
             }
         }
-        if let token { WriteAPI.add(to: router, token: token, store: store, logger: logger) }
+        // The routes are always there; without a token (no api-token-file, or removed by a reload) the
+        // middleware answers 404 before them.
+        WriteAPI.add(to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger)
         var http = HTTP1Channel.Configuration(idleTimeout: .seconds(30))
         http.httpDecoder.maxHeaderFieldCount = 100
         let app = Application(router: router, server: .http1(configuration: http),
@@ -305,13 +339,20 @@ struct ListenerService<App: Service>: Service {
     }
 }
 
-/// GET and HEAD only, but for POST to the write API when it is configured.
+/// GET and HEAD only, but for POST to the write API when it is configured; the write API's paths answer 404
+/// while there is no token (none configured, or removed by a reload).
 struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: APIToken
     let writablePaths: Set<String>
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let apiOn = token.isSet
+        if !apiOn && request.uri.path.hasPrefix("/api/") {
+            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n")))
+        }
         guard request.method == .get || request.method == .head || (request.method == .post && writablePaths.contains(request.uri.path)) else {
-            if request.uri.path.hasPrefix("/api/") && writablePaths.isEmpty {
+            if request.uri.path.hasPrefix("/api/") && !apiOn {
                 return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
                                 body: .init(byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n")))
             }
@@ -475,7 +516,7 @@ struct WriterJob: Service {
 /// with the signal's name, before anything stops).
 final class SignalJob: Service, @unchecked Sendable {
     let gateway: Gateway
-    let group = NIOLockedValueBox<ServiceGroup?>(nil)
+    var group: NIOLockedValueBox<ServiceGroup?> { gateway.group }
 
     init(gateway: Gateway) { self.gateway = gateway }
 
@@ -534,28 +575,62 @@ struct BoundJob: Service {
 struct AuditJob: Service {
     let gateway: Gateway
 
+    /// The next fire time of each schedule after `ms`, worked out on a blocking thread (a schedule with
+    /// windows may look through years of calendar days): never on the cooperative pool.
+    static func plan(_ schedules: [AuditSchedule], afterMs ms: Millis) async -> [(AuditSchedule, Millis)] {
+        await Blocking.run { schedules.compactMap { s in s.next(afterMs: ms).map { (s, $0) } } }
+    }
+
     func run() async {
-        let schedules = gateway.config.audit.schedules
         let store = gateway.store, clock = gateway.clock
-        for s in schedules {
+        var (settings, version) = gateway.audits.withLockedValue { $0 }
+        for s in settings.schedules {
             let last = await Blocking.run { try? store.lastAuditStart(trigger: s.trigger) }
-            if s.missed(lastRun: last, now: clock.now()) {
+            let missed = await Blocking.run { s.missed(lastRun: last, now: clock.now()) }
+            if missed {
                 gateway.logger.notice("audit schedule '\(s.name)' (\(s)) missed its time while the service was down: running it once now")
-                await runAudit(s)
+                await runAudit(s, settings)
             }
         }
-        for s in schedules {
-            let next = s.next(afterMs: clock.now()).map(TimeSpec.format) ?? "never"
-            gateway.logger.info("audit schedule '\(s.name)' (\(s)): next \(next)")
-        }
+        var announce = true
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let now = clock.now()
-            let due = schedules.compactMap { s in s.next(afterMs: now).map { (s, $0) } }
-            guard let soonest = due.map(\.1).min() else { break }
-            guard await wait(untilMs: soonest) else { break }
-            let t = clock.now()
-            for (s, at) in due where at <= t { await runAudit(s) }
+            let due = await Self.plan(settings.schedules, afterMs: clock.now())
+            if announce {
+                for s in settings.schedules {
+                    let next = due.first { $0.0.name == s.name }.map { TimeSpec.format($0.1) } ?? "never"
+                    gateway.logger.info("audit schedule '\(s.name)' (\(s)): next \(next)")
+                }
+                announce = false
+            }
+            // Nothing to schedule (none configured, or none that fires): wait for a reload or the shutdown. A
+            // service that returns would end the whole group.
+            let soonest = due.map(\.1).min()
+            switch await wait(untilMs: soonest, version: version) {
+            case .shutdown:
+                return
+            case .reloaded:
+                (settings, version) = gateway.audits.withLockedValue { $0 }
+                announce = true
+            case .reached:
+                let t = clock.now()
+                for (s, at) in due where at <= t { await runAudit(s, settings) }
+            }
         }
+    }
+
+    enum Wake { case reached, reloaded, shutdown }
+
+    /// Waits until the run's clock reaches `ms` (for ever when nil), the schedules are reloaded, or the
+    /// shutdown begins. A reload is noticed within a second.
+    func wait(untilMs ms: Millis?, version: Int) async -> Wake {
+        let clock = gateway.clock
+        while ms.map({ clock.now() < $0 }) ?? true {
+            if gateway.audits.withLockedValue({ $0.version }) != version { return .reloaded }
+            let real = ms.map { min(1000, clock.realMs(until: $0)) } ?? 1000
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, real))) } } catch { return .shutdown }
+            if Task.isShuttingDownGracefully || Task.isCancelled { return .shutdown }
+        }
+        return .reached
     }
 
     /// Waits until the run's clock reaches `ms`; false when the shutdown began first.
@@ -568,17 +643,17 @@ struct AuditJob: Service {
         return true
     }
 
-    func runAudit(_ schedule: AuditSchedule) async {
+    func runAudit(_ schedule: AuditSchedule, _ settings: AuditSettings) async {
         let g = gateway
         let locations = schedule.location.map { [$0] } ?? Array(Set(g.jobs.map { Auditor.location(of: $0.agent.readerConfig) })).sorted()
         // Each location has its own readers: their audits run side by side, at the schedule's time.
         await withTaskGroup(of: Void.self) { group in
-            for location in locations { group.addTask { await audit(location, for: schedule) } }
+            for location in locations { group.addTask { await audit(location, for: schedule, settings) } }
         }
     }
 
-    func audit(_ location: String, for schedule: AuditSchedule) async {
-        let g = gateway, store = g.store, settings = g.config.audit
+    func audit(_ location: String, for schedule: AuditSchedule, _ settings: AuditSettings) async {
+        let g = gateway, store = g.store
         let jobs = g.jobs.filter { Auditor.location(of: $0.agent.readerConfig) == location }
         guard !jobs.isEmpty else { return }
         let started = g.clock.now()

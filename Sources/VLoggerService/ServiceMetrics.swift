@@ -33,6 +33,8 @@ public final class ServiceMetrics: @unchecked Sendable {
 
     private var readers: [ReaderStatus]
     private var writer = StoreWriter.Stats()
+    /// Queued writes waiting for their tags (the service's copy of the store's queue), for /healthz.
+    public var writesQueued: (@Sendable () -> Int)?
     private var reported = StoreWriter.Stats()
 
     /// swift-metrics handles, made once.
@@ -234,6 +236,7 @@ public final class ServiceMetrics: @unchecked Sendable {
             string("store", writer.lastError == nil ? "ok" : writer.lastError?.description)
             raw("queueDepth", String(writer.queued))
             raw("readingsDropped", String(writer.droppedReadings))
+            if let writesQueued { raw("writesQueued", String(writesQueued())) }
             raw("cycles", String(readers.reduce(0) { $0 + $1.counters.cycles }))
             raw("tagsInField", String(readers.reduce(0) { $0 + $1.tags.count }))
             // Fleet sync: its own status; a failing sync does not make the gateway unhealthy (it keeps logging

@@ -6,23 +6,76 @@ import NIOCore
 import VLoggerCore
 import VLoggerStore
 
+/// The write API's bearer token as the service has it now: read at start and again on SIGHUP, so a rotated
+/// token takes effect at once and the old one stops working; nil when `[service] api-token-file` is gone.
+final class APIToken: @unchecked Sendable {
+    private let lock = NSLock()
+    private var token: [UInt8]?
+
+    init(_ token: String?) { self.token = token.map { Array($0.utf8) } }
+
+    var isSet: Bool { lock.withLock { token != nil } }
+
+    func replace(_ new: String?) { lock.withLock { token = new.map { Array($0.utf8) } } }
+
+    /// Whether an Authorization header carries the token: the scheme `Bearer` in any case (RFC 7235 §2.1: the
+    /// scheme is case-insensitive), one space, the token compared in time independent of where it differs.
+    func accepts(_ header: String?) -> Bool {
+        guard let expected = lock.withLock({ token }), let header else { return false }
+        let bytes = Array(header.utf8)
+        guard bytes.count > 7, String(decoding: bytes[0..<6], as: UTF8.self).lowercased() == "bearer", bytes[6] == 0x20 else { return false }
+        let given = Array(bytes[7...])
+        var diff = UInt8(given.count == expected.count ? 0 : 1)
+        for i in 0..<max(given.count, expected.count) {
+            diff |= (i < given.count ? given[i] : 0) ^ (i < expected.count ? expected[i] : 0)
+        }
+        return diff == 0
+    }
+}
+
+/// Refused requests, logged at most once a minute with a count: 500 wrong tokens are one warning line, not 500.
+final class RefusalLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    private var lastLogMs: Millis?
+    let intervalMs: Millis
+    private let now: @Sendable () -> Millis
+
+    init(intervalMs: Millis = 60_000, now: @escaping @Sendable () -> Millis = { Millis(DispatchTime.now().uptimeNanoseconds / 1_000_000) }) {
+        self.intervalMs = intervalMs
+        self.now = now
+    }
+
+    /// Counts a refusal; returns how many to report when a line is due now (nil: not yet).
+    func record() -> Int? {
+        lock.withLock {
+            count += 1
+            let t = now()
+            guard lastLogMs.map({ t - $0 >= intervalMs }) ?? true else { return nil }
+            defer { count = 0 }
+            lastLogMs = t
+            return count
+        }
+    }
+}
+
 /// `POST /api/writes` (queue a write, as `vlogger write --when-seen` does) and `GET /api/writes/ID`, for the
 /// plant's other systems. Only with `Authorization: Bearer <token>` from `[service] api-token-file`; without
 /// that setting the endpoints do not exist. A wrong or missing token is 401 and logged without the token.
+///
+/// Answers: 201 with the id (200 with the same id when an `Idempotency-Key` was used before); 400 for a body
+/// that is not a valid request (the reason names the key); 422 for a valid request that cannot be carried out
+/// (a reader this gateway does not have, a block past the end of a known tag, a full queue); 503 only when the
+/// store itself fails (busy, disk), which is worth a retry.
 enum WriteAPI {
-    static func add(to router: Router<BasicRequestContext>, token: String, store: Store, logger: Logger) {
-        let expected = Array("Bearer \(token)".utf8)
+    static func add(to router: Router<BasicRequestContext>, token: APIToken, readers: Set<String>, store: Store, logger: Logger) {
+        let refusals = RefusalLog()
         @Sendable func authorised(_ request: Request) -> Bool {
-            let given = Array((request.headers[.authorization] ?? "").utf8)
-            // Compared in time independent of where the first difference is.
-            var diff = UInt8(given.count == expected.count ? 0 : 1)
-            for i in 0..<max(given.count, expected.count) {
-                diff |= (i < given.count ? given[i] : 0) ^ (i < expected.count ? expected[i] : 0)
+            if token.accepts(request.headers[.authorization]) { return true }
+            if let n = refusals.record() {
+                logger.warning("write API: refused \(n) request\(n == 1 ? "" : "s") with \(request.headers[.authorization] == nil ? "no" : "a wrong") bearer token (the last: \(request.method) \(request.uri.path)); further refusals are counted and logged at most once a minute")
             }
-            if diff != 0 {
-                logger.warning("write API: refused \(request.method) \(request.uri.path): \(request.headers[.authorization] == nil ? "no" : "a wrong") bearer token")
-            }
-            return diff == 0
+            return false
         }
         router.post("/api/writes") { request, context -> Response in
             guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
@@ -30,11 +83,28 @@ enum WriteAPI {
             let body: ByteBuffer
             do { body = try await request.collectBody(upTo: 65_536) } catch { return json(["error": "the body is larger than 64 KiB"], .contentTooLarge) }
             let write: QueuedWrite
-            do { write = try WriteRequest.parse(Data(body.readableBytesView)) } catch { return json(["error": "\(error)"], .badRequest) }
-            let id = await Blocking.run { try? store.enqueue(write) }
-            guard let id else { return json(["error": "the store could not queue the write"], .serviceUnavailable) }
-            logger.notice("write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))")
-            return json(["id": id, "state": "queued"], .created)
+            do throws(WriteRequest.Invalid) { write = try WriteRequest.parse(Data(body.readableBytesView), readers: readers) } catch {
+                return json(["error": error.description], error.impossible ? .unprocessableContent : .badRequest)
+            }
+            var key: String?
+            if let k = request.headers.first(where: { $0.name.canonicalName == "idempotency-key" })?.value {
+                guard (1...200).contains(k.utf8.count), k.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                    return json(["error": "Idempotency-Key: 1 to 200 visible ASCII characters"], .badRequest)
+                }
+                key = k
+            }
+            let result: Result<(id: Int64, replayed: Bool), StoreError> = await Blocking.run { [key] in
+                do throws(StoreError) { return .success(try store.enqueue(write, idempotencyKey: key)) } catch { return .failure(error) }
+            }
+            switch result {
+            case let .success((id, replayed)):
+                if replayed { return json(["id": id, "state": "queued", "replayed": true], .ok) }
+                logger.notice("write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))")
+                return json(["id": id, "state": "queued"], .created)
+            case let .failure(e):
+                // SQLite's own failures (code set) may pass; the store's refusals (no code) will not.
+                return json(["error": e.message], e.code == nil ? .unprocessableContent : .serviceUnavailable)
+            }
         }
         router.get("/api/writes/:id") { request, context -> Response in
             guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
@@ -52,7 +122,7 @@ enum WriteAPI {
     }
 
     static func json(_ object: [String: Any], _ status: HTTPResponse.Status) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -6,9 +6,12 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     public let message: String
     /// SQLite's primary result code (`SQLITE_BUSY` = 5, `SQLITE_CORRUPT` = 11, …), or nil for store errors.
     public let code: Int32?
-    public init(_ message: String, code: Int32? = nil) {
+    /// Trying again cannot help (the store file or its -wal was removed or replaced): the writer stops.
+    public let isFatal: Bool
+    public init(_ message: String, code: Int32? = nil, isFatal: Bool = false) {
         self.message = message
         self.code = code
+        self.isFatal = isFatal
     }
     public var description: String { message }
     /// Another connection holds the lock (an export beside the agent): wait and try again.

@@ -24,6 +24,12 @@ public final class Store: @unchecked Sendable {
     public var isImmutableCopy: Bool { immutable != nil }
     /// The writer connection, borrowed from GRDB (which owns and closes it), with the cached statements.
     private var writer: SQLiteConnection?
+    /// The -wal file the writer commits into, as (device, inode) once the first commit made it: a batch
+    /// finds it unlinked or replaced before it reports a commit that would be lost (see `checkIdentity`).
+    private var walIdentity: FileIdentity?
+    /// Set once the store file or its -wal was found removed or replaced: nothing more is written, and
+    /// `close` does not checkpoint into whatever file now has the name.
+    private var lostIdentity: StoreError?
 
     /// The migrations, in order. A name once shipped never changes; new schema goes in a new entry.
     static let migrations: [(name: String, sql: String)] = [
@@ -192,6 +198,11 @@ public final class Store: @unchecked Sendable {
             time INTEGER NOT NULL
         ) WITHOUT ROWID;
         """),
+        // A client's Idempotency-Key on POST /api/writes: the same key queues the write once.
+        ("012-write-queue-idempotency-key", """
+        ALTER TABLE write_queue ADD COLUMN idempotency_key TEXT;
+        CREATE UNIQUE INDEX write_queue_by_idempotency_key ON write_queue(idempotency_key) WHERE idempotency_key IS NOT NULL;
+        """),
     ]
 
     private var insertReading: SQLStatement?
@@ -207,6 +218,9 @@ public final class Store: @unchecked Sendable {
     public init(path: String, readOnly: Bool = false, busyTimeoutMs: Int32 = 5000, readers: Int = 4) throws(StoreError) {
         self.path = path
         self.readOnly = readOnly
+        if let kind = FileIdentity.nonRegularKind(path) {
+            throw StoreError("\(path) is \(kind), not a store file: give --store (or [store] path) a regular file's path")
+        }
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw StoreError("no store at \(path) (run `vlogger run` first, or pass --store FILE)")
         }
@@ -224,7 +238,7 @@ public final class Store: @unchecked Sendable {
                 break
             } catch let e as DatabaseError where e.resultCode == .SQLITE_BUSY && attempt < Int(busyTimeoutMs / 10) {
                 Thread.sleep(forTimeInterval: 0.01)
-            } catch let e as DatabaseError where readOnly && e.resultCode == .SQLITE_READONLY
+            } catch let e as DatabaseError where readOnly && (e.resultCode == .SQLITE_READONLY || e.resultCode == .SQLITE_CANTOPEN)
                 && !FileManager.default.fileExists(atPath: path + "-wal")
                 && !FileManager.default.isWritableFile(atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent) {
                 fallback = try SQLiteConnection(path: path, readOnly: true, busyTimeoutMs: busyTimeoutMs, immutable: true)
@@ -262,18 +276,78 @@ public final class Store: @unchecked Sendable {
         }
     }
 
-    /// Finalises the cached statements and closes every connection.
+    /// Finalises the cached statements, merges the -wal into the store file (so that the `.db` alone, copied
+    /// or backed up, holds every commit) and closes every connection. A store whose file was removed or
+    /// replaced while open is not checkpointed into the file that now has its name.
     public func close() {
         // The cached statements are finalized before their connection closes.
         if !readOnly {
-            pool?.writeWithoutTransaction { _ in
+            pool?.writeWithoutTransaction { db in
                 (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
                 (upsertBufferMark, deleteBufferMark) = (nil, nil)
                 writer = nil
+                if lostIdentity == nil, let h = db.sqliteConnection {
+                    let c = SQLiteConnection(borrowing: h, path: path)
+                    if (try? Self.identityProblem(c, path: path, wal: walIdentity)) ?? nil == nil {
+                        try? c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    }
+                }
             }
         }
         try? pool?.close()
         immutableLock.withLock { immutable?.close() }
+    }
+
+    /// Whether the store file and its -wal are still the ones this store opened: a `rm vlogger.db-wal` or a
+    /// `mv backup.db vlogger.db` under a running service would otherwise lose every commit since the last
+    /// checkpoint, or the replacement, while batches still report success. SQLite's own check
+    /// (`SQLITE_FCNTL_HAS_MOVED`: the file was unlinked, renamed or replaced) covers the store file; the
+    /// -wal is compared by device and inode with the one the first commit made.
+    static func identityProblem(_ db: SQLiteConnection, path: String, wal: FileIdentity?) throws(StoreError) -> String? {
+        var moved: Int32 = 0
+        let rc = sqlite3_file_control(db.handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved)
+        if rc == SQLITE_OK && moved != 0 { return "the store file \(path) was removed or replaced while this process had it open" }
+        if let wal {
+            guard let now = FileIdentity(path + "-wal") else { return "\(path)-wal (the commits not yet merged into \(path)) was removed while this process had it open" }
+            if now != wal { return "\(path)-wal was replaced while this process had it open" }
+        }
+        return nil
+    }
+
+    /// Before a batch: the store's files are still the ones it commits into. Otherwise what the store held is
+    /// saved (see `rescue`) and the batch fails with an error that `isFatal`: the writer stops instead of
+    /// reporting commits nobody will find.
+    private func checkIdentity(_ db: SQLiteConnection) throws(StoreError) {
+        if let lostIdentity { throw lostIdentity }
+        guard let problem = try Self.identityProblem(db, path: path, wal: walIdentity) else { return }
+        let saved = rescue(db, walRemoved: problem.contains("-wal"))
+        let e = StoreError("\(problem); \(saved); nothing more is written, restart the service to go on with a new store file", code: nil, isFatal: true)
+        lostIdentity = e
+        throw e
+    }
+
+    /// Saves what the open connection still sees. A removed -wal is merged into the store file (the connection
+    /// still holds it open). A removed or replaced store file is copied whole (`VACUUM INTO`) to a file beside
+    /// it, and the -wal emptied so that it cannot be applied to the replacement.
+    private func rescue(_ db: SQLiteConnection, walRemoved: Bool) -> String {
+        if walRemoved {
+            do {
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return "every commit so far was merged into \(path)"
+            } catch {
+                return "the commits in it could not be merged into \(path) (\(error))"
+            }
+        }
+        let copy = "\(path).orphaned-\(Millis.now()).db"
+        do {
+            let s = try db.prepare("VACUUM INTO ?")
+            try s.bind([.text(copy)])
+            _ = try s.step()
+        } catch {
+            return "what it held could not be saved (\(error))"
+        }
+        try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return "what it held is saved in \(copy); the file now at \(path) was not touched"
     }
 
     /// A store that fails SQLite's checks: nothing is written into it, and the way out.
@@ -422,6 +496,8 @@ public final class Store: @unchecked Sendable {
 
     private func write(_ batch: Batch, _ db: SQLiteConnection) throws(StoreError) -> Int64 {
         var lastID: Int64 = 0
+        try checkIdentity(db)
+        defer { if walIdentity == nil { walIdentity = FileIdentity(path + "-wal") } }
         try Self.transaction(db) { () throws(StoreError) in
             if !batch.tags.isEmpty {
                 let s = try prepared(&upsertTag, db, """

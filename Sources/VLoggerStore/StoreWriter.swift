@@ -23,6 +23,9 @@ public final class StoreWriter: @unchecked Sendable {
     public var onCommit: (@Sendable (_ readings: Int, _ events: Int, _ lastReadingID: Int64, _ seconds: Double) -> Void)?
     /// Called when commits start failing (`nil` when they work again), for the log.
     public var onStateChange: (@Sendable (_ error: StoreError?, _ queued: Int) -> Void)?
+    /// Called once when a commit fails in a way no retry can mend (`StoreError.isFatal`: the store file or its
+    /// -wal was removed or replaced). The writer commits nothing more; the service should stop.
+    public var onFatal: (@Sendable (_ error: StoreError) -> Void)?
 
     /// The writer's own time, for batching and back-off only (records carry their own timestamps):
     /// monotonic milliseconds; tests inject a manual one.
@@ -37,6 +40,8 @@ public final class StoreWriter: @unchecked Sendable {
     private var stopping = false
     private var backoffMs: Millis = 0
     private var retryAt: Millis?
+    /// The error that stopped the writer for good.
+    private var fatal: StoreError?
     private let threadDone = DispatchSemaphore(value: 0)
     private var totals = Stats()
 
@@ -194,6 +199,7 @@ public final class StoreWriter: @unchecked Sendable {
 
     /// With the lock held (released during the database work): commits everything queued.
     private func commitLocked() -> Bool {
+        if fatal != nil { return false }
         guard !pending.isEmpty || fields != nil || !dropped.isEmpty else { return true }
         var batch = pending
         let newFields = fields
@@ -247,6 +253,14 @@ public final class StoreWriter: @unchecked Sendable {
             let first = totals.lastError == nil
             totals.failedCommits += 1
             totals.lastError = error
+            if error.isFatal {
+                fatal = error
+                let onFatal = self.onFatal
+                cond.unlock()
+                onFatal?(error)
+                cond.lock()
+                return false
+            }
             backoffMs = backoffMs == 0 ? 250 : min(maxBackoffMs, backoffMs * 2)
             retryAt = clock() + backoffMs
             let (onState, queued) = (self.onStateChange, pending.size)
@@ -276,6 +290,10 @@ public final class StoreWriter: @unchecked Sendable {
     private func loop() {
         cond.lock()
         while !stopping {
+            if fatal != nil {
+                cond.wait()
+                continue
+            }
             let now = clock()
             if let retryAt, now < retryAt {
                 _ = cond.wait(until: Date(timeIntervalSinceNow: Double(retryAt - now) / 1000))
@@ -311,6 +329,7 @@ public final class StoreWriter: @unchecked Sendable {
         var pause: UInt64 = 100_000_000
         while true {
             if commitNow() { return true }
+            if locked({ fatal != nil }) { return false }
             let now = DispatchTime.now().uptimeNanoseconds
             if now + pause > end { return false }
             Thread.sleep(forTimeInterval: Double(pause) / 1e9)

@@ -145,8 +145,11 @@ public enum DurationText {
         let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000)]
         for (suffix, factor) in units where t.hasSuffix(suffix) {
             let number = String(t.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
-            // "ms" must not be read as "m" + "s": the longer suffix is tried first.
-            guard let v = Double(number), v.isFinite, v >= 0, !number.hasPrefix("+"), v * factor < 1e15 else { throw Invalid(text: text) }
+            // "ms" must not be read as "m" + "s": the longer suffix is tried first. Decimal digits with at most
+            // one point: Swift's Double also reads "0x10" (16), "1e14" and "inf".
+            let decimal = !number.isEmpty && number.count <= 24 && number.filter { $0 == "." }.count <= 1
+                && number.allSatisfy { $0 == "." || ($0.isASCII && $0.isNumber) } && number.contains(where: \.isNumber)
+            guard decimal, let v = Double(number), v.isFinite, v >= 0, v * factor < 1e15 else { throw Invalid(text: text) }
             return Millis((v * factor).rounded())
         }
         throw Invalid(text: text)

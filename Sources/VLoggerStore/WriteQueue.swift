@@ -49,6 +49,27 @@ public struct WriteOutcome: Equatable, Sendable {
 }
 
 extension Store {
+    /// How many writes may wait for their tags at once. Past it a new write is refused (it would otherwise
+    /// grow the queue without bound, and every refresh of the service's copy with it).
+    public static let writeQueueLimit = 10_000
+
+    /// Puts a write in the queue under a client's idempotency key: a key already used returns the write it
+    /// queued (`replayed`), so a client that retries a POST after a lost answer queues nothing twice.
+    public func enqueue(_ w: QueuedWrite, idempotencyKey: String?) throws(StoreError) -> (id: Int64, replayed: Bool) {
+        guard let key = idempotencyKey else { return (try enqueue([w])[0], false) }
+        return try withWriter { db throws(StoreError) in
+            var result: (Int64, Bool) = (0, false)
+            try Self.transaction(db) { () throws(StoreError) in
+                if case let .integer(id)? = try db.scalar("SELECT id FROM write_queue WHERE idempotency_key = ?", [.text(key)]) {
+                    result = (id, true)
+                    return
+                }
+                result = (try insert([w], db, key: key)[0], false)
+            }
+            return result
+        }
+    }
+
     /// Puts a write in the queue; returns its id. When the store already knows the tag's memory (it has
     /// been seen), a write that is not whole blocks or runs past the end is refused here, not at the tag.
     @discardableResult
@@ -61,8 +82,18 @@ extension Store {
     public func enqueue(_ writes: [QueuedWrite]) throws(StoreError) -> [Int64] {
         try withWriter { db throws(StoreError) in
             var ids: [Int64] = []
-            try Self.transaction(db) { () throws(StoreError) in
-              for w in writes {
+            try Self.transaction(db) { () throws(StoreError) in ids = try insert(writes, db, key: nil) }
+            return ids
+        }
+    }
+
+    /// Inside a transaction: checks and inserts the writes.
+    private func insert(_ writes: [QueuedWrite], _ db: SQLiteConnection, key: String?) throws(StoreError) -> [Int64] {
+        var ids: [Int64] = []
+        if case let .integer(n)? = try db.scalar("SELECT count(*) FROM write_queue WHERE state = 'queued'"), Int(n) + writes.count > Self.writeQueueLimit {
+            throw StoreError("the write queue holds \(n) writes waiting for their tags and takes at most \(Self.writeQueueLimit); cancel some (vlogger writes cancel ID) or wait for them to be made or expire")
+        }
+        for w in writes {
                 if w.operation == .lock ? !w.data.isEmpty : w.data.isEmpty {
                     throw StoreError(w.operation == .lock ? "a queued lock of one block carries no data" : "a queued write needs data")
                 }
@@ -81,16 +112,14 @@ extension Store {
                         throw StoreError("\(n) block(s) from \(w.first) run past the end of \(w.uid) (\(count) blocks)")
                     }
                 }
-                let s = try db.prepare("INSERT INTO write_queue(created, uid, block, data, flags, reader, expires, state, operation) VALUES(?,?,?,?,?,?,?, 'queued', ?)")
+                let s = try db.prepare("INSERT INTO write_queue(created, uid, block, data, flags, reader, expires, state, operation, idempotency_key) VALUES(?,?,?,?,?,?,?, 'queued', ?, ?)")
                 try s.bind([.integer(w.created), .text(w.uid.description), .integer(Int64(w.first.int)), .blob(w.data),
                             w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, w.reader.map(SQLValue.text) ?? .null,
-                            w.expires.map(SQLValue.integer) ?? .null, .text(w.operation.rawValue)])
+                            w.expires.map(SQLValue.integer) ?? .null, .text(w.operation.rawValue), key.map(SQLValue.text) ?? .null])
                 try s.step()
                 ids.append(db.lastInsertRowID)
-              }
-            }
-            return ids
         }
+        return ids
     }
 
     /// One queued write by id, whatever its state; nil if there is none.
@@ -118,10 +147,10 @@ extension Store {
     }
 
     /// The queue and its history, newest first; with `state`, only those.
-    public func queuedWrites(state: QueuedWrite.State? = nil, limit: Int = 1000) throws(StoreError) -> [QueuedWrite] {
+    public func queuedWrites(state: QueuedWrite.State? = nil, limit: Int = 1000, oldestFirst: Bool = false) throws(StoreError) -> [QueuedWrite] {
         try withReader { db throws(StoreError) in
             let s = try db.prepare(Self.queueColumns
-                                   + (state == nil ? "" : " WHERE state = ?2") + " ORDER BY id DESC LIMIT ?1")
+                                   + (state == nil ? "" : " WHERE state = ?2") + " ORDER BY id \(oldestFirst ? "ASC" : "DESC") LIMIT ?1")
             try s.bind(state == nil ? [.integer(Int64(limit))] : [.integer(Int64(limit)), .text(state?.rawValue ?? "")])
             var out: [QueuedWrite] = []
             while try s.step() {

@@ -68,7 +68,7 @@ struct AssetsList: ParsableCommand {
             return
         }
         for r in rows {
-            print("\(r.uid)  \(r.assetID)  \(r.location ?? "-")  \(r.name ?? "")" + (r.extra.isEmpty ? "" : "  " + r.extra.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))
+            say("\(r.uid)  \(r.assetID)  \(r.location ?? "-")  \(r.name ?? "")" + (r.extra.isEmpty ? "" : "  " + r.extra.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))
         }
         print("\(rows.count) asset(s)\(location.map { " in \($0)" } ?? "")")
     }

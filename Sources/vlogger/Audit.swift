@@ -73,7 +73,7 @@ struct AuditRun: ParsableCommand {
             for r in record.results where r.seenRounds > 0 {
                 if let t = r.lastSeen { lastSeen[r.uid] = (t, r.seenBy, r.seenLocation) }
             }
-            if json { out.append(AuditPrint.object(record)) } else { print(AuditPrint.summary(record)) }
+            if json { out.append(AuditPrint.object(record)) } else { say(AuditPrint.summary(record)) }
         }
         if json { printJSON(out) }
     }
@@ -92,7 +92,7 @@ struct AuditList: ParsableCommand {
         defer { store.close() }
         let audits: [AuditRecord]
         do { audits = try store.audits(location: location) } catch { throw VLoggerError("\(error)") }
-        for a in audits { print(AuditPrint.summary(a)) }
+        for a in audits { say(AuditPrint.summary(a)) }
         if audits.isEmpty { print("no audits\(location.map { " of \($0)" } ?? "")") }
     }
 }
@@ -113,7 +113,7 @@ struct AuditShow: ParsableCommand {
         defer { store.close() }
         let a = try store.auditOrFail(id)
         if json { printJSON(AuditPrint.object(a)); return }
-        print(AuditPrint.summary(a))
+        say(AuditPrint.summary(a))
         for r in a.results {
             var line = "  \(r.status.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)) \(r.uid)  \(r.assetID ?? "-")"
             switch r.status {
@@ -121,8 +121,8 @@ struct AuditShow: ParsableCommand {
             case .wrongLocation: line += "  registered at \(r.registeredLocation ?? "-"), seen at \(r.seenLocation ?? "-")\(r.seenBy.map { " by \($0)" } ?? "")"
             case .missing: line += r.lastSeen.map { "  last seen \(TimeSpec.format($0))" } ?? "  never seen"
             }
-            print(line)
-            for c in r.failedChecks { print("      check failed: \(c)") }
+            say(line)
+            for c in r.failedChecks { say("      check failed: \(c)") }
         }
     }
 }
@@ -149,7 +149,7 @@ struct AuditDiff: ParsableCommand {
         print(AuditPrint.summary(audits[1]))
         let changes = AuditChange.between(audits[0], audits[1])
         for c in changes {
-            print("  \(c.uid)  \(c.assetID ?? "-")  \(c.before?.rawValue ?? "(not in \(first))") -> \(c.after?.rawValue ?? "(not in \(second))")"
+            say("  \(c.uid)  \(c.assetID ?? "-")  \(c.before?.rawValue ?? "(not in \(first))") -> \(c.after?.rawValue ?? "(not in \(second))")"
                   + (c.checksBefore == c.checksAfter ? "" : "  checks: \(c.checksBefore.isEmpty ? "none" : c.checksBefore.joined(separator: "; ")) -> \(c.checksAfter.isEmpty ? "none" : c.checksAfter.joined(separator: "; "))"))
         }
         print("\(changes.count) change(s)")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import VLoggerStore
 import Foundation
 import ISO15693
 import Readers
@@ -117,7 +118,7 @@ func ndefCall<T>(_ uid: UID, _ body: () throws(NDEFTagError) -> T) throws -> T {
 
 /// Prints a message's records, one per line or as JSON objects.
 func describe(_ records: [NDEFRecord]) -> [String] {
-    records.enumerated().map { "  \($0.offset + 1). " + NDEFDescription.line($0.element) }
+    records.enumerated().map { SafeText.terminal("  \($0.offset + 1). " + NDEFDescription.line($0.element)) }
 }
 
 struct NDEFRead: ParsableCommand {

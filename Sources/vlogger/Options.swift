@@ -3,6 +3,7 @@ import Foundation
 import ISO15693
 import Readers
 import VLoggerCore
+import VLoggerStore
 
 extension ReaderKind: ExpressibleByArgument {}
 
@@ -83,4 +84,10 @@ func blockJSON(_ b: BlockRead) -> [String: Any] {
     var o: [String: Any] = ["block": b.number.description, "data": Hex.format(b.data, separator: "")]
     if let s = b.security { o["locked"] = s.isLocked }
     return o
+}
+
+/// Prints one line for a person: text that came from outside (a tag, an API client, a register) cannot move
+/// the cursor, colour or retitle the terminal, or start a line of its own (`SafeText`).
+func say(_ line: String) {
+    print(SafeText.terminal(line))
 }

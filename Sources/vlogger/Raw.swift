@@ -16,18 +16,18 @@ struct Raw: ParsableCommand {
     @Flag(help: "Wait as for a write-alike command (programming time; an EOF after the wait with the Option flag).")
     var write = false
 
-    @Flag(help: "Confirm a frame whose command cannot be undone (Lock Block, Lock AFI/DSFID, Extended Lock Block, and known custom locks, kill and privacy commands).")
+    @Flag(help: "Confirm a frame whose command cannot be undone (Lock Block, Lock AFI/DSFID, Extended Lock Block) or that is a custom or proprietary command (0xA0-0xFF) other than a known read.")
     var yes = false
 
-    /// The name of a command in `frame` that changes a tag for ever (ISO15693 knows which).
-    static func irreversible(_ frame: [UInt8]) -> String? { CommandCode.irreversibleCommand(in: frame) }
+    /// Why `frame` must be confirmed with --yes (ISO15693 knows which commands change a tag).
+    static func irreversible(_ frame: [UInt8]) -> String? { CommandCode.confirmationNeeded(for: frame) }
 
     func run() throws {
         let bytes: [UInt8]
         do { bytes = try Hex.parse(frame.joined(separator: " ")) } catch { throw ValidationError("frame: \(error)") }
         guard !bytes.isEmpty else { throw ValidationError("the frame is empty") }
         if let what = Self.irreversible(bytes), !yes {
-            throw ValidationError("this frame is \(what), which cannot be undone; add --yes to send it")
+            throw ValidationError("this frame is \(what); add --yes to send it")
         }
         let session = try options.open()
         let wait: ResponseWait = write ? .writeAlike(optionFlag: bytes[0] & 0x40 != 0) : .standard

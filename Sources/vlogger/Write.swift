@@ -131,7 +131,7 @@ struct QueueOptions: ParsableArguments {
         let now = Millis.now()
         var expiry: Millis?
         if let expires {
-            do { expiry = now + (try DurationText.parse(expires)) } catch { throw ValidationError("--expires: \(error)") }
+            do { expiry = try WriteRequest.expiry(expires, now: now) } catch { throw ValidationError("--\(error)") }
         }
         let flags = try options.parsedFlags()
         if let flags, flags.contains(.select) { throw ValidationError("--flags: the selected state is a session's; a queued write is addressed") }

@@ -30,7 +30,7 @@ struct WritesList: ParsableCommand {
         do { list = try store.queuedWrites(state: wanted) } catch { throw VLoggerError("\(error)") }
         for w in list {
             let what = w.operation == .lock ? "lock" : Hex.format(w.data, separator: "") + (w.operation == .writeLock ? " +lock" : "")
-            print("\(w.id)  \(w.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(w.uid)  \(w.first)  \(what)"
+            say("\(w.id)  \(w.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(w.uid)  \(w.first)  \(what)"
                   + "  queued \(TimeSpec.format(w.created))" + (w.reader.map { "  reader \($0)" } ?? "") + (w.expires.map { "  expires \(TimeSpec.format($0))" } ?? "")
                   + (w.finished.map { "  \(TimeSpec.format($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
         }

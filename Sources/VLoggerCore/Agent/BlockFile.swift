@@ -20,8 +20,13 @@ public enum BlockFile {
         var blocks: [(number: Int, data: [UInt8], line: Int)] = []
         var size: (bytes: Int, line: Int)?
         var lineOf: [Int: Int] = [:]
-        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines end in LF, CRLF or a lone CR. A Character that is "\r\n" is not "\n": split on all three, by
+        // Character, so that a file saved on Windows is read line by line.
+        for (i, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).enumerated() {
             let n = i + 1
+            if let odd = raw.unicodeScalars.first(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029 }) {
+                throw Invalid(description: "line \(n): a control character U+\(String(format: "%04X", odd.value)) in the line; one block a line, lines ended by a line feed")
+            }
             var line = Substring(raw)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
             let t = line.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -15,8 +15,10 @@ public final class PendingWrites: @unchecked Sendable {
 
     /// Replaces the copy with the store's queued writes.
     public func refresh(from store: Store) throws(StoreError) {
-        let queued = try store.queuedWrites(state: .queued)
-        let grouped = Dictionary(grouping: queued.sorted { $0.id < $1.id }, by: \.uid)
+        // Every queued write, oldest first (the queue is bounded by Store.writeQueueLimit): a flood of new writes
+        // never hides an older one.
+        let queued = try store.queuedWrites(state: .queued, limit: Store.writeQueueLimit, oldestFirst: true)
+        let grouped = Dictionary(grouping: queued, by: \.uid)
         let still = Set(queued.map(\.id))
         lock.withLock {
             byUID = grouped

@@ -53,20 +53,29 @@ public struct AuditSchedule: Sendable, Equatable, CustomStringConvertible {
     public var trigger: String { "schedule:\(name)" }
 
     /// The first time after `date` this schedule fires (inside its windows when it has them), or nil if none
-    /// within the cron schedules' 8 years.
+    /// within the cron schedules' horizon (8 years of calendar time, however often the cron fires).
     public func next(after date: Date) -> Date? {
         var best: Date?
+        let zonesMatch = during.allSatisfy { w in fires.allSatisfy { $0.timeZone == w.timeZone } }
         for cron in fires {
-            var t = date
-            // Firings outside the windows are skipped; 20,160 steps is two weeks of a cron firing every minute.
-            for _ in 0..<20_160 {
-                guard let n = cron.next(after: t) else { break }
-                if best.map({ n >= $0 }) ?? false { break }
-                if during.isEmpty || during.contains(where: { $0.contains(n) }) { best = n; break }
-                t = n
+            let local: ((Int, Int) -> Bool)? = during.isEmpty || !zonesMatch ? nil : { wd, minute in during.contains { $0.contains(weekday: wd, minute: minute) } }
+            let accept: ((Date) -> Bool)? = during.isEmpty ? nil : { t in
+                if let best, t >= best { return true }   // no better firing: stop here
+                return during.contains { $0.contains(t) }
             }
+            guard let n = cron.next(after: date, localFilter: local, accept: accept) else { continue }
+            if best.map({ n < $0 }) ?? true { best = n }
         }
         return best
+    }
+
+    /// Why this schedule never fires, or nil when it does (within the horizon after `date`).
+    public func neverFires(after date: Date) -> String? {
+        guard next(after: date) == nil else { return nil }
+        if !during.isEmpty && fires.contains(where: { $0.next(after: date) != nil }) {
+            return "its times (\(fires.map(\.text).joined(separator: ", "))) never fall inside its during windows (\(during.map(\.description).joined(separator: ", ")) on days \(during.first.map { $0.days.sorted().map(String.init).joined(separator: ",") } ?? ""))"
+        }
+        return "\(fires.map(\.text).joined(separator: ", ")) names no date that exists within 8 years (e.g. 30 February)"
     }
 
     /// `next(after:)` in the store's milliseconds since 1970.

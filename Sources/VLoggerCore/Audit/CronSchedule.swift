@@ -15,7 +15,8 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
     let daysRestricted: Bool, weekdaysRestricted: Bool
 
     public init(_ text: String, timeZone name: String = "UTC") throws(Invalid) {
-        guard let tz = TimeZone(identifier: name) else { throw Invalid(description: "time zone '\(name)' is not an IANA name (e.g. Europe/Berlin, UTC)") }
+        let tz: TimeZone
+        do { tz = try Self.zone(name) } catch { throw Invalid(description: error.description) }
         let parts = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard parts.count == 5 else {
             throw Invalid(description: "'\(text)': a cron expression has 5 fields (minute hour day-of-month month day-of-week), e.g. 0 2 * * *")
@@ -27,14 +28,14 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
                 guard stepParts.count <= 2 else { throw Invalid(description: "\(name) '\(item)': one '/' at most") }
                 var step = 1
                 if stepParts.count == 2 {
-                    guard let n = Int(stepParts[1]), (1...range.upperBound).contains(n) else { throw Invalid(description: "\(name) '\(item)': the step must be 1…\(range.upperBound)") }
+                    guard let n = CronSchedule.number(stepParts[1]), (1...range.upperBound).contains(n) else { throw Invalid(description: "\(name) '\(item)': the step must be 1…\(range.upperBound)") }
                     step = n
                 }
                 let base = stepParts[0]
                 var lo = range.lowerBound, hi = range.upperBound
                 if base != "*" {
                     let ends = base.split(separator: "-", omittingEmptySubsequences: false)
-                    guard (1...2).contains(ends.count), let a = Int(ends[0]), let b = Int(ends.last ?? ""), range.contains(a), range.contains(b), a <= b else {
+                    guard (1...2).contains(ends.count), let a = CronSchedule.number(ends[0]), let b = CronSchedule.number(ends.last ?? ""), range.contains(a), range.contains(b), a <= b else {
                         throw Invalid(description: "\(name) '\(item)': expected *, a number or a range in \(range.lowerBound)…\(range.upperBound)")
                     }
                     (lo, hi) = (a, ends.count == 2 || stepParts.count == 2 ? b : a)
@@ -57,12 +58,43 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(text) (\(timeZone.identifier))" }
 
+    /// An IANA time zone by name. Foundation also takes `GMT+5` as UTC+5, where IANA's `Etc/GMT+5` is UTC−5:
+    /// such names are refused with the IANA spelling of what was probably meant.
+    public static func zone(_ name: String) throws(Invalid) -> TimeZone {
+        let offset = name.range(of: #"^(GMT|UTC)[+-][0-9]{1,2}(:?[0-9]{2})?$"#, options: .regularExpression) != nil
+        if offset {
+            let sign = name.dropFirst(3).first == "+" ? "-" : "+"
+            let hours = name.dropFirst(4).prefix { $0.isNumber }
+            throw Invalid(description: "time zone '\(name)': give an IANA name (e.g. Europe/Berlin); for a fixed offset IANA writes Etc/GMT\(sign)\(hours), whose sign is the reverse of the offset's")
+        }
+        guard let tz = TimeZone(identifier: name) else {
+            throw Invalid(description: "time zone '\(name)' is not an IANA name (e.g. Europe/Berlin, UTC)")
+        }
+        return tz
+    }
+
+    /// A cron number: ASCII digits only (no sign, no spaces), at most 4 of them.
+    static func number(_ s: Substring) -> Int? {
+        guard !s.isEmpty, s.count <= 4, s.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int(s)
+    }
+
+    /// How far ahead `next` looks: 8 years of calendar time (every cron schedule that fires at all fires
+    /// within that: 29 February comes back within 8 years, across a century year that is not a leap year).
+    public static let horizonDays = 366 * 8
+
     /// The first time after `date` this schedule fires, or nil if none within 8 years (e.g. 31 February).
-    public func next(after date: Date) -> Date? {
+    public func next(after date: Date) -> Date? { next(after: date, localFilter: nil, accept: nil) }
+
+    /// The first firing after `date` that `localFilter` (weekday 0 = Sunday, minute of the local day; cheap,
+    /// asked before any date is built) and `accept` (the firing's time) both take, or nil if none within the
+    /// horizon. The search is bounded by calendar time, not by a count of firings: every day of the horizon
+    /// is looked at once, each (hour, minute) of a matching day once.
+    public func next(after date: Date, localFilter: ((_ weekday: Int, _ minute: Int) -> Bool)?, accept: ((Date) -> Bool)?) -> Date? {
         var cal = Calendar(identifier: .gregorian)
         cal.timeZone = timeZone
         var day = cal.startOfDay(for: date)
-        for _ in 0..<(366 * 8) {
+        for _ in 0..<Self.horizonDays {
             let c = cal.dateComponents([.year, .month, .day, .weekday], from: day)
             guard let y = c.year, let m = c.month, let d = c.day, let wd = c.weekday else { return nil }
             let dayOK: Bool
@@ -72,12 +104,12 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
             case (false, true): dayOK = weekdays.contains(wd - 1)
             case (false, false): dayOK = true
             }
+            // The day's firings in (hour, minute) order are in time order too: a local time in a daylight-saving
+            // gap runs at the jump, a repeated one the first time, so the first one after `date` is the answer.
             if months.contains(m) && dayOK {
-                // A local time in a daylight-saving gap comes back shifted to after the jump; a repeated one
-                // comes back as its first occurrence: each (hour, minute) is tried once a day, the earliest wins.
-                var best: Date?
                 for h in hours {
                     for min in minutes {
+                        if let localFilter, !localFilter(wd - 1, h * 60 + min) { continue }
                         guard var t = cal.date(from: DateComponents(year: y, month: m, day: d, hour: h, minute: min)) else { continue }
                         // In a gap Foundation moves the time on by the jump (02:30 → 03:30); cron runs it at the jump.
                         let got = cal.dateComponents([.hour, .minute], from: t)
@@ -85,10 +117,10 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
                             t = jump
                         }
                         guard t > date else { continue }
-                        if best.map({ t < $0 }) ?? true { best = t }
+                        if let accept, !accept(t) { continue }
+                        return t
                     }
                 }
-                if let best { return best }
             }
             guard let nextDay = cal.date(byAdding: .day, value: 1, to: day) else { return nil }
             day = cal.startOfDay(for: nextDay)

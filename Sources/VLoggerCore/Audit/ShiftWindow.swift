@@ -17,11 +17,12 @@ public struct ShiftWindow: Sendable, Equatable, CustomStringConvertible {
 
     /// `text` is `HH:MM-HH:MM`; `days` a cron day-of-week field (`*`, `1-5`, `0,6`).
     public init(_ text: String, days: String = "*", timeZone name: String = "UTC") throws(Invalid) {
-        guard let tz = TimeZone(identifier: name) else { throw Invalid(description: "time zone '\(name)' is not an IANA name (e.g. Europe/Berlin, UTC)") }
+        let tz: TimeZone
+        do { tz = try CronSchedule.zone(name) } catch { throw Invalid(description: error.description) }
         let ends = text.split(separator: "-", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         func minute(_ s: String, allow24: Bool) throws(Invalid) -> Int {
             let hm = s.split(separator: ":", omittingEmptySubsequences: false)
-            guard hm.count == 2, hm[0].count <= 2, hm[1].count == 2, let h = Int(hm[0]), let m = Int(hm[1]), (0...59).contains(m),
+            guard hm.count == 2, hm[0].count <= 2, hm[1].count == 2, let h = CronSchedule.number(hm[0]), let m = CronSchedule.number(hm[1]), (0...59).contains(m),
                   (0...23).contains(h) || (allow24 && h == 24 && m == 0) else {
                 throw Invalid(description: "'\(text)': expected HH:MM-HH:MM in local time, e.g. 06:00-14:00 or 22:00-06:00")
             }
@@ -51,7 +52,11 @@ public struct ShiftWindow: Sendable, Equatable, CustomStringConvertible {
         cal.timeZone = timeZone
         let c = cal.dateComponents([.hour, .minute, .weekday], from: date)
         guard let h = c.hour, let m = c.minute, let wd = c.weekday else { return false }
-        let minute = h * 60 + m, day = wd - 1
+        return contains(weekday: wd - 1, minute: h * 60 + m)
+    }
+
+    /// Whether a local time (weekday 0 = Sunday, minute of the day) falls inside the window.
+    public func contains(weekday day: Int, minute: Int) -> Bool {
         if fullDay { return days.contains(day) }
         if !spansMidnight { return days.contains(day) && minute >= start && minute < end }
         return (minute >= start && days.contains(day)) || (minute < end && days.contains((day + 6) % 7))

@@ -330,6 +330,7 @@ public struct AgentConfig: Sendable {
             c.audit.elsewhereWindowMs = s.duration("elsewhere-window") ?? c.audit.elsewhereWindowMs
             for t in s.tables("schedule", keys: ["name", "cron", "shifts", "at", "during", "days", "time-zone", "location"]) {
                 guard let name = t.require("name", t.string) else { continue }
+                if name.trimmingCharacters(in: .whitespaces).isEmpty { r.issue(t.node("name")?.line ?? t.line, "\(t.name).name: empty; name the schedule (its audits are stored as schedule:NAME)") ; continue }
                 let zone = t.string("time-zone") ?? "UTC", days = t.string("days") ?? "*"
                 let cron = t.string("cron"), shifts = t.strings("shifts")
                 guard (cron == nil) != (shifts == nil) else {
@@ -373,6 +374,10 @@ public struct AgentConfig: Sendable {
                     schedule = .shifts(name: name, w, atStart: at != "end", atEnd: at != "start", location: t.string("location"))
                 }
                 if c.audit.schedules.contains(where: { $0.name == name }) { r.issue(t.line, "\(t.name): schedule '\(name)' is defined twice") }
+                if let why = schedule.neverFires(after: Date()) {
+                    r.issue(t.node("cron")?.line ?? t.node("shifts")?.line ?? t.line, "\(t.name): schedule '\(name)' never fires: \(why)")
+                    continue
+                }
                 c.audit.schedules.append(schedule)
             }
         }

@@ -68,7 +68,7 @@ public struct FieldDecoder: Equatable, Sendable {
         case .hex: return .text(Hex.format(b, separator: ""))
         case .ascii:
             let text = String(decoding: b.prefix { $0 != 0 }, as: UTF8.self)
-            return .text(String(text.unicodeScalars.map { $0.value < 0x20 || $0 == "\u{7F}" ? "." : Character($0) }))
+            return .text(String(text.unicodeScalars.map { SafeText.isUnsafe($0) || $0 == "\t" ? "." : Character($0) }))
         case .u8: raw = Double(b[0])
         case .i8: raw = Double(Int8(bitPattern: b[0]))
         case .u16le, .u16be: raw = Double(UInt16(uint(type == .u16le)))

@@ -40,7 +40,9 @@ public struct SyncSettings: Equatable, Sendable {
     /// the URI is refused, with where to put it instead.
     public init(url text: String) throws(VLoggerError) {
         guard let scheme = text.range(of: "://"), ["postgresql", "postgres"].contains(String(text[..<scheme.lowerBound])) else {
-            throw VLoggerError("sync.url: '\(Self.redacted(text))' is not a postgresql://user@host:port/database URI")
+            // The text is not repeated: a malformed URL (postgresql:/gw:secret@…, the libpq keyword form
+            // "host=… password=…") may well hold a password.
+            throw VLoggerError("sync.url is not a postgresql://user@host:port/database URI (the value is not shown here: it may hold a password; the password goes in password-file or password-env)")
         }
         var rest = Substring(text[scheme.upperBound...])
         var query: Substring = ""
@@ -71,7 +73,9 @@ public struct SyncSettings: Equatable, Sendable {
         }
         guard !host.isEmpty else { throw VLoggerError("sync.url: the host is empty") }
         guard !db.isEmpty, !db.contains("/") else { throw VLoggerError("sync.url: the database name '\(db)' is empty or has a '/'") }
-        self.init(host: host, port: port, user: String(userInfo).removingPercentEncoding ?? String(userInfo), database: String(db).removingPercentEncoding ?? String(db))
+        let user = String(userInfo).removingPercentEncoding ?? String(userInfo)
+        if user.contains(":") { throw VLoggerError("sync.url: the user name decodes to one with a ':' (a password written as %3A?); a password does not go in the URL: put it in password-file or password-env") }
+        self.init(host: host, port: port, user: user, database: String(db).removingPercentEncoding ?? String(db))
         for pair in query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard kv.count == 2 else { throw VLoggerError("sync.url: '\(pair)' in the query is not key=value") }

@@ -1,0 +1,190 @@
+import Foundation
+import ISO15693
+import Testing
+import VLoggerStore
+@testable import VLoggerCore
+
+/// Outside input that was accepted silently or read wrongly before (issue "Nothing lost, nobody in").
+@Suite struct ScheduleHardeningTests {
+    func date(_ iso: String) -> Date { ISO8601DateFormatter().date(from: iso) ?? Date.distantPast }
+    func iso(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "nil" }
+    let base = """
+        [[reader]]
+        id = "dock-3"
+        field = "f"
+        location = "Dock door 3"
+
+        [[audit.schedule]]
+
+        """
+
+    func configError(_ table: String) -> String? {
+        do {
+            _ = try AgentConfig.parse(base + table, file: "t.toml")
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// crontab(5) fields are unsigned decimal numbers; `+5` is no minute. A shift window is HH:MM.
+    @Test func signedNumbersAreNotCronOrClockNumbers() {
+        for bad in ["+5 * * * *", "* +2 * * *", "0 0 +1 * *", "0-+5 * * * *", "*/+5 * * * *", " 0x1 * * * *"] {
+            #expect(throws: CronSchedule.Invalid.self, "\(bad)") { try CronSchedule(bad) }
+        }
+        #expect(throws: ShiftWindow.Invalid.self) { try ShiftWindow("+6:00-14:00") }
+        #expect(throws: ShiftWindow.Invalid.self) { try ShiftWindow("06:00-+9:00") }
+    }
+
+    /// IANA tz database (etcetera file): "Etc/GMT+5" is five hours *behind* UTC, the sign reversed from ISO 8601.
+    /// Foundation takes "GMT+5" as UTC+5; such names are refused with the IANA spelling.
+    @Test func offsetNamesAreRefusedWithTheIANASpelling() throws {
+        var caught: CronSchedule.Invalid?
+        do { _ = try CronSchedule("0 2 * * *", timeZone: "GMT+5") } catch { caught = error }
+        #expect(caught?.description.contains("Etc/GMT-5") == true, "\(String(describing: caught))")
+        #expect(throws: CronSchedule.Invalid.self) { try CronSchedule("0 2 * * *", timeZone: "UTC-03:00") }
+        // Etc/GMT-5 is UTC+5: 02:00 there is 21:00 UTC the day before.
+        let c = try CronSchedule("0 2 * * *", timeZone: "Etc/GMT-5")
+        #expect(iso(c.next(after: date("2026-11-23T12:00:00Z"))) == "2026-11-23T21:00:00Z")
+    }
+
+    @Test func aScheduleThatNeverFiresIsAConfigurationError() {
+        // 30 February does not exist (Gregorian calendar).
+        let feb = configError("name = \"x\"\ncron = \"0 0 30 2 *\"")
+        #expect(feb?.contains("never fires") == true && feb?.contains("30 February") == true, "\(String(describing: feb))")
+        // Every minute of Mondays, kept inside a window on Sundays: never.
+        let disjoint = configError("name = \"x\"\ncron = \"* * * * 1\"\nduring = [\"06:00-07:00\"]\ndays = \"0\"")
+        #expect(disjoint?.contains("never fall inside its during windows") == true, "\(String(describing: disjoint))")
+        #expect(configError("name = \"\"\ncron = \"0 2 * * *\"")?.contains("empty") == true)
+        let twice = (try? AgentConfig.parse(base + "name = \"n\"\ncron = \"0 2 * * *\"\n[[audit.schedule]]\nname = \"n\"\ncron = \"0 3 * * *\"", file: "t.toml")) == nil
+        #expect(twice)
+    }
+
+    /// The search is bounded by calendar time, not by a count of firings: a schedule whose only firings inside
+    /// its window are years apart is still found (29 February 2028 is a Tuesday; 29 February 2032 a Sunday).
+    @Test func rareFiringsInsideWindowsAreFound() throws {
+        let leap = AuditSchedule(name: "leap", cron: try CronSchedule("* * 29 2 *"), during: [try ShiftWindow("06:00-06:02", days: "2")])
+        #expect(iso(leap.next(after: date("2026-11-25T00:00:00Z"))) == "2028-02-29T06:00:00Z")
+        // After its last minute there, the next Tuesday 29 February is in 2056: past the 8-year horizon.
+        #expect(leap.next(after: date("2028-02-29T06:01:00Z")) == nil)
+        let sunday = AuditSchedule(name: "s", cron: try CronSchedule("0 6 29 2 *"), during: [try ShiftWindow("06:00-07:00", days: "0")])
+        #expect(iso(sunday.next(after: date("2026-11-25T00:00:00Z"))) == "2032-02-29T06:00:00Z")
+    }
+
+    /// Durations are decimal: Swift's Double reads "0x10" as 16 and "1e14" as 10^14.
+    @Test func durationsAreDecimalNumbers() throws {
+        for bad in ["0x10d", "1e14ms", "infs", "nanm", "+5s", "1..5s", ".s", "5 s s"] {
+            #expect(throws: DurationText.Invalid.self, "\(bad)") { try DurationText.parse(bad) }
+        }
+        #expect(try DurationText.parse("1.5s") == 1500)
+        #expect(try DurationText.parse("7d") == 604_800_000)
+        #expect(throws: WriteRequest.Invalid.self) { try WriteRequest.expiry("0s", now: 0) }
+        #expect(throws: WriteRequest.Invalid.self) { try WriteRequest.expiry("367d", now: 0) }
+        #expect(try WriteRequest.expiry("12h", now: 1000) == 1000 + 43_200_000)
+    }
+}
+
+/// RFC 8259: the JSON grammar (§2–§7); §4: "The names within an object SHOULD be unique", and implementations
+/// differ on duplicates, so a request that writes a tag refuses them.
+@Suite struct StrictJSONTests {
+    func parse(_ s: String) throws(StrictJSON.Invalid) -> StrictJSON { try StrictJSON.parse(Array(s.utf8)) }
+
+    @Test func typesAreKeptApart() throws {
+        let v = try parse(#"{"a": false, "b": 249, "c": 2.49e2, "d": "0xF9", "e": null, "f": [1, -0, 9223372036854775807], "g": "\u00e9\ud83d\ude00"}"#)
+        #expect(v["a"] == .bool(false) && v["b"] == .integer(249) && v["c"] == .number("2.49e2") && v["d"] == .string("0xF9") && v["e"] == .null)
+        #expect(v["f"] == .array([.integer(1), .integer(0), .integer(Int64.max)]))
+        #expect(v["g"] == .string("é😀"))
+    }
+
+    @Test func malformedTextIsRefused() {
+        let bad = [#"{"lock": false, "lock": true}"#, "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "+1", "tru", "\"a\u{01}\"", #""\x41""#,
+                   #""\ud800""#, #""\udc00x""#, "{} {}", "9223372036854775808", "{'a':1}", "[" + String(repeating: "[", count: 40) + String(repeating: "]", count: 41),
+                   "\"\u{FF}\"", ""]
+        for b in bad {
+            let bytes: [UInt8] = b == "\"\u{FF}\"" ? [0x22, 0xFF, 0x22] : Array(b.utf8)
+            #expect(throws: StrictJSON.Invalid.self, "\(b)") { try StrictJSON.parse(bytes) }
+        }
+    }
+}
+
+@Suite struct WriteRequestTests {
+    func parse(_ s: String, readers: Set<String>? = ["dock-3"]) -> Result<QueuedWrite, WriteRequest.Invalid> {
+        do throws(WriteRequest.Invalid) { return .success(try WriteRequest.parse(Data(s.utf8), now: 0, readers: readers)) } catch { return .failure(error) }
+    }
+
+    @Test func jsonTypesAreExact() {
+        let good = parse(#"{"uid": "E008010000004212", "block": 249, "data": "A1A2A3A4"}"#)
+        #expect((try? good.get())?.first.int == 249)
+        // JSON false and true are not blocks 0 and 1; 2.49e2 and -1e-400 are not integers.
+        for bad in [#""block": false"#, #""block": true"#, #""block": 2.49e2"#, #""block": -1e-400"#, #""block": [249]"#] {
+            let r = parse(#"{"uid": "E008010000004212", "data": "A1A2A3A4", "# + bad + "}")
+            guard case let .failure(e) = r else { Issue.record("accepted \(bad)"); continue }
+            #expect(!e.impossible && e.description.hasPrefix("block"), "\(bad): \(e)")
+        }
+        // The second "lock" does not win: the body is refused.
+        if case let .failure(e) = parse(#"{"uid": "E008010000004212", "block": 249, "lock": false, "lock": true, "yes": true}"#) {
+            #expect(e.description.contains("appears twice"), "\(e)")
+        } else {
+            Issue.record("duplicate keys accepted")
+        }
+    }
+
+    @Test func wellFormedButImpossibleWritesAre422() {
+        let cases = [(#""flags": "0x04""#, "does not honour"), (#""expires": "0s""#, "already over"), (#""reader": "dock-9""#, "no reader 'dock-9'"),
+                     (#""block": 70000"#, "outside")]
+        for (extra, says) in cases {
+            let body = extra.hasPrefix(#""block""#) ? #"{"uid": "E008010000004212", "data": "A1A2A3A4", "# + extra + "}"
+                : #"{"uid": "E008010000004212", "block": 249, "data": "A1A2A3A4", "# + extra + "}"
+            guard case let .failure(e) = parse(body) else { Issue.record("accepted \(extra)"); continue }
+            #expect(e.impossible && e.description.contains(says), "\(extra): \(e)")
+        }
+        #expect((try? parse(#"{"uid": "E008010000004212", "block": 249, "data": "A1A2A3A4", "flags": "option", "reader": "dock-3", "expires": "7d"}"#).get())?.flags == .option)
+    }
+}
+
+@Suite struct OutsideTextTests {
+    /// ECMA-48: ESC (0x1B) starts control sequences, 0x9B is the 8-bit CSI; Unicode UAX #9: U+202E RIGHT-TO-LEFT
+    /// OVERRIDE reorders what follows (CVE-2021-42574).
+    @Test func controlsNeverReachATerminal() {
+        #expect(SafeText.terminal("T\u{1B}]0;owned\u{07}\u{1B}[31mred") == "T\\x1B]0;owned\\x07\\x1B[31mred")
+        #expect(SafeText.terminal("dock\r\n2026-01-01 forged") == "dock\\x0D\\x0A2026-01-01 forged")
+        #expect(SafeText.terminal("a\u{9B}31mb\u{202E}cba") == "a\\x9B31mb\\u{202E}cba")
+        #expect(SafeText.terminal("Kühlraum 3\t°C") == "Kühlraum 3\t°C")
+        // An ASCII field decoded from a tag's block: C1 and bidi controls become dots too.
+        let f = FieldDecoder(name: "label", block: 0, type: .ascii, length: 4)
+        if case let .text(t)? = f.decode(memory: [0x41, 0xC2, 0x9B, 0x42], first: 0, blockSize: 4) { #expect(t == "A.B") } else { Issue.record("not decoded") }
+    }
+
+    /// A file saved on Windows ends its lines in CR LF; Swift's "\r\n" is one Character, so splitting on "\n" kept
+    /// the whole file as one line.
+    @Test func blockFilesWithCRLFAndLoneCR() throws {
+        let runs = try BlockFile.parse("# label\r\n0x10 41532D30\r\n0x11 30303432\r0x12 00000000\r\n")
+        #expect(runs.count == 1 && runs[0].first.int == 0x10 && runs[0].data.count == 12)
+        #expect(throws: BlockFile.Invalid.self) { try BlockFile.parse("0x10 41532D30\u{2028}0x11 30303432") }
+    }
+
+    /// Custom command codes: ISO/IEC 15693-3 reserves 0xA0–0xDF for custom and 0xE0–0xFF for proprietary
+    /// commands. Which ones only read: NXP ICODE SLIX2 datasheet (0xAB GET NXP SYSTEM INFO, 0xBD READ SIGNATURE,
+    /// 0xB2 GET RANDOM NUMBER), ST25DV datasheet (0xA0 Read Configuration, 0xAC Read Message).
+    @Test func customCommandsNeedYesUnlessKnownReads() {
+        let uid: [UInt8] = [0x78, 0x56, 0x34, 0x12, 0x50, 0x01, 0x04, 0xE0]
+        for frame in [[0x02, 0xA6, 0x04], [0x22, 0xBB, 0x04] + uid, [0x02, 0xA3, 0x07, 0x00], [0x02, 0xA1, 0x02, 0x00, 0x00], [0x02, 0xE0, 0x00],
+                      [0x02, 0xAB]] as [[UInt8]] {
+            #expect(CommandCode.confirmationNeeded(for: frame) != nil, "\(Hex.format(frame))")
+        }
+        for frame in [[0x02, 0xAB, 0x04], [0x22, 0xBD, 0x04] + uid, [0x02, 0xB2, 0x04], [0x02, 0xA0, 0x02, 0x00], [0x02, 0xAC, 0x02, 0x00, 0x00],
+                      [0x02, 0x20, 0x05], [0x26, 0x01, 0x00]] as [[UInt8]] {
+            #expect(CommandCode.confirmationNeeded(for: frame) == nil, "\(Hex.format(frame))")
+        }
+    }
+
+    /// A password must never be echoed, whatever shape the URL has.
+    @Test func syncURLsWithAPasswordAreNeverEchoed() {
+        for text in ["postgresql:/gw:hunter2@db.example:5432/fleet", "gw:hunter2@db.example/fleet", "host=db.example user=gw password=hunter2",
+                     "postgresql://gw%3Ahunter2@db.example/fleet", "postgresql://gw:hunter2@db.example/fleet"] {
+            var message = ""
+            do { _ = try SyncSettings(url: text) } catch { message = "\(error)" }
+            #expect(!message.isEmpty && !message.contains("hunter2"), "\(text): \(message)")
+        }
+    }
+}

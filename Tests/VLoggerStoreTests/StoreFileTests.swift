@@ -1,0 +1,120 @@
+import Foundation
+import ISO15693
+import Testing
+@testable import VLoggerStore
+
+/// The store under file-system abuse. Facts from SQLite's documentation: in WAL mode a commit goes to the
+/// `-wal` file and reaches the database file only at a checkpoint (sqlite.org/wal.html, "Checkpointing");
+/// `PRAGMA wal_checkpoint(TRUNCATE)` copies every frame back and truncates the -wal to zero bytes
+/// (sqlite.org/pragma.html#pragma_wal_checkpoint); `SQLITE_FCNTL_HAS_MOVED` tells whether the file a
+/// connection holds was unlinked or renamed (sqlite.org/c3ref/c_fcntl_begin_atomic_write.html).
+@Suite struct StoreFileTests {
+    func batch(_ range: Range<Int>) -> Batch {
+        var b = Batch()
+        b.readings = range.map { reading($0) }
+        return b
+    }
+
+    @Test func aCleanCloseLeavesEveryCommitInTheDatabaseFileAlone() throws {
+        let path = scratchPath("c.db")
+        let s = try Store(path: path)
+        try s.write(batch(0..<75))
+        s.close()
+        // A backup of the .db alone (a copy, a temp cleaner that removed the -wal) holds all 75.
+        let copy = scratchPath("copy.db")
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        let ro = try Store(path: copy, readOnly: true)
+        #expect(try ro.count("readings") == 75)
+        ro.close()
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        #expect(walSize == 0)
+    }
+
+    @Test func aRemovedWALStopsTheWriterAndItsCommitsAreMergedIntoTheStore() throws {
+        let path = scratchPath("w.db")
+        let s = try Store(path: path)
+        try s.write(batch(0..<40))
+        try s.write(batch(40..<60))
+        try FileManager.default.removeItem(atPath: path + "-wal")
+        var caught: StoreError?
+        do { try s.write(batch(60..<70)) } catch { caught = error }
+        #expect(caught?.isFatal == true, "\(String(describing: caught))")
+        #expect(caught?.message.contains("-wal") == true && caught?.message.contains("merged into") == true, "\(String(describing: caught))")
+        // Nothing more is written, even when asked again.
+        #expect(throws: StoreError.self) { try s.write(batch(70..<71)) }
+        s.close()
+        let again = try Store(path: path, readOnly: true)
+        #expect(try again.count("readings") == 60)
+    }
+
+    @Test func aReplacedStoreFileIsLeftAloneAndWhatTheRunHadIsSaved() throws {
+        let path = scratchPath("r.db")
+        let backup = scratchPath("backup.db")
+        do {
+            let b = try Store(path: backup)
+            try b.write(batch(0..<42))
+            b.close()
+        }
+        let s = try Store(path: path)
+        try s.write(batch(0..<100))
+        // mv backup.db vlogger.db under the running store.
+        #expect(rename(backup, path) == 0)
+        var caught: StoreError?
+        do { try s.write(batch(100..<110)) } catch { caught = error }
+        #expect(caught?.isFatal == true && caught?.message.contains("removed or replaced") == true, "\(String(describing: caught))")
+        s.close()
+        // The replacement keeps its 42 rows; the run's 100 are in the orphaned copy the message names.
+        let restored = try Store(path: path, readOnly: true)
+        #expect(try restored.count("readings") == 42)
+        restored.close()
+        let folder = (path as NSString).deletingLastPathComponent
+        let orphans = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("r.db.orphaned-") && $0.hasSuffix(".db") }
+        #expect(orphans.count == 1)
+        if let o = orphans.first {
+            #expect(caught?.message.contains(o) == true)
+            let saved = try Store(path: folder + "/" + o, readOnly: true)
+            #expect(try saved.count("readings") == 100)
+        }
+    }
+
+    @Test func oneRunPerStore() throws {
+        let path = scratchPath("l.db")
+        let first = try StoreRunLock(storePath: path)
+        var caught: StoreError?
+        do { _ = try StoreRunLock(storePath: path) } catch { caught = error }
+        #expect(caught?.message.contains("another vlogger run (pid \(getpid()))") == true, "\(String(describing: caught))")
+        first.release()
+        // Released (or its process gone): the next run takes it.
+        let second = try StoreRunLock(storePath: path)
+        second.release()
+    }
+
+    @Test func aDeviceOrFolderIsNotAStore() {
+        for (p, kind) in [("/dev/null", "a character device"), (NSTemporaryDirectory(), "a folder")] {
+            var caught: StoreError?
+            do { _ = try Store(path: p) } catch { caught = error }
+            #expect(caught?.message.contains(kind) == true, "\(p): \(String(describing: caught))")
+        }
+    }
+
+    @Test func theWriteQueueIsBoundedOldestFirstAndIdempotent() throws {
+        let path = scratchPath("q.db")
+        let s = try Store(path: path)
+        defer { s.close() }
+        let uid = try UID(parsing: "E008010000004212")
+        func w(_ block: Int) -> QueuedWrite { QueuedWrite(created: Millis(block), uid: uid, first: BlockNumber(exactly: block & 0xFF)!, data: [1, 2, 3, 4]) }
+        let first = try s.enqueue(w(1))
+        try s.enqueue((1..<Store.writeQueueLimit).map(w))
+        var caught: StoreError?
+        do { try s.enqueue(w(2)) } catch { caught = error }
+        #expect(caught?.code == nil && caught?.message.contains("takes at most \(Store.writeQueueLimit)") == true, "\(String(describing: caught))")
+        // The service's copy is every queued write, the oldest first: a flood never hides the first one.
+        let oldest = try s.queuedWrites(state: .queued, limit: Store.writeQueueLimit, oldestFirst: true)
+        #expect(oldest.count == Store.writeQueueLimit && oldest.first?.id == first)
+        // The same Idempotency-Key queues once.
+        #expect(try s.cancelWrite(first))
+        let a = try s.enqueue(w(3), idempotencyKey: "k-1")
+        let b = try s.enqueue(w(3), idempotencyKey: "k-1")
+        #expect(!a.replayed && b.replayed && a.id == b.id)
+    }
+}
