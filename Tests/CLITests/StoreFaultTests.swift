@@ -139,8 +139,10 @@ import VLoggerCore
         #expect(events.contains { $0.kind == .departure } && events.filter { $0.kind == .arrival }.count == 9)
     }
 
-    @Test func twoProcessesCreatingTheSameNewStoreBothSucceed() throws {
-        // Ten rounds: two `vlogger run --cycles 1` started together on a store that does not exist yet.
+    @Test func twoProcessesCreatingTheSameNewStoreOneRunsTheOtherSaysWhy() throws {
+        // Ten rounds: two `vlogger run --cycles 1` started together on a store that does not exist yet. Both create
+        // and migrate it without a fault; then one holds the store's run lock and the other, if the first is still
+        // running, is refused with the holder's PID (two runs on one store would store every reading twice).
         let s = try AgentCLITests.setup()
         defer { try? FileManager.default.removeItem(at: s.dir) }
         for round in 0..<10 {
@@ -156,13 +158,16 @@ import VLoggerCore
                 try p.run()
                 return (p, err)
             }
+            var ran = 0
             for (p, err) in procs {
                 let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 p.waitUntilExit()
-                #expect(p.terminationStatus == 0, "round \(round): \(text)")
+                if p.terminationStatus == 0 { ran += 1; continue }
+                #expect(p.terminationStatus == 1 && text.contains("another vlogger run (pid ") && text.contains("uses the store"), "round \(round): \(text)")
             }
+            #expect(ran >= 1, "round \(round)")
             let db = try Store(path: store, readOnly: true)
-            #expect(try db.count("events") >= 4)   // start and stop of each run
+            #expect(try db.count("events") >= 2 * ran)   // start and stop of each run that ran
             db.close()
         }
     }

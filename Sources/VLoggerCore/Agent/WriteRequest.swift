@@ -17,11 +17,11 @@ public enum WriteRequest {
     /// How long a queued write may wait for its tag at the most (`expires`, `--expires`).
     public static let longestExpiryMs: Millis = 366 * 86_400_000
 
-    /// `expires` as a duration from now: at least a second, at most `longestExpiryMs`.
+    /// `expires` as a duration from now: more than nothing, at most `longestExpiryMs`.
     public static func expiry(_ text: String, now: Millis) throws(Invalid) -> Millis {
         let d: Millis
         do { d = try DurationText.parse(text) } catch { throw Invalid(description: "expires: \(error)") }
-        guard d >= 1000 else { throw Invalid(description: "expires: '\(text)' is already over; give at least 1s (e.g. 12h, 7d)", impossible: true) }
+        guard d > 0 else { throw Invalid(description: "expires: '\(text)' is already over; give a time to wait (e.g. 12h, 7d)", impossible: true) }
         guard d <= longestExpiryMs else { throw Invalid(description: "expires: '\(text)' is longer than a year (366d), the longest a write may wait", impossible: true) }
         return now + d
     }

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+import VLoggerStore
+
+/// The gateway under abuse as an operator or a client could cause it (issue "Nothing lost, nobody in"): the
+/// store's files removed or replaced under a running service, a second service on one store, schedules that
+/// never fire, the write API's token rotated, bodies that are not what they seem.
+@Suite(.serialized) struct HardeningServiceTests {
+    typealias CLI = CLITests
+    /// Waits (at most 20 s) until the gateway has committed a batch, so the fault hits a store in use.
+    static func waitForFirstCommit(_ store: String) {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let db = try? Store(path: store, readOnly: true) {
+                let n = (try? db.count("readings")) ?? 0
+                db.close()
+                if n > 0 { return }
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+
+    static func readings(_ store: String) throws -> Int {
+        let db = try Store(path: store, readOnly: true)
+        defer { db.close() }
+        return try db.count("readings")
+    }
+
+    @Test func aRemovedWALEndsTheRunWithAnErrorAndItsCommitsStayInTheStore() throws {
+        let s = try StoreFaultTests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let r = try StoreFaultTests.run(config: s.config, store: s.store, seconds: 20) {
+            Self.waitForFirstCommit(s.store)
+            try FileManager.default.removeItem(atPath: s.store + "-wal")
+        }
+        #expect(r.code == 1, "\(r.out)\(r.err)")
+        #expect(r.err.contains("-wal (the commits not yet merged into") && r.err.contains("was removed") && r.err.contains("merged into"), "\(r.err)")
+        // It stopped at once, not after its 20 s, and what it had committed is in the .db file itself.
+        let n = try Self.readings(s.store)
+        #expect(n > 0, "\(r.out)")
+        let committed = StoreFaultTests.summary(r.out)?.readings ?? -1
+        #expect(committed >= n - 1, "\(r.out)")
+        // The next run goes on with the same store.
+        let again = try CLITests.run(["run", "--config", s.config, "--store", s.store, "--cycles", "2", "--fast-clock", "--listen", ""])
+        #expect(again.code == 0, "\(again.err)")
+        #expect(try Self.readings(s.store) > n)
+    }
+
+    @Test func aStoreReplacedUnderTheServiceIsLeftAsItWasPut() throws {
+        let s = try StoreFaultTests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let backup = s.dir.appendingPathComponent("backup.db").path
+        do {
+            let b = try Store(path: backup)
+            var batch = Batch()
+            batch.events = (0..<42).map { Event(time: Millis($0), gateway: "old", uid: nil, kind: .start, name: "n", severity: .info, detail: "restored") }
+            try b.write(batch)
+            b.close()
+        }
+        let r = try StoreFaultTests.run(config: s.config, store: s.store, seconds: 20) {
+            Self.waitForFirstCommit(s.store)
+            #expect(rename(backup, s.store) == 0)
+        }
+        #expect(r.code == 1 && r.err.contains("was removed or replaced") && r.err.contains(".orphaned-"), "\(r.err)")
+        let db = try Store(path: s.store, readOnly: true)
+        #expect(try db.count("events") == 42 && db.count("readings") == 0)
+        #expect(try db.integrityCheck() == "ok")
+        db.close()
+        let orphan = try FileManager.default.contentsOfDirectory(atPath: s.dir.path).first { $0.contains(".orphaned-") }
+        #expect(orphan != nil)
+        if let orphan { #expect(try Self.readings(s.dir.appendingPathComponent(orphan).path) > 0) }
+    }
+
+    @Test func aSecondRunOnTheSameStoreIsRefusedWithThePID() throws {
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        var second: (code: Int32, out: String, err: String) = (0, "", "")
+        var firstPID: Int32 = 0
+        let first = try StoreFaultTests.run(config: s.config, store: s.store, seconds: 8) {
+            Self.waitForFirstCommit(s.store)
+            firstPID = Int32((try? String(contentsOfFile: s.store + ".lock", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+            second = try CLITests.run(["run", "--config", s.config, "--store", s.store, "--cycles", "1", "--listen", ""])
+        }
+        #expect(first.code == 0, "\(first.err)")
+        #expect(firstPID > 0)
+        #expect(second.code == 1 && second.err.contains("another vlogger run (pid \(firstPID)) uses the store"), "\(second.err)")
+    }
+
+    @Test func schedulesThatNeverFireAreRefusedAndNoneToRunIsNoFault() throws {
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        var text = try String(contentsOfFile: s.config, encoding: .utf8)
+        let good = text
+        text += "\n[[audit.schedule]]\nname = \"never\"\ncron = \"0 0 30 2 *\"\n"
+        try text.write(toFile: s.config, atomically: true, encoding: .utf8)
+        let check = try CLITests.run(["config", "check", "--config", s.config])
+        #expect(check.code == 1 && check.err.contains("schedule 'never' never fires"), "\(check.out)\(check.err)")
+        // A configuration without schedules: the scheduler waits for a reload or the shutdown, the run goes on.
+        try good.write(toFile: s.config, atomically: true, encoding: .utf8)
+        let run = try CLITests.run(["run", "--config", s.config, "--store", s.store, "--duration", "3s", "--listen", ""])
+        #expect(run.code == 0 && !run.err.contains("ServiceGroupError"), "\(run.err)")
+    }
+
+    /// RFC 7235 §2.1: the auth-scheme is case-insensitive. SIGHUP rotates the token: the old one stops working.
+    @Test func theWriteAPIUnderRotationAndOddBodies() throws {
+        let work = try CLI.scratch("api-hard", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        var text = try CLI.oneReaderConfig()
+        text = text.replacingOccurrences(of: "[service]\n", with: "[service]\napi-token-file = \"api-token\"\n")
+        try text.write(to: work.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+        try "old-token-0123456789\n".write(to: work.appendingPathComponent("api-token"), atomically: true, encoding: .utf8)
+        let r = try ServiceTests.shell(#"""
+            "$1" run --config vlogger.toml --store api.db --listen 127.0.0.1:0 --interval 200ms 2>svc.log >/dev/null &
+            pid=$!
+            for _ in $(seq 100); do grep -q 'status page on' svc.log && break; sleep 0.1; done
+            base=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' svc.log | head -1)
+            post() { curl -s -w ' %{http_code}' -X POST -H "authorization: bearer $1" "${@:3}" -d "$2" "$base/api/writes"; echo; }
+            echo "lower $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 249, "data": "A1A2A3A4A5A6A7A8"}')"
+            echo "false $(post old-token-0123456789 '{"uid": "E008010000004212", "block": false, "data": "A1A2A3A4A5A6A7A8"}')"
+            echo "dup $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 250, "lock": false, "lock": true, "yes": true}')"
+            echo "reader $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 249, "data": "A1A2A3A4A5A6A7A8", "reader": "nowhere"}')"
+            echo "key1 $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 249, "data": "B1B2B3B4B5B6B7B8"}' -H 'Idempotency-Key: order-77')"
+            echo "key2 $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 249, "data": "B1B2B3B4B5B6B7B8"}' -H 'Idempotency-Key: order-77')"
+            echo "health $(curl -s "$base/healthz")"
+            printf 'new-token-9876543210\n' > api-token
+            kill -HUP $pid
+            for _ in $(seq 50); do grep -q 'SIGHUP: reloaded' svc.log && break; sleep 0.1; done
+            echo "oldafter $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 249, "data": "A1A2A3A4A5A6A7A8"}')"
+            echo "newafter $(post new-token-9876543210 '{"uid": "E008010000004212", "block": 249, "data": "C1C2C3C4C5C6C7C8"}')"
+            sed -i '/api-token-file/d' vlogger.toml
+            kill -HUP $pid
+            for _ in $(seq 50); do [ "$(grep -c 'SIGHUP: reloaded' svc.log)" -ge 2 ] && break; sleep 0.1; done
+            echo "removed $(post new-token-9876543210 '{"uid": "E008010000004212", "block": 249, "data": "A1A2A3A4A5A6A7A8"}')"
+            kill -TERM $pid; wait $pid
+            echo "reloadlog $(grep 'SIGHUP: reloaded' svc.log | tr '\n' '|')"
+            """#, [try CLI.binary().path], in: work)
+        let out = r.out
+        #expect(out.contains("lower {\"id\":1,\"state\":\"queued\"} 201"), "\(out)")
+        #expect(out.contains("false {\"error\":\"block: a block number as an integer (249) or a string (\\\"0xF9\\\"), not a boolean\"} 400"), "\(out)")
+        #expect(out.contains("dup {\"error\":\"not valid JSON at byte") && out.contains("the key 'lock' appears twice in one object\"} 400"), "\(out)")
+        #expect(out.contains("reader {\"error\":\"reader: this gateway has no reader 'nowhere'") && out.contains("} 422"), "\(out)")
+        #expect(out.contains("key1 {\"id\":2,\"state\":\"queued\"} 201") && out.contains("key2 {\"id\":2,\"replayed\":true,\"state\":\"queued\"} 200"), "\(out)")
+        #expect(out.contains("\"writesQueued\":"), "\(out)")
+        #expect(out.contains("oldafter {\"error\":\"unauthorized\"} 401") && out.contains("newafter {\"id\":3,\"state\":\"queued\"} 201"), "\(out)")
+        #expect(out.contains("removed no write API") && out.contains(" 404"), "\(out)")
+        #expect(out.contains("write API token read again from") && out.contains("write API off (no api-token-file)"), "\(out)")
+    }
+}
