@@ -136,8 +136,14 @@ public struct ParserFuzzer {
                 (try? BlockFile.parse(String(decoding: b, as: UTF8.self))) != nil
             },
             Target(name: "write-request", seeds: [#"{"uid": "E008010000004212", "block": "0xF9", "data": "0102030405060708", "flags": "option", "expires": "7d", "reader": "dock-3"}"#,
-                                                  #"{"uid": "E004010812345602", "block": 249, "data": "A1A2A3A4"}"#].map { Array($0.utf8) }) { b in
-                (try? WriteRequest.parse(Data(b), now: 1_763_800_000_000)) != nil
+                                                  #"{"uid": "E004010812345602", "block": 249, "data": "A1A2A3A4"}"#,
+                                                  #"{"uid": "E004010812345602", "block": 250, "lock": true, "yes": true}"#].map { Array($0.utf8) }) { b in
+                (try? WriteRequest.parse(Data(b), now: 1_763_800_000_000, readers: ["dock-3", "cage-room"])) != nil
+            },
+            // The strict JSON reader on its own (the write API's bodies), with numbers, escapes and nesting.
+            Target(name: "strict-json", seeds: [#"{"a": [1, -0, 2.5e-3, true, false, null], "b": {"c": "\u00e9\ud83d\ude00\n"}}"#,
+                                                #"[{"uid": "E008010000004212"}, 9223372036854775807, -9223372036854775808]"#].map { Array($0.utf8) }) { b in
+                (try? StrictJSON.parse(b)) != nil
             },
             // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
             Target(name: "feig-frame", seeds: ["02 00 07 FF 33 DD 56", "02 00 07 FF 32 54 47", "02 00 07 FF 31 CF 75", "02 00 09 FF 22 00 FF 79 69"]

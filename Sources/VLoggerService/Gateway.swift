@@ -70,6 +70,8 @@ public final class Gateway: @unchecked Sendable {
     let group = NIOLockedValueBox<ServiceGroup?>(nil)
     /// The write API's token, replaced on SIGHUP.
     let apiToken = APIToken(nil)
+    /// Whether the listener may serve the write API at all (a loopback address).
+    private var apiTokenAllowed = false
     /// The audit settings and schedules in force, and how often they were replaced (SIGHUP): the audit
     /// scheduler plans again when the count moves.
     let audits: NIOLockedValueBox<(settings: AuditSettings, version: Int)>
@@ -213,7 +215,7 @@ public final class Gateway: @unchecked Sendable {
         do {
             let (fresh, rules, register) = try options.overrides.load(path)
             // A token file that cannot be read fails the whole reload, before anything is swapped in.
-            let newToken = config.listen != nil ? try Self.apiToken(fresh.apiTokenFile) : nil
+            let newToken = config.listen != nil && apiTokenAllowed ? try Self.apiToken(fresh.apiTokenFile) : nil
             writer.register(fields: fresh.fieldInfos)
             Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
@@ -223,7 +225,7 @@ public final class Gateway: @unchecked Sendable {
                 return true
             }
             var tokenNote = ""
-            if config.listen != nil {
+            if config.listen != nil && apiTokenAllowed {
                 let was = apiToken.isSet
                 apiToken.replace(newToken)
                 tokenNote = fresh.apiTokenFile.map { "; write API token read again from \($0)" } ?? (was ? "; write API off (no api-token-file)" : "")
@@ -277,7 +279,14 @@ public final class Gateway: @unchecked Sendable {
             logger.warning("the listener is bound to \(address), which is not a loopback address: /metrics and the status page are readable from the network; put a firewall or an authenticating reverse proxy in front of it")
         }
         let router = Router()
-        apiToken.replace(try Self.apiToken(config.apiTokenFile))
+        // The bearer token would cross the network in clear: the write API is served on loopback only (a TLS
+        // reverse proxy on the same machine can put it on the network).
+        apiTokenAllowed = address.isLoopback
+        if config.apiTokenFile != nil && !address.isLoopback {
+            logger.error("the write API is off: the listener \(address) is not a loopback address and vlogger does not serve TLS, so its bearer token would cross the network in clear. Listen on 127.0.0.1 and put a TLS reverse proxy in front, or remove api-token-file")
+        }
+        apiToken.replace(apiTokenAllowed ? try Self.apiToken(config.apiTokenFile) : nil)
+        router.add(middleware: HostAllowListMiddleware(allowed: HostAllowList(address: address, extra: config.allowedHosts)))
         router.add(middleware: ReadOnlyMiddleware(token: apiToken, writablePaths: ["/api/writes"]))
         let (metrics, store, config) = (self.metrics, self.store, self.config)
         let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
@@ -336,6 +345,54 @@ struct ListenerService<App: Service>: Service {
         do { try await app.run() } catch {
             throw VLoggerError("cannot serve HTTP on \(address): \(error); is another process listening there (ss -ltnp), or is the address not this machine's? Change [service] listen or --listen")
         }
+    }
+}
+
+/// The `Host` names the listener answers (RFC 9110 §7.2): IP literals, `localhost`, this machine's own name and
+/// the configuration's `allowed-hosts`. A page on another site whose name an attacker points at 127.0.0.1 (DNS
+/// rebinding) sends its own name as Host and is answered 421 Misdirected Request (RFC 9110 §15.5.20).
+struct HostAllowList: Sendable {
+    let names: Set<String>
+    let any: Bool
+
+    init(address: ListenAddress, extra: [String]) {
+        var n: Set<String> = ["localhost", address.host.lowercased()]
+        var buf = [CChar](repeating: 0, count: 256)
+        if gethostname(&buf, buf.count) == 0 {
+            let me = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).lowercased()
+            n.insert(me)
+            if let short = me.split(separator: ".").first { n.insert(String(short)) }
+        }
+        n.formUnion(extra)
+        names = n
+        any = extra.contains("*")
+    }
+
+    /// Whether a Host header value (`name[:port]`, `[v6]:port`) is one of ours; a request without one is
+    /// answered (HTTP/1.0 clients send none, and a browser always does).
+    func allows(_ host: String?) -> Bool {
+        guard let host, !any else { return true }
+        var name = host.lowercased()
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return false }
+            return ListenAddress.ipv6(String(name[name.index(after: name.startIndex)..<close])) != nil
+        }
+        if let colon = name.lastIndex(of: ":") { name = String(name[..<colon]) }
+        if name.hasSuffix(".") { name.removeLast() }
+        return ListenAddress.ipv4(name) != nil || names.contains(name)
+    }
+}
+
+struct HostAllowListMiddleware<Context: RequestContext>: RouterMiddleware {
+    let allowed: HostAllowList
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let host = request.head.authority ?? request.headers.first(where: { $0.name.canonicalName == "host" })?.value
+        guard allowed.allows(host) else {
+            return Response(status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: "this gateway does not answer to that host name; add it to [service] allowed-hosts\n")))
+        }
+        return try await next(request, context)
     }
 }
 

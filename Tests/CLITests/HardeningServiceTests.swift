@@ -122,6 +122,7 @@ import VLoggerStore
             echo "key1 $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 249, "data": "B1B2B3B4B5B6B7B8"}' -H 'Idempotency-Key: order-77')"
             echo "key2 $(post old-token-0123456789 '{"uid": "E008010000004212", "block": 249, "data": "B1B2B3B4B5B6B7B8"}' -H 'Idempotency-Key: order-77')"
             echo "health $(curl -s "$base/healthz")"
+            echo "rebind $(curl -s -o /dev/null -w '%{http_code}' -H 'Host: attacker.example:9715' "$base/healthz")"
             printf 'new-token-9876543210\n' > api-token
             kill -HUP $pid
             for _ in $(seq 50); do grep -q 'SIGHUP: reloaded' svc.log && break; sleep 0.1; done
@@ -141,8 +142,33 @@ import VLoggerStore
         #expect(out.contains("reader {\"error\":\"reader: this gateway has no reader 'nowhere'") && out.contains("} 422"), "\(out)")
         #expect(out.contains("key1 {\"id\":2,\"state\":\"queued\"} 201") && out.contains("key2 {\"id\":2,\"replayed\":true,\"state\":\"queued\"} 200"), "\(out)")
         #expect(out.contains("\"writesQueued\":"), "\(out)")
+        // DNS rebinding: a page on attacker.example pointed at 127.0.0.1 is answered 421 Misdirected Request.
+        #expect(out.contains("rebind 421"), "\(out)")
         #expect(out.contains("oldafter {\"error\":\"unauthorized\"} 401") && out.contains("newafter {\"id\":3,\"state\":\"queued\"} 201"), "\(out)")
         #expect(out.contains("removed no write API") && out.contains(" 404"), "\(out)")
         #expect(out.contains("write API token read again from") && out.contains("write API off (no api-token-file)"), "\(out)")
+    }
+
+    /// On an address other machines reach, the bearer token would cross the network in clear: the write API is
+    /// off (404 with the reason) and the log says why; reading /healthz goes on.
+    @Test func theWriteAPIIsNotServedOnANetworkAddress() throws {
+        let work = try CLI.scratch("api-net", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        var text = try CLI.oneReaderConfig()
+        text = text.replacingOccurrences(of: "[service]\n", with: "[service]\napi-token-file = \"api-token\"\n")
+        try text.write(to: work.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+        try "net-token-0123456789\n".write(to: work.appendingPathComponent("api-token"), atomically: true, encoding: .utf8)
+        let r = try ServiceTests.shell(#"""
+            "$1" run --config vlogger.toml --store net.db --listen 0.0.0.0:0 --interval 200ms 2>svc.log >/dev/null &
+            pid=$!
+            for _ in $(seq 100); do grep -q 'status page on' svc.log && break; sleep 0.1; done
+            port=$(grep -oE 'http://0\.0\.0\.0:[0-9]+' svc.log | head -1 | sed 's/.*://')
+            echo "post $(curl -s -w ' %{http_code}' -X POST -H 'Authorization: Bearer net-token-0123456789' -d '{}' "http://127.0.0.1:$port/api/writes")"
+            echo "health $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")"
+            kill -TERM $pid; wait $pid
+            grep -c 'the write API is off' svc.log
+            """#, [try CLI.binary().path], in: work)
+        #expect(r.out.contains("post no write API") && r.out.contains(" 404") && r.out.contains("health 200"), "\(r.out)\(r.err)")
+        #expect(r.out.hasSuffix("1\n"), "\(r.out)")
     }
 }

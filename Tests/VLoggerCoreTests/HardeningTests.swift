@@ -188,3 +188,16 @@ import VLoggerStore
         }
     }
 }
+
+/// Loopback: 127.0.0.0/8 (RFC 1122 §3.2.1.3), ::1 and the IPv4-mapped ::ffff:127.0.0.1 (RFC 4291 §2.5.3,
+/// §2.5.5.2), the name localhost (RFC 6761 §6.3). A name that merely starts with "127." is not an address.
+@Suite struct LoopbackTests {
+    @Test func loopbackIsDecidedOnTheParsedAddress() throws {
+        for yes in ["127.0.0.1:9715", "127.1.2.3:1", "[::1]:9715", "[::ffff:127.0.0.1]:9715", "localhost:9715", "LOCALHOST:1"] {
+            #expect(try ListenAddress(parsing: yes).isLoopback, "\(yes)")
+        }
+        for no in ["127.evil.example:9715", "0.0.0.0:9715", "[::]:9715", "10.0.0.5:9715", "[::ffff:10.0.0.1]:1", "127.0.0.1.nip.io:1", "gateway:1"] {
+            #expect(try !ListenAddress(parsing: no).isLoopback, "\(no)")
+        }
+    }
+}

@@ -247,6 +247,9 @@ public struct AgentConfig: Sendable {
     public var chartField: String?
     /// A file holding the bearer token of the HTTP write API (`[service] api-token-file`); nil: no API.
     public var apiTokenFile: String?
+    /// Host names the listener answers besides IP literals, localhost and this machine's name (`Host` header;
+    /// DNS rebinding). `*` answers any.
+    public var allowedHosts: [String] = []
     /// `[sync]`: the central PostgreSQL this gateway ships its store to (nil: no fleet sync).
     public var sync: SyncSettings?
     /// How audits run (`[audit]`).
@@ -381,8 +384,14 @@ public struct AgentConfig: Sendable {
                 c.audit.schedules.append(schedule)
             }
         }
-        if let s = top.subsection("service", keys: ["listen", "chart-field", "api-token-file"]) {
+        if let s = top.subsection("service", keys: ["listen", "chart-field", "api-token-file", "allowed-hosts"]) {
             c.apiTokenFile = s.string("api-token-file").map(c.resolve)
+            if let hosts = s.strings("allowed-hosts") {
+                for h in hosts where h.isEmpty || h.contains(where: { $0 == "/" || $0 == " " || $0 == "@" }) {
+                    r.issue(s.node("allowed-hosts")?.line ?? s.line, "service.allowed-hosts: '\(h)' is not a host name (e.g. gateway-12.plant.example, or \"*\" for any)")
+                }
+                c.allowedHosts = hosts.map { $0.lowercased() }
+            }
             if let l = s.string("listen") {
                 if l.isEmpty { c.listen = nil } else {
                     do { c.listen = try ListenAddress(parsing: l).description } catch {
