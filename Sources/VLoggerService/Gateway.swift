@@ -83,6 +83,7 @@ public final class Gateway: @unchecked Sendable {
         do { (config, rules, register) = try options.overrides.load(options.configPath) } catch let e as VLoggerError { throw e } catch { throw VLoggerError("\(error)") }
         self.config = config
         audits = NIOLockedValueBox((config.audit, 0))
+        for w in config.warnings + config.secretFileProblems().warnings { logger.warning("\(w)") }
         do {
             store = try Store(path: config.storePath)
             runLock = try StoreRunLock(storePath: config.storePath)

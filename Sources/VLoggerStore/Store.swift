@@ -239,8 +239,13 @@ public final class Store: @unchecked Sendable {
             } catch let e as DatabaseError where e.resultCode == .SQLITE_BUSY && attempt < Int(busyTimeoutMs / 10) {
                 Thread.sleep(forTimeInterval: 0.01)
             } catch let e as DatabaseError where readOnly && (e.resultCode == .SQLITE_READONLY || e.resultCode == .SQLITE_CANTOPEN)
-                && !FileManager.default.fileExists(atPath: path + "-wal")
                 && !FileManager.default.isWritableFile(atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent) {
+                // A read-only folder (a read-only mount, a backup): WAL mode would need to create the -shm. With
+                // no -wal, or an empty one (a clean shutdown checkpoints it), the file alone holds every commit.
+                let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+                guard wal == 0 else {
+                    throw StoreError("\(path) is in a read-only folder and its -wal holds \(wal) bytes of commits not merged into it (the service did not stop cleanly); SQLite cannot read those without creating \(path)-shm there. Copy \(path), \(path)-wal and \(path)-shm (if any) to a writable folder and use that copy", code: e.extendedResultCode.rawValue)
+                }
                 fallback = try SQLiteConnection(path: path, readOnly: true, busyTimeoutMs: busyTimeoutMs, immutable: true)
                 break
             } catch let e as DatabaseError where !readOnly && (e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB) {
@@ -352,7 +357,10 @@ public final class Store: @unchecked Sendable {
 
     /// A store that fails SQLite's checks: nothing is written into it, and the way out.
     static func damaged(_ path: String, _ problems: [String]) -> StoreError {
-        StoreError("\(path) is damaged (SQLite: \(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read (vlogger export --store \(path) --since 2000-01-01 --output saved.csv, for each --table), then move the file away and start with a new store.", code: 11)
+        // SQLite's own recovery (the sqlite3 shell's .recover, sqlite.org/recovery.html) reads past damaged pages,
+        // where a plain SELECT stops at the first one ("database disk image is malformed").
+        let saved = path + ".recovered.db"
+        return StoreError("\(path) is damaged (SQLite: \(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read with SQLite's recovery (Debian package sqlite3): sqlite3 \(path) .recover | sqlite3 \(saved); then vlogger export --store \(saved) --since 2000-01-01 --output saved.csv (for each --table), move \(path) away and start with a new store.", code: 11)
     }
 
     static func describe(_ error: Error) -> String {

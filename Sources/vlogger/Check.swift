@@ -33,7 +33,10 @@ struct ConfigCheck: ParsableCommand {
             var isDir: ObjCBool = false
             if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue { issues.append("\(path):\(r.line): reader '\(r.id)' field: \(f) is not a folder") }
         }
+        let secrets = c.secretFileProblems()
+        issues += secrets.errors
         if !issues.isEmpty { throw VLoggerError(issues.joined(separator: "\n")) }
+        for w in c.warnings + secrets.warnings { FileHandle.standardError.write(Data("warning: \(w)\n".utf8)) }
         if c.plans.isEmpty {
             FileHandle.standardError.write(Data("warning: \(path): no [[plan]]: the gateway will record arrivals and departures but read no blocks\n".utf8))
         }

@@ -171,4 +171,50 @@ import VLoggerStore
         #expect(r.out.contains("post no write API") && r.out.contains(" 404") && r.out.contains("health 200"), "\(r.out)\(r.err)")
         #expect(r.out.hasSuffix("1\n"), "\(r.out)")
     }
+
+    /// The rescue a damaged store's message names is one that works: SQLite's recovery (sqlite.org/recovery.html)
+    /// reads past the damaged pages of a truncated file, and the recovered copy exports.
+    @Test func theRescueOfATruncatedStoreWorksAsTheMessageSays() throws {
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let first = try CLITests.run(["run", "--config", s.config, "--store", s.store, "--cycles", "40", "--fast-clock", "--listen", ""])
+        #expect(first.code == 0, "\(first.err)")
+        let size = (try FileManager.default.attributesOfItem(atPath: s.store)[.size] as? Int) ?? 0
+        #expect(truncate(s.store, off_t(size * 2 / 3 / 4096 * 4096)) == 0)
+        let refused = try CLITests.run(["run", "--config", s.config, "--store", s.store, "--cycles", "1", "--listen", ""])
+        #expect(refused.code == 1 && refused.err.contains("is damaged") && refused.err.contains(".recover |"), "\(refused.err)")
+        // Run the commands the message gives, as an operator would copy them.
+        guard let rescue = refused.err.range(of: "sqlite3 \(s.store) .recover | sqlite3 \(s.store).recovered.db") else {
+            Issue.record("no rescue command in: \(refused.err)")
+            return
+        }
+        let r = try ServiceTests.shell(String(refused.err[rescue]) + " && echo recovered")
+        #expect(r.out.contains("recovered"), "\(r.err)")
+        let saved = try CLITests.run(["export", "--store", s.store + ".recovered.db", "--since", "2000-01-01"])
+        #expect(saved.code == 0 && saved.out.split(separator: "\n").count > 10, "\(saved.err)")
+    }
+
+    /// A store on a read-only mount (a backup, a mounted image) is read as it is when its -wal is absent or empty
+    /// (a clean shutdown checkpoints it); with commits still in its -wal the message says what to do.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs read-only needs root")) func aStoreOnAReadOnlyMount() throws {
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let run = try CLITests.run(["run", "--config", s.config, "--store", s.store, "--cycles", "3", "--fast-clock", "--listen", ""])
+        #expect(run.code == 0, "\(run.err)")
+        let mnt = s.dir.appendingPathComponent("ro").path
+        let r = try ServiceTests.shell(#"""
+            set -e
+            mkdir -p "$2"; mount -t tmpfs tmpfs "$2"
+            trap 'umount "$2"' EXIT
+            cp "$3" "$2/s.db"; : > "$2/s.db-wal"
+            mount -o remount,ro "$2"
+            for c in "export --since 2000-01-01" "writes list" "assets list" "audit list"; do
+              "$1" $c --store "$2/s.db" >/dev/null 2>err.txt && echo "ok $c" || echo "failed $c: $(cat err.txt)"
+            done
+            mount -o remount,rw "$2"; printf 'x%.0s' $(seq 100) > "$2/s.db-wal"; mount -o remount,ro "$2"
+            "$1" export --since 2000-01-01 --store "$2/s.db" 2>&1 >/dev/null || true
+            """#, [try CLITests.binary().path, mnt, s.store], in: s.dir)
+        for c in ["export --since 2000-01-01", "writes list", "assets list", "audit list"] { #expect(r.out.contains("ok \(c)"), "\(r.out)\(r.err)") }
+        #expect(r.out.contains("holds 100 bytes of commits not merged") && r.out.contains("to a writable folder"), "\(r.out)\(r.err)")
+    }
 }

@@ -201,3 +201,37 @@ import VLoggerStore
         }
     }
 }
+
+@Suite struct SecretFileTests {
+    func config(_ service: String, _ sync: String = "") throws -> AgentConfig {
+        try AgentConfig.parse("[[reader]]\nid = \"r\"\nfield = \"f\"\n[service]\n\(service)\n\(sync)", file: "t.toml")
+    }
+
+    /// What `run` and `sync` would refuse is said by `config check` already; a secret other users can read
+    /// (mode 0644, the umask's default) is a warning.
+    @Test func missingShortAndOpenSecretFiles() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-secrets-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let token = dir.appendingPathComponent("token").path, short = dir.appendingPathComponent("short").path
+        try "a-token-of-24-characters\n".write(toFile: token, atomically: true, encoding: .utf8)
+        try "short\n".write(toFile: short, atomically: true, encoding: .utf8)
+        chmod(token, 0o644)
+        let open = try config("api-token-file = \"\(token)\"").secretFileProblems()
+        #expect(open.errors.isEmpty && open.warnings.count == 1 && open.warnings[0].contains("mode 644") && open.warnings[0].contains("chmod 600"), "\(open)")
+        chmod(token, 0o600)
+        let closed = try config("api-token-file = \"\(token)\"").secretFileProblems()
+        #expect(closed.errors.isEmpty && closed.warnings.isEmpty, "\(closed)")
+        #expect(try config("api-token-file = \"\(short)\"").secretFileProblems().errors.first?.contains("at least 16 characters") == true)
+        let missing = try config("", "[sync]\nurl = \"postgresql://gw@db.example/fleet\"\npassword-file = \"\(dir.path)/none\"\nca-file = \"\(dir.path)/ca.pem\"").secretFileProblems()
+        #expect(missing.errors.count == 2 && missing.errors.allSatisfy { $0.contains("cannot read it") }, "\(missing)")
+    }
+
+    @Test func settingsThatWorkButAreProbablyNotMeant() throws {
+        let c = try AgentConfig.parse("[polling]\ninterval = \"0ms\"\n[[reader]]\nid = \"r\"\nfield = \"f\"\n[store]\nflush-interval = \"0ms\"\n[sync]\nurl = \"postgresql://gw@db.example/fleet?sslmode=disable\"\n", file: "t.toml")
+        #expect(c.warnings.count == 3, "\(c.warnings)")
+        #expect(c.warnings.contains { $0.contains("interval 0") } && c.warnings.contains { $0.contains("flush-interval 0") } && c.warnings.contains { $0.contains("in clear") })
+        let local = try AgentConfig.parse("[[reader]]\nid = \"r\"\nfield = \"f\"\n[sync]\nurl = \"postgresql://gw@127.0.0.1/fleet?sslmode=disable\"\n", file: "t.toml")
+        #expect(local.warnings.isEmpty, "\(local.warnings)")
+    }
+}

@@ -212,6 +212,8 @@ public struct ReaderConfig: Equatable, Sendable {
 /// The agent's configuration (`Config/vlogger.toml` documents every key).
 public struct AgentConfig: Sendable {
     public var file: String
+    /// Settings that work but are probably not meant (said by `config check` and logged by `run`).
+    public var warnings: [String] = []
     public var gatewayID = "gateway"
     public var site: String?
     /// The readers, each polled by its own job (at least one).
@@ -279,6 +281,32 @@ public struct AgentConfig: Sendable {
 
     public static func load(_ path: String) throws(ConfigError) -> AgentConfig {
         try parse(ConfigReader.load(path), file: path)
+    }
+
+    /// The secret files the configuration names (api-token-file, sync password-file and ca-file): what `run` or
+    /// `sync` would refuse (errors), and files other users can read (warnings; `chmod 600`). Asked by `config
+    /// check`, `doctor` and `run`, not by every command that loads the configuration (an export needs none).
+    public func secretFileProblems() -> (errors: [String], warnings: [String]) {
+        var errors: [String] = [], warnings: [String] = []
+        func check(_ what: String, _ path: String?, minLength: Int = 1, secret: Bool = true) {
+            guard let path else { return }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                errors.append("\(file): \(what) \(path): cannot read it (it must exist and be readable by the service's user)")
+                return
+            }
+            let first = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            if secret && first.count < minLength {
+                errors.append("\(file): \(what) \(path): \(first.isEmpty ? "empty" : "the first line must be at least \(minLength) characters")")
+            }
+            var st = stat()
+            if secret, stat(path, &st) == 0, st.st_mode & 0o077 != 0 {
+                warnings.append("\(file): \(what) \(path) can be read by other users (mode \(String(st.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
+            }
+        }
+        check("service.api-token-file", apiTokenFile, minLength: 16)
+        check("sync.password-file", sync?.passwordFile)
+        check("sync.ca-file", sync?.caFile, secret: false)
+        return (errors, warnings)
     }
 
     public static func parse(_ text: String, file: String) throws(ConfigError) -> AgentConfig {
@@ -441,6 +469,15 @@ public struct AgentConfig: Sendable {
         }
         if c.chartField == nil {
             c.chartField = c.plans.lazy.flatMap(\.fields).first { $0.type.isNumeric }?.name
+        }
+        for reader in c.readers where c.specialized(for: reader).intervalMs == 0 {
+            c.warnings.append("\(file): reader '\(reader.id)': interval 0: polls back to back, taking all of the reader's air time and a core; give an interval (e.g. 500ms) unless that is meant")
+        }
+        if c.flushIntervalMs == 0 {
+            c.warnings.append("\(file): store.flush-interval 0: every record is committed on its own (a disk sync each); a flush interval of 1s–5s keeps batches")
+        }
+        if let sync = c.sync, sync.sslMode == .disable, !(ListenAddress(host: sync.host, port: sync.port).isLoopback) {
+            c.warnings.append("\(file): sync.sslmode = \"disable\" to \(sync.host), which is not this machine: the password and every row cross the network in clear; use verify-full with ca-file")
         }
         try r.finish()
         return c
