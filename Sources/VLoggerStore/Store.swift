@@ -357,10 +357,8 @@ public final class Store: @unchecked Sendable {
 
     /// A store that fails SQLite's checks: nothing is written into it, and the way out.
     static func damaged(_ path: String, _ problems: [String]) -> StoreError {
-        // SQLite's own recovery (the sqlite3 shell's .recover, sqlite.org/recovery.html) reads past damaged pages,
-        // where a plain SELECT stops at the first one ("database disk image is malformed").
-        let saved = path + ".recovered.db"
-        return StoreError("\(path) is damaged (SQLite: \(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read with SQLite's recovery (Debian package sqlite3): sqlite3 \(path) .recover | sqlite3 \(saved); then vlogger export --store \(saved) --since 2000-01-01 --output saved.csv (for each --table), move \(path) away and start with a new store.", code: 11)
+        let saved = path + ".salvaged.db"
+        return StoreError("\(path) is damaged (SQLite: \(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read: vlogger store salvage --store \(path) --to \(saved); then export from \(saved) (vlogger export --store \(saved) --since 2000-01-01 --output saved.csv, for each --table), move \(path) away and start with \(saved) or a new store.", code: 11)
     }
 
     static func describe(_ error: Error) -> String {

@@ -13,6 +13,6 @@ struct VLogger: AsyncParsableCommand {
         version: BuildInfo.description,
         subcommands: [Scan.self, Watch.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Raw.self, Decode.self,
                       Dump.self, Restore.self, Devices.self, DoctorCommand.self,
-                      Run.self, Export.self, AssetsCommand.self, AuditCommand.self, WritesCommand.self, SyncCommand.self, ConfigCommand.self, RulesCommand.self]
+                      Run.self, Export.self, AssetsCommand.self, AuditCommand.self, WritesCommand.self, SyncCommand.self, StoreCommand.self, ConfigCommand.self, RulesCommand.self]
     )
 }

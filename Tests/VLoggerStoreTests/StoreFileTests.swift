@@ -117,4 +117,30 @@ import Testing
         let b = try s.enqueue(w(3), idempotencyKey: "k-1")
         #expect(!a.replayed && b.replayed && a.id == b.id)
     }
+
+    /// A damaged page in the middle of the readings (one 4 KiB page overwritten with 0xFF, as a failed sector
+    /// reads back): a plain read stops there, `salvage` passes over that page's rows and keeps those after it.
+    @Test func salvageKeepsTheRowsPastAHole() throws {
+        let path = scratchPath("h.db")
+        let s = try Store(path: path)
+        for k in 0..<20 { try s.write(batch((k * 200)..<((k + 1) * 200))) }
+        s.close()
+        let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        let h = try #require(FileHandle(forUpdatingAtPath: path))
+        try h.seek(toOffset: UInt64(size / 2 / 4096 * 4096))
+        try h.write(contentsOf: Data(repeating: 0xFF, count: 4096))
+        try h.close()
+        var plain: StoreError?
+        do { _ = try Store(path: path, readOnly: true).readings() } catch { plain = error }
+        #expect(plain?.code.map { $0 & 0xFF } == 11, "\(String(describing: plain))")
+        let saved = scratchPath("saved.db")
+        let report = try Store.salvage(from: path, into: saved)
+        let readings = try #require(report.tables.first { $0.name == "readings" })
+        #expect(readings.copied > 3000 && readings.copied < 4000 && !readings.skipped.isEmpty, "\(readings)")
+        let out = try Store(path: saved, readOnly: true)
+        let ids = try out.readings().map(\.data.last)
+        #expect(ids.count == readings.copied)
+        // Rows from both sides of the hole, the last batch's among them (reading 3999 carries 3999 & 0xFF).
+        #expect(ids.last == UInt8(3999 & 0xFF))
+    }
 }
