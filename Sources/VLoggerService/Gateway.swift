@@ -199,7 +199,7 @@ public final class Gateway: @unchecked Sendable {
         guard let file = config.registerFile else { return }
         do {
             if let r = try AssetRegister.importConfigured(config, into: store) {
-                logger.notice("asset register \(file): \(r.added.count) added, \(r.changed.count) changed, \(r.unchanged) unchanged")
+                logger.notice("asset register \(file): \(r.addedTotal) added, \(r.changedTotal) changed, \(r.unchanged) unchanged")
             } else {
                 logger.info("register \(file) has no asset_id column: used by the rules only, not imported as the asset register")
             }
@@ -236,7 +236,7 @@ public final class Gateway: @unchecked Sendable {
             var later = "reader drivers and devices, the store and the listener apply at the next start"
             if known != now { later += "; readers added or removed (\(now.symmetricDifference(known).sorted().joined(separator: ", "))) too" }
             let schedules = "\(fresh.audit.schedules.count) audit schedule\(fresh.audit.schedules.count == 1 ? "" : "s")\(schedulesChanged ? " (changed: planned again)" : "")"
-            logger.notice("SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.rows.count) register entries" } ?? ""), \(schedules)\(tokenNote) (\(later))")
+            logger.notice("SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.count) register entries" } ?? ""), \(schedules)\(tokenNote) (\(later))")
         } catch {
             metrics.reloaded(ok: false)
             logger.error("SIGHUP: reload failed, the running configuration stays: \(error)")

@@ -38,13 +38,18 @@ public struct AssetRow: Equatable, Sendable {
     }
 }
 
-/// What an import did (or, with a dry run, would do).
+/// What an import did (or, with a dry run, would do). The lists name at most `listed` UIDs each (a register of a
+/// million rows is not repeated in memory); the totals count them all.
 public struct AssetImportReport: Equatable, Sendable {
+    public static let listed = 1000
     public var added: [UID] = []
     public var changed: [UID] = []
     public var unchanged = 0
     /// Assets in the store that the file does not list: kept (a register is amended, not replaced).
     public var notInFile: [UID] = []
+    public var addedTotal = 0
+    public var changedTotal = 0
+    public var notInFileTotal = 0
 }
 
 extension Store {
@@ -52,31 +57,63 @@ extension Store {
     /// is duplicated. With `dryRun` nothing is written; the report says what would change.
     @discardableResult
     public func importAssets(_ rows: [AssetRow], source: String, dryRun: Bool = false, now: Millis = Millis.now()) throws(StoreError) -> AssetImportReport {
+        try importAssets(source: source, dryRun: dryRun, now: now) { add throws(StoreError) in
+            for (i, r) in rows.enumerated() { try add(r, i + 2) }
+        }
+    }
+
+    /// Imports rows as `produce` hands them over (with the line each came from), in one transaction: all or none.
+    /// Memory does not grow with the number of rows: each is compared with the stored one by a lookup, and the
+    /// UIDs and asset ids seen so far are kept in a temporary table that refuses a UID or an asset id twice.
+    public func importAssets(source: String, dryRun: Bool = false, now: Millis = Millis.now(),
+                             _ produce: (_ add: (AssetRow, Int) throws(StoreError) -> Void) throws(StoreError) -> Void) throws(StoreError) -> AssetImportReport {
         try withWriter { db throws(StoreError) in
             var report = AssetImportReport()
+            try db.execute("DROP TABLE IF EXISTS temp.import_seen; CREATE TEMP TABLE import_seen(uid TEXT PRIMARY KEY, asset_id TEXT NOT NULL UNIQUE, line INTEGER NOT NULL)")
+            defer { try? db.execute("DROP TABLE IF EXISTS temp.import_seen") }
             try Self.transaction(db) { () throws(StoreError) in
-                let existing = Dictionary(try Self.assets(db).map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+                let seen = try db.prepare("INSERT INTO temp.import_seen(uid, asset_id, line) VALUES(?, ?, ?)")
+                let which = try db.prepare("SELECT uid, asset_id, line FROM temp.import_seen WHERE uid = ? OR asset_id = ?")
+                let old = try db.prepare("SELECT uid, asset_id, name, location, extra FROM assets WHERE uid = ?")
                 let upsert = try db.prepare("""
                     INSERT INTO assets(uid, asset_id, name, location, extra, source, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)
                     ON CONFLICT(uid) DO UPDATE SET asset_id = excluded.asset_id, name = excluded.name, location = excluded.location,
                         extra = excluded.extra, source = excluded.source, updated_at = excluded.updated_at
                     """)
-                for row in rows {
-                    if let old = existing[row.uid] {
-                        if old == row { report.unchanged += 1; continue }
-                        report.changed.append(row.uid)
-                    } else {
-                        report.added.append(row.uid)
+                try produce { (row: AssetRow, line: Int) throws(StoreError) in
+                    let uid = row.uid.description
+                    seen.reset()
+                    try seen.bind([.text(uid), .text(row.assetID), .integer(Int64(line))])
+                    do throws(StoreError) { try seen.step() } catch {
+                        which.reset()
+                        try which.bind([.text(uid), .text(row.assetID)])
+                        guard try which.step() else { throw error }
+                        if which.text(0) == uid { throw StoreError("\(source):\(line): UID \(uid) is listed twice (first on line \(which.int64(2)))") }
+                        throw StoreError("\(source):\(line): asset id \(row.assetID) is already on line \(which.int64(2)) for \(which.text(0) ?? "another tag"); an asset id names one tag")
                     }
-                    guard !dryRun else { continue }
+                    old.reset()
+                    try old.bind([.text(uid)])
+                    if try old.step() {
+                        let stored = AssetRow(uid: row.uid, assetID: old.text(1) ?? "", name: old.text(2), location: old.text(3), extra: AssetRow.extra(fromJSON: old.text(4)))
+                        if stored == row { report.unchanged += 1; return }
+                        report.changedTotal += 1
+                        if report.changed.count < AssetImportReport.listed { report.changed.append(row.uid) }
+                    } else {
+                        report.addedTotal += 1
+                        if report.added.count < AssetImportReport.listed { report.added.append(row.uid) }
+                    }
+                    guard !dryRun else { return }
                     upsert.reset()
-                    try upsert.bind([.text(row.uid.description), .text(row.assetID), row.name.map(SQLValue.text) ?? .null,
+                    try upsert.bind([.text(uid), .text(row.assetID), row.name.map(SQLValue.text) ?? .null,
                                      row.location.map(SQLValue.text) ?? .null, row.extraJSON.map(SQLValue.text) ?? .null,
                                      .text(source), .integer(now)])
                     try upsert.step()
                 }
-                let listed = Set(rows.map(\.uid))
-                report.notInFile = existing.keys.filter { !listed.contains($0) }.sorted { $0.description < $1.description }
+                let missing = try db.prepare("SELECT uid FROM assets WHERE uid NOT IN (SELECT uid FROM temp.import_seen) ORDER BY uid")
+                while try missing.step() {
+                    report.notInFileTotal += 1
+                    if report.notInFile.count < AssetImportReport.listed, let u = try? UID(parsing: missing.text(0) ?? "") { report.notInFile.append(u) }
+                }
             }
             return report
         }

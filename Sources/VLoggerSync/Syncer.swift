@@ -41,7 +41,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
             case (.connectionError, _) where p.underlying is NIOSSLError:
                 return SyncError(.connect, "\(url): TLS failed (\(p.underlying.map { "\($0)" } ?? "")); check sync.ca-file, and that the server's certificate names the host of the URL")
             case (.sslUnsupported, _):
-                return SyncError(.connect, "\(url): the server does not offer TLS; set sslmode = \"disable\" only on a trusted network")
+                return SyncError(.connect, "\(url): the server does not offer TLS; turn on ssl in its postgresql.conf (with a certificate) rather than sending the password and rows in clear")
             default:
                 return SyncError(.connect, "\(url): cannot talk to the server (\(p.code)\(p.underlying.map { ": \($0)" } ?? ""))")
             }

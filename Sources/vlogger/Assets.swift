@@ -25,19 +25,19 @@ struct AssetsImport: ParsableCommand {
     var dryRun = false
 
     func run() throws {
-        let text: String
-        do { text = try ConfigReader.loadText(file) } catch { throw VLoggerError("\(error)") }
-        let rows: [AssetRow]
-        do { rows = try AssetRegister.assetRows(text, file: file) } catch { throw VLoggerError("\(error)") }
+        guard FileManager.default.isReadableFile(atPath: file) else { throw VLoggerError("\(file): cannot read the file") }
         let store = try options.openStore()
         defer { store.close() }
         let r: AssetImportReport
-        do { r = try store.importAssets(rows, source: file, dryRun: dryRun) } catch { throw VLoggerError("\(error)") }
+        // Read record by record into one transaction: a register of a million rows does not sit in memory.
+        do { r = try AssetRegister.importFile(file, into: store, dryRun: dryRun) } catch { throw VLoggerError("\(error)") }
         let verb = dryRun ? "would add" : "added"
-        print("\(file): \(rows.count) assets; \(verb) \(r.added.count), \(dryRun ? "would change" : "changed") \(r.changed.count), \(r.unchanged) unchanged"
-              + (r.notInFile.isEmpty ? "" : "; \(r.notInFile.count) in the store but not in the file (kept)") + (dryRun ? " (dry run: nothing written)" : ""))
+        print("\(file): \(r.addedTotal + r.changedTotal + r.unchanged) assets; \(verb) \(r.addedTotal), \(dryRun ? "would change" : "changed") \(r.changedTotal), \(r.unchanged) unchanged"
+              + (r.notInFileTotal == 0 ? "" : "; \(r.notInFileTotal) in the store but not in the file (kept)") + (dryRun ? " (dry run: nothing written)" : ""))
         for u in r.added { print("  + \(u)") }
+        if r.addedTotal > r.added.count { print("  + … and \(r.addedTotal - r.added.count) more") }
         for u in r.changed { print("  ~ \(u)") }
+        if r.changedTotal > r.changed.count { print("  ~ … and \(r.changedTotal - r.changed.count) more") }
     }
 }
 

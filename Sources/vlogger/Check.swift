@@ -41,7 +41,7 @@ struct ConfigCheck: ParsableCommand {
             FileHandle.standardError.write(Data("warning: \(path): no [[plan]]: the gateway will record arrivals and departures but read no blocks\n".utf8))
         }
         let readers = c.readers.map { "\($0.id) (\($0.driver.rawValue)\($0.location.map { ", " + $0 } ?? ""))" }.joined(separator: ", ")
-        print("\(path): ok — gateway \(c.gatewayID), reader\(c.readers.count == 1 ? "" : "s") \(readers), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.rows.count) register entries" } ?? "no register"), store \(c.storePath)")
+        print("\(path): ok — gateway \(c.gatewayID), reader\(c.readers.count == 1 ? "" : "s") \(readers), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.count) register entries" } ?? "no register"), store \(c.storePath)")
     }
 }
 

@@ -423,7 +423,7 @@ import Testing
     }
 
     @Test func registerCSV() throws {
-        let records = try CSVReader.parse("uid,note\r\nE008010000004212,\"cold, \"\"B7\"\"\"\r\n")
+        let records = try CSVRecords.parse("uid,note\r\nE008010000004212,\"cold, \"\"B7\"\"\"\r\n")
         #expect(records == [["uid", "note"], ["E008010000004212", "cold, \"B7\""]])
     }
 }

@@ -235,3 +235,50 @@ import VLoggerStore
         #expect(local.warnings.isEmpty, "\(local.warnings)")
     }
 }
+
+/// The register's cells that audits read are checked when it is imported, with the line; an asset id names one
+/// tag; a NUL byte is no text.
+@Suite struct RegisterImportTests {
+    func importing(_ csv: String) throws -> String? {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-reg-\(UUID().uuidString).db").path
+        let store = try Store(path: path)
+        defer { store.close() }
+        do {
+            _ = try AssetRegister.importText(csv, file: "assets.csv", into: store)
+            return nil
+        } catch {
+            #expect(try store.assets().isEmpty, "a failed import wrote rows")
+            return "\(error)"
+        }
+    }
+
+    @Test func badCellsAreErrorsWithTheirLine() throws {
+        let head = "uid,asset_id,location"
+        let cases: [(String, String)] = [
+            ("uid,asset_id,block_0x1FFFF\nE008010000004212,A1,01", "assets.csv:1: column block_0x1ffff"),
+            ("uid,asset_id,locked_0xZZ\nE008010000004212,A1,yes", "assets.csv:1: column locked_0xzz"),
+            ("uid,asset_id,locked_0x00\nE008010000004212,A1,yes\nE008010000004213,A2,maybe", "assets.csv:3: column locked_0x00: 'maybe' is not yes or no"),
+            ("uid,asset_id,block_0x00\nE008010000004212,A1,XYZ", "assets.csv:2: column block_0x00: 'XYZ' is not hex bytes"),
+            ("uid,asset_id,manufacturer\nE008010000004212,A1,Acme Tags", "assets.csv:2: column manufacturer"),
+            ("\(head)\nE008010000004212,A1,dock\nE008010000004213,A1,dock", "assets.csv:3: asset id A1 is already on line 2 for E008010000004212"),
+            ("\(head)\nE008010000004212,A1,dock\nE008010000004212,A2,dock", "assets.csv:3: UID E008010000004212 is listed twice (first on line 2)"),
+            ("\(head)\nE008010000004212,A\u{0}1,dock", "assets.csv:2: a NUL byte in a cell"),
+        ]
+        for (csv, says) in cases {
+            let got = try importing(csv)
+            #expect(got?.contains(says) == true, "\(csv): \(String(describing: got))")
+        }
+        #expect(try importing("uid,asset_id,locked_0x00,block_0xF8,manufacturer\nE008010000004212,A1,no,6608C2,NXP\nE008010000004213,A2,,,0x04") == nil)
+    }
+
+    /// The rules keep only the register columns they compare with.
+    @Test func theRulesKeepOnlyTheColumnsTheyRead() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-reg-\(UUID().uuidString).csv").path
+        try "uid,asset_id,cage,note\nE008010000004212,A1,B7,x\nE008010000004213,A2,B8,y\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let none = try AssetRegister.load(path, keeping: [])
+        #expect(none.count == 2 && none.rows.isEmpty && none.columns == ["uid", "asset_id", "cage", "note"])
+        let cage = try AssetRegister.load(path, keeping: ["cage"])
+        #expect(cage.rows["E008010000004212"] == ["cage": "B7"])
+    }
+}
