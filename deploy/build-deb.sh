@@ -174,6 +174,10 @@ if [ "$1" = configure ]; then
     chgrp vlogger /etc/vlogger /etc/vlogger/vlogger.toml /etc/vlogger/rules.toml /etc/vlogger/assets.csv 2>/dev/null || true
     chmod 0750 /etc/vlogger
     chmod 0640 /etc/vlogger/vlogger.toml /etc/vlogger/rules.toml /etc/vlogger/assets.csv 2>/dev/null || true
+    # The unit denies every IP address but loopback: allow the remote hosts the configuration names (fleet sync,
+    # FEIG readers on the LAN) in a drop-in, written again at each upgrade.
+    /usr/bin/vlogger config network --config /etc/vlogger/vlogger.toml --output /etc/systemd/system/vlogger.service.d/network.conf \
+        || echo "vlogger: the network drop-in was not written; run 'vlogger config network --config /etc/vlogger/vlogger.toml --output /etc/systemd/system/vlogger.service.d/network.conf'" >&2
     if [ -d /run/systemd/system ]; then
         systemctl daemon-reload || true
         if [ -z "$2" ]; then
@@ -202,7 +206,8 @@ cat > "$PKG/DEBIAN/postrm" <<'POSTRM'
 set -e
 case "$1" in
     purge)
-        rm -rf /var/lib/vlogger /etc/vlogger
+        rm -rf /var/lib/vlogger /etc/vlogger /etc/systemd/system/vlogger.service.d/network.conf
+        rmdir /etc/systemd/system/vlogger.service.d 2>/dev/null || true
         ;;
 esac
 if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi

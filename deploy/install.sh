@@ -47,6 +47,7 @@ if [ $UNINSTALL -eq 1 ]; then
     if have_systemd; then
         systemctl disable --now vlogger.service 2>/dev/null || true
     fi
+    rm -rf "$ROOT/etc/systemd/system/vlogger.service.d"
     rm -f "$ROOT/usr/local/bin/vlogger" "$ROOT/etc/systemd/system/vlogger.service" \
           "$ROOT/usr/lib/sysusers.d/vlogger.conf" "$ROOT/etc/polkit-1/rules.d/60-vlogger-pcscd.rules"
     have_systemd && systemctl daemon-reload
@@ -120,6 +121,10 @@ fi
 
 # 5. The unit.
 install -D -m 0644 "$REPO/deploy/vlogger.service" "$ROOT/etc/systemd/system/vlogger.service"
+# The unit denies every IP address but loopback: the remote hosts the configuration names get a drop-in.
+"$ROOT/usr/local/bin/vlogger" config network --config "$ROOT/etc/vlogger/vlogger.toml" \
+    --output "$ROOT/etc/systemd/system/vlogger.service.d/network.conf" >/dev/null \
+    || echo "the network drop-in was not written: run 'vlogger config network --config /etc/vlogger/vlogger.toml --output /etc/systemd/system/vlogger.service.d/network.conf'" >&2
 if have_systemd; then
     systemctl daemon-reload
     systemctl enable vlogger.service

@@ -29,6 +29,8 @@ dpkg -i "$DEB"
 getent passwd vlogger >/dev/null || fail "no user vlogger"
 [ "$(stat -c %U /var/lib/vlogger)" = vlogger ] || fail "/var/lib/vlogger is not vlogger's"
 [ -f /etc/vlogger/vlogger.toml ] || fail "no /etc/vlogger/vlogger.toml"
+[ -f /etc/systemd/system/vlogger.service.d/network.conf ] || fail "postinst wrote no network drop-in"
+grep -q '^\[Service\]' /etc/systemd/system/vlogger.service.d/network.conf || fail "the network drop-in has no [Service] section"
 man -w vlogger.doctor >/dev/null 2>&1 || [ -f /usr/share/man/man1/vlogger.doctor.1.gz ] || fail "no man page for doctor"
 
 step "ldd /usr/bin/vlogger"
@@ -116,6 +118,7 @@ step "dpkg -P: asks nothing, removes both"
 dpkg -P vlogger </dev/null
 [ ! -e /etc/vlogger ] || fail "/etc/vlogger still there after purge"
 [ ! -e /var/lib/vlogger ] || fail "/var/lib/vlogger still there after purge"
+[ ! -e /etc/systemd/system/vlogger.service.d/network.conf ] || fail "the network drop-in is still there after purge"
 dpkg -s vlogger >/dev/null 2>&1 && fail "vlogger still known to dpkg"
 rm -rf "$work" "$log"
 echo

@@ -60,9 +60,63 @@ public struct Doctor {
             for rc in config.readers { out.append(reader(rc)) }
         }
         out += store(config.storePath)
+        out += remotes(config)
         out.append(clock())
         if let listen = config.listen { out.append(listener(listen)) }
         return out
+    }
+
+    // MARK: Remote hosts
+
+    /// The drop-in that allows the service's remote hosts (only where systemd runs the service).
+    public var networkDropIn = "/etc/systemd/system/vlogger.service.d/network.conf"
+    /// Whether systemd is PID 1 here (the unit's IPAddressDeny applies only then).
+    public var underSystemd = FileManager.default.fileExists(atPath: "/run/systemd/system")
+
+    /// Each remote host the configuration names: reachable over TCP within 2 s, and allowed by the unit's
+    /// network drop-in where systemd runs the service.
+    func remotes(_ config: AgentConfig) -> [Check] {
+        let allowed = (try? String(contentsOfFile: networkDropIn, encoding: .utf8)).map(NetworkAllowance.allowed(inDropIn:))
+        return config.remotes.map { r in
+            let name = "remote \(r.what)"
+            let addrs = NetworkAllowance.addresses(r.host)
+            guard !addrs.isEmpty else { return .fail(name, "\(r.host): the name does not resolve", "check the host name and this machine's DNS (resolvectl status)") }
+            if underSystemd, !addrs.allSatisfy({ allowed?.contains($0) ?? false }) {
+                return .fail(name, "\(r.host):\(r.port) (\(addrs.joined(separator: ", "))) is not allowed by \(networkDropIn): the unit's IPAddressDeny=any blocks it",
+                             "vlogger config network --config \(configPath) --output \(networkDropIn) && systemctl daemon-reload && systemctl restart vlogger")
+            }
+            if let problem = Self.tcpProblem(r.host, r.port, timeoutMs: 2000) {
+                return .fail(name, "\(r.host):\(r.port): \(problem)", "check that the host is up and that no firewall between here and there drops port \(r.port)")
+            }
+            return .pass(name, "\(r.host):\(r.port) answers\(underSystemd ? " and the unit allows it" : "")")
+        }
+    }
+
+    /// Connects to host:port with a time limit; nil when it answered.
+    static func tcpProblem(_ host: String, _ port: Int, timeoutMs: Int) -> String? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return "does not resolve" }
+        defer { freeaddrinfo(first) }
+        var last = "no address"
+        var p: UnsafeMutablePointer<addrinfo>? = first
+        while let a = p {
+            p = a.pointee.ai_next
+            let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return nil }
+            guard errno == EINPROGRESS else { last = String(cString: strerror(errno)); continue }
+            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&pfd, 1, Int32(timeoutMs)) == 1 else { last = "no answer within \(timeoutMs) ms"; continue }
+            var err: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+            if err == 0 { return nil }
+            last = String(cString: strerror(err))
+        }
+        return last
     }
 
     // MARK: Readers

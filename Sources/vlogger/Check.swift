@@ -6,7 +6,7 @@ import VLoggerCore
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "config", abstract: "Check the configuration.",
-                                                    subcommands: [ConfigCheck.self])
+                                                    subcommands: [ConfigCheck.self, ConfigNetwork.self])
 }
 
 struct ConfigCheck: ParsableCommand {
@@ -42,6 +42,40 @@ struct ConfigCheck: ParsableCommand {
         }
         let readers = c.readers.map { "\($0.id) (\($0.driver.rawValue)\($0.location.map { ", " + $0 } ?? ""))" }.joined(separator: ", ")
         print("\(path): ok — gateway \(c.gatewayID), reader\(c.readers.count == 1 ? "" : "s") \(readers), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.count) register entries" } ?? "no register"), store \(c.storePath)")
+    }
+}
+
+struct ConfigNetwork: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "network",
+        abstract: "Write the systemd drop-in that lets the service reach the remote hosts the configuration names.",
+        discussion: """
+            The unit allows loopback only (IPAddressDeny=any), and systemd applies that to outgoing connections too: \
+            the fleet-sync server and FEIG readers on the LAN need IPAddressAllow= lines. Host names are resolved now \
+            (systemd takes addresses only). Without --output the drop-in is printed.
+            """)
+
+    @Option(help: "Configuration file (TOML).")
+    var config = "Config/vlogger.toml"
+
+    @Option(help: "Write the drop-in here (e.g. /etc/systemd/system/vlogger.service.d/network.conf), creating the folder.")
+    var output: String?
+
+    func run() throws {
+        let c: AgentConfig
+        do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+        let (text, unresolved) = NetworkAllowance.dropIn(c.remotes, source: config)
+        if let output {
+            let dir = (output as NSString).deletingLastPathComponent
+            do {
+                try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
+                try text.write(toFile: output, atomically: true, encoding: .utf8)
+            } catch { throw VLoggerError("cannot write \(output): \(error.localizedDescription)") }
+            print("\(output): \(c.remotes.count) remote host\(c.remotes.count == 1 ? "" : "s") allowed; systemctl daemon-reload && systemctl restart vlogger")
+        } else {
+            print(text, terminator: "")
+        }
+        for h in unresolved { FileHandle.standardError.write(Data("warning: \(h) did not resolve; it is left out (write the drop-in again once it does)\n".utf8)) }
     }
 }
 

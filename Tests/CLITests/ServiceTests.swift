@@ -261,17 +261,24 @@ import Testing
         #expect(try String(contentsOfFile: root.path + "/etc/vlogger/vlogger.toml", encoding: .utf8).contains("# local change"))
         #expect(fm.fileExists(atPath: root.path + "/etc/vlogger/vlogger.toml.dist"))
 
-        // The unit passes systemd-analyze verify (ExecStart pointed at the installed binary).
+        // The network drop-in is there (the demo configuration names no remote host: it allows nothing more).
+        let dropIn = try String(contentsOfFile: root.path + "/etc/systemd/system/vlogger.service.d/network.conf", encoding: .utf8)
+        #expect(dropIn.contains("[Service]") && !dropIn.contains("IPAddressAllow="), "\(dropIn)")
+        // The unit passes systemd-analyze verify (ExecStart pointed at the installed binary), with the drop-in of a
+        // configuration that names a FEIG reader and a sync server appended as systemd would merge it.
         let verify = try Self.shell("""
             command -v systemd-analyze >/dev/null || { echo missing; exit 3; }
             u=$(mktemp -d)/vlogger.service
             sed "s#/usr/local/bin/vlogger#$1/usr/local/bin/vlogger#" "$1/etc/systemd/system/vlogger.service" > "$u"
+            printf '[[reader]]\nid = "d"\ndriver = "feig"\ndevice = "tcp://10.0.0.21:10001"\n[sync]\nurl = "postgresql://gw@[2001:db8::7]:5432/fleet"\n' > "$u.toml"
+            "$1/usr/local/bin/vlogger" config network --config "$u.toml" >> "$u"
+            grep -c '^IPAddressAllow=' "$u"
             systemd-analyze verify "$u"
             """, [root.path])
         if verify.code == 3 && !Self.requireTools {
             // systemd-analyze missing outside CI.
         } else {
-            #expect(verify.code == 0 && verify.err.isEmpty, "\(verify.out)\(verify.err)")
+            #expect(verify.code == 0 && verify.err.isEmpty && verify.out.hasPrefix("3\n"), "\(verify.out)\(verify.err)")
         }
 
         // Uninstall keeps the data unless asked.

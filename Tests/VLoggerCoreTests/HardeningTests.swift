@@ -282,3 +282,47 @@ import VLoggerStore
         #expect(cage.rows["E008010000004212"] == ["cage": "B7"])
     }
 }
+
+/// systemd.resource-control(5): IPAddressAllow=/IPAddressDeny= apply to every socket of the unit, outgoing ones
+/// too, and take addresses (with an optional prefix length), not names.
+@Suite struct NetworkAllowanceTests {
+    let text = """
+        [[reader]]
+        id = "dock-1"
+        driver = "feig"
+        device = "tcp://10.0.0.21:10001,timeout=500"
+        [[reader]]
+        id = "cage"
+        field = "f"
+        [sync]
+        url = "postgresql://gw@db.plant.example:5433/fleet"
+        """
+
+    @Test func theDropInAllowsEveryRemoteTheConfigurationNames() throws {
+        let c = try AgentConfig.parse(text, file: "t.toml")
+        #expect(c.remotes == [Remote(what: "reader dock-1 (FEIG)", host: "10.0.0.21", port: 10001), Remote(what: "fleet sync", host: "db.plant.example", port: 5433)])
+        let (dropIn, unresolved) = NetworkAllowance.dropIn(c.remotes, source: "t.toml") { $0 == "db.plant.example" ? ["192.0.2.7", "2001:db8::7"] : NetworkAllowance.addresses($0) }
+        #expect(unresolved.isEmpty)
+        #expect(NetworkAllowance.allowed(inDropIn: dropIn) == ["10.0.0.21", "192.0.2.7", "2001:db8::7"])
+        #expect(dropIn.contains("[Service]\n# reader dock-1 (FEIG): 10.0.0.21:10001\nIPAddressAllow=10.0.0.21\n"))
+        let none = NetworkAllowance.dropIn(c.remotes, source: "t.toml") { _ in [] }
+        #expect(none.unresolved == ["10.0.0.21", "db.plant.example"] && NetworkAllowance.allowed(inDropIn: none.text).isEmpty)
+    }
+
+    @Test func doctorTriesEachRemote() throws {
+        // A port that listens and one that does not, on loopback.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = listen(fd, 4)
+        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        let open = Int(UInt16(bigEndian: a.sin_port))
+        #expect(Doctor.tcpProblem("127.0.0.1", open, timeoutMs: 2000) == nil)
+        let closed = Doctor.tcpProblem("127.0.0.1", 1, timeoutMs: 2000)
+        #expect(closed?.lowercased().contains("refused") == true, "\(String(describing: closed))")
+    }
+}

@@ -10,7 +10,7 @@ import Testing
     @Test func everyParserTakesMutatedInputWithoutTrapping() {
         let targets = ParserFuzzer.targets(config: Self.root.appendingPathComponent("Config"))
         #expect(Set(targets.map(\.name)) == ["toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
-                                              "image-flipper", "ndef", "ndef-memory", "write-request", "blocks-file", "feig-frame", "feig-reply", "feig-device", "values"])
+                                              "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame", "feig-reply", "feig-device", "values"])
         for target in targets {
             #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")
             var fuzzer = ParserFuzzer(seed: 20261122)
