@@ -1,5 +1,6 @@
 import VLoggerStore
 import ArgumentParser
+import Foundation
 import ISO15693
 import Readers
 import VLoggerCore
@@ -135,10 +136,14 @@ struct QueueOptions: ParsableArguments {
         }
         let flags = try options.parsedFlags()
         if let flags, flags.contains(.select) { throw ValidationError("--flags: the selected state is a session's; a queued write is addressed") }
-        let path: String
-        if let store { path = store } else {
-            do { path = try AgentConfig.load(config).storePath } catch { throw VLoggerError("\(error)") }
+        // The configuration names the store (without --store) and the readers a write may be kept for.
+        let loaded: AgentConfig? = FileManager.default.fileExists(atPath: config) || store == nil ? try { () throws -> AgentConfig in
+            do { return try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+        }() : nil
+        if let onlyReader, let loaded, !loaded.readers.contains(where: { $0.id == onlyReader }) {
+            throw ValidationError("--only-reader: \(config) has no reader '\(onlyReader)' (\(loaded.readers.map(\.id).joined(separator: ", "))); the write would wait for ever")
         }
+        let path = store ?? loaded?.storePath ?? "vlogger.db"
         let s: Store
         do { s = try Store(path: path) } catch { throw VLoggerError("\(error)") }
         defer { s.close() }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ISO15693
 import VLoggerStore
 
 /// The gateway under abuse as an operator or a client could cause it (issue "Nothing lost, nobody in"): the
@@ -223,5 +224,30 @@ import VLoggerStore
             """#, [try CLITests.binary().path, mnt, s.store], in: s.dir)
         for c in ["export --since 2000-01-01", "writes list", "assets list", "audit list"] { #expect(r.out.contains("ok \(c)"), "\(r.out)\(r.err)") }
         #expect(r.out.contains("holds 100 bytes of commits not merged") && r.out.contains("to a writable folder"), "\(r.out)\(r.err)")
+    }
+
+    /// A tag's NDEF Text record carrying ECMA-48 sequences (OSC 0 sets the terminal's title, SGR 31 turns text
+    /// red) is printed with them made visible, never obeyed; so is a register name with a forged line.
+    @Test func textFromOutsideNeverDrivesTheTerminal() throws {
+        // Text record "T ESC]0;owned BEL ESC[31mred", language "en" (NFC Forum Text RTD: status byte 02, then "en").
+        let hex = "D1 01 16 54 02 65 6E 54 1B 5D 30 3B 6F 77 6E 65 64 07 1B 5B 33 31 6D 72 65 64"
+        let d = try CLITests.run(["ndef", "decode", hex])
+        #expect(d.code == 0 && !d.out.contains("\u{1B}") && !d.out.contains("\u{07}") && d.out.contains("\\x1B]0;owned\\x07\\x1B[31mred"), "\(d.out)")
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let csv = s.dir.appendingPathComponent("forged.csv").path
+        try "uid,asset_id,name\nE008010000004212,A1,\"Cage\r\n2026-01-01 forged line\"\n".write(toFile: csv, atomically: true, encoding: .utf8)
+        #expect(try CLITests.run(["assets", "import", "--store", s.store, csv]).code == 1)   // a CR or LF in a cell is refused at import
+        // A reader id with ESC [2J (erase the screen) in a queued write of an older release's store.
+        let unknown = try CLITests.run(["write", "--when-seen", "--config", s.config, "--store", s.store, "--uid", "E008010000004212", "--block", "1",
+                                        "--data", "01020304", "--only-reader", "dock\u{1B}[2J"])
+        #expect(unknown.code != 0 && unknown.err.contains("no reader"), "\(unknown.err)")
+        do {
+            let db = try Store(path: s.store)
+            try db.enqueue(QueuedWrite(created: 0, uid: try UID(parsing: "E008010000004212"), first: 1, data: [1, 2, 3, 4], reader: "dock\u{1B}[2J"))
+            db.close()
+        }
+        let list = try CLITests.run(["writes", "list", "--store", s.store])
+        #expect(list.out.contains("\\x1B[2J") && !list.out.contains("\u{1B}"), "\(list.out)")
     }
 }
