@@ -250,4 +250,26 @@ import VLoggerStore
         let list = try CLITests.run(["writes", "list", "--store", s.store])
         #expect(list.out.contains("\\x1B[2J") && !list.out.contains("\u{1B}"), "\(list.out)")
     }
+
+    /// Schedules are planned again on SIGHUP: a service started without any runs the one a reload brings (a fast
+    /// clock, 60 times real time, so a cron firing every minute fires within a second).
+    @Test func aScheduleAddedByAReloadRuns() throws {
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let r = try ServiceTests.shell(#"""
+            "$1" run --config "$2" --store "$3" --clock-rate 60 --listen "" --log-level info 2>svc.log >/dev/null &
+            pid=$!
+            for _ in $(seq 100); do grep -q 'cycle\|committed\|polling' svc.log && break; sleep 0.1; done
+            sleep 1
+            printf '\n[[audit.schedule]]\nname = "every-minute"\ncron = "* * * * *"\n' >> "$2"
+            kill -HUP $pid
+            for _ in $(seq 100); do grep -q "audit .* 'every-minute' of" svc.log && break; sleep 0.1; done
+            kill -TERM $pid; wait $pid; echo "exit $?"
+            grep -o "1 audit schedule (changed: planned again)" svc.log | head -1
+            grep -c "'every-minute' of" svc.log
+            """#, [try CLITests.binary().path, s.config, s.store], in: s.dir)
+        #expect(r.out.contains("exit 0") && r.out.contains("1 audit schedule (changed: planned again)"), "\(r.out)\(r.err)")
+        let audits = Int(r.out.split(separator: "\n").last ?? "") ?? 0
+        #expect(audits >= 1, "\(r.out)")
+    }
 }
