@@ -38,6 +38,8 @@ public struct GatewaySummary: Sendable {
     public var storePath: String
     /// False when the last records could not be committed at shutdown (they are counted in `store.queued`).
     public var committedAll: Bool
+    /// The store's files were removed or replaced during the run: the run must not report success.
+    public var problem: String?
 }
 
 /// The gateway service: one `ServiceGroup` that runs a polling job per reader (each on a thread of its
@@ -85,8 +87,9 @@ public final class Gateway: @unchecked Sendable {
         audits = NIOLockedValueBox((config.audit, 0))
         for w in config.warnings + config.secretFileProblems().warnings { logger.warning("\(w)") }
         do {
-            store = try Store(path: config.storePath)
+            // The lock first: a second run must not check or migrate the store the first one is using.
             runLock = try StoreRunLock(storePath: config.storePath)
+            store = try Store(path: config.storePath)
             try store.registerFields(config.fieldInfos)
         } catch { throw VLoggerError("\(error)") }
         Self.importRegister(config, into: store, logger: logger)
@@ -187,8 +190,15 @@ public final class Gateway: @unchecked Sendable {
         defer { runLock.release() }
         try await group.run()
         store.close()
+        var problem: String?
+        if let lost = store.identityError {
+            // Found by a batch (the writer stopped the service) or, with no batch after it (an idle gateway), at close.
+            if committedAll { logger.critical("store: \(lost)") }
+            problem = lost.message
+        }
+        if let note = store.closeProblem { logger.warning("\(note)") }
         return GatewaySummary(readers: jobs.map { ($0.agent.readerConfig.id, $0.agent.counters) }, store: writer.stats,
-                              storePath: config.storePath, committedAll: lock.withLock { committedAll })
+                              storePath: config.storePath, committedAll: lock.withLock { committedAll }, problem: problem)
     }
 
     func writerFinished(_ ok: Bool) { lock.withLock { committedAll = ok } }
@@ -363,8 +373,16 @@ struct HostAllowList: Sendable {
             let me = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).lowercased()
             n.insert(me)
             if let short = me.split(separator: ".").first { n.insert(String(short)) }
+            // The fully qualified name, as the resolver gives it (a scrape by FQDN where gethostname is short).
+            var hints = addrinfo()
+            hints.ai_flags = AI_CANONNAME
+            var list: UnsafeMutablePointer<addrinfo>?
+            if getaddrinfo(me, nil, &hints, &list) == 0, let first = list {
+                if let c = first.pointee.ai_canonname { n.insert(String(cString: c).lowercased()) }
+                freeaddrinfo(first)
+            }
         }
-        n.formUnion(extra)
+        n.formUnion(extra.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 })
         names = n
         any = extra.contains("*")
     }
@@ -581,7 +599,9 @@ final class SignalJob: Service, @unchecked Sendable {
     func run() async {
         for await signal in await UnixSignalsSequence(trapping: .sighup, .sigterm, .sigint).cancelOnGracefulShutdown() {
             if signal == .sighup {
-                gateway.reload()
+                // Reading the files, planning schedules and importing the register block: off the async threads.
+                let gateway = self.gateway
+                await Blocking.run { gateway.reload() }
             } else {
                 gateway.logger.notice("signal \(signal == .sigterm ? "SIGTERM" : "SIGINT"): stopping after the current cycle of each reader")
                 await group.withLockedValue { $0 }?.triggerGracefulShutdown()

@@ -93,17 +93,17 @@ enum WriteAPI {
                 }
                 key = k
             }
-            let result: Result<(id: Int64, replayed: Bool), StoreError> = await Blocking.run { [key] in
+            let result: Result<(id: Int64, replayed: Bool, state: QueuedWrite.State), StoreError> = await Blocking.run { [key] in
                 do throws(StoreError) { return .success(try store.enqueue(write, idempotencyKey: key)) } catch { return .failure(error) }
             }
             switch result {
-            case let .success((id, replayed)):
-                if replayed { return json(["id": id, "state": "queued", "replayed": true], .ok) }
+            case let .success((id, replayed, state)):
+                if replayed { return json(["id": id, "state": state.rawValue, "replayed": true], .ok) }
                 logger.notice("write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))")
                 return json(["id": id, "state": "queued"], .created)
             case let .failure(e):
                 // SQLite's own failures (code set) may pass; the store's refusals (no code) will not.
-                return json(["error": e.message], e.code == nil ? .unprocessableContent : .serviceUnavailable)
+                return json(["error": e.message], e.code == nil && !e.isFatal ? .unprocessableContent : .serviceUnavailable)
             }
         }
         router.get("/api/writes/:id") { request, context -> Response in

@@ -109,6 +109,12 @@ extension Store {
                                      .text(source), .integer(now)])
                     try upsert.step()
                 }
+                // An asset id the store gives a tag the file does not list names one tag only too.
+                let clash = try db.prepare("SELECT s.line, s.asset_id, a.uid FROM assets a JOIN temp.import_seen s ON s.asset_id = a.asset_id "
+                                           + "WHERE a.uid NOT IN (SELECT uid FROM temp.import_seen) LIMIT 1")
+                if try clash.step() {
+                    throw StoreError("\(source):\(clash.int64(0)): asset id \(clash.text(1) ?? "") is the store's asset id of \(clash.text(2) ?? "another tag"), which this file does not list; an asset id names one tag")
+                }
                 let missing = try db.prepare("SELECT uid FROM assets WHERE uid NOT IN (SELECT uid FROM temp.import_seen) ORDER BY uid")
                 while try missing.step() {
                     report.notInFileTotal += 1

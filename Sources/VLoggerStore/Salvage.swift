@@ -12,6 +12,8 @@ public struct SalvageReport: Sendable {
         public var unreadable: String?
     }
     public var tables: [Table] = []
+    /// Said when the damaged store's -wal could not be read (its commits since the last checkpoint are not saved).
+    public var walNote: String?
     public var copied: Int { tables.reduce(0) { $0 + $1.copied } }
 }
 
@@ -36,24 +38,38 @@ extension Store {
         do { try FileManager.default.copyItem(atPath: damaged, toPath: work) } catch {
             throw StoreError("cannot copy \(damaged) to \(work) to read it: \(error.localizedDescription)")
         }
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        // Commits since the last checkpoint are in the -wal (usual after a crash): copied beside the copy.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: damaged + "-wal")[.size] as? Int) ?? 0
+        if walSize > 0 { try? FileManager.default.copyItem(atPath: damaged + "-wal", toPath: work + "-wal") }
+        defer { for f in [work, work + "-wal", work + "-shm"] { try? FileManager.default.removeItem(atPath: f) } }
         Self.fitHeaderPageCount(work)
-        let source = try SQLiteConnection(path: work, readOnly: true, immutable: true)
+        var walNote: String?
+        let source: SQLiteConnection
+        if walSize > 0, let s = try? SQLiteConnection(path: work, readOnly: true), (try? s.scalar("SELECT count(*) FROM sqlite_master")) != nil {
+            source = s
+        } else {
+            source = try SQLiteConnection(path: work, readOnly: true, immutable: true)
+            if walSize > 0 { walNote = "its -wal (\(walSize) bytes) could not be read; only the store file's own pages were" }
+        }
         defer { source.close() }
         let out = try Store(path: target)
         defer { out.close() }
         var report = SalvageReport()
         try out.withWriter { db throws(StoreError) in
+            // A result whose audit was lost is still a row worth keeping: no foreign-key check on the copy.
+            try db.execute("PRAGMA foreign_keys = OFF")
             for name in salvageTables {
                 var t = SalvageReport.Table(name: name)
                 do throws(StoreError) {
                     try transaction(db) { () throws(StoreError) in try copy(name, from: source, into: db, &t) }
                 } catch {
                     t.unreadable = error.message
+                    t.copied = 0   // rolled back
                 }
                 report.tables.append(t)
             }
         }
+        report.walNote = walNote
         return report
     }
 
@@ -107,15 +123,33 @@ extension Store {
         }
         var last = Int64.min
         var resumedAt: Int64?
+        let chunk = try? source.prepare("SELECT rowid, \(list) FROM \(table) WHERE rowid > ? ORDER BY rowid LIMIT 1000")
+        let probe = try? source.prepare("SELECT rowid FROM \(table) WHERE rowid >= ? ORDER BY rowid LIMIT 1")
+        let back = try? source.prepare("SELECT rowid, \(list) FROM \(table) WHERE rowid > ? AND rowid < ? ORDER BY rowid DESC")
+        /// Reads the rows between `after` and `before` from the top down until a read fails (a probe that found
+        /// `before` in doubling steps may have jumped over readable rows); returns the lowest row id read.
+        func readBack(after: Int64, before: Int64) throws(StoreError) -> Int64? {
+            guard let back else { return nil }
+            back.reset()
+            try? back.bind([.integer(after), .integer(before)])
+            var lowest: Int64?
+            while true {
+                do { guard try back.step() else { break } } catch { break }
+                lowest = back.int64(0)
+                try put(back, offset: 1)
+            }
+            return lowest
+        }
         while true {
             var failed = false
-            if let s = try? source.prepare("SELECT rowid, \(list) FROM \(table) WHERE rowid > ? ORDER BY rowid LIMIT 1000") {
-                try? s.bind([.integer(last)])
+            if let chunk {
+                chunk.reset()
+                try? chunk.bind([.integer(last)])
                 var n = 0
                 while true {
-                    do { guard try s.step() else { break } } catch { failed = true; break }
-                    last = s.int64(0)
-                    try put(s, offset: 1)
+                    do { guard try chunk.step() else { break } } catch { failed = true; break }
+                    last = chunk.int64(0)
+                    try put(chunk, offset: 1)
                     n += 1
                 }
                 if !failed && n < 1000 { return }   // the end of the table
@@ -126,33 +160,43 @@ extension Store {
             // Probe past the hole: the next row id whose page can be reached, in doubling steps.
             var step: Int64 = 1
             var resumed = false
-            while step < (1 << 40) {
-                let from = last == Int64.min ? step - 1 : last.addingReportingOverflow(step).partialValue
-                if let p = try? source.prepare("SELECT rowid FROM \(table) WHERE rowid >= ? ORDER BY rowid LIMIT 1") {
-                    try? p.bind([.integer(from)])
-                    if let more = try? p.step() {
-                        if more {
-                            let next = p.int64(0)
-                            if next == resumedAt {
-                                // Its row id can be reached but the row itself cannot be read: pass over it.
-                                t.skipped.append((after: next - 1, before: next + 1))
-                                last = next
-                                resumedAt = nil
-                            } else {
-                                if next - 1 != last { t.skipped.append((after: last, before: next)) }
-                                last = next - 1
-                                resumedAt = next
-                            }
-                        } else {
-                            t.skipped.append((after: last, before: nil))
-                        }
-                        resumed = more
-                        break
+            probing: while step < (1 << 40), let probe {
+                let (from, overflow) = last == Int64.min ? (step - 1, false) : last.addingReportingOverflow(step)
+                if overflow { break }
+                probe.reset()
+                try? probe.bind([.integer(from)])
+                if let more = try? probe.step() {
+                    guard more else {
+                        // Nothing at or past `from`: what lay between is the damaged tail.
+                        let low = last == Int64.max ? nil : try readBack(after: last, before: from)
+                        t.skipped.append((after: last, before: low))
+                        return
                     }
+                    let next = probe.int64(0)
+                    if next == resumedAt {
+                        // Its row id can be reached but the row itself cannot be read: pass over it.
+                        guard next < Int64.max else { t.skipped.append((after: next - 1, before: nil)); return }
+                        t.skipped.append((after: next - 1, before: next + 1))
+                        last = next
+                        resumedAt = nil
+                    } else {
+                        if next - 1 != last {
+                            let low = step > 1 ? try readBack(after: last, before: next) : nil
+                            t.skipped.append((after: last, before: low ?? next))
+                        }
+                        last = next - 1
+                        resumedAt = next
+                    }
+                    resumed = true
+                    break probing
                 }
                 step *= 2
             }
-            if !resumed { return }
+            if !resumed {
+                // No later row id can be reached at all: the rest of the table is lost, and said.
+                t.skipped.append((after: last, before: nil))
+                return
+            }
         }
     }
 }

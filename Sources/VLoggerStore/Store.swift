@@ -272,6 +272,8 @@ public final class Store: @unchecked Sendable {
             }
             guard check == ["ok"] else { throw Self.damaged(path, check) }
             try migrate()
+            // The migrations wrote: the -wal exists now. From here a missing or replaced -wal is noticed.
+            walIdentity = FileIdentity(path + "-wal")
         } else {
             let applied = try appliedMigrations()
             guard applied.count >= Self.migrations.count else {
@@ -291,16 +293,36 @@ public final class Store: @unchecked Sendable {
                 (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
                 (upsertBufferMark, deleteBufferMark) = (nil, nil)
                 writer = nil
-                if lostIdentity == nil, let h = db.sqliteConnection {
-                    let c = SQLiteConnection(borrowing: h, path: path)
-                    if (try? Self.identityProblem(c, path: path, wal: walIdentity)) ?? nil == nil {
-                        try? c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                    }
+                guard lostIdentity == nil, let h = db.sqliteConnection else { return }
+                let c = SQLiteConnection(borrowing: h, path: path)
+                // No batch may have come since the file was replaced (an idle gateway): look once more, and save
+                // what this store holds before SQLite's own close leaves its -wal beside another file.
+                if let problem = (try? Self.identityProblem(c, path: path, wal: walIdentity)) ?? nil {
+                    let saved = rescue(c, walRemoved: problem.contains("-wal"))
+                    lostIdentity = StoreError("\(problem); \(saved)", isFatal: true)
+                } else if let busy = Self.checkpoint(c) {
+                    closeProblem = StoreError("\(path): the -wal could not be merged into the store file at close (\(busy)); the next open merges it")
                 }
             }
         }
         try? pool?.close()
         immutableLock.withLock { immutable?.close() }
+    }
+
+    /// What went wrong with the store's files during the run (removed or replaced), found at a batch or at
+    /// close: the run must not report success.
+    public var identityError: StoreError? { lostIdentity }
+    /// A close that could not merge the -wal (a reader held an old snapshot): nothing is lost, said for the log.
+    public private(set) var closeProblem: StoreError?
+
+    /// `wal_checkpoint(TRUNCATE)`, checked: nil when every frame was copied back and the -wal truncated, else why
+    /// not (a reader still holds an older snapshot: SQLITE_BUSY, or frames left uncopied).
+    static func checkpoint(_ db: SQLiteConnection) -> String? {
+        var log: Int32 = -1, copied: Int32 = -1
+        let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied)
+        if rc == SQLITE_BUSY { return "another connection was reading (SQLITE_BUSY)" }
+        guard rc == SQLITE_OK else { return "SQLite code \(rc)" }
+        return log == copied ? nil : "\(copied) of \(log) frames copied"
     }
 
     /// Whether the store file and its -wal are still the ones this store opened: a `rm vlogger.db-wal` or a
@@ -336,12 +358,8 @@ public final class Store: @unchecked Sendable {
     /// it, and the -wal emptied so that it cannot be applied to the replacement.
     private func rescue(_ db: SQLiteConnection, walRemoved: Bool) -> String {
         if walRemoved {
-            do {
-                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                return "every commit so far was merged into \(path)"
-            } catch {
-                return "the commits in it could not be merged into \(path) (\(error))"
-            }
+            if let problem = Self.checkpoint(db) { return "the commits in it could not all be merged into \(path) (\(problem))" }
+            return "every commit so far was merged into \(path)"
         }
         let copy = "\(path).orphaned-\(Millis.now()).db"
         do {
@@ -351,7 +369,9 @@ public final class Store: @unchecked Sendable {
         } catch {
             return "what it held could not be saved (\(error))"
         }
-        try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if let problem = Self.checkpoint(db) {
+            return "what it held is saved in \(copy); its -wal could not be emptied (\(problem)): move \(path)-wal away before the next start, or SQLite applies it to the file now at \(path)"
+        }
         return "what it held is saved in \(copy); the file now at \(path) was not touched"
     }
 
@@ -377,12 +397,12 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` on the writer connection (GRDB's writer queue; blocks until it is free), outside any
     /// transaction: `body` opens its own.
     func withWriter<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        guard !readOnly, let pool else { throw StoreError("\(path) is open read-only") }
+        guard !readOnly, let pool else { throw StoreError("\(path) is open read-only", code: 8) }
         do {
             return try pool.writeWithoutTransaction { db -> T in
                 let c: SQLiteConnection
                 if let w = writer, w.handle == db.sqliteConnection { c = w } else {
-                    guard let h = db.sqliteConnection else { throw StoreError("\(path): the writer connection is closed") }
+                    guard let h = db.sqliteConnection else { throw StoreError("\(path): the writer connection is closed", code: 21) }
                     c = SQLiteConnection(borrowing: h, path: path)
                     // GRDB sets NORMAL for WAL; a committed batch must survive a power cut: FULL.
                     try c.execute("PRAGMA synchronous=FULL")
@@ -390,6 +410,9 @@ public final class Store: @unchecked Sendable {
                     (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
                     (upsertBufferMark, deleteBufferMark) = (nil, nil)
                 }
+                // Every write (batches, the write queue, the sync cursor, retention, the register) goes through
+                // here: none may land in a file that is no longer the store.
+                try checkIdentity(c)
                 do { return try body(c) } catch { throw error }
             }
         } catch {
@@ -502,7 +525,6 @@ public final class Store: @unchecked Sendable {
 
     private func write(_ batch: Batch, _ db: SQLiteConnection) throws(StoreError) -> Int64 {
         var lastID: Int64 = 0
-        try checkIdentity(db)
         defer { if walIdentity == nil { walIdentity = FileIdentity(path + "-wal") } }
         try Self.transaction(db) { () throws(StoreError) in
             if !batch.tags.isEmpty {

@@ -44,6 +44,9 @@ public final class StoreRunLock: @unchecked Sendable {
 
     /// Takes the lock for `storePath`, or says who holds it.
     public init(storePath: String) throws(StoreError) {
+        if let kind = FileIdentity.nonRegularKind(storePath) {
+            throw StoreError("\(storePath) is \(kind), not a store file: give --store (or [store] path) a regular file's path")
+        }
         path = storePath + ".lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {

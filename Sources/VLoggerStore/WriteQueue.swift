@@ -55,16 +55,22 @@ extension Store {
 
     /// Puts a write in the queue under a client's idempotency key: a key already used returns the write it
     /// queued (`replayed`), so a client that retries a POST after a lost answer queues nothing twice.
-    public func enqueue(_ w: QueuedWrite, idempotencyKey: String?) throws(StoreError) -> (id: Int64, replayed: Bool) {
-        guard let key = idempotencyKey else { return (try enqueue([w])[0], false) }
+    public func enqueue(_ w: QueuedWrite, idempotencyKey: String?) throws(StoreError) -> (id: Int64, replayed: Bool, state: QueuedWrite.State) {
+        guard let key = idempotencyKey else { return (try enqueue([w])[0], false, .queued) }
         return try withWriter { db throws(StoreError) in
-            var result: (Int64, Bool) = (0, false)
+            var result: (Int64, Bool, QueuedWrite.State) = (0, false, .queued)
             try Self.transaction(db) { () throws(StoreError) in
-                if case let .integer(id)? = try db.scalar("SELECT id FROM write_queue WHERE idempotency_key = ?", [.text(key)]) {
-                    result = (id, true)
+                let s = try db.prepare(Self.queueColumns + " WHERE idempotency_key = ?")
+                try s.bind([.text(key)])
+                if try s.step(), let earlier = Self.queuedWrite(s) {
+                    // The same key for another write is the client's mistake: said, not answered with the first.
+                    let same = earlier.uid == w.uid && earlier.first == w.first && earlier.data == w.data && earlier.operation == w.operation
+                        && earlier.reader == w.reader && earlier.flags == w.flags
+                    guard same else { throw StoreError("Idempotency-Key '\(key)' was used for another write (\(earlier.id)); use a new key for a new write") }
+                    result = (earlier.id, true, earlier.state)
                     return
                 }
-                result = (try insert([w], db, key: key)[0], false)
+                result = (try insert([w], db, key: key)[0], false, .queued)
             }
             return result
         }

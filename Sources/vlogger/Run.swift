@@ -131,6 +131,7 @@ struct Run: AsyncParsableCommand {
         out.append("store \(s.storePath): \(s.store.committedReadings) readings and \(s.store.committedEvents) events committed in \(s.store.commits) batches"
                    + (s.store.droppedReadings > 0 ? ", \(s.store.droppedReadings) readings dropped (queue limit)" : ""))
         print(out.joined(separator: "\n"))
+        if let problem = s.problem { throw VLoggerError(problem) }
         if !s.committedAll {
             throw VLoggerError("\(s.store.lastError?.description ?? "the store does not commit"); \(s.store.queued) queued records could not be written")
         }

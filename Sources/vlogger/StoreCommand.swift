@@ -38,6 +38,7 @@ struct StoreSalvage: ParsableCommand {
             }
             print(line)
         }
+        if let note = report.walNote { print("note: \(note)") }
         print("\(report.copied) rows saved in \(to)")
     }
 }

@@ -193,6 +193,8 @@ import VLoggerStore
         #expect(refused.err.contains("vlogger store salvage --store \(s.store) --to \(saved)") && refused.err.contains("vlogger export --store \(saved)"), "\(refused.err)")
         let salvage = try CLITests.run(["store", "salvage", "--store", s.store, "--to", saved])
         #expect(salvage.code == 0 && salvage.out.contains("rows saved in"), "\(salvage.out)\(salvage.err)")
+        // The lost tail of the readings is said, not passed over in silence.
+        #expect(salvage.out.split(separator: "\n").first { $0.hasPrefix("readings:") }?.contains("to the end") == true, "\(salvage.out)")
         let kept = try Self.readings(saved)
         #expect(kept > 0 && kept < whole, "\(kept) of \(whole): \(salvage.out)")
         let export = try CLITests.run(["export", "--store", saved, "--since", "2000-01-01T00:00:00Z"])

@@ -71,6 +71,14 @@ import VLoggerStore
         #expect(iso(sunday.next(after: date("2026-11-25T00:00:00Z"))) == "2032-02-29T06:00:00Z")
     }
 
+    /// Europe/Berlin skips 02:00–03:00 on 2026-03-29 (01:00 UTC): 02:30 runs at the jump, 03:00 CEST, which is
+    /// inside a 03:00–04:00 window though its nominal time is not.
+    @Test func aTimeInTheSpringGapIsJudgedAtTheTimeItRuns() throws {
+        let s = AuditSchedule(name: "gap", cron: try CronSchedule("30 2 * * *", timeZone: "Europe/Berlin"),
+                              during: [try ShiftWindow("03:00-04:00", timeZone: "Europe/Berlin")])
+        #expect(iso(s.next(after: date("2026-03-28T12:00:00Z"))) == "2026-03-29T01:00:00Z")
+    }
+
     /// Durations are decimal: Swift's Double reads "0x10" as 16 and "1e14" as 10^14.
     @Test func durationsAreDecimalNumbers() throws {
         for bad in ["0x10d", "1e14ms", "infs", "nanm", "+5s", "1..5s", ".s", "5 s s"] {
@@ -269,6 +277,14 @@ import VLoggerStore
             #expect(got?.contains(says) == true, "\(csv): \(String(describing: got))")
         }
         #expect(try importing("uid,asset_id,locked_0x00,block_0xF8,manufacturer\nE008010000004212,A1,no,6608C2,NXP\nE008010000004213,A2,,,0x04") == nil)
+        // An asset id the store already gives another tag, which the file does not list.
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-reg-\(UUID().uuidString).db").path
+        let store = try Store(path: path)
+        defer { store.close() }
+        _ = try AssetRegister.importText("uid,asset_id\nE008010000004212,A-1\n", file: "first.csv", into: store)
+        var clash = ""
+        do { _ = try AssetRegister.importText("uid,asset_id\nE008010000004213,A-1\n", file: "second.csv", into: store) } catch { clash = "\(error)" }
+        #expect(clash.contains("second.csv:2: asset id A-1 is the store's asset id of E008010000004212"), "\(clash)")
     }
 
     /// The rules keep only the register columns they compare with.

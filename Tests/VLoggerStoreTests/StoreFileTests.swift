@@ -77,6 +77,41 @@ import Testing
         }
     }
 
+    /// An idle gateway (no batch after the change) finds it at close, saves what it held and says so; every other
+    /// write path (the write queue here) is refused once it is known.
+    @Test func aStoreReplacedWithNoBatchAfterwardsIsFoundAtClose() throws {
+        let path = scratchPath("i.db")
+        let backup = scratchPath("ib.db")
+        do {
+            let b = try Store(path: backup)
+            try b.write(batch(0..<42))
+            b.close()
+        }
+        let s = try Store(path: path)
+        try s.write(batch(0..<7))
+        #expect(rename(backup, path) == 0)
+        var queued: StoreError?
+        let uid = try UID(parsing: "E008010000004212")
+        do { try s.enqueue(QueuedWrite(created: 0, uid: uid, first: 1, data: [1, 2, 3, 4])) } catch { queued = error }
+        #expect(queued?.isFatal == true, "\(String(describing: queued))")
+        s.close()
+        #expect(s.identityError?.message.contains("removed or replaced") == true)
+        let kept = try Store(path: path, readOnly: true)
+        #expect(try kept.count("readings") == 42)
+        kept.close()
+    }
+
+    /// A -wal removed before the first batch (the migrations made it at open) is noticed too.
+    @Test func aWALRemovedBeforeTheFirstBatchIsNoticed() throws {
+        let path = scratchPath("f.db")
+        let s = try Store(path: path)
+        try FileManager.default.removeItem(atPath: path + "-wal")
+        var caught: StoreError?
+        do { try s.write(batch(0..<3)) } catch { caught = error }
+        #expect(caught?.isFatal == true && caught?.message.contains("-wal") == true, "\(String(describing: caught))")
+        s.close()
+    }
+
     @Test func oneRunPerStore() throws {
         let path = scratchPath("l.db")
         let first = try StoreRunLock(storePath: path)
@@ -115,7 +150,12 @@ import Testing
         #expect(try s.cancelWrite(first))
         let a = try s.enqueue(w(3), idempotencyKey: "k-1")
         let b = try s.enqueue(w(3), idempotencyKey: "k-1")
-        #expect(!a.replayed && b.replayed && a.id == b.id)
+        #expect(!a.replayed && b.replayed && a.id == b.id && b.state == .queued)
+        #expect(try s.cancelWrite(a.id))
+        #expect(try s.enqueue(w(3), idempotencyKey: "k-1").state == .cancelled)
+        var other: StoreError?
+        do { _ = try s.enqueue(w(4), idempotencyKey: "k-1") } catch { other = error }
+        #expect(other?.message.contains("was used for another write") == true, "\(String(describing: other))")
     }
 
     /// A damaged page in the middle of the readings (one 4 KiB page overwritten with 0xFF, as a failed sector

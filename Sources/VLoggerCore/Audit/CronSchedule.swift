@@ -107,9 +107,14 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
             // The day's firings in (hour, minute) order are in time order too: a local time in a daylight-saving
             // gap runs at the jump, a repeated one the first time, so the first one after `date` is the answer.
             if months.contains(m) && dayOK {
+                // On a day the clocks change, a nominal local time may run at another (a time in the gap runs at
+                // the jump): the cheap filter on nominal times is left out there, `accept` judges the real time.
+                let dayEnd = cal.date(byAdding: .day, value: 1, to: day) ?? day.addingTimeInterval(86_400)
+                let shifts = timeZone.nextDaylightSavingTimeTransition(after: day.addingTimeInterval(-1)).map { $0 < dayEnd } ?? false
+                let filter = shifts ? nil : localFilter
                 for h in hours {
                     for min in minutes {
-                        if let localFilter, !localFilter(wd - 1, h * 60 + min) { continue }
+                        if let filter, !filter(wd - 1, h * 60 + min) { continue }
                         guard var t = cal.date(from: DateComponents(year: y, month: m, day: d, hour: h, minute: min)) else { continue }
                         // In a gap Foundation moves the time on by the jump (02:30 → 03:30); cron runs it at the jump.
                         let got = cal.dateComponents([.hour, .minute], from: t)

@@ -12,6 +12,7 @@ struct CSVRecords {
     private var at = 0
     private var done = false
     private var line = 1
+    private var started = false
 
     /// Records from `chunk`, which returns the next bytes, or nil at the end.
     init(chunks chunk: @escaping () throws -> [UInt8]?) {
@@ -65,7 +66,26 @@ struct CSVRecords {
         var cells: [String] = []
         var cell: [UInt8] = []
         var quoted = false, wasQuoted = false, any = false
-        func finish() { cells.append(String(decoding: cell, as: UTF8.self)); cell.removeAll(keepingCapacity: true) }
+        let lineNow = line
+        func finish() throws {
+            // Text that is not UTF-8 (a Latin-1 export) is refused, not repaired into U+FFFD.
+            guard let t = String(validating: cell, as: UTF8.self) else { throw Failure(line: lineNow, message: "the cell is not UTF-8 text (save the file as UTF-8)") }
+            cells.append(t)
+            cell.removeAll(keepingCapacity: true)
+        }
+        if !started {
+            started = true
+            // A UTF-8 byte order mark (spreadsheet programs write one) is not part of the first cell.
+            if try peek() == 0xEF {
+                _ = try byte()
+                if try peek() == 0xBB {
+                    _ = try byte()
+                    if try peek() == 0xBF { _ = try byte() } else { cell += [0xEF, 0xBB] }
+                } else {
+                    cell.append(0xEF)
+                }
+            }
+        }
         while let c = try byte() {
             any = true
             if c == 0 { throw Failure(line: line, message: "a NUL byte in a cell") }
@@ -84,12 +104,12 @@ struct CSVRecords {
                 quoted = true
                 wasQuoted = true
             case 0x2C:
-                finish()
+                try finish()
                 wasQuoted = false
-            case 0x0D:
-                continue
-            case 0x0A:
-                finish()
+            case 0x0D, 0x0A:
+                // LF, CRLF or a lone CR ends the record.
+                if c == 0x0D, try peek() == 0x0A { _ = try byte() }
+                try finish()
                 line += 1
                 return (start, cells)
             default:
@@ -98,8 +118,8 @@ struct CSVRecords {
             }
         }
         if quoted { throw Failure(line: line, message: "a quoted cell is not closed") }
-        guard any else { return nil }
-        finish()
+        guard any || !cell.isEmpty else { return nil }
+        try finish()
         return (start, cells)
     }
 
