@@ -54,13 +54,19 @@ public final class StoreRunLock: @unchecked Sendable {
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let err = errno
-            var buf = [UInt8](repeating: 0, count: 32)
-            let n = pread(fd, &buf, buf.count, 0)
-            close(fd)
+            defer { close(fd) }
             guard err == EWOULDBLOCK else {
                 throw StoreError("cannot lock \(path): \(String(cString: strerror(err)))")
             }
-            let pid = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+            // The holder writes its PID right after it took the lock: a start at the same moment waits for it a little.
+            var pid = ""
+            for _ in 0..<50 {
+                var buf = [UInt8](repeating: 0, count: 32)
+                let n = pread(fd, &buf, buf.count, 0)
+                pid = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+                if Int(pid) != nil { break }
+                usleep(10_000)
+            }
             let who = Int(pid).map { "another vlogger run (pid \($0))" } ?? "another vlogger run"
             throw StoreError("\(who) uses the store \(storePath) (it holds \(path)): stop it first (systemctl stop vlogger), or give this run a store of its own with --store")
         }
@@ -70,10 +76,9 @@ public final class StoreRunLock: @unchecked Sendable {
         self.fd = fd
     }
 
-    /// Releases the lock (the file stays; its content is only a hint).
+    /// Releases the lock (the file and the last holder's PID stay: the PID is only a hint, the lock is the kernel's).
     public func release() {
         guard fd >= 0 else { return }
-        _ = ftruncate(fd, 0)
         close(fd)
         fd = -1
     }
