@@ -114,6 +114,8 @@ for page in "$src"/*.1; do gzip -9n < "$page" > "$PKG/usr/share/man/man1/$(basen
 
 install -d "$PKG/usr/share/doc/vlogger"
 install -m 0644 README.md "$PKG/usr/share/doc/vlogger/README.md"
+install -d "$PKG/usr/share/doc/vlogger/docs"
+install -m 0644 docs/*.md "$PKG/usr/share/doc/vlogger/docs/"
 cat > "$PKG/usr/share/doc/vlogger/copyright" <<'COPYRIGHT'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: vlogger

@@ -60,10 +60,23 @@ public struct Doctor {
             for rc in config.readers { out.append(reader(rc)) }
         }
         out += store(config.storePath)
+        out.append(secrets(config))
         out += remotes(config)
         out.append(clock())
         if let listen = config.listen { out.append(listener(listen)) }
         return out
+    }
+
+    // MARK: Secrets
+
+    /// The token, password and CA files the configuration names: readable, long enough, and not readable by
+    /// other users.
+    func secrets(_ config: AgentConfig) -> Check {
+        let (errors, warnings) = config.secretFileProblems()
+        let named = [config.apiTokenFile, config.sync?.passwordFile, config.sync?.caFile].compactMap { $0 }
+        if let e = errors.first { return .fail("secrets", e, "create the file with the service's user able to read it (mode 0600, owner vlogger)") }
+        if let w = warnings.first { return .fail("secrets", w, "chmod 600 the file; only the service's user needs to read it") }
+        return .pass("secrets", named.isEmpty ? "no secret files configured" : "\(named.count) file\(named.count == 1 ? "" : "s") readable by the service only")
     }
 
     // MARK: Remote hosts

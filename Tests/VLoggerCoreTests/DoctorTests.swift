@@ -39,7 +39,7 @@ import Glibc
         d.clockState = { .synchronized }
         let checks = d.run()
         #expect(checks.allSatisfy { $0.status == .pass }, "\(checks)")
-        #expect(checks.map(\.name) == ["config", "reader bench", "store folder", "store", "disk", "clock"])
+        #expect(checks.map(\.name) == ["config", "reader bench", "store folder", "store", "disk", "secrets", "clock"])
         #expect(checks[1].detail.contains("8 tags in the field"))
     }
 
