@@ -27,7 +27,7 @@ public enum ReaderCoding: String, Sendable, CaseIterable, Codable {
     case oneOf256 = "1-of-256"
 }
 
-/// The durations of ISO/IEC 15693 framing, from `iso15693-facts.md` Part 2 §1 (Proxmark3 armsrc timing
+/// The durations of ISO/IEC 15693 framing, from `docs/reference/iso15693.md` Part 2 §1 (Proxmark3 armsrc timing
 /// bookkeeping, ST RFAL, NXP RdLib, LRIS64K/M24LR datasheets):
 /// reader byte 4096/fc (1-of-4) or 65536/fc (1-of-256), reader SOF 1024/fc, EOF 512/fc;
 /// tag byte 4096/fc, SOF and EOF 2048/fc at the high rate with one subcarrier (×4 at the low rate;

@@ -62,7 +62,7 @@ public struct InventoryMask: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A command code with its name and class (ISO/IEC 15693-3 table in `iso15693-facts.md` §6.1). The one
+/// A command code with its name and class (ISO/IEC 15693-3 table in `docs/reference/iso15693.md` §6.1). The one
 /// place that knows each command's code.
 public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt8
@@ -105,7 +105,7 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// What a request of this code carries after its command byte, in order (ISO/IEC 15693-3 clause 10;
-    /// `iso15693-facts.md` §6). `[UID]` is present when the Address flag is set.
+    /// `docs/reference/iso15693.md` §6). `[UID]` is present when the Address flag is set.
     public enum Layout: Sendable, Equatable {
         /// `[AFI] mask-length mask` with the Inventory flag.
         case inventory
@@ -145,7 +145,7 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
         var writeAlike = false
     }
 
-    /// The command table of ISO/IEC 15693-3 (`iso15693-facts.md` §6.1). Every other file names codes through
+    /// The command table of ISO/IEC 15693-3 (`docs/reference/iso15693.md` §6.1). Every other file names codes through
     /// the constants above and learns a code's request layout, name and timing class from here.
     static let table: [UInt8: Entry] = [
         0x01: Entry(name: "Inventory", layout: .inventory),
@@ -209,7 +209,7 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
     public var isWriteAlike: Bool { entry?.writeAlike ?? false }
 
     /// Custom commands that change a tag for ever, by (manufacturer, code): NXP ICODE and ST custom
-    /// commands from `iso15693-facts.md`.
+    /// commands from `docs/reference/iso15693.md`.
     static let irreversibleCustom: [ManufacturerCode: [UInt8: String]] = [
         .nxp: [0xA4: "NXP Lock EAS", 0xB5: "NXP Lock Password", 0xB7: "NXP Lock Page Protection Condition",
                0xB9: "NXP Destroy", 0xBA: "NXP Enable Privacy"],

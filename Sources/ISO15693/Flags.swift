@@ -1,4 +1,4 @@
-/// Request flags, byte 0 of every request (ISO/IEC 15693-3 §7.3.1; table in `iso15693-facts.md` §6.2).
+/// Request flags, byte 0 of every request (ISO/IEC 15693-3 §7.3.1; table in `docs/reference/iso15693.md` §6.2).
 ///
 /// Bits 1–4 mean the same in every request. Bits 5–8 have two meanings: with the Inventory flag clear they
 /// are Select / Address / Option / RFU; with it set they are AFI / Nb_slots / Option / RFU.
@@ -101,7 +101,7 @@ public struct ResponseFlags: OptionSet, Hashable, Sendable, CustomStringConverti
 }
 
 /// The error code a tag returns after a response with the Error flag set (ISO/IEC 15693-3 table 7;
-/// `iso15693-facts.md` §6.4).
+/// `docs/reference/iso15693.md` §6.4).
 public struct ISOErrorCode: Hashable, Sendable, CustomStringConvertible, Error {
     public let rawValue: UInt8
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }

@@ -4,7 +4,7 @@
 /// Sources: Proxmark3 `client/src/cmdhf15.c` `uidmapping[]` (ST LRI codes, NXP ICODE bits, TI Tag-it bits,
 /// EM4233, Infineon my-d, Fujitsu); Flipper `lib/nfc/protocols/slix/slix.c` (`SlixUidLayout`: byte 5 is the
 /// ICODE type, bits 3–4 of byte 4 the SLIX / SLIX2 indicator); ST datasheets via the facts file
-/// (`shared/reference/iso15693-facts.md` §2.1) for the ST25DV/ST25TV codes.
+/// (`docs/reference/iso15693.md` §2.1) for the ST25DV/ST25TV codes.
 public enum ICModel: String, CaseIterable, Sendable, Codable {
     case icodeSLI, icodeSLIX, icodeSLIX2, icodeDNA, icodeSLIS, icodeSLIXS, icodeSLIL, icodeSLIXL, icode3
     case st25dv04k, st25dv16k, st25dv64k, st25dv16kOr64k, st25dvKC, st25tv02k512, st25tv04kp, st25tv16k64k

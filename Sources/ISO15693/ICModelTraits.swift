@@ -1,5 +1,5 @@
 /// What a reader needs to know about an IC model beyond Get System Information. Sources as in
-/// `iso15693-facts.md` Part 2 §1.4 and §2; entries marked "assumption" have no public source yet.
+/// `docs/reference/iso15693.md` Part 2 §1.4 and §2; entries marked "assumption" have no public source yet.
 extension ICModel {
     /// Writes and locks must carry the Option flag (the tag then waits for the reader's EOF).
     /// TI Tag-it HF-I: pm3 ("-o needed for TI"), FEIG WR-OPTION = 1, Linux trf7970a driver.

@@ -4,7 +4,7 @@ import ISO15693
 /// libnfc devices. libnfc (Debian libnfc-dev 1.8) has no ISO 15693 modulation (`nfc_modulation_type` ends
 /// at NMT_ISO14443BICLASS) and its PN53x-based readers have no ISO 15693 radio, so a libnfc device can be
 /// listed and opened but never used as an ISO 15693 reader: `open` says so and names what works instead.
-/// See `shared/reference/reader-paths.md` §1.
+/// See `docs/reference/reader-paths.md` §1.
 public enum LibNFC {
     public static let unsupportedMessage = """
         libnfc cannot carry ISO 15693: its API has no ISO 15693 modulation and PN53x readers (ACR122U, PN532) \

@@ -69,7 +69,7 @@ public struct NDEFLockReport: Sendable, Equatable {
 }
 
 /// NFC Forum Type 5 NDEF on a tag, through the ordinary block commands: so it works on any reader driver.
-/// Sources: facts Part 3 (RFAL `ndef_t5t`, AOSP `rw_i93`).
+/// Sources: docs/reference/iso15693.md Part 3 (RFAL `ndef_t5t`, AOSP `rw_i93`).
 extension ISO15693Client {
     /// First read: CC and the start of the TLVs in one exchange for most messages (32 bytes).
     static let ndefFirstRead = 32

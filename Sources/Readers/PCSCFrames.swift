@@ -2,7 +2,7 @@ import ISO15693
 
 /// The pseudo-APDUs of PC/SC 2.02 Part 3 that carry ISO 15693 frames, as values (no I/O): the driver builds
 /// and parses them, the test bench's virtual card parses and answers them. Facts:
-/// `shared/reference/reader-paths.md` §2.2–2.3 (PC/SC Part 3 via wsrf2009/contactless-driver `pcsc.h`, the
+/// `docs/reference/reader-paths.md` §2.2–2.3 (PC/SC Part 3 via wsrf2009/contactless-driver `pcsc.h`, the
 /// ACR1552 driver in VivoKey/ntag5sensor, Identiv uTrust 3720F manual).
 public enum PCSC {
     /// One BER-TLV data object.

@@ -26,7 +26,7 @@ public final class PCSCReader: TagReader {
     public private(set) var airTime: AirTime = .zero
     public private(set) var mode: Mode?
     /// Microseconds given to a write-alike command in the timer DO (real ACR1552U: without it a write
-    /// can fail with 64 01, reader-paths §2.3).
+    /// can fail with 64 01, docs/reference/reader-paths.md §2.3).
     public var writeTimerMicroseconds: UInt32 = 50_000
     /// Use the storage-card commands even if the reader has transparent exchange.
     public var forceStorageMode = false

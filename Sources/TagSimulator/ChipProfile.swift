@@ -68,9 +68,9 @@ public struct ChipProfile: Hashable, Sendable {
         unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "80 blocks × 4 bytes, IC reference 0x01: Flipper dumps ('Block Count: 80', 'IC Reference: 01') and pm3 (facts §2.1)",
+            "80 blocks × 4 bytes, IC reference 0x01: Flipper dumps ('Block Count: 80', 'IC Reference: 01') and pm3 (docs/reference/iso15693.md Part 2 §2.1)",
             "UID E0 04 01, byte 4 bit 3 = SLIX2 indicator: Flipper slix.c SlixUidLayout, pm3 uidmapping bit 35",
-            "No Write Multiple Blocks: ICODE SLIX overview ('0x24 not natively supported', facts §2.1)",
+            "No Write Multiple Blocks: ICODE SLIX overview ('0x24 not natively supported', docs/reference/iso15693.md Part 2 §2.1)",
             "Read Multiple up to the end of memory: UNVERIFIED (NXP datasheet not retrieved); modelled as 80",
             "Programming time: no NXP figure found; modelled as the ST EEPROM figure 18 × 302 µs (assumption)",
             "Inventory Read 0xA0: SLIX2 datasheet SL2S2602 §9.5.3.10; Fast Inventory Read 0xA1 at 2× rate: NXP Reader Library phpalSli15693.h ('ICODE SLIX2/DNA'), layout as SLIX datasheet SL2S2002 Tables 23–25",
@@ -88,10 +88,10 @@ public struct ChipProfile: Hashable, Sendable {
         unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "2048 × 4 bytes (end address 0x7FF), IC reference 0x26: ST25DV datasheet via facts §2.1",
-            "Extended commands 0x30–0x34, 0x3B, 0x3C for blocks > 255: RFAL rfal_st25xv / facts §2.2",
-            "Write Multiple Blocks ≤ 4 blocks; 'From RF: typical 5 ms for 1 block': ST25DV datasheet, ST forum (facts §2.1)",
-            "Read Multiple: 8-bit count, ≤ 256 blocks (facts §2.1)",
+            "2048 × 4 bytes (end address 0x7FF), IC reference 0x26: ST25DV datasheet via docs/reference/iso15693.md Part 2 §2.1",
+            "Extended commands 0x30–0x34, 0x3B, 0x3C for blocks > 255: RFAL rfal_st25xv / docs/reference/iso15693.md Part 2 §2.2",
+            "Write Multiple Blocks ≤ 4 blocks; 'From RF: typical 5 ms for 1 block': ST25DV datasheet, ST forum (docs/reference/iso15693.md Part 2 §2.1)",
+            "Read Multiple: 8-bit count, ≤ 256 blocks (docs/reference/iso15693.md Part 2 §2.1)",
             "Fast reads 0xC0/0xC3/0xC4/0xC5 at 53 kbit/s: ST25DV datasheet feature list, RFAL rfal_st25xv.c (issue 14 research notes)",
         ], fastReads: true)
 
@@ -107,9 +107,9 @@ public struct ChipProfile: Hashable, Sendable {
         unsupportedCommandError: nil, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "64 × 4 bytes (2048 bit), UID E0 07 80 (chip): pm3 uidmapping (facts §2.1)",
-            "Writes need Option = 1 and an EOF: pm3 ('-o needed for TI'), FEIG WR-OPTION tables, Linux trf7970a (facts §1.4)",
-            "Programming time ≥ 10 ms: TI scbu011 as quoted by the Linux trf7970a driver (facts §1.4)",
+            "64 × 4 bytes (2048 bit), UID E0 07 80 (chip): pm3 uidmapping (docs/reference/iso15693.md Part 2 §2.1)",
+            "Writes need Option = 1 and an EOF: pm3 ('-o needed for TI'), FEIG WR-OPTION tables, Linux trf7970a (docs/reference/iso15693.md Part 2 §1.4)",
+            "Programming time ≥ 10 ms: TI scbu011 as quoted by the Linux trf7970a driver (docs/reference/iso15693.md Part 2 §1.4)",
             "No IC reference in Get System Information, 2-block writes, silence on unknown commands: assumptions (no TI datasheet retrieved)",
         ])
 
@@ -123,10 +123,10 @@ public struct ChipProfile: Hashable, Sendable {
         unsupportedCommandError: nil, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "11 blocks, user 0–7 (8 × 4 B), no 0x2B: FEIG tables (facts §2.1)",
+            "11 blocks, user 0–7 (8 × 4 B), no 0x2B: FEIG tables (docs/reference/iso15693.md Part 2 §2.1)",
             "Only Read/Write Single Block and Lock Block, no Read Multiple Blocks (silent): AOSP rw_i93.cc rw_i93_get_product_version; FEIG MR200 manual §7.1.15 reads them 'Single Read'",
-            "UID bits 47–41 = 1100 000 → byte 5 0xC0/0xC1: FEIG/pm3 (facts §2.1)",
-            "WR-OPTION = 1: FEIG (facts §2.1)",
+            "UID bits 47–41 = 1100 000 → byte 5 0xC0/0xC1: FEIG/pm3 (docs/reference/iso15693.md Part 2 §2.1)",
+            "WR-OPTION = 1: FEIG (docs/reference/iso15693.md Part 2 §2.1)",
         ])
 
     /// TI RF430FRL152H-like sensor transponder: 244 × 8-byte FRAM blocks; Get System Information returns the
@@ -141,9 +141,9 @@ public struct ChipProfile: Hashable, Sendable {
         unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "244 × 8 bytes (memory size F3 07), info flags 0x04 only, UID E0 07 A2: TI E2E captures and a public RF430 project (facts §2.1)",
-            "Block 9 = sampled ADC data, block 2 = sensor configuration: SLAU603B (facts §2.3)",
-            "Read Multiple in chunks of 32 blocks: assumption (facts §1.7 note)",
+            "244 × 8 bytes (memory size F3 07), info flags 0x04 only, UID E0 07 A2: TI E2E captures and a public RF430 project (docs/reference/iso15693.md Part 2 §2.1)",
+            "Block 9 = sampled ADC data, block 2 = sensor configuration: SLAU603B (docs/reference/iso15693.md Part 2 §2.3)",
+            "Read Multiple in chunks of 32 blocks: assumption (docs/reference/iso15693.md Part 2 §1.7 note)",
             "FRAM writes: no datasheet figure; modelled with no programming time beyond t1",
         ])
 
@@ -158,8 +158,8 @@ public struct ChipProfile: Hashable, Sendable {
         unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "256 × 8 bytes = 2 KB, user 0–249; UID byte 5 = 0x01: FEIG tables (facts §2.1)",
-            "Write Multiple ≤ 2 blocks; WR-OPTION 0 or 1; FRAM: FEIG tables (facts §2.1)",
+            "256 × 8 bytes = 2 KB, user 0–249; UID byte 5 = 0x01: FEIG tables (docs/reference/iso15693.md Part 2 §2.1)",
+            "Write Multiple ≤ 2 blocks; WR-OPTION 0 or 1; FRAM: FEIG tables (docs/reference/iso15693.md Part 2 §2.1)",
             "Standard Read Multiple 'limited' (FEIG); 32 blocks per read is an assumption",
         ])
 
@@ -173,8 +173,8 @@ public struct ChipProfile: Hashable, Sendable {
         unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .unknownError,
         sources: [
-            "2048 × 4 bytes; 'Protocol_extension_flag should be set to 1 … if 0, the M24LR64-R answers with an error code': M24LR64-R datasheet (facts §2.1)",
-            "Write time 'Wt = t1nom + 18 × 302 µs': M24LR64-R / LRIS64K datasheets (facts §1.7 e)",
+            "2048 × 4 bytes; 'Protocol_extension_flag should be set to 1 … if 0, the M24LR64-R answers with an error code': M24LR64-R datasheet (docs/reference/iso15693.md Part 2 §2.1)",
+            "Write time 'Wt = t1nom + 18 × 302 µs': M24LR64-R / LRIS64K datasheets (docs/reference/iso15693.md Part 2 §1.7 e)",
             "IC reference / UID byte 5 0x2C: UNVERIFIED; error code 0x0F for a missing Protocol Extension flag and 32-block reads: assumptions",
             "Fast reads 0xC0/0xC3 with 2-byte block numbers and the Protocol Extension flag at 53 kbit/s: M24LR64-R datasheet, RFAL rfal_st25xv.c",
         ], fastReads: true)

@@ -6,7 +6,7 @@ import ISO15693
 /// (b7–6), minor (b5–4), read access (b3–2), write access (b1–0; 00 always, 11 never). Byte 2: MLEN, the
 /// data area in 8-byte units. Byte 3: features: b0 Read Multiple Blocks, b1 IPREAD, b2 MLEN overflow
 /// (Android/ST convention), b3 Lock Block, b4 Special Frame. 8-byte form: bytes 6–7 MLEN big-endian.
-/// Source: `shared/reference/iso15693-facts.md` §5.1 (RFAL `ndef_t5t`, AOSP `rw_i93`).
+/// Source: `docs/reference/iso15693.md` §5.1 (RFAL `ndef_t5t`, AOSP `rw_i93`).
 public struct CapabilityContainer: Equatable, Sendable {
     public enum Access: UInt8, Sendable {
         case always = 0, rfu1 = 1, proprietary = 2, never = 3

@@ -1,6 +1,6 @@
 import ISO15693
 
-/// Whether a tag can hold NDEF and be written, as Core NFC's `NFCNDEFStatus` puts it (facts Part 4 §1.4):
+/// Whether a tag can hold NDEF and be written, as Core NFC's `NFCNDEFStatus` puts it (docs/reference/iso15693.md Part 4 §1.4):
 /// not supported (no valid CC: not NDEF-formatted), read-write, read-only.
 public enum NDEFStatus: String, Sendable, Equatable {
     case notSupported = "not-supported"
@@ -110,7 +110,7 @@ extension CapabilityContainer {
     /// The first bytes of a freshly formatted tag: this CC, an empty NDEF Message TLV (03 00), a Terminator.
     public var formattedBytes: [UInt8] { encode() + [TLV.ndef, 0x00, TLV.terminator] }
 
-    /// This CC with write access "never" (how the mapping marks a read-only tag, facts §5.3).
+    /// This CC with write access "never" (how the mapping marks a read-only tag, docs/reference/iso15693.md Part 3 §5.3).
     public var readOnly: CapabilityContainer {
         var c = self
         c.writeAccess = .never

@@ -14,7 +14,7 @@ public enum NDEFPayload: Equatable, Sendable {
     case other(NDEFRecord)
 }
 
-/// The URI identifier codes 0x00–0x23 of the NFC Forum URI RTD (facts §5.4).
+/// The URI identifier codes 0x00–0x23 of the NFC Forum URI RTD (docs/reference/iso15693.md Part 3 §5.4).
 public enum URIPrefix {
     public static let table: [String] = [
         "", "http://www.", "https://www.", "http://", "https://", "tel:", "mailto:", "ftp://anonymous:anonymous@",

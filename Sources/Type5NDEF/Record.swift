@@ -24,7 +24,7 @@ public struct NDEFRecord: Equatable, Sendable {
 
 /// An NDEF message: one or more records, MB on the first, ME on the last.
 public enum NDEFMessage {
-    // Header bits (facts §5.4).
+    // Header bits (docs/reference/iso15693.md Part 3 §5.4).
     static let mb: UInt8 = 0x80, me: UInt8 = 0x40, cf: UInt8 = 0x20, sr: UInt8 = 0x10, il: UInt8 = 0x08
 
     /// Decodes a message, joining chunked records (CF): the first chunk carries the type, the middle and

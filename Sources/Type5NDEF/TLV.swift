@@ -1,7 +1,7 @@
 import ISO15693
 
 /// The TLVs of the Type 5 data area: NULL (0x00), NDEF Message (0x03), Proprietary (0xFD), Terminator (0xFE).
-/// Lengths: one byte 0x00–0xFE, or 0xFF then two bytes big-endian (facts §5.2).
+/// Lengths: one byte 0x00–0xFE, or 0xFF then two bytes big-endian (docs/reference/iso15693.md Part 3 §5.2).
 public enum TLV {
     public static let null: UInt8 = 0x00
     public static let ndef: UInt8 = 0x03

@@ -4,7 +4,7 @@
 // messages 00 power off, 01 power on, 02 reset, 04 get ATR; anything longer is a C-APDU) and answers as an
 // ISO 15693-capable PC/SC reader would, with a simulated field (a folder of tag images) behind it:
 // the PC/SC 2.02 Part 3 transparent exchange (FF C2) and the storage-card commands (FF CA, FF B0, FF D6).
-// Facts: shared/reference/reader-paths.md §2 and §3. Not part of the gateway; a test tool.
+// Facts: docs/reference/reader-paths.md §2 and §3. Not part of the gateway; a test tool.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -213,7 +213,7 @@ enum Action { case answer([UInt8]), drop }
             result = ok + PCSC.DataObject(PCSC.validBits, [0]).encoded + PCSC.DataObject(PCSC.responseStatus, [0, 0]).encoded
                 + PCSC.DataObject(PCSC.iccResponse, answer).encoded
             // A write-alike command needs time: without a timer DO of at least 20 ms the reader gives up
-            // before the tag answers, as a real ACR1552U does (reader-paths §2.3). The write itself happened.
+            // before the tag answers, as a real ACR1552U does (docs/reference/reader-paths.md §2.3). The write itself happened.
             if writeAlike && (timer ?? 0) < 20_000 {
                 result = PCSC.status(PCSC.noResponseFromICC, object: doNumber).encoded
             }

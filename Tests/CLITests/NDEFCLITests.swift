@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `vlogger ndef …` end to end, one process per command, on a copy of the demo field. Facts: the Text
-/// record `D1 01 05 54 02 65 6E 68 69` = "hi" in "en" from an M24LR04E dump (facts Part 3 §5.4); URI
+/// record `D1 01 05 54 02 65 6E 68 69` = "hi" in "en" from an M24LR04E dump (docs/reference/iso15693.md Part 3 §5.4); URI
 /// prefix 0x04 = "https://" (URI RTD table, §5.4).
 @Suite(.serialized) struct NDEFCLITests {
     typealias CLI = CLITests

@@ -4,7 +4,7 @@ import Testing
 
 /// FEIG host-protocol frames. The four real frames are advanced frames of FEIG's buffered read mode as sent by
 /// an independent implementation (shahu1200/FastGate, components/python-itek-feig/itekfeig/common/
-/// feig_buffer_read.py, quoted in ../shared/reference/feig-host-protocol.md): their CRC bytes were computed by
+/// feig_buffer_read.py, quoted in docs/reference/feig-host-protocol.md): their CRC bytes were computed by
 /// that code, not by ours.
 @Suite struct FEIGFrameTests {
     static let realFrames: [(hex: String, command: UInt8, data: [UInt8])] = [

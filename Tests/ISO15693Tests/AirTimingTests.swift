@@ -1,7 +1,7 @@
 import Testing
 @testable import ISO15693
 
-/// Worked numbers from shared/reference/iso15693-facts.md Part 2 §1.7 (derived from ISO/IEC 15693-2 timing
+/// Worked numbers from docs/reference/iso15693.md Part 2 §1.7 (derived from ISO/IEC 15693-2 timing
 /// as bookkept by Proxmark3, RFAL and NXP RdLib); each within ±1 %.
 @Suite struct AirTimingTests {
     func close(_ t: AirTime, _ us: Double) -> Bool { abs(t.microseconds - us) <= us * 0.01 }

@@ -2,7 +2,7 @@ import Testing
 @testable import ISO15693
 
 /// CRC-16 of ISO/IEC 13239. Vectors from independent public sources, as collected in
-/// shared/reference/iso15693-facts.md §6.6; each names its source.
+/// docs/reference/iso15693.md §6.6; each names its source.
 @Suite struct CRCTests {
     static let vectors: [(frame: [UInt8], onAir: [UInt8], source: String)] = [
         (Array("123456789".utf8), [0x6E, 0x90], "check value 0x906E: Proxmark3 client/src/cmdanalyse.c"),

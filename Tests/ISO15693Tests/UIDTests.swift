@@ -54,7 +54,7 @@ import Testing
         #expect(try model("E004031012345678") == .icodeSLIXL)
         // ICODE 3 (pm3 mask 0xFFFFFF78…: byte 4 bits 3–6 = 0100), e.g. E004012001110CDE; it was named ICODE SLI.
         #expect(try model("E004012001110CDE") == .icode3)
-        // ST: IC codes from ST datasheets and pm3 (facts §2.1).
+        // ST: IC codes from ST datasheets and pm3 (docs/reference/iso15693.md Part 2 §2.1).
         #expect(try model("E002240000000001") == .st25dv04k)
         #expect(try model("E002260000000001", blocks: 2048) == .st25dv64k)
         #expect(try model("E002260000000001", blocks: 512) == .st25dv16k)

@@ -139,7 +139,7 @@ import TagSimulator
     }
 
     /// The ST25DV64K has 2048 blocks of 4 bytes; its plain Get System Information can only say 256, so the
-    /// client asks Extended Get System Information (0x3B; ST25DV datasheet, Tests/…/facts §2.2). A damaged or
+    /// client asks Extended Get System Information (0x3B; ST25DV datasheet, Tests/…/docs/reference/iso15693.md Part 2 §2.2). A damaged or
     /// missing answer to 0x3B is asked again once; two are an error and nothing is cached, so the next call
     /// finds the 2048 blocks. Never a 256-block layout for this chip (before: one damaged 0x3B left the plain
     /// answer's 256 blocks cached for the whole run, and reads past block 255 were refused as "past the end").

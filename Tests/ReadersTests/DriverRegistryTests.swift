@@ -14,7 +14,7 @@ import Testing
         #expect(ReaderKind(rawValue: "feig") == .feig && ReaderKind(rawValue: "pcsc") == .pcsc && ReaderKind(rawValue: "proxmark3") == nil)
         // A FEIG reader resolves collisions itself (its [0xB0] Inventory; Tests/FEIGTests/FEIG-FACTS.md §2).
         #expect(ReaderKind.feig.driver.capabilities == [.iso15693, .readerSideInventory])
-        // libnfc has no ISO 15693 modulation (shared/reference/reader-paths.md §1); the others carry it.
+        // libnfc has no ISO 15693 modulation (docs/reference/reader-paths.md §1); the others carry it.
         #expect(!ReaderKind.libnfc.driver.capabilities.contains(.iso15693))
         #expect(ReaderKind.sim.driver.capabilities.contains([.iso15693, .slotMarkers, .simulatedField]))
         #expect(ReaderKind.pcsc.driver.capabilities == [.iso15693])

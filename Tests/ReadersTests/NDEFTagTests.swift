@@ -5,7 +5,7 @@ import Type5NDEF
 @testable import Readers
 
 /// NDEF on simulated tags through the ordinary client. Facts: NFC Forum Type 5 mapping as implemented by ST
-/// RFAL `ndef_t5t` and AOSP `rw_i93` (`shared/reference/iso15693-facts.md` Part 3 §5); Core NFC's status
+/// RFAL `ndef_t5t` and AOSP `rw_i93` (`docs/reference/iso15693.md` Part 3 §5); Core NFC's status
 /// values (Part 4 §1.4).
 @Suite struct NDEFTagTests {
     func session(_ tags: [SimulatedTag]) throws -> (SimulatedField, ISO15693Client) {
@@ -134,7 +134,7 @@ import Type5NDEF
         // SLIX2: 320 bytes → 4-byte CC + 312-byte area = 316 bytes = blocks 0x00–0x4E (79 blocks); block 0x4F
         // (the counter block) stays as it was.
         #expect(report.locked == 79 && report.alreadyLocked == 0 && report.lockProblem == nil)
-        #expect(report.cc.encode()[1] == 0x43, "write access 11b = never (facts §5.3)")
+        #expect(report.cc.encode()[1] == 0x43, "write access 11b = never (docs/reference/iso15693.md Part 3 §5.3)")
         let state = try client.readNDEF(tag.uid, lockStatus: true)
         #expect(state.status == .readOnly)
         #expect(try state.records() == [.uri("https://example.com")])
@@ -174,7 +174,7 @@ import Type5NDEF
     @Test func formatRetriesWithSpecialFrameWhenTheChipIsUnknown() throws {
         // A Tag-it HF-I Plus behind a UID the client cannot place (manufacturer 0x7F): it does not know the
         // chip wants the Option flag, the silent first CC write fails, and the CC is written again with the
-        // Option flag and Special Frame set (RFAL ndefT5TPollerTagFormat, facts §5.1).
+        // Option flag and Special Frame set (RFAL ndefT5TPollerTagFormat, docs/reference/iso15693.md Part 3 §5.1).
         let tag = SimulatedTag(image: .blank(profile: .tagitHFIPlus, uid: try UID(parsing: "E07F000000000001")))
         let (_, client) = try session([tag])
         client.retries = 0

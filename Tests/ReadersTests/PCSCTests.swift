@@ -3,7 +3,7 @@ import ISO15693
 import TagSimulator
 @testable import Readers
 
-/// The PC/SC pseudo-APDUs as values. Facts: `shared/reference/reader-paths.md` §2.3 (PC/SC 2.02 Part 3
+/// The PC/SC pseudo-APDUs as values. Facts: `docs/reference/reader-paths.md` §2.3 (PC/SC 2.02 Part 3
 /// transparent exchange; ACR1552 driver: timer DO 5F 46 04 in µs big-endian) and the transcript of §3.6.
 @Suite struct PCSCFrameTests {
     @Test func commandAPDUsOfTheTranscript() {

@@ -12,7 +12,7 @@ import ISO15693
     func onAir(_ r: Request) throws -> [UInt8] { try r.encodeOnAir() }
     func close(_ t: AirTime, _ us: Double) -> Bool { abs(t.microseconds - us) <= us * 0.01 }
 
-    /// facts Part 2 §1.7: worked air times, charged by the field itself (±1 %).
+    /// docs/reference/iso15693.md Part 2 §1.7: worked air times, charged by the field itself (±1 %).
     @Test func airTimeOfExchanges() throws {
         let f = field([(.icodeSLIX2, 1)])
         let uid = f.tags[0].uid
@@ -110,17 +110,17 @@ import ISO15693
         let ok = f.transmit(try onAir(Request(.writeSingleBlock(1, data: [3, 3, 3, 3]), flags: [.highDataRate, .option], addressing: .addressed(ti))), eofAfter: .microseconds(20_000))
         guard case let .response(o) = ok.outcome else { Issue.record("expected an answer"); return }
         #expect(o.first == 0x00 && f.tags[0].image.blocks[1] == [3, 3, 3, 3])
-        // Option-flag write cycle with a 20 ms EOF wait: T_vcd(17) + 20 ms + EOF + t1 + T_vicc(3) + t2 ≈ 27.12 ms (facts §1.7 e).
+        // Option-flag write cycle with a 20 ms EOF wait: T_vcd(17) + 20 ms + EOF + t1 + T_vicc(3) + t2 ≈ 27.12 ms (docs/reference/iso15693.md Part 2 §1.7 e).
         #expect(abs(ok.total.microseconds - 27_120) < 271)
         // M24LR64: plain commands without Protocol Extension are refused; with it, 2-byte block numbers.
-        guard case let .response(r1) = f.transmit(try onAir(Request(.readSingleBlock(1), addressing: .addressed(m24)))).outcome else { return }
+        guard case let .response(r1) = f.transmit(try onAir(Request(.readSingleBlock(1), addressing: .addressed(m24)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r1.first == 0x01)
-        guard case let .response(r2) = f.transmit(try onAir(Request(.readSingleBlock(0x400), flags: [.highDataRate, .protocolExtension], addressing: .addressed(m24)))).outcome else { return }
+        guard case let .response(r2) = f.transmit(try onAir(Request(.readSingleBlock(0x400), flags: [.highDataRate, .protocolExtension], addressing: .addressed(m24)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r2.first == 0x00 && r2.count == 1 + 4 + 2)
         // ST25DV64K: block 0x7FF through Extended Read; Write Multiple of 5 blocks refused (≤ 4).
-        guard case let .response(r3) = f.transmit(try onAir(Request(.extendedReadSingleBlock(0x7FF), addressing: .addressed(st)))).outcome else { return }
+        guard case let .response(r3) = f.transmit(try onAir(Request(.extendedReadSingleBlock(0x7FF), addressing: .addressed(st)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r3.first == 0x00)
-        guard case let .response(r4) = f.transmit(try onAir(Request(.writeMultipleBlocks(first: 0, count: 5, data: Array(repeating: 0, count: 20)), addressing: .addressed(st)))).outcome else { return }
+        guard case let .response(r4) = f.transmit(try onAir(Request(.writeMultipleBlocks(first: 0, count: 5, data: Array(repeating: 0, count: 20)), addressing: .addressed(st)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r4.first == 0x01)
         // Write without Option: the answer comes t1 + 5 ms after the EOF (ST25DV typical 5 ms per block).
         let w = f.transmit(try onAir(Request(.writeSingleBlock(0, data: [1, 2, 3, 4]), addressing: .addressed(st))))

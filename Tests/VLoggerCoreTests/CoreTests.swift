@@ -21,7 +21,7 @@ import TagSimulator
         let formatter = TraceFormatter { lines.append($0) }
         client.reader.trace = formatter.handle
         _ = try client.inventory()
-        // The 16-slot request goes out as 06 01 00 CD 09 (facts §1.5), followed by 15 slot-marker EOFs.
+        // The 16-slot request goes out as 06 01 00 CD 09 (docs/reference/iso15693.md Part 2 §1.5), followed by 15 slot-marker EOFs.
         #expect(lines.first?.hasPrefix(">> 06 01 00 CD 09") == true)
         #expect(lines.filter { $0.hasPrefix("EOF") }.count == 15)
         #expect(lines.contains { $0.hasPrefix("<<") && $0.contains("UID E004010812345601") })
@@ -94,7 +94,7 @@ import TagSimulator
     }
 }
 
-/// The inventory's ideal against the worked numbers of iso15693-facts.md §1.7 (derived from ISO/IEC 15693-2/-3
+/// The inventory's ideal against the worked numbers of docs/reference/iso15693.md §1.7 (derived from ISO/IEC 15693-2/-3
 /// timing: one-slot exchange with one answer 6180.5 µs; 16-slot round with k tags alone T16(k): 0 → 9.78 ms,
 /// 2 → 17.94, 8 → 42.44, 16 → 75.10).
 @Suite struct InventoryIdealTests {

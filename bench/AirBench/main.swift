@@ -5,7 +5,7 @@ import TagSimulator
 import VLoggerCore
 import VLoggerStore
 
-// Air-time benchmark on the simulator's air-time model (ISO/IEC 15693-2/-3 timing: iso15693-facts.md §1.4–1.7).
+// Air-time benchmark on the simulator's air-time model (ISO/IEC 15693-2/-3 timing: docs/reference/iso15693.md §1.4–1.7).
 // The figures are deterministic for a given field and seed, not machine noise.
 //
 //   swift run -c release air-bench [seeds]
