@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 import PackageDescription
 
 // Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (+ CLibNFC, CPCSCLite); VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerService → vlogger.
@@ -144,3 +144,8 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),
     ]
 )
+
+// Strict builds: a warning in the project's own code is an error (the dependencies keep their own settings).
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}
