@@ -141,7 +141,8 @@ let package = Package(
         .testTarget(name: "VLoggerSyncTests", dependencies: ["VLoggerSync", "VLoggerCore", "VLoggerStore", "ISO15693",
                                                              .product(name: "PostgresNIO", package: "postgres-nio"),
                                                              .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "CLITests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),
+        // The process-level suites: the CLI, the service, faults, chaos and load (the integration lane of .ci/run).
+        .testTarget(name: "IntegrationTests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),
     ]
 )
 
