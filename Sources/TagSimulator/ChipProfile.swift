@@ -1,6 +1,6 @@
 import ISO15693
 // Tag images are the simulator's tags: whoever uses the simulator sees them too.
-@_exported import TagImages
+import TagImages
 
 /// How a simulated chip behaves: memory, supported commands, quirks, timing. Each profile names the source
 /// of its numbers; where no public source gave a number, the profile says it is a modelling assumption.

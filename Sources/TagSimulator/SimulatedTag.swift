@@ -1,3 +1,4 @@
+import TagImages
 import ISO15693
 
 /// ISO/IEC 15693-3 tag states (§7.1: power-off, ready, quiet, selected).

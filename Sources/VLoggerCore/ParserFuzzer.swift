@@ -1,3 +1,4 @@
+import TagImages
 import FEIG
 import Foundation
 import ISO15693

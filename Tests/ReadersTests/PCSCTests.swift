@@ -1,3 +1,4 @@
+import TagImages
 import Testing
 import ISO15693
 import TagSimulator

@@ -1,3 +1,4 @@
+import TagImages
 import Foundation
 import VLoggerStore
 import ISO15693

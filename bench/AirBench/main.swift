@@ -1,3 +1,4 @@
+import TagImages
 import Foundation
 import ISO15693
 import Readers
