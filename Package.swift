@@ -6,7 +6,7 @@ let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],
     products: [
-        .executable(name: "vlogger", targets: ["vlogger"]),
+        .executable(name: "vlogger", targets: ["vlogger"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -66,36 +66,46 @@ let package = Package(
             pkgConfig: "libpcsclite",
             providers: [.apt(["libpcsclite-dev"])]
         ),
-        .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite", "FEIG"]),
+        .target(
+            name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite", "FEIG"]),
         // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
-        .target(name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(
+            name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         // FEIG OBID ID ISC host protocol (serial / TCP): frames, CRC, status codes.
         .target(name: "FEIG", dependencies: ["ISO15693"]),
-        .target(name: "VLoggerCore", dependencies: ["CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore", "FEIG",
-                                                   .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "VLoggerCore",
+            dependencies: [
+                "CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore", "FEIG",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Fleet sync: the local store as outbox, idempotent batches into a central PostgreSQL (postgres-nio), the
         // central schema and its migrations.
-        .target(name: "VLoggerSync", dependencies: [
-            "VLoggerCore", "VLoggerStore",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "VLoggerSync",
+            dependencies: [
+                "VLoggerCore", "VLoggerStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
-        .target(name: "VLoggerService", dependencies: [
-            "VLoggerCore", "VLoggerStore", "VLoggerSync", "Readers", "ISO15693",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            .product(name: "Metrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ]),
+        .target(
+            name: "VLoggerService",
+            dependencies: [
+                "VLoggerCore", "VLoggerStore", "VLoggerSync", "Readers", "ISO15693",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
         .executableTarget(
             name: "vlogger",
             dependencies: [
@@ -118,29 +128,64 @@ let package = Package(
         // A FEIG ID ISC reader emulated in front of a simulated field (host protocol over a pty or loopback TCP, with
         // injectable faults): the feig driver's test bench. Not shipped.
         .target(name: "FEIGEmulator", dependencies: ["FEIG", "ISO15693", "Readers", "TagSimulator"]),
-        .executableTarget(name: "vlogger-feig-reader", dependencies: ["FEIGEmulator", "FEIG", "TagSimulator", "ISO15693", "CHost"]),
+        .executableTarget(
+            name: "vlogger-feig-reader", dependencies: ["FEIGEmulator", "FEIG", "TagSimulator", "ISO15693", "CHost"]),
+        // Fuzz targets live outside the shipped libraries: the decoders' fuzzer (ISO15693Fuzzing) and the fuzzer of
+        // every other parser of outside input (ParserFuzzing). Test targets and the two fuzz executables use them.
+        .target(name: "ISO15693Fuzzing", dependencies: ["ISO15693"]),
+        .target(
+            name: "ParserFuzzing",
+            dependencies: [
+                "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
+                "VLoggerStore",
+                "VLoggerCore",
+            ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
-        .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693"], path: "bench/Fuzz"),
+        .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693Fuzzing"], path: "bench/Fuzz"),
         // Stand-alone fuzzer of every parser of outside input: `swift run -c release vlogger-fuzz 1000000`. Not part of `swift test`.
-        .executableTarget(name: "vlogger-fuzz", dependencies: ["VLoggerCore"], path: "bench/ParserFuzz"),
+        .executableTarget(name: "vlogger-fuzz", dependencies: ["ParserFuzzing"], path: "bench/ParserFuzz"),
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
-        .executableTarget(name: "store-bench", dependencies: ["VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
-                         path: "bench/StoreBench"),
+        .executableTarget(
+            name: "store-bench",
+            dependencies: ["VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "bench/StoreBench"),
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
-        .executableTarget(name: "air-bench", dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "TagImages", "ISO15693"], path: "bench/AirBench"),
-        .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693"]),
-        .testTarget(name: "FEIGTests", dependencies: ["FEIG", "FEIGEmulator", "Readers", "TagSimulator", "TagImages", "ISO15693", "CHost", "VLoggerCore", "VLoggerStore"]),
+        .executableTarget(
+            name: "air-bench",
+            dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "TagImages", "ISO15693"],
+            path: "bench/AirBench"),
+        .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693", "ISO15693Fuzzing"]),
+        .testTarget(
+            name: "FEIGTests",
+            dependencies: [
+                "FEIG", "FEIGEmulator", "Readers", "TagSimulator", "TagImages", "ISO15693", "CHost", "VLoggerCore",
+                "VLoggerStore",
+            ]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
-        .testTarget(name: "ReadersTests", dependencies: ["Readers", "Type5NDEF", "TagSimulator", "TagImages", "ISO15693"]),
+        .testTarget(
+            name: "ReadersTests",
+            dependencies: ["Readers", "Type5NDEF", "TagSimulator", "TagImages", "ISO15693", "ISO15693Fuzzing"]),
         .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerStore", "ISO15693"]),
-        .testTarget(name: "VLoggerCoreTests", dependencies: ["VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "TagSimulator", "TagImages",
-                                                       .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "VLoggerServiceTests", dependencies: ["VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "ISO15693",
-                                                            .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "VLoggerSyncTests", dependencies: ["VLoggerSync", "VLoggerCore", "VLoggerStore", "ISO15693",
-                                                             .product(name: "PostgresNIO", package: "postgres-nio"),
-                                                             .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "VLoggerCoreTests",
+            dependencies: [
+                "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "TagSimulator", "TagImages",
+                "ParserFuzzing", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "VLoggerServiceTests",
+            dependencies: [
+                "VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "ISO15693",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "VLoggerSyncTests",
+            dependencies: [
+                "VLoggerSync", "VLoggerCore", "VLoggerStore", "ISO15693",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The process-level suites: the CLI, the service, faults, chaos and load (the integration lane of .ci/run).
         .testTarget(name: "IntegrationTests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),
     ]

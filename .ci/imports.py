@@ -27,7 +27,7 @@ def main():
         for src in t.get("sources") or []:
             if not src.endswith(".swift"):
                 continue
-            path = os.path.join(t["path"], src)
+            path = os.path.join(d.get("path", "."), t["path"], src)
             try:
                 text = open(path, encoding="utf-8").read()
             except OSError:

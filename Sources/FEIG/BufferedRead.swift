@@ -12,7 +12,7 @@ import ISO15693
 public enum FEIGBuffer {
     /// TR-DATA1 bits.
     public static let iddBit: UInt8 = 0x01, dbBit: UInt8 = 0x02, lsbFirstBit: UInt8 = 0x08, antBit: UInt8 = 0x10,
-                      timeBit: UInt8 = 0x20, dateBit: UInt8 = 0x40, extensionBit: UInt8 = 0x80
+        timeBit: UInt8 = 0x20, dateBit: UInt8 = 0x40, extensionBit: UInt8 = 0x80
     /// TR-DATA2 bit 2: AFI and DSFID precede the UID inside the IDD (and IDD-LEN counts them).
     public static let afiDSFIDBit: UInt8 = 0x04
 
@@ -52,7 +52,11 @@ public enum FEIGBuffer {
     public static func parse(_ data: [UInt8]) throws(FEIGReplyError) -> Reply {
         var i = 0
         func need(_ n: Int, _ what: String) throws(FEIGReplyError) {
-            guard n >= 0, data.count - i >= n else { throw .malformed("Read Buffer reply ends inside \(what) (needs \(n) more bytes at offset \(i), \(data.count - i) left)") }
+            guard n >= 0, data.count - i >= n else {
+                throw .malformed(
+                    "Read Buffer reply ends inside \(what) (needs \(n) more bytes at offset \(i), \(data.count - i) left)"
+                )
+            }
         }
         try need(1, "TR-DATA1")
         let tr1 = data[i]; i += 1
@@ -68,13 +72,17 @@ public enum FEIGBuffer {
             try need(2, "REC-LEN of record \(n + 1)")
             let start = i
             let length = Int(data[i]) << 8 | Int(data[i + 1])
-            guard length >= 2 else { throw .malformed("record \(n + 1): REC-LEN \(length) is shorter than REC-LEN itself") }
+            guard length >= 2 else {
+                throw .malformed("record \(n + 1): REC-LEN \(length) is shorter than REC-LEN itself")
+            }
             try need(length, "record \(n + 1) (REC-LEN \(length))")
             let end = start + length
             i += 2
             var r = Record(raw: Array(data[start..<end]))
             func take(_ k: Int, _ what: String) throws(FEIGReplyError) -> ArraySlice<UInt8> {
-                guard k >= 0, end - i >= k else { throw .malformed("record \(n + 1): \(what) needs \(k) bytes, REC-LEN leaves \(end - i)") }
+                guard k >= 0, end - i >= k else {
+                    throw .malformed("record \(n + 1): \(what) needs \(k) bytes, REC-LEN leaves \(end - i)")
+                }
                 defer { i += k }
                 return data[i..<(i + k)]
             }
@@ -83,7 +91,9 @@ public enum FEIGBuffer {
                 r.transponderType = head[head.startIndex]
                 var len = Int(head[head.startIndex + 2])
                 if let tr2, tr2 & afiDSFIDBit != 0 {
-                    guard len >= 2 else { throw .malformed("record \(n + 1): IDD-LEN \(len) cannot hold AFI and DSFID") }
+                    guard len >= 2 else {
+                        throw .malformed("record \(n + 1): IDD-LEN \(len) cannot hold AFI and DSFID")
+                    }
                     let ad = try take(2, "AFI, DSFID")
                     r.afi = ad[ad.startIndex]; r.dsfid = ad[ad.startIndex + 1]
                     len -= 2
@@ -94,10 +104,14 @@ public enum FEIGBuffer {
                 let head = try take(3, "DB-N, DB-SIZE")
                 let count = Int(head[head.startIndex]) << 8 | Int(head[head.startIndex + 1])
                 let size = Int(head[head.startIndex + 2])
-                guard count == 0 || (1...32).contains(size) else { throw .malformed("record \(n + 1): DB-SIZE \(size) (ISO 15693 blocks have 1…32 bytes)") }
+                guard count == 0 || (1...32).contains(size) else {
+                    throw .malformed("record \(n + 1): DB-SIZE \(size) (ISO 15693 blocks have 1…32 bytes)")
+                }
                 r.blockSize = size
                 let bytes = try take(count * size, "\(count) block(s) of \(size) bytes")
-                r.blocks = stride(from: bytes.startIndex, to: bytes.endIndex, by: max(size, 1)).map { Array(bytes[$0..<($0 + size)]) }
+                r.blocks = stride(from: bytes.startIndex, to: bytes.endIndex, by: max(size, 1)).map {
+                    Array(bytes[$0..<($0 + size)])
+                }
             }
             if tr1 & timeBit != 0 { r.time = Array(try take(4, "TIME")) }
             if tr1 & dateBit != 0 { r.date = Array(try take(5, "DATE")) }
@@ -106,7 +120,9 @@ public enum FEIGBuffer {
             i = end
             records.append(r)
         }
-        guard i == data.count else { throw .malformed("Read Buffer reply has \(data.count - i) bytes after its \(sets) record(s)") }
+        guard i == data.count else {
+            throw .malformed("Read Buffer reply has \(data.count - i) bytes after its \(sets) record(s)")
+        }
         return Reply(trData1: tr1, trData2: tr2, records: records)
     }
 
@@ -119,7 +135,8 @@ public enum FEIGBuffer {
             if trData1 & iddBit != 0 { body += [0x03, 0x00, UInt8(r.uid.count)] + r.uid }
             if trData1 & dbBit != 0 {
                 let size = r.blocks.first?.count ?? 4
-                body += [UInt8(r.blocks.count >> 8), UInt8(r.blocks.count & 0xFF), UInt8(size)] + r.blocks.flatMap { $0 }
+                body +=
+                    [UInt8(r.blocks.count >> 8), UInt8(r.blocks.count & 0xFF), UInt8(size)] + r.blocks.flatMap { $0 }
             }
             if trData1 & timeBit != 0 { body += r.time ?? [0, 0, 0, 0] }
             let length = body.count + 2

@@ -48,8 +48,10 @@ extension FEIGFrame {
     /// command it carries (its sub-command codes are ISO/IEC 15693-3's command codes) and the addressing
     /// mode; for STATUS 0x95 the tag's ISO error code.
     public var explanation: [String] {
-        var lines = ["FEIG \(advanced ? "advanced" : "standard") \(direction.rawValue), \(encoded().count) bytes, COM-ADR 0x\(Hex.format([address]))"
-                     + (address == Self.anyReader ? " (any reader)" : "")]
+        var lines = [
+            "FEIG \(advanced ? "advanced" : "standard") \(direction.rawValue), \(encoded().count) bytes, COM-ADR 0x\(Hex.format([address]))"
+                + (address == Self.anyReader ? " (any reader)" : "")
+        ]
         lines.append("command: \(FEIGCommand.describe(command))")
         if let status {
             lines.append("status: \(FEIGStatus.describe(status))")
@@ -69,11 +71,15 @@ extension FEIGFrame {
                 if sub == 0x01 {
                     if mode & FEIGISO.moreBit != 0 { bits.append("MORE (the records the last reply had no room for)") }
                 } else {
-                    if sub == 0x23, mode & FEIGISO.secBit != 0 { bits.append("SEC (with each block's security status)") }
+                    if sub == 0x23, mode & FEIGISO.secBit != 0 {
+                        bits.append("SEC (with each block's security status)")
+                    }
                     if [0x22, 0x23, 0x24, 0x2C].contains(sub), mode & FEIGISO.extAdrBit != 0 {
                         let at = 2 + (mode & 0x07 == 1 ? 8 : 0)
                         if data.count >= at + 3 {
-                            bits.append("EXT_ADR (BANK 0x\(Hex.format([data[at]])), block 0x\(Hex.format([data[at + 1], data[at + 2]]).filter { $0 != " " }))")
+                            bits.append(
+                                "EXT_ADR (BANK 0x\(Hex.format([data[at]])), block 0x\(Hex.format([data[at + 1], data[at + 2]]).filter { $0 != " " }))"
+                            )
                         } else {
                             bits.append("EXT_ADR (BANK and a two-byte block number; missing here)")
                         }

@@ -41,7 +41,9 @@ public struct FEIGFrame: Equatable, Sendable {
         self.advanced = advanced
     }
 
-    public init(reply command: UInt8, status: UInt8, data: [UInt8] = [], address: UInt8 = anyReader, advanced: Bool = false) {
+    public init(
+        reply command: UInt8, status: UInt8, data: [UInt8] = [], address: UInt8 = anyReader, advanced: Bool = false
+    ) {
         direction = .reply
         self.address = address
         self.command = command
@@ -90,7 +92,9 @@ public struct FEIGFrame: Equatable, Sendable {
         let declared = expectedLength(bytes[...]) ?? 0
         guard declared >= minimum else { throw .badLength(declared: declared, minimum: minimum) }
         guard bytes.count == declared else {
-            throw bytes.count < declared ? .truncated(got: bytes.count, declared: declared) : .trailingBytes(got: bytes.count, declared: declared)
+            throw bytes.count < declared
+                ? .truncated(got: bytes.count, declared: declared)
+                : .trailingBytes(got: bytes.count, declared: declared)
         }
         let expected = CRC16.mcrf4xx(bytes[..<(bytes.count - 2)])
         let got = UInt16(bytes[bytes.count - 2]) | UInt16(bytes[bytes.count - 1]) << 8
@@ -98,10 +102,13 @@ public struct FEIGFrame: Equatable, Sendable {
         let address = bytes[header], command = bytes[header + 1]
         switch direction {
         case .request:
-            return FEIGFrame(request: command, data: Array(bytes[(header + 2)..<(bytes.count - 2)]), address: address, advanced: advanced)
+            return FEIGFrame(
+                request: command, data: Array(bytes[(header + 2)..<(bytes.count - 2)]), address: address,
+                advanced: advanced)
         case .reply:
-            return FEIGFrame(reply: command, status: bytes[header + 2], data: Array(bytes[(header + 3)..<(bytes.count - 2)]),
-                             address: address, advanced: advanced)
+            return FEIGFrame(
+                reply: command, status: bytes[header + 2], data: Array(bytes[(header + 3)..<(bytes.count - 2)]),
+                address: address, advanced: advanced)
         }
     }
 }
@@ -117,11 +124,15 @@ public enum FEIGFrameError: Error, Equatable, Sendable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .tooShort(let got, let need): return "FEIG frame too short: \(got) bytes, at least \(need) needed"
-        case .badLength(let declared, let minimum): return "FEIG frame length field says \(declared) bytes, less than the \(minimum) of the shortest frame"
-        case .truncated(let got, let declared): return "FEIG frame truncated: \(got) of the \(declared) bytes its length field announces"
-        case .trailingBytes(let got, let declared): return "FEIG frame has \(got - declared) bytes past the \(declared) its length field announces"
+        case .badLength(let declared, let minimum):
+            return "FEIG frame length field says \(declared) bytes, less than the \(minimum) of the shortest frame"
+        case .truncated(let got, let declared):
+            return "FEIG frame truncated: \(got) of the \(declared) bytes its length field announces"
+        case .trailingBytes(let got, let declared):
+            return "FEIG frame has \(got - declared) bytes past the \(declared) its length field announces"
         case .badCRC(let expected, let got):
-            return "FEIG frame CRC mismatch: the frame carries \(Hex.format([UInt8(got & 0xFF), UInt8(got >> 8)])), its bytes give \(Hex.format([UInt8(expected & 0xFF), UInt8(expected >> 8)]))"
+            return
+                "FEIG frame CRC mismatch: the frame carries \(Hex.format([UInt8(got & 0xFF), UInt8(got >> 8)])), its bytes give \(Hex.format([UInt8(expected & 0xFF), UInt8(expected >> 8)]))"
         }
     }
 }
@@ -203,7 +214,8 @@ public enum FEIGStatus: UInt8, Sendable, CaseIterable {
         case .externalDeviceError: return "communication error with an external device"
         case .unknownCommand: return "unknown command"
         case .lengthError: return "length error (the request's data does not fit the command)"
-        case .commandNotAvailable: return "command not available (e.g. while scan, buffered read or notification mode runs)"
+        case .commandNotAvailable:
+            return "command not available (e.g. while scan, buffered read or notification mode runs)"
         case .rfCommunicationError: return "RF communication error"
         case .rfWarning: return "RF warning (antenna or power)"
         case .synchronizationError: return "synchronization error"
@@ -227,6 +239,7 @@ public enum FEIGStatus: UInt8, Sendable, CaseIterable {
 
     /// "0x01 no transponder in the field", or "0x7A (not a FEIG status)".
     public static func describe(_ byte: UInt8) -> String {
-        FEIGStatus(rawValue: byte).map { "0x\(Hex.format([byte])) \($0.meaning)" } ?? "0x\(Hex.format([byte])) (not a status FEIG documents)"
+        FEIGStatus(rawValue: byte).map { "0x\(Hex.format([byte])) \($0.meaning)" }
+            ?? "0x\(Hex.format([byte])) (not a status FEIG documents)"
     }
 }

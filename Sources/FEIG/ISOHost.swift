@@ -46,7 +46,9 @@ public enum FEIGISO {
     /// order follows the SDK's parameter layout, where the two-byte DB-ADR-EXT ends at the byte that holds the
     /// one-byte DB-ADR (`FEDM_ISC_TMP_B0_REQ_DB_ADR_EXT` = "03 10 09 02 02", `…_REQ_DB_ADR` = "03 10 09 03 01").
     public static func blockAddress(_ block: Int, extended: Bool) -> [UInt8] {
-        extended ? [bankUserMemory, UInt8(truncatingIfNeeded: block >> 8), UInt8(truncatingIfNeeded: block)] : [UInt8(truncatingIfNeeded: block)]
+        extended
+            ? [bankUserMemory, UInt8(truncatingIfNeeded: block >> 8), UInt8(truncatingIfNeeded: block)]
+            : [UInt8(truncatingIfNeeded: block)]
     }
 
     /// Reads DB-ADR at the start of `p` (see `blockAddress`): the bank (nil in the one-byte form), the block and
@@ -64,14 +66,18 @@ public enum FEIGISO {
     public static let trTypeISO15693: UInt8 = 0x03
 
     /// [0xB0] request data: `SUB MODE [UID] parameters`.
-    public static func request(_ sub: UInt8, _ addressing: Addressing, modeExtra: UInt8 = 0, _ parameters: [UInt8] = []) -> [UInt8] {
+    public static func request(_ sub: UInt8, _ addressing: Addressing, modeExtra: UInt8 = 0, _ parameters: [UInt8] = [])
+        -> [UInt8]
+    {
         var out = [sub, addressing.modeBits | modeExtra]
         if case let .addressed(uid) = addressing { out += uid }
         return out + parameters
     }
 
     /// [0xB1] request data: `MFR SUB MODE [UID] parameters`.
-    public static func customRequest(manufacturer: UInt8, _ sub: UInt8, _ addressing: Addressing, _ parameters: [UInt8] = []) -> [UInt8] {
+    public static func customRequest(
+        manufacturer: UInt8, _ sub: UInt8, _ addressing: Addressing, _ parameters: [UInt8] = []
+    ) -> [UInt8] {
         [manufacturer] + request(sub, addressing, parameters)
     }
 
@@ -111,7 +117,9 @@ public enum FEIGISO {
     public static func inventory(_ data: [UInt8]) throws(FEIGReplyError) -> [InventoryRecord] {
         guard let n = data.first else { throw .malformed("Inventory reply without DATA-SETS") }
         guard data.count == 1 + Int(n) * 10 else {
-            throw .malformed("Inventory reply announces \(n) record(s) of 10 bytes but carries \(data.count - 1) bytes after DATA-SETS")
+            throw .malformed(
+                "Inventory reply announces \(n) record(s) of 10 bytes but carries \(data.count - 1) bytes after DATA-SETS"
+            )
         }
         return (0..<Int(n)).map { i in
             let r = 1 + i * 10
@@ -131,10 +139,16 @@ public enum FEIGISO {
     public static func blocks(_ data: [UInt8], expected: Int) throws(FEIGReplyError) -> (size: Int, blocks: [Block]) {
         guard data.count >= 2 else { throw .malformed("Read Multiple Blocks reply shorter than DB-N and DB-SIZE") }
         let n = Int(data[0]), size = Int(data[1])
-        guard n == expected else { throw .malformed("Read Multiple Blocks reply has \(n) block(s) where \(expected) were asked") }
-        guard (1...32).contains(size) else { throw .malformed("Read Multiple Blocks reply gives DB-SIZE \(size) (ISO 15693 blocks have 1…32 bytes)") }
+        guard n == expected else {
+            throw .malformed("Read Multiple Blocks reply has \(n) block(s) where \(expected) were asked")
+        }
+        guard (1...32).contains(size) else {
+            throw .malformed("Read Multiple Blocks reply gives DB-SIZE \(size) (ISO 15693 blocks have 1…32 bytes)")
+        }
         guard data.count == 2 + n * (1 + size) else {
-            throw .malformed("Read Multiple Blocks reply: \(n) block(s) of 1 + \(size) bytes need \(2 + n * (1 + size)) bytes, it has \(data.count)")
+            throw .malformed(
+                "Read Multiple Blocks reply: \(n) block(s) of 1 + \(size) bytes need \(2 + n * (1 + size)) bytes, it has \(data.count)"
+            )
         }
         let blocks = (0..<n).map { i -> Block in
             let r = 2 + i * (1 + size)
@@ -160,7 +174,10 @@ public enum FEIGISO {
         /// MEM-SIZE has the two-byte block count (the 14-byte reply).
         public var wideMemorySize: Bool
         public var icReference: UInt8
-        public init(dsfid: UInt8, uid: [UInt8], afi: UInt8, blockSizeByte: UInt8, blockCountField: UInt16, wideMemorySize: Bool? = nil, icReference: UInt8) {
+        public init(
+            dsfid: UInt8, uid: [UInt8], afi: UInt8, blockSizeByte: UInt8, blockCountField: UInt16,
+            wideMemorySize: Bool? = nil, icReference: UInt8
+        ) {
             self.dsfid = dsfid
             self.uid = uid
             self.afi = afi
@@ -172,7 +189,10 @@ public enum FEIGISO {
         public var blockCount: Int { Int(blockCountField) + 1 }
         public var blockSize: Int { Int(blockSizeByte & 0x1F) + 1 }
         public var encoded: [UInt8] {
-            let count: [UInt8] = wideMemorySize ? [UInt8(blockCountField >> 8), UInt8(blockCountField & 0xFF)] : [UInt8(truncatingIfNeeded: blockCountField)]
+            let count: [UInt8] =
+                wideMemorySize
+                ? [UInt8(blockCountField >> 8), UInt8(blockCountField & 0xFF)]
+                : [UInt8(truncatingIfNeeded: blockCountField)]
             return [dsfid] + uid + [afi, blockSizeByte] + count + [icReference]
         }
     }
@@ -180,20 +200,26 @@ public enum FEIGISO {
     public static func systemInfo(_ data: [UInt8]) throws(FEIGReplyError) -> SystemInfo {
         switch data.count {
         case 13:
-            return SystemInfo(dsfid: data[0], uid: Array(data[1..<9]), afi: data[9], blockSizeByte: data[10],
-                              blockCountField: UInt16(data[11]), wideMemorySize: false, icReference: data[12])
+            return SystemInfo(
+                dsfid: data[0], uid: Array(data[1..<9]), afi: data[9], blockSizeByte: data[10],
+                blockCountField: UInt16(data[11]), wideMemorySize: false, icReference: data[12])
         case 14:
-            return SystemInfo(dsfid: data[0], uid: Array(data[1..<9]), afi: data[9], blockSizeByte: data[10],
-                              blockCountField: UInt16(data[11]) << 8 | UInt16(data[12]), wideMemorySize: true, icReference: data[13])
+            return SystemInfo(
+                dsfid: data[0], uid: Array(data[1..<9]), afi: data[9], blockSizeByte: data[10],
+                blockCountField: UInt16(data[11]) << 8 | UInt16(data[12]), wideMemorySize: true, icReference: data[13])
         default:
-            throw .malformed("Get System Information reply has \(data.count) bytes, 13 or 14 expected (DSFID, UID, AFI, MEM-SIZE of 2 or 3 bytes, IC-REF)")
+            throw .malformed(
+                "Get System Information reply has \(data.count) bytes, 13 or 14 expected (DSFID, UID, AFI, MEM-SIZE of 2 or 3 bytes, IC-REF)"
+            )
         }
     }
 
     /// A Get Multiple Block Security Status reply's data: `DB-N` then DB-N status bytes.
     public static func securityStatus(_ data: [UInt8], expected: Int) throws(FEIGReplyError) -> [UInt8] {
         guard let n = data.first, Int(n) == expected, data.count == 1 + expected else {
-            throw .malformed("Get Multiple Block Security Status reply: \(expected) status byte(s) expected after DB-N, got \(Hex.format(data))")
+            throw .malformed(
+                "Get Multiple Block Security Status reply: \(expected) status byte(s) expected after DB-N, got \(Hex.format(data))"
+            )
         }
         return Array(data.dropFirst())
     }
@@ -220,8 +246,10 @@ public struct FEIGReaderInfo: Equatable, Sendable {
     public var receiveBuffer: UInt16
     public var transmitBuffer: UInt16
 
-    public init(softwareRevision: UInt16, developmentRevision: UInt8, hardwareType: UInt8, readerType: UInt8,
-                transponderTypes: UInt16, receiveBuffer: UInt16, transmitBuffer: UInt16) {
+    public init(
+        softwareRevision: UInt16, developmentRevision: UInt8, hardwareType: UInt8, readerType: UInt8,
+        transponderTypes: UInt16, receiveBuffer: UInt16, transmitBuffer: UInt16
+    ) {
         self.softwareRevision = softwareRevision
         self.developmentRevision = developmentRevision
         self.hardwareType = hardwareType
@@ -239,20 +267,29 @@ public struct FEIGReaderInfo: Equatable, Sendable {
 
     public static func decode(_ data: [UInt8]) throws(FEIGReplyError) -> FEIGReaderInfo {
         guard data.count >= 11 else { throw .malformed("Get Reader Info reply has \(data.count) bytes, 11 expected") }
-        return FEIGReaderInfo(softwareRevision: UInt16(data[0]) << 8 | UInt16(data[1]), developmentRevision: data[2], hardwareType: data[3],
-                              readerType: data[4], transponderTypes: UInt16(data[5]) << 8 | UInt16(data[6]),
-                              receiveBuffer: UInt16(data[7]) << 8 | UInt16(data[8]), transmitBuffer: UInt16(data[9]) << 8 | UInt16(data[10]))
+        return FEIGReaderInfo(
+            softwareRevision: UInt16(data[0]) << 8 | UInt16(data[1]), developmentRevision: data[2],
+            hardwareType: data[3],
+            readerType: data[4], transponderTypes: UInt16(data[5]) << 8 | UInt16(data[6]),
+            receiveBuffer: UInt16(data[7]) << 8 | UInt16(data[8]),
+            transmitBuffer: UInt16(data[9]) << 8 | UInt16(data[10]))
     }
 
     public var encoded: [UInt8] {
-        [UInt8(softwareRevision >> 8), UInt8(softwareRevision & 0xFF), developmentRevision, hardwareType, readerType,
-         UInt8(transponderTypes >> 8), UInt8(transponderTypes & 0xFF), UInt8(receiveBuffer >> 8), UInt8(receiveBuffer & 0xFF),
-         UInt8(transmitBuffer >> 8), UInt8(transmitBuffer & 0xFF)]
+        [
+            UInt8(softwareRevision >> 8), UInt8(softwareRevision & 0xFF), developmentRevision, hardwareType, readerType,
+            UInt8(transponderTypes >> 8), UInt8(transponderTypes & 0xFF), UInt8(receiveBuffer >> 8),
+            UInt8(receiveBuffer & 0xFF),
+            UInt8(transmitBuffer >> 8), UInt8(transmitBuffer & 0xFF),
+        ]
     }
 
     /// "ID ISC.MR102 (type 77), firmware 03.05.00" or "reader type 12 (not known here), …".
     public var summary: String {
-        let type = Self.typeNames[readerType].map { "\($0) (type \(readerType))" } ?? "reader type \(readerType) (not known here)"
-        return "\(type), firmware \(Hex.format([UInt8(softwareRevision >> 8)])).\(Hex.format([UInt8(softwareRevision & 0xFF)])).\(Hex.format([developmentRevision]))"
+        let type =
+            Self.typeNames[readerType].map { "\($0) (type \(readerType))" }
+            ?? "reader type \(readerType) (not known here)"
+        return
+            "\(type), firmware \(Hex.format([UInt8(softwareRevision >> 8)])).\(Hex.format([UInt8(softwareRevision & 0xFF)])).\(Hex.format([developmentRevision]))"
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import ISO15693
 
@@ -35,9 +35,12 @@ public enum FEIGLinkError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .open(let s): return s
         case .io(let s): return s
-        case .noAnswer(let ms): return "the FEIG reader did not answer within \(ms) ms (check the cable or address, the baud rate and parity, and COM-ADR)"
+        case .noAnswer(let ms):
+            return
+                "the FEIG reader did not answer within \(ms) ms (check the cable or address, the baud rate and parity, and COM-ADR)"
         case .incomplete(let got, let expected):
-            return "the FEIG reader's reply stopped after \(got)\(expected.map { " of \($0)" } ?? "") bytes (inter-character timeout)"
+            return
+                "the FEIG reader's reply stopped after \(got)\(expected.map { " of \($0)" } ?? "") bytes (inter-character timeout)"
         case .frame(let e): return "the FEIG reader's reply is damaged: \(e)"
         case .unexpectedReply(let s): return "unexpected reply from the FEIG reader: \(s)"
         }
@@ -69,10 +72,13 @@ public final class FEIGHost {
         let reply: FEIGFrame
         do { reply = try FEIGFrame.decode(bytes, direction: .reply) } catch { throw .frame(error) }
         guard reply.command == request.command else {
-            throw .unexpectedReply("a reply to \(FEIGCommand.describe(reply.command)) where \(FEIGCommand.describe(request.command)) was asked")
+            throw .unexpectedReply(
+                "a reply to \(FEIGCommand.describe(reply.command)) where \(FEIGCommand.describe(request.command)) was asked"
+            )
         }
         guard request.address == FEIGFrame.anyReader || reply.address == request.address else {
-            throw .unexpectedReply("COM-ADR 0x\(Hex.format([reply.address])) answered a request to 0x\(Hex.format([request.address]))")
+            throw .unexpectedReply(
+                "COM-ADR 0x\(Hex.format([reply.address])) answered a request to 0x\(Hex.format([request.address]))")
         }
         return reply
     }
@@ -83,9 +89,11 @@ public final class FEIGHost {
         var expected: Int?
         while true {
             let want = (expected ?? (bytes.first == 0x02 ? 3 : 1)) - bytes.count
-            let chunk = try link.receive(max: max(1, want), timeoutMs: bytes.isEmpty ? responseTimeoutMs : interCharacterTimeoutMs)
+            let chunk = try link.receive(
+                max: max(1, want), timeoutMs: bytes.isEmpty ? responseTimeoutMs : interCharacterTimeoutMs)
             if chunk.isEmpty {
-                throw bytes.isEmpty ? .noAnswer(timeoutMs: responseTimeoutMs) : .incomplete(got: bytes.count, expected: expected)
+                throw bytes.isEmpty
+                    ? .noAnswer(timeoutMs: responseTimeoutMs) : .incomplete(got: bytes.count, expected: expected)
             }
             bytes += chunk
             if expected == nil, let n = FEIGFrame.expectedLength(bytes[...]) {
@@ -122,7 +130,9 @@ public final class FDLink: FEIGLink {
     /// Opens a serial port raw, at `baud` with `parity`, 8 data bits, 1 stop bit, no flow control.
     public static func serial(path: String, baud: Int = 38400, parity: Parity = .even) throws(FEIGLinkError) -> FDLink {
         guard let speed = baudRates[baud] else {
-            throw .open("\(path): \(baud) baud is not one of \(baudRates.keys.sorted().map(String.init).joined(separator: ", "))")
+            throw .open(
+                "\(path): \(baud) baud is not one of \(baudRates.keys.sorted().map(String.init).joined(separator: ", "))"
+            )
         }
         let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { throw .open("\(path): \(String(cString: strerror(errno)))") }
@@ -165,13 +175,18 @@ public final class FDLink: FEIGLink {
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, let first = list else { throw .open("tcp://\(host):\(port): \(String(cString: gai_strerror(rc)))") }
+        guard rc == 0, let first = list else {
+            throw .open("tcp://\(host):\(port): \(String(cString: gai_strerror(rc)))")
+        }
         defer { freeaddrinfo(list) }
         var lastError = "no address"
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let ai = cursor {
             cursor = ai.pointee.ai_next
-            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), ai.pointee.ai_protocol)
+            let fd = socket(
+                ai.pointee.ai_family,
+                ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                ai.pointee.ai_protocol)
             guard fd >= 0 else { lastError = String(cString: strerror(errno)); continue }
             if connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 && errno != EINPROGRESS {
                 lastError = String(cString: strerror(errno))

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import FEIG
@@ -44,8 +44,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
     /// The bus address (COM-ADR) it answers to, besides 255.
     public var address: UInt8 = 0
     /// What [0x66] and [0x65] report: an ID ISC.MR102 (SW-TYPE 77), firmware 03.05.00.
-    public var info = FEIGReaderInfo(softwareRevision: 0x0305, developmentRevision: 0x00, hardwareType: 0x00, readerType: 77,
-                                     transponderTypes: 0x0008, receiveBuffer: 1024, transmitBuffer: 1024)
+    public var info = FEIGReaderInfo(
+        softwareRevision: 0x0305, developmentRevision: 0x00, hardwareType: 0x00, readerType: 77,
+        transponderTypes: 0x0008, receiveBuffer: 1024, transmitBuffer: 1024)
     /// How many records one Inventory reply holds before STATUS 0x94 (more data): a reader's buffer size
     /// decides it; small here so the MORE path is exercised.
     public var recordsPerInventoryReply = 8
@@ -85,7 +86,11 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             readsDone &+= 1
             // A time stamp that differs from read to read (4 bytes; the real layout is not documented here).
             let t = readsDone
-            buffer.append((FEIGISO.readerOrder(tag.uid.onAirBytes), blocks, [UInt8(t >> 24), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF)]))
+            buffer.append(
+                (
+                    FEIGISO.readerOrder(tag.uid.onAirBytes), blocks,
+                    [UInt8(t >> 24), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF)]
+                ))
         }
     }
 
@@ -109,7 +114,10 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             lastBufferRead = k
             let msbFirst = bufferTRData1 & FEIGBuffer.lsbFirstBit == 0
             let records = buffer.prefix(k).map { r in
-                (uid: r.uid, blocks: msbFirst ? r.blocks.map { Array($0.reversed()) } : r.blocks, time: Optional(r.time))
+                (
+                    uid: r.uid, blocks: msbFirst ? r.blocks.map { Array($0.reversed()) } : r.blocks,
+                    time: Optional(r.time)
+                )
             }
             return (.ok, FEIGBuffer.encode(trData1: bufferTRData1, records: Array(records)))
         case FEIGCommand.clearBuffer:
@@ -131,7 +139,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
         self.field = field
         // The air side is the reader's own business (it splits long reads or uses the chip's own long read, ID
         // ISC.MR200 manual p. 112); what bounds the host is its transmit buffer, which the driver reads from [0x66].
-        air = SimulatorReader(field: field, name: "FEIG emulator's air", limits: ReaderLimits(maxRequestBytes: 256, maxResponseBytes: 8192))
+        air = SimulatorReader(
+            field: field, name: "FEIG emulator's air",
+            limits: ReaderLimits(maxRequestBytes: 256, maxResponseBytes: 8192))
         field.powerOn()
     }
 
@@ -168,7 +178,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
                 pendingInventory = []
                 return .restart
             case .status(let s):
-                return .reply(FEIGFrame(reply: request.command, status: s, address: address, advanced: request.advanced).encoded())
+                return .reply(
+                    FEIGFrame(reply: request.command, status: s, address: address, advanced: request.advanced).encoded()
+                )
             case .garbled:
                 return .reply([0x7E, 0x13, 0x37])
             case .corruptCRC, .truncated:
@@ -182,7 +194,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
 
     private func answer(_ request: FEIGFrame) -> FEIGFrame {
         func reply(_ status: FEIGStatus, _ data: [UInt8] = []) -> FEIGFrame {
-            FEIGFrame(reply: request.command, status: status.rawValue, data: data, address: address, advanced: request.advanced)
+            FEIGFrame(
+                reply: request.command, status: status.rawValue, data: data, address: address,
+                advanced: request.advanced)
         }
         switch request.command {
         case FEIGCommand.readerInfo:
@@ -224,7 +238,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
         switch data[1] & 0x07 {
         case 0: return (.nonAddressed, 2)
         case 1:
-            guard data.count >= 10, let uid = try? UID(onAir: FEIGISO.readerOrder(Array(data[2..<10]))) else { return nil }
+            guard data.count >= 10, let uid = try? UID(onAir: FEIGISO.readerOrder(Array(data[2..<10]))) else {
+                return nil
+            }
             return (.addressed(uid), 10)
         case 2: return (.selected, 2)
         default: return nil
@@ -236,11 +252,14 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
         guard field.isOn else { return .failure(FEIGStatusFailure(.noTransponder)) }
         let frame: [UInt8]
         do { frame = try request.encode() } catch { return .failure(FEIGStatusFailure(.lengthError)) }
-        let wait: ResponseWait = request.command.code.isWriteAlike ? .writeAlike(optionFlag: request.flags.contains(.option)) : .standard
+        let wait: ResponseWait =
+            request.command.code.isWriteAlike ? .writeAlike(optionFlag: request.flags.contains(.option)) : .standard
         do {
             let answer = try air.transceive(frame, wait: wait)
             let response = try Response.decode(answer, to: request)
-            if case let .error(code) = response.body { return .failure(FEIGStatusFailure(.iso15693Error, [code.rawValue])) }
+            if case let .error(code) = response.body {
+                return .failure(FEIGStatusFailure(.iso15693Error, [code.rawValue]))
+            }
             return .success(response)
         } catch let e as ReaderError {
             switch e {
@@ -262,7 +281,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
         let (adr, start) = parsed
         let p = Array(data[start...])
         var flags: RequestFlags = [.highDataRate]
-        func run(_ command: Command, option: Bool = false, protocolExtension: Bool = false) -> Result<Response, FEIGStatusFailure> {
+        func run(_ command: Command, option: Bool = false, protocolExtension: Bool = false) -> Result<
+            Response, FEIGStatusFailure
+        > {
             if option { flags.insert(.option) }
             if protocolExtension { flags.insert(.protocolExtension) }
             return onAir(Request(command, flags: flags, addressing: adr))
@@ -292,8 +313,12 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             guard let a = FEIGISO.parseBlockAddress(p, extended: ext), let count = a.rest.first, count >= 1 else {
                 return .failure(FEIGStatusFailure(.lengthError))
             }
-            if let bank = a.bank, bank != FEIGISO.bankUserMemory { return .failure(FEIGStatusFailure(.parameterRangeError)) }
-            guard a.block + Int(count) - 1 <= (ext ? 0xFFFF : 0xFF) else { return .failure(FEIGStatusFailure(.parameterRangeError)) }
+            if let bank = a.bank, bank != FEIGISO.bankUserMemory {
+                return .failure(FEIGStatusFailure(.parameterRangeError))
+            }
+            guard a.block + Int(count) - 1 <= (ext ? 0xFFFF : 0xFF) else {
+                return .failure(FEIGStatusFailure(.parameterRangeError))
+            }
             return .success((a.block, Int(count), Array(a.rest.dropFirst())))
         }
         // The block commands' DB-ADR and DB-N, checked once for all of them.
@@ -325,18 +350,24 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             // One block goes as Read Single Block (mandatory-ish on every chip; some have no Read Multiple).
             let command: Command
             if isoExtended {
-                command = n == 1 ? .extendedReadSingleBlock(block(first)) : .extendedReadMultipleBlocks(first: block(first), count: n)
+                command =
+                    n == 1
+                    ? .extendedReadSingleBlock(block(first))
+                    : .extendedReadMultipleBlocks(first: block(first), count: n)
             } else {
                 command = n == 1 ? .readSingleBlock(block(first)) : .readMultipleBlocks(first: block(first), count: n)
             }
             let r = run(command, option: sec, protocolExtension: stExtension)
-            guard case let .success(resp) = r, case let .blocks(blocks) = resp.body, let size = blocks.first?.data.count else { return done(r) }
+            guard case let .success(resp) = r, case let .blocks(blocks) = resp.body, let size = blocks.first?.data.count
+            else { return done(r) }
             var out: [UInt8] = [UInt8(blocks.count), UInt8(size)]
             for b in blocks { out += [b.security?.rawValue ?? 0] + b.data.reversed() }
             return (.ok, out)
         case 0x24:
             // DB-SIZE, then DB-N blocks of it.
-            guard let sizeByte = rest.first, sizeByte >= 1, rest.count == 1 + n * Int(sizeByte) else { return (.lengthError, []) }
+            guard let sizeByte = rest.first, sizeByte >= 1, rest.count == 1 + n * Int(sizeByte) else {
+                return (.lengthError, [])
+            }
             let size = Int(sizeByte)
             let option: Bool
             if case let .addressed(uid) = adr { option = uid.manufacturer == .texasInstruments } else { option = false }
@@ -344,9 +375,13 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             for i in 0..<n {
                 let blockData = Array(rest[(1 + i * size)..<(1 + (i + 1) * size)].reversed())
                 let b = block(first + i)
-                let command: Command = isoExtended ? .extendedWriteSingleBlock(b, data: blockData) : .writeSingleBlock(b, data: blockData)
+                let command: Command =
+                    isoExtended ? .extendedWriteSingleBlock(b, data: blockData) : .writeSingleBlock(b, data: blockData)
                 if case let .failure(f) = run(command, option: option, protocolExtension: stExtension) {
-                    return (f.status, f.status == .iso15693Error ? f.data + errorAddress(first + i) : errorAddress(first + i))
+                    return (
+                        f.status,
+                        f.status == .iso15693Error ? f.data + errorAddress(first + i) : errorAddress(first + i)
+                    )
                 }
             }
             return (.ok, [])
@@ -380,20 +415,28 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             // ST's chips that need the protocol extension answer only with it; a reader's table knows them.
             let needsExtension = target.flatMap { ICModel.identify(uid: $0)?.needsProtocolExtension } == true
             var r = run(.getSystemInformation, protocolExtension: needsExtension)
-            if case let .success(resp) = r, case let .systemInformation(i) = resp.body, i.blockCount == 256 || i.blockCount == nil {
+            if case let .success(resp) = r, case let .systemInformation(i) = resp.body,
+                i.blockCount == 256 || i.blockCount == nil
+            {
                 // Possibly capped at 256 blocks: ask with ISO's extended command, as the client would.
                 flags = [.highDataRate]
                 let e = run(.extendedGetSystemInformation(parameters: 0x3F))
-                if case let .success(er) = e, case let .systemInformation(ei) = er.body, ei.blockCount != nil { r = .success(er) }
+                if case let .success(er) = e, case let .systemInformation(ei) = er.body, ei.blockCount != nil {
+                    r = .success(er)
+                }
             }
             guard case let .success(resp) = r, case let .systemInformation(i) = resp.body else { return done(r) }
-            let info = FEIGISO.SystemInfo(dsfid: i.dsfid ?? 0, uid: FEIGISO.readerOrder(i.uid.onAirBytes), afi: i.afi ?? 0,
-                                          blockSizeByte: UInt8(truncatingIfNeeded: (i.blockSize ?? 1) - 1),
-                                          blockCountField: UInt16(truncatingIfNeeded: max(0, (i.blockCount ?? 1) - 1)), icReference: i.icReference ?? 0)
+            let info = FEIGISO.SystemInfo(
+                dsfid: i.dsfid ?? 0, uid: FEIGISO.readerOrder(i.uid.onAirBytes), afi: i.afi ?? 0,
+                blockSizeByte: UInt8(truncatingIfNeeded: (i.blockSize ?? 1) - 1),
+                blockCountField: UInt16(truncatingIfNeeded: max(0, (i.blockCount ?? 1) - 1)),
+                icReference: i.icReference ?? 0)
             return (.ok, info.encoded)
         case 0x2C:
             guard rest.isEmpty else { return (.lengthError, []) }
-            let command: Command = isoExtended ? .extendedGetMultipleBlockSecurityStatus(first: block(first), count: n)
+            let command: Command =
+                isoExtended
+                ? .extendedGetMultipleBlockSecurityStatus(first: block(first), count: n)
                 : .getMultipleBlockSecurityStatus(first: block(first), count: n)
             let r = run(command, protocolExtension: stExtension)
             guard case let .success(resp) = r, case let .securityStatus(s) = resp.body else { return done(r) }
@@ -411,7 +454,9 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
             let client = ISO15693Client(reader: air, retries: 1)
             guard let found = try? client.inventory() else { return (.rfCommunicationError, []) }
             pendingInventory = found.map {
-                FEIGISO.InventoryRecord(transponderType: FEIGISO.trTypeISO15693, dsfid: $0.dsfid, uid: FEIGISO.readerOrder($0.uid.onAirBytes))
+                FEIGISO.InventoryRecord(
+                    transponderType: FEIGISO.trTypeISO15693, dsfid: $0.dsfid,
+                    uid: FEIGISO.readerOrder($0.uid.onAirBytes))
             }
             if pendingInventory.isEmpty { return (.noTransponder, []) }
         }
@@ -426,7 +471,8 @@ public final class FEIGReaderEmulator: @unchecked Sendable {
     private func isoCustom(_ data: [UInt8]) -> (FEIGStatus, [UInt8]) {
         guard data.count >= 3, let parsed = addressing(Array(data.dropFirst())) else { return (.lengthError, []) }
         let (adr, start) = parsed
-        let command = Command.custom(code: data[1], manufacturer: ManufacturerCode(data[0]), parameters: Array(data[(start + 1)...]))
+        let command = Command.custom(
+            code: data[1], manufacturer: ManufacturerCode(data[0]), parameters: Array(data[(start + 1)...]))
         switch onAir(Request(command, flags: [.highDataRate], addressing: adr)) {
         case .success(let r):
             if case let .data(d) = r.body { return (.ok, d) }
@@ -464,7 +510,10 @@ extension FEIGReaderEmulator {
                 continue
             }
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR || errno == EAGAIN || errno == EIO { if errno == EIO { usleep(10_000) }; continue }; return false }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN || errno == EIO { if errno == EIO { usleep(10_000) }; continue };
+                return false
+            }
             if n == 0 { return false }
             pending += buffer[0..<n]
             while let need = FEIGFrame.expectedLength(pending[...]), pending.count >= need {
@@ -510,13 +559,17 @@ public final class FEIGTCPServer: @unchecked Sendable {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = UInt16(port).bigEndian
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
+        }
         guard bound == 0, listen(fd, 4) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw FEIGLinkError.open("127.0.0.1:\(port): \(reason)")
         }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         listener = fd
         self.port = Int(UInt16(bigEndian: addr.sin_port))
     }

@@ -1,6 +1,7 @@
 /// A block number: 0…255 with the plain commands, 0…65535 with the extended commands (0x30–0x3C) or with the
 /// Protocol Extension flag. Printed in hex (`0xF8`), accepted in hex or decimal.
-public struct BlockNumber: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral, Codable {
+public struct BlockNumber: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral, Codable
+{
     public let value: UInt16
     public init(_ value: UInt16) { self.value = value }
     public init(integerLiteral value: UInt16) { self.value = value }
@@ -15,7 +16,9 @@ public struct BlockNumber: Hashable, Comparable, Sendable, CustomStringConvertib
     }
     public var int: Int { Int(value) }
     public var description: String {
-        value < 0x100 ? "0x" + Hex.format([UInt8(value)]) : "0x" + Hex.format([UInt8(value >> 8), UInt8(value & 0xFF)], separator: "")
+        value < 0x100
+            ? "0x" + Hex.format([UInt8(value)])
+            : "0x" + Hex.format([UInt8(value >> 8), UInt8(value & 0xFF)], separator: "")
     }
     public static func < (a: Self, b: Self) -> Bool { a.value < b.value }
     public func advanced(by n: Int) -> BlockNumber? { BlockNumber(exactly: Int(value) + n) }
@@ -154,7 +157,8 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
         0x21: Entry(name: "Write Single Block", layout: .blockData, wideWithProtocolExtension: true, writeAlike: true),
         0x22: Entry(name: "Lock Block", layout: .block, wideWithProtocolExtension: true, writeAlike: true),
         0x23: Entry(name: "Read Multiple Blocks", layout: .blocks, wideWithProtocolExtension: true),
-        0x24: Entry(name: "Write Multiple Blocks", layout: .blocksData, wideWithProtocolExtension: true, writeAlike: true),
+        0x24: Entry(
+            name: "Write Multiple Blocks", layout: .blocksData, wideWithProtocolExtension: true, writeAlike: true),
         0x25: Entry(name: "Select", layout: .addressedOnly),
         0x26: Entry(name: "Reset to Ready", layout: .nothing),
         0x27: Entry(name: "Write AFI", layout: .value("AFI"), writeAlike: true),
@@ -168,13 +172,16 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
         0x31: Entry(name: "Extended Write Single Block", layout: .blockData, wideBlocks: true, writeAlike: true),
         0x32: Entry(name: "Extended Lock Block", layout: .block, wideBlocks: true, writeAlike: true),
         0x33: Entry(name: "Extended Read Multiple Blocks", layout: .blocks, wideBlocks: true, wideCount: true),
-        0x34: Entry(name: "Extended Write Multiple Blocks", layout: .blocksData, wideBlocks: true, wideCount: true, writeAlike: true),
+        0x34: Entry(
+            name: "Extended Write Multiple Blocks", layout: .blocksData, wideBlocks: true, wideCount: true,
+            writeAlike: true),
         0x35: Entry(name: "Authenticate", layout: .opaque),
         0x36: Entry(name: "Key Update", layout: .opaque),
         0x39: Entry(name: "Challenge", layout: .opaque),
         0x3A: Entry(name: "Read Buffer", layout: .opaque),
         0x3B: Entry(name: "Extended Get System Information", layout: .parametersThenAddress),
-        0x3C: Entry(name: "Extended Get Multiple Block Security Status", layout: .blocks, wideBlocks: true, wideCount: true),
+        0x3C: Entry(
+            name: "Extended Get Multiple Block Security Status", layout: .blocks, wideBlocks: true, wideCount: true),
         0x3D: Entry(name: "Fast Extended Read Multiple Blocks", layout: .opaque),
     ]
 
@@ -202,7 +209,9 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
 
     /// A command on the tag's memory or system information that the Protocol Extension flag reshapes
     /// (the plain block commands and Get System Information).
-    public var takesProtocolExtension: Bool { entry?.wideWithProtocolExtension == true || self == .getSystemInformation }
+    public var takesProtocolExtension: Bool {
+        entry?.wideWithProtocolExtension == true || self == .getSystemInformation
+    }
 
     /// Commands after which the tag programs memory; the Option flag then asks it to wait for an EOF
     /// (ISO/IEC 15693-3 §10.4.2; RFAL applies it to 0x21, 0x22, 0x24, 0x31, 0x32, 0x34; AFI/DSFID too).
@@ -211,8 +220,10 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
     /// Custom commands that change a tag for ever, by (manufacturer, code): NXP ICODE and ST custom
     /// commands from `docs/reference/iso15693.md`.
     static let irreversibleCustom: [ManufacturerCode: [UInt8: String]] = [
-        .nxp: [0xA4: "NXP Lock EAS", 0xB5: "NXP Lock Password", 0xB7: "NXP Lock Page Protection Condition",
-               0xB9: "NXP Destroy", 0xBA: "NXP Enable Privacy"],
+        .nxp: [
+            0xA4: "NXP Lock EAS", 0xB5: "NXP Lock Password", 0xB7: "NXP Lock Page Protection Condition",
+            0xB9: "NXP Destroy", 0xBA: "NXP Enable Privacy",
+        ],
         .stMicroelectronics: [0xA4: "ST Lock EAS", 0xA6: "ST Kill", 0xB2: "ST Lock Kill"],
     ]
 
@@ -246,12 +257,16 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
         let code = CommandCode(frame[1])
         switch code.kind {
         case .proprietary:
-            return "a proprietary command (0x\(Hex.format([frame[1]]))), a manufacturer's internal command that may change the tag for ever"
+            return
+                "a proprietary command (0x\(Hex.format([frame[1]]))), a manufacturer's internal command that may change the tag for ever"
         case .custom:
-            guard frame.count >= 3 else { return "a custom command (0x\(Hex.format([frame[1]]))) without its manufacturer byte" }
+            guard frame.count >= 3 else {
+                return "a custom command (0x\(Hex.format([frame[1]]))) without its manufacturer byte"
+            }
             let maker = ManufacturerCode(frame[2])
             if readOnlyCustom[maker]?.contains(frame[1]) == true { return nil }
-            return "custom command 0x\(Hex.format([frame[1]])) for manufacturer 0x\(Hex.format([frame[2]])), which is not a known read: it may change the tag, some such commands for ever"
+            return
+                "custom command 0x\(Hex.format([frame[1]])) for manufacturer 0x\(Hex.format([frame[2]])), which is not a known read: it may change the tag, some such commands for ever"
         default:
             return nil
         }
@@ -346,7 +361,9 @@ extension Command {
         case .custom: return .custom(code: code, manufacturer: ManufacturerCode(0), parameters: [])
         default:
             // Only Inventory and custom codes (above) need more than these placeholders.
-            return (try? Command(code: c, count: max(1, count), data: [0], value: c == .extendedGetSystemInformation ? 0xFF : 0))
+            return
+                (try? Command(
+                    code: c, count: max(1, count), data: [0], value: c == .extendedGetSystemInformation ? 0xFF : 0))
                 ?? .other(code: code, parameters: [])
         }
     }
@@ -354,7 +371,9 @@ extension Command {
     /// The command of `code` with its decoded fields; the fields its layout does not carry are ignored.
     /// Codes without a structured case (security framework, ISO fast reads, RFU) become `.other`,
     /// proprietary ones `.proprietary`, custom ones need `Command.custom` and are refused here.
-    public init(code: CommandCode, block: BlockNumber = 0, count: Int = 1, data: [UInt8] = [], value: UInt8 = 0) throws(FrameError) {
+    public init(code: CommandCode, block: BlockNumber = 0, count: Int = 1, data: [UInt8] = [], value: UInt8 = 0)
+        throws(FrameError)
+    {
         switch code {
         case .stayQuiet: self = .stayQuiet
         case .select: self = .select
@@ -373,7 +392,8 @@ extension Command {
         case .readMultipleBlocks: self = .readMultipleBlocks(first: block, count: count)
         case .getMultipleBlockSecurityStatus: self = .getMultipleBlockSecurityStatus(first: block, count: count)
         case .extendedReadMultipleBlocks: self = .extendedReadMultipleBlocks(first: block, count: count)
-        case .extendedGetMultipleBlockSecurityStatus: self = .extendedGetMultipleBlockSecurityStatus(first: block, count: count)
+        case .extendedGetMultipleBlockSecurityStatus:
+            self = .extendedGetMultipleBlockSecurityStatus(first: block, count: count)
         case .writeMultipleBlocks: self = .writeMultipleBlocks(first: block, count: count, data: data)
         case .extendedWriteMultipleBlocks: self = .extendedWriteMultipleBlocks(first: block, count: count, data: data)
         case .extendedGetSystemInformation: self = .extendedGetSystemInformation(parameters: value)
@@ -381,7 +401,8 @@ extension Command {
             throw FrameError.invalidField("Inventory needs its AFI and mask; build it with Command.inventory")
         default:
             switch code.kind {
-            case .custom: throw FrameError.invalidField("\(code.name) needs its manufacturer code; build it with Command.custom")
+            case .custom:
+                throw FrameError.invalidField("\(code.name) needs its manufacturer code; build it with Command.custom")
             case .proprietary: self = .proprietary(code: code.rawValue, parameters: data)
             default: self = .other(code: code.rawValue, parameters: data)
             }

@@ -10,7 +10,8 @@
 /// The answer is laid out as the ISO read's (flags, then per block the security status if the Option flag is
 /// set, and the data); the request and t1 are unchanged.
 public enum STFastRead {
-    public static let single: UInt8 = 0xC0, multiple: UInt8 = 0xC3, extendedSingle: UInt8 = 0xC4, extendedMultiple: UInt8 = 0xC5
+    public static let single: UInt8 = 0xC0, multiple: UInt8 = 0xC3, extendedSingle: UInt8 = 0xC4,
+        extendedMultiple: UInt8 = 0xC5
     public static let codes: Set<UInt8> = [single, multiple, extendedSingle, extendedMultiple]
 
     /// How the block numbers go on air.
@@ -29,20 +30,26 @@ public enum STFastRead {
         let lo = UInt8(truncatingIfNeeded: f), hi = UInt8(truncatingIfNeeded: f >> 8)
         switch layout {
         case .plain:
-            return .custom(code: count == 1 ? single : multiple, manufacturer: .stMicroelectronics,
-                           parameters: count == 1 ? [lo] : [lo, UInt8(truncatingIfNeeded: n)])
+            return .custom(
+                code: count == 1 ? single : multiple, manufacturer: .stMicroelectronics,
+                parameters: count == 1 ? [lo] : [lo, UInt8(truncatingIfNeeded: n)])
         case .extended:
-            return .custom(code: count == 1 ? extendedSingle : extendedMultiple, manufacturer: .stMicroelectronics,
-                           parameters: count == 1 ? [lo, hi] : [lo, hi, UInt8(truncatingIfNeeded: n), UInt8(truncatingIfNeeded: n >> 8)])
+            return .custom(
+                code: count == 1 ? extendedSingle : extendedMultiple, manufacturer: .stMicroelectronics,
+                parameters: count == 1
+                    ? [lo, hi] : [lo, hi, UInt8(truncatingIfNeeded: n), UInt8(truncatingIfNeeded: n >> 8)])
         case .protocolExtension:
-            return .custom(code: count == 1 ? single : multiple, manufacturer: .stMicroelectronics,
-                           parameters: count == 1 ? [lo, hi] : [lo, hi, UInt8(truncatingIfNeeded: n)])
+            return .custom(
+                code: count == 1 ? single : multiple, manufacturer: .stMicroelectronics,
+                parameters: count == 1 ? [lo, hi] : [lo, hi, UInt8(truncatingIfNeeded: n)])
         }
     }
 
     /// Whether a command is one of ST's fast reads (its answer comes at twice the data rate).
     public static func isFastRead(_ command: Command) -> Bool {
-        if case let .custom(code, manufacturer, _) = command { return manufacturer == .stMicroelectronics && codes.contains(code) }
+        if case let .custom(code, manufacturer, _) = command {
+            return manufacturer == .stMicroelectronics && codes.contains(code)
+        }
         return false
     }
 
@@ -73,7 +80,9 @@ extension AirTiming {
 extension Response {
     /// The blocks of a read's answer body (after the flags byte): for custom reads laid out as Read Multiple
     /// Blocks' (ST's fast reads).
-    public static func blocks(_ body: [UInt8], first: BlockNumber, count: Int, option: Bool, blockSize: Int?, name: String) throws(FrameError) -> [BlockRead] {
+    public static func blocks(
+        _ body: [UInt8], first: BlockNumber, count: Int, option: Bool, blockSize: Int?, name: String
+    ) throws(FrameError) -> [BlockRead] {
         var r = Reader([0] + body, from: 1)
         return try decodeBlocks(&r, first: first, count: count, option: option, blockSize: blockSize, name: name)
     }

@@ -69,7 +69,9 @@ public struct RequestFlags: OptionSet, Hashable, Sendable, CustomStringConvertib
             case "16-slots", "16-slot": f.remove(.oneSlot)
             case "": continue
             case let other:
-                throw ParseError("unknown request flag '\(other)'; known: high, low, dual-subcarrier, inventory, protocol-extension, select, address, option, afi, 1-slot, 16-slots, or a byte like 0x22")
+                throw ParseError(
+                    "unknown request flag '\(other)'; known: high, low, dual-subcarrier, inventory, protocol-extension, select, address, option, afi, 1-slot, 16-slots, or a byte like 0x22"
+                )
             }
         }
         self = f

@@ -9,7 +9,8 @@ public enum Hex {
     }
 
     /// Appends the hex digits of `bytes` as ASCII to `out` (the formatter's core; no String is made).
-    public static func append<S: Sequence>(_ bytes: S, separator: [UInt8] = [], to out: inout [UInt8]) where S.Element == UInt8 {
+    public static func append<S: Sequence>(_ bytes: S, separator: [UInt8] = [], to out: inout [UInt8])
+    where S.Element == UInt8 {
         out.reserveCapacity(out.count + bytes.underestimatedCount * (2 + separator.count))
         var first = true
         for byte in bytes {
@@ -42,7 +43,8 @@ public enum Hex {
             }
         }
         guard nibbles.count % 2 == 0 else {
-            throw ParseError("'\(text)' has an odd number of hex digits (\(nibbles.count)); write whole bytes, e.g. 0A not A")
+            throw ParseError(
+                "'\(text)' has an odd number of hex digits (\(nibbles.count)); write whole bytes, e.g. 0A not A")
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(nibbles.count / 2)
@@ -55,7 +57,9 @@ public enum Hex {
     }
 
     /// Parses an unsigned integer written in hex (`0xF8`, `F8h`) or decimal (`248`), at most `max`.
-    public static func parseInteger(_ text: String, max: UInt64 = UInt64.max, what: String = "number") throws(ParseError) -> UInt64 {
+    public static func parseInteger(_ text: String, max: UInt64 = UInt64.max, what: String = "number")
+        throws(ParseError) -> UInt64
+    {
         let t = text.trimmingWhitespace()
         var value: UInt64?
         if t.hasPrefix("0x") || t.hasPrefix("0X") {
@@ -69,7 +73,8 @@ public enum Hex {
             throw ParseError("\(what) '\(text)' is neither decimal (248) nor hex (0xF8)")
         }
         guard v <= max else {
-            throw ParseError("\(what) '\(text)' is out of range: at most \(max) (0x\(String(max, radix: 16, uppercase: true)))")
+            throw ParseError(
+                "\(what) '\(text)' is out of range: at most \(max) (0x\(String(max, radix: 16, uppercase: true)))")
         }
         return v
     }

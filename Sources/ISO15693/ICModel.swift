@@ -118,8 +118,8 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
             case 0xC0: return .tagitHFIStandard
             case 0xC4: return .tagitHFIPro
             case 0x80: return .tagitHFIPlus
-            case 0xA0, 0xA2: return .rf430frl15xh // observed UIDs E0 07 A0 … / E0 07 A2 …
-            default: return b5 >> 4 <= 1 ? .tagitHFIPlus : nil   // inlay (0x0_), chip (0x1_)
+            case 0xA0, 0xA2: return .rf430frl15xh  // observed UIDs E0 07 A0 … / E0 07 A2 …
+            default: return b5 >> 4 <= 1 ? .tagitHFIPlus : nil  // inlay (0x0_), chip (0x1_)
             }
         case .emMicroelectronic:
             // pm3 uidmapping (IC id in byte 5).

@@ -37,11 +37,13 @@ public struct NXPInventoryRead: Hashable, Sendable {
     /// The request: Inventory and Option flags set (the answer then carries the UID), AFI flag with `afi`.
     public func request(flags: RequestFlags, oneSlot: Bool) throws(FrameError) -> Request {
         guard first.value <= 0xFF, (1...256).contains(count) else {
-            throw FrameError.invalidField("Inventory Read takes blocks 0x00…0xFF and 1…256 of them; \(count) from \(first) asked")
+            throw FrameError.invalidField(
+                "Inventory Read takes blocks 0x00…0xFF and 1…256 of them; \(count) from \(first) asked")
         }
         let maxBits = oneSlot ? 64 : 60
         guard mask.length <= maxBits else {
-            throw FrameError.invalidField("Inventory Read mask of \(mask.length) bits is longer than the \(maxBits) bits allowed")
+            throw FrameError.invalidField(
+                "Inventory Read mask of \(mask.length) bits is longer than the \(maxBits) bits allowed")
         }
         var f = flags.union([.inventory, .option])
         if oneSlot { f.insert(.oneSlot) } else { f.remove(.oneSlot) }
@@ -56,7 +58,8 @@ public struct NXPInventoryRead: Hashable, Sendable {
     /// The Inventory Read in a decoded request (the tag's side), or nil when it is none or its fields do not fit.
     public init?(_ request: Request) {
         guard request.flags.isInventory, case let .custom(code, manufacturer, p) = request.command,
-              manufacturer == .nxp, code == Self.code || code == Self.fastCode else { return nil }
+            manufacturer == .nxp, code == Self.code || code == Self.fastCode
+        else { return nil }
         var i = 0
         var afi: UInt8?
         if request.flags.contains(.afi) {
@@ -72,7 +75,9 @@ public struct NXPInventoryRead: Hashable, Sendable {
         for (k, b) in p[i..<(i + maskBytes)].enumerated() { v |= UInt64(b) << (8 * UInt64(k)) }
         guard let mask = try? InventoryMask(length: length, value: v) else { return nil }
         i += maskBytes
-        self.init(fast: code == Self.fastCode, afi: afi, mask: mask, first: BlockNumber(UInt16(p[i])), count: Int(p[i + 1]) + 1)
+        self.init(
+            fast: code == Self.fastCode, afi: afi, mask: mask, first: BlockNumber(UInt16(p[i])),
+            count: Int(p[i + 1]) + 1)
     }
 
     /// UID bytes in the answer per the SLIX datasheet: the bits not known from the mask and the slot, whole bytes.
@@ -90,22 +95,28 @@ public struct NXPInventoryRead: Hashable, Sendable {
     /// The UID and blocks of an answer (flags byte first, no CRC) to this request in `slot` (0 with one slot).
     /// The UID's low bits come from the mask and the slot number, the rest from the answer; `blockSize` is
     /// the chip's (4 on every ICODE). Either UID length (datasheet or NXP library, see above) is taken.
-    public func decodeAnswer(_ frame: [UInt8], slot: Int, sixteenSlots: Bool, blockSize: Int) throws(FrameError) -> (uid: UID, blocks: [BlockRead]) {
+    public func decodeAnswer(_ frame: [UInt8], slot: Int, sixteenSlots: Bool, blockSize: Int) throws(FrameError) -> (
+        uid: UID, blocks: [BlockRead]
+    ) {
         guard let flags = frame.first else { throw FrameError.empty }
         if ResponseFlags(rawValue: flags).contains(.error) {
-            throw FrameError.invalidField("Inventory Read answered with the error flag (\(Hex.format(frame))); the chip stays silent on errors")
+            throw FrameError.invalidField(
+                "Inventory Read answered with the error flag (\(Hex.format(frame))); the chip stays silent on errors")
         }
         let data = count * blockSize
         let k = frame.count - 1 - data
         let datasheet = Self.uidBytes(maskLength: mask.length, sixteenSlots: sixteenSlots)
         let library = 8 - mask.length / 8
         guard k == datasheet || k == library, k >= 0 else {
-            throw FrameError.wrongLength(what: "Inventory Read answer (\(count) × \(blockSize)-byte block\(count == 1 ? "" : "s") after the UID bytes)",
-                                         expected: "\(1 + datasheet + data)", got: frame.count)
+            throw FrameError.wrongLength(
+                what:
+                    "Inventory Read answer (\(count) × \(blockSize)-byte block\(count == 1 ? "" : "s") after the UID bytes)",
+                expected: "\(1 + datasheet + data)", got: frame.count)
         }
         let known = sixteenSlots ? mask.length + 4 : mask.length
         guard known + 8 * k >= 64 else {
-            throw FrameError.invalidField("Inventory Read answer leaves UID bits unknown (\(known) from the mask and slot, \(8 * k) sent)")
+            throw FrameError.invalidField(
+                "Inventory Read answer leaves UID bits unknown (\(known) from the mask and slot, \(8 * k) sent)")
         }
         var low = mask.value
         if sixteenSlots { low |= UInt64(slot & 0x0F) << UInt64(mask.length) }
@@ -115,7 +126,9 @@ public struct NXPInventoryRead: Hashable, Sendable {
         var blocks: [BlockRead] = []
         for i in 0..<count {
             let start = 1 + k + i * blockSize
-            guard let n = first.advanced(by: i) else { throw FrameError.invalidField("block range from \(first) runs past 0xFFFF") }
+            guard let n = first.advanced(by: i) else {
+                throw FrameError.invalidField("block range from \(first) runs past 0xFFFF")
+            }
             blocks.append(BlockRead(number: n, data: Array(frame[start..<(start + blockSize)]), security: nil))
         }
         return (uid, blocks)

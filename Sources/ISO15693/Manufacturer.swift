@@ -32,7 +32,9 @@ public struct ManufacturerCode: Hashable, Comparable, Sendable, CustomStringConv
         let needle = text.lowercased()
         let squeezed = needle.filter { $0.isLetter || $0.isNumber }
         if let code = aliases[squeezed] { return ManufacturerCode(code) }
-        return register.sorted { $0.key < $1.key }.first { $0.value.lowercased().contains(needle) }.map { ManufacturerCode($0.key) }
+        return register.sorted { $0.key < $1.key }.first { $0.value.lowercased().contains(needle) }.map {
+            ManufacturerCode($0.key)
+        }
     }
 
     /// Names the register spells otherwise (its text is kept as published), lower-case without spaces.
@@ -53,7 +55,8 @@ public struct ManufacturerCode: Hashable, Comparable, Sendable, CustomStringConv
         0x11: "Emosyn-EM Microelectronics USA",
         0x12: "Wisekey Semiconductors (previously INSIDE Technology) France",
         0x13: "ORGA Kartensysteme GmbH Germany", 0x14: "SHARP Corporation Japan", 0x15: "ATMEL France",
-        0x16: "EM Microelectronic-Marin SA Switzerland", 0x17: "SMARTRAC TECHNOLOGY GmbH Germany (KSW Microtec in older lists)",
+        0x16: "EM Microelectronic-Marin SA Switzerland",
+        0x17: "SMARTRAC TECHNOLOGY GmbH Germany (KSW Microtec in older lists)",
         0x18: "ZMD AG Germany", 0x19: "XICOR, Inc. USA", 0x1A: "Sony Corporation Japan",
         0x1B: "Malaysia Microelectronic Solutions Sdn. Bhd Malaysia", 0x1C: "Emosyn USA",
         0x1D: "Shanghai Fudan Microelectronics Co. Ltd. P.R. China", 0x1E: "Magellan Technology Pty Limited Australia",
@@ -78,7 +81,8 @@ public struct ManufacturerCode: Hashable, Comparable, Sendable, CustomStringConv
         0x4C: "LEGIC Identsystems AG Switzerland", 0x4D: "Balluff GmbH Germany",
         0x4E: "Oberthur Technologies France", 0x4F: "Silterra Malaysia Sdn. Bhd. Malaysia",
         0x50: "Presto Engineering Denmark", 0x51: "Giesecke & Devrient GmbH Germany",
-        0x52: "Shenzhen China Vision Microelectronics Co., Ltd. China", 0x53: "Shanghai Feiju Microelectronics Co. Ltd. China",
+        0x52: "Shenzhen China Vision Microelectronics Co., Ltd. China",
+        0x53: "Shanghai Feiju Microelectronics Co. Ltd. China",
         0x54: "Intel Corporation USA", 0x55: "Microsensys GmbH Germany", 0x56: "Sonix Technology Co., Ltd. Taiwan",
         0x57: "Qualcomm Technologies Inc USA", 0x58: "Realtek Semiconductor Corp Taiwan",
         0x59: "Freevision Technologies Co. Ltd China", 0x5A: "Giantec Semiconductor Inc. China",
@@ -102,7 +106,8 @@ public struct ManufacturerCode: Hashable, Comparable, Sendable, CustomStringConv
         0x7F: "Shenzhen Goodix Technology Co., Ltd. China (legacy code)", 0x80: "Panthronics AG Austria (legacy code)",
         0x81: "Beijing Huada Infosec Technology Co., Ltd China (legacy code)",
         0x82: "Shanghai Oriental Magnetic Card Engineering Co Ltd. China (legacy code)",
-        0x83: "8ApeX Inc USA (legacy code)", 0x84: "Abbott Ireland (legacy code)", 0x85: "Proqure Inc USA (legacy code)",
+        0x83: "8ApeX Inc USA (legacy code)", 0x84: "Abbott Ireland (legacy code)",
+        0x85: "Proqure Inc USA (legacy code)",
         0x86: "Schreiner Group GmbH & Co. KG Germany (legacy code)",
         0x87: "Beijing SmartChip Microelectronics Technology Co. Ltd China (legacy code)",
         0x88: "Datang Microelectronics Technology Co., Ltd China (legacy code)",
@@ -113,8 +118,10 @@ public struct ManufacturerCode: Hashable, Comparable, Sendable, CustomStringConv
         0x8D: "Shanghai Huahong Integrated Circuit Co., Ltd China (legacy code)",
         0x8E: "Shanghai MintSilicon Microelectronics Co.,Ltd China (legacy code)",
         0x8F: "Xinsheng Technology Co., Ltd. China (legacy code)", 0x90: "IDEX Biometrics ASA Norway (legacy code)",
-        0x91: "Novo Nordisk A/S Denmark (legacy code)", 0x92: "Shandong Huayi Micro-Electronics Technology Co., Ltd China (legacy code)",
-        0x93: "Abbott Heart Failure USA (legacy code)", 0x94: "P&M Information Technology (Shenzhen) Co., Ltd China (legacy code)",
+        0x91: "Novo Nordisk A/S Denmark (legacy code)",
+        0x92: "Shandong Huayi Micro-Electronics Technology Co., Ltd China (legacy code)",
+        0x93: "Abbott Heart Failure USA (legacy code)",
+        0x94: "P&M Information Technology (Shenzhen) Co., Ltd China (legacy code)",
         0x95: "MARS TECHNOLOGY PTE. LTD. Singapore (legacy code)", 0x96: "Trovan Limited Isle of Man (legacy code)",
     ]
 }

@@ -53,7 +53,9 @@ public struct Request: Hashable, Sendable {
                 out += [UInt8(b.value & 0xFF), UInt8(b.value >> 8)]
             } else {
                 guard b.value <= 0xFF else {
-                    throw FrameError.invalidField("block \(b) needs an extended command (0x30–0x34) or the Protocol Extension flag; \(command.code.name) carries one byte")
+                    throw FrameError.invalidField(
+                        "block \(b) needs an extended command (0x30–0x34) or the Protocol Extension flag; \(command.code.name) carries one byte"
+                    )
                 }
                 out.append(UInt8(b.value))
             }
@@ -67,7 +69,8 @@ public struct Request: Hashable, Sendable {
         }
         func blockData(_ data: [UInt8], blocks: Int) throws(FrameError) {
             guard !data.isEmpty, data.count % blocks == 0, (1...32).contains(data.count / blocks) else {
-                throw FrameError.invalidField("\(data.count) data bytes do not make \(blocks) block(s) of 1…32 bytes each")
+                throw FrameError.invalidField(
+                    "\(data.count) data bytes do not make \(blocks) block(s) of 1…32 bytes each")
             }
             out += data
         }
@@ -80,7 +83,9 @@ public struct Request: Hashable, Sendable {
         case let .inventory(afi, mask):
             let maxBits = flags.contains(.oneSlot) ? 64 : 60
             guard mask.length <= maxBits else {
-                throw FrameError.invalidField("inventory mask of \(mask.length) bits is longer than \(maxBits) bits allowed with \(inventorySlots ?? 16) slot(s)")
+                throw FrameError.invalidField(
+                    "inventory mask of \(mask.length) bits is longer than \(maxBits) bits allowed with \(inventorySlots ?? 16) slot(s)"
+                )
             }
             if let afi { out.append(afi) }
             out.append(UInt8(mask.length))
@@ -159,14 +164,18 @@ public struct Request: Hashable, Sendable {
             case .custom:
                 // Custom inventory commands (NXP Inventory Read 0xA0/0xA1): manufacturer byte, then their own fields.
                 let mfr = try r.byte("manufacturer code")
-                return Request(.custom(code: code.rawValue, manufacturer: ManufacturerCode(mfr), parameters: r.rest()), flags: flags)
+                return Request(
+                    .custom(code: code.rawValue, manufacturer: ManufacturerCode(mfr), parameters: r.rest()),
+                    flags: flags)
             default:
-                throw FrameError.invalidField("Inventory flag set on \(code.name); only Inventory and custom inventory commands use it")
+                throw FrameError.invalidField(
+                    "Inventory flag set on \(code.name); only Inventory and custom inventory commands use it")
             }
         }
 
         if flags.contains(.select) && flags.contains(.address) {
-            throw FrameError.invalidField("Select and Address flags are both set; ISO/IEC 15693-3 allows one or the other")
+            throw FrameError.invalidField(
+                "Select and Address flags are both set; ISO/IEC 15693-3 allows one or the other")
         }
         let wide = code.wideBlockNumbers(flags)
         func addressing() throws(FrameError) -> Addressing {
@@ -211,7 +220,9 @@ public struct Request: Hashable, Sendable {
         case .blocksData:
             addr = try addressing(); let b = try block(); let n = try count(); let data = r.rest()
             guard !data.isEmpty, data.count % n == 0, (1...32).contains(data.count / n) else {
-                throw FrameError.wrongLength(what: "\(name) data for \(n) block(s)", expected: "a multiple of \(n), 1…32 per block", got: data.count)
+                throw FrameError.wrongLength(
+                    what: "\(name) data for \(n) block(s)", expected: "a multiple of \(n), 1…32 per block",
+                    got: data.count)
             }
             command = try Command(code: code, block: b, count: n, data: data)
         case .parametersThenAddress:
@@ -242,7 +253,7 @@ public struct Request: Hashable, Sendable {
         case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d):
             s += " \(b) ← \(Hex.format(d))"
         case let .readMultipleBlocks(f, n), let .extendedReadMultipleBlocks(f, n),
-             let .getMultipleBlockSecurityStatus(f, n), let .extendedGetMultipleBlockSecurityStatus(f, n):
+            let .getMultipleBlockSecurityStatus(f, n), let .extendedGetMultipleBlockSecurityStatus(f, n):
             s += " \(f)…\(f.advanced(by: n - 1)?.description ?? "?") (\(n) block\(n == 1 ? "" : "s"))"
         case let .writeMultipleBlocks(f, n, d), let .extendedWriteMultipleBlocks(f, n, d):
             s += " \(f)… (\(n) blocks) ← \(Hex.format(d))"
@@ -268,7 +279,9 @@ struct Reader {
     }
     var remaining: Int { frame.count - index }
     mutating func byte(_ what: String) throws(FrameError) -> UInt8 {
-        guard index < frame.count else { throw FrameError.truncated(what: "frame (\(what) missing)", needed: index + 1, got: frame.count) }
+        guard index < frame.count else {
+            throw FrameError.truncated(what: "frame (\(what) missing)", needed: index + 1, got: frame.count)
+        }
         defer { index += 1 }
         return frame[index]
     }
@@ -278,7 +291,9 @@ struct Reader {
         return UInt16(lo) | UInt16(hi) << 8
     }
     mutating func bytes(_ n: Int, _ what: String) throws(FrameError) -> [UInt8] {
-        guard n >= 0, remaining >= n else { throw FrameError.truncated(what: "frame (\(what) missing)", needed: index + n, got: frame.count) }
+        guard n >= 0, remaining >= n else {
+            throw FrameError.truncated(what: "frame (\(what) missing)", needed: index + n, got: frame.count)
+        }
         defer { index += n }
         return Array(frame[index..<(index + n)])
     }

@@ -45,13 +45,16 @@ public struct Response: Hashable, Sendable {
 
     /// Decodes the response to `request`. `blockSize` (from Get System Information) makes read responses
     /// strict; without it the block size is inferred from the length and the request's block count.
-    public static func decode(_ frame: [UInt8], to request: Request, blockSize: Int? = nil) throws(FrameError) -> Response {
+    public static func decode(_ frame: [UInt8], to request: Request, blockSize: Int? = nil) throws(FrameError)
+        -> Response
+    {
         guard let first = frame.first else { throw FrameError.empty }
         let flags = ResponseFlags(rawValue: first)
         let name = request.command.code.name
         if flags.contains(.error) {
             guard frame.count == 2 else {
-                throw FrameError.wrongLength(what: "error response to \(name)", expected: "2 (flags, error code)", got: frame.count)
+                throw FrameError.wrongLength(
+                    what: "error response to \(name)", expected: "2 (flags, error code)", got: frame.count)
             }
             return Response(flags: flags, body: .error(ISOErrorCode(frame[1])))
         }
@@ -66,15 +69,22 @@ public struct Response: Hashable, Sendable {
         case .stayQuiet:
             throw FrameError.invalidField("a tag never answers Stay Quiet, yet \(frame.count) byte(s) came back")
         case .writeSingleBlock, .lockBlock, .writeMultipleBlocks, .select, .resetToReady, .writeAFI, .lockAFI,
-             .writeDSFID, .lockDSFID, .extendedWriteSingleBlock, .extendedLockBlock, .extendedWriteMultipleBlocks:
+            .writeDSFID, .lockDSFID, .extendedWriteSingleBlock, .extendedLockBlock, .extendedWriteMultipleBlocks:
             try r.end("\(name) response")
             return Response(flags: flags, body: .done)
         case let .readSingleBlock(b), let .extendedReadSingleBlock(b):
-            return Response(flags: flags, body: .blocks(try decodeBlocks(&r, first: b, count: 1, option: option, blockSize: blockSize, name: name)))
+            return Response(
+                flags: flags,
+                body: .blocks(
+                    try decodeBlocks(&r, first: b, count: 1, option: option, blockSize: blockSize, name: name)))
         case let .readMultipleBlocks(f, n), let .extendedReadMultipleBlocks(f, n):
-            return Response(flags: flags, body: .blocks(try decodeBlocks(&r, first: f, count: n, option: option, blockSize: blockSize, name: name)))
+            return Response(
+                flags: flags,
+                body: .blocks(
+                    try decodeBlocks(&r, first: f, count: n, option: option, blockSize: blockSize, name: name)))
         case .getSystemInformation:
-            let info = try SystemInformation.decode(&r, extended: false, protocolExtension: request.flags.contains(.protocolExtension))
+            let info = try SystemInformation.decode(
+                &r, extended: false, protocolExtension: request.flags.contains(.protocolExtension))
             return Response(flags: flags, body: .systemInformation(info))
         case .extendedGetSystemInformation:
             let info = try SystemInformation.decode(&r, extended: true, protocolExtension: false)
@@ -88,21 +98,25 @@ public struct Response: Hashable, Sendable {
         }
     }
 
-    static func decodeBlocks(_ r: inout Reader, first: BlockNumber, count: Int, option: Bool,
-                                     blockSize: Int?, name: String) throws(FrameError) -> [BlockRead] {
+    static func decodeBlocks(
+        _ r: inout Reader, first: BlockNumber, count: Int, option: Bool,
+        blockSize: Int?, name: String
+    ) throws(FrameError) -> [BlockRead] {
         let total = r.remaining
         let per = option ? 1 : 0
         let size: Int
         if let blockSize {
             size = blockSize
             guard total == count * (blockSize + per) else {
-                throw FrameError.wrongLength(what: "\(name) response (\(count) × \(blockSize)-byte block\(option ? " + security byte" : ""))",
-                                             expected: "\(1 + count * (blockSize + per))", got: total + 1)
+                throw FrameError.wrongLength(
+                    what: "\(name) response (\(count) × \(blockSize)-byte block\(option ? " + security byte" : ""))",
+                    expected: "\(1 + count * (blockSize + per))", got: total + 1)
             }
         } else {
             guard count > 0, total % count == 0, (1...32).contains(total / count - per) else {
-                throw FrameError.wrongLength(what: "\(name) response for \(count) block(s)",
-                                             expected: "1 + \(count) × (1…32\(option ? " + 1" : ""))", got: total + 1)
+                throw FrameError.wrongLength(
+                    what: "\(name) response for \(count) block(s)",
+                    expected: "1 + \(count) × (1…32\(option ? " + 1" : ""))", got: total + 1)
             }
             size = total / count - per
         }
@@ -143,11 +157,13 @@ public struct Response: Hashable, Sendable {
     public var summary: String {
         switch body {
         case let .error(code): return "error flag, \(code)"
-        case let .inventory(dsfid, uid): return "UID \(uid), DSFID 0x\(Hex.format([dsfid])), manufacturer \(uid.manufacturer)"
+        case let .inventory(dsfid, uid):
+            return "UID \(uid), DSFID 0x\(Hex.format([dsfid])), manufacturer \(uid.manufacturer)"
         case .done: return "OK"
         case let .blocks(blocks):
             return blocks.map { b in
-                "\(b.number): \(Hex.format(b.data))" + (b.security.map { $0.isLocked ? " [locked]" : " [unlocked]" } ?? "")
+                "\(b.number): \(Hex.format(b.data))"
+                    + (b.security.map { $0.isLocked ? " [locked]" : " [unlocked]" } ?? "")
             }.joined(separator: "; ")
         case let .systemInformation(info): return info.summary
         case let .securityStatus(s): return "security status " + s.map { $0.isLocked ? "L" : "-" }.joined()

@@ -18,8 +18,11 @@ public struct SystemInformation: Hashable, Sendable, Codable {
     /// 0x3B only: the CSI field (a count byte, then that many crypto suite identifiers).
     public var cryptoSuites: [UInt8]?
 
-    public init(uid: UID, dsfid: UInt8? = nil, afi: UInt8? = nil, blockCount: Int? = nil, blockSize: Int? = nil,
-                icReference: UInt8? = nil, twoByteAddressing: Bool? = nil, commandList: [UInt8]? = nil, cryptoSuites: [UInt8]? = nil) {
+    public init(
+        uid: UID, dsfid: UInt8? = nil, afi: UInt8? = nil, blockCount: Int? = nil, blockSize: Int? = nil,
+        icReference: UInt8? = nil, twoByteAddressing: Bool? = nil, commandList: [UInt8]? = nil,
+        cryptoSuites: [UInt8]? = nil
+    ) {
         self.uid = uid
         self.dsfid = dsfid
         self.afi = afi
@@ -43,16 +46,20 @@ public struct SystemInformation: Hashable, Sendable, Codable {
         return f
     }
 
-    static func decode(_ r: inout Reader, extended: Bool, protocolExtension: Bool) throws(FrameError) -> SystemInformation {
+    static func decode(_ r: inout Reader, extended: Bool, protocolExtension: Bool) throws(FrameError)
+        -> SystemInformation
+    {
         let flags = try r.byte("info flags")
         if extended && flags & 0x80 != 0 {
-            _ = try r.byte("second info flags byte") // further info flags: none defined yet
+            _ = try r.byte("second info flags byte")  // further info flags: none defined yet
         }
         var info = SystemInformation(uid: try r.uid())
         if flags & 0x01 != 0 { info.dsfid = try r.byte("DSFID") }
         if flags & 0x02 != 0 { info.afi = try r.byte("AFI") }
         if flags & 0x04 != 0 {
-            let count = (extended || protocolExtension) ? Int(try r.le16("block count")) + 1 : Int(try r.byte("block count")) + 1
+            let count =
+                (extended || protocolExtension)
+                ? Int(try r.le16("block count")) + 1 : Int(try r.byte("block count")) + 1
             info.blockCount = count
             info.blockSize = Int(try r.byte("block size") & 0x1F) + 1
         }

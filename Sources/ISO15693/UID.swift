@@ -10,7 +10,8 @@ public struct UID: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
     /// From the 64-bit value; byte 7 must be 0xE0.
     public init(_ value: UInt64) throws(FrameError) {
         guard value >> 56 == 0xE0 else {
-            throw FrameError.invalidUID("most significant byte is 0x\(Hex.format([UInt8(value >> 56)])), ISO/IEC 15693-3 requires 0xE0")
+            throw FrameError.invalidUID(
+                "most significant byte is 0x\(Hex.format([UInt8(value >> 56)])), ISO/IEC 15693-3 requires 0xE0")
         }
         self.value = value
     }
@@ -39,7 +40,9 @@ public struct UID: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
     public init(parsing text: String) throws(ParseError) {
         let bytes = try Hex.parse(text)
         guard bytes.count == 8 else {
-            throw ParseError("UID '\(text)' has \(bytes.count) bytes; a UID has 8, written most-significant first, e.g. E004015012345678")
+            throw ParseError(
+                "UID '\(text)' has \(bytes.count) bytes; a UID has 8, written most-significant first, e.g. E004015012345678"
+            )
         }
         do {
             try self.init(displayBytes: bytes)
@@ -74,7 +77,8 @@ public struct UID: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         do { try self.init(parsing: text) } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: error.description))
         }
     }
 

@@ -89,7 +89,9 @@ public struct ReaderKind: RawRepresentable, Hashable, Sendable, CaseIterable, Cu
 public struct SimulatorDriver: ReaderDriver {
     public init() {}
     public var name: String { "sim" }
-    public var summary: String { "simulated field: a folder of tag images (project JSON, Proxmark3 JSON, Flipper .nfc) and its scenario.json" }
+    public var summary: String {
+        "simulated field: a folder of tag images (project JSON, Proxmark3 JSON, Flipper .nfc) and its scenario.json"
+    }
     public var capabilities: DriverCapabilities { [.iso15693, .slotMarkers, .simulatedField] }
 
     /// The default simulated field: `$VLOGGER_FIELD`, else `Config/demo-field` under the current folder.
@@ -102,14 +104,18 @@ public struct SimulatorDriver: ReaderDriver {
         let path = field ?? Self.defaultFieldPath()
         let folder: FieldFolder
         do { folder = try FieldFolder(url: URL(fileURLWithPath: path)) } catch {
-            throw ReaderError.device("simulated field: \(error)" + (field == nil ? " (run from the repository root, or pass --field DIR)" : ""))
+            throw ReaderError.device(
+                "simulated field: \(error)"
+                    + (field == nil ? " (run from the repository root, or pass --field DIR)" : ""))
         }
         let reader = SimulatorReader(field: folder.field, name: "simulator (\(path))")
         try reader.fieldOn()
         // The scenario plays only where the run's time is given (the polling agent), from its first cycle.
         var player: ScenarioPlayer?
         let runTime: (Int64) -> Void = { ms in
-            if player == nil, let scenario = folder.scenario { player = ScenarioPlayer(scenario: scenario, field: folder.field) }
+            if player == nil, let scenario = folder.scenario {
+                player = ScenarioPlayer(scenario: scenario, field: folder.field)
+            }
             player?.advance(toMs: ms)
         }
         return OpenedReader(reader: reader, runTime: runTime, deferredError: { folder.persistError.map { "\($0)" } })
@@ -128,7 +134,9 @@ public struct SimulatorDriver: ReaderDriver {
 public struct PCSCDriver: ReaderDriver {
     public init() {}
     public var name: String { "pcsc" }
-    public var summary: String { "PC/SC readers through pcscd (transparent exchange; 'storage:' before the device forces the storage-card commands)" }
+    public var summary: String {
+        "PC/SC readers through pcscd (transparent exchange; 'storage:' before the device forces the storage-card commands)"
+    }
     public var capabilities: DriverCapabilities { [.iso15693] }
 
     public func open(field: String?, device: String?) throws -> OpenedReader {
@@ -152,7 +160,11 @@ public struct PCSCDriver: ReaderDriver {
             let r = PCSCReader(reader: name)
             defer { try? r.fieldOff() }
             let card = (try? r.cardPresent()) ?? false
-            return DeviceListing(name: "\(i): \(name)", detail: "\(card ? "card present (a tag in the field)" : "no card")  ISO 15693: through the transparent exchange, or storage-card commands")
+            return DeviceListing(
+                name: "\(i): \(name)",
+                detail:
+                    "\(card ? "card present (a tag in the field)" : "no card")  ISO 15693: through the transparent exchange, or storage-card commands"
+            )
         }
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import FEIG
@@ -30,7 +30,9 @@ public struct FEIGDevice: Equatable, Sendable, CustomStringConvertible {
     public init(port: Port) { self.port = port }
 
     public static func parse(_ text: String) throws(FEIGDeviceError) -> FEIGDevice {
-        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
         guard let first = parts.first, !first.isEmpty else {
             throw .invalid("no device: give a serial port (/dev/ttyUSB0) or tcp://HOST[:PORT]")
         }
@@ -39,16 +41,22 @@ public struct FEIGDevice: Equatable, Sendable, CustomStringConvertible {
             let rest = String(first.dropFirst("tcp://".count))
             var host = rest, port = defaultTCPPort
             if rest.hasPrefix("[") {
-                guard let close = rest.firstIndex(of: "]") else { throw .invalid("\(first): an IPv6 address needs its closing ]") }
+                guard let close = rest.firstIndex(of: "]") else {
+                    throw .invalid("\(first): an IPv6 address needs its closing ]")
+                }
                 host = String(rest[rest.index(after: rest.startIndex)..<close])
                 let after = rest[rest.index(after: close)...]
                 if !after.isEmpty {
-                    guard after.first == ":", let p = Int(after.dropFirst()) else { throw .invalid("\(first): the port after ] must be :NUMBER") }
+                    guard after.first == ":", let p = Int(after.dropFirst()) else {
+                        throw .invalid("\(first): the port after ] must be :NUMBER")
+                    }
                     port = p
                 }
             } else if let colon = rest.lastIndex(of: ":") {
                 host = String(rest[..<colon])
-                guard let p = Int(rest[rest.index(after: colon)...]) else { throw .invalid("\(first): the port must be a number") }
+                guard let p = Int(rest[rest.index(after: colon)...]) else {
+                    throw .invalid("\(first): the port must be a number")
+                }
                 port = p
             }
             guard !host.isEmpty else { throw .invalid("\(first): no host") }
@@ -63,19 +71,27 @@ public struct FEIGDevice: Equatable, Sendable, CustomStringConvertible {
             guard let eq = option.firstIndex(of: "=") else { throw .invalid("option \"\(option)\" is not KEY=VALUE") }
             let key = String(option[..<eq]), value = String(option[option.index(after: eq)...])
             func number(_ range: ClosedRange<Int>) throws(FEIGDeviceError) -> Int {
-                guard let n = Int(value), range.contains(n) else { throw .invalid("\(key)=\(value): a number in \(range.lowerBound)…\(range.upperBound) is needed") }
+                guard let n = Int(value), range.contains(n) else {
+                    throw .invalid("\(key)=\(value): a number in \(range.lowerBound)…\(range.upperBound) is needed")
+                }
                 return n
             }
             switch key {
             case "baud", "parity":
-                guard case let .serial(path, baud, parity) = device.port else { throw .invalid("\(key) is a serial port's option; \(first) is a TCP address") }
+                guard case let .serial(path, baud, parity) = device.port else {
+                    throw .invalid("\(key) is a serial port's option; \(first) is a TCP address")
+                }
                 if key == "baud" {
                     guard let b = Int(value), FDLink.baudRates[b] != nil else {
-                        throw .invalid("baud=\(value): one of \(FDLink.baudRates.keys.sorted().map(String.init).joined(separator: ", "))")
+                        throw .invalid(
+                            "baud=\(value): one of \(FDLink.baudRates.keys.sorted().map(String.init).joined(separator: ", "))"
+                        )
                     }
                     device.port = .serial(path: path, baud: b, parity: parity)
                 } else {
-                    guard let p = FDLink.Parity(rawValue: value) else { throw .invalid("parity=\(value): none, even or odd") }
+                    guard let p = FDLink.Parity(rawValue: value) else {
+                        throw .invalid("parity=\(value): none, even or odd")
+                    }
                     device.port = .serial(path: path, baud: baud, parity: p)
                 }
             case "address": device.address = UInt8(try number(0...255))
@@ -170,7 +186,11 @@ public final class FEIGReader: TagReader {
     public init(device: FEIGDevice, link: FEIGLink? = nil) {
         self.device = device
         openLink = { () throws(FEIGLinkError) -> FEIGLink in try device.openLink() }
-        if let link { host = FEIGHost(link: link, responseTimeoutMs: device.responseTimeoutMs, interCharacterTimeoutMs: device.interCharacterTimeoutMs) }
+        if let link {
+            host = FEIGHost(
+                link: link, responseTimeoutMs: device.responseTimeoutMs,
+                interCharacterTimeoutMs: device.interCharacterTimeoutMs)
+        }
     }
 
     /// Opens the link and asks the reader who it is: a reader that does not answer is an error here, at
@@ -188,7 +208,9 @@ public final class FEIGReader: TagReader {
         if let host { return host }
         do {
             let link = try openLink()
-            let h = FEIGHost(link: link, responseTimeoutMs: device.responseTimeoutMs, interCharacterTimeoutMs: device.interCharacterTimeoutMs)
+            let h = FEIGHost(
+                link: link, responseTimeoutMs: device.responseTimeoutMs,
+                interCharacterTimeoutMs: device.interCharacterTimeoutMs)
             host = h
             return h
         } catch {
@@ -202,7 +224,9 @@ public final class FEIGReader: TagReader {
     }
 
     /// One host command: the request frame sent and the reply.
-    private func transact(_ control: UInt8, _ data: [UInt8]) throws(ReaderError) -> (request: FEIGFrame, reply: FEIGFrame) {
+    private func transact(_ control: UInt8, _ data: [UInt8]) throws(ReaderError) -> (
+        request: FEIGFrame, reply: FEIGFrame
+    ) {
         let h = try connected()
         let request = FEIGFrame(request: control, data: data, address: device.address, advanced: device.advancedFrames)
         do {
@@ -225,7 +249,9 @@ public final class FEIGReader: TagReader {
     /// [0x66] Get Reader Info, MODE 0 (type and firmware).
     public func identify() throws(ReaderError) -> FEIGReaderInfo {
         let reply = try command(FEIGCommand.readerInfo, [0x00])
-        guard reply.status == FEIGStatus.ok.rawValue else { throw Self.error(status: reply.status ?? 0, command: "Get Reader Info") }
+        guard reply.status == FEIGStatus.ok.rawValue else {
+            throw Self.error(status: reply.status ?? 0, command: "Get Reader Info")
+        }
         do {
             let i = try FEIGReaderInfo.decode(reply.data)
             info = i
@@ -264,10 +290,12 @@ public final class FEIGReader: TagReader {
         case .dataFalse?, .rfCommunicationError?:
             return .crcError(.invalidField("the FEIG reader received a damaged answer (\(text))"))
         case .rfWarning?, .hardwareWarning?, .initializationWarning?, .eepromFailure?, .synchronizationError?,
-             .firmwareActivationRequired?, .wrongFirmware?, .loginRequest?, .loginError?:
+            .firmwareActivationRequired?, .wrongFirmware?, .loginRequest?, .loginError?:
             return .device("FEIG reader: \(command): status \(text); the reader needs attention")
         default:
-            return .readerStatus(code: status, text: "\(FEIGStatus(rawValue: status)?.meaning ?? "not a status FEIG documents") (\(command))")
+            return .readerStatus(
+                code: status,
+                text: "\(FEIGStatus(rawValue: status)?.meaning ?? "not a status FEIG documents") (\(command))")
         }
     }
 
@@ -275,41 +303,58 @@ public final class FEIGReader: TagReader {
 
     public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? {
         guard afi == nil else {
-            throw .notSupported("an Inventory with an AFI: FEIG's [0xB0] Inventory has no AFI field (its MODE byte carries MORE only: ID ISC.MR101 manual p. 59, ID ISC.MR200 p. 88); set the AFI filter in the reader's configuration (Transponder.HF.ISO_15693.SelectionMask, AFI1…AFI4) instead")
+            throw .notSupported(
+                "an Inventory with an AFI: FEIG's [0xB0] Inventory has no AFI field (its MODE byte carries MORE only: ID ISC.MR101 manual p. 59, ID ISC.MR200 p. 88); set the AFI filter in the reader's configuration (Transponder.HF.ISO_15693.SelectionMask, AFI1…AFI4) instead"
+            )
         }
         var found: [InventoryEntry] = []
         var more = false
         for _ in 0..<64 {
-            let reply = try command(FEIGCommand.isoHost, FEIGISO.request(CommandCode.inventory.rawValue, .nonAddressed, modeExtra: more ? FEIGISO.moreBit : 0))
+            let reply = try command(
+                FEIGCommand.isoHost,
+                FEIGISO.request(CommandCode.inventory.rawValue, .nonAddressed, modeExtra: more ? FEIGISO.moreBit : 0))
             let status = reply.status ?? 0
             if status == FEIGStatus.noTransponder.rawValue { break }
             guard status == FEIGStatus.ok.rawValue || status == FEIGStatus.moreData.rawValue else {
                 throw Self.error(status: status, command: "Inventory")
             }
             let records: [FEIGISO.InventoryRecord]
-            do { records = try FEIGISO.inventory(reply.data) } catch { throw .crcError(.invalidField("FEIG reader \(device): \(error)")) }
+            do { records = try FEIGISO.inventory(reply.data) } catch {
+                throw .crcError(.invalidField("FEIG reader \(device): \(error)"))
+            }
             for r in records where r.transponderType == FEIGISO.trTypeISO15693 {
                 guard let uid = try? UID(onAir: FEIGISO.readerOrder(r.uid)) else {
-                    throw .crcError(.invalidField("FEIG reader \(device): Inventory record with UID \(Hex.format(r.uid)) (not an ISO 15693 UID)"))
+                    throw .crcError(
+                        .invalidField(
+                            "FEIG reader \(device): Inventory record with UID \(Hex.format(r.uid)) (not an ISO 15693 UID)"
+                        ))
                 }
                 if !found.contains(where: { $0.uid == uid }) { found.append(InventoryEntry(uid: uid, dsfid: r.dsfid)) }
             }
-            airTime = airTime + AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + (AirTiming.t1 + AirTiming.tagFrame(bytes: 12, flags: [.highDataRate])) * max(1, records.count)
+            airTime =
+                airTime + AirTiming.readerFrame(bytes: 5, coding: .oneOfFour)
+                + (AirTiming.t1 + AirTiming.tagFrame(bytes: 12, flags: [.highDataRate])) * max(1, records.count)
             guard status == FEIGStatus.moreData.rawValue else { break }
             more = true
         }
-        trace?(TraceEvent(direction: .nothing, bytes: [], airTime: .zero,
-                          note: "FEIG reader inventory: " + (found.isEmpty ? "no tag" : found.map { "\($0.uid)" }.joined(separator: ", "))))
+        trace?(
+            TraceEvent(
+                direction: .nothing, bytes: [], airTime: .zero,
+                note: "FEIG reader inventory: "
+                    + (found.isEmpty ? "no tag" : found.map { "\($0.uid)" }.joined(separator: ", "))))
         return found
     }
 
     // MARK: ISO 15693 frames through host commands
 
     public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
-        guard frame.count <= limits.maxRequestBytes else { throw .frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes) }
+        guard frame.count <= limits.maxRequestBytes else {
+            throw .frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes)
+        }
         let request: Request
         do { request = try Request.decode(frame) } catch {
-            throw .notSupported("FEIG readers take ISO 15693 commands as host commands; this frame does not decode as one (\(error))")
+            throw .notSupported(
+                "FEIG readers take ISO 15693 commands as host commands; this frame does not decode as one (\(error))")
         }
         let onAir = CRC16.appending(to: frame)
         let out = AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)
@@ -331,7 +376,9 @@ public final class FEIGReader: TagReader {
     }
 
     public func nextSlot() throws(ReaderError) -> [UInt8] {
-        throw .notSupported("FEIG readers resolve collisions themselves; 16-slot inventory EOFs have no host command (the client uses the reader's inventory)")
+        throw .notSupported(
+            "FEIG readers resolve collisions themselves; 16-slot inventory EOFs have no host command (the client uses the reader's inventory)"
+        )
     }
 
     private func addressing(_ request: Request) -> FEIGISO.Addressing {
@@ -352,29 +399,41 @@ public final class FEIGReader: TagReader {
             request.flags.contains(.protocolExtension) || request.command.code.isExtended || first + n - 1 > 255
         }
         /// [0xB0] `sub` on blocks `first ..< first + n`: DB-ADR in the form the range needs, then `tail`.
-        func blocks(_ sub: UInt8, _ first: BlockNumber, _ n: Int, mode: UInt8 = 0, _ tail: [UInt8]) throws(ReaderError) -> [UInt8] {
+        func blocks(_ sub: UInt8, _ first: BlockNumber, _ n: Int, mode: UInt8 = 0, _ tail: [UInt8]) throws(ReaderError)
+            -> [UInt8]
+        {
             guard n <= 255 else { throw .frameTooLong(bytes: n, limit: 255) }
             let ext = wide(first.int, n)
-            return FEIGISO.request(sub, adr, modeExtra: mode | (ext ? FEIGISO.extAdrBit : 0), FEIGISO.blockAddress(first.int, extended: ext) + tail)
+            return FEIGISO.request(
+                sub, adr, modeExtra: mode | (ext ? FEIGISO.extAdrBit : 0),
+                FEIGISO.blockAddress(first.int, extended: ext) + tail)
         }
         /// Block data in the reader's order.
-        func ordered(_ d: [UInt8], _ size: Int) -> [UInt8] { reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: size) : d }
+        func ordered(_ d: [UInt8], _ size: Int) -> [UInt8] {
+            reverseBlockBytes ? FEIGISO.reversedBlocks(d, blockSize: size) : d
+        }
         var control = FEIGCommand.isoHost
         let data: [UInt8]
         switch request.command {
         case let .inventory(afi, mask):
             guard request.inventorySlots == 1 else {
-                throw .notSupported("a 16-slot Inventory round has no FEIG host command; the reader's own inventory finds the tags")
+                throw .notSupported(
+                    "a 16-slot Inventory round has no FEIG host command; the reader's own inventory finds the tags")
             }
             let found = try readerInventory(afi: afi) ?? []
             let matching = found.filter { mask.matches($0.uid) }
             guard let lone = matching.first else { throw .timeout }
             guard matching.count == 1 else { throw .collision }
-            return (Response(body: .inventory(dsfid: lone.dsfid, uid: lone.uid)).encode(), ("via the reader's inventory", ""))
+            return (
+                Response(body: .inventory(dsfid: lone.dsfid, uid: lone.uid)).encode(),
+                ("via the reader's inventory", "")
+            )
         case .stayQuiet: data = FEIGISO.request(0x02, adr)
         case let .readSingleBlock(b), let .extendedReadSingleBlock(b): data = try blocks(0x23, b, 1, mode: sec, [1])
-        case let .readMultipleBlocks(first, n), let .extendedReadMultipleBlocks(first, n): data = try blocks(0x23, first, n, mode: sec, [UInt8(truncatingIfNeeded: n)])
-        case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d): data = try blocks(0x24, b, 1, [1, UInt8(d.count)] + ordered(d, d.count))
+        case let .readMultipleBlocks(first, n), let .extendedReadMultipleBlocks(first, n):
+            data = try blocks(0x23, first, n, mode: sec, [UInt8(truncatingIfNeeded: n)])
+        case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d):
+            data = try blocks(0x24, b, 1, [1, UInt8(d.count)] + ordered(d, d.count))
         case let .writeMultipleBlocks(first, n, d), let .extendedWriteMultipleBlocks(first, n, d):
             let size = d.count / max(1, n)
             data = try blocks(0x24, first, n, [UInt8(truncatingIfNeeded: n), UInt8(size)] + ordered(d, size))
@@ -395,24 +454,32 @@ public final class FEIGReader: TagReader {
             control = FEIGCommand.isoCustom
             data = FEIGISO.customRequest(manufacturer: manufacturer.rawValue, code, adr, parameters)
         case .proprietary, .other:
-            throw .notSupported("\(request.command.code.name) has no FEIG host command ([0xB0] carries ISO 15693's commands, [0xB1] the manufacturers' custom ones)")
+            throw .notSupported(
+                "\(request.command.code.name) has no FEIG host command ([0xB0] carries ISO 15693's commands, [0xB1] the manufacturers' custom ones)"
+            )
         }
         let (sent, reply) = try transact(control, data)
         // The host frames for the trace, formatted only when a trace listens.
-        let frames = trace == nil ? ("", "") : ("FEIG > " + Hex.format(sent.encoded()), "FEIG < " + Hex.format(reply.encoded()))
+        let frames =
+            trace == nil ? ("", "") : ("FEIG > " + Hex.format(sent.encoded()), "FEIG < " + Hex.format(reply.encoded()))
         let status = reply.status ?? 0
         if status == FEIGStatus.iso15693Error.rawValue {
-            guard let code = reply.data.first else { throw .crcError(.invalidField("FEIG reader \(device): STATUS 0x95 without the tag's error code")) }
+            guard let code = reply.data.first else {
+                throw .crcError(.invalidField("FEIG reader \(device): STATUS 0x95 without the tag's error code"))
+            }
             return (Response(body: .error(ISOErrorCode(code))).encode(), frames)
         }
-        guard status == FEIGStatus.ok.rawValue else { throw Self.error(status: status, command: request.command.code.name) }
+        guard status == FEIGStatus.ok.rawValue else {
+            throw Self.error(status: status, command: request.command.code.name)
+        }
         func malformed(_ e: FEIGReplyError) -> ReaderError { .crcError(.invalidField("FEIG reader \(device): \(e)")) }
         let body: ResponseBody
         switch request.command {
         case .stayQuiet:
             // A tag never answers Stay Quiet: on air that is silence.
             throw .timeout
-        case let .readSingleBlock(b), let .readMultipleBlocks(b, _), let .extendedReadSingleBlock(b), let .extendedReadMultipleBlocks(b, _):
+        case let .readSingleBlock(b), let .readMultipleBlocks(b, _), let .extendedReadSingleBlock(b),
+            let .extendedReadMultipleBlocks(b, _):
             let n: Int
             switch request.command {
             case let .readMultipleBlocks(_, count), let .extendedReadMultipleBlocks(_, count): n = count
@@ -420,23 +487,35 @@ public final class FEIGReader: TagReader {
             }
             let read: (size: Int, blocks: [FEIGISO.Block])
             do { read = try FEIGISO.blocks(reply.data, expected: n) } catch { throw malformed(error) }
-            body = .blocks(read.blocks.enumerated().map { i, blk in
-                BlockRead(number: BlockNumber(UInt16(truncatingIfNeeded: Int(b.value) + i)),
-                          data: reverseBlockBytes ? blk.data.reversed() : blk.data,
-                          security: sec != 0 ? BlockSecurityStatus(rawValue: blk.security) : nil)
-            })
+            body = .blocks(
+                read.blocks.enumerated().map { i, blk in
+                    BlockRead(
+                        number: BlockNumber(UInt16(truncatingIfNeeded: Int(b.value) + i)),
+                        data: reverseBlockBytes ? blk.data.reversed() : blk.data,
+                        security: sec != 0 ? BlockSecurityStatus(rawValue: blk.security) : nil)
+                })
         case .getSystemInformation, .extendedGetSystemInformation:
             let i: FEIGISO.SystemInfo
             do { i = try FEIGISO.systemInfo(reply.data) } catch { throw malformed(error) }
-            guard let uid = try? UID(onAir: FEIGISO.readerOrder(i.uid)) else { throw malformed(.malformed("Get System Information reply with UID \(Hex.format(i.uid))")) }
-            let info = SystemInformation(uid: uid, dsfid: i.dsfid, afi: i.afi, blockCount: i.blockCount, blockSize: i.blockSize, icReference: i.icReference)
+            guard let uid = try? UID(onAir: FEIGISO.readerOrder(i.uid)) else {
+                throw malformed(.malformed("Get System Information reply with UID \(Hex.format(i.uid))"))
+            }
+            let info = SystemInformation(
+                uid: uid, dsfid: i.dsfid, afi: i.afi, blockCount: i.blockCount, blockSize: i.blockSize,
+                icReference: i.icReference)
             if case .extendedGetSystemInformation = request.command {
                 // Answered in 0x3B's layout, which is how the client decodes it.
                 return (Response(body: .systemInformation(info)).encode(extendedSystemInformation: true), frames)
             }
-            return (Response(body: .systemInformation(info)).encode(protocolExtension: request.flags.contains(.protocolExtension)), frames)
+            return (
+                Response(body: .systemInformation(info)).encode(
+                    protocolExtension: request.flags.contains(.protocolExtension)), frames
+            )
         case let .getMultipleBlockSecurityStatus(_, n), let .extendedGetMultipleBlockSecurityStatus(_, n):
-            do { body = .securityStatus(try FEIGISO.securityStatus(reply.data, expected: n).map { BlockSecurityStatus(rawValue: $0) }) } catch { throw malformed(error) }
+            do {
+                body = .securityStatus(
+                    try FEIGISO.securityStatus(reply.data, expected: n).map { BlockSecurityStatus(rawValue: $0) })
+            } catch { throw malformed(error) }
         case .custom:
             body = .data(reply.data)
         default:
@@ -460,9 +539,13 @@ extension FEIGReader: BufferedReader {
             throw Self.error(status: status, command: "Read Buffer")
         }
         let parsed: FEIGBuffer.Reply
-        do { parsed = try FEIGBuffer.parse(reply.data) } catch { throw .crcError(.invalidField("FEIG reader \(device): \(error)")) }
+        do { parsed = try FEIGBuffer.parse(reply.data) } catch {
+            throw .crcError(.invalidField("FEIG reader \(device): \(error)"))
+        }
         return parsed.records.map { r in
-            let uid = r.uid.flatMap { r.transponderType == FEIGISO.trTypeISO15693 ? try? UID(onAir: FEIGISO.readerOrder($0)) : nil }
+            let uid = r.uid.flatMap {
+                r.transponderType == FEIGISO.trTypeISO15693 ? try? UID(onAir: FEIGISO.readerOrder($0)) : nil
+            }
             // MSB first (TR-DATA1 bit 3 clear) is the [0xB0] reads' order: each block reversed against memory.
             let blocks = parsed.lsbFirst ? r.blocks : r.blocks.map { Array($0.reversed()) }
             return BufferedRecord(raw: r.raw, uid: uid, blocks: blocks, readerTime: r.time)
@@ -472,7 +555,9 @@ extension FEIGReader: BufferedReader {
     /// [0x32] Clear Data Buffer: deletes the records the last Read Buffer returned.
     public func clearBuffer() throws(ReaderError) {
         let reply = try command(FEIGCommand.clearBuffer, [])
-        guard reply.status == FEIGStatus.ok.rawValue else { throw Self.error(status: reply.status ?? 0, command: "Clear Data Buffer") }
+        guard reply.status == FEIGStatus.ok.rawValue else {
+            throw Self.error(status: reply.status ?? 0, command: "Clear Data Buffer")
+        }
     }
 }
 
@@ -480,12 +565,15 @@ extension FEIGReader: BufferedReader {
 public struct FEIGDriver: ReaderDriver {
     public init() {}
     public var name: String { "feig" }
-    public var summary: String { "FEIG OBID ID ISC readers (ID ISC.MR101/MR102, LR1002, LRU…): host protocol over a serial port (/dev/ttyUSB0,baud=38400,parity=even) or tcp://HOST[:10001]" }
+    public var summary: String {
+        "FEIG OBID ID ISC readers (ID ISC.MR101/MR102, LR1002, LRU…): host protocol over a serial port (/dev/ttyUSB0,baud=38400,parity=even) or tcp://HOST[:10001]"
+    }
     public var capabilities: DriverCapabilities { [.iso15693, .readerSideInventory] }
 
     public func open(field: String?, device: String?) throws -> OpenedReader {
         guard let device else {
-            throw ReaderError.device("the feig driver needs a device: a serial port (/dev/ttyUSB0) or tcp://HOST[:PORT]")
+            throw ReaderError.device(
+                "the feig driver needs a device: a serial port (/dev/ttyUSB0) or tcp://HOST[:PORT]")
         }
         let parsed: FEIGDevice
         do { parsed = try FEIGDevice.parse(device) } catch { throw ReaderError.device("\(error)") }
@@ -494,7 +582,13 @@ public struct FEIGDriver: ReaderDriver {
 
     /// FEIG readers announce themselves nowhere: a configured device is asked ([0x66] Get Reader Info).
     public func devices(field: String?) throws -> [DeviceListing] {
-        [DeviceListing(name: "-", detail: "FEIG readers are not discovered; configure one ([[reader]] driver = \"feig\", device = \"/dev/ttyUSB0\" or \"tcp://HOST\") and `vlogger devices --config FILE` asks it")]
+        [
+            DeviceListing(
+                name: "-",
+                detail:
+                    "FEIG readers are not discovered; configure one ([[reader]] driver = \"feig\", device = \"/dev/ttyUSB0\" or \"tcp://HOST\") and `vlogger devices --config FILE` asks it"
+            )
+        ]
     }
 
     /// What the reader at `device` says about itself.

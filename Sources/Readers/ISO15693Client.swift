@@ -108,14 +108,17 @@ public final class ISO15693Client {
         let name = request.command.code.name
         let frame: [UInt8]
         do { frame = try request.encode() } catch { throw ClientError.invalid("\(name): \(error)") }
-        let wait: ResponseWait = request.command.code.isWriteAlike ? .writeAlike(optionFlag: request.flags.contains(.option)) : .standard
+        let wait: ResponseWait =
+            request.command.code.isWriteAlike ? .writeAlike(optionFlag: request.flags.contains(.option)) : .standard
         var attempt = 0
         let limit = retries ?? self.retries
         while true {
             do throws(ClientError) {
                 exchanges += 1
                 let answer: [UInt8]
-                do { answer = try reader.transceive(frame, wait: wait) } catch { throw ClientError.reader(error, command: name) }
+                do { answer = try reader.transceive(frame, wait: wait) } catch {
+                    throw ClientError.reader(error, command: name)
+                }
                 let response: Response
                 do { response = try Response.decode(answer, to: request, blockSize: blockSize) } catch {
                     throw ClientError.malformed(error, command: name)
@@ -132,10 +135,14 @@ public final class ISO15693Client {
     /// Sends a frame as is (flags, command, parameters; the reader adds the CRC) and returns the answer.
     public func raw(_ frame: [UInt8], wait: ResponseWait = .standard) throws(ClientError) -> [UInt8] {
         exchanges += 1
-        do { return try reader.transceive(frame, wait: wait) } catch { throw ClientError.reader(error, command: "raw frame") }
+        do { return try reader.transceive(frame, wait: wait) } catch {
+            throw ClientError.reader(error, command: "raw frame")
+        }
     }
 
-    private func request(_ command: Command, _ uid: UID?, option: Bool = false, protocolExtension: Bool = false) -> Request {
+    private func request(_ command: Command, _ uid: UID?, option: Bool = false, protocolExtension: Bool = false)
+        -> Request
+    {
         var flags = baseFlags
         if option { flags.insert(.option) }
         if protocolExtension { flags.insert(.protocolExtension) }
@@ -161,20 +168,27 @@ public final class ISO15693Client {
     /// 16 slots.
     /// On readers that resolve collisions themselves (`hasReaderInventory`: a FEIG reader), their own
     /// inventory is asked instead.
-    public func inventory(afi: UInt8? = nil, quiet: Bool = false, maxRounds: Int = 4096, oneSlotFirst: Bool = false) throws(ClientError) -> [InventoryEntry] {
+    public func inventory(afi: UInt8? = nil, quiet: Bool = false, maxRounds: Int = 4096, oneSlotFirst: Bool = false)
+        throws(ClientError) -> [InventoryEntry]
+    {
         if reader.hasReaderInventory {
             exchanges += 1
             let found: [InventoryEntry]
-            do { found = try reader.readerInventory(afi: afi) ?? [] } catch { throw ClientError.reader(error, command: "Inventory") }
+            do { found = try reader.readerInventory(afi: afi) ?? [] } catch {
+                throw ClientError.reader(error, command: "Inventory")
+            }
             if quiet {
                 for entry in found { try stayQuiet(entry.uid) }
             }
             return found
         }
-        let found: [(UID, UInt8)] = try slotted(name: "Inventory", maxRounds: maxRounds, oneSlotFirst: oneSlotFirst) { mask, oneSlot in
+        let found: [(UID, UInt8)] = try slotted(name: "Inventory", maxRounds: maxRounds, oneSlotFirst: oneSlotFirst) {
+            mask, oneSlot in
             Request(.inventory(afi: afi, mask: mask), flags: oneSlot ? baseFlags.union(.oneSlot) : baseFlags)
         } parse: { answer, req, _, _ in
-            guard let r = try? Response.decode(answer, to: req), case let .inventory(dsfid, uid) = r.body else { return nil }
+            guard let r = try? Response.decode(answer, to: req), case let .inventory(dsfid, uid) = r.body else {
+                return nil
+            }
             return (uid, dsfid)
         }
         if quiet {
@@ -203,7 +217,9 @@ public final class ISO15693Client {
         do throws(ReaderError) {
             exchanges += 1
             let answer = try reader.transceive(frame, wait: .standard)
-            guard let r = try? Response.decode(answer, to: req), case let .inventory(dsfid, uid) = r.body else { return .several }
+            guard let r = try? Response.decode(answer, to: req), case let .inventory(dsfid, uid) = r.body else {
+                return .several
+            }
             return .lone(InventoryEntry(uid: uid, dsfid: dsfid))
         } catch .timeout {
             return .silent
@@ -219,20 +235,27 @@ public final class ISO15693Client {
     /// with `count` blocks from `first` (4-byte blocks, as on every ICODE). Other tags stay silent, so a
     /// field with other chips still needs an `inventory` (send Stay Quiet to the tags found here first).
     /// A tag whose answer does not decode (fewer blocks near its end) is left out; the inventory finds it.
-    public func inventoryRead(first: BlockNumber, count: Int, fast: Bool, afi: UInt8? = nil, maxRounds: Int = 4096,
-                              oneSlotFirst: Bool = true) throws(ClientError) -> [(uid: UID, blocks: [BlockRead])] {
+    public func inventoryRead(
+        first: BlockNumber, count: Int, fast: Bool, afi: UInt8? = nil, maxRounds: Int = 4096,
+        oneSlotFirst: Bool = true
+    ) throws(ClientError) -> [(uid: UID, blocks: [BlockRead])] {
         // A reader with its own inventory sends no slotted custom commands: its tags are found by its
         // inventory and read by address.
         if reader.hasReaderInventory { return [] }
         let name = fast ? "Fast Inventory Read" : "Inventory Read"
-        let found: [(UID, [BlockRead])] = try slotted(name: name, maxRounds: maxRounds, oneSlotFirst: oneSlotFirst) { mask, oneSlot throws(ClientError) in
+        let found: [(UID, [BlockRead])] = try slotted(name: name, maxRounds: maxRounds, oneSlotFirst: oneSlotFirst) {
+            mask, oneSlot throws(ClientError) in
             do {
-                return try NXPInventoryRead(fast: fast, afi: afi, mask: mask, first: first, count: count).request(flags: baseFlags, oneSlot: oneSlot)
+                return try NXPInventoryRead(fast: fast, afi: afi, mask: mask, first: first, count: count).request(
+                    flags: baseFlags, oneSlot: oneSlot)
             } catch { throw ClientError.invalid("\(name): \(error)") }
         } parse: { answer, req, mask, slot in
             let read = NXPInventoryRead(fast: fast, afi: afi, mask: mask, first: first, count: count)
-            guard let (uid, blocks) = try? read.decodeAnswer(answer, slot: slot, sixteenSlots: req.inventorySlots == 16, blockSize: 4),
-                  uid.manufacturer == .nxp else { return nil }
+            guard
+                let (uid, blocks) = try? read.decodeAnswer(
+                    answer, slot: slot, sixteenSlots: req.inventorySlots == 16, blockSize: 4),
+                uid.manufacturer == .nxp
+            else { return nil }
             return (uid, blocks)
         }
         return found.map { (uid: $0.0, blocks: $0.1) }
@@ -240,9 +263,11 @@ public final class ISO15693Client {
 
     /// The slotted search shared by Inventory and NXP's Inventory Read: `request` builds the round for a
     /// mask (one slot or 16), `parse` turns a slot's answer into a UID and what came with it (nil: garbled).
-    private func slotted<T>(name: String, maxRounds: Int, oneSlotFirst: Bool,
-                            request: (InventoryMask, Bool) throws(ClientError) -> Request,
-                            parse: ([UInt8], Request, InventoryMask, Int) -> (UID, T)?) throws(ClientError) -> [(UID, T)] {
+    private func slotted<T>(
+        name: String, maxRounds: Int, oneSlotFirst: Bool,
+        request: (InventoryMask, Bool) throws(ClientError) -> Request,
+        parse: ([UInt8], Request, InventoryMask, Int) -> (UID, T)?
+    ) throws(ClientError) -> [(UID, T)] {
         var found: [UID: T] = [:]
         var order: [UID] = []
         var pending: [InventoryMask] = [.none]
@@ -269,7 +294,9 @@ public final class ISO15693Client {
             let mask = pending.removeFirst()
             rounds += 1
             guard rounds <= maxRounds else {
-                throw ClientError.invalid("\(name) gave up after \(maxRounds) rounds with \(pending.count) collided slots left; the field is too crowded or too noisy")
+                throw ClientError.invalid(
+                    "\(name) gave up after \(maxRounds) rounds with \(pending.count) collided slots left; the field is too crowded or too noisy"
+                )
             }
             // Readers without slot markers (PC/SC) walk the UID tree with one-slot requests, one mask bit at a time.
             let markers = reader.supportsSlotMarkers
@@ -288,7 +315,9 @@ public final class ISO15693Client {
                     // Two or more tags (or a garbled answer): look again with 4 more mask bits.
                     if oneSlot {
                         if !markers && mask.length < 64 {
-                            for v in 0...1 { if let m = try? mask.extended(by: 1, with: UInt64(v)) { pending.append(m) } }
+                            for v in 0...1 {
+                                if let m = try? mask.extended(by: 1, with: UInt64(v)) { pending.append(m) }
+                            }
                         }
                         continue
                     }
@@ -296,7 +325,9 @@ public final class ISO15693Client {
                         if let m = try? mask.extended(by: 4, with: UInt64(slot)) { pending.append(m) }
                     } else {
                         for v in 0..<16 {
-                            if let m = try? mask.extended(by: 4, with: UInt64(slot)).extended(by: 64 - mask.length - 4, with: UInt64(v)) {
+                            if let m = try? mask.extended(by: 4, with: UInt64(slot)).extended(
+                                by: 64 - mask.length - 4, with: UInt64(v))
+                            {
                                 pending.append(m)
                             }
                         }
@@ -341,19 +372,28 @@ public final class ISO15693Client {
         var info: SystemInformation?
         var source = MemorySource.getSystemInformation
         var lastError: ClientError?
-        let attempts: [(Command, Bool, MemorySource)] = guess?.needsProtocolExtension == true
-            ? [(.getSystemInformation, true, .protocolExtension), (.getSystemInformation, false, .getSystemInformation)]
-            : [(.getSystemInformation, false, .getSystemInformation), (.getSystemInformation, true, .protocolExtension)]
+        let attempts: [(Command, Bool, MemorySource)] =
+            guess?.needsProtocolExtension == true
+            ? [
+                (.getSystemInformation, true, .protocolExtension),
+                (.getSystemInformation, false, .getSystemInformation),
+            ]
+            : [
+                (.getSystemInformation, false, .getSystemInformation),
+                (.getSystemInformation, true, .protocolExtension),
+            ]
         for (command, ext, src) in attempts {
             do {
-                if case let .systemInformation(i) = try send(request(command, uid, protocolExtension: ext), retries: 1).body {
+                if case let .systemInformation(i) = try send(request(command, uid, protocolExtension: ext), retries: 1)
+                    .body
+                {
                     info = i
                     source = src
                     break
                 }
             } catch {
                 lastError = error
-                if case .reader(.timeout, _) = error { break } // a silent chip will not answer the variant either
+                if case .reader(.timeout, _) = error { break }  // a silent chip will not answer the variant either
             }
         }
         // 0x3B when the plain answer is missing, lacks the memory size, or may be capped at 256 blocks.
@@ -363,7 +403,9 @@ public final class ISO15693Client {
         // again. (Taking the plain answer instead cached a 2048-block ST25DV64K as 256 blocks for a whole run.)
         // For any other chip, 0x3B is a guess: silence, a tag error or a reply that does not decode mean it has
         // none, and the plain answer (or probing) stands, as before.
-        if info == nil || info?.blockCount == nil || (info?.blockCount == 256 && (known == nil || known?.usesExtendedCommands == true)) {
+        if info == nil || info?.blockCount == nil
+            || (info?.blockCount == 256 && (known == nil || known?.usesExtendedCommands == true))
+        {
             let expected = known?.usesExtendedCommands == true
             do {
                 let i = try extendedSystemInformation(uid, retryDamaged: true, retrySilence: expected)
@@ -376,23 +418,30 @@ public final class ISO15693Client {
                 case .reader(.crcError, _), .reader(.collision, _), .reader(.timeout, _), .malformed:
                     if expected { throw error }
                 default:
-                    break // a tag error: the chip has no 0x3B
+                    break  // a tag error: the chip has no 0x3B
                 }
             }
         }
         var layout: TagMemory
         if let info, let count = info.blockCount, let size = info.blockSize {
             let model = ICModel.identify(uid: uid, icReference: info.icReference, blockCount: count)
-            let addressing: TagMemory.Addressing = source == .protocolExtension ? .protocolExtension
+            let addressing: TagMemory.Addressing =
+                source == .protocolExtension
+                ? .protocolExtension
                 : (count > 256 ? .extended : .plain)
-            layout = TagMemory(info: info, model: model, source: source, blockCount: count, blockSize: size,
-                               addressing: addressing, maxBlocksPerRead: model?.maxBlocksPerRead ?? 256,
-                               maxBlocksPerWrite: model?.maxBlocksPerWrite, writeNeedsOption: model?.writeNeedsOption ?? false)
+            layout = TagMemory(
+                info: info, model: model, source: source, blockCount: count, blockSize: size,
+                addressing: addressing, maxBlocksPerRead: model?.maxBlocksPerRead ?? 256,
+                maxBlocksPerWrite: model?.maxBlocksPerWrite, writeNeedsOption: model?.writeNeedsOption ?? false)
         } else {
             do {
                 layout = try probe(uid, info: info)
             } catch {
-                throw lastError.map { ClientError.invalid("cannot find the memory of \(uid): Get System Information failed (\($0)) and probing failed (\(error))") } ?? error
+                throw lastError.map {
+                    ClientError.invalid(
+                        "cannot find the memory of \(uid): Get System Information failed (\($0)) and probing failed (\(error))"
+                    )
+                } ?? error
             }
         }
         memoryCache[uid] = layout
@@ -406,13 +455,19 @@ public final class ISO15693Client {
     }
 
     public func forget(_ uid: UID? = nil) {
-        if let uid { memoryCache[uid] = nil; fastRefused.remove(uid) } else { memoryCache.removeAll(); fastRefused.removeAll() }
+        if let uid {
+            memoryCache[uid] = nil; fastRefused.remove(uid)
+        } else {
+            memoryCache.removeAll(); fastRefused.removeAll()
+        }
     }
 
     /// Extended Get System Information (0x3B). `retryDamaged`: a damaged answer (CRC, collision, malformed) is
     /// asked again once; `retrySilence`: so is silence (most chips without 0x3B stay silent, so by default it
     /// is not).
-    public func extendedSystemInformation(_ uid: UID, retryDamaged: Bool = false, retrySilence: Bool = false) throws(ClientError) -> SystemInformation {
+    public func extendedSystemInformation(_ uid: UID, retryDamaged: Bool = false, retrySilence: Bool = false)
+        throws(ClientError) -> SystemInformation
+    {
         let req = request(.extendedGetSystemInformation(parameters: 0x3F), uid)
         var attempt = 0
         while true {
@@ -450,13 +505,14 @@ public final class ISO15693Client {
         let model = ICModel.identify(uid: uid)
         func readable(_ n: Int) -> [UInt8]? {
             guard let b = BlockNumber(exactly: n),
-                  case let .blocks(blocks)? = try? send(request(.readSingleBlock(b), uid), retries: 0).body else { return nil }
+                case let .blocks(blocks)? = try? send(request(.readSingleBlock(b), uid), retries: 0).body
+            else { return nil }
             return blocks.first?.data
         }
         guard let first = readable(0) else {
             throw ClientError.invalid("\(uid) answers neither Get System Information nor Read Single Block 0x00")
         }
-        var lo = 0, hi = 256 // lo readable, hi not
+        var lo = 0, hi = 256  // lo readable, hi not
         while hi - lo > 1 {
             let mid = (lo + hi) / 2
             if readable(mid) != nil { lo = mid } else { hi = mid }
@@ -464,9 +520,10 @@ public final class ISO15693Client {
         var i = info ?? SystemInformation(uid: uid)
         i.blockCount = lo + 1
         i.blockSize = first.count
-        return TagMemory(info: i, model: model, source: .probed, blockCount: lo + 1, blockSize: first.count,
-                         addressing: .plain, maxBlocksPerRead: model?.maxBlocksPerRead ?? 256,
-                         maxBlocksPerWrite: model?.maxBlocksPerWrite, writeNeedsOption: model?.writeNeedsOption ?? false)
+        return TagMemory(
+            info: i, model: model, source: .probed, blockCount: lo + 1, blockSize: first.count,
+            addressing: .plain, maxBlocksPerRead: model?.maxBlocksPerRead ?? 256,
+            maxBlocksPerWrite: model?.maxBlocksPerWrite, writeNeedsOption: model?.writeNeedsOption ?? false)
     }
 
     // MARK: Blocks
@@ -475,7 +532,9 @@ public final class ISO15693Client {
         guard count >= 1 else { throw ClientError.invalid("block count must be at least 1") }
         // count ≤ the tag's block count (at most 65,536) before any sum, so nothing overflows.
         guard count <= m.blockCount, first.int <= m.blockCount - count else {
-            throw ClientError.invalid("\(count) block(s) from \(first) run past the end of the tag: it has \(m.blockCount) blocks (0x00…\(BlockNumber(exactly: m.blockCount - 1) ?? 0))")
+            throw ClientError.invalid(
+                "\(count) block(s) from \(first) run past the end of the tag: it has \(m.blockCount) blocks (0x00…\(BlockNumber(exactly: m.blockCount - 1) ?? 0))"
+            )
         }
     }
 
@@ -499,19 +558,30 @@ public final class ISO15693Client {
         let first = BlockNumber(exactly: next) ?? 0
         let wide = next + n - 1 > 255
         if fast {
-            let layout: STFastRead.Layout = m.addressing == .protocolExtension ? .protocolExtension : (wide ? .extended : .plain)
-            var step = ReadStep(first: first, count: n, command: STFastRead.command(first: first, count: n, layout: layout),
-                                protocolExtension: layout == .protocolExtension)
+            let layout: STFastRead.Layout =
+                m.addressing == .protocolExtension ? .protocolExtension : (wide ? .extended : .plain)
+            var step = ReadStep(
+                first: first, count: n, command: STFastRead.command(first: first, count: n, layout: layout),
+                protocolExtension: layout == .protocolExtension)
             step.fast = true
             return step
         }
         switch m.addressing {
         case .protocolExtension:
-            return ReadStep(first: first, count: n, command: n == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: n), protocolExtension: true)
+            return ReadStep(
+                first: first, count: n,
+                command: n == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: n),
+                protocolExtension: true)
         case .extended where wide:
-            return ReadStep(first: first, count: n, command: n == 1 ? .extendedReadSingleBlock(first) : .extendedReadMultipleBlocks(first: first, count: n), protocolExtension: false)
+            return ReadStep(
+                first: first, count: n,
+                command: n == 1 ? .extendedReadSingleBlock(first) : .extendedReadMultipleBlocks(first: first, count: n),
+                protocolExtension: false)
         default:
-            return ReadStep(first: first, count: n, command: n == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: n), protocolExtension: false)
+            return ReadStep(
+                first: first, count: n,
+                command: n == 1 ? .readSingleBlock(first) : .readMultipleBlocks(first: first, count: n),
+                protocolExtension: false)
         }
     }
 
@@ -522,7 +592,9 @@ public final class ISO15693Client {
     }
 
     /// The exchanges `readBlocks` makes for a range when no answer is refused.
-    public static func readSteps(_ m: TagMemory, first: BlockNumber, count: Int, security: Bool, limits: ReaderLimits, fast: Bool = false) -> [ReadStep] {
+    public static func readSteps(
+        _ m: TagMemory, first: BlockNumber, count: Int, security: Bool, limits: ReaderLimits, fast: Bool = false
+    ) -> [ReadStep] {
         let chunk = readChunk(m, security: security, limits: limits)
         var out: [ReadStep] = []
         var next = first.int
@@ -537,7 +609,9 @@ public final class ISO15693Client {
 
     /// Reads `count` blocks from `first` in as few exchanges as the chip and the reader allow. With
     /// `security`, each block comes with its lock status.
-    public func readBlocks(_ uid: UID, first: BlockNumber, count: Int, security: Bool = false) throws(ClientError) -> [BlockRead] {
+    public func readBlocks(_ uid: UID, first: BlockNumber, count: Int, security: Bool = false) throws(ClientError)
+        -> [BlockRead]
+    {
         let m = try memory(of: uid)
         try checkRange(m, first, count)
         var chunk = Self.readChunk(m, security: security, limits: reader.limits)
@@ -549,12 +623,17 @@ public final class ISO15693Client {
             let step = Self.readStep(m, next: next, end: end, chunk: chunk, fast: fastReads(uid, m))
             let (n, command, ext) = (step.count, step.command, step.protocolExtension)
             do throws(ClientError) {
-                let r = try send(request(command, uid, option: security, protocolExtension: ext), blockSize: m.blockSize)
+                let r = try send(
+                    request(command, uid, option: security, protocolExtension: ext), blockSize: m.blockSize)
                 var got: [BlockRead] = []
                 switch r.body {
                 case let .blocks(b): got = b
                 case let .data(body) where step.fast:
-                    do { got = try Response.blocks(body, first: step.first, count: n, option: security, blockSize: m.blockSize, name: "Fast Read") } catch {
+                    do {
+                        got = try Response.blocks(
+                            body, first: step.first, count: n, option: security, blockSize: m.blockSize,
+                            name: "Fast Read")
+                    } catch {
                         throw ClientError.malformed(error, command: "Fast Read")
                     }
                 default: break
@@ -565,7 +644,9 @@ public final class ISO15693Client {
             } catch {
                 // A tag that refuses the fast read (not the chip its UID says, or a variant without it): plain
                 // reads from now on for this tag.
-                if step.fast, case let .tag(code, _) = error, [.commandNotSupported, .commandNotRecognized, .optionNotSupported].contains(code) {
+                if step.fast, case let .tag(code, _) = error,
+                    [.commandNotSupported, .commandNotRecognized, .optionNotSupported].contains(code)
+                {
                     fastRefused.insert(uid)
                     continue
                 }
@@ -584,12 +665,16 @@ public final class ISO15693Client {
     /// flag where the chip needs it, then reads back and compares. A block whose answer is lost or whose
     /// read-back differs is written again, at most `retries` times.
     @discardableResult
-    public func writeBlocks(_ uid: UID, first: BlockNumber, blocks: [[UInt8]], verify: Bool = true,
-                            option: Bool? = nil) throws(ClientError) -> WriteReport {
+    public func writeBlocks(
+        _ uid: UID, first: BlockNumber, blocks: [[UInt8]], verify: Bool = true,
+        option: Bool? = nil
+    ) throws(ClientError) -> WriteReport {
         let m = try memory(of: uid)
         try checkRange(m, first, blocks.count)
         for (i, b) in blocks.enumerated() where b.count != m.blockSize {
-            throw ClientError.invalid("block \(BlockNumber(exactly: first.int + i) ?? first) data has \(b.count) bytes; this tag's blocks have \(m.blockSize) (\(m.blockCount) blocks × \(m.blockSize) bytes)")
+            throw ClientError.invalid(
+                "block \(BlockNumber(exactly: first.int + i) ?? first) data has \(b.count) bytes; this tag's blocks have \(m.blockSize) (\(m.blockCount) blocks × \(m.blockSize) bytes)"
+            )
         }
         let useOption = option ?? m.writeNeedsOption
         var report = WriteReport(blocks: blocks.count, exchanges: 0, retries: 0, verified: false)
@@ -609,7 +694,10 @@ public final class ISO15693Client {
                     attempt += 1
                     report.retries += 1
                     // The answer may be lost while the write happened (pm3, RFAL): check before writing again.
-                    if let back = try? readBlocks(uid, first: start, count: n), Array(back.map(\.data).joined()) == data { break }
+                    if let back = try? readBlocks(uid, first: start, count: n), Array(back.map(\.data).joined()) == data
+                    {
+                        break
+                    }
                 }
             }
             i += n
@@ -632,18 +720,25 @@ public final class ISO15693Client {
         return report
     }
 
-    private func writeChunk(_ m: TagMemory, _ uid: UID, _ start: BlockNumber, _ n: Int, _ data: [UInt8], option: Bool) throws(ClientError) {
+    private func writeChunk(_ m: TagMemory, _ uid: UID, _ start: BlockNumber, _ n: Int, _ data: [UInt8], option: Bool)
+        throws(ClientError)
+    {
         let wide = start.int + n - 1 > 255
         let command: Command
         var ext = false
         switch m.addressing {
         case .protocolExtension:
             ext = true
-            command = n == 1 ? .writeSingleBlock(start, data: data) : .writeMultipleBlocks(first: start, count: n, data: data)
+            command =
+                n == 1 ? .writeSingleBlock(start, data: data) : .writeMultipleBlocks(first: start, count: n, data: data)
         case .extended where wide:
-            command = n == 1 ? .extendedWriteSingleBlock(start, data: data) : .extendedWriteMultipleBlocks(first: start, count: n, data: data)
+            command =
+                n == 1
+                ? .extendedWriteSingleBlock(start, data: data)
+                : .extendedWriteMultipleBlocks(first: start, count: n, data: data)
         default:
-            command = n == 1 ? .writeSingleBlock(start, data: data) : .writeMultipleBlocks(first: start, count: n, data: data)
+            command =
+                n == 1 ? .writeSingleBlock(start, data: data) : .writeMultipleBlocks(first: start, count: n, data: data)
         }
         _ = try send(request(command, uid, option: option, protocolExtension: ext), retries: 0)
     }
@@ -652,12 +747,17 @@ public final class ISO15693Client {
     public func lockBlock(_ uid: UID, block: BlockNumber, option: Bool? = nil) throws(ClientError) {
         let m = try memory(of: uid)
         try checkRange(m, block, 1)
-        let command: Command = (m.addressing == .extended && block.int > 255) ? .extendedLockBlock(block) : .lockBlock(block)
-        _ = try send(request(command, uid, option: option ?? m.writeNeedsOption, protocolExtension: m.addressing == .protocolExtension), retries: 0)
+        let command: Command =
+            (m.addressing == .extended && block.int > 255) ? .extendedLockBlock(block) : .lockBlock(block)
+        _ = try send(
+            request(
+                command, uid, option: option ?? m.writeNeedsOption,
+                protocolExtension: m.addressing == .protocolExtension), retries: 0)
     }
 
     /// Lock status of blocks, via Get Multiple Block Security Status (falls back to reads with the Option flag).
-    public func securityStatus(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> [BlockSecurityStatus] {
+    public func securityStatus(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> [BlockSecurityStatus]
+    {
         try readBlocks(uid, first: first, count: count, security: true).map { $0.security ?? [] }
     }
 }

@@ -19,7 +19,9 @@ public enum LibNFC {
     public static func listDevices(max: Int = 16) throws(ReaderError) -> [String] {
         var context: OpaquePointer?
         nfc_init(&context)
-        guard let context else { throw ReaderError.device("libnfc failed to initialise (nfc_init); check libnfc's configuration in /etc/nfc") }
+        guard let context else {
+            throw ReaderError.device("libnfc failed to initialise (nfc_init); check libnfc's configuration in /etc/nfc")
+        }
         defer { nfc_exit(context) }
         let size = vlogger_nfc_connstring_size()
         var buffer = [CChar](repeating: 0, count: size * max)
@@ -40,11 +42,12 @@ public enum LibNFC {
         defer { nfc_exit(context) }
         let device: OpaquePointer? = connstring.map { vlogger_nfc_open(context, $0) } ?? vlogger_nfc_open(context, nil)
         guard let device else {
-            throw ReaderError.device("libnfc could not open \(connstring.map { "device '\($0)'" } ?? "any device"): no such device or no permission. " + unsupportedMessage)
+            throw ReaderError.device(
+                "libnfc could not open \(connstring.map { "device '\($0)'" } ?? "any device"): no such device or no permission. "
+                    + unsupportedMessage)
         }
         let deviceName = String(cString: nfc_device_get_name(device))
         nfc_close(device)
         throw ReaderError.notSupported("libnfc opened '\(deviceName)', but " + unsupportedMessage)
     }
 }
-

@@ -17,7 +17,8 @@ public enum NDEFTagError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .client(e): return "\(e)"
-        case let .notFormatted(m): return "the tag is not NDEF-formatted: \(m) (`vlogger ndef format` formats an empty tag)"
+        case let .notFormatted(m):
+            return "the tag is not NDEF-formatted: \(m) (`vlogger ndef format` formats an empty tag)"
         case let .content(e): return "\(e)"
         case let .readOnly(m): return "the tag is read-only: \(m)"
         case let .refused(m): return m
@@ -79,7 +80,8 @@ extension ISO15693Client {
     /// bits of the blocks from the CC to the end of the message are read too, and a locked one makes the
     /// status read-only.
     /// `known`: memory from block 0 already read this cycle (whole blocks are used), so it is not read again.
-    public func readNDEF(_ uid: UID, lockStatus: Bool = false, known: [UInt8] = []) throws(NDEFTagError) -> NDEFTagState {
+    public func readNDEF(_ uid: UID, lockStatus: Bool = false, known: [UInt8] = []) throws(NDEFTagError) -> NDEFTagState
+    {
         let m = try ndefMemory(uid)
         let memoryBytes = m.blockCount * m.blockSize
         var bytes = Array(known.prefix(min(memoryBytes, known.count / m.blockSize * m.blockSize)))
@@ -100,25 +102,32 @@ extension ISO15693Client {
                 }
             } catch {
                 if case .capabilityContainer = error {
-                    return NDEFTagState(status: .notSupported, capacity: 0, area: nil, reason: "\(error)", message: [],
-                                        memoryRead: bytes, lockedBlocks: [])
+                    return NDEFTagState(
+                        status: .notSupported, capacity: 0, area: nil, reason: "\(error)", message: [],
+                        memoryRead: bytes, lockedBlocks: [])
                 }
                 throw .content(error)
             }
             break
         }
         let message = area.message.map { Array(bytes[$0]) } ?? []
-        var state = NDEFTagState(status: area.status, capacity: area.capacity, area: area,
-                                 reason: area.status == .readOnly ? "the CC grants no write access (byte 1 = 0x\(Hex.format([area.cc.encode()[1]])))" : nil,
-                                 message: message, memoryRead: bytes, lockedBlocks: [])
+        var state = NDEFTagState(
+            status: area.status, capacity: area.capacity, area: area,
+            reason: area.status == .readOnly
+                ? "the CC grants no write access (byte 1 = 0x\(Hex.format([area.cc.encode()[1]])))" : nil,
+            message: message, memoryRead: bytes, lockedBlocks: [])
         if lockStatus && state.status == .readWrite {
             // The block(s) of the TLV's type and length: every NDEF write rewrites them, so if one is locked
             // no message can be written. (A locked CC block alone does not stop NDEF writes.) One short read.
             let first = area.tlvOffset / m.blockSize
-            let count = min(m.blockCount, (area.tlvOffset + 4 + m.blockSize - 1) / m.blockSize, area.areaEnd / m.blockSize + 1) - first
+            let count =
+                min(m.blockCount, (area.tlvOffset + 4 + m.blockSize - 1) / m.blockSize, area.areaEnd / m.blockSize + 1)
+                - first
             do {
                 let status = try securityStatus(uid, first: block(first), count: max(1, count))
-                state.lockedBlocks = status.indices.filter { status[$0].isLocked }.compactMap { BlockNumber(exactly: first + $0) }
+                state.lockedBlocks = status.indices.filter { status[$0].isLocked }.compactMap {
+                    BlockNumber(exactly: first + $0)
+                }
             } catch {
                 // A chip without lock status reporting: the CC alone decides.
                 guard case .tag = error else { throw .client(error) }
@@ -153,26 +162,34 @@ extension ISO15693Client {
         let known = try bytesOfBlocks(uid, m, firstBlock...lastBlock, prefix: state, plan: plan)
         func image(_ content: [UInt8]) -> [[UInt8]] {
             var b = known
-            b.replaceSubrange((plan.offset - firstBlock * bs)..<(plan.offset - firstBlock * bs + content.count), with: content)
+            b.replaceSubrange(
+                (plan.offset - firstBlock * bs)..<(plan.offset - firstBlock * bs + content.count), with: content)
             return stride(from: 0, to: b.count, by: bs).map { Array(b[$0..<($0 + bs)]) }
         }
         let staged = image(plan.staged), final = image(plan.final)
         let headerCount = headerEnd - firstBlock + 1
         var written = 0
         do throws(ClientError) {
-            try writeBlocks(uid, first: block(firstBlock), blocks: Array(staged[0..<headerCount]), verify: false, option: option ? true : nil)
+            try writeBlocks(
+                uid, first: block(firstBlock), blocks: Array(staged[0..<headerCount]), verify: false,
+                option: option ? true : nil)
             written += headerCount
             if lastBlock > headerEnd {
-                try writeBlocks(uid, first: block(headerEnd + 1), blocks: Array(staged[headerCount...]), verify: true, option: option ? true : nil)
+                try writeBlocks(
+                    uid, first: block(headerEnd + 1), blocks: Array(staged[headerCount...]), verify: true,
+                    option: option ? true : nil)
                 written += lastBlock - headerEnd
             }
-            try writeBlocks(uid, first: block(firstBlock), blocks: Array(final[0..<headerCount]), verify: true, option: option ? true : nil)
+            try writeBlocks(
+                uid, first: block(firstBlock), blocks: Array(final[0..<headerCount]), verify: true,
+                option: option ? true : nil)
             written += headerCount
         } catch {
             throw .client(error)
         }
-        return NDEFWriteReport(messageBytes: message.count, capacity: area.capacity, blocksWritten: written, option: option,
-                               exchanges: exchanges - before)
+        return NDEFWriteReport(
+            messageBytes: message.count, capacity: area.capacity, blocksWritten: written, option: option,
+            exchanges: exchanges - before)
     }
 
     /// Formats a tag for NDEF: a CC sized from the memory the chip reports (8-byte form past 2040 bytes,
@@ -187,16 +204,20 @@ extension ISO15693Client {
             var head: [UInt8] = []
             try readUpTo(uid, m, 8, into: &head)
             if let cc = try? CapabilityContainer.decode(head) {
-                throw .refused("already NDEF-formatted (CC \(Hex.format(cc.encode()))); formatting would erase its NDEF message: add --force to format anyway")
+                throw .refused(
+                    "already NDEF-formatted (CC \(Hex.format(cc.encode()))); formatting would erase its NDEF message: add --force to format anyway"
+                )
             }
         }
-        let addressing: Bool? = switch m.addressing {
-        case .extended: true
-        case .protocolExtension: false
-        case .plain: nil
-        }
-        var cc = CapabilityContainer.forFormatting(blocks: m.blockCount, blockSize: m.blockSize, readMultiple: m.maxBlocksPerRead > 1,
-                                                   specialFrame: m.writeNeedsOption, twoByteAddressing: addressing)
+        let addressing: Bool? =
+            switch m.addressing {
+            case .extended: true
+            case .protocolExtension: false
+            case .plain: nil
+            }
+        var cc = CapabilityContainer.forFormatting(
+            blocks: m.blockCount, blockSize: m.blockSize, readMultiple: m.maxBlocksPerRead > 1,
+            specialFrame: m.writeNeedsOption, twoByteAddressing: addressing)
         func blocks(_ cc: CapabilityContainer) -> [[UInt8]] {
             var b = cc.formattedBytes
             b += [UInt8](repeating: 0, count: (m.blockSize - b.count % m.blockSize) % m.blockSize)
@@ -206,13 +227,16 @@ extension ISO15693Client {
             try writeBlocks(uid, first: 0, blocks: blocks(cc), verify: true, option: cc.specialFrame ? true : nil)
         } catch {
             // A chip that wants the Option flag either answers an error or, like the Tag-it, stays silent.
-            let refused: Bool = switch error {
-            case .tag, .reader(.timeout, _): true
-            default: false
-            }
+            let refused: Bool =
+                switch error {
+                case .tag, .reader(.timeout, _): true
+                default: false
+                }
             guard !cc.specialFrame, refused else { throw .client(error) }
             cc.specialFrame = true
-            do throws(ClientError) { try writeBlocks(uid, first: 0, blocks: blocks(cc), verify: true, option: true) } catch { throw .client(error) }
+            do throws(ClientError) {
+                try writeBlocks(uid, first: 0, blocks: blocks(cc), verify: true, option: true)
+            } catch { throw .client(error) }
         }
         return cc
     }
@@ -233,8 +257,9 @@ extension ISO15693Client {
             var b = Array(try bytesOfBlocks(uid, m, 0...(ccBlocks - 1), prefix: state, plan: nil))
             b.replaceSubrange(0..<cc.length, with: cc.encode())
             do throws(ClientError) {
-                try writeBlocks(uid, first: 0, blocks: stride(from: 0, to: b.count, by: bs).map { Array(b[$0..<($0 + bs)]) },
-                                verify: true, option: option)
+                try writeBlocks(
+                    uid, first: 0, blocks: stride(from: 0, to: b.count, by: bs).map { Array(b[$0..<($0 + bs)]) },
+                    verify: true, option: option)
             } catch { throw .client(error) }
         }
         var report = NDEFLockReport(cc: cc, locked: 0, alreadyLocked: 0, lockProblem: nil, exchanges: 0)
@@ -249,7 +274,8 @@ extension ISO15693Client {
                     continue
                 }
                 guard case .tag = error else { throw .client(error) }
-                report.lockProblem = "Lock Block on block \(block(n)) failed (\(error)); the CC says read-only but blocks \(block(n))… stay writable by raw block commands"
+                report.lockProblem =
+                    "Lock Block on block \(block(n)) failed (\(error)); the CC says read-only but blocks \(block(n))… stay writable by raw block commands"
                 break
             }
         }
@@ -277,8 +303,10 @@ extension ISO15693Client {
 
     /// The current bytes of `blocks`: from what `readNDEF` read, where it covers them; the first and last
     /// blocks read from the tag otherwise (the ones between are overwritten by `plan` anyway).
-    private func bytesOfBlocks(_ uid: UID, _ m: TagMemory, _ blocks: ClosedRange<Int>, prefix state: NDEFTagState,
-                               plan: NDEFWritePlan?) throws(NDEFTagError) -> [UInt8] {
+    private func bytesOfBlocks(
+        _ uid: UID, _ m: TagMemory, _ blocks: ClosedRange<Int>, prefix state: NDEFTagState,
+        plan: NDEFWritePlan?
+    ) throws(NDEFTagError) -> [UInt8] {
         let bs = m.blockSize
         let prefix = state.memoryRead
         var out: [UInt8] = []

@@ -16,7 +16,11 @@ public enum PCSC {
 
         public var encoded: [UInt8] {
             var out: [UInt8] = tag > 0xFF ? [UInt8(tag >> 8), UInt8(tag & 0xFF)] : [UInt8(tag)]
-            if value.count < 0x80 { out.append(UInt8(value.count)) } else if value.count <= 0xFF { out += [0x81, UInt8(value.count)] } else {
+            if value.count < 0x80 {
+                out.append(UInt8(value.count))
+            } else if value.count <= 0xFF {
+                out += [0x81, UInt8(value.count)]
+            } else {
                 out += [0x82, UInt8(value.count >> 8), UInt8(value.count & 0xFF)]
             }
             return out + value
@@ -26,17 +30,21 @@ public enum PCSC {
     // Data object tags (PC/SC 2.02 Part 3).
     public static let startSession: UInt16 = 0x81, endSession: UInt16 = 0x82, switchProtocol: UInt16 = 0x8F
     public static let timer: UInt16 = 0x5F46, transceive: UInt16 = 0x95
-    public static let genericStatus: UInt16 = 0xC0, validBits: UInt16 = 0x92, responseStatus: UInt16 = 0x96, iccResponse: UInt16 = 0x97
+    public static let genericStatus: UInt16 = 0xC0, validBits: UInt16 = 0x92, responseStatus: UInt16 = 0x96,
+        iccResponse: UInt16 = 0x97
 
     /// Function (P2) of `FF C2 00 P2`.
-    public enum Function: UInt8, Sendable { case manageSession = 0x00, transparentExchange = 0x01, switchProtocol = 0x02 }
+    public enum Function: UInt8, Sendable {
+        case manageSession = 0x00, transparentExchange = 0x01, switchProtocol = 0x02
+    }
 
     /// Generic status words inside `C0 03 <DO#> SW1 SW2`.
     public static let ok: UInt16 = 0x9000, noResponseFromICC: UInt16 = 0x6401, noResponseFromIFD: UInt16 = 0x6400
     public static let doNotSupported: UInt16 = 0x6A81
 
     /// Response status bits (DO 96, first byte).
-    public static let statusCRC: UInt8 = 0x01, statusCollision: UInt8 = 0x02, statusParity: UInt8 = 0x04, statusFraming: UInt8 = 0x08
+    public static let statusCRC: UInt8 = 0x01, statusCollision: UInt8 = 0x02, statusParity: UInt8 = 0x04,
+        statusFraming: UInt8 = 0x08
 
     /// `FF C2 00 P2 Lc <data objects> 00`.
     public static func apdu(_ function: Function, _ objects: [DataObject]) -> [UInt8] {
@@ -55,7 +63,10 @@ public enum PCSC {
     /// (microseconds, 4 bytes big-endian, as the ACR1552 driver sends it) when `timeoutMicroseconds` is set.
     public static func exchangeAPDU(_ frame: [UInt8], timeoutMicroseconds: UInt32? = nil) -> [UInt8] {
         var objects: [DataObject] = []
-        if let t = timeoutMicroseconds { objects.append(DataObject(timer, [UInt8(t >> 24), UInt8((t >> 16) & 0xFF), UInt8((t >> 8) & 0xFF), UInt8(t & 0xFF)])) }
+        if let t = timeoutMicroseconds {
+            objects.append(
+                DataObject(timer, [UInt8(t >> 24), UInt8((t >> 16) & 0xFF), UInt8((t >> 8) & 0xFF), UInt8(t & 0xFF)]))
+        }
         objects.append(DataObject(transceive, frame))
         return apdu(.transparentExchange, objects)
     }
@@ -72,16 +83,24 @@ public enum PCSC {
                 tag = tag << 8 | UInt16(bytes[i])
                 i += 1
             }
-            guard i < bytes.endIndex else { throw .truncated(what: "length of data object \(String(tag, radix: 16))", needed: 1, got: 0) }
+            guard i < bytes.endIndex else {
+                throw .truncated(what: "length of data object \(String(tag, radix: 16))", needed: 1, got: 0)
+            }
             var length = Int(bytes[i])
             i += 1
             if length == 0x81 || length == 0x82 {
                 let n = length - 0x80
-                guard i + n <= bytes.endIndex else { throw .truncated(what: "long length of data object \(String(tag, radix: 16))", needed: n, got: bytes.endIndex - i) }
+                guard i + n <= bytes.endIndex else {
+                    throw .truncated(
+                        what: "long length of data object \(String(tag, radix: 16))", needed: n, got: bytes.endIndex - i
+                    )
+                }
                 length = bytes[i..<(i + n)].reduce(0) { $0 << 8 | Int($1) }
                 i += n
             } else if length > 0x80 {
-                throw .invalidField("data object \(String(tag, radix: 16)): length form 0x\(String(length, radix: 16)) is not used here")
+                throw .invalidField(
+                    "data object \(String(tag, radix: 16)): length form 0x\(String(length, radix: 16)) is not used here"
+                )
             }
             guard i + length <= bytes.endIndex else {
                 throw .truncated(what: "data object \(String(tag, radix: 16))", needed: length, got: bytes.endIndex - i)
@@ -111,12 +130,16 @@ public enum PCSC {
         guard sw == ok else { return .readerError(sw: sw, object: 0) }
         let objects = try parse(response[0..<(response.count - 2)])
         if let c0 = objects.first(where: { $0.tag == genericStatus }) {
-            guard c0.value.count == 3 else { throw .wrongLength(what: "C0 generic status", expected: "3", got: c0.value.count) }
+            guard c0.value.count == 3 else {
+                throw .wrongLength(what: "C0 generic status", expected: "3", got: c0.value.count)
+            }
             let inner = UInt16(c0.value[1]) << 8 | UInt16(c0.value[2])
             if inner == noResponseFromICC { return .noAnswer }
             if inner != ok { return .readerError(sw: inner, object: c0.value[0]) }
         }
-        if let s = objects.first(where: { $0.tag == responseStatus }), let st = s.value.first, st & 0x0F != 0 { return .rfError(status: st) }
+        if let s = objects.first(where: { $0.tag == responseStatus }), let st = s.value.first, st & 0x0F != 0 {
+            return .rfError(status: st)
+        }
         if let answer = objects.first(where: { $0.tag == iccResponse }) { return .answer(answer.value) }
         return .noAnswer
     }
@@ -129,8 +152,10 @@ public enum PCSC {
     /// The synthetic ATR of an ISO 15693 tag in a PC/SC reader (Part 3 storage card):
     /// `3B 8F 80 01 80 4F 0C A0 00 00 03 06 0B <card name 2 bytes> 00 00 00 00 TCK`, TCK = XOR of T0….
     public static func atr(cardName: UInt16) -> [UInt8] {
-        var b: [UInt8] = [0x3B, 0x8F, 0x80, 0x01, 0x80, 0x4F, 0x0C, 0xA0, 0x00, 0x00, 0x03, 0x06, 0x0B,
-                          UInt8(cardName >> 8), UInt8(cardName & 0xFF), 0x00, 0x00, 0x00, 0x00]
+        var b: [UInt8] = [
+            0x3B, 0x8F, 0x80, 0x01, 0x80, 0x4F, 0x0C, 0xA0, 0x00, 0x00, 0x03, 0x06, 0x0B,
+            UInt8(cardName >> 8), UInt8(cardName & 0xFF), 0x00, 0x00, 0x00, 0x00,
+        ]
         b.append(b.dropFirst().reduce(0, ^))
         return b
     }

@@ -13,7 +13,8 @@ public final class PCSCReader: TagReader {
     }
 
     /// What the storage-card fallback cannot do, said once where it matters.
-    public static let storageLimits = "in storage-card mode only Inventory (the UID of the one tag presented), Read Single/Multiple Blocks and Write Single/Multiple Blocks work (as FF CA, FF B0, FF D6); Get System Information, lock status, Lock Block, AFI/DSFID, Stay Quiet/Select and custom commands are unavailable, and the tag's own error codes are lost"
+    public static let storageLimits =
+        "in storage-card mode only Inventory (the UID of the one tag presented), Read Single/Multiple Blocks and Write Single/Multiple Blocks work (as FF CA, FF B0, FF D6); Get System Information, lock status, Lock Block, AFI/DSFID, Stay Quiet/Select and custom commands are unavailable, and the tag's own error codes are lost"
 
     public private(set) var name: String
     /// The PC/SC reader name this driver uses (nil until found).
@@ -33,7 +34,8 @@ public final class PCSCReader: TagReader {
 
     private var context: SCARDCONTEXT?
     private var card: SCARDHANDLE?
-    private var protocolPCI = SCARD_IO_REQUEST(dwProtocol: DWORD(SCARD_PROTOCOL_T1), cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
+    private var protocolPCI = SCARD_IO_REQUEST(
+        dwProtocol: DWORD(SCARD_PROTOCOL_T1), cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
     private var storageUID: UID?
 
     /// `reader`: a PC/SC reader name, a part of one, or its index in `listReaders()`; nil: the first reader.
@@ -47,8 +49,10 @@ public final class PCSCReader: TagReader {
     // MARK: PC/SC status codes (pcsclite.h; the macros are casts Swift does not import)
 
     static let noSmartcard = 0x8010000C, removedCard = 0x80100069, resetCard = 0x80100068, noService = 0x8010001D
-    static let serviceStopped = 0x8010001E, noReaders = 0x8010002E, unknownReader = 0x80100009, readerUnavailable = 0x80100017
-    static let unpoweredCard = 0x80100067, unresponsiveCard = 0x80100066, timeoutCode = 0x8010000A, commError = 0x80100013
+    static let serviceStopped = 0x8010001E, noReaders = 0x8010002E, unknownReader = 0x80100009,
+        readerUnavailable = 0x80100017
+    static let unpoweredCard = 0x80100067, unresponsiveCard = 0x80100066, timeoutCode = 0x8010000A,
+        commError = 0x80100013
     /// SCARD_E_NOT_TRANSACTED: vpcd's answer when the card is pulled in the middle of an APDU.
     static let notTransacted = 0x80100016
 
@@ -69,7 +73,9 @@ public final class PCSCReader: TagReader {
     }
 
     private static func unreachable(_ rv: Int) -> ReaderError {
-        .device("cannot reach pcscd: \(text(rv)); is pcscd running (systemctl status pcscd.socket) and is the user allowed to use it?")
+        .device(
+            "cannot reach pcscd: \(text(rv)); is pcscd running (systemctl status pcscd.socket) and is the user allowed to use it?"
+        )
     }
 
     private static func names(_ ctx: SCARDCONTEXT, _ rv: inout Int) throws(ReaderError) -> [String] {
@@ -106,16 +112,26 @@ public final class PCSCReader: TagReader {
             return Int(SCardGetStatusChange(context, 0, &state, 1))
         }
         guard rv == 0 else {
-            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader || rv == Self.readerUnavailable { release() }
-            throw ReaderError.device("\(readerName): status failed: \(Self.text(rv)); will reconnect on the next command")
+            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader
+                || rv == Self.readerUnavailable
+            {
+                release()
+            }
+            throw ReaderError.device(
+                "\(readerName): status failed: \(Self.text(rv)); will reconnect on the next command")
         }
         return state.dwEventState & DWORD(SCARD_STATE_PRESENT) != 0
     }
 
     public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
-        guard frame.count <= limits.maxRequestBytes else { throw ReaderError.frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes) }
+        guard frame.count <= limits.maxRequestBytes else {
+            throw ReaderError.frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes)
+        }
         let onAir = CRC16.appending(to: frame)
-        trace?(TraceEvent(direction: .readerToTag, bytes: onAir, airTime: AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)))
+        trace?(
+            TraceEvent(
+                direction: .readerToTag, bytes: onAir,
+                airTime: AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)))
         airTime = airTime + AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)
         do throws(ReaderError) {
             guard try connect() else { throw ReaderError.timeout }
@@ -125,7 +141,9 @@ public final class PCSCReader: TagReader {
             default: answer = try transparentExchange(frame, wait: wait)
             }
             let shown = CRC16.appending(to: answer)
-            let t = AirTiming.t1 + AirTiming.tagFrame(bytes: shown.count, flags: RequestFlags(rawValue: frame.first ?? 0)) + AirTiming.t2
+            let t =
+                AirTiming.t1 + AirTiming.tagFrame(bytes: shown.count, flags: RequestFlags(rawValue: frame.first ?? 0))
+                + AirTiming.t2
             airTime = airTime + t
             trace?(TraceEvent(direction: .tagToReader, bytes: shown, airTime: t))
             return answer
@@ -137,7 +155,9 @@ public final class PCSCReader: TagReader {
     }
 
     public func nextSlot() throws(ReaderError) -> [UInt8] {
-        throw ReaderError.notSupported("PC/SC readers send whole frames; 16-slot inventory EOFs are not available (the client uses one-slot inventories)")
+        throw ReaderError.notSupported(
+            "PC/SC readers send whole frames; 16-slot inventory EOFs are not available (the client uses one-slot inventories)"
+        )
     }
 
     public var supportsSlotMarkers: Bool { false }
@@ -161,11 +181,14 @@ public final class PCSCReader: TagReader {
             }
             guard !all.isEmpty else { throw ReaderError.device("no PC/SC reader is connected (pcscd lists none)") }
             if let want = requestedReader {
-                if let i = Int(want), all.indices.contains(i) { readerName = all[i] } else {
+                if let i = Int(want), all.indices.contains(i) {
+                    readerName = all[i]
+                } else {
                     readerName = all.first { $0 == want } ?? all.first { $0.localizedStandardContains(want) }
                 }
                 guard readerName != nil else {
-                    throw ReaderError.device("no PC/SC reader matches '\(want)'; readers: \(all.joined(separator: ", "))")
+                    throw ReaderError.device(
+                        "no PC/SC reader matches '\(want)'; readers: \(all.joined(separator: ", "))")
                 }
             } else {
                 readerName = all[0]
@@ -181,10 +204,19 @@ public final class PCSCReader: TagReader {
         guard try cardPresent(), let context, let readerName else { return false }
         var handle: SCARDHANDLE = 0
         var proto: DWORD = 0
-        let rv = Int(SCardConnect(context, readerName, DWORD(SCARD_SHARE_SHARED), DWORD(SCARD_PROTOCOL_T0 | SCARD_PROTOCOL_T1), &handle, &proto))
-        if rv == Self.noSmartcard || rv == Self.removedCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard { return false }
+        let rv = Int(
+            SCardConnect(
+                context, readerName, DWORD(SCARD_SHARE_SHARED), DWORD(SCARD_PROTOCOL_T0 | SCARD_PROTOCOL_T1), &handle,
+                &proto))
+        if rv == Self.noSmartcard || rv == Self.removedCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard {
+            return false
+        }
         guard rv == 0 else {
-            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader || rv == Self.readerUnavailable { release() }
+            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader
+                || rv == Self.readerUnavailable
+            {
+                release()
+            }
             throw ReaderError.device("\(readerName): connecting failed: \(Self.text(rv))")
         }
         card = handle
@@ -204,7 +236,8 @@ public final class PCSCReader: TagReader {
         if mode == .transparent {
             let r = try transmit(PCSC.iso15693APDU)
             guard sessionOK(r) else {
-                throw ReaderError.device("\(readerName): the reader refused to switch to ISO 15693 layer 3 (\(Hex.format(r)))")
+                throw ReaderError.device(
+                    "\(readerName): the reader refused to switch to ISO 15693 layer 3 (\(Hex.format(r)))")
             }
         } else {
             mode = .storage
@@ -214,8 +247,10 @@ public final class PCSCReader: TagReader {
 
     /// `C0 03 00 90 00 … 90 00`: the reader took the session command.
     private func sessionOK(_ r: [UInt8]) -> Bool {
-        guard r.count >= 2, r[r.count - 2] == 0x90, r[r.count - 1] == 0x00, let objects = try? PCSC.parse(r[0..<(r.count - 2)]),
-              let c0 = objects.first(where: { $0.tag == PCSC.genericStatus }) else { return false }
+        guard r.count >= 2, r[r.count - 2] == 0x90, r[r.count - 1] == 0x00,
+            let objects = try? PCSC.parse(r[0..<(r.count - 2)]),
+            let c0 = objects.first(where: { $0.tag == PCSC.genericStatus })
+        else { return false }
         return c0.value.count == 3 && c0.value[1] == 0x90 && c0.value[2] == 0x00
     }
 
@@ -255,15 +290,20 @@ public final class PCSCReader: TagReader {
         var pci = protocolPCI
         let rv = Int(SCardTransmit(handle, &pci, apdu, DWORD(apdu.count), nil, &out, &length))
         guard rv == 0 else {
-            if rv == Self.removedCard || rv == Self.noSmartcard || rv == Self.resetCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard
-                || rv == Self.notTransacted {
+            if rv == Self.removedCard || rv == Self.noSmartcard || rv == Self.resetCard || rv == Self.unpoweredCard
+                || rv == Self.unresponsiveCard
+                || rv == Self.notTransacted
+            {
                 // The tag left the field (the reader removed the card): no answer; reconnect when one is back.
                 dropCard()
                 throw ReaderError.timeout
             }
-            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader || rv == Self.readerUnavailable || rv == Self.commError {
+            if rv == Self.noService || rv == Self.serviceStopped || rv == Self.unknownReader
+                || rv == Self.readerUnavailable || rv == Self.commError
+            {
                 release()
-                throw ReaderError.device("\(readerName ?? "PC/SC reader") went away: \(Self.text(rv)); will reconnect on the next command")
+                throw ReaderError.device(
+                    "\(readerName ?? "PC/SC reader") went away: \(Self.text(rv)); will reconnect on the next command")
             }
             throw ReaderError.device("SCardTransmit failed: \(Self.text(rv))")
         }
@@ -282,20 +322,28 @@ public final class PCSCReader: TagReader {
         let response = try transmit(PCSC.exchangeAPDU(frame, timeoutMicroseconds: timer))
         let outcome: PCSC.Outcome
         do { outcome = try PCSC.outcome(of: response) } catch {
-            throw ReaderError.device("the reader's answer to a transparent exchange is malformed (\(error)): \(Hex.format(response))")
+            throw ReaderError.device(
+                "the reader's answer to a transparent exchange is malformed (\(error)): \(Hex.format(response))")
         }
         switch outcome {
         case let .answer(bytes):
-            guard bytes.count <= limits.maxResponseBytes else { throw ReaderError.frameTooLong(bytes: bytes.count, limit: limits.maxResponseBytes) }
+            guard bytes.count <= limits.maxResponseBytes else {
+                throw ReaderError.frameTooLong(bytes: bytes.count, limit: limits.maxResponseBytes)
+            }
             return bytes
         case .noAnswer:
             throw ReaderError.timeout
         case let .rfError(status):
             if status & PCSC.statusCollision != 0 { throw ReaderError.collision }
-            let what = status & PCSC.statusCRC != 0 ? "the reader reported a CRC error" : (status & PCSC.statusParity != 0 ? "the reader reported a parity error" : "the reader reported a framing error")
+            let what =
+                status & PCSC.statusCRC != 0
+                ? "the reader reported a CRC error"
+                : (status & PCSC.statusParity != 0
+                    ? "the reader reported a parity error" : "the reader reported a framing error")
             throw ReaderError.crcError(.invalidField("\(what) (PC/SC response status 0x\(Hex.format([status])))"))
         case let .readerError(sw, object):
-            throw ReaderError.device("the reader refused the transparent exchange: status \(hex4(sw)) on data object \(object)")
+            throw ReaderError.device(
+                "the reader refused the transparent exchange: status \(hex4(sw)) on data object \(object)")
         }
     }
 
@@ -305,11 +353,14 @@ public final class PCSCReader: TagReader {
     /// with `storageLimits`.
     private func storageExchange(_ frame: [UInt8]) throws(ReaderError) -> [UInt8] {
         let request: Request
-        do { request = try Request.decode(frame) } catch { throw ReaderError.notSupported("cannot translate this frame for storage-card mode: \(error)") }
+        do { request = try Request.decode(frame) } catch {
+            throw ReaderError.notSupported("cannot translate this frame for storage-card mode: \(error)")
+        }
         let uid = try storageCardUID()
         if case let .addressed(target) = request.addressing, target != uid { throw ReaderError.timeout }
         if request.flags.contains(.option), request.command.code.rawValue != 0x01 {
-            throw ReaderError.notSupported("the Option flag (lock status, Special Frame) is not available: \(Self.storageLimits)")
+            throw ReaderError.notSupported(
+                "the Option flag (lock status, Special Frame) is not available: \(Self.storageLimits)")
         }
         switch request.command {
         case let .inventory(_, mask):
@@ -324,7 +375,11 @@ public final class PCSCReader: TagReader {
         case let .writeMultipleBlocks(first, count, data):
             let size = data.count / max(1, count)
             for i in 0..<count {
-                if let failed = try storageWrite(BlockNumber(exactly: first.int + i) ?? first, Array(data[(i * size)..<((i + 1) * size)])) { return failed }
+                if let failed = try storageWrite(
+                    BlockNumber(exactly: first.int + i) ?? first, Array(data[(i * size)..<((i + 1) * size)]))
+                {
+                    return failed
+                }
             }
             return [0x00]
         default:
@@ -345,9 +400,9 @@ public final class PCSCReader: TagReader {
     /// A storage-card error as the ISO 15693 error answer the client understands (the tag's own code is lost).
     private func storageError(_ sw: UInt16) -> [UInt8] {
         switch sw {
-        case 0x6A82, 0x6B00: return [0x01, 0x10]   // block not available
-        case 0x6A81: return [0x01, 0x01]           // not supported
-        default: return [0x01, 0x0F]               // unknown error
+        case 0x6A82, 0x6B00: return [0x01, 0x10]  // block not available
+        case 0x6A81: return [0x01, 0x01]  // not supported
+        default: return [0x01, 0x0F]  // unknown error
         }
     }
 

@@ -32,7 +32,9 @@ public final class ReopeningReader: TagReader {
     public var supportsSlotMarkers: Bool { opened?.reader.supportsSlotMarkers ?? false }
     public var receivesFastResponses: Bool { opened?.reader.receivesFastResponses ?? false }
     public var hasReaderInventory: Bool { opened?.reader.hasReaderInventory ?? false }
-    public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? { try real().readerInventory(afi: afi) }
+    public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? {
+        try real().readerInventory(afi: afi)
+    }
 
     /// The real reader, opened now if it was not yet.
     private func real() throws(ReaderError) -> TagReader {
@@ -50,6 +52,8 @@ public final class ReopeningReader: TagReader {
 
     public func fieldOn() throws(ReaderError) { try real().fieldOn() }
     public func fieldOff() throws(ReaderError) { if let r = opened?.reader { try r.fieldOff() } }
-    public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] { try real().transceive(frame, wait: wait) }
+    public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+        try real().transceive(frame, wait: wait)
+    }
     public func nextSlot() throws(ReaderError) -> [UInt8] { try real().nextSlot() }
 }

@@ -26,13 +26,17 @@ public final class SimulatorReader: TagReader {
 
     public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
         guard field.isOn else { throw ReaderError.fieldOff }
-        guard frame.count <= limits.maxRequestBytes else { throw ReaderError.frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes) }
+        guard frame.count <= limits.maxRequestBytes else {
+            throw ReaderError.frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes)
+        }
         let onAir = CRC16.appending(to: frame)
         let exchange: AirExchange
         switch wait {
         case .standard: exchange = field.transmit(onAir, listenTimeout: readTimeout, eofAfter: nil)
-        case .writeAlike(optionFlag: false): exchange = field.transmit(onAir, listenTimeout: limits.writeTimeout, eofAfter: nil)
-        case .writeAlike(optionFlag: true): exchange = field.transmit(onAir, listenTimeout: readTimeout, eofAfter: limits.optionEOFDelay)
+        case .writeAlike(optionFlag: false):
+            exchange = field.transmit(onAir, listenTimeout: limits.writeTimeout, eofAfter: nil)
+        case .writeAlike(optionFlag: true):
+            exchange = field.transmit(onAir, listenTimeout: readTimeout, eofAfter: limits.optionEOFDelay)
         }
         trace?(TraceEvent(direction: .readerToTag, bytes: onAir, airTime: exchange.readerTime))
         return try receive(exchange)

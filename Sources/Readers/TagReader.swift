@@ -55,8 +55,10 @@ public struct ReaderLimits: Sendable, Equatable {
     /// How long it waits for a write-alike answer without the Option flag.
     public var writeTimeout: AirTime
 
-    public init(maxRequestBytes: Int = 256, maxResponseBytes: Int = 256,
-                optionEOFDelay: AirTime = .microseconds(20_000), writeTimeout: AirTime = .microseconds(20_000)) {
+    public init(
+        maxRequestBytes: Int = 256, maxResponseBytes: Int = 256,
+        optionEOFDelay: AirTime = .microseconds(20_000), writeTimeout: AirTime = .microseconds(20_000)
+    ) {
         self.maxRequestBytes = maxRequestBytes
         self.maxResponseBytes = maxResponseBytes
         self.optionEOFDelay = optionEOFDelay
@@ -66,7 +68,9 @@ public struct ReaderLimits: Sendable, Equatable {
 
 /// One event of a reader's trace.
 public struct TraceEvent: Sendable, Equatable {
-    public enum Direction: String, Sendable { case readerToTag = ">>", tagToReader = "<<", slotMarker = "EOF", nothing = "--" }
+    public enum Direction: String, Sendable {
+        case readerToTag = ">>", tagToReader = "<<", slotMarker = "EOF", nothing = "--"
+    }
     public let direction: Direction
     /// Bytes as on air, CRC included (empty for a slot marker or when nothing came back).
     public let bytes: [UInt8]

@@ -88,35 +88,50 @@ enum VLoggerImageCodec {
     static func decode(_ text: String) throws(TagImageError) -> TagImage {
         let o = try parseJSONObject(text)
         guard o["format"] as? String == formatName else { throw TagImageError("'format' must be \"\(formatName)\"") }
-        guard let version = o["version"] as? Int, version == 1 else { throw TagImageError("'version' must be 1 (the only version so far)") }
-        let known: Set<String> = ["format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
-                                  "icReference", "blockSize", "blocks", "lockedBlocks", "comment"]
+        guard let version = o["version"] as? Int, version == 1 else {
+            throw TagImageError("'version' must be 1 (the only version so far)")
+        }
+        let known: Set<String> = [
+            "format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
+            "icReference", "blockSize", "blocks", "lockedBlocks", "comment",
+        ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
         }
         guard let uidText = o["uid"] as? String else { throw TagImageError("'uid' is missing") }
         let uid: UID
         do { uid = try UID(parsing: uidText) } catch { throw TagImageError("'uid': \(error)") }
-        guard let blockSize = o["blockSize"] as? Int else { throw TagImageError("'blockSize' (a number of bytes) is missing") }
-        guard let blockTexts = o["blocks"] as? [String] else { throw TagImageError("'blocks' must be an array of hex strings, one per block") }
+        guard let blockSize = o["blockSize"] as? Int else {
+            throw TagImageError("'blockSize' (a number of bytes) is missing")
+        }
+        guard let blockTexts = o["blocks"] as? [String] else {
+            throw TagImageError("'blocks' must be an array of hex strings, one per block")
+        }
         var blocks: [[UInt8]] = []
         for (i, t) in blockTexts.enumerated() { blocks.append(try hexBytes(t, "blocks[\(i)]")) }
         var locked = Array(repeating: false, count: blocks.count)
         for item in (o["lockedBlocks"] as? [Any]) ?? [] {
             let n: Int
-            if let i = item as? Int { n = i } else if let s = item as? String, let v = try? Hex.parseInteger(s), let i = Int(exactly: v) { n = i } else {
+            if let i = item as? Int {
+                n = i
+            } else if let s = item as? String, let v = try? Hex.parseInteger(s), let i = Int(exactly: v) {
+                n = i
+            } else {
                 throw TagImageError("'lockedBlocks' entries must be block numbers (\"0x03\" or 3)")
             }
-            guard n >= 0, n < locked.count else { throw TagImageError("'lockedBlocks' names block \(n), the image has \(locked.count) blocks") }
+            guard n >= 0, n < locked.count else {
+                throw TagImageError("'lockedBlocks' names block \(n), the image has \(locked.count) blocks")
+            }
             locked[n] = true
         }
         // Which profiles exist is the simulator's to say (FieldFolder checks the name when it loads the image).
         let profile = o["profile"] as? String
-        return try TagImage(uid: uid, dsfid: try hexByte(o["dsfid"] ?? "00", "dsfid"), dsfidLocked: o["dsfidLocked"] as? Bool ?? false,
-                            afi: try hexByte(o["afi"] ?? "00", "afi"), afiLocked: o["afiLocked"] as? Bool ?? false,
-                            blockSize: blockSize, blocks: blocks, locked: locked,
-                            icReference: o["icReference"] == nil ? nil : try hexByte(o["icReference"], "icReference"),
-                            profileID: profile)
+        return try TagImage(
+            uid: uid, dsfid: try hexByte(o["dsfid"] ?? "00", "dsfid"), dsfidLocked: o["dsfidLocked"] as? Bool ?? false,
+            afi: try hexByte(o["afi"] ?? "00", "afi"), afiLocked: o["afiLocked"] as? Bool ?? false,
+            blockSize: blockSize, blocks: blocks, locked: locked,
+            icReference: o["icReference"] == nil ? nil : try hexByte(o["icReference"], "icReference"),
+            profileID: profile)
     }
 
     static func encode(_ image: TagImage) throws(TagImageError) -> String {
@@ -125,7 +140,9 @@ enum VLoggerImageCodec {
             "dsfid": Hex.format([image.dsfid]), "dsfidLocked": image.dsfidLocked,
             "afi": Hex.format([image.afi]), "afiLocked": image.afiLocked,
             "blockSize": image.blockSize, "blocks": image.blocks.map { Hex.format($0, separator: "") },
-            "lockedBlocks": image.locked.indices.filter { image.locked[$0] }.map { (BlockNumber(exactly: $0) ?? 0).description },
+            "lockedBlocks": image.locked.indices.filter { image.locked[$0] }.map {
+                (BlockNumber(exactly: $0) ?? 0).description
+            },
         ]
         if let p = image.profileID { o["profile"] = p }
         if let ic = image.icReference { o["icReference"] = Hex.format([ic]) }
@@ -144,22 +161,29 @@ enum Proxmark3ImageCodec {
         let o = try parseJSONObject(text)
         guard let type = o["FileType"] as? String else { throw TagImageError("no 'FileType'; not a Proxmark3 dump") }
         guard type == "15693 v4" || type == "15693 v5" else {
-            throw TagImageError("Proxmark3 FileType '\(type)' is not supported; re-save it with a current client as \"15693 v4\" or \"15693 v5\"")
+            throw TagImageError(
+                "Proxmark3 FileType '\(type)' is not supported; re-save it with a current client as \"15693 v4\" or \"15693 v5\""
+            )
         }
         guard let card = o["Card"] as? [String: Any] else { throw TagImageError("no 'Card' object") }
         guard let uidText = card["uid"] as? String else { throw TagImageError("'Card.uid' is missing") }
         let uid: UID
         do { uid = try UID(onAir: try hexBytes(uidText, "Card.uid")) } catch let e as TagImageError { throw e } catch {
-            throw TagImageError("'Card.uid' \(uidText): \(error) (Proxmark3 stores the UID least-significant byte first)")
+            throw TagImageError(
+                "'Card.uid' \(uidText): \(error) (Proxmark3 stores the UID least-significant byte first)")
         }
         let size = Int(try hexByte(card["bytesperpage"], "Card.bytesperpage"))
         let pcBytes = try hexBytes(card["pagescount"] as? String ?? "", "Card.pagescount")
-        guard (1...2).contains(pcBytes.count) else { throw TagImageError("'Card.pagescount' must be 1 (v4) or 2 (v5) bytes") }
+        guard (1...2).contains(pcBytes.count) else {
+            throw TagImageError("'Card.pagescount' must be 1 (v4) or 2 (v5) bytes")
+        }
         let count = pcBytes.count == 1 ? Int(pcBytes[0]) : Int(pcBytes[0]) | Int(pcBytes[1]) << 8
         guard let blocksObj = o["blocks"] as? [String: Any] else { throw TagImageError("no 'blocks' object") }
         var blocks: [[UInt8]] = []
         for i in 0..<count {
-            guard let t = blocksObj[String(i)] as? String else { throw TagImageError("'blocks.\(i)' is missing; pagescount says \(count) pages") }
+            guard let t = blocksObj[String(i)] as? String else {
+                throw TagImageError("'blocks.\(i)' is missing; pagescount says \(count) pages")
+            }
             blocks.append(try hexBytes(t, "blocks.\(i)"))
         }
         var locked = Array(repeating: false, count: count)
@@ -168,18 +192,21 @@ enum Proxmark3ImageCodec {
             for i in 0..<min(count, l.count) { locked[i] = l[i] & 0x01 != 0 }
         }
         let ic = try hexByte(card["ic"] ?? "00", "Card.ic")
-        return try TagImage(uid: uid, dsfid: try hexByte(card["dsfid"] ?? "00", "Card.dsfid"),
-                            dsfidLocked: try hexByte(card["dsfidlock"] ?? "00", "Card.dsfidlock") != 0,
-                            afi: try hexByte(card["afi"] ?? "00", "Card.afi"),
-                            afiLocked: try hexByte(card["afilock"] ?? "00", "Card.afilock") != 0,
-                            blockSize: size, blocks: blocks, locked: locked, icReference: ic)
+        return try TagImage(
+            uid: uid, dsfid: try hexByte(card["dsfid"] ?? "00", "Card.dsfid"),
+            dsfidLocked: try hexByte(card["dsfidlock"] ?? "00", "Card.dsfidlock") != 0,
+            afi: try hexByte(card["afi"] ?? "00", "Card.afi"),
+            afiLocked: try hexByte(card["afilock"] ?? "00", "Card.afilock") != 0,
+            blockSize: size, blocks: blocks, locked: locked, icReference: ic)
     }
 
     static func encode(_ image: TagImage, updating original: String?) throws(TagImageError) -> String {
         // Upstream Proxmark3 writes and loads "15693 v4" only, with at most ISO15693_TAG_MAX_PAGES = 160 pages and
         // ISO15693_TAG_MAX_SIZE = 2048 bytes (include/iso15.h; fileutils.c refuses more): write what it can load.
         guard image.blockCount <= 160, image.blockCount * image.blockSize <= 2048 else {
-            throw TagImageError("a Proxmark3 dump (\"15693 v4\") holds at most 160 pages and 2048 bytes, the limits of Proxmark3's own loader; this tag has \(image.blockCount) blocks of \(image.blockSize) bytes: use the vlogger or Flipper format")
+            throw TagImageError(
+                "a Proxmark3 dump (\"15693 v4\") holds at most 160 pages and 2048 bytes, the limits of Proxmark3's own loader; this tag has \(image.blockCount) blocks of \(image.blockSize) bytes: use the vlogger or Flipper format"
+            )
         }
         var o: [String: Any] = (original.flatMap { try? parseJSONObject($0) }) ?? ["Created": "vlogger"]
         o["FileType"] = "15693 v4"
@@ -242,14 +269,18 @@ enum FlipperImageCodec {
             if t.hasPrefix("#") { continue }
             guard let colon = t.firstIndex(of: ":") else { continue }
             let key = String(t[..<colon]).trimmingCharacters(in: .whitespaces)
-            if fields[key] == nil { fields[key] = String(t[t.index(after: colon)...]).trimmingCharacters(in: .whitespaces) }
+            if fields[key] == nil {
+                fields[key] = String(t[t.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            }
         }
         return fields
     }
 
     static func decode(_ text: String) throws(TagImageError) -> TagImage {
         let fields = fields(lines(text).lines)
-        guard fields["Filetype"] == "Flipper NFC device" else { throw TagImageError("not a Flipper NFC file (no 'Filetype: Flipper NFC device')") }
+        guard fields["Filetype"] == "Flipper NFC device" else {
+            throw TagImageError("not a Flipper NFC file (no 'Filetype: Flipper NFC device')")
+        }
         let type = fields["Device type"] ?? ""
         guard ["ISO15693-3", "ISO15693", "SLIX"].contains(type) else {
             throw TagImageError("Flipper device type '\(type)' is not ISO 15693; expected ISO15693-3 or SLIX")
@@ -285,14 +316,17 @@ enum FlipperImageCodec {
                 st.removeFirst()
             }
             guard st.count == count else {
-                throw TagImageError("'Security Status' has \(st.count) bytes for \(count) blocks (one per block, or one more in Flipper's legacy layout)")
+                throw TagImageError(
+                    "'Security Status' has \(st.count) bytes for \(count) blocks (one per block, or one more in Flipper's legacy layout)"
+                )
             }
             for i in 0..<count { locked[i] = st[i] & 0x01 != 0 }
         }
-        var image = try TagImage(uid: uid, dsfid: try hexByte(fields["DSFID"] ?? "00", "DSFID"), dsfidLocked: dsfidLocked,
-                                 afi: try hexByte(fields["AFI"] ?? "00", "AFI"), afiLocked: afiLocked,
-                                 blockSize: size, blocks: blocks, locked: locked,
-                                 icReference: fields["IC Reference"] == nil ? nil : try hexByte(fields["IC Reference"], "IC Reference"))
+        var image = try TagImage(
+            uid: uid, dsfid: try hexByte(fields["DSFID"] ?? "00", "DSFID"), dsfidLocked: dsfidLocked,
+            afi: try hexByte(fields["AFI"] ?? "00", "AFI"), afiLocked: afiLocked,
+            blockSize: size, blocks: blocks, locked: locked,
+            icReference: fields["IC Reference"] == nil ? nil : try hexByte(fields["IC Reference"], "IC Reference"))
         image.dsfidKnown = fields["DSFID"] != nil
         image.afiKnown = fields["AFI"] != nil
         return image
@@ -345,8 +379,12 @@ enum FlipperImageCodec {
             }
             for (k, v) in values where !done.contains(k) {
                 guard let mine = order.firstIndex(of: k) else { continue }
-                let later = lines.firstIndex { l in keyOf(l).flatMap { order.firstIndex(of: $0) }.map { $0 > mine } ?? false }
-                let earlier = lines.lastIndex { l in keyOf(l).flatMap { order.firstIndex(of: $0) }.map { $0 < mine } ?? false }
+                let later = lines.firstIndex { l in
+                    keyOf(l).flatMap { order.firstIndex(of: $0) }.map { $0 > mine } ?? false
+                }
+                let earlier = lines.lastIndex { l in
+                    keyOf(l).flatMap { order.firstIndex(of: $0) }.map { $0 < mine } ?? false
+                }
                 let at = later ?? earlier.map { $0 + 1 } ?? lines.count
                 lines.insert("\(k): \(v)", at: at)
                 done.insert(k)
@@ -355,13 +393,17 @@ enum FlipperImageCodec {
             return lines.joined(separator: ending) + ending
         }
         let type = deviceType(image.uid)
-        var out = ["Filetype: Flipper NFC device", "Version: 4", "Device type: \(type)", "# UID is common for all formats"]
+        var out = [
+            "Filetype: Flipper NFC device", "Version: 4", "Device type: \(type)", "# UID is common for all formats",
+        ]
         out.append("UID: \(image.uid.spaced)")
         out.append("# ISO15693-3 specific data")
         for (k, v) in values.dropFirst() { out.append("\(k): \(v)") }
         if type == "SLIX" {
             out.append("# SLIX specific data")
-            out.append("# Passwords, privacy mode and the EAS lock cannot be read over the air: not known, so not written (Flipper uses its defaults)")
+            out.append(
+                "# Passwords, privacy mode and the EAS lock cannot be read over the air: not known, so not written (Flipper uses its defaults)"
+            )
         }
         return out.joined(separator: "\n") + "\n"
     }

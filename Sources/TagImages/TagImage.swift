@@ -22,12 +22,17 @@ public struct TagImage: Equatable, Sendable {
 
     public var blockCount: Int { blocks.count }
 
-    public init(uid: UID, dsfid: UInt8 = 0, dsfidLocked: Bool = false, afi: UInt8 = 0, afiLocked: Bool = false,
-                blockSize: Int, blocks: [[UInt8]], locked: [Bool]? = nil, icReference: UInt8? = nil, profileID: String? = nil) throws(TagImageError) {
+    public init(
+        uid: UID, dsfid: UInt8 = 0, dsfidLocked: Bool = false, afi: UInt8 = 0, afiLocked: Bool = false,
+        blockSize: Int, blocks: [[UInt8]], locked: [Bool]? = nil, icReference: UInt8? = nil, profileID: String? = nil
+    ) throws(TagImageError) {
         guard (1...32).contains(blockSize) else { throw TagImageError("block size \(blockSize) is outside 1…32 bytes") }
-        guard (1...65536).contains(blocks.count) else { throw TagImageError("block count \(blocks.count) is outside 1…65536") }
+        guard (1...65536).contains(blocks.count) else {
+            throw TagImageError("block count \(blocks.count) is outside 1…65536")
+        }
         for (i, b) in blocks.enumerated() where b.count != blockSize {
-            throw TagImageError("block \(BlockNumber(exactly: i) ?? 0) has \(b.count) bytes, the block size is \(blockSize)")
+            throw TagImageError(
+                "block \(BlockNumber(exactly: i) ?? 0) has \(b.count) bytes, the block size is \(blockSize)")
         }
         let locks = locked ?? Array(repeating: false, count: blocks.count)
         guard locks.count == blocks.count else {

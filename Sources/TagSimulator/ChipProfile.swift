@@ -115,7 +115,8 @@ public struct ChipProfile: Hashable, Sendable {
 
     /// TI Tag-it HF-I Standard: 8 user blocks × 4 bytes, no Get System Information (a reader must probe).
     public static let tagitHFIStandard = ChipProfile(
-        id: "tagit-hfi-standard", model: .tagitHFIStandard, manufacturer: .texasInstruments, uidByte5: 0xC0, uidByte4Bits: 0,
+        id: "tagit-hfi-standard", model: .tagitHFIStandard, manufacturer: .texasInstruments, uidByte5: 0xC0,
+        uidByte4Bits: 0,
         blockCount: 8, blockSize: 4, icReference: nil, systemInfo: nil,
         supportsExtendedCommands: false, requiresProtocolExtension: false,
         maxBlocksPerRead: 1, maxBlocksPerWrite: nil, writeRequiresOption: true,
@@ -179,7 +180,9 @@ public struct ChipProfile: Hashable, Sendable {
             "Fast reads 0xC0/0xC3 with 2-byte block numbers and the Protocol Extension flag at 53 kbit/s: M24LR64-R datasheet, RFAL rfal_st25xv.c",
         ], fastReads: true)
 
-    public static let all: [ChipProfile] = [icodeSLIX2, st25dv64k, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64]
+    public static let all: [ChipProfile] = [
+        icodeSLIX2, st25dv64k, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64,
+    ]
 
     public static func named(_ id: String) -> ChipProfile? { all.first { $0.id == id } }
 
@@ -187,7 +190,8 @@ public struct ChipProfile: Hashable, Sendable {
     /// of the image's size.
     public static func infer(uid: UID, blockCount: Int, blockSize: Int, icReference: UInt8?) -> ChipProfile {
         if let model = ICModel.identify(uid: uid, icReference: icReference, blockCount: blockCount),
-           let p = all.first(where: { $0.model == model && $0.blockCount == blockCount && $0.blockSize == blockSize }) {
+            let p = all.first(where: { $0.model == model && $0.blockCount == blockCount && $0.blockSize == blockSize })
+        {
             return p
         }
         return generic(uid: uid, blockCount: blockCount, blockSize: blockSize, icReference: icReference)
@@ -212,14 +216,17 @@ public struct ChipProfile: Hashable, Sendable {
 extension TagImage {
     /// A blank image for a profile (all bytes zero, nothing locked).
     public static func blank(profile: ChipProfile, uid: UID) -> TagImage {
-        TagImage(unchecked: uid, blockSize: profile.blockSize,
-                 blocks: Array(repeating: Array(repeating: 0, count: profile.blockSize), count: profile.blockCount),
-                 icReference: profile.icReference, profileID: profile.id)
+        TagImage(
+            unchecked: uid, blockSize: profile.blockSize,
+            blocks: Array(repeating: Array(repeating: 0, count: profile.blockSize), count: profile.blockCount),
+            icReference: profile.icReference, profileID: profile.id)
     }
 
     /// The chip profile this image runs on.
     public var profile: ChipProfile {
-        if let id = profileID, let p = ChipProfile.named(id), p.blockCount == blockCount, p.blockSize == blockSize { return p }
+        if let id = profileID, let p = ChipProfile.named(id), p.blockCount == blockCount, p.blockSize == blockSize {
+            return p
+        }
         return ChipProfile.infer(uid: uid, blockCount: blockCount, blockSize: blockSize, icReference: icReference)
     }
 }

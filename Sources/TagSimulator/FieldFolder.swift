@@ -38,25 +38,31 @@ public final class FieldFolder {
                 if name.hasSuffix(".json") {
                     // A damaged file must not vanish from the field (or the scenario from the run) unsaid.
                     do { _ = try JSONSerialization.jsonObject(with: Data(text.utf8)) } catch {
-                        throw TagImageError("not valid JSON (\((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? error.localizedDescription)); a tag image or scenario.json must be JSON")
+                        throw TagImageError(
+                            "not valid JSON (\((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? error.localizedDescription)); a tag image or scenario.json must be JSON"
+                        )
                     }
                     if name == "scenario.json", !Scenario.isScenario(text) {
-                        throw TagImageError("a scenario needs the key \"vlogger-scenario\" (see Config/demo-field/README.md)")
+                        throw TagImageError(
+                            "a scenario needs the key \"vlogger-scenario\" (see Config/demo-field/README.md)")
                     }
                 }
                 if name.hasSuffix(".json"), Scenario.isScenario(text) {
-                    guard scenario == nil else { throw TagImageError("a second scenario; a field folder has at most one") }
+                    guard scenario == nil else {
+                        throw TagImageError("a second scenario; a field folder has at most one")
+                    }
                     scenario = try Scenario.decode(text)
                     continue
                 }
                 guard let f = TagImageFormat.detect(fileName: name, text: text) else {
-                    if name.hasSuffix(".json") { continue } // other valid JSON is not a tag
+                    if name.hasSuffix(".json") { continue }  // other valid JSON is not a tag
                     throw TagImageError("not a tag image (project JSON, Proxmark3 \"15693 v4\" JSON or Flipper .nfc)")
                 }
                 format = f
                 image = try f.decode(text)
                 if let id = image.profileID, id != "generic", ChipProfile.named(id) == nil {
-                    throw TagImageError("unknown profile '\(id)'; known: \(ChipProfile.all.map(\.id).joined(separator: ", ")), generic")
+                    throw TagImageError(
+                        "unknown profile '\(id)'; known: \(ChipProfile.all.map(\.id).joined(separator: ", ")), generic")
                 }
             } catch let e as TagImageError {
                 throw e.in(fileURL.path)
@@ -64,20 +70,24 @@ public final class FieldFolder {
                 throw TagImageError("\(fileURL.path): \(error)")
             }
             if let other = files[image.uid] {
-                throw TagImageError("\(fileURL.path): UID \(image.uid) is already in \(other.url.lastPathComponent); each tag needs its own UID")
+                throw TagImageError(
+                    "\(fileURL.path): UID \(image.uid) is already in \(other.url.lastPathComponent); each tag needs its own UID"
+                )
             }
             files[image.uid] = (fileURL, format)
             field.add(SimulatedTag(image: image))
         }
         field.onTagChanged = { [weak self] tag in self?.persist(tag) }
         if let scenario {
-            let uids = scenario.signals.map(\.uid) + scenario.steps.compactMap { step -> UID? in
-                switch step.action {
-                case let .leave(u), let .arrive(u), let .leaveMidRead(u, _): return u
-                case let .noResponse(u, _), let .corruptCRC(u, _): return u
-                case .collision: return nil
+            let uids =
+                scenario.signals.map(\.uid)
+                + scenario.steps.compactMap { step -> UID? in
+                    switch step.action {
+                    case let .leave(u), let .arrive(u), let .leaveMidRead(u, _): return u
+                    case let .noResponse(u, _), let .corruptCRC(u, _): return u
+                    case .collision: return nil
+                    }
                 }
-            }
             if let missing = uids.first(where: { files[$0] == nil }) {
                 throw TagImageError("\(url.path): the scenario names \(missing), which no tag file in the folder has")
             }

@@ -61,8 +61,10 @@ public struct Scenario: Equatable, Sendable {
         public var min: Double?
         public var max: Double?
 
-        public init(uid: UID, block: Int, byte: Int, encoding: Encoding, scale: Double, start: Double, slopePerHour: Double,
-                    amplitude: Double, periodMs: Int64, min: Double?, max: Double?) {
+        public init(
+            uid: UID, block: Int, byte: Int, encoding: Encoding, scale: Double, start: Double, slopePerHour: Double,
+            amplitude: Double, periodMs: Int64, min: Double?, max: Double?
+        ) {
             self.uid = uid
             self.block = block
             self.byte = byte
@@ -106,7 +108,9 @@ public struct Scenario: Equatable, Sendable {
         guard let obj = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
             throw TagImageError("not a JSON object")
         }
-        guard (obj["vlogger-scenario"] as? Int) == 1 else { throw TagImageError("\"vlogger-scenario\" must be 1 (the only version)") }
+        guard (obj["vlogger-scenario"] as? Int) == 1 else {
+            throw TagImageError("\"vlogger-scenario\" must be 1 (the only version)")
+        }
         for k in obj.keys where !["vlogger-scenario", "description", "steps", "signals"].contains(k) {
             throw TagImageError("unknown key \"\(k)\"; expected vlogger-scenario, description, steps, signals")
         }
@@ -119,13 +123,17 @@ public struct Scenario: Equatable, Sendable {
             let ctx = "steps[\(i)]"
             guard let s = any as? [String: Any] else { throw TagImageError("\(ctx): expected an object") }
             let at = try time(s["at"], ctx + ".at")
-            guard let what = s["do"] as? String else { throw TagImageError("\(ctx): \"do\" must be leave, arrive, leave-mid-read, no-response, corrupt-crc or collision") }
+            guard let what = s["do"] as? String else {
+                throw TagImageError(
+                    "\(ctx): \"do\" must be leave, arrive, leave-mid-read, no-response, corrupt-crc or collision")
+            }
             let count = (s["count"] as? Int) ?? 1
             let action: Action
             switch what {
             case "leave": action = .leave(try uid(s["uid"], ctx))
             case "arrive": action = .arrive(try uid(s["uid"], ctx))
-            case "leave-mid-read": action = .leaveMidRead(try uid(s["uid"], ctx), exchanges: (s["exchanges"] as? Int) ?? 2)
+            case "leave-mid-read":
+                action = .leaveMidRead(try uid(s["uid"], ctx), exchanges: (s["exchanges"] as? Int) ?? 2)
             case "no-response": action = .noResponse(s["uid"] == nil ? nil : try uid(s["uid"], ctx), count: count)
             case "corrupt-crc": action = .corruptCRC(s["uid"] == nil ? nil : try uid(s["uid"], ctx), count: count)
             case "collision": action = .collision(count: count)
@@ -138,7 +146,11 @@ public struct Scenario: Equatable, Sendable {
             let ctx = "signals[\(i)]"
             guard let s = any as? [String: Any] else { throw TagImageError("\(ctx): expected an object") }
             let block: Int
-            if let n = s["block"] as? Int, BlockNumber(exactly: n) != nil { block = n } else if let t = s["block"] as? String, let b = try? BlockNumber(parsing: t) { block = b.int } else {
+            if let n = s["block"] as? Int, BlockNumber(exactly: n) != nil {
+                block = n
+            } else if let t = s["block"] as? String, let b = try? BlockNumber(parsing: t) {
+                block = b.int
+            } else {
                 throw TagImageError("\(ctx): \"block\" must be a block number, 0…0xFFFF (\"0xF8\" or 248)")
             }
             let byte = (s["byte"] as? Int) ?? 0
@@ -146,7 +158,8 @@ public struct Scenario: Equatable, Sendable {
                 throw TagImageError("\(ctx): \"byte\" must be a byte offset in the block, 0…255")
             }
             guard let encName = s["type"] as? String, let enc = Encoding(rawValue: encName) else {
-                throw TagImageError("\(ctx): \"type\" must be one of \(Encoding.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw TagImageError(
+                    "\(ctx): \"type\" must be one of \(Encoding.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             func num(_ k: String, _ d: Double?) throws(TagImageError) -> Double? {
                 guard let v = s[k] else { return d }
@@ -155,10 +168,13 @@ public struct Scenario: Equatable, Sendable {
             }
             let scale = try num("scale", 1) ?? 1
             guard scale != 0 else { throw TagImageError("\(ctx): \"scale\" must not be 0") }
-            signals.append(Signal(uid: try uid(s["uid"], ctx), block: block, byte: byte, encoding: enc,
-                                  scale: scale, start: try num("start", 0) ?? 0, slopePerHour: try num("slope-per-hour", 0) ?? 0,
-                                  amplitude: try num("amplitude", 0) ?? 0, periodMs: s["period"] == nil ? 0 : try time(s["period"], ctx + ".period"),
-                                  min: try num("min", nil), max: try num("max", nil)))
+            signals.append(
+                Signal(
+                    uid: try uid(s["uid"], ctx), block: block, byte: byte, encoding: enc,
+                    scale: scale, start: try num("start", 0) ?? 0, slopePerHour: try num("slope-per-hour", 0) ?? 0,
+                    amplitude: try num("amplitude", 0) ?? 0,
+                    periodMs: s["period"] == nil ? 0 : try time(s["period"], ctx + ".period"),
+                    min: try num("min", nil), max: try num("max", nil)))
         }
         return Scenario(steps: steps, signals: signals)
     }
@@ -168,11 +184,15 @@ public struct Scenario: Equatable, Sendable {
     static func time(_ any: Any?, _ ctx: String) throws(TagImageError) -> Int64 {
         let limit = 10 * 365.25 * 86_400_000.0
         func ms(_ v: Double) throws(TagImageError) -> Int64 {
-            guard v.isFinite, v >= 0, v <= limit else { throw TagImageError("\(ctx): a time of 0 to 10 years, not \(v / 1000) s") }
+            guard v.isFinite, v >= 0, v <= limit else {
+                throw TagImageError("\(ctx): a time of 0 to 10 years, not \(v / 1000) s")
+            }
             return Int64(v.rounded())
         }
         if let n = any as? Double { return try ms(n * 1000) }
-        guard let s = any as? String else { throw TagImageError("\(ctx): expected a time (\"90s\", \"500ms\", \"2m\") or seconds") }
+        guard let s = any as? String else {
+            throw TagImageError("\(ctx): expected a time (\"90s\", \"500ms\", \"2m\") or seconds")
+        }
         for (suffix, f) in [("ms", 1.0), ("s", 1000.0), ("m", 60_000.0), ("h", 3_600_000.0)] where s.hasSuffix(suffix) {
             if let v = Double(s.dropLast(suffix.count)) { return try ms(v * f) }
         }
@@ -195,7 +215,8 @@ public final class ScenarioPlayer {
         var firstStep: [UID: Scenario.Action] = [:]
         for s in scenario.steps {
             switch s.action {
-            case let .arrive(u), let .leave(u), let .leaveMidRead(u, _): if firstStep[u] == nil { firstStep[u] = s.action }
+            case let .arrive(u), let .leave(u), let .leaveMidRead(u, _):
+                if firstStep[u] == nil { firstStep[u] = s.action }
             default: break
             }
         }
@@ -206,7 +227,8 @@ public final class ScenarioPlayer {
         while next < scenario.steps.count, scenario.steps[next].atMs <= t {
             switch scenario.steps[next].action {
             case let .leave(u): if let tag = field.remove(u) { away[u] = tag }
-            case let .arrive(u): if let tag = away.removeValue(forKey: u) { field.add(tag); if field.isOn { field.powerOn() } }
+            case let .arrive(u):
+                if let tag = away.removeValue(forKey: u) { field.add(tag); if field.isOn { field.powerOn() } }
             case let .leaveMidRead(u, n):
                 if let tag = field.tag(u) { away[u] = tag }
                 field.inject(.leaveAfter(uid: u, exchanges: n))

@@ -106,14 +106,18 @@ public final class SimulatedField {
     /// Sends `onAir` (a request with its CRC). `listenTimeout` is how long after its EOF the reader listens
     /// for an answer that starts by itself; `eofAfter` is when the reader sends a lone EOF to collect the
     /// answer of a write-alike command sent with the Option flag (nil: it sends none).
-    public func transmit(_ onAir: [UInt8], listenTimeout: AirTime = AirTiming.writeAlikeMaximum, eofAfter: AirTime? = nil) -> AirExchange {
+    public func transmit(
+        _ onAir: [UInt8], listenTimeout: AirTime = AirTiming.writeAlikeMaximum, eofAfter: AirTime? = nil
+    ) -> AirExchange {
         exchangeCount += 1
         applySchedule()
         slots = nil
         let readerTime = AirTiming.readerFrame(bytes: onAir.count, coding: coding)
         guard isOn, CRC16.isValid(onAir), let request = try? Request.decode(Array(onAir.dropLast(2))) else {
             // No field, or a frame no tag can decode: nobody answers.
-            return record(.silence, reader: readerTime, listen: AirTiming.emptySlot(RequestFlags(rawValue: onAir.first ?? 0)), guardTime: false)
+            return record(
+                .silence, reader: readerTime, listen: AirTiming.emptySlot(RequestFlags(rawValue: onAir.first ?? 0)),
+                guardTime: false)
         }
         if request.flags.isInventory {
             slotFlags = request.flags
@@ -130,7 +134,9 @@ public final class SimulatedField {
         }
         var answers: [(SimulatedTag, Response, AirTime, Bool, (() -> Void)?, Bool)] = []
         for t in tags where t.isAddressed(by: request) {
-            if case let .answer(r, prog, waits, commit, ext) = t.reply(to: request) { answers.append((t, r, prog, waits, commit, ext)) }
+            if case let .answer(r, prog, waits, commit, ext) = t.reply(to: request) {
+                answers.append((t, r, prog, waits, commit, ext))
+            }
         }
         let flags = request.flags
         guard !answers.isEmpty else {
@@ -139,7 +145,9 @@ public final class SimulatedField {
         }
         if answers.count > 1 {
             let longest = answers.map { $0.1.encode().count + 2 }.max() ?? 3
-            return record(.collision, reader: readerTime, listen: AirTiming.t1 + AirTiming.tagFrame(bytes: longest, flags: flags), guardTime: true)
+            return record(
+                .collision, reader: readerTime, listen: AirTiming.t1 + AirTiming.tagFrame(bytes: longest, flags: flags),
+                guardTime: true)
         }
         var (tag, response, programming, waitsForEOF, commit, extendedSI) = answers[0]
         let start: AirTime
@@ -165,15 +173,20 @@ public final class SimulatedField {
             // The tag answers after the reader stopped listening; what it programmed stays programmed.
             return record(.silence, reader: readerTime, listen: listenTimeout, guardTime: false)
         }
-        let frame = CRC16.appending(to: response.encode(extendedSystemInformation: extendedSI,
-                                                        protocolExtension: flags.contains(.protocolExtension)))
-        return deliver(frame, from: tag, reader: readerTime, start: start, flags: flags, fast: STFastRead.isFastRead(request.command))
+        let frame = CRC16.appending(
+            to: response.encode(
+                extendedSystemInformation: extendedSI,
+                protocolExtension: flags.contains(.protocolExtension)))
+        return deliver(
+            frame, from: tag, reader: readerTime, start: start, flags: flags,
+            fast: STFastRead.isFastRead(request.command))
     }
 
     /// The reader's lone EOF that moves a 16-slot inventory to its next slot.
     public func nextSlot() -> AirExchange {
         guard slots != nil, slotIndex + 1 < (slots?.count ?? 0) else {
-            return record(.silence, reader: AirTiming.readerEOF, listen: AirTiming.emptySlot(slotFlags), guardTime: false)
+            return record(
+                .silence, reader: AirTiming.readerEOF, listen: AirTiming.emptySlot(slotFlags), guardTime: false)
         }
         slotIndex += 1
         return resolveSlot(reader: AirTiming.readerEOF)
@@ -184,12 +197,17 @@ public final class SimulatedField {
         if group.isEmpty {
             return record(.silence, reader: reader, listen: AirTiming.emptySlot(slotFlags), guardTime: false)
         }
-        guard let request = slotRequest else { return record(.silence, reader: reader, listen: AirTiming.emptySlot(slotFlags), guardTime: false) }
+        guard let request = slotRequest else {
+            return record(.silence, reader: reader, listen: AirTiming.emptySlot(slotFlags), guardTime: false)
+        }
         // NXP's Fast Inventory Read answers at twice the data rate.
         let fast = NXPInventoryRead(request)?.fast == true
         if group.count > 1 {
             let longest = group.map { $0.inventoryAnswer(request).count + 2 }.max() ?? 12
-            let frame = fast ? AirTiming.fastTagFrame(bytes: longest, flags: slotFlags) : AirTiming.tagFrame(bytes: longest, flags: slotFlags)
+            let frame =
+                fast
+                ? AirTiming.fastTagFrame(bytes: longest, flags: slotFlags)
+                : AirTiming.tagFrame(bytes: longest, flags: slotFlags)
             return record(.collision, reader: reader, listen: AirTiming.t1 + frame, guardTime: true)
         }
         let t = group[0]
@@ -197,8 +215,15 @@ public final class SimulatedField {
         return deliver(frame, from: t, reader: reader, start: AirTiming.t1, flags: slotFlags, fast: fast)
     }
 
-    private func deliver(_ frame: [UInt8], from tag: SimulatedTag, reader: AirTime, start: AirTime, flags: RequestFlags, fast: Bool = false) -> AirExchange {
-        let listen = start + (fast ? AirTiming.fastTagFrame(bytes: frame.count, flags: flags) : AirTiming.tagFrame(bytes: frame.count, flags: flags))
+    private func deliver(
+        _ frame: [UInt8], from tag: SimulatedTag, reader: AirTime, start: AirTime, flags: RequestFlags,
+        fast: Bool = false
+    ) -> AirExchange {
+        let listen =
+            start
+            + (fast
+                ? AirTiming.fastTagFrame(bytes: frame.count, flags: flags)
+                : AirTiming.tagFrame(bytes: frame.count, flags: flags))
         if take(&noResponse, tag.uid) {
             return record(.silence, reader: reader, listen: start + AirTiming.tagSOF(flags), guardTime: false)
         }

@@ -20,7 +20,9 @@ public final class SimulatedTag {
     /// RF430 and ST25DV chips do from their sensor or I²C side; RF lock bits do not apply. Bytes past
     /// the end of the memory are dropped.
     public func sense(block: Int, byte: Int = 0, bytes: [UInt8]) {
-        guard block >= 0, byte >= 0, block < image.blocks.count, byte < image.blocks.count * image.blockSize else { return }
+        guard block >= 0, byte >= 0, block < image.blocks.count, byte < image.blocks.count * image.blockSize else {
+            return
+        }
         for (i, b) in bytes.enumerated() {
             let pos = byte + i
             let n = block + pos / image.blockSize
@@ -68,14 +70,18 @@ public final class SimulatedTag {
 
     /// This tag's answer (flags first, no CRC) in its slot of an Inventory or an Inventory Read.
     func inventoryAnswer(_ request: Request) -> [UInt8] {
-        guard let read = NXPInventoryRead(request) else { return Response(body: .inventory(dsfid: image.dsfid, uid: uid)).encode() }
+        guard let read = NXPInventoryRead(request) else {
+            return Response(body: .inventory(dsfid: image.dsfid, uid: uid)).encode()
+        }
         // Past the last block the chip returns fewer blocks, ending at its last (ICODE SLI §3.5.3.1).
         let end = min(read.first.int + read.count, image.blockCount)
         let blocks = Array(image.blocks[read.first.int..<end])
         // Without the Option flag the answer is the blocks alone (SLIX datasheet Table 24).
         guard request.flags.contains(.option) else { return [0x00] + blocks.flatMap { $0 } }
-        return [0x00] + NXPInventoryRead.answerBody(uid: uid, maskLength: read.mask.length,
-                                                     sixteenSlots: request.inventorySlots == 16, blocks: blocks)
+        return [0x00]
+            + NXPInventoryRead.answerBody(
+                uid: uid, maskLength: read.mask.length,
+                sixteenSlots: request.inventorySlots == 16, blocks: blocks)
     }
 
     /// ISO/IEC 15693-3 table 8: AFI 0x00 matches every tag; a request family (high nibble) or
@@ -111,7 +117,9 @@ public final class SimulatedTag {
         func unsupported() -> Reply { p.unsupportedCommandError.map { answer(.error($0)) } ?? .silent }
 
         let code = request.command.code
-        if code.takesProtocolExtension && p.requiresProtocolExtension && !protoExt { return answer(.error(p.protocolExtensionError)) }
+        if code.takesProtocolExtension && p.requiresProtocolExtension && !protoExt {
+            return answer(.error(p.protocolExtensionError))
+        }
         if code.isExtended && !p.supportsExtendedCommands { return unsupported() }
         if request.command.code.isWriteAlike && p.writeRequiresOption && !option {
             // Modelling assumption: without the Option flag a TI Tag-it neither writes nor answers.
@@ -120,11 +128,13 @@ public final class SimulatedTag {
 
         func inRange(_ first: BlockNumber, _ count: Int) -> Bool { first.int + count <= image.blockCount && count >= 1 }
         func blocks(_ first: BlockNumber, _ count: Int) -> ResponseBody {
-            .blocks((0..<count).map { i in
-                let n = first.int + i
-                return BlockRead(number: BlockNumber(exactly: n) ?? 0, data: image.blocks[n],
-                                 security: option ? (image.locked[n] ? .locked : []) : nil)
-            })
+            .blocks(
+                (0..<count).map { i in
+                    let n = first.int + i
+                    return BlockRead(
+                        number: BlockNumber(exactly: n) ?? 0, data: image.blocks[n],
+                        security: option ? (image.locked[n] ? .locked : []) : nil)
+                })
         }
         func write(_ first: BlockNumber, _ count: Int, _ data: [UInt8]) -> Reply {
             guard inRange(first, count) else { return answer(.error(p.blockOutOfRangeError)) }
@@ -135,17 +145,20 @@ public final class SimulatedTag {
                     image.blocks[first.int + i] = Array(data[(i * image.blockSize)..<((i + 1) * image.blockSize)])
                 }
             }
-            return .answer(Response(body: .done), programming: p.programmingTimePerBlock * count + extraProgrammingTime,
-                           waitsForEOF: option, commit: commit, extendedSI: false)
+            return .answer(
+                Response(body: .done), programming: p.programmingTimePerBlock * count + extraProgrammingTime,
+                waitsForEOF: option, commit: commit, extendedSI: false)
         }
         func writeAlike(_ check: () -> ISOErrorCode?, _ change: @escaping () -> Void) -> Reply {
             if let e = check() { return answer(.error(e)) }
-            return .answer(Response(body: .done), programming: p.programmingTimePerBlock + extraProgrammingTime,
-                           waitsForEOF: option, commit: change, extendedSI: false)
+            return .answer(
+                Response(body: .done), programming: p.programmingTimePerBlock + extraProgrammingTime,
+                waitsForEOF: option, commit: change, extendedSI: false)
         }
         func lock(_ b: BlockNumber) -> Reply {
             guard inRange(b, 1) else { return answer(.error(p.blockOutOfRangeError)) }
-            return writeAlike({ image.locked[b.int] ? .blockAlreadyLocked : nil }, { [self] in image.locked[b.int] = true })
+            return writeAlike(
+                { image.locked[b.int] ? .blockAlreadyLocked : nil }, { [self] in image.locked[b.int] = true })
         }
 
         switch request.command {
@@ -192,16 +205,25 @@ public final class SimulatedTag {
             guard let fields = p.systemInfo else { return unsupported() }
             var info = systemInformation(fields, requested: parameters)
             info.twoByteAddressing = image.blockCount > 256
-            return .answer(Response(body: .systemInformation(info)), programming: .zero, waitsForEOF: false, commit: nil, extendedSI: true)
+            return .answer(
+                Response(body: .systemInformation(info)), programming: .zero, waitsForEOF: false, commit: nil,
+                extendedSI: true)
         case let .getMultipleBlockSecurityStatus(f, n), let .extendedGetMultipleBlockSecurityStatus(f, n):
             guard inRange(f, n) else { return answer(.error(p.blockOutOfRangeError)) }
             return answer(.securityStatus((f.int..<(f.int + n)).map { image.locked[$0] ? .locked : [] }))
         case .custom where p.fastReads && STFastRead.isFastRead(request.command):
             // ST's fast reads: read like Read Multiple Blocks; the field charges the answer at twice the rate.
-            guard let (f, n) = STFastRead.range(of: request.command, protocolExtension: protoExt && !p.supportsExtendedCommands),
-                  let first = BlockNumber(exactly: f) else { return answer(.error(.commandNotRecognized)) }
+            guard
+                let (f, n) = STFastRead.range(
+                    of: request.command, protocolExtension: protoExt && !p.supportsExtendedCommands),
+                let first = BlockNumber(exactly: f)
+            else { return answer(.error(.commandNotRecognized)) }
             if p.requiresProtocolExtension && !protoExt { return answer(.error(p.protocolExtensionError)) }
-            if case let .custom(code, _, _) = request.command, code >= STFastRead.extendedSingle, !p.supportsExtendedCommands { return unsupported() }
+            if case let .custom(code, _, _) = request.command, code >= STFastRead.extendedSingle,
+                !p.supportsExtendedCommands
+            {
+                return unsupported()
+            }
             guard inRange(first, n) else { return answer(.error(p.blockOutOfRangeError)) }
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
             return answer(blocks(first, n))

@@ -27,9 +27,11 @@ public struct CapabilityContainer: Equatable, Sendable {
     /// 4 or 8.
     public var length: Int
 
-    public init(twoByteAddressing: Bool = false, majorVersion: UInt8 = 1, minorVersion: UInt8 = 0, readAccess: Access = .always,
-                writeAccess: Access = .always, dataAreaBytes: Int, readMultipleBlocks: Bool = false, lockBlock: Bool = false,
-                specialFrame: Bool = false, mlenOverflow: Bool = false, ipRead: Bool = false, length: Int? = nil) {
+    public init(
+        twoByteAddressing: Bool = false, majorVersion: UInt8 = 1, minorVersion: UInt8 = 0, readAccess: Access = .always,
+        writeAccess: Access = .always, dataAreaBytes: Int, readMultipleBlocks: Bool = false, lockBlock: Bool = false,
+        specialFrame: Bool = false, mlenOverflow: Bool = false, ipRead: Bool = false, length: Int? = nil
+    ) {
         self.twoByteAddressing = twoByteAddressing
         self.majorVersion = majorVersion
         self.minorVersion = minorVersion
@@ -48,24 +50,34 @@ public struct CapabilityContainer: Equatable, Sendable {
     public static func decode(_ b: [UInt8]) throws(NDEFError) -> CapabilityContainer {
         guard b.count >= 4 else { throw .capabilityContainer("needs 4 bytes, got \(b.count)") }
         guard b[0] == 0xE1 || b[0] == 0xE2 else {
-            throw .capabilityContainer("magic number 0x\(Hex.format([b[0]])) is neither 0xE1 nor 0xE2: the tag is not NDEF-formatted")
+            throw .capabilityContainer(
+                "magic number 0x\(Hex.format([b[0]])) is neither 0xE1 nor 0xE2: the tag is not NDEF-formatted")
         }
         let major = b[1] >> 6, minor = (b[1] >> 4) & 0x03
-        guard major == 1 else { throw .capabilityContainer("mapping version \(major).\(minor) is not 1.x; this reader handles major version 1 only") }
+        guard major == 1 else {
+            throw .capabilityContainer(
+                "mapping version \(major).\(minor) is not 1.x; this reader handles major version 1 only")
+        }
         let read = Access(rawValue: (b[1] >> 2) & 0x03) ?? .never
-        guard read == .always else { throw .capabilityContainer("read access is not granted (bits \(read.rawValue)); the mapping forbids reading") }
+        guard read == .always else {
+            throw .capabilityContainer(
+                "read access is not granted (bits \(read.rawValue)); the mapping forbids reading")
+        }
         var mlenBytes = Int(b[2]) * 8
         var length = 4
         if b[2] == 0 {
-            guard b.count >= 8 else { throw .capabilityContainer("MLEN 0 announces an 8-byte CC but only \(b.count) bytes were given") }
+            guard b.count >= 8 else {
+                throw .capabilityContainer("MLEN 0 announces an 8-byte CC but only \(b.count) bytes were given")
+            }
             mlenBytes = (Int(b[6]) << 8 | Int(b[7])) * 8
             length = 8
             guard mlenBytes > 0 else { throw .capabilityContainer("the 8-byte CC has MLEN 0: no data area") }
         }
-        return CapabilityContainer(twoByteAddressing: b[0] == 0xE2, majorVersion: major, minorVersion: minor, readAccess: read,
-                                   writeAccess: Access(rawValue: b[1] & 0x03) ?? .never, dataAreaBytes: mlenBytes,
-                                   readMultipleBlocks: b[3] & 0x01 != 0, lockBlock: b[3] & 0x08 != 0, specialFrame: b[3] & 0x10 != 0,
-                                   mlenOverflow: b[3] & 0x04 != 0, ipRead: b[3] & 0x02 != 0, length: length)
+        return CapabilityContainer(
+            twoByteAddressing: b[0] == 0xE2, majorVersion: major, minorVersion: minor, readAccess: read,
+            writeAccess: Access(rawValue: b[1] & 0x03) ?? .never, dataAreaBytes: mlenBytes,
+            readMultipleBlocks: b[3] & 0x01 != 0, lockBlock: b[3] & 0x08 != 0, specialFrame: b[3] & 0x10 != 0,
+            mlenOverflow: b[3] & 0x04 != 0, ipRead: b[3] & 0x02 != 0, length: length)
     }
 
     public func encode() -> [UInt8] {
@@ -78,7 +90,10 @@ public struct CapabilityContainer: Equatable, Sendable {
         if specialFrame { f |= 0x10 }
         let units = dataAreaBytes / 8
         if length == 8 {
-            return [twoByteAddressing ? 0xE2 : 0xE1, v, 0, f, 0, 0, UInt8(truncatingIfNeeded: units >> 8), UInt8(truncatingIfNeeded: units)]
+            return [
+                twoByteAddressing ? 0xE2 : 0xE1, v, 0, f, 0, 0, UInt8(truncatingIfNeeded: units >> 8),
+                UInt8(truncatingIfNeeded: units),
+            ]
         }
         return [twoByteAddressing ? 0xE2 : 0xE1, v, UInt8(min(units, 0xFF)), f]
     }
@@ -93,13 +108,17 @@ public struct CapabilityContainer: Equatable, Sendable {
     /// - byte 3: Read Multiple Blocks only when the chip has it, Lock Block left clear (RFAL sets neither
     ///   unless asked; AOSP's NfcV format writes byte 3 = 0), Special Frame for chips whose writes need the
     ///   Option flag (RFAL sets it when a plain CC write fails).
-    public static func forFormatting(blocks: Int, blockSize: Int, readMultiple: Bool, lockBlock: Bool = false,
-                                     specialFrame: Bool = false, twoByteAddressing: Bool? = nil) -> CapabilityContainer {
+    public static func forFormatting(
+        blocks: Int, blockSize: Int, readMultiple: Bool, lockBlock: Bool = false,
+        specialFrame: Bool = false, twoByteAddressing: Bool? = nil
+    ) -> CapabilityContainer {
         let units = blocks * blockSize / 8
         let eight = units >= 256
         let area = min(max(units - 1, 0), eight ? 0xFFFF : 0xFF) * 8
-        return CapabilityContainer(twoByteAddressing: twoByteAddressing ?? (blocks > 256), dataAreaBytes: area, readMultipleBlocks: readMultiple,
-                                   lockBlock: lockBlock, specialFrame: specialFrame, length: eight ? 8 : 4)
+        return CapabilityContainer(
+            twoByteAddressing: twoByteAddressing ?? (blocks > 256), dataAreaBytes: area,
+            readMultipleBlocks: readMultiple,
+            lockBlock: lockBlock, specialFrame: specialFrame, length: eight ? 8 : 4)
     }
 
     public var isWritable: Bool { writeAccess == .always }

@@ -47,7 +47,9 @@ public struct NDEFArea: Equatable, Sendable {
     /// reads (the tag is then "not supported") or a TLV is malformed; asks for more bytes when the TLV walk
     /// or the NDEF message goes past what was read.
     public static func scan(_ prefix: [UInt8], memoryBytes: Int) throws(NDEFError) -> Scan {
-        guard memoryBytes >= 8 else { throw .capabilityContainer("the tag has \(memoryBytes) bytes of memory: too small for a CC and an NDEF TLV") }
+        guard memoryBytes >= 8 else {
+            throw .capabilityContainer("the tag has \(memoryBytes) bytes of memory: too small for a CC and an NDEF TLV")
+        }
         guard prefix.count >= 4 else { return .needBytes(4) }
         if prefix[2] == 0 && prefix.count < 8 && (prefix[0] == 0xE1 || prefix[0] == 0xE2) { return .needBytes(8) }
         let cc = try CapabilityContainer.decode(prefix)
@@ -61,10 +63,13 @@ public struct NDEFArea: Equatable, Sendable {
         case let .needBytes(n):
             return .needBytes(start + n)
         case let .found(l):
-            return .area(NDEFArea(cc: cc, memoryBytes: memoryBytes, areaBytes: areaBytes, tlvOffset: start + l.tlvOffset,
-                                  message: (start + l.valueOffset)..<(start + l.valueOffset + l.length)))
+            return .area(
+                NDEFArea(
+                    cc: cc, memoryBytes: memoryBytes, areaBytes: areaBytes, tlvOffset: start + l.tlvOffset,
+                    message: (start + l.valueOffset)..<(start + l.valueOffset + l.length)))
         case let .absent(at):
-            return .area(NDEFArea(cc: cc, memoryBytes: memoryBytes, areaBytes: areaBytes, tlvOffset: start + at, message: nil))
+            return .area(
+                NDEFArea(cc: cc, memoryBytes: memoryBytes, areaBytes: areaBytes, tlvOffset: start + at, message: nil))
         }
     }
 

@@ -17,7 +17,9 @@ public enum NDEFError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .tlv(m): return "TLV: \(m)"
         case let .record(m): return "NDEF record: \(m)"
         case let .payload(m): return "NDEF payload: \(m)"
-        case let .tooLarge(m, c): return "the NDEF message is \(m) bytes but this tag takes at most \(c) (its NDEF data area less the TLV's type and length)"
+        case let .tooLarge(m, c):
+            return
+                "the NDEF message is \(m) bytes but this tag takes at most \(c) (its NDEF data area less the TLV's type and length)"
         }
     }
 }

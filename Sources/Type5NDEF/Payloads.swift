@@ -26,7 +26,9 @@ public enum URIPrefix {
     /// The longest prefix of `uri` in the table, and its code.
     public static func split(_ uri: String) -> (code: UInt8, rest: String) {
         var best = (code: UInt8(0), length: 0)
-        for (i, p) in table.enumerated() where !p.isEmpty && uri.hasPrefix(p) && p.count > best.length { best = (UInt8(i), p.count) }
+        for (i, p) in table.enumerated() where !p.isEmpty && uri.hasPrefix(p) && p.count > best.length {
+            best = (UInt8(i), p.count)
+        }
         return (best.code, String(uri.dropFirst(best.length)))
     }
 }
@@ -41,7 +43,8 @@ extension NDEFRecord {
         } else {
             body = Array(text.utf8)
         }
-        return NDEFRecord(tnf: .wellKnown, type: [0x54], payload: [UInt8(lang.count) | (utf16 ? 0x80 : 0)] + lang + body)
+        return NDEFRecord(
+            tnf: .wellKnown, type: [0x54], payload: [UInt8(lang.count) | (utf16 ? 0x80 : 0)] + lang + body)
     }
 
     public static func uri(_ uri: String) -> NDEFRecord {
@@ -79,11 +82,15 @@ extension NDEFRecord {
         while true {
             var next: [[NDEFRecord]] = []
             for recs in level {
-                for r in recs where r.tnf == .wellKnown && r.type == Array("Sp".utf8) { next.append(try NDEFMessage.decode(r.payload)) }
+                for r in recs where r.tnf == .wellKnown && r.type == Array("Sp".utf8) {
+                    next.append(try NDEFMessage.decode(r.payload))
+                }
             }
             if next.isEmpty { return }
             depth += 1
-            guard depth <= maxPosterNesting else { throw .payload("Smart Posters nested more than \(maxPosterNesting) deep") }
+            guard depth <= maxPosterNesting else {
+                throw .payload("Smart Posters nested more than \(maxPosterNesting) deep")
+            }
             level = next
         }
     }
@@ -95,15 +102,24 @@ extension NDEFRecord {
         case (.wellKnown, [0x54]):
             guard let status = payload.first else { throw .payload("a Text record needs a status byte") }
             let langLength = Int(status & 0x3F)
-            guard 1 + langLength <= payload.count else { throw .payload("Text record: language code of \(langLength) bytes runs past the payload (\(payload.count) bytes)") }
-            guard let lang = String(validating: payload[1..<(1 + langLength)], as: UTF8.self) else { throw .payload("Text record: language code is not ASCII") }
+            guard 1 + langLength <= payload.count else {
+                throw .payload(
+                    "Text record: language code of \(langLength) bytes runs past the payload (\(payload.count) bytes)")
+            }
+            guard let lang = String(validating: payload[1..<(1 + langLength)], as: UTF8.self) else {
+                throw .payload("Text record: language code is not ASCII")
+            }
             let body = Array(payload[(1 + langLength)...])
             let utf16 = status & 0x80 != 0
             let text: String?
             if utf16 {
                 guard body.count % 2 == 0 else { throw .payload("Text record: UTF-16 text has an odd number of bytes") }
                 var units = stride(from: 0, to: body.count, by: 2).map { UInt16(body[$0]) << 8 | UInt16(body[$0 + 1]) }
-                if units.first == 0xFFFE { units = units.dropFirst().map { $0 >> 8 | $0 << 8 } } else if units.first == 0xFEFF { units.removeFirst() }
+                if units.first == 0xFFFE {
+                    units = units.dropFirst().map { $0 >> 8 | $0 << 8 }
+                } else if units.first == 0xFEFF {
+                    units.removeFirst()
+                }
                 text = String(validating: units, as: UTF16.self)
             } else {
                 text = String(validating: body, as: UTF8.self)
@@ -112,8 +128,12 @@ extension NDEFRecord {
             return .text(text, language: lang, utf16: utf16)
         case (.wellKnown, [0x55]):
             guard let code = payload.first else { throw .payload("a URI record needs an identifier code") }
-            guard Int(code) < URIPrefix.table.count else { throw .payload("URI identifier code 0x\(Hex.format([code])) is reserved (0x24–0xFF)") }
-            guard let rest = String(validating: payload.dropFirst(), as: UTF8.self) else { throw .payload("URI record: not UTF-8") }
+            guard Int(code) < URIPrefix.table.count else {
+                throw .payload("URI identifier code 0x\(Hex.format([code])) is reserved (0x24–0xFF)")
+            }
+            guard let rest = String(validating: payload.dropFirst(), as: UTF8.self) else {
+                throw .payload("URI record: not UTF-8")
+            }
             return .uri(URIPrefix.table[Int(code)] + rest)
         case (.wellKnown, Array("Sp".utf8)):
             let inner = try NDEFMessage.decode(payload)
@@ -135,8 +155,12 @@ public enum NDEFLanguage {
     public static func isValid(_ tag: String) -> Bool {
         guard !tag.isEmpty, tag.utf8.count <= 0x3F else { return false }
         let subtags = tag.split(separator: "-", omittingEmptySubsequences: false)
-        guard let primary = subtags.first, (2...8).contains(primary.count), primary.allSatisfy({ $0.isASCII && $0.isLetter }) else { return false }
-        return subtags.allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
+        guard let primary = subtags.first, (2...8).contains(primary.count),
+            primary.allSatisfy({ $0.isASCII && $0.isLetter })
+        else { return false }
+        return subtags.allSatisfy {
+            (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        }
     }
 }
 
@@ -145,7 +169,10 @@ extension NDEFPayload {
     /// nil when it has one (or this is no Smart Poster).
     public var smartPosterProblem: String? {
         guard case let .smartPoster(inner) = self else { return nil }
-        let uris = inner.filter { (try? $0.interpret()).map { if case .uri = $0 { return true } else { return false } } ?? false }.count
-        return uris == 1 ? nil : "not a valid Smart Poster: \(uris) URI records (the Smart Poster RTD requires exactly one)"
+        let uris = inner.filter {
+            (try? $0.interpret()).map { if case .uri = $0 { return true } else { return false } } ?? false
+        }.count
+        return uris == 1
+            ? nil : "not a valid Smart Poster: \(uris) URI records (the Smart Poster RTD requires exactly one)"
     }
 }

@@ -42,9 +42,13 @@ public enum NDEFMessage {
             i += 1
             guard let tnf = TNF(rawValue: h & 0x07) else { throw .record("bad TNF") }
             if first && h & mb == 0 { throw .record("the first record lacks Message Begin") }
-            if !first && h & mb != 0 { throw .record("Message Begin on a record at offset \(start) that is not the first") }
+            if !first && h & mb != 0 {
+                throw .record("Message Begin on a record at offset \(start) that is not the first")
+            }
             func need(_ n: Int, _ what: String) throws(NDEFError) {
-                guard i + n <= bytes.count else { throw .record("\(what) of the record at offset \(start) runs past the end (\(bytes.count) bytes)") }
+                guard i + n <= bytes.count else {
+                    throw .record("\(what) of the record at offset \(start) runs past the end (\(bytes.count) bytes)")
+                }
             }
             try need(1, "the type length")
             let typeLength = Int(bytes[i]); i += 1
@@ -79,11 +83,15 @@ public enum NDEFMessage {
             }
             let isChunk = h & cf != 0
             if var c = chunked {
-                guard tnf == .unchanged, idLength == 0 else { throw .record("a middle or last chunk at offset \(start) must have TNF Unchanged and no ID") }
+                guard tnf == .unchanged, idLength == 0 else {
+                    throw .record("a middle or last chunk at offset \(start) must have TNF Unchanged and no ID")
+                }
                 c.payload += payload
                 if isChunk { chunked = c } else { records.append(c); chunked = nil }
             } else {
-                guard tnf != .unchanged else { throw .record("TNF Unchanged at offset \(start) outside a chunked record") }
+                guard tnf != .unchanged else {
+                    throw .record("TNF Unchanged at offset \(start) outside a chunked record")
+                }
                 let r = NDEFRecord(tnf: tnf, type: type, id: id, payload: payload)
                 if isChunk { chunked = r } else { records.append(r) }
             }
@@ -107,7 +115,9 @@ public enum NDEFMessage {
             if !r.id.isEmpty { h |= il }
             out.append(h)
             out.append(UInt8(truncatingIfNeeded: r.type.count))
-            if short { out.append(UInt8(r.payload.count)) } else {
+            if short {
+                out.append(UInt8(r.payload.count))
+            } else {
                 let l = UInt32(r.payload.count)
                 out += [UInt8(l >> 24), UInt8(l >> 16 & 0xFF), UInt8(l >> 8 & 0xFF), UInt8(l & 0xFF)]
             }

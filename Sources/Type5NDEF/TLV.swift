@@ -47,14 +47,23 @@ public enum TLV {
                 var len = Int(area[i + 1])
                 var header = 2
                 if len == 0xFF {
-                    guard i + 3 < areaSize else { throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i): 3-byte length runs past the data area") }
+                    guard i + 3 < areaSize else {
+                        throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i): 3-byte length runs past the data area")
+                    }
                     guard i + 3 < area.count else { return .needBytes(i + 4) }
                     len = Int(area[i + 2]) << 8 | Int(area[i + 3])
                     header = 4
-                    guard len >= 0xFF && len != 0xFFFF else { throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i): 3-byte length \(len) is outside 0x00FF…0xFFFE") }
+                    guard len >= 0xFF && len != 0xFFFF else {
+                        throw .tlv(
+                            "TLV 0x\(Hex.format([t])) at offset \(i): 3-byte length \(len) is outside 0x00FF…0xFFFE")
+                    }
                 }
                 guard i + header + len <= areaSize else {
-                    if t == ndef { throw .tlv("NDEF TLV at offset \(i) says \(len) bytes but only \(areaSize - i - header) remain in the data area") }
+                    if t == ndef {
+                        throw .tlv(
+                            "NDEF TLV at offset \(i) says \(len) bytes but only \(areaSize - i - header) remain in the data area"
+                        )
+                    }
                     throw .tlv("TLV 0x\(Hex.format([t])) at offset \(i) runs past the data area")
                 }
                 if t == ndef {

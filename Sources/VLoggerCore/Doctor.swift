@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CHost
 import ISO15693
@@ -19,8 +19,12 @@ public struct Doctor {
         /// What to do when it fails (empty when it passes).
         public var advice: String
 
-        public static func pass(_ name: String, _ detail: String) -> Check { Check(name: name, status: .pass, detail: detail, advice: "") }
-        public static func fail(_ name: String, _ detail: String, _ advice: String) -> Check { Check(name: name, status: .fail, detail: detail, advice: advice) }
+        public static func pass(_ name: String, _ detail: String) -> Check {
+            Check(name: name, status: .pass, detail: detail, advice: "")
+        }
+        public static func fail(_ name: String, _ detail: String, _ advice: String) -> Check {
+            Check(name: name, status: .fail, detail: detail, advice: advice)
+        }
     }
 
     public var configPath: String
@@ -49,9 +53,16 @@ public struct Doctor {
         do {
             config = try AgentConfig.load(configPath)
             _ = try RuleSet.load(rulesFile: config.rulesFile, registerFile: config.registerFile)
-            out.append(.pass("config", "\(configPath): \(config.readers.count) reader\(config.readers.count == 1 ? "" : "s"), \(config.plans.count) plans; rules and register load"))
+            out.append(
+                .pass(
+                    "config",
+                    "\(configPath): \(config.readers.count) reader\(config.readers.count == 1 ? "" : "s"), \(config.plans.count) plans; rules and register load"
+                ))
         } catch {
-            out.append(.fail("config", "\(configPath): \(error)", "fix the file (`vlogger config check --config \(configPath)` names each problem with its line)"))
+            out.append(
+                .fail(
+                    "config", "\(configPath): \(error)",
+                    "fix the file (`vlogger config check --config \(configPath)` names each problem with its line)"))
             out.append(clock())
             return out
         }
@@ -74,9 +85,18 @@ public struct Doctor {
     func secrets(_ config: AgentConfig) -> Check {
         let (errors, warnings) = config.secretFileProblems()
         let named = [config.apiTokenFile, config.sync?.passwordFile, config.sync?.caFile].compactMap { $0 }
-        if let e = errors.first { return .fail("secrets", e, "create the file with the service's user able to read it (mode 0600, owner vlogger)") }
-        if let w = warnings.first { return .fail("secrets", w, "chmod 600 the file; only the service's user needs to read it") }
-        return .pass("secrets", named.isEmpty ? "no secret files configured" : "\(named.count) file\(named.count == 1 ? "" : "s") readable by the service only")
+        if let e = errors.first {
+            return .fail(
+                "secrets", e, "create the file with the service's user able to read it (mode 0600, owner vlogger)")
+        }
+        if let w = warnings.first {
+            return .fail("secrets", w, "chmod 600 the file; only the service's user needs to read it")
+        }
+        return .pass(
+            "secrets",
+            named.isEmpty
+                ? "no secret files configured"
+                : "\(named.count) file\(named.count == 1 ? "" : "s") readable by the service only")
     }
 
     // MARK: Remote hosts
@@ -89,17 +109,27 @@ public struct Doctor {
     /// Each remote host the configuration names: reachable over TCP within 2 s, and allowed by the unit's
     /// network drop-in where systemd runs the service.
     func remotes(_ config: AgentConfig) -> [Check] {
-        let allowed = (try? String(contentsOfFile: networkDropIn, encoding: .utf8)).map(NetworkAllowance.allowed(inDropIn:))
+        let allowed = (try? String(contentsOfFile: networkDropIn, encoding: .utf8)).map(
+            NetworkAllowance.allowed(inDropIn:))
         return config.remotes.map { r in
             let name = "remote \(r.what)"
             let addrs = NetworkAllowance.addresses(r.host)
-            guard !addrs.isEmpty else { return .fail(name, "\(r.host): the name does not resolve", "check the host name and this machine's DNS (resolvectl status)") }
+            guard !addrs.isEmpty else {
+                return .fail(
+                    name, "\(r.host): the name does not resolve",
+                    "check the host name and this machine's DNS (resolvectl status)")
+            }
             if underSystemd, !addrs.allSatisfy({ allowed?.contains($0) ?? false }) {
-                return .fail(name, "\(r.host):\(r.port) (\(addrs.joined(separator: ", "))) is not allowed by \(networkDropIn): the unit's IPAddressDeny=any blocks it",
-                             "vlogger config network --config \(configPath) --output \(networkDropIn) && systemctl daemon-reload && systemctl restart vlogger")
+                return .fail(
+                    name,
+                    "\(r.host):\(r.port) (\(addrs.joined(separator: ", "))) is not allowed by \(networkDropIn): the unit's IPAddressDeny=any blocks it",
+                    "vlogger config network --config \(configPath) --output \(networkDropIn) && systemctl daemon-reload && systemctl restart vlogger"
+                )
             }
             if let problem = Self.tcpProblem(r.host, r.port, timeoutMs: 2000) {
-                return .fail(name, "\(r.host):\(r.port): \(problem)", "check that the host is up and that no firewall between here and there drops port \(r.port)")
+                return .fail(
+                    name, "\(r.host):\(r.port): \(problem)",
+                    "check that the host is up and that no firewall between here and there drops port \(r.port)")
             }
             return .pass(name, "\(r.host):\(r.port) answers\(underSystemd ? " and the unit allows it" : "")")
         }
@@ -116,7 +146,9 @@ public struct Doctor {
         var p: UnsafeMutablePointer<addrinfo>? = first
         while let a = p {
             p = a.pointee.ai_next
-            let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(
+                a.pointee.ai_family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { continue }
             defer { close(fd) }
             if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return nil }
@@ -138,32 +170,41 @@ public struct Doctor {
         let name = "reader \(rc.id)"
         let session: ReaderSession
         do { session = try ReaderSession.open(rc) } catch {
-            return .fail(name, "\(rc.driver.rawValue)\(rc.device.map { " " + $0 } ?? ""): cannot open: \(error)",
-                         rc.driver.rawValue == "pcsc"
-                            ? "check the reader is plugged in and listed by `vlogger devices --reader pcsc`, that pcscd runs, and that no other program (the vlogger service: `systemctl stop vlogger`, or use --no-readers) holds it"
-                            : "check the reader's device and driver in the configuration (`vlogger devices`)")
+            return .fail(
+                name, "\(rc.driver.rawValue)\(rc.device.map { " " + $0 } ?? ""): cannot open: \(error)",
+                rc.driver.rawValue == "pcsc"
+                    ? "check the reader is plugged in and listed by `vlogger devices --reader pcsc`, that pcscd runs, and that no other program (the vlogger service: `systemctl stop vlogger`, or use --no-readers) holds it"
+                    : "check the reader's device and driver in the configuration (`vlogger devices`)")
         }
         defer { try? session.reader.fieldOff() }
         do {
             let tags = try session.client.inventory(oneSlotFirst: true)
-            let what = tags.isEmpty ? "no tag in the field" : "\(tags.count) tag\(tags.count == 1 ? "" : "s") in the field (\(tags.prefix(4).map(\.uid.description).joined(separator: ", "))\(tags.count > 4 ? ", …" : ""))"
+            let what =
+                tags.isEmpty
+                ? "no tag in the field"
+                : "\(tags.count) tag\(tags.count == 1 ? "" : "s") in the field (\(tags.prefix(4).map(\.uid.description).joined(separator: ", "))\(tags.count > 4 ? ", …" : ""))"
             return .pass(name, "\(session.reader.name): answering; \(what)")
         } catch {
-            return .fail(name, "\(session.reader.name): opened, but the inventory failed: \(error)",
-                         "check the antenna and its cable, keep metal away from it, and try `vlogger scan --reader \(rc.driver.rawValue)\(rc.device.map { " --device '\($0)'" } ?? "") --trace`")
+            return .fail(
+                name, "\(session.reader.name): opened, but the inventory failed: \(error)",
+                "check the antenna and its cable, keep metal away from it, and try `vlogger scan --reader \(rc.driver.rawValue)\(rc.device.map { " --device '\($0)'" } ?? "") --trace`"
+            )
         }
     }
 
     func pcscd() -> Check {
         let path = pcscdSocket
         guard FileManager.default.fileExists(atPath: path) else {
-            return .fail("pcscd", "no socket at \(path): pcscd is not running",
-                         "install and start it: `apt install pcscd && systemctl enable --now pcscd.socket`")
+            return .fail(
+                "pcscd", "no socket at \(path): pcscd is not running",
+                "install and start it: `apt install pcscd && systemctl enable --now pcscd.socket`")
         }
         switch Self.connectUnix(path) {
         case nil: return .pass("pcscd", "\(path) accepts connections")
-        case let e?: return .fail("pcscd", "\(path) exists but refuses connections (\(e)): a stale socket or a stopped daemon",
-                                  "restart it: `systemctl restart pcscd.socket pcscd.service`")
+        case let e?:
+            return .fail(
+                "pcscd", "\(path) exists but refuses connections (\(e)): a stale socket or a stopped daemon",
+                "restart it: `systemctl restart pcscd.socket pcscd.service`")
         }
     }
 
@@ -171,35 +212,52 @@ public struct Doctor {
 
     func store(_ path: String) -> [Check] {
         var out: [Check] = []
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         var isDir: ObjCBool = false
         if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDir) || !isDir.boolValue {
-            out.append(.fail("store folder", "\(folder) does not exist", "create it for the service's user: `install -d -o vlogger -g vlogger -m 0750 \(folder)`"))
+            out.append(
+                .fail(
+                    "store folder", "\(folder) does not exist",
+                    "create it for the service's user: `install -d -o vlogger -g vlogger -m 0750 \(folder)`"))
             return out
         }
         if access(folder, W_OK | X_OK) != 0 {
-            out.append(.fail("store folder", "\(folder) is not writable by \(Self.userName()) (the store and its -wal/-shm files are created there)",
-                             "give the service's user the folder: `chown vlogger:vlogger \(folder)`"))
+            out.append(
+                .fail(
+                    "store folder",
+                    "\(folder) is not writable by \(Self.userName()) (the store and its -wal/-shm files are created there)",
+                    "give the service's user the folder: `chown vlogger:vlogger \(folder)`"))
         } else {
             out.append(.pass("store folder", "\(folder) writable by \(Self.userName())"))
         }
         if FileManager.default.fileExists(atPath: path) {
             if access(path, R_OK | W_OK) != 0 {
-                out.append(.fail("store", "\(path) is not readable and writable by \(Self.userName())", "`chown vlogger:vlogger \(path)*`"))
+                out.append(
+                    .fail(
+                        "store", "\(path) is not readable and writable by \(Self.userName())",
+                        "`chown vlogger:vlogger \(path)*`"))
             } else {
                 do {
                     let s = try Store(path: path, readOnly: true)
                     defer { s.close() }
                     let check = try s.integrityCheck()
                     let readings = (try? s.count("readings")) ?? 0
-                    out.append(check == "ok"
-                               ? .pass("store", "\(path): integrity ok, \(readings) readings")
-                               : .fail("store", "\(path): integrity check says: \(check)", "stop the service and keep a copy of the file; `vlogger run` explains how to recover what can be saved"))
+                    out.append(
+                        check == "ok"
+                            ? .pass("store", "\(path): integrity ok, \(readings) readings")
+                            : .fail(
+                                "store", "\(path): integrity check says: \(check)",
+                                "stop the service and keep a copy of the file; `vlogger run` explains how to recover what can be saved"
+                            ))
                 } catch {
                     let text = "\(error)"
-                    out.append(text.contains("at schema")
-                               ? .pass("store", "\(path): an older schema; the service migrates it when it starts")
-                               : .fail("store", "\(path): \(text)", "stop the service and keep a copy of the file before anything else"))
+                    out.append(
+                        text.contains("at schema")
+                            ? .pass("store", "\(path): an older schema; the service migrates it when it starts")
+                            : .fail(
+                                "store", "\(path): \(text)",
+                                "stop the service and keep a copy of the file before anything else"))
                 }
             }
         } else {
@@ -209,10 +267,15 @@ public struct Doctor {
         if statvfs(folder, &fs) == 0 {
             let free = Int64(fs.f_bavail) &* Int64(fs.f_frsize)
             let mb = Double(free) / 1_048_576
-            out.append(free >= minimumFreeBytes
-                       ? .pass("disk", String(format: "%.0f MB free under %@", mb, folder))
-                       : .fail("disk", String(format: "only %.1f MB free under %@ (less than %lld MB)", mb, folder, minimumFreeBytes / 1_048_576),
-                               "free space, or set [store] keep to prune old readings, or move the store to a larger disk"))
+            out.append(
+                free >= minimumFreeBytes
+                    ? .pass("disk", String(format: "%.0f MB free under %@", mb, folder))
+                    : .fail(
+                        "disk",
+                        String(
+                            format: "only %.1f MB free under %@ (less than %lld MB)", mb, folder,
+                            minimumFreeBytes / 1_048_576),
+                        "free space, or set [store] keep to prune old readings, or move the store to a larger disk"))
         }
         return out
     }
@@ -222,15 +285,21 @@ public struct Doctor {
     func clock() -> Check {
         let year = Calendar(identifier: .gregorian).component(.year, from: Date())
         if year < 2024 {
-            return .fail("clock", "the system clock says \(ISO8601DateFormatter().string(from: Date())); every reading would be stamped with it",
-                         "set the time and enable synchronisation: `timedatectl set-ntp true`")
+            return .fail(
+                "clock",
+                "the system clock says \(ISO8601DateFormatter().string(from: Date())); every reading would be stamped with it",
+                "set the time and enable synchronisation: `timedatectl set-ntp true`")
         }
         switch clockState() {
         case .synchronized: return .pass("clock", "synchronised (kernel NTP state); readings are stamped in UTC")
         case .unsynchronized:
-            return .fail("clock", "not synchronised (the kernel's NTP state is unsynchronised); every reading is timestamped with this clock",
-                         "enable time synchronisation: `timedatectl set-ntp true` (systemd-timesyncd) or install chrony")
-        case let .unknown(why): return .fail("clock", "synchronisation cannot be read: \(why)", "check `timedatectl` and enable synchronisation")
+            return .fail(
+                "clock",
+                "not synchronised (the kernel's NTP state is unsynchronised); every reading is timestamped with this clock",
+                "enable time synchronisation: `timedatectl set-ntp true` (systemd-timesyncd) or install chrony")
+        case let .unknown(why):
+            return .fail(
+                "clock", "synchronisation cannot be read: \(why)", "check `timedatectl` and enable synchronisation")
         }
     }
 
@@ -253,12 +322,18 @@ public struct Doctor {
         switch Self.tryBind(host: host, port: port) {
         case .free: return .pass("listener", "\(listen) is free for the service")
         case .inUse:
-            if let answer = Self.httpGet(host: host, port: port, path: "/healthz"), answer.contains("vlogger") || answer.contains("\"status\"") {
+            if let answer = Self.httpGet(host: host, port: port, path: "/healthz"),
+                answer.contains("vlogger") || answer.contains("\"status\"")
+            {
                 return .pass("listener", "\(listen): the vlogger service answers /healthz there")
             }
-            return .fail("listener", "\(listen) is in use by another program", "stop that program or choose another [service] listen address (`ss -ltnp` shows who holds it)")
+            return .fail(
+                "listener", "\(listen) is in use by another program",
+                "stop that program or choose another [service] listen address (`ss -ltnp` shows who holds it)")
         case let .error(e):
-            return .fail("listener", "\(listen): \(e)", "use an address of this machine (127.0.0.1, ::1, 0.0.0.0 or one of `ip addr`) and a port above 1023")
+            return .fail(
+                "listener", "\(listen): \(e)",
+                "use an address of this machine (127.0.0.1, ::1, 0.0.0.0 or one of `ip addr`) and a port above 1023")
         }
     }
 
@@ -266,82 +341,90 @@ public struct Doctor {
 
     static func tryBind(host: String, port: UInt16) -> BindResult {
         #if canImport(Glibc)
-        var hints = addrinfo()
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var res: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &res)
-        guard rc == 0, let ai = res else { return .error("cannot resolve \(host): \(String(cString: gai_strerror(rc)))") }
-        defer { freeaddrinfo(res) }
-        let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
-        guard fd >= 0 else { return .error(String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        if bind(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
-            return errno == EADDRINUSE ? .inUse : .error(String(cString: strerror(errno)))
-        }
-        return .free
+            var hints = addrinfo()
+            hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var res: UnsafeMutablePointer<addrinfo>?
+            let rc = getaddrinfo(host, String(port), &hints, &res)
+            guard rc == 0, let ai = res else {
+                return .error("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
+            }
+            defer { freeaddrinfo(res) }
+            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
+            guard fd >= 0 else { return .error(String(cString: strerror(errno))) }
+            defer { close(fd) }
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            if bind(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
+                return errno == EADDRINUSE ? .inUse : .error(String(cString: strerror(errno)))
+            }
+            return .free
         #else
-        return .error("not on Linux")
+            return .error("not on Linux")
         #endif
     }
 
     /// A plain HTTP/1.0 GET with a 2 s timeout; the whole answer, or nil.
     static func httpGet(host: String, port: UInt16, path: String) -> String? {
         #if canImport(Glibc)
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var res: UnsafeMutablePointer<addrinfo>?
-        let target = host == "0.0.0.0" ? "127.0.0.1" : (host == "::" ? "::1" : host)
-        guard getaddrinfo(target, String(port), &hints, &res) == 0, let ai = res else { return nil }
-        defer { freeaddrinfo(res) }
-        let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var tv = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else { return nil }
-        let request = Array("GET \(path) HTTP/1.0\r\nHost: \(target)\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else { return nil }
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while out.count < 65536 {
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            out += buf[0..<n]
-        }
-        return out.isEmpty ? nil : String(decoding: out, as: UTF8.self)
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var res: UnsafeMutablePointer<addrinfo>?
+            let target = host == "0.0.0.0" ? "127.0.0.1" : (host == "::" ? "::1" : host)
+            guard getaddrinfo(target, String(port), &hints, &res) == 0, let ai = res else { return nil }
+            defer { freeaddrinfo(res) }
+            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            var tv = timeval(tv_sec: 2, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else { return nil }
+            let request = Array("GET \(path) HTTP/1.0\r\nHost: \(target)\r\n\r\n".utf8)
+            guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
+                return nil
+            }
+            var out: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: 4096)
+            while out.count < 65536 {
+                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                out += buf[0..<n]
+            }
+            return out.isEmpty ? nil : String(decoding: out, as: UTF8.self)
         #else
-        return nil
+            return nil
         #endif
     }
 
     /// nil when a stream connection to the Unix socket succeeds, else why not.
     static func connectUnix(_ path: String) -> String? {
         #if canImport(Glibc)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return String(cString: strerror(errno)) }
-        defer { close(fd) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return "path too long" }
-        withUnsafeMutableBytes(of: &addr.sun_path) { p in
-            for (i, b) in bytes.enumerated() { p[i] = b }
-            p[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        return rc == 0 ? nil : String(cString: strerror(errno))
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return String(cString: strerror(errno)) }
+            defer { close(fd) }
+            var addr = sockaddr_un()
+            addr.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(path.utf8)
+            guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return "path too long" }
+            withUnsafeMutableBytes(of: &addr.sun_path) { p in
+                for (i, b) in bytes.enumerated() { p[i] = b }
+                p[bytes.count] = 0
+            }
+            let rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            return rc == 0 ? nil : String(cString: strerror(errno))
         #else
-        return "not on Linux"
+            return "not on Linux"
         #endif
     }
 
     static func userName() -> String {
         #if canImport(Glibc)
-        if let pw = getpwuid(geteuid()), let name = pw.pointee.pw_name { return String(cString: name) }
+            if let pw = getpwuid(geteuid()), let name = pw.pointee.pw_name { return String(cString: name) }
         #endif
         return "uid \(geteuid())"
     }

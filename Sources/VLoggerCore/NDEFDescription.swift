@@ -22,13 +22,15 @@ public enum NDEFDescription {
     /// Printable text of data that is valid UTF-8 without control characters, else nil.
     static func printable(_ data: [UInt8]) -> String? {
         guard !data.isEmpty, let s = String(validating: data, as: UTF8.self),
-              !s.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\t" }) else { return nil }
+            !s.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\t" })
+        else { return nil }
         return s
     }
 
     static func dataText(_ data: [UInt8]) -> String {
         if let s = printable(data) { return "\(data.count) bytes \"\(s)\"" }
-        return "\(data.count) bytes" + (data.isEmpty ? "" : " \(Hex.format(Array(data.prefix(32))))\(data.count > 32 ? " …" : "")")
+        return "\(data.count) bytes"
+            + (data.isEmpty ? "" : " \(Hex.format(Array(data.prefix(32))))\(data.count > 32 ? " …" : "")")
     }
 
     /// One line for a record, e.g. `Text (en): "vlogger demo"`.
@@ -40,7 +42,8 @@ public enum NDEFDescription {
         case let .text(t, lang, utf16): return "Text (\(lang)\(utf16 ? ", UTF-16" : "")): \"\(t)\"" + id
         case let .uri(u): return "URI: \(u)" + id
         case let .smartPoster(inner):
-            return "Smart Poster: " + inner.map(line).joined(separator: "; ") + id + (meaning.smartPosterProblem.map { " (warning: \($0))" } ?? "")
+            return "Smart Poster: " + inner.map(line).joined(separator: "; ") + id
+                + (meaning.smartPosterProblem.map { " (warning: \($0))" } ?? "")
         case let .mime(type, data): return "MIME \(type): \(dataText(data))" + id
         case let .external(type, data): return "External \(type): \(dataText(data))" + id
         case let .absoluteURI(u, data): return "Absolute URI \(u)" + (data.isEmpty ? "" : ": \(dataText(data))") + id
@@ -51,7 +54,9 @@ public enum NDEFDescription {
 
     /// A JSON-ready object for a record: tnf, type, id, payload (hex), and what it means.
     public static func object(_ r: NDEFRecord) -> [String: Any] {
-        var o: [String: Any] = ["tnf": tnfName(r.tnf), "type": r.typeText, "payload": Hex.format(r.payload, separator: "")]
+        var o: [String: Any] = [
+            "tnf": tnfName(r.tnf), "type": r.typeText, "payload": Hex.format(r.payload, separator: ""),
+        ]
         if !r.id.isEmpty { o["id"] = String(decoding: r.id, as: UTF8.self) }
         do {
             let meaning = try r.interpret()
@@ -81,7 +86,10 @@ public enum NDEFDescription {
 
     /// The records as one compact JSON array (keys sorted), as stored with readings.
     public static func json(_ records: [NDEFRecord]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: records.map(object), options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("[]".utf8)
+        let data =
+            (try? JSONSerialization.data(
+                withJSONObject: records.map(object), options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("[]".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -47,15 +47,18 @@ public final class ReaderSession {
     /// works (`ReopeningReader`), with the reason it failed; a simulated field that cannot be opened is a
     /// configuration error and throws.
     public static func openOrRetry(_ rc: ReaderConfig) throws -> (ReaderSession, notYet: String?) {
-        do { return (try open(rc), nil) } catch where rc.driver != .sim {
+        do { return (try open(rc), nil) } catch  where rc.driver != .sim {
             let kind = rc.driver, field = rc.field, device = rc.device, limit = rc.maxResponseBytes
-            let reader = ReopeningReader(name: "\(kind.rawValue)\(device.map { " " + $0 } ?? "") (not opened yet)", error: "\(error)") {
+            let reader = ReopeningReader(
+                name: "\(kind.rawValue)\(device.map { " " + $0 } ?? "") (not opened yet)", error: "\(error)"
+            ) {
                 let o = try kind.driver.open(field: field, device: device)
                 if let limit, let sim = o.reader as? SimulatorReader { sim.limits.maxResponseBytes = limit }
                 return o
             }
-            let opened = OpenedReader(reader: reader, runTime: { [weak reader] ms in reader?.opened?.runTime?(ms) },
-                                      deferredError: { [weak reader] in reader?.opened?.deferredError?() })
+            let opened = OpenedReader(
+                reader: reader, runTime: { [weak reader] ms in reader?.opened?.runTime?(ms) },
+                deferredError: { [weak reader] in reader?.opened?.deferredError?() })
             return (ReaderSession(opened), "\(error)")
         }
     }
@@ -72,7 +75,9 @@ public final class ReaderSession {
 
     /// Raises an error the driver noticed after the fact (a simulated tag's file that could not be written).
     public func checkPersisted() throws {
-        if let e = opened.deferredError?() { throw VLoggerError("the tag changed but its file could not be written: \(e)") }
+        if let e = opened.deferredError?() {
+            throw VLoggerError("the tag changed but its file could not be written: \(e)")
+        }
     }
 
     /// The tag a command works on: `uid` when given, else the only tag in the field.
@@ -85,7 +90,9 @@ public final class ReaderSession {
         case 0: throw VLoggerError("no tag in the field")
         case 1: return tags[0].uid
         default:
-            throw VLoggerError("\(tags.count) tags in the field; choose one with --uid (\(tags.map(\.uid.description).joined(separator: ", ")))")
+            throw VLoggerError(
+                "\(tags.count) tags in the field; choose one with --uid (\(tags.map(\.uid.description).joined(separator: ", ")))"
+            )
         }
     }
 }

@@ -8,9 +8,10 @@ public enum TagDump {
     public static func dump(_ client: ISO15693Client, uid: UID) throws -> TagImage {
         let m = try client.memory(of: uid)
         let blocks = try client.readBlocks(uid, first: 0, count: m.blockCount, security: true)
-        var image = try TagImage(uid: uid, dsfid: m.info.dsfid ?? 0, afi: m.info.afi ?? 0, blockSize: m.blockSize,
-                                 blocks: blocks.map(\.data), locked: blocks.map { $0.security?.isLocked ?? false },
-                                 icReference: m.info.icReference)
+        var image = try TagImage(
+            uid: uid, dsfid: m.info.dsfid ?? 0, afi: m.info.afi ?? 0, blockSize: m.blockSize,
+            blocks: blocks.map(\.data), locked: blocks.map { $0.security?.isLocked ?? false },
+            icReference: m.info.icReference)
         // What Get System Information did not report is not invented in the dump.
         image.dsfidKnown = m.info.dsfid != nil
         image.afiKnown = m.info.afi != nil
@@ -32,27 +33,39 @@ public enum TagDump {
     public static func restore(_ client: ISO15693Client, uid: UID, image: TagImage) throws -> RestoreReport {
         let m = try client.memory(of: uid)
         guard m.blockSize == image.blockSize, m.blockCount >= image.blockCount else {
-            throw VLoggerError("the image has \(image.blockCount) × \(image.blockSize)-byte blocks; tag \(uid) has \(m.blockCount) × \(m.blockSize)")
+            throw VLoggerError(
+                "the image has \(image.blockCount) × \(image.blockSize)-byte blocks; tag \(uid) has \(m.blockCount) × \(m.blockSize)"
+            )
         }
         let current = try client.readBlocks(uid, first: 0, count: image.blockCount, security: true)
         var report = RestoreReport(written: 0, unchanged: 0, lockedSkipped: [])
         var i = 0
         while i < image.blockCount {
             if current[i].data == image.blocks[i] { report.unchanged += 1; i += 1; continue }
-            if current[i].security?.isLocked == true { report.lockedSkipped.append(current[i].number); i += 1; continue }
+            if current[i].security?.isLocked == true {
+                report.lockedSkipped.append(current[i].number); i += 1; continue
+            }
             var j = i
-            while j < image.blockCount, current[j].data != image.blocks[j], current[j].security?.isLocked != true { j += 1 }
+            while j < image.blockCount, current[j].data != image.blocks[j], current[j].security?.isLocked != true {
+                j += 1
+            }
             try client.writeBlocks(uid, first: current[i].number, blocks: Array(image.blocks[i..<j]))
             report.written += j - i
             i = j
         }
         let toLock = image.locked.indices.filter { image.locked[$0] && current[$0].security?.isLocked != true }
         if !toLock.isEmpty {
-            report.notApplied.append("the lock of block\(toLock.count == 1 ? "" : "s") \(toLock.compactMap { BlockNumber(exactly: $0)?.description }.joined(separator: " ")) (vlogger lock)")
+            report.notApplied.append(
+                "the lock of block\(toLock.count == 1 ? "" : "s") \(toLock.compactMap { BlockNumber(exactly: $0)?.description }.joined(separator: " ")) (vlogger lock)"
+            )
         }
         let hex = { (b: UInt8) in "0x" + Hex.format([b]) }
-        if let afi = m.info.afi, afi != image.afi { report.notApplied.append("AFI \(hex(image.afi)) (the tag has \(hex(afi)))") }
-        if let dsfid = m.info.dsfid, dsfid != image.dsfid { report.notApplied.append("DSFID \(hex(image.dsfid)) (the tag has \(hex(dsfid)))") }
+        if let afi = m.info.afi, afi != image.afi {
+            report.notApplied.append("AFI \(hex(image.afi)) (the tag has \(hex(afi)))")
+        }
+        if let dsfid = m.info.dsfid, dsfid != image.dsfid {
+            report.notApplied.append("DSFID \(hex(image.dsfid)) (the tag has \(hex(dsfid)))")
+        }
         if image.afiLocked { report.notApplied.append("the AFI lock") }
         if image.dsfidLocked { report.notApplied.append("the DSFID lock") }
         return report

@@ -24,13 +24,17 @@ public final class TraceFormatter {
             if let note = e.note { emit("   \(note)") }
         case .slotMarker:
             inventorySlot += 1
-            emit("EOF \("(slot \(inventorySlot))".padding(toLength: 43, withPad: " ", startingAt: 0)) \(time) next inventory slot")
+            emit(
+                "EOF \("(slot \(inventorySlot))".padding(toLength: 43, withPad: " ", startingAt: 0)) \(time) next inventory slot"
+            )
         case .tagToReader:
             var meaning = "answer"
             if !CRC16.isValid(e.bytes) {
                 meaning = "CRC error"
             } else if let request = lastRequest {
-                do { meaning = try Response.decode(Array(e.bytes.dropLast(2)), to: request).summary } catch { meaning = "malformed: \(error)" }
+                do { meaning = try Response.decode(Array(e.bytes.dropLast(2)), to: request).summary } catch {
+                    meaning = "malformed: \(error)"
+                }
             }
             frame("<<", e.bytes, time, meaning)
             if let note = e.note { emit("   \(note)") }

@@ -19,7 +19,9 @@ public struct WatchView {
     public init(window: Int) { self.window = max(1, window) }
 
     /// One cycle's report, with the readings and events it produced and the model of each tag seen.
-    public mutating func record(_ report: CycleReport, readings: [Reading], events: [Event], models newModels: [UID: String]) {
+    public mutating func record(
+        _ report: CycleReport, readings: [Reading], events: [Event], models newModels: [UID: String]
+    ) {
         cycles += 1
         let now = Set(report.tags)
         for uid in report.tags where seen[uid] == nil {
@@ -47,7 +49,11 @@ public struct WatchView {
             values[r.uid] = "\(r.first): " + Hex.format(r.data)
         }
         for e in events where e.kind == .error || e.kind == .violation {
-            errors.append((e.time, "\(e.uid.map { "\($0) " } ?? "")\(e.kind == .violation ? "violation " : "")\(e.name): \(e.detail)"))
+            errors.append(
+                (
+                    e.time,
+                    "\(e.uid.map { "\($0) " } ?? "")\(e.kind == .violation ? "violation " : "")\(e.name): \(e.detail)"
+                ))
         }
         if errors.count > 50 { errors.removeFirst(errors.count - 50) }
         lastAir = report.airTime
@@ -77,7 +83,9 @@ public struct WatchView {
     /// The screen: `title` first, each line cut to `width`, at most `height` lines.
     public func render(title: String, width: Int, height: Int, now: Millis) -> [String] {
         func cut(_ s: String) -> String { s.count <= width ? s : String(s.prefix(max(0, width - 1))) + "…" }
-        func pad(_ s: String, _ n: Int) -> String { s.count >= n ? String(s.prefix(n)) : s + String(repeating: " ", count: n - s.count) }
+        func pad(_ s: String, _ n: Int) -> String {
+            s.count >= n ? String(s.prefix(n)) : s + String(repeating: " ", count: n - s.count)
+        }
         let sortedAir = airHistory.sorted()
         let median = sortedAir.isEmpty ? AirTime.zero : sortedAir[sortedAir.count / 2]
         var lines: [String] = [
@@ -93,15 +101,16 @@ public struct WatchView {
         for uid in order.prefix(room) {
             let r = rate(uid)
             let pct = r.of == 0 ? 0 : (100 * r.seen) / r.of
-            lines.append(pad(uid.description, 17) + " " + pad(models[uid] ?? uid.manufacturer.description, 26) + " "
-                         + pad("\(r.seen)/\(r.of)", 7) + " " + pad("\(pct) %", 6) + " " + (values[uid] ?? ""))
+            lines.append(
+                pad(uid.description, 17) + " " + pad(models[uid] ?? uid.manufacturer.description, 26) + " "
+                    + pad("\(r.seen)/\(r.of)", 7) + " " + pad("\(pct) %", 6) + " " + (values[uid] ?? ""))
         }
         if order.count > room { lines.append("… and \(order.count - room) more (a taller terminal shows them)") }
         if order.isEmpty { lines.append("no tag in the field") }
         lines.append("")
         lines.append(errors.isEmpty ? "no errors" : "errors and violations, latest first:")
         for e in errors.suffix(errorLines).reversed() {
-            let day = Int((e.time / 1000) % 86_400 + 86_400) % 86_400   // UTC time of day
+            let day = Int((e.time / 1000) % 86_400 + 86_400) % 86_400  // UTC time of day
             lines.append("  " + String(format: "%02d:%02d:%02dZ  ", day / 3600, day / 60 % 60, day % 60) + e.text)
         }
         return lines.prefix(max(1, height)).map(cut)

@@ -72,6 +72,8 @@ public final class Gateway: @unchecked Sendable {
     let group = NIOLockedValueBox<ServiceGroup?>(nil)
     /// The write API's token, replaced on SIGHUP.
     let apiToken = APIToken(nil)
+    /// Requests the write API refused (wrong or missing token), counted and logged at most once a minute.
+    let refusals = RefusalLog()
     /// Whether the listener may serve the write API at all (a loopback address).
     private var apiTokenAllowed = false
     /// The audit settings and schedules in force, and how often they were replaced (SIGHUP): the audit
@@ -82,7 +84,9 @@ public final class Gateway: @unchecked Sendable {
         self.options = options
         self.logger = logger
         let config: AgentConfig, rules: RuleSet, register: AssetRegister?
-        do { (config, rules, register) = try options.overrides.load(options.configPath) } catch let e as VLoggerError { throw e } catch { throw VLoggerError("\(error)") }
+        do { (config, rules, register) = try options.overrides.load(options.configPath) } catch let e as VLoggerError {
+            throw e
+        } catch { throw VLoggerError("\(error)") }
         self.config = config
         audits = NIOLockedValueBox((config.audit, 0))
         for w in config.warnings + config.secretFileProblems().warnings { logger.warning("\(w)") }
@@ -94,20 +98,26 @@ public final class Gateway: @unchecked Sendable {
         } catch { throw VLoggerError("\(error)") }
         Self.importRegister(config, into: store, logger: logger)
         if let settings = config.sync {
-            do { syncer = try Syncer(settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger) } catch {
+            do {
+                syncer = try Syncer(
+                    settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger)
+            } catch {
                 throw VLoggerError("\(error)")
             }
         } else {
             syncer = nil
         }
-        writer = StoreWriter(store: store, gateway: config.gatewayID, batchSize: config.batchSize,
-                             flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
+        writer = StoreWriter(
+            store: store, gateway: config.gatewayID, batchSize: config.batchSize,
+            flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
         metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
         var jobs: [PollingJob] = []
         var shared: ScaledClock?
         if let rate = options.clockRate {
             if let real = config.readers.first(where: { $0.driver != .sim }) {
-                throw VLoggerError("--clock-rate is for simulated readers; reader \(real.id) uses the \(real.driver) driver, whose tags live in real time")
+                throw VLoggerError(
+                    "--clock-rate is for simulated readers; reader \(real.id) uses the \(real.driver) driver, whose tags live in real time"
+                )
             }
             shared = ScaledClock(start: options.clockStart ?? Millis.now(), rate: rate)
         }
@@ -118,16 +128,20 @@ public final class Gateway: @unchecked Sendable {
                 let (s, notYet) = try ReaderSession.openOrRetry(rc)
                 session = s
                 if let notYet {
-                    logger.warning("reader \(rc.id) is not available yet (\(notYet)); the service starts and polling opens it as soon as it can, with back-off")
+                    logger.warning(
+                        "reader \(rc.id) is not available yet (\(notYet)); the service starts and polling opens it as soon as it can, with back-off"
+                    )
                 }
             } catch {
                 throw VLoggerError(config.readers.count == 1 ? "\(error)" : "reader \(rc.id): \(error)")
             }
             let clock: AgentClock = shared ?? (options.fastClock ? SimulatedClock() as AgentClock : SystemClock())
-            let agent = Agent(config: config, reader: rc, rules: rules, register: register, session: session, writer: writer,
-                              clock: clock, logger: logger)
+            let agent = Agent(
+                config: config, reader: rc, rules: rules, register: register, session: session, writer: writer,
+                clock: clock, logger: logger)
             agent.writeQueue = pendingWrites
-            jobs.append(PollingJob(agent: agent, cycles: options.cycles, durationMs: options.durationMs, metrics: metrics))
+            jobs.append(
+                PollingJob(agent: agent, cycles: options.cycles, durationMs: options.durationMs, metrics: metrics))
         }
         self.jobs = jobs
         do {
@@ -138,7 +152,9 @@ public final class Gateway: @unchecked Sendable {
         let pending = pendingWrites
         metrics.writesQueued = { pending.count }
         writer.onCommit = { r, e, last, seconds in
-            logger.debug("committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms")
+            logger.debug(
+                "committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms"
+            )
             metrics.storeUpdated(writer.stats, commitSeconds: seconds)
         }
         let group = self.group
@@ -148,7 +164,8 @@ public final class Gateway: @unchecked Sendable {
         }
         writer.onStateChange = { error, queued in
             if let error {
-                logger.warning("store commit failed; \(queued) records kept and retried with back-off, polling goes on: \(error)")
+                logger.warning(
+                    "store commit failed; \(queued) records kept and retried with back-off, polling goes on: \(error)")
             } else {
                 logger.notice("store commits again; \(queued) records still queued")
             }
@@ -162,26 +179,38 @@ public final class Gateway: @unchecked Sendable {
         // Shut down in reverse order: the writer last, so it commits what the polling jobs made.
         services.append(.init(service: WriterJob(gateway: self), serviceName: "store writer"))
         if let listen = config.listen {
-            services.append(.init(service: try makeListener(try ListenAddress(parsing: listen)), serviceName: "HTTP listener"))
+            services.append(
+                .init(service: try makeListener(try ListenAddress(parsing: listen)), serviceName: "HTTP listener"))
+            services.append(
+                .init(service: RefusalLogJob(refusals: refusals, logger: logger), serviceName: "refusal log"))
         }
         for j in jobs {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
         services.append(.init(service: WriteQueueJob(gateway: self), serviceName: "write queue"))
         if let syncer {
-            services.append(.init(service: SyncJob(syncer: syncer, store: store, metrics: metrics, logger: logger,
-                                                   intervalMs: config.sync?.intervalMs ?? 10_000), serviceName: "fleet sync"))
+            services.append(
+                .init(
+                    service: SyncJob(
+                        syncer: syncer, store: store, metrics: metrics, logger: logger,
+                        intervalMs: config.sync?.intervalMs ?? 10_000), serviceName: "fleet sync"))
         }
         if let keep = config.keepMs {
-            services.append(.init(service: RetentionJob(store: store, logger: logger, keepMs: keep, keepUnsynced: syncer != nil),
-                                  serviceName: "retention"))
+            services.append(
+                .init(
+                    service: RetentionJob(store: store, logger: logger, keepMs: keep, keepUnsynced: syncer != nil),
+                    serviceName: "retention"))
         }
         // Always there: a SIGHUP may bring schedules to a configuration that had none.
         services.append(.init(service: AuditJob(gateway: self), serviceName: "audit scheduler"))
         let signals = SignalJob(gateway: self)
         services.append(.init(service: signals, serviceName: "signals"))
-        services.append(.init(service: NotifyJob(gateway: self, waitsForListener: config.listen != nil), serviceName: "sd_notify"))
-        services.append(.init(service: BoundJob(jobs: jobs), successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "run bound"))
+        services.append(
+            .init(service: NotifyJob(gateway: self, waitsForListener: config.listen != nil), serviceName: "sd_notify"))
+        services.append(
+            .init(
+                service: BoundJob(jobs: jobs), successTerminationBehavior: .gracefullyShutdownGroup,
+                serviceName: "run bound"))
         // The group's own messages (each service starting and stopping) only from warnings up.
         var groupLogger = logger
         groupLogger.logLevel = max(logger.logLevel, .warning)
@@ -197,8 +226,9 @@ public final class Gateway: @unchecked Sendable {
             problem = lost.message
         }
         if let note = store.closeProblem { logger.warning("\(note)") }
-        return GatewaySummary(readers: jobs.map { ($0.agent.readerConfig.id, $0.agent.counters) }, store: writer.stats,
-                              storePath: config.storePath, committedAll: lock.withLock { committedAll }, problem: problem)
+        return GatewaySummary(
+            readers: jobs.map { ($0.agent.readerConfig.id, $0.agent.counters) }, store: writer.stats,
+            storePath: config.storePath, committedAll: lock.withLock { committedAll }, problem: problem)
     }
 
     func writerFinished(_ ok: Bool) { lock.withLock { committedAll = ok } }
@@ -209,9 +239,13 @@ public final class Gateway: @unchecked Sendable {
         guard let file = config.registerFile else { return }
         do {
             if let r = try AssetRegister.importConfigured(config, into: store) {
-                logger.notice("asset register \(file): \(r.addedTotal) added, \(r.changedTotal) changed, \(r.unchanged) unchanged")
+                logger.notice(
+                    "asset register \(file): \(r.addedTotal) added, \(r.changedTotal) changed, \(r.unchanged) unchanged"
+                )
             } else {
-                logger.info("register \(file) has no asset_id column: used by the rules only, not imported as the asset register")
+                logger.info(
+                    "register \(file) has no asset_id column: used by the rules only, not imported as the asset register"
+                )
             }
         } catch {
             logger.error("asset register \(file) not imported: \(error)")
@@ -239,14 +273,22 @@ public final class Gateway: @unchecked Sendable {
             if config.listen != nil && apiTokenAllowed {
                 let was = apiToken.isSet
                 apiToken.replace(newToken)
-                tokenNote = fresh.apiTokenFile.map { "; write API token read again from \($0)" } ?? (was ? "; write API off (no api-token-file)" : "")
+                tokenNote =
+                    fresh.apiTokenFile.map { "; write API token read again from \($0)" }
+                    ?? (was ? "; write API off (no api-token-file)" : "")
             }
             metrics.reloaded(ok: true)
             let known = Set(config.readers.map(\.id)), now = Set(fresh.readers.map(\.id))
             var later = "reader drivers and devices, the store and the listener apply at the next start"
-            if known != now { later += "; readers added or removed (\(now.symmetricDifference(known).sorted().joined(separator: ", "))) too" }
-            let schedules = "\(fresh.audit.schedules.count) audit schedule\(fresh.audit.schedules.count == 1 ? "" : "s")\(schedulesChanged ? " (changed: planned again)" : "")"
-            logger.notice("SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.count) register entries" } ?? ""), \(schedules)\(tokenNote) (\(later))")
+            if known != now {
+                later +=
+                    "; readers added or removed (\(now.symmetricDifference(known).sorted().joined(separator: ", "))) too"
+            }
+            let schedules =
+                "\(fresh.audit.schedules.count) audit schedule\(fresh.audit.schedules.count == 1 ? "" : "s")\(schedulesChanged ? " (changed: planned again)" : "")"
+            logger.notice(
+                "SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.count) register entries" } ?? ""), \(schedules)\(tokenNote) (\(later))"
+            )
         } catch {
             metrics.reloaded(ok: false)
             logger.error("SIGHUP: reload failed, the running configuration stays: \(error)")
@@ -260,8 +302,11 @@ public final class Gateway: @unchecked Sendable {
     }
 
     func notifyReady() {
-        let readers = jobs.count == 1 ? jobs[0].agent.session.reader.name
-            : "\(jobs.count) readers: " + jobs.map { "\($0.agent.readerConfig.id) (\($0.agent.session.reader.name))" }.joined(separator: ", ")
+        let readers =
+            jobs.count == 1
+            ? jobs[0].agent.session.reader.name
+            : "\(jobs.count) readers: "
+                + jobs.map { "\($0.agent.readerConfig.id) (\($0.agent.session.reader.name))" }.joined(separator: ", ")
         SystemdNotify.send("READY=1\nSTATUS=polling with \(readers)")
     }
 
@@ -281,23 +326,30 @@ public final class Gateway: @unchecked Sendable {
             throw VLoggerError("[service] api-token-file \(file): cannot read it (\(error.localizedDescription))")
         }
         let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        guard token.count >= 16 else { throw VLoggerError("[service] api-token-file \(file): the token must be at least 16 characters") }
+        guard token.count >= 16 else {
+            throw VLoggerError("[service] api-token-file \(file): the token must be at least 16 characters")
+        }
         return token
     }
 
     private func makeListener(_ address: ListenAddress) throws -> some Service {
         if !address.isLoopback {
-            logger.warning("the listener is bound to \(address), which is not a loopback address: /metrics and the status page are readable from the network; put a firewall or an authenticating reverse proxy in front of it")
+            logger.warning(
+                "the listener is bound to \(address), which is not a loopback address: /metrics and the status page are readable from the network; put a firewall or an authenticating reverse proxy in front of it"
+            )
         }
         let router = Router()
         // The bearer token would cross the network in clear: the write API is served on loopback only (a TLS
         // reverse proxy on the same machine can put it on the network).
         apiTokenAllowed = address.isLoopback
         if config.apiTokenFile != nil && !address.isLoopback {
-            logger.error("the write API is off: the listener \(address) is not a loopback address and vlogger does not serve TLS, so its bearer token would cross the network in clear. Listen on 127.0.0.1 and put a TLS reverse proxy in front, or remove api-token-file")
+            logger.error(
+                "the write API is off: the listener \(address) is not a loopback address and vlogger does not serve TLS, so its bearer token would cross the network in clear. Listen on 127.0.0.1 and put a TLS reverse proxy in front, or remove api-token-file"
+            )
         }
         apiToken.replace(apiTokenAllowed ? try Self.apiToken(config.apiTokenFile) : nil)
-        router.add(middleware: HostAllowListMiddleware(allowed: HostAllowList(address: address, extra: config.allowedHosts)))
+        router.add(
+            middleware: HostAllowListMiddleware(allowed: HostAllowList(address: address, extra: config.allowedHosts)))
         router.add(middleware: ReadOnlyMiddleware(token: apiToken, writablePaths: ["/api/writes"]))
         let (metrics, store, config) = (self.metrics, self.store, self.config)
         let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
@@ -306,25 +358,33 @@ public final class Gateway: @unchecked Sendable {
             return .text(json + "\n", status: ok ? .ok : .serviceUnavailable, type: "application/json")
         }
         let prometheus: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
         }
         let page: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
             // The store is read on a worker thread, never on the event loop.
             let html = await Blocking.run {
-                StatusPage.render(metrics: metrics, store: store, gateway: config.gatewayID, chartField: config.chartField, unit: unit)
+                StatusPage.render(
+                    metrics: metrics, store: store, gateway: config.gatewayID, chartField: config.chartField, unit: unit
+                )
             }
             return .text(html, type: "text/html; charset=utf-8")
         }
         let audit: @Sendable (Request, BasicRequestContext) async -> Response = { _, context in
-            guard let id = context.parameters.get("id", as: Int64.self) else { return .text("not an audit id\n", status: .badRequest) }
+            guard let id = context.parameters.get("id", as: Int64.self) else {
+                return .text("not an audit id\n", status: .badRequest)
+            }
             let html = await Blocking.run { () -> String? in
                 guard let a = try? store.audit(id) else { return nil }
                 return AuditReport.html(a, history: (try? store.audits(location: a.location, limit: 30)) ?? [])
             }
-            return html.map { .text($0, type: "text/html; charset=utf-8") } ?? .text("no audit \(id)\n", status: .notFound)
+            return html.map { .text($0, type: "text/html; charset=utf-8") }
+                ?? .text("no audit \(id)\n", status: .notFound)
         }
-        for (path, handler) in [("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page), ("/audits/:id", audit)] {
+        for (path, handler) in [
+            ("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page), ("/audits/:id", audit),
+        ] {
             router.get(RouterPath(path), use: handler)
             // HEAD: the same status and headers, no body.
             router.head(RouterPath(path)) { request, context -> Response in
@@ -334,15 +394,18 @@ public final class Gateway: @unchecked Sendable {
         }
         // The routes are always there; without a token (no api-token-file, or removed by a reload) the
         // middleware answers 404 before them.
-        WriteAPI.add(to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger)
+        WriteAPI.add(
+            to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger,
+            refusals: refusals)
         var http = HTTP1Channel.Configuration(idleTimeout: .seconds(30))
         http.httpDecoder.maxHeaderFieldCount = 100
-        let app = Application(router: router, server: .http1(configuration: http),
-                           configuration: .init(address: .hostname(address.host, port: address.port), serverName: "vlogger"),
-                           onServerRunning: { [self] channel in
-                               listenerUp(ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port))
-                           },
-                           logger: logger)
+        let app = Application(
+            router: router, server: .http1(configuration: http),
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "vlogger"),
+            onServerRunning: { [self] channel in
+                listenerUp(ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port))
+            },
+            logger: logger)
         return ListenerService(app: app, address: address)
     }
 }
@@ -354,7 +417,9 @@ struct ListenerService<App: Service>: Service {
 
     func run() async throws {
         do { try await app.run() } catch {
-            throw VLoggerError("cannot serve HTTP on \(address): \(error); is another process listening there (ss -ltnp), or is the address not this machine's? Change [service] listen or --listen")
+            throw VLoggerError(
+                "cannot serve HTTP on \(address): \(error); is another process listening there (ss -ltnp), or is the address not this machine's? Change [service] listen or --listen"
+            )
         }
     }
 }
@@ -405,11 +470,16 @@ struct HostAllowList: Sendable {
 struct HostAllowListMiddleware<Context: RequestContext>: RouterMiddleware {
     let allowed: HostAllowList
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let host = request.head.authority ?? request.headers.first(where: { $0.name.canonicalName == "host" })?.value
         guard allowed.allows(host) else {
-            return Response(status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: "this gateway does not answer to that host name; add it to [service] allowed-hosts\n")))
+            return Response(
+                status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(
+                    byteBuffer: ByteBuffer(
+                        string: "this gateway does not answer to that host name; add it to [service] allowed-hosts\n")))
         }
         return try await next(request, context)
     }
@@ -421,19 +491,29 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: APIToken
     let writablePaths: Set<String>
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let apiOn = token.isSet
         if !apiOn && request.uri.path.hasPrefix("/api/") {
-            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n")))
+            return Response(
+                status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n"))
+            )
         }
-        guard request.method == .get || request.method == .head || (request.method == .post && writablePaths.contains(request.uri.path)) else {
+        guard
+            request.method == .get || request.method == .head
+                || (request.method == .post && writablePaths.contains(request.uri.path))
+        else {
             if request.uri.path.hasPrefix("/api/") && !apiOn {
-                return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                                body: .init(byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n")))
+                return Response(
+                    status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                    body: .init(
+                        byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n")))
             }
-            return Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: "read-only: GET or HEAD\n")))
+            return Response(
+                status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: "read-only: GET or HEAD\n")))
         }
         let response = try await next(request, context)
         return response
@@ -441,7 +521,9 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 extension Response {
-    static func text(_ s: String, status: HTTPResponse.Status = .ok, type: String = "text/plain; charset=utf-8") -> Response {
+    static func text(_ s: String, status: HTTPResponse.Status = .ok, type: String = "text/plain; charset=utf-8")
+        -> Response
+    {
         Response(status: status, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(string: s)))
     }
 }
@@ -514,10 +596,12 @@ public final class PollingJob: Service, @unchecked Sendable {
         agent.duringWait = { [unowned self] in runQueuedWork() }
         agent.betweenCycles = { [unowned self] in
             runQueuedWork()
-            guard let (c, r, reg) = lock.withLock({ () -> (AgentConfig, RuleSet, AssetRegister?)? in
-                defer { pending = nil }
-                return pending
-            }) else { return }
+            guard
+                let (c, r, reg) = lock.withLock({ () -> (AgentConfig, RuleSet, AssetRegister?)? in
+                    defer { pending = nil }
+                    return pending
+                })
+            else { return }
             self.agent.reload(config: c, rules: r, register: reg)
         }
     }
@@ -582,7 +666,9 @@ struct WriterJob: Service {
         let (writer, timeout) = (gateway.writer, gateway.options.finalCommitTimeoutMs)
         let ok = await Blocking.run { writer.finish(timeoutMs: timeout) }
         if !ok {
-            gateway.logger.error("the last \(writer.pendingCount) records could not be committed: \(writer.lastError?.description ?? "?")")
+            gateway.logger.error(
+                "the last \(writer.pendingCount) records could not be committed: \(writer.lastError?.description ?? "?")"
+            )
         }
         gateway.writerFinished(ok)
     }
@@ -603,7 +689,9 @@ final class SignalJob: Service, @unchecked Sendable {
                 let gateway = self.gateway
                 await Blocking.run { gateway.reload() }
             } else {
-                gateway.logger.notice("signal \(signal == .sigterm ? "SIGTERM" : "SIGINT"): stopping after the current cycle of each reader")
+                gateway.logger.notice(
+                    "signal \(signal == .sigterm ? "SIGTERM" : "SIGINT"): stopping after the current cycle of each reader"
+                )
                 await group.withLockedValue { $0 }?.triggerGracefulShutdown()
             }
         }
@@ -666,7 +754,8 @@ struct AuditJob: Service {
             let last = await Blocking.run { try? store.lastAuditStart(trigger: s.trigger) }
             let missed = await Blocking.run { s.missed(lastRun: last, now: clock.now()) }
             if missed {
-                gateway.logger.notice("audit schedule '\(s.name)' (\(s)) missed its time while the service was down: running it once now")
+                gateway.logger.notice(
+                    "audit schedule '\(s.name)' (\(s)) missed its time while the service was down: running it once now")
                 await runAudit(s, settings)
             }
         }
@@ -705,7 +794,8 @@ struct AuditJob: Service {
         while ms.map({ clock.now() < $0 }) ?? true {
             if gateway.audits.withLockedValue({ $0.version }) != version { return .reloaded }
             let real = ms.map { min(1000, clock.realMs(until: $0)) } ?? 1000
-            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, real))) } } catch { return .shutdown }
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, real))) } } catch
+            { return .shutdown }
             if Task.isShuttingDownGracefully || Task.isCancelled { return .shutdown }
         }
         return .reached
@@ -716,14 +806,17 @@ struct AuditJob: Service {
         let clock = gateway.clock
         while clock.now() < ms {
             let real = clock.realMs(until: ms)
-            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, real))) } } catch { return false }
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(max(1, real))) } } catch
+            { return false }
         }
         return true
     }
 
     func runAudit(_ schedule: AuditSchedule, _ settings: AuditSettings) async {
         let g = gateway
-        let locations = schedule.location.map { [$0] } ?? Array(Set(g.jobs.map { Auditor.location(of: $0.agent.readerConfig) })).sorted()
+        let locations =
+            schedule.location.map { [$0] }
+            ?? Array(Set(g.jobs.map { Auditor.location(of: $0.agent.readerConfig) })).sorted()
         // Each location has its own readers: their audits run side by side, at the schedule's time.
         await withTaskGroup(of: Void.self) { group in
             for location in locations { group.addTask { await audit(location, for: schedule, settings) } }
@@ -751,7 +844,9 @@ struct AuditJob: Service {
         for round in 0..<max(1, settings.rounds) {
             if round > 0 {
                 guard await wait(untilMs: g.clock.now() + settings.spacingMs) else {
-                    g.logger.warning("audit '\(schedule.name)' of \(location) stopped by the shutdown after \(round) of \(settings.rounds) rounds; nothing stored")
+                    g.logger.warning(
+                        "audit '\(schedule.name)' of \(location) stopped by the shutdown after \(round) of \(settings.rounds) rounds; nothing stored"
+                    )
                     return
                 }
             }
@@ -760,7 +855,9 @@ struct AuditJob: Service {
                 let clock = g.clock
                 // Every tag answers the round's inventory: the polling job's quiet tags are woken first.
                 let agent = UncheckedBox(job.agent)
-                let (found, t) = await job.exclusive { _ in ((try? agent.value.inventoryEveryTag())?.map(\.uid) ?? [], clock.now()) }
+                let (found, t) = await job.exclusive { _ in
+                    ((try? agent.value.inventoryEveryTag())?.map(\.uid) ?? [], clock.now())
+                }
                 Auditor.merge(found, at: t, by: job.agent.readerConfig.id, round: &counted, into: &seen)
             }
         }
@@ -771,11 +868,15 @@ struct AuditJob: Service {
             let results = await job.exclusive { session in mine.map { ($0.uid, Auditor.checks($0, session)) } }
             for (uid, c) in results { checks[uid] = c }
         }
-        let record = Auditor.result(location: location, readers: jobs.map(\.agent.readerConfig.id), register: register, seen: seen, checks: checks,
-                                    lastSeen: lastSeen, started: started, finished: g.clock.now(), gateway: g.config.gatewayID,
-                                    settings: settings, trigger: schedule.trigger)
+        let record = Auditor.result(
+            location: location, readers: jobs.map(\.agent.readerConfig.id), register: register, seen: seen,
+            checks: checks,
+            lastSeen: lastSeen, started: started, finished: g.clock.now(), gateway: g.config.gatewayID,
+            settings: settings, trigger: schedule.trigger)
         let id = await Blocking.run { try? store.saveAudit(record) }
-        g.logger.notice("audit \(id.map(String.init) ?? "(not stored)") '\(schedule.name)' of \(location): \(record.count(.present)) present, \(record.count(.missing)) missing, \(record.count(.wrongLocation)) wrong location, \(record.count(.unexpected)) unexpected, \(record.failedChecks) failed checks")
+        g.logger.notice(
+            "audit \(id.map(String.init) ?? "(not stored)") '\(schedule.name)' of \(location): \(record.count(.present)) present, \(record.count(.missing)) missing, \(record.count(.wrongLocation)) wrong location, \(record.count(.unexpected)) unexpected, \(record.failedChecks) failed checks"
+        )
     }
 }
 
@@ -814,14 +915,20 @@ struct RetentionJob: Service {
             let cutoff = Millis.now() - keepMs
             let (store, keepUnsynced) = (self.store, self.keepUnsynced)
             let result: Result<PruneReport, StoreError> = await Blocking.run {
-                do throws(StoreError) { return .success(try store.prune(before: cutoff, keepUnsynced: keepUnsynced)) } catch { return .failure(error) }
+                do throws(StoreError) {
+                    return .success(try store.prune(before: cutoff, keepUnsynced: keepUnsynced))
+                } catch { return .failure(error) }
             }
             switch result {
             case .success(let r):
                 let held = r.totalHeld > 0 ? "; \(r.totalHeld) older rows kept until fleet sync has them" : ""
                 if r.totalDeleted > 0 || r.totalHeld > 0 {
-                    let parts = SyncTable.allCases.compactMap { t in r.deleted[t].flatMap { $0 > 0 ? "\($0) \(t.rawValue)" : nil } }.joined(separator: ", ")
-                    logger.notice("retention: deleted \(r.totalDeleted) rows from before \(TimeSpec.format(cutoff)) (\(parts))\(held)")
+                    let parts = SyncTable.allCases.compactMap { t in
+                        r.deleted[t].flatMap { $0 > 0 ? "\($0) \(t.rawValue)" : nil }
+                    }.joined(separator: ", ")
+                    logger.notice(
+                        "retention: deleted \(r.totalDeleted) rows from before \(TimeSpec.format(cutoff)) (\(parts))\(held)"
+                    )
                 }
             case .failure(let e):
                 logger.warning("retention: \(e); nothing more deleted this round")

@@ -68,8 +68,10 @@ public final class ServiceMetrics: @unchecked Sendable {
             var rows: [SyncTable: Gauge] = [:], age: [SyncTable: Gauge] = [:], sent: [SyncTable: Counter] = [:]
             for t in SyncTable.allCases {
                 rows[t] = Gauge(label: "vlogger_sync_backlog_rows", dimensions: [("table", t.rawValue)], factory: f)
-                age[t] = Gauge(label: "vlogger_sync_oldest_unsynced_age_seconds", dimensions: [("table", t.rawValue)], factory: f)
-                sent[t] = Counter(label: "vlogger_sync_rows_sent_total", dimensions: [("table", t.rawValue)], factory: f)
+                age[t] = Gauge(
+                    label: "vlogger_sync_oldest_unsynced_age_seconds", dimensions: [("table", t.rawValue)], factory: f)
+                sent[t] = Counter(
+                    label: "vlogger_sync_rows_sent_total", dimensions: [("table", t.rawValue)], factory: f)
             }
             syncHandles = (Gauge(label: "vlogger_sync_up", factory: f), rows, age, sent)
             sync = SyncStatus()
@@ -77,7 +79,10 @@ public final class ServiceMetrics: @unchecked Sendable {
     }
 
     /// After each sync round: the backlog, what was sent, and the error if the round failed (its kind counted).
-    public func syncUpdated(backlog: [SyncTable: (rows: Int, oldest: Millis?)], sent: [SyncTable: Int], error: SyncFailure?, now: Millis = Millis.now()) {
+    public func syncUpdated(
+        backlog: [SyncTable: (rows: Int, oldest: Millis?)], sent: [SyncTable: Int], error: SyncFailure?,
+        now: Millis = Millis.now()
+    ) {
         locked {
             guard var st = sync, let h = syncHandles else { return }
             st.backlog = backlog
@@ -92,7 +97,10 @@ public final class ServiceMetrics: @unchecked Sendable {
                 if let n = sent[t], n > 0 { h.sent[t]?.increment(by: n) }
             }
             if let error {
-                let c = syncFailures[error.kind] ?? Counter(label: "vlogger_sync_failures_total", dimensions: [("kind", error.kind)], factory: factory)
+                let c =
+                    syncFailures[error.kind]
+                    ?? Counter(
+                        label: "vlogger_sync_failures_total", dimensions: [("kind", error.kind)], factory: factory)
                 syncFailures[error.kind] = c
                 c.increment()
             }
@@ -105,7 +113,9 @@ public final class ServiceMetrics: @unchecked Sendable {
     public init(readers: [ReaderConfig], intervalMs: (ReaderConfig) -> Millis, startedMs: Millis = Millis.now()) {
         self.startedMs = startedMs
         var f = PrometheusMetricsFactory(registry: registry)
-        f.durationHistogramBuckets["vlogger_batch_commit_seconds"] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5].map { .milliseconds(Int64($0 * 1000)) }
+        f.durationHistogramBuckets["vlogger_batch_commit_seconds"] = [
+            0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+        ].map { .milliseconds(Int64($0 * 1000)) }
         f.valueHistogramBuckets["vlogger_cycle_air_time_seconds"] = [0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2]
         factory = f
         self.readers = readers.map { ReaderStatus(id: $0.id, location: $0.location, intervalMs: intervalMs($0)) }
@@ -133,7 +143,10 @@ public final class ServiceMetrics: @unchecked Sendable {
                 air: Recorder(label: "vlogger_cycle_air_time_seconds", dimensions: d, aggregate: true, factory: f))
             handles[r.id]?.up.record(1)
         }
-        for result in ["ok", "failed"] { reloads[result] = Counter(label: "vlogger_config_reloads_total", dimensions: [("result", result)], factory: f) }
+        for result in ["ok", "failed"] {
+            reloads[result] = Counter(
+                label: "vlogger_config_reloads_total", dimensions: [("result", result)], factory: f)
+        }
     }
 
     private func locked<T>(_ body: () -> T) -> T {
@@ -148,7 +161,8 @@ public final class ServiceMetrics: @unchecked Sendable {
         c.cycleAirTime = []
         c.cycleLowerBound = []
         let id = agent.readerConfig.id
-        let tags = agent.tagsInField, up = agent.readerHealthy, good = agent.lastGoodPollMs, name = agent.session.reader.name
+        let tags = agent.tagsInField, up = agent.readerHealthy, good = agent.lastGoodPollMs,
+            name = agent.session.reader.name
         let interval = agent.config.intervalMs, location = agent.readerConfig.location
         locked {
             guard let i = readers.firstIndex(where: { $0.id == id }), var h = handles[id] else { return }
@@ -160,7 +174,10 @@ public final class ServiceMetrics: @unchecked Sendable {
             h.exchanges.increment(by: c.exchanges - before.exchanges)
             h.violations.increment(by: c.violations - before.violations)
             for (kind, n) in c.errors where n != before.errors[kind] {
-                let counter = h.errors[kind] ?? Counter(label: "vlogger_errors_total", dimensions: [("reader", id), ("kind", kind)], factory: factory)
+                let counter =
+                    h.errors[kind]
+                    ?? Counter(
+                        label: "vlogger_errors_total", dimensions: [("reader", id), ("kind", kind)], factory: factory)
                 h.errors[kind] = counter
                 counter.increment(by: n - (before.errors[kind] ?? 0))
             }

@@ -13,7 +13,8 @@ public enum StatusPage {
     static func chart(_ series: [String: [(Millis, Double)]], field: String, unit: String?) -> String {
         let points = series.values.flatMap { $0 }
         guard let t0 = points.map(\.0).min(), let t1 = points.map(\.0).max(),
-              let v0 = points.map(\.1).min(), let v1 = points.map(\.1).max() else {
+            let v0 = points.map(\.1).min(), let v1 = points.map(\.1).max()
+        else {
             return "<p>No <code>\(esc(field))</code> values in the last hour.</p>"
         }
         let w = 720.0, h = 220.0, left = 60.0, bottom = 30.0, top = 10.0, right = 10.0
@@ -21,18 +22,23 @@ public enum StatusPage {
         func x(_ t: Millis) -> Double { left + (Double(t - t0) / span) * (w - left - right) }
         func y(_ v: Double) -> Double { top + (1 - (v - v0) / vspan) * (h - top - bottom) }
         let colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
-        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\" aria-label=\"\(esc(field)) over the last hour\">"
-        svg += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(w - left - right)\" height=\"\(h - top - bottom)\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
+        var svg =
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\" aria-label=\"\(esc(field)) over the last hour\">"
+        svg +=
+            "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(w - left - right)\" height=\"\(h - top - bottom)\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
         let u = unit.map { " " + esc($0) } ?? ""
         svg += "<text x=\"4\" y=\"\(top + 10)\" font-size=\"11\">\(String(format: "%.2f", v1))\(u)</text>"
         svg += "<text x=\"4\" y=\"\(h - bottom)\" font-size=\"11\">\(String(format: "%.2f", v0))\(u)</text>"
         svg += "<text x=\"\(left)\" y=\"\(h - 8)\" font-size=\"11\">\(esc(TimeSpec.format(t0)))</text>"
-        svg += "<text x=\"\(w - right)\" y=\"\(h - 8)\" font-size=\"11\" text-anchor=\"end\">\(esc(TimeSpec.format(t1)))</text>"
+        svg +=
+            "<text x=\"\(w - right)\" y=\"\(h - 8)\" font-size=\"11\" text-anchor=\"end\">\(esc(TimeSpec.format(t1)))</text>"
         for (i, key) in series.keys.sorted().enumerated() {
-            let pts = (series[key] ?? []).sorted { $0.0 < $1.0 }.map { String(format: "%.1f,%.1f", x($0.0), y($0.1)) }.joined(separator: " ")
+            let pts = (series[key] ?? []).sorted { $0.0 < $1.0 }.map { String(format: "%.1f,%.1f", x($0.0), y($0.1)) }
+                .joined(separator: " ")
             let c = colours[i % colours.count]
             svg += "<polyline fill=\"none\" stroke=\"\(c)\" stroke-width=\"2\" points=\"\(pts)\"/>"
-            svg += "<text x=\"\(left + 8)\" y=\"\(top + 16 + Double(i) * 14)\" font-size=\"11\" fill=\"\(c)\">\(esc(key))</text>"
+            svg +=
+                "<text x=\"\(left + 8)\" y=\"\(top + 16 + Double(i) * 14)\" font-size=\"11\" fill=\"\(c)\">\(esc(key))</text>"
         }
         return svg + "</svg>"
     }
@@ -47,7 +53,9 @@ public enum StatusPage {
     static func syncLine(_ sync: ServiceMetrics.SyncStatus, now: Millis) -> String {
         let rows = sync.backlog.values.reduce(0) { $0 + $1.rows }
         let oldest = sync.backlog.values.compactMap(\.oldest).min()
-        let state = sync.lastSuccessMs == nil && sync.lastError == nil ? "<span>starting</span>"
+        let state =
+            sync.lastSuccessMs == nil && sync.lastError == nil
+            ? "<span>starting</span>"
             : sync.up ? "<span class=\"ok\">up</span>" : "<span class=\"bad\">failing</span>"
         var s = "<p class=\"sync\">\(state) — \(rows) rows not yet acknowledged"
         if let oldest { s += ", the oldest \(esc(DurationText.format(max(0, now - oldest)))) old" }
@@ -56,32 +64,61 @@ public enum StatusPage {
         return s + "</p>"
     }
 
-    public static func render(metrics: ServiceMetrics, store: Store, gateway: String, chartField: String?, unit: String?,
-                              now: Millis = Millis.now()) -> String {
+    public static func render(
+        metrics: ServiceMetrics, store: Store, gateway: String, chartField: String?, unit: String?,
+        now: Millis = Millis.now()
+    ) -> String {
         let (healthy, _) = metrics.health(now: now)
         var body = ""
         let readers = metrics.readerStatus
-        body += "<h2>Readers</h2>" + table(["reader", "location", "driver", "state", "cycles", "tags in field"], readers.map { r in
-            StatusData.Row(cells: [r.id, r.location ?? "", r.name, r.up ? "answering" : "failing", String(r.counters.cycles), String(r.tags.count)])
-        }, class: "readers")
+        body +=
+            "<h2>Readers</h2>"
+            + table(
+                ["reader", "location", "driver", "state", "cycles", "tags in field"],
+                readers.map { r in
+                    StatusData.Row(cells: [
+                        r.id, r.location ?? "", r.name, r.up ? "answering" : "failing", String(r.counters.cycles),
+                        String(r.tags.count),
+                    ])
+                }, class: "readers")
         for r in readers {
-            body += "<h2>Tags in the field of \(esc(r.id))\(r.location.map { " — " + esc($0) } ?? "") (\(r.tags.count))</h2>"
-            body += r.tags.isEmpty ? "<p>None.</p>" : "<ul>" + r.tags.map { "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>" }.joined() + "</ul>"
+            body +=
+                "<h2>Tags in the field of \(esc(r.id))\(r.location.map { " — " + esc($0) } ?? "") (\(r.tags.count))</h2>"
+            body +=
+                r.tags.isEmpty
+                ? "<p>None.</p>"
+                : "<ul>"
+                    + r.tags.map {
+                        "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>"
+                    }.joined() + "</ul>"
         }
         if let sync = metrics.syncStatus {
             body += "<h2>Fleet sync</h2>" + syncLine(sync, now: now)
         }
         do {
             let d = try store.statusData(since: now - 3_600_000, chartField: chartField)
-            body += "<h2>Latest readings (last hour)</h2>" + table(["UID", "time (UTC)", "block", "data", "decoded", "reader"], d.latest, class: "latest")
-            if let f = chartField { body += "<h2>\(esc(f)) over the last hour</h2>" + chart(d.series, field: f, unit: unit) }
-            let latest = try store.audits(limit: 200).reduce(into: [String: AuditRecord]()) { m, a in if m[a.location] == nil { m[a.location] = a } }
-            if !latest.isEmpty {
-                body += "<h2>Latest audit of each location</h2><ul>" + latest.keys.sorted().compactMap { l in latest[l].map { a in
-                    "<li><a href=\"/audits/\(a.id)\">\(esc(l)): audit \(a.id), \(esc(TimeSpec.format(a.started)))</a> — \(a.count(.present)) present, \(a.count(.missing)) missing, \(a.count(.wrongLocation)) wrong location, \(a.count(.unexpected)) unexpected</li>"
-                } }.joined() + "</ul>"
+            body +=
+                "<h2>Latest readings (last hour)</h2>"
+                + table(["UID", "time (UTC)", "block", "data", "decoded", "reader"], d.latest, class: "latest")
+            if let f = chartField {
+                body += "<h2>\(esc(f)) over the last hour</h2>" + chart(d.series, field: f, unit: unit)
             }
-            body += "<h2>Recent events</h2>" + table(["time (UTC)", "reader", "UID", "kind", "name", "severity", "detail"], d.events, class: "events")
+            let latest = try store.audits(limit: 200).reduce(into: [String: AuditRecord]()) { m, a in
+                if m[a.location] == nil { m[a.location] = a }
+            }
+            if !latest.isEmpty {
+                body +=
+                    "<h2>Latest audit of each location</h2><ul>"
+                    + latest.keys.sorted().compactMap { l in
+                        latest[l].map { a in
+                            "<li><a href=\"/audits/\(a.id)\">\(esc(l)): audit \(a.id), \(esc(TimeSpec.format(a.started)))</a> — \(a.count(.present)) present, \(a.count(.missing)) missing, \(a.count(.wrongLocation)) wrong location, \(a.count(.unexpected)) unexpected</li>"
+                        }
+                    }.joined() + "</ul>"
+            }
+            body +=
+                "<h2>Recent events</h2>"
+                + table(
+                    ["time (UTC)", "reader", "UID", "kind", "name", "severity", "detail"], d.events, class: "events")
         } catch {
             body += "<p class=\"bad\">The store cannot be read: \(esc(error.description))</p>"
         }

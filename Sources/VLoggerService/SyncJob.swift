@@ -29,7 +29,11 @@ struct SyncJob: Service {
             do {
                 let r = try await syncer.syncOnce()
                 sent = r.sent
-                if failures > 0 { logger.notice("fleet sync works again after \(failures) failed round(s); \(r.sent.values.reduce(0, +)) rows caught up") }
+                if failures > 0 {
+                    logger.notice(
+                        "fleet sync works again after \(failures) failed round(s); \(r.sent.values.reduce(0, +)) rows caught up"
+                    )
+                }
                 failures = 0
                 lastKind = nil
             } catch {
@@ -37,7 +41,9 @@ struct SyncJob: Service {
                 failure = SyncFailure(kind: e.kind.rawValue, message: e.message)
                 failures += 1
                 if lastKind != e.kind.rawValue {
-                    logger.warning("fleet sync failed (\(e.kind.rawValue)): \(e.message); rows stay in the local store, retrying with back-off")
+                    logger.warning(
+                        "fleet sync failed (\(e.kind.rawValue)): \(e.message); rows stay in the local store, retrying with back-off"
+                    )
                 }
                 lastKind = e.kind.rawValue
             }
@@ -45,7 +51,9 @@ struct SyncJob: Service {
             for t in SyncTable.allCases { backlog[t] = (try? store.syncBacklog(t)) ?? (0, nil) }
             metrics.syncUpdated(backlog: backlog, sent: sent, error: failure)
             let wait = failures == 0 ? intervalMs : min(Self.maxBackoffMs, max(intervalMs, 1000) << min(failures, 16))
-            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(wait)) } } catch { return }
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(wait)) } } catch {
+                return
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 
@@ -13,7 +13,9 @@ public enum SystemdNotify {
 
     /// The watchdog interval systemd asked for (WatchdogSec=), if any.
     public static var watchdogMs: Int64? {
-        guard let s = ProcessInfo.processInfo.environment["WATCHDOG_USEC"], let us = Int64(s), us > 0 else { return nil }
+        guard let s = ProcessInfo.processInfo.environment["WATCHDOG_USEC"], let us = Int64(s), us > 0 else {
+            return nil
+        }
         if let pid = ProcessInfo.processInfo.environment["WATCHDOG_PID"], Int32(pid) != getpid() { return nil }
         return us / 1000
     }

@@ -3,6 +3,7 @@ import Hummingbird
 import ISO15693
 import Logging
 import NIOCore
+import ServiceLifecycle
 import VLoggerCore
 import VLoggerStore
 
@@ -23,7 +24,8 @@ final class APIToken: @unchecked Sendable {
     func accepts(_ header: String?) -> Bool {
         guard let expected = lock.withLock({ token }), let header else { return false }
         let bytes = Array(header.utf8)
-        guard bytes.count > 7, String(decoding: bytes[0..<6], as: UTF8.self).lowercased() == "bearer", bytes[6] == 0x20 else { return false }
+        guard bytes.count > 7, String(decoding: bytes[0..<6], as: UTF8.self).lowercased() == "bearer", bytes[6] == 0x20
+        else { return false }
         let given = Array(bytes[7...])
         var diff = UInt8(given.count == expected.count ? 0 : 1)
         for i in 0..<max(given.count, expected.count) {
@@ -34,27 +36,66 @@ final class APIToken: @unchecked Sendable {
 }
 
 /// Refused requests, logged at most once a minute with a count: 500 wrong tokens are one warning line, not 500.
+/// The first refusal is logged at once; later ones are counted, and the count is said when the next line is
+/// due (a refusal a minute or more after the last line) or by `drain()`, which `RefusalLogJob` calls once a
+/// minute and at shutdown, so a burst is never left unreported.
 final class RefusalLog: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
+    private var last = ""
     private var lastLogMs: Millis?
     let intervalMs: Millis
     private let now: @Sendable () -> Millis
 
-    init(intervalMs: Millis = 60_000, now: @escaping @Sendable () -> Millis = { Millis(DispatchTime.now().uptimeNanoseconds / 1_000_000) }) {
+    init(
+        intervalMs: Millis = 60_000,
+        now: @escaping @Sendable () -> Millis = { Millis(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
+    ) {
         self.intervalMs = intervalMs
         self.now = now
     }
 
-    /// Counts a refusal; returns how many to report when a line is due now (nil: not yet).
-    func record() -> Int? {
+    /// Counts a refusal (`what`: the request, as the log line names the last one); returns how many to report
+    /// when a line is due now (nil: not yet).
+    func record(_ what: String = "") -> Int? {
         lock.withLock {
             count += 1
+            last = what
             let t = now()
             guard lastLogMs.map({ t - $0 >= intervalMs }) ?? true else { return nil }
             defer { count = 0 }
             lastLogMs = t
             return count
+        }
+    }
+
+    /// The refusals counted since the last line, and the last one's description (nil when there were none);
+    /// the count starts again from zero.
+    func drain() -> (count: Int, last: String)? {
+        lock.withLock {
+            guard count > 0 else { return nil }
+            defer { count = 0 }
+            lastLogMs = now()
+            return (count, last)
+        }
+    }
+
+    static func line(_ n: Int, _ what: String) -> String {
+        "write API: refused \(n) request\(n == 1 ? "" : "s") with a missing or wrong bearer token (the last: \(what)); further refusals are counted and logged at most once a minute"
+    }
+}
+
+/// Says the refusals `RefusalLog` counted but has not logged yet: once a minute, and at shutdown.
+struct RefusalLogJob: Service {
+    let refusals: RefusalLog
+    let logger: Logger
+
+    func run() async {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            try? await cancelWhenGracefulShutdown {
+                try await Task.sleep(for: .milliseconds(refusals.intervalMs))
+            }
+            if let (n, what) = refusals.drain() { logger.warning("\(RefusalLog.line(n, what))") }
         }
     }
 }
@@ -68,51 +109,70 @@ final class RefusalLog: @unchecked Sendable {
 /// (a reader this gateway does not have, a block past the end of a known tag, a full queue); 503 only when the
 /// store itself fails (busy, disk), which is worth a retry.
 enum WriteAPI {
-    static func add(to router: Router<BasicRequestContext>, token: APIToken, readers: Set<String>, store: Store, logger: Logger) {
-        let refusals = RefusalLog()
+    static func add(
+        to router: Router<BasicRequestContext>, token: APIToken, readers: Set<String>, store: Store, logger: Logger,
+        refusals: RefusalLog
+    ) {
         @Sendable func authorised(_ request: Request) -> Bool {
             if token.accepts(request.headers[.authorization]) { return true }
-            if let n = refusals.record() {
-                logger.warning("write API: refused \(n) request\(n == 1 ? "" : "s") with \(request.headers[.authorization] == nil ? "no" : "a wrong") bearer token (the last: \(request.method) \(request.uri.path)); further refusals are counted and logged at most once a minute")
-            }
+            let what =
+                "\(request.method) \(request.uri.path), \(request.headers[.authorization] == nil ? "no" : "a wrong") token"
+            if let n = refusals.record(what) { logger.warning("\(RefusalLog.line(n, what))") }
             return false
         }
         router.post("/api/writes") { request, context -> Response in
             guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
             var request = request
             let body: ByteBuffer
-            do { body = try await request.collectBody(upTo: 65_536) } catch { return json(["error": "the body is larger than 64 KiB"], .contentTooLarge) }
+            do { body = try await request.collectBody(upTo: 65_536) } catch {
+                return json(["error": "the body is larger than 64 KiB"], .contentTooLarge)
+            }
             let write: QueuedWrite
-            do throws(WriteRequest.Invalid) { write = try WriteRequest.parse(Data(body.readableBytesView), readers: readers) } catch {
+            do throws(WriteRequest.Invalid) {
+                write = try WriteRequest.parse(Data(body.readableBytesView), readers: readers)
+            } catch {
                 return json(["error": error.description], error.impossible ? .unprocessableContent : .badRequest)
             }
             var key: String?
             if let k = request.headers.first(where: { $0.name.canonicalName == "idempotency-key" })?.value {
-                guard (1...200).contains(k.utf8.count), k.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                guard (1...200).contains(k.utf8.count),
+                    k.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+                else {
                     return json(["error": "Idempotency-Key: 1 to 200 visible ASCII characters"], .badRequest)
                 }
                 key = k
             }
-            let result: Result<(id: Int64, replayed: Bool, state: QueuedWrite.State), StoreError> = await Blocking.run { [key] in
-                do throws(StoreError) { return .success(try store.enqueue(write, idempotencyKey: key)) } catch { return .failure(error) }
+            let result: Result<(id: Int64, replayed: Bool, state: QueuedWrite.State), StoreError> = await Blocking.run {
+                [key] in
+                do throws(StoreError) { return .success(try store.enqueue(write, idempotencyKey: key)) } catch {
+                    return .failure(error)
+                }
             }
             switch result {
             case let .success((id, replayed, state)):
                 if replayed { return json(["id": id, "state": state.rawValue, "replayed": true], .ok) }
-                logger.notice("write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))")
+                logger.notice(
+                    "write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))"
+                )
                 return json(["id": id, "state": "queued"], .created)
             case let .failure(e):
                 // SQLite's own failures (code set) may pass; the store's refusals (no code) will not.
-                return json(["error": e.message], e.code == nil && !e.isFatal ? .unprocessableContent : .serviceUnavailable)
+                return json(
+                    ["error": e.message], e.code == nil && !e.isFatal ? .unprocessableContent : .serviceUnavailable)
             }
         }
         router.get("/api/writes/:id") { request, context -> Response in
             guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
-            guard let id = context.parameters.get("id", as: Int64.self) else { return json(["error": "not a write id"], .badRequest) }
+            guard let id = context.parameters.get("id", as: Int64.self) else {
+                return json(["error": "not a write id"], .badRequest)
+            }
             let found = await Blocking.run { try? store.queuedWrite(id) }
             guard let w = found ?? nil else { return json(["error": "no write \(id)"], .notFound) }
-            var o: [String: Any] = ["id": w.id, "uid": w.uid.description, "block": w.first.description, "data": Hex.format(w.data, separator: ""),
-                                    "operation": w.operation.rawValue, "state": w.state.rawValue, "created": TimeSpec.format(w.created)]
+            var o: [String: Any] = [
+                "id": w.id, "uid": w.uid.description, "block": w.first.description,
+                "data": Hex.format(w.data, separator: ""),
+                "operation": w.operation.rawValue, "state": w.state.rawValue, "created": TimeSpec.format(w.created),
+            ]
             if let r = w.result { o["result"] = r }
             if let f = w.finished { o["finished"] = TimeSpec.format(f) }
             if let e = w.expires { o["expires"] = TimeSpec.format(e) }
@@ -122,7 +182,11 @@ enum WriteAPI {
     }
 
     static func json(_ object: [String: Any], _ status: HTTPResponse.Status) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

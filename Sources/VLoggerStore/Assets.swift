@@ -10,7 +10,8 @@ public struct AssetRow: Equatable, Sendable {
     /// The file's other columns (expected block values and fields an audit checks), by column name.
     public var extra: [String: String]
 
-    public init(uid: UID, assetID: String, name: String? = nil, location: String? = nil, extra: [String: String] = [:]) {
+    public init(uid: UID, assetID: String, name: String? = nil, location: String? = nil, extra: [String: String] = [:])
+    {
         self.uid = uid
         self.assetID = assetID
         self.name = name
@@ -33,7 +34,9 @@ public struct AssetRow: Equatable, Sendable {
     }
 
     static func extra(fromJSON text: String?) -> [String: String] {
-        guard let text, let o = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else { return [:] }
+        guard let text, let o = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else {
+            return [:]
+        }
         return o
     }
 }
@@ -56,7 +59,9 @@ extension Store {
     /// Imports the register's rows: a new UID is added, a known one updated where anything differs, nothing
     /// is duplicated. With `dryRun` nothing is written; the report says what would change.
     @discardableResult
-    public func importAssets(_ rows: [AssetRow], source: String, dryRun: Bool = false, now: Millis = Millis.now()) throws(StoreError) -> AssetImportReport {
+    public func importAssets(_ rows: [AssetRow], source: String, dryRun: Bool = false, now: Millis = Millis.now())
+        throws(StoreError) -> AssetImportReport
+    {
         try importAssets(source: source, dryRun: dryRun, now: now) { add throws(StoreError) in
             for (i, r) in rows.enumerated() { try add(r, i + 2) }
         }
@@ -65,17 +70,23 @@ extension Store {
     /// Imports rows as `produce` hands them over (with the line each came from), in one transaction: all or none.
     /// Memory does not grow with the number of rows: each is compared with the stored one by a lookup, and the
     /// UIDs and asset ids seen so far are kept in a temporary table that refuses a UID or an asset id twice.
-    public func importAssets(source: String, dryRun: Bool = false, now: Millis = Millis.now(),
-                             _ produce: (_ add: (AssetRow, Int) throws(StoreError) -> Void) throws(StoreError) -> Void) throws(StoreError) -> AssetImportReport {
+    public func importAssets(
+        source: String, dryRun: Bool = false, now: Millis = Millis.now(),
+        _ produce: (_ add: (AssetRow, Int) throws(StoreError) -> Void) throws(StoreError) -> Void
+    ) throws(StoreError) -> AssetImportReport {
         try withWriter { db throws(StoreError) in
             var report = AssetImportReport()
-            try db.execute("DROP TABLE IF EXISTS temp.import_seen; CREATE TEMP TABLE import_seen(uid TEXT PRIMARY KEY, asset_id TEXT NOT NULL UNIQUE, line INTEGER NOT NULL)")
+            try db.execute(
+                "DROP TABLE IF EXISTS temp.import_seen; CREATE TEMP TABLE import_seen(uid TEXT PRIMARY KEY, asset_id TEXT NOT NULL UNIQUE, line INTEGER NOT NULL)"
+            )
             defer { try? db.execute("DROP TABLE IF EXISTS temp.import_seen") }
             try Self.transaction(db) { () throws(StoreError) in
                 let seen = try db.prepare("INSERT INTO temp.import_seen(uid, asset_id, line) VALUES(?, ?, ?)")
-                let which = try db.prepare("SELECT uid, asset_id, line FROM temp.import_seen WHERE uid = ? OR asset_id = ?")
+                let which = try db.prepare(
+                    "SELECT uid, asset_id, line FROM temp.import_seen WHERE uid = ? OR asset_id = ?")
                 let old = try db.prepare("SELECT uid, asset_id, name, location, extra FROM assets WHERE uid = ?")
-                let upsert = try db.prepare("""
+                let upsert = try db.prepare(
+                    """
                     INSERT INTO assets(uid, asset_id, name, location, extra, source, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)
                     ON CONFLICT(uid) DO UPDATE SET asset_id = excluded.asset_id, name = excluded.name, location = excluded.location,
                         extra = excluded.extra, source = excluded.source, updated_at = excluded.updated_at
@@ -88,13 +99,20 @@ extension Store {
                         which.reset()
                         try which.bind([.text(uid), .text(row.assetID)])
                         guard try which.step() else { throw error }
-                        if which.text(0) == uid { throw StoreError("\(source):\(line): UID \(uid) is listed twice (first on line \(which.int64(2)))") }
-                        throw StoreError("\(source):\(line): asset id \(row.assetID) is already on line \(which.int64(2)) for \(which.text(0) ?? "another tag"); an asset id names one tag")
+                        if which.text(0) == uid {
+                            throw StoreError(
+                                "\(source):\(line): UID \(uid) is listed twice (first on line \(which.int64(2)))")
+                        }
+                        throw StoreError(
+                            "\(source):\(line): asset id \(row.assetID) is already on line \(which.int64(2)) for \(which.text(0) ?? "another tag"); an asset id names one tag"
+                        )
                     }
                     old.reset()
                     try old.bind([.text(uid)])
                     if try old.step() {
-                        let stored = AssetRow(uid: row.uid, assetID: old.text(1) ?? "", name: old.text(2), location: old.text(3), extra: AssetRow.extra(fromJSON: old.text(4)))
+                        let stored = AssetRow(
+                            uid: row.uid, assetID: old.text(1) ?? "", name: old.text(2), location: old.text(3),
+                            extra: AssetRow.extra(fromJSON: old.text(4)))
                         if stored == row { report.unchanged += 1; return }
                         report.changedTotal += 1
                         if report.changed.count < AssetImportReport.listed { report.changed.append(row.uid) }
@@ -104,21 +122,31 @@ extension Store {
                     }
                     guard !dryRun else { return }
                     upsert.reset()
-                    try upsert.bind([.text(uid), .text(row.assetID), row.name.map(SQLValue.text) ?? .null,
-                                     row.location.map(SQLValue.text) ?? .null, row.extraJSON.map(SQLValue.text) ?? .null,
-                                     .text(source), .integer(now)])
+                    try upsert.bind([
+                        .text(uid), .text(row.assetID), row.name.map(SQLValue.text) ?? .null,
+                        row.location.map(SQLValue.text) ?? .null, row.extraJSON.map(SQLValue.text) ?? .null,
+                        .text(source), .integer(now),
+                    ])
                     try upsert.step()
                 }
                 // An asset id the store gives a tag the file does not list names one tag only too.
-                let clash = try db.prepare("SELECT s.line, s.asset_id, a.uid FROM assets a JOIN temp.import_seen s ON s.asset_id = a.asset_id "
-                                           + "WHERE a.uid NOT IN (SELECT uid FROM temp.import_seen) LIMIT 1")
+                let clash = try db.prepare(
+                    "SELECT s.line, s.asset_id, a.uid FROM assets a JOIN temp.import_seen s ON s.asset_id = a.asset_id "
+                        + "WHERE a.uid NOT IN (SELECT uid FROM temp.import_seen) LIMIT 1")
                 if try clash.step() {
-                    throw StoreError("\(source):\(clash.int64(0)): asset id \(clash.text(1) ?? "") is the store's asset id of \(clash.text(2) ?? "another tag"), which this file does not list; an asset id names one tag")
+                    throw StoreError(
+                        "\(source):\(clash.int64(0)): asset id \(clash.text(1) ?? "") is the store's asset id of \(clash.text(2) ?? "another tag"), which this file does not list; an asset id names one tag"
+                    )
                 }
-                let missing = try db.prepare("SELECT uid FROM assets WHERE uid NOT IN (SELECT uid FROM temp.import_seen) ORDER BY uid")
+                let missing = try db.prepare(
+                    "SELECT uid FROM assets WHERE uid NOT IN (SELECT uid FROM temp.import_seen) ORDER BY uid")
                 while try missing.step() {
                     report.notInFileTotal += 1
-                    if report.notInFile.count < AssetImportReport.listed, let u = try? UID(parsing: missing.text(0) ?? "") { report.notInFile.append(u) }
+                    if report.notInFile.count < AssetImportReport.listed,
+                        let u = try? UID(parsing: missing.text(0) ?? "")
+                    {
+                        report.notInFile.append(u)
+                    }
                 }
             }
             return report
@@ -127,7 +155,9 @@ extension Store {
 
     /// The register as stored, by UID.
     public func assets(location: String? = nil) throws(StoreError) -> [AssetRow] {
-        try withReader { db throws(StoreError) in try Self.assets(db).filter { location == nil || $0.location == location } }
+        try withReader { db throws(StoreError) in
+            try Self.assets(db).filter { location == nil || $0.location == location }
+        }
     }
 
     static func assets(_ db: SQLiteConnection) throws(StoreError) -> [AssetRow] {
@@ -135,7 +165,10 @@ extension Store {
         var out: [AssetRow] = []
         while try s.step() {
             guard let uid = try? UID(parsing: s.text(0) ?? "") else { continue }
-            out.append(AssetRow(uid: uid, assetID: s.text(1) ?? "", name: s.text(2), location: s.text(3), extra: AssetRow.extra(fromJSON: s.text(4))))
+            out.append(
+                AssetRow(
+                    uid: uid, assetID: s.text(1) ?? "", name: s.text(2), location: s.text(3),
+                    extra: AssetRow.extra(fromJSON: s.text(4))))
         }
         return out
     }

@@ -33,46 +33,71 @@ public struct ExportRequest: Sendable {
 public enum Exporter {
     /// The SQL for a request, with its parameters: the same text `sqlite3 -csv` can run (the benchmark does).
     public static func query(_ r: ExportRequest, fields: [FieldInfo]) -> (sql: String, args: [SQLValue]) {
-        let time = { (col: String) in "strftime('%Y-%m-%dT%H:%M:%S', \(col) / 1000, 'unixepoch') || printf('.%03dZ', \(col) % 1000)" }
+        let time = { (col: String) in
+            "strftime('%Y-%m-%dT%H:%M:%S', \(col) / 1000, 'unixepoch') || printf('.%03dZ', \(col) % 1000)"
+        }
         let block = "CASE WHEN block < 256 THEN printf('0x%02X', block) ELSE printf('0x%04X', block) END"
         var columns: [String]
         let timeColumn: String
         var from = r.table.rawValue
         switch r.table {
         case .readings:
-            columns = ["\(time("time")) AS time", "gateway", "reader", "location", "uid", "\(block) AS block", "count", "hex(data) AS data", "hex(security) AS security"]
-            let reserved: Set<String> = ["time", "gateway", "reader", "location", "uid", "block", "count", "data", "security"]
+            columns = [
+                "\(time("time")) AS time", "gateway", "reader", "location", "uid", "\(block) AS block", "count",
+                "hex(data) AS data", "hex(security) AS security",
+            ]
+            let reserved: Set<String> = [
+                "time", "gateway", "reader", "location", "uid", "block", "count", "data", "security",
+            ]
             for f in fields {
                 let column = reserved.contains(f.name) ? "field_\(f.name)" : f.name
-                columns.append("json_extract(decoded, '$.\"\(f.name.replacingOccurrences(of: "'", with: "''"))\"') AS \"\(column)\"")
+                columns.append(
+                    "json_extract(decoded, '$.\"\(f.name.replacingOccurrences(of: "'", with: "''"))\"') AS \"\(column)\""
+                )
             }
             timeColumn = "time"
         case .events:
-            columns = ["\(time("time")) AS time", "gateway", "reader", "location", "uid", "kind", "name", "severity", "detail"]
+            columns = [
+                "\(time("time")) AS time", "gateway", "reader", "location", "uid", "kind", "name", "severity", "detail",
+            ]
             timeColumn = "time"
         case .tags:
-            columns = ["uid", "\(time("first_seen")) AS first_seen", "\(time("last_seen")) AS last_seen", "manufacturer", "model",
-                       "block_count", "block_size", "memory_source", "last_reader", "last_location"]
+            columns = [
+                "uid", "\(time("first_seen")) AS first_seen", "\(time("last_seen")) AS last_seen", "manufacturer",
+                "model",
+                "block_count", "block_size", "memory_source", "last_reader", "last_location",
+            ]
             timeColumn = "last_seen"
         case .assets:
             columns = ["uid", "asset_id", "name", "location", "extra", "source", "\(time("updated_at")) AS updated_at"]
             timeColumn = "updated_at"
         case .audits:
-            columns = ["id", "\(time("started")) AS started", "\(time("finished")) AS finished", "gateway", "location", "readers", "rounds", "trigger",
-                       "present", "missing", "wrong_location", "unexpected", "failed_checks"]
+            columns = [
+                "id", "\(time("started")) AS started", "\(time("finished")) AS finished", "gateway", "location",
+                "readers", "rounds", "trigger",
+                "present", "missing", "wrong_location", "unexpected", "failed_checks",
+            ]
             timeColumn = "started"
         case .auditResults:
             // Each result with its audit's id, time and location (the results have no time of their own).
-            columns = ["r.audit AS audit", "\(time("a.started")) AS started", "a.location AS location", "r.uid AS uid", "r.asset_id AS asset_id",
-                       "r.status AS status", "r.registered_location AS registered_location", "r.seen_location AS seen_location",
-                       "r.seen_by AS seen_by", "r.seen_rounds AS seen_rounds",
-                       "CASE WHEN r.first_seen IS NULL THEN NULL ELSE \(time("r.first_seen")) END AS first_seen",
-                       "CASE WHEN r.last_seen IS NULL THEN NULL ELSE \(time("r.last_seen")) END AS last_seen", "r.failed_checks AS failed_checks"]
+            columns = [
+                "r.audit AS audit", "\(time("a.started")) AS started", "a.location AS location", "r.uid AS uid",
+                "r.asset_id AS asset_id",
+                "r.status AS status", "r.registered_location AS registered_location",
+                "r.seen_location AS seen_location",
+                "r.seen_by AS seen_by", "r.seen_rounds AS seen_rounds",
+                "CASE WHEN r.first_seen IS NULL THEN NULL ELSE \(time("r.first_seen")) END AS first_seen",
+                "CASE WHEN r.last_seen IS NULL THEN NULL ELSE \(time("r.last_seen")) END AS last_seen",
+                "r.failed_checks AS failed_checks",
+            ]
             from = "audit_results r JOIN audits a ON a.id = r.audit"
             timeColumn = "a.started"
         case .writes:
-            columns = ["\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "hex(data) AS data",
-                       "CASE WHEN flags IS NULL THEN NULL ELSE printf('0x%02X', flags) END AS flags", "result", "verified", "exchanges"]
+            columns = [
+                "\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "hex(data) AS data",
+                "CASE WHEN flags IS NULL THEN NULL ELSE printf('0x%02X', flags) END AS flags", "result", "verified",
+                "exchanges",
+            ]
             timeColumn = "time"
         }
         var sql = "SELECT " + columns.joined(separator: ", ") + " FROM \(from) WHERE \(timeColumn) >= ?1"
@@ -127,7 +152,10 @@ public enum Exporter {
             return k + [0x3A]
         }
         // Fields that hold JSON (the NDEF records) go into jsonl as JSON, not as a string of it.
-        let jsonColumns = Set(names.indices.filter { i in r.table == .readings && r.jsonFields.contains(names[i]) && fields.contains { $0.name == names[i] } })
+        let jsonColumns = Set(
+            names.indices.filter { i in
+                r.table == .readings && r.jsonFields.contains(names[i]) && fields.contains { $0.name == names[i] }
+            })
         var rows = 0
         while try s.step() {
             rows += 1
@@ -137,7 +165,11 @@ public enum Exporter {
                     let type = s.type(i)
                     if type == SQLStatement.nullType { continue }
                     s.withBytes(i) { bytes in
-                        if type == SQLStatement.textType { out.appendCSV(bytes, neutralise: true) } else { out.append(bytes) }
+                        if type == SQLStatement.textType {
+                            out.appendCSV(bytes, neutralise: true)
+                        } else {
+                            out.append(bytes)
+                        }
                     }
                 }
                 out.append(eol)
@@ -153,7 +185,11 @@ public enum Exporter {
                         let d = s.double(i)
                         out.append(Array((d.isFinite ? "\(d)" : "null").utf8))
                     default:
-                        if jsonColumns.contains(i) { s.withBytes(i) { out.append($0) } } else { JSONText.appendQuoted(s.text(i) ?? "", to: &out.bytes) }
+                        if jsonColumns.contains(i) {
+                            s.withBytes(i) { out.append($0) }
+                        } else {
+                            JSONText.appendQuoted(s.text(i) ?? "", to: &out.bytes)
+                        }
                     }
                 }
                 out.append(0x7D)

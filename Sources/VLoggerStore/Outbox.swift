@@ -13,26 +13,45 @@ public enum SyncTable: String, CaseIterable, Sendable {
     public var columns: [OutboxColumn] {
         switch self {
         case .readings:
-            return [.init("reader", .text), .init("location", .text), .init("uid", .text), .init("block", .integer), .init("count", .integer),
-                    .init("data", .blob), .init("security", .blob), .init("decoded", .json)]
+            return [
+                .init("reader", .text), .init("location", .text), .init("uid", .text), .init("block", .integer),
+                .init("count", .integer),
+                .init("data", .blob), .init("security", .blob), .init("decoded", .json),
+            ]
         case .events:
-            return [.init("reader", .text), .init("location", .text), .init("uid", .text), .init("kind", .text), .init("name", .text),
-                    .init("severity", .text), .init("detail", .text)]
+            return [
+                .init("reader", .text), .init("location", .text), .init("uid", .text), .init("kind", .text),
+                .init("name", .text),
+                .init("severity", .text), .init("detail", .text),
+            ]
         case .writes:
-            return [.init("uid", .text), .init("block", .integer), .init("data", .blob), .init("flags", .integer), .init("result", .text),
-                    .init("verified", .bool), .init("exchanges", .integer)]
+            return [
+                .init("uid", .text), .init("block", .integer), .init("data", .blob), .init("flags", .integer),
+                .init("result", .text),
+                .init("verified", .bool), .init("exchanges", .integer),
+            ]
         case .audits:
-            return [.init("started", .time), .init("location", .text), .init("readers", .text), .init("rounds", .integer), .init("trigger", .text),
-                    .init("present", .integer), .init("missing", .integer), .init("wrong_location", .integer), .init("unexpected", .integer),
-                    .init("failed_checks", .integer)]
+            return [
+                .init("started", .time), .init("location", .text), .init("readers", .text), .init("rounds", .integer),
+                .init("trigger", .text),
+                .init("present", .integer), .init("missing", .integer), .init("wrong_location", .integer),
+                .init("unexpected", .integer),
+                .init("failed_checks", .integer),
+            ]
         case .auditResults:
-            return [.init("audit", .integer), .init("uid", .text), .init("asset_id", .text), .init("status", .text),
-                    .init("registered_location", .text), .init("seen_location", .text), .init("seen_by", .text), .init("seen_rounds", .integer),
-                    .init("first_seen", .time), .init("last_seen", .time), .init("failed_checks", .json)]
+            return [
+                .init("audit", .integer), .init("uid", .text), .init("asset_id", .text), .init("status", .text),
+                .init("registered_location", .text), .init("seen_location", .text), .init("seen_by", .text),
+                .init("seen_rounds", .integer),
+                .init("first_seen", .time), .init("last_seen", .time), .init("failed_checks", .json),
+            ]
         case .tags:
-            return [.init("uid", .text), .init("first_seen", .time), .init("manufacturer", .text), .init("model", .text),
-                    .init("block_count", .integer), .init("block_size", .integer), .init("memory_source", .text), .init("last_reader", .text),
-                    .init("last_location", .text)]
+            return [
+                .init("uid", .text), .init("first_seen", .time), .init("manufacturer", .text), .init("model", .text),
+                .init("block_count", .integer), .init("block_size", .integer), .init("memory_source", .text),
+                .init("last_reader", .text),
+                .init("last_location", .text),
+            ]
         }
     }
 
@@ -50,7 +69,8 @@ public enum SyncTable: String, CaseIterable, Sendable {
             return "SELECT id, finished, gateway, \(cols) FROM audits WHERE id > ?1 ORDER BY id LIMIT ?2"
         case .auditResults:
             // A result's time and gateway are its audit's.
-            return "SELECT r.id, a.finished, a.gateway, \(cols) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?1 ORDER BY r.id LIMIT ?2"
+            return
+                "SELECT r.id, a.finished, a.gateway, \(cols) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?1 ORDER BY r.id LIMIT ?2"
         case .tags:
             // Changed tags by change number (see migration 010); their time is last_seen.
             return "SELECT seq, last_seen, '', \(cols) FROM tags WHERE seq > ?1 ORDER BY seq LIMIT ?2"
@@ -64,7 +84,9 @@ public enum SyncTable: String, CaseIterable, Sendable {
         switch self {
         case .readings, .events, .writes: return "SELECT count(*), min(time) FROM \(rawValue) WHERE id > ?"
         case .audits: return "SELECT count(*), min(finished) FROM audits WHERE id > ?"
-        case .auditResults: return "SELECT count(*), min(a.finished) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?"
+        case .auditResults:
+            return
+                "SELECT count(*), min(a.finished) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?"
         case .tags: return "SELECT count(*), min(last_seen) FROM tags WHERE seq > ?"
         }
     }
@@ -129,7 +151,7 @@ extension Store {
                 values.reserveCapacity(columns.count)
                 for (i, c) in columns.enumerated() {
                     let k = i + 3
-                    if s.type(k) == 5 { values.append(.null); continue }   // 5: SQLITE_NULL
+                    if s.type(k) == 5 { values.append(.null); continue }  // 5: SQLITE_NULL
                     switch c.kind {
                     case .integer, .time, .bool: values.append(.integer(s.int64(k)))
                     case .text, .json: values.append(.text(s.text(k) ?? ""))
@@ -155,7 +177,8 @@ extension Store {
     /// Moves the cursor after the server committed rows up to `id`; it never moves back.
     public func advanceSyncCursor(_ table: SyncTable, to id: Int64, now: Millis = Millis.now()) throws(StoreError) {
         try withWriter { db throws(StoreError) in
-            let s = try db.prepare("""
+            let s = try db.prepare(
+                """
                 INSERT INTO sync_cursor(tbl, last_id, updated_at) VALUES (?, ?, ?)
                 ON CONFLICT(tbl) DO UPDATE SET last_id = max(last_id, excluded.last_id), updated_at = excluded.updated_at
                 """)

@@ -40,8 +40,11 @@ public struct Reading: Equatable, Sendable {
     public var reader: String?
     public var location: String?
 
-    public init(time: Millis, gateway: String, reader: String? = nil, location: String? = nil, uid: UID, first: BlockNumber, count: Int,
-                data: [UInt8], security: [UInt8]? = nil, decoded: [(name: String, value: FieldValue)] = []) {
+    public init(
+        time: Millis, gateway: String, reader: String? = nil, location: String? = nil, uid: UID, first: BlockNumber,
+        count: Int,
+        data: [UInt8], security: [UInt8]? = nil, decoded: [(name: String, value: FieldValue)] = []
+    ) {
         self.time = time
         self.gateway = gateway
         self.reader = reader
@@ -55,7 +58,8 @@ public struct Reading: Equatable, Sendable {
     }
 
     public static func == (a: Reading, b: Reading) -> Bool {
-        a.time == b.time && a.gateway == b.gateway && a.reader == b.reader && a.location == b.location && a.uid == b.uid && a.first == b.first && a.count == b.count
+        a.time == b.time && a.gateway == b.gateway && a.reader == b.reader && a.location == b.location && a.uid == b.uid
+            && a.first == b.first && a.count == b.count
             && a.data == b.data && a.security == b.security && a.decoded.map(\.name) == b.decoded.map(\.name)
             && a.decoded.map(\.value) == b.decoded.map(\.value)
     }
@@ -86,8 +90,10 @@ public struct TagRecord: Equatable, Sendable {
     public var reader: String?
     public var location: String?
 
-    public init(uid: UID, seen: Millis, manufacturer: String, model: String? = nil, blockCount: Int? = nil,
-                blockSize: Int? = nil, memorySource: String? = nil, reader: String? = nil, location: String? = nil) {
+    public init(
+        uid: UID, seen: Millis, manufacturer: String, model: String? = nil, blockCount: Int? = nil,
+        blockSize: Int? = nil, memorySource: String? = nil, reader: String? = nil, location: String? = nil
+    ) {
         self.reader = reader
         self.location = location
         self.uid = uid
@@ -120,8 +126,11 @@ public struct Event: Equatable, Sendable {
     public var reader: String?
     public var location: String?
 
-    public init(time: Millis, gateway: String, reader: String? = nil, location: String? = nil, uid: UID?, kind: Kind, name: String,
-                severity: Severity, detail: String) {
+    public init(
+        time: Millis, gateway: String, reader: String? = nil, location: String? = nil, uid: UID?, kind: Kind,
+        name: String,
+        severity: Severity, detail: String
+    ) {
         self.time = time
         self.gateway = gateway
         self.reader = reader
@@ -146,8 +155,10 @@ public struct WriteRecord: Equatable, Sendable {
     public var verified: Bool
     public var exchanges: Int
 
-    public init(time: Millis, gateway: String, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags?,
-                result: String, verified: Bool, exchanges: Int) {
+    public init(
+        time: Millis, gateway: String, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags?,
+        result: String, verified: Bool, exchanges: Int
+    ) {
         self.time = time
         self.gateway = gateway
         self.uid = uid
@@ -196,7 +207,9 @@ public enum JSONText {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             case _ where u.value < 0x20:
-                out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count) + String(u.value, radix: 16)
+                out +=
+                    "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count)
+                    + String(u.value, radix: 16)
             default: out.unicodeScalars.append(u)
             }
         }

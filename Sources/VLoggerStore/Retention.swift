@@ -26,7 +26,9 @@ extension Store {
             var deleted = 0
             while true {
                 let n = try withWriter { db throws(StoreError) -> Int in
-                    let s = try db.prepare("DELETE FROM \(table.rawValue) WHERE id IN (SELECT id FROM \(table.rawValue) WHERE time < ?1 AND id <= ?2 ORDER BY id LIMIT ?3)")
+                    let s = try db.prepare(
+                        "DELETE FROM \(table.rawValue) WHERE id IN (SELECT id FROM \(table.rawValue) WHERE time < ?1 AND id <= ?2 ORDER BY id LIMIT ?3)"
+                    )
                     try s.bind([.integer(cutoff), .integer(upTo), .integer(chunk)])
                     while try s.step() {}
                     return db.changes
@@ -50,12 +52,15 @@ extension Store {
                 try Self.transaction(db) { () throws(StoreError) in
                     try db.execute("CREATE TEMP TABLE IF NOT EXISTS prune_audits(id INTEGER PRIMARY KEY)")
                     try db.execute("DELETE FROM prune_audits")
-                    let pick = try db.prepare("""
+                    let pick = try db.prepare(
+                        """
                         INSERT INTO prune_audits(id) SELECT id FROM audits a WHERE finished < ?1 AND id <= ?2
                             AND NOT EXISTS (SELECT 1 FROM audit_results r WHERE r.audit = a.id AND r.id > ?3)
                         ORDER BY id LIMIT ?4
                         """)
-                    try pick.bind([.integer(cutoff), .integer(audits), .integer(results), .integer(max(1, chunk / 100))])
+                    try pick.bind([
+                        .integer(cutoff), .integer(audits), .integer(results), .integer(max(1, chunk / 100)),
+                    ])
                     while try pick.step() {}
                     try db.execute("DELETE FROM audit_results WHERE audit IN (SELECT id FROM prune_audits)")
                     out.1 = db.changes

@@ -45,7 +45,9 @@ final class SQLiteConnection {
     /// another connection's lock before answering `SQLITE_BUSY`.
     /// `immutable`: read a file that no process is writing, without the -shm/-wal files WAL mode would
     /// otherwise create beside it (a store in a folder the reader may not write).
-    init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMs: Int32 = 5000, immutable: Bool = false) throws(StoreError) {
+    init(
+        path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMs: Int32 = 5000, immutable: Bool = false
+    ) throws(StoreError) {
         self.path = path
         owned = true
         var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
@@ -144,7 +146,9 @@ final class SQLStatement {
             var s = s
             rc = Self.bindUTF8(stmt, i, &s)
         case let .blob(b):
-            rc = b.withUnsafeBytes { vlogger_bind_blob(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+            rc = b.withUnsafeBytes {
+                vlogger_bind_blob(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count))
+            }
         }
         guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
     }
@@ -152,7 +156,9 @@ final class SQLStatement {
     private static func bindUTF8(_ stmt: OpaquePointer, _ i: Int32, _ s: inout String) -> Int32 {
         s.withUTF8 { buf -> Int32 in
             guard let base = buf.baseAddress else { return vlogger_bind_text(stmt, i, "", 0) }
-            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) { vlogger_bind_text(stmt, i, $0, Int32(buf.count)) }
+            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
+                vlogger_bind_text(stmt, i, $0, Int32(buf.count))
+            }
         }
     }
 
@@ -172,7 +178,9 @@ final class SQLStatement {
     func bindTextBytes(_ b: [UInt8], at i: Int32) throws(StoreError) {
         let rc = b.withUnsafeBufferPointer { buf -> Int32 in
             guard let base = buf.baseAddress else { return vlogger_bind_text(stmt, i, "", 0) }
-            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) { vlogger_bind_text(stmt, i, $0, Int32(buf.count)) }
+            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
+                vlogger_bind_text(stmt, i, $0, Int32(buf.count))
+            }
         }
         guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
     }
@@ -181,7 +189,9 @@ final class SQLStatement {
     func resetKeepingBindings() { sqlite3_reset(stmt) }
 
     func bindBlob(_ b: [UInt8], at i: Int32) throws(StoreError) {
-        let rc = b.withUnsafeBytes { vlogger_bind_blob(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+        let rc = b.withUnsafeBytes {
+            vlogger_bind_blob(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count))
+        }
         guard rc == SQLITE_OK else { throw connection.error("bind parameter \(i)", rc) }
     }
 
@@ -213,7 +223,9 @@ final class SQLStatement {
     /// The UTF-8 bytes of a text (or blob) column without copying; valid until the next step.
     func withBytes<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         let n = Int(sqlite3_column_bytes(stmt, Int32(i)))
-        let p: UnsafeRawPointer? = type(i) == SQLITE_BLOB ? sqlite3_column_blob(stmt, Int32(i)) : sqlite3_column_text(stmt, Int32(i)).map { UnsafeRawPointer($0) }
+        let p: UnsafeRawPointer? =
+            type(i) == SQLITE_BLOB
+            ? sqlite3_column_blob(stmt, Int32(i)) : sqlite3_column_text(stmt, Int32(i)).map { UnsafeRawPointer($0) }
         return body(UnsafeRawBufferPointer(start: p, count: p == nil ? 0 : n))
     }
 

@@ -8,9 +8,9 @@ public enum SafeText {
     /// Whether a scalar must not reach a terminal as it is.
     public static func isUnsafe(_ u: Unicode.Scalar) -> Bool {
         switch u.value {
-        case 0x00...0x08, 0x0A...0x1F, 0x7F...0x9F: return true   // C0 but tab, DEL, C1
-        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true   // bidi controls
-        case 0x2028, 0x2029: return true   // line and paragraph separators
+        case 0x00...0x08, 0x0A...0x1F, 0x7F...0x9F: return true  // C0 but tab, DEL, C1
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true  // bidi controls
+        case 0x2028, 0x2029: return true  // line and paragraph separators
         default: return false
         }
     }

@@ -19,8 +19,10 @@ public struct SalvageReport: Sendable {
 
 extension Store {
     /// The tables a salvage copies, parents before children.
-    static let salvageTables = ["fields", "tags", "assets", "readings", "events", "writes", "write_queue", "audits", "audit_results",
-                                "sync_cursor", "reader_buffers"]
+    static let salvageTables = [
+        "fields", "tags", "assets", "readings", "events", "writes", "write_queue", "audits", "audit_results",
+        "sync_cursor", "reader_buffers",
+    ]
 
     /// Copies every row that can still be read from a damaged store file into a new store at `target`. A plain
     /// `SELECT` stops at the first damaged page ("database disk image is malformed"); here each rowid table is
@@ -29,7 +31,9 @@ extension Store {
     /// every export key on them). The damaged file is opened read-only and never written.
     public static func salvage(from damaged: String, into target: String) throws(StoreError) -> SalvageReport {
         guard FileManager.default.fileExists(atPath: damaged) else { throw StoreError("no store at \(damaged)") }
-        guard !FileManager.default.fileExists(atPath: target) else { throw StoreError("\(target) exists; name a new file for what is saved") }
+        guard !FileManager.default.fileExists(atPath: target) else {
+            throw StoreError("\(target) exists; name a new file for what is saved")
+        }
         // A working copy, so that the damaged file is never written: a truncated file's header still counts the
         // pages it had (bytes 28–31, "in-header database size", sqlite.org/fileformat2.html §1.3.7), and SQLite
         // then takes the missing pages for a malformed schema; the copy's count is the pages it really has.
@@ -45,11 +49,15 @@ extension Store {
         Self.fitHeaderPageCount(work)
         var walNote: String?
         let source: SQLiteConnection
-        if walSize > 0, let s = try? SQLiteConnection(path: work, readOnly: true), (try? s.scalar("SELECT count(*) FROM sqlite_master")) != nil {
+        if walSize > 0, let s = try? SQLiteConnection(path: work, readOnly: true),
+            (try? s.scalar("SELECT count(*) FROM sqlite_master")) != nil
+        {
             source = s
         } else {
             source = try SQLiteConnection(path: work, readOnly: true, immutable: true)
-            if walSize > 0 { walNote = "its -wal (\(walSize) bytes) could not be read; only the store file's own pages were" }
+            if walSize > 0 {
+                walNote = "its -wal (\(walSize) bytes) could not be read; only the store file's own pages were"
+            }
         }
         defer { source.close() }
         let out = try Store(path: target)
@@ -64,7 +72,7 @@ extension Store {
                     try transaction(db) { () throws(StoreError) in try copy(name, from: source, into: db, &t) }
                 } catch {
                     t.unreadable = error.message
-                    t.copied = 0   // rolled back
+                    t.copied = 0  // rolled back
                 }
                 report.tables.append(t)
             }
@@ -86,7 +94,10 @@ extension Store {
         let counted = UInt32(b[28]) << 24 | UInt32(b[29]) << 16 | UInt32(b[30]) << 8 | UInt32(b[31])
         guard counted > pages else { return }
         try? h.seek(toOffset: 28)
-        try? h.write(contentsOf: Data([UInt8(pages >> 24), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF)]))
+        try? h.write(
+            contentsOf: Data([
+                UInt8(pages >> 24), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF),
+            ]))
     }
 
     /// The columns of `table` on a connection (none when its schema cannot be read).
@@ -97,15 +108,22 @@ extension Store {
         return out
     }
 
-    private static func copy(_ table: String, from source: SQLiteConnection, into db: SQLiteConnection, _ t: inout SalvageReport.Table) throws(StoreError) {
+    private static func copy(
+        _ table: String, from source: SQLiteConnection, into db: SQLiteConnection, _ t: inout SalvageReport.Table
+    ) throws(StoreError) {
         let theirs = Set(columns(table, source))
         guard !theirs.isEmpty else { t.unreadable = "its schema cannot be read"; return }
         let cols = columns(table, db).filter { theirs.contains($0) }
         guard !cols.isEmpty else { return }
         let list = cols.joined(separator: ", ")
-        let withoutRowID = (try? source.scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]))
-            .flatMap { v -> Bool? in if case let .text(sql) = v { return sql.uppercased().contains("WITHOUT ROWID") }; return nil } ?? false
-        let insert = try db.prepare("INSERT OR IGNORE INTO \(table)(\(withoutRowID ? "" : "rowid, ")\(list)) VALUES(\(Array(repeating: "?", count: cols.count + (withoutRowID ? 0 : 1)).joined(separator: ",")))")
+        let withoutRowID =
+            (try? source.scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]))
+            .flatMap { v -> Bool? in
+                if case let .text(sql) = v { return sql.uppercased().contains("WITHOUT ROWID") }; return nil
+            } ?? false
+        let insert = try db.prepare(
+            "INSERT OR IGNORE INTO \(table)(\(withoutRowID ? "" : "rowid, ")\(list)) VALUES(\(Array(repeating: "?", count: cols.count + (withoutRowID ? 0 : 1)).joined(separator: ",")))"
+        )
         func put(_ s: SQLStatement, offset: Int) throws(StoreError) {
             insert.reset()
             try insert.bind((0..<(cols.count + offset)).map { s.value($0) })
@@ -114,9 +132,13 @@ extension Store {
         }
         if withoutRowID {
             // Keyed by text: read in key order until the first damaged page.
-            guard let s = try? source.prepare("SELECT \(list) FROM \(table)") else { t.unreadable = "it cannot be read"; return }
+            guard let s = try? source.prepare("SELECT \(list) FROM \(table)") else {
+                t.unreadable = "it cannot be read"; return
+            }
             while true {
-                do { guard try s.step() else { break } } catch { t.skipped.append((after: Int64(t.copied), before: nil)); break }
+                do { guard try s.step() else { break } } catch {
+                    t.skipped.append((after: Int64(t.copied), before: nil)); break
+                }
                 try put(s, offset: 0)
             }
             return
@@ -125,7 +147,8 @@ extension Store {
         var resumedAt: Int64?
         let chunk = try? source.prepare("SELECT rowid, \(list) FROM \(table) WHERE rowid > ? ORDER BY rowid LIMIT 1000")
         let probe = try? source.prepare("SELECT rowid FROM \(table) WHERE rowid >= ? ORDER BY rowid LIMIT 1")
-        let back = try? source.prepare("SELECT rowid, \(list) FROM \(table) WHERE rowid > ? AND rowid < ? ORDER BY rowid DESC")
+        let back = try? source.prepare(
+            "SELECT rowid, \(list) FROM \(table) WHERE rowid > ? AND rowid < ? ORDER BY rowid DESC")
         /// Reads the rows between `after` and `before` from the top down until a read fails (a probe that found
         /// `before` in doubling steps may have jumped over readable rows); returns the lowest row id read.
         func readBack(after: Int64, before: Int64) throws(StoreError) -> Int64? {
@@ -152,7 +175,7 @@ extension Store {
                     try put(chunk, offset: 1)
                     n += 1
                 }
-                if !failed && n < 1000 { return }   // the end of the table
+                if !failed && n < 1000 { return }  // the end of the table
                 if !failed { continue }
             } else {
                 failed = true

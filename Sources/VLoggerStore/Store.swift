@@ -33,176 +33,212 @@ public final class Store: @unchecked Sendable {
 
     /// The migrations, in order. A name once shipped never changes; new schema goes in a new entry.
     static let migrations: [(name: String, sql: String)] = [
-        ("001-tags-readings-events-writes", """
-        CREATE TABLE tags(
-            uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
-            first_seen INTEGER NOT NULL,            -- ms since 1970 UTC
-            last_seen INTEGER NOT NULL,
-            manufacturer TEXT NOT NULL,
-            model TEXT,
-            block_count INTEGER,
-            block_size INTEGER,
-            memory_source TEXT
-        ) WITHOUT ROWID;
-        CREATE TABLE readings(
-            id INTEGER PRIMARY KEY,
-            time INTEGER NOT NULL,
-            gateway TEXT NOT NULL,
-            uid TEXT NOT NULL,
-            block INTEGER NOT NULL,                 -- first block of the read
-            count INTEGER NOT NULL,
-            data BLOB NOT NULL,
-            security BLOB,                          -- one status byte per block, when read
-            decoded TEXT                            -- JSON object of the plan's decoded fields
-        );
-        CREATE TABLE events(
-            id INTEGER PRIMARY KEY,
-            time INTEGER NOT NULL,
-            gateway TEXT NOT NULL,
-            uid TEXT,
-            kind TEXT NOT NULL,
-            name TEXT NOT NULL,
-            severity TEXT NOT NULL,
-            detail TEXT NOT NULL
-        );
-        CREATE TABLE writes(
-            id INTEGER PRIMARY KEY,
-            time INTEGER NOT NULL,
-            gateway TEXT NOT NULL,
-            uid TEXT NOT NULL,
-            block INTEGER NOT NULL,
-            data BLOB NOT NULL,
-            flags INTEGER,
-            result TEXT NOT NULL,
-            verified INTEGER NOT NULL,
-            exchanges INTEGER NOT NULL
-        );
-        """),
-        ("002-time-indexes-and-fields", """
-        CREATE INDEX readings_by_time ON readings(time);
-        CREATE INDEX events_by_time ON events(time);
-        CREATE INDEX writes_by_time ON writes(time);
-        CREATE TABLE fields(
-            name TEXT PRIMARY KEY NOT NULL,
-            unit TEXT,
-            position INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        """),
-        ("003-reader-and-location", """
-        ALTER TABLE readings ADD COLUMN reader TEXT;
-        ALTER TABLE readings ADD COLUMN location TEXT;
-        ALTER TABLE events ADD COLUMN reader TEXT;
-        ALTER TABLE events ADD COLUMN location TEXT;
-        ALTER TABLE tags ADD COLUMN last_reader TEXT;
-        ALTER TABLE tags ADD COLUMN last_location TEXT;
-        """),
+        (
+            "001-tags-readings-events-writes",
+            """
+            CREATE TABLE tags(
+                uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
+                first_seen INTEGER NOT NULL,            -- ms since 1970 UTC
+                last_seen INTEGER NOT NULL,
+                manufacturer TEXT NOT NULL,
+                model TEXT,
+                block_count INTEGER,
+                block_size INTEGER,
+                memory_source TEXT
+            ) WITHOUT ROWID;
+            CREATE TABLE readings(
+                id INTEGER PRIMARY KEY,
+                time INTEGER NOT NULL,
+                gateway TEXT NOT NULL,
+                uid TEXT NOT NULL,
+                block INTEGER NOT NULL,                 -- first block of the read
+                count INTEGER NOT NULL,
+                data BLOB NOT NULL,
+                security BLOB,                          -- one status byte per block, when read
+                decoded TEXT                            -- JSON object of the plan's decoded fields
+            );
+            CREATE TABLE events(
+                id INTEGER PRIMARY KEY,
+                time INTEGER NOT NULL,
+                gateway TEXT NOT NULL,
+                uid TEXT,
+                kind TEXT NOT NULL,
+                name TEXT NOT NULL,
+                severity TEXT NOT NULL,
+                detail TEXT NOT NULL
+            );
+            CREATE TABLE writes(
+                id INTEGER PRIMARY KEY,
+                time INTEGER NOT NULL,
+                gateway TEXT NOT NULL,
+                uid TEXT NOT NULL,
+                block INTEGER NOT NULL,
+                data BLOB NOT NULL,
+                flags INTEGER,
+                result TEXT NOT NULL,
+                verified INTEGER NOT NULL,
+                exchanges INTEGER NOT NULL
+            );
+            """
+        ),
+        (
+            "002-time-indexes-and-fields",
+            """
+            CREATE INDEX readings_by_time ON readings(time);
+            CREATE INDEX events_by_time ON events(time);
+            CREATE INDEX writes_by_time ON writes(time);
+            CREATE TABLE fields(
+                name TEXT PRIMARY KEY NOT NULL,
+                unit TEXT,
+                position INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """
+        ),
+        (
+            "003-reader-and-location",
+            """
+            ALTER TABLE readings ADD COLUMN reader TEXT;
+            ALTER TABLE readings ADD COLUMN location TEXT;
+            ALTER TABLE events ADD COLUMN reader TEXT;
+            ALTER TABLE events ADD COLUMN location TEXT;
+            ALTER TABLE tags ADD COLUMN last_reader TEXT;
+            ALTER TABLE tags ADD COLUMN last_location TEXT;
+            """
+        ),
         // The status page's latest readings per tag and `export --uid` go through this index.
-        ("004-readings-by-uid", """
-        CREATE INDEX readings_by_uid ON readings(uid, id);
-        CREATE INDEX tags_by_last_seen ON tags(last_seen);
-        """),
+        (
+            "004-readings-by-uid",
+            """
+            CREATE INDEX readings_by_uid ON readings(uid, id);
+            CREATE INDEX tags_by_last_seen ON tags(last_seen);
+            """
+        ),
         // The asset register, imported from CSV (`vlogger assets import`, or `[rules] register` at start and reload).
-        ("005-assets", """
-        CREATE TABLE assets(
-            uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
-            asset_id TEXT NOT NULL,
-            name TEXT,
-            location TEXT,
-            extra TEXT,                             -- JSON object of the file's other columns (expected values)
-            source TEXT NOT NULL,                   -- the file it was last imported from
-            updated_at INTEGER NOT NULL             -- ms since 1970 UTC, when it last changed
-        ) WITHOUT ROWID;
-        CREATE INDEX assets_by_location ON assets(location);
-        """),
+        (
+            "005-assets",
+            """
+            CREATE TABLE assets(
+                uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
+                asset_id TEXT NOT NULL,
+                name TEXT,
+                location TEXT,
+                extra TEXT,                             -- JSON object of the file's other columns (expected values)
+                source TEXT NOT NULL,                   -- the file it was last imported from
+                updated_at INTEGER NOT NULL             -- ms since 1970 UTC, when it last changed
+            ) WITHOUT ROWID;
+            CREATE INDEX assets_by_location ON assets(location);
+            """
+        ),
         // Audits: what a location's readers saw against the register, one result per asset or unexpected tag.
-        ("006-audits", """
-        CREATE TABLE audits(
-            id INTEGER PRIMARY KEY,
-            started INTEGER NOT NULL,
-            finished INTEGER NOT NULL,
-            gateway TEXT NOT NULL,
-            location TEXT NOT NULL,
-            readers TEXT NOT NULL,                  -- the reader ids that took part, comma-separated
-            rounds INTEGER NOT NULL,
-            trigger TEXT NOT NULL,                  -- manual, schedule
-            present INTEGER NOT NULL,
-            missing INTEGER NOT NULL,
-            wrong_location INTEGER NOT NULL,
-            unexpected INTEGER NOT NULL,
-            failed_checks INTEGER NOT NULL
-        );
-        CREATE INDEX audits_by_location ON audits(location, started);
-        CREATE TABLE audit_results(
-            id INTEGER PRIMARY KEY,
-            audit INTEGER NOT NULL REFERENCES audits(id),
-            uid TEXT NOT NULL,
-            asset_id TEXT,
-            status TEXT NOT NULL,                   -- present, missing, wrong-location, unexpected
-            registered_location TEXT,
-            seen_location TEXT,
-            seen_by TEXT,
-            seen_rounds INTEGER NOT NULL,
-            first_seen INTEGER,
-            last_seen INTEGER,
-            failed_checks TEXT                      -- JSON array of what did not match on a present asset
-        );
-        CREATE INDEX audit_results_by_audit ON audit_results(audit);
-        """),
+        (
+            "006-audits",
+            """
+            CREATE TABLE audits(
+                id INTEGER PRIMARY KEY,
+                started INTEGER NOT NULL,
+                finished INTEGER NOT NULL,
+                gateway TEXT NOT NULL,
+                location TEXT NOT NULL,
+                readers TEXT NOT NULL,                  -- the reader ids that took part, comma-separated
+                rounds INTEGER NOT NULL,
+                trigger TEXT NOT NULL,                  -- manual, schedule
+                present INTEGER NOT NULL,
+                missing INTEGER NOT NULL,
+                wrong_location INTEGER NOT NULL,
+                unexpected INTEGER NOT NULL,
+                failed_checks INTEGER NOT NULL
+            );
+            CREATE INDEX audits_by_location ON audits(location, started);
+            CREATE TABLE audit_results(
+                id INTEGER PRIMARY KEY,
+                audit INTEGER NOT NULL REFERENCES audits(id),
+                uid TEXT NOT NULL,
+                asset_id TEXT,
+                status TEXT NOT NULL,                   -- present, missing, wrong-location, unexpected
+                registered_location TEXT,
+                seen_location TEXT,
+                seen_by TEXT,
+                seen_rounds INTEGER NOT NULL,
+                first_seen INTEGER,
+                last_seen INTEGER,
+                failed_checks TEXT                      -- JSON array of what did not match on a present asset
+            );
+            CREATE INDEX audit_results_by_audit ON audit_results(audit);
+            """
+        ),
         // Writes waiting for their tag (vlogger write --when-seen), and what became of them.
-        ("007-write-queue", """
-        CREATE TABLE write_queue(
-            id INTEGER PRIMARY KEY,
-            created INTEGER NOT NULL,
-            uid TEXT NOT NULL,
-            block INTEGER NOT NULL,                 -- first block
-            data BLOB NOT NULL,                     -- whole blocks
-            flags INTEGER,                          -- request flags asked for (Option, data rate), or NULL
-            reader TEXT,                            -- only this reader, or NULL for any
-            expires INTEGER,                        -- ms since 1970 UTC, or NULL
-            state TEXT NOT NULL,                    -- queued, done, failed, expired, cancelled
-            result TEXT,
-            finished INTEGER
-        );
-        CREATE INDEX write_queue_by_state ON write_queue(state, uid);
-        """),
+        (
+            "007-write-queue",
+            """
+            CREATE TABLE write_queue(
+                id INTEGER PRIMARY KEY,
+                created INTEGER NOT NULL,
+                uid TEXT NOT NULL,
+                block INTEGER NOT NULL,                 -- first block
+                data BLOB NOT NULL,                     -- whole blocks
+                flags INTEGER,                          -- request flags asked for (Option, data rate), or NULL
+                reader TEXT,                            -- only this reader, or NULL for any
+                expires INTEGER,                        -- ms since 1970 UTC, or NULL
+                state TEXT NOT NULL,                    -- queued, done, failed, expired, cancelled
+                result TEXT,
+                finished INTEGER
+            );
+            CREATE INDEX write_queue_by_state ON write_queue(state, uid);
+            """
+        ),
         // Queued locks: write, write then lock the blocks written, or lock one block (data empty).
-        ("008-write-queue-operation", """
-        ALTER TABLE write_queue ADD COLUMN operation TEXT NOT NULL DEFAULT 'write';
-        """),
+        (
+            "008-write-queue-operation",
+            """
+            ALTER TABLE write_queue ADD COLUMN operation TEXT NOT NULL DEFAULT 'write';
+            """
+        ),
         // Fleet sync: the local store is the outbox; this is how far the central server has acknowledged each
         // table (the highest local row id of a batch the server committed).
-        ("009-sync-cursor", """
-        CREATE TABLE sync_cursor(
-            tbl TEXT PRIMARY KEY NOT NULL,          -- readings, events
-            last_id INTEGER NOT NULL,
-            updated_at INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        """),
+        (
+            "009-sync-cursor",
+            """
+            CREATE TABLE sync_cursor(
+                tbl TEXT PRIMARY KEY NOT NULL,          -- readings, events
+                last_id INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """
+        ),
         // Tags change as they are seen again: each insert or update takes the next change number, so fleet sync
         // ships the tags changed after its cursor in commit order (last_seen is not: a reader's batch may
         // commit after another's with later times). Existing tags are numbered by last_seen.
-        ("010-tags-change-seq", """
-        ALTER TABLE tags ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
-        UPDATE tags SET seq = o.n FROM (SELECT uid, row_number() OVER (ORDER BY last_seen, uid) AS n FROM tags) AS o WHERE o.uid = tags.uid;
-        CREATE INDEX tags_by_seq ON tags(seq);
-        """),
+        (
+            "010-tags-change-seq",
+            """
+            ALTER TABLE tags ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+            UPDATE tags SET seq = o.n FROM (SELECT uid, row_number() OVER (ORDER BY last_seen, uid) AS n FROM tags) AS o WHERE o.uid = tags.uid;
+            CREATE INDEX tags_by_seq ON tags(seq);
+            """
+        ),
         // A reader's own buffer (FEIG buffered read mode) drained into the store: the records a commit took from
         // it and the reader has not been told to delete yet. Written in the same transaction as their readings,
         // removed once the reader cleared them; one left after a crash tells the next drain that those records,
         // read again, are already stored.
-        ("011-reader-buffers", """
-        CREATE TABLE reader_buffers(
-            reader TEXT PRIMARY KEY NOT NULL,
-            records INTEGER NOT NULL,               -- how many records the commit took from the buffer's head
-            raw BLOB NOT NULL,                      -- those records' bytes, as the reader sent them
-            time INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        """),
+        (
+            "011-reader-buffers",
+            """
+            CREATE TABLE reader_buffers(
+                reader TEXT PRIMARY KEY NOT NULL,
+                records INTEGER NOT NULL,               -- how many records the commit took from the buffer's head
+                raw BLOB NOT NULL,                      -- those records' bytes, as the reader sent them
+                time INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """
+        ),
         // A client's Idempotency-Key on POST /api/writes: the same key queues the write once.
-        ("012-write-queue-idempotency-key", """
-        ALTER TABLE write_queue ADD COLUMN idempotency_key TEXT;
-        CREATE UNIQUE INDEX write_queue_by_idempotency_key ON write_queue(idempotency_key) WHERE idempotency_key IS NOT NULL;
-        """),
+        (
+            "012-write-queue-idempotency-key",
+            """
+            ALTER TABLE write_queue ADD COLUMN idempotency_key TEXT;
+            CREATE UNIQUE INDEX write_queue_by_idempotency_key ON write_queue(idempotency_key) WHERE idempotency_key IS NOT NULL;
+            """
+        ),
     ]
 
     private var insertReading: SQLStatement?
@@ -215,11 +251,13 @@ public final class Store: @unchecked Sendable {
     /// Opens the store. Writable stores are created when missing and migrated to the current schema;
     /// read-only stores must exist and be at a schema this vlogger knows. `readers`: how many connections
     /// may read at once (the status page, exports beside the service).
-    public init(path: String, readOnly: Bool = false, busyTimeoutMs: Int32 = 5000, readers: Int = 4) throws(StoreError) {
+    public init(path: String, readOnly: Bool = false, busyTimeoutMs: Int32 = 5000, readers: Int = 4) throws(StoreError)
+    {
         self.path = path
         self.readOnly = readOnly
         if let kind = FileIdentity.nonRegularKind(path) {
-            throw StoreError("\(path) is \(kind), not a store file: give --store (or [store] path) a regular file's path")
+            throw StoreError(
+                "\(path) is \(kind), not a store file: give --store (or [store] path) a regular file's path")
         }
         if readOnly && !FileManager.default.fileExists(atPath: path) {
             throw StoreError("no store at \(path) (run `vlogger run` first, or pass --store FILE)")
@@ -238,20 +276,31 @@ public final class Store: @unchecked Sendable {
                 break
             } catch let e as DatabaseError where e.resultCode == .SQLITE_BUSY && attempt < Int(busyTimeoutMs / 10) {
                 Thread.sleep(forTimeInterval: 0.01)
-            } catch let e as DatabaseError where readOnly && (e.resultCode == .SQLITE_READONLY || e.resultCode == .SQLITE_CANTOPEN)
-                && !FileManager.default.isWritableFile(atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent) {
+            } catch let e as DatabaseError
+                where readOnly && (e.resultCode == .SQLITE_READONLY || e.resultCode == .SQLITE_CANTOPEN)
+                && !FileManager.default.isWritableFile(
+                    atPath: (path as NSString).deletingLastPathComponent.isEmpty
+                        ? "." : (path as NSString).deletingLastPathComponent)
+            {
                 // A read-only folder (a read-only mount, a backup): WAL mode would need to create the -shm. With
                 // no -wal, or an empty one (a clean shutdown checkpoints it), the file alone holds every commit.
                 let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
                 guard wal == 0 else {
-                    throw StoreError("\(path) is in a read-only folder and its -wal holds \(wal) bytes of commits not merged into it (the service did not stop cleanly); SQLite cannot read those without creating \(path)-shm there. Copy \(path), \(path)-wal and \(path)-shm (if any) to a writable folder and use that copy", code: e.extendedResultCode.rawValue)
+                    throw StoreError(
+                        "\(path) is in a read-only folder and its -wal holds \(wal) bytes of commits not merged into it (the service did not stop cleanly); SQLite cannot read those without creating \(path)-shm there. Copy \(path), \(path)-wal and \(path)-shm (if any) to a writable folder and use that copy",
+                        code: e.extendedResultCode.rawValue)
                 }
-                fallback = try SQLiteConnection(path: path, readOnly: true, busyTimeoutMs: busyTimeoutMs, immutable: true)
+                fallback = try SQLiteConnection(
+                    path: path, readOnly: true, busyTimeoutMs: busyTimeoutMs, immutable: true)
                 break
-            } catch let e as DatabaseError where !readOnly && (e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB) {
+            } catch let e as DatabaseError
+                where !readOnly && (e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB)
+            {
                 throw Self.damaged(path, [Self.describe(e)])
             } catch {
-                throw StoreError("cannot open the store \(path): \(Self.describe(error))", code: (error as? DatabaseError)?.extendedResultCode.rawValue)
+                throw StoreError(
+                    "cannot open the store \(path): \(Self.describe(error))",
+                    code: (error as? DatabaseError)?.extendedResultCode.rawValue)
             }
         }
         guard opened != nil || fallback != nil else { throw StoreError("cannot open the store \(path)") }
@@ -267,8 +316,8 @@ public final class Store: @unchecked Sendable {
                     while try s.step() { lines.append(s.text(0) ?? "") }
                     return lines
                 }
-            } catch where error.code.map({ $0 & 0xFF == 11 || $0 & 0xFF == 26 }) ?? false {
-                check = [error.message]   // SQLITE_CORRUPT, SQLITE_NOTADB: too damaged to list its problems
+            } catch  where error.code.map({ $0 & 0xFF == 11 || $0 & 0xFF == 26 }) ?? false {
+                check = [error.message]  // SQLITE_CORRUPT, SQLITE_NOTADB: too damaged to list its problems
             }
             guard check == ["ok"] else { throw Self.damaged(path, check) }
             try migrate()
@@ -277,7 +326,9 @@ public final class Store: @unchecked Sendable {
         } else {
             let applied = try appliedMigrations()
             guard applied.count >= Self.migrations.count else {
-                throw StoreError("\(path): the store is at schema \(applied.last ?? "none"); run `vlogger run` (or any writing command) once to migrate it")
+                throw StoreError(
+                    "\(path): the store is at schema \(applied.last ?? "none"); run `vlogger run` (or any writing command) once to migrate it"
+                )
             }
             try checkKnown(applied)
         }
@@ -301,7 +352,9 @@ public final class Store: @unchecked Sendable {
                     let saved = rescue(c, walRemoved: problem.contains("-wal"))
                     lostIdentity = StoreError("\(problem); \(saved)", isFatal: true)
                 } else if let busy = Self.checkpoint(c) {
-                    closeProblem = StoreError("\(path): the -wal could not be merged into the store file at close (\(busy)); the next open merges it")
+                    closeProblem = StoreError(
+                        "\(path): the -wal could not be merged into the store file at close (\(busy)); the next open merges it"
+                    )
                 }
             }
         }
@@ -330,12 +383,18 @@ public final class Store: @unchecked Sendable {
     /// checkpoint, or the replacement, while batches still report success. SQLite's own check
     /// (`SQLITE_FCNTL_HAS_MOVED`: the file was unlinked, renamed or replaced) covers the store file; the
     /// -wal is compared by device and inode with the one the first commit made.
-    static func identityProblem(_ db: SQLiteConnection, path: String, wal: FileIdentity?) throws(StoreError) -> String? {
+    static func identityProblem(_ db: SQLiteConnection, path: String, wal: FileIdentity?) throws(StoreError) -> String?
+    {
         var moved: Int32 = 0
         let rc = sqlite3_file_control(db.handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved)
-        if rc == SQLITE_OK && moved != 0 { return "the store file \(path) was removed or replaced while this process had it open" }
+        if rc == SQLITE_OK && moved != 0 {
+            return "the store file \(path) was removed or replaced while this process had it open"
+        }
         if let wal {
-            guard let now = FileIdentity(path + "-wal") else { return "\(path)-wal (the commits not yet merged into \(path)) was removed while this process had it open" }
+            guard let now = FileIdentity(path + "-wal") else {
+                return
+                    "\(path)-wal (the commits not yet merged into \(path)) was removed while this process had it open"
+            }
             if now != wal { return "\(path)-wal was replaced while this process had it open" }
         }
         return nil
@@ -348,7 +407,9 @@ public final class Store: @unchecked Sendable {
         if let lostIdentity { throw lostIdentity }
         guard let problem = try Self.identityProblem(db, path: path, wal: walIdentity) else { return }
         let saved = rescue(db, walRemoved: problem.contains("-wal"))
-        let e = StoreError("\(problem); \(saved); nothing more is written, restart the service to go on with a new store file", code: nil, isFatal: true)
+        let e = StoreError(
+            "\(problem); \(saved); nothing more is written, restart the service to go on with a new store file",
+            code: nil, isFatal: true)
         lostIdentity = e
         throw e
     }
@@ -358,7 +419,9 @@ public final class Store: @unchecked Sendable {
     /// it, and the -wal emptied so that it cannot be applied to the replacement.
     private func rescue(_ db: SQLiteConnection, walRemoved: Bool) -> String {
         if walRemoved {
-            if let problem = Self.checkpoint(db) { return "the commits in it could not all be merged into \(path) (\(problem))" }
+            if let problem = Self.checkpoint(db) {
+                return "the commits in it could not all be merged into \(path) (\(problem))"
+            }
             return "every commit so far was merged into \(path)"
         }
         let copy = "\(path).orphaned-\(Millis.now()).db"
@@ -370,7 +433,8 @@ public final class Store: @unchecked Sendable {
             return "what it held could not be saved (\(error))"
         }
         if let problem = Self.checkpoint(db) {
-            return "what it held is saved in \(copy); its -wal could not be emptied (\(problem)): move \(path)-wal away before the next start, or SQLite applies it to the file now at \(path)"
+            return
+                "what it held is saved in \(copy); its -wal could not be emptied (\(problem)): move \(path)-wal away before the next start, or SQLite applies it to the file now at \(path)"
         }
         return "what it held is saved in \(copy); the file now at \(path) was not touched"
     }
@@ -378,18 +442,24 @@ public final class Store: @unchecked Sendable {
     /// A store that fails SQLite's checks: nothing is written into it, and the way out.
     static func damaged(_ path: String, _ problems: [String]) -> StoreError {
         let saved = path + ".salvaged.db"
-        return StoreError("\(path) is damaged (SQLite: \(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read: vlogger store salvage --store \(path) --to \(saved); then export from \(saved) (vlogger export --store \(saved) --since 2000-01-01 --output saved.csv, for each --table), move \(path) away and start with \(saved) or a new store.", code: 11)
+        return StoreError(
+            "\(path) is damaged (SQLite: \(problems.prefix(3).joined(separator: "; "))\(problems.count > 3 ? "; …" : "")); nothing is written into it. Save what can be read: vlogger store salvage --store \(path) --to \(saved); then export from \(saved) (vlogger export --store \(saved) --since 2000-01-01 --output saved.csv, for each --table), move \(path) away and start with \(saved) or a new store.",
+            code: 11)
     }
 
     static func describe(_ error: Error) -> String {
-        if let e = error as? DatabaseError { return "\(e.message ?? "\(e.resultCode)") (SQLite code \(e.extendedResultCode.rawValue))" }
+        if let e = error as? DatabaseError {
+            return "\(e.message ?? "\(e.resultCode)") (SQLite code \(e.extendedResultCode.rawValue))"
+        }
         return "\(error)"
     }
 
     static func storeError(_ error: Error, _ path: String) -> StoreError {
         if let e = error as? StoreError { return e }
         if let e = error as? DatabaseError {
-            return StoreError("\(e.message ?? "\(e.resultCode)") (SQLite code \(e.extendedResultCode.rawValue)) in \(path)", code: e.extendedResultCode.rawValue)
+            return StoreError(
+                "\(e.message ?? "\(e.resultCode)") (SQLite code \(e.extendedResultCode.rawValue)) in \(path)",
+                code: e.extendedResultCode.rawValue)
         }
         return StoreError("\(error) in \(path)")
     }
@@ -401,8 +471,12 @@ public final class Store: @unchecked Sendable {
         do {
             return try pool.writeWithoutTransaction { db -> T in
                 let c: SQLiteConnection
-                if let w = writer, w.handle == db.sqliteConnection { c = w } else {
-                    guard let h = db.sqliteConnection else { throw StoreError("\(path): the writer connection is closed", code: 21) }
+                if let w = writer, w.handle == db.sqliteConnection {
+                    c = w
+                } else {
+                    guard let h = db.sqliteConnection else {
+                        throw StoreError("\(path): the writer connection is closed", code: 21)
+                    }
                     c = SQLiteConnection(borrowing: h, path: path)
                     // GRDB sets NORMAL for WAL; a committed batch must survive a power cut: FULL.
                     try c.execute("PRAGMA synchronous=FULL")
@@ -447,7 +521,9 @@ public final class Store: @unchecked Sendable {
     }
 
     static func applied(_ db: SQLiteConnection) throws(StoreError) -> [String] {
-        guard try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='grdb_migrations'") != nil else { return [] }
+        guard try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='grdb_migrations'") != nil else {
+            return []
+        }
         let s = try db.prepare("SELECT identifier FROM grdb_migrations ORDER BY identifier")
         var names: [String] = []
         while try s.step() { names.append(s.text(0) ?? "") }
@@ -457,7 +533,9 @@ public final class Store: @unchecked Sendable {
     private func checkKnown(_ applied: [String]) throws(StoreError) {
         let known = Set(Self.migrations.map(\.name))
         if let unknown = applied.first(where: { !known.contains($0) }) {
-            throw StoreError("\(path): the store has migration \(unknown), which this vlogger does not know; it was written by a newer vlogger")
+            throw StoreError(
+                "\(path): the store has migration \(unknown), which this vlogger does not know; it was written by a newer vlogger"
+            )
         }
     }
 
@@ -476,7 +554,8 @@ public final class Store: @unchecked Sendable {
     func migrate() throws(StoreError) {
         try withWriter { db throws(StoreError) in
             try Self.transaction(db) { () throws(StoreError) in
-                let legacy = try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'") != nil
+                let legacy =
+                    try db.scalar("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'") != nil
                 try db.execute("CREATE TABLE IF NOT EXISTS grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)")
                 if legacy { try db.execute("INSERT OR IGNORE INTO grdb_migrations SELECT name FROM schema_migrations") }
                 try checkKnown(try Self.applied(db))
@@ -487,7 +566,7 @@ public final class Store: @unchecked Sendable {
             do {
                 try Self.migrator.migrate(pool)
                 break
-            } catch where attempt < 20 {
+            } catch  where attempt < 20 {
                 Thread.sleep(forTimeInterval: 0.02)
             } catch {
                 throw Self.storeError(error, path)
@@ -495,8 +574,12 @@ public final class Store: @unchecked Sendable {
         }
         try withWriter { db throws(StoreError) in
             try Self.transaction(db) { () throws(StoreError) in
-                try db.execute("CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
-                let s = try db.prepare("INSERT OR IGNORE INTO schema_migrations(name, applied_at) SELECT identifier, ? FROM grdb_migrations")
+                try db.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID"
+                )
+                let s = try db.prepare(
+                    "INSERT OR IGNORE INTO schema_migrations(name, applied_at) SELECT identifier, ? FROM grdb_migrations"
+                )
                 try s.bind([.integer(Millis.now())])
                 try s.step()
             }
@@ -528,7 +611,9 @@ public final class Store: @unchecked Sendable {
         defer { if walIdentity == nil { walIdentity = FileIdentity(path + "-wal") } }
         try Self.transaction(db) { () throws(StoreError) in
             if !batch.tags.isEmpty {
-                let s = try prepared(&upsertTag, db, """
+                let s = try prepared(
+                    &upsertTag, db,
+                    """
                     INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location, seq)
                     VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT coalesce(max(seq), 0) + 1 FROM tags))
                     ON CONFLICT(uid) DO UPDATE SET
@@ -543,14 +628,22 @@ public final class Store: @unchecked Sendable {
                     """)
                 for t in batch.tags {
                     s.reset()
-                    try s.bind([.text(t.uid.description), .integer(t.seen), .text(t.manufacturer), t.model.map(SQLValue.text) ?? .null,
-                                t.blockCount.map { .integer(Int64($0)) } ?? .null, t.blockSize.map { .integer(Int64($0)) } ?? .null,
-                                t.memorySource.map(SQLValue.text) ?? .null, t.reader.map(SQLValue.text) ?? .null, t.location.map(SQLValue.text) ?? .null])
+                    try s.bind([
+                        .text(t.uid.description), .integer(t.seen), .text(t.manufacturer),
+                        t.model.map(SQLValue.text) ?? .null,
+                        t.blockCount.map { .integer(Int64($0)) } ?? .null,
+                        t.blockSize.map { .integer(Int64($0)) } ?? .null,
+                        t.memorySource.map(SQLValue.text) ?? .null, t.reader.map(SQLValue.text) ?? .null,
+                        t.location.map(SQLValue.text) ?? .null,
+                    ])
                     try s.step()
                 }
             }
             if !batch.readings.isEmpty {
-                let s = try prepared(&insertReading, db, "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)")
+                let s = try prepared(
+                    &insertReading, db,
+                    "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)"
+                )
                 var scratch: [UInt8] = []
                 scratch.reserveCapacity(256)
                 // Gateway, reader and location are the same row after row: bound again only when they change
@@ -559,7 +652,9 @@ public final class Store: @unchecked Sendable {
                 for r in batch.readings {
                     s.resetKeepingBindings()
                     try s.bindInteger(r.time, at: 1)
-                    let same = bound.map { $0.gateway == r.gateway && $0.reader == r.reader && $0.location == r.location } ?? false
+                    let same =
+                        bound.map { $0.gateway == r.gateway && $0.reader == r.reader && $0.location == r.location }
+                        ?? false
                     if !same {
                         try s.bindText(r.gateway, at: 2)
                         if let v = r.reader { try s.bindText(v, at: 9) } else { try s.bind(.null, at: 9) }
@@ -585,19 +680,27 @@ public final class Store: @unchecked Sendable {
                 lastID = db.lastInsertRowID
             }
             if !batch.events.isEmpty {
-                let s = try prepared(&insertEvent, db, "INSERT INTO events(time, gateway, uid, kind, name, severity, detail, reader, location) VALUES(?,?,?,?,?,?,?,?,?)")
+                let s = try prepared(
+                    &insertEvent, db,
+                    "INSERT INTO events(time, gateway, uid, kind, name, severity, detail, reader, location) VALUES(?,?,?,?,?,?,?,?,?)"
+                )
                 for e in batch.events {
                     s.reset()
-                    try s.bind([.integer(e.time), .text(e.gateway), e.uid.map { .text($0.description) } ?? .null,
-                                .text(e.kind.rawValue), .text(e.name), .text(e.severity.rawValue), .text(e.detail),
-                                e.reader.map(SQLValue.text) ?? .null, e.location.map(SQLValue.text) ?? .null])
+                    try s.bind([
+                        .integer(e.time), .text(e.gateway), e.uid.map { .text($0.description) } ?? .null,
+                        .text(e.kind.rawValue), .text(e.name), .text(e.severity.rawValue), .text(e.detail),
+                        e.reader.map(SQLValue.text) ?? .null, e.location.map(SQLValue.text) ?? .null,
+                    ])
                     try s.step()
                 }
             }
             try Self.record(batch.outcomes, db)
             for m in batch.bufferMarks {
                 if m.records > 0 {
-                    let st = try prepared(&upsertBufferMark, db, "INSERT INTO reader_buffers(reader, records, raw, time) VALUES(?,?,?,?) ON CONFLICT(reader) DO UPDATE SET records = excluded.records, raw = excluded.raw, time = excluded.time")
+                    let st = try prepared(
+                        &upsertBufferMark, db,
+                        "INSERT INTO reader_buffers(reader, records, raw, time) VALUES(?,?,?,?) ON CONFLICT(reader) DO UPDATE SET records = excluded.records, raw = excluded.raw, time = excluded.time"
+                    )
                     st.reset()
                     try st.bind([.text(m.reader), .integer(Int64(m.records)), .blob(m.raw), .integer(m.time)])
                     try st.step()
@@ -609,12 +712,17 @@ public final class Store: @unchecked Sendable {
                 }
             }
             if !batch.writes.isEmpty {
-                let s = try prepared(&insertWrite, db, "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)")
+                let s = try prepared(
+                    &insertWrite, db,
+                    "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)"
+                )
                 for w in batch.writes {
                     s.reset()
-                    try s.bind([.integer(w.time), .text(w.gateway), .text(w.uid.description), .integer(Int64(w.first.int)),
-                                .blob(w.data), w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, .text(w.result),
-                                .integer(w.verified ? 1 : 0), .integer(Int64(w.exchanges))])
+                    try s.bind([
+                        .integer(w.time), .text(w.gateway), .text(w.uid.description), .integer(Int64(w.first.int)),
+                        .blob(w.data), w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, .text(w.result),
+                        .integer(w.verified ? 1 : 0), .integer(Int64(w.exchanges)),
+                    ])
                     try s.step()
                 }
             }
@@ -622,7 +730,9 @@ public final class Store: @unchecked Sendable {
         return lastID
     }
 
-    private func prepared(_ cache: inout SQLStatement?, _ db: SQLiteConnection, _ sql: String) throws(StoreError) -> SQLStatement {
+    private func prepared(_ cache: inout SQLStatement?, _ db: SQLiteConnection, _ sql: String) throws(StoreError)
+        -> SQLStatement
+    {
         if let s = cache { return s }
         let s = try db.prepare(sql)
         cache = s
@@ -631,18 +741,24 @@ public final class Store: @unchecked Sendable {
 
     /// Records the decoded fields the configuration defines, so exports give each a column (in this order).
     public func registerFields(_ fields: [FieldInfo]) throws(StoreError) {
-        try withWriter { db throws(StoreError) in try Self.transaction(db) { () throws(StoreError) in
-            let known = try Self.fields(db)
-            var position = known.count
-            let s = try db.prepare("INSERT INTO fields(name, unit, position) VALUES(?,?,?) ON CONFLICT(name) DO UPDATE SET unit = excluded.unit")
-            for f in fields {
-                s.reset()
-                let existing = known.contains { $0.name == f.name }
-                try s.bind([.text(f.name), f.unit.map(SQLValue.text) ?? .null, .integer(Int64(existing ? 0 : position))])
-                try s.step()
-                if !existing { position += 1 }
+        try withWriter { db throws(StoreError) in
+            try Self.transaction(db) { () throws(StoreError) in
+                let known = try Self.fields(db)
+                var position = known.count
+                let s = try db.prepare(
+                    "INSERT INTO fields(name, unit, position) VALUES(?,?,?) ON CONFLICT(name) DO UPDATE SET unit = excluded.unit"
+                )
+                for f in fields {
+                    s.reset()
+                    let existing = known.contains { $0.name == f.name }
+                    try s.bind([
+                        .text(f.name), f.unit.map(SQLValue.text) ?? .null, .integer(Int64(existing ? 0 : position)),
+                    ])
+                    try s.step()
+                    if !existing { position += 1 }
+                }
             }
-        } }
+        }
     }
 
     /// The records a drain of `reader`'s buffer committed and the reader has not cleared yet (nil: none).
@@ -670,7 +786,9 @@ public final class Store: @unchecked Sendable {
     // MARK: Reading back
 
     public func count(_ table: String) throws(StoreError) -> Int {
-        guard ["readings", "events", "tags", "writes", "audits", "audit_results"].contains(table) else { throw StoreError("no table \(table)") }
+        guard ["readings", "events", "tags", "writes", "audits", "audit_results"].contains(table) else {
+            throw StoreError("no table \(table)")
+        }
         return try withReader { db throws(StoreError) in
             if case let .integer(n)? = try db.scalar("SELECT count(*) FROM \(table)") { return Int(n) }
             return 0
@@ -690,7 +808,9 @@ public final class Store: @unchecked Sendable {
     /// Readings whose row id is at most `id` (for checking what a committed batch left).
     public func readingCount(upToID id: Int64) throws(StoreError) -> Int {
         try withReader { db throws(StoreError) in
-            if case let .integer(n)? = try db.scalar("SELECT count(*) FROM readings WHERE id <= ?", [.integer(id)]) { return Int(n) }
+            if case let .integer(n)? = try db.scalar("SELECT count(*) FROM readings WHERE id <= ?", [.integer(id)]) {
+                return Int(n)
+            }
             return 0
         }
     }
@@ -698,26 +818,35 @@ public final class Store: @unchecked Sendable {
     /// Events, oldest first (for tests and status).
     public func events(kind: Event.Kind? = nil) throws(StoreError) -> [Event] {
         try withReader { db throws(StoreError) in
-        let s = try db.prepare("SELECT time, gateway, uid, kind, name, severity, detail, reader, location FROM events" + (kind == nil ? "" : " WHERE kind = ?") + " ORDER BY id")
-        if let kind { try s.bind([.text(kind.rawValue)]) }
-        var out: [Event] = []
-        while try s.step() {
-            out.append(Event(time: s.int64(0), gateway: s.text(1) ?? "", reader: s.text(7), location: s.text(8), uid: s.text(2).flatMap { try? UID(parsing: $0) },
-                             kind: Event.Kind(rawValue: s.text(3) ?? "") ?? .error, name: s.text(4) ?? "",
-                             severity: Event.Severity(rawValue: s.text(5) ?? "") ?? .info, detail: s.text(6) ?? ""))
-        }
-        return out
+            let s = try db.prepare(
+                "SELECT time, gateway, uid, kind, name, severity, detail, reader, location FROM events"
+                    + (kind == nil ? "" : " WHERE kind = ?") + " ORDER BY id")
+            if let kind { try s.bind([.text(kind.rawValue)]) }
+            var out: [Event] = []
+            while try s.step() {
+                out.append(
+                    Event(
+                        time: s.int64(0), gateway: s.text(1) ?? "", reader: s.text(7), location: s.text(8),
+                        uid: s.text(2).flatMap { try? UID(parsing: $0) },
+                        kind: Event.Kind(rawValue: s.text(3) ?? "") ?? .error, name: s.text(4) ?? "",
+                        severity: Event.Severity(rawValue: s.text(5) ?? "") ?? .info, detail: s.text(6) ?? ""))
+            }
+            return out
         }
     }
 
     /// Readings, oldest first (for tests).
-    public func readings(uid: UID? = nil) throws(StoreError) -> [(time: Millis, uid: String, block: Int, data: [UInt8], decoded: String?)] {
+    public func readings(uid: UID? = nil) throws(StoreError) -> [(
+        time: Millis, uid: String, block: Int, data: [UInt8], decoded: String?
+    )] {
         try withReader { db throws(StoreError) in
-        let s = try db.prepare("SELECT time, uid, block, data, decoded FROM readings" + (uid == nil ? "" : " WHERE uid = ?") + " ORDER BY id")
-        if let uid { try s.bind([.text(uid.description)]) }
-        var out: [(Millis, String, Int, [UInt8], String?)] = []
-        while try s.step() { out.append((s.int64(0), s.text(1) ?? "", Int(s.int64(2)), s.blob(3), s.text(4))) }
-        return out
+            let s = try db.prepare(
+                "SELECT time, uid, block, data, decoded FROM readings" + (uid == nil ? "" : " WHERE uid = ?")
+                    + " ORDER BY id")
+            if let uid { try s.bind([.text(uid.description)]) }
+            var out: [(Millis, String, Int, [UInt8], String?)] = []
+            while try s.step() { out.append((s.int64(0), s.text(1) ?? "", Int(s.int64(2)), s.blob(3), s.text(4))) }
+            return out
         }
     }
 }
@@ -735,7 +864,9 @@ public struct BufferMark: Sendable, Equatable {
         self.raw = raw
         self.time = time
     }
-    public static func cleared(_ reader: String, time: Millis) -> BufferMark { BufferMark(reader: reader, records: 0, raw: [], time: time) }
+    public static func cleared(_ reader: String, time: Millis) -> BufferMark {
+        BufferMark(reader: reader, records: 0, raw: [], time: time)
+    }
 }
 
 /// What one commit writes.
@@ -749,7 +880,9 @@ public struct Batch: Sendable {
     /// Records taken from (or cleared in) a reader's own buffer, committed with the readings made of them.
     public var bufferMarks: [BufferMark] = []
     public init() {}
-    public var isEmpty: Bool { readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty && outcomes.isEmpty && bufferMarks.isEmpty }
+    public var isEmpty: Bool {
+        readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty && outcomes.isEmpty && bufferMarks.isEmpty
+    }
 
     /// One row per tag: a later update replaces the earlier one, keeping the latest time seen.
     public mutating func add(_ tag: TagRecord) {

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file as the kernel knows it: device and inode. Two paths (or one path at two moments) with the same
@@ -45,12 +45,15 @@ public final class StoreRunLock: @unchecked Sendable {
     /// Takes the lock for `storePath`, or says who holds it.
     public init(storePath: String) throws(StoreError) {
         if let kind = FileIdentity.nonRegularKind(storePath) {
-            throw StoreError("\(storePath) is \(kind), not a store file: give --store (or [store] path) a regular file's path")
+            throw StoreError(
+                "\(storePath) is \(kind), not a store file: give --store (or [store] path) a regular file's path")
         }
         path = storePath + ".lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw StoreError("cannot create the run lock \(path): \(String(cString: strerror(errno))); the store's folder must be writable by the service")
+            throw StoreError(
+                "cannot create the run lock \(path): \(String(cString: strerror(errno))); the store's folder must be writable by the service"
+            )
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let err = errno
@@ -63,12 +66,16 @@ public final class StoreRunLock: @unchecked Sendable {
             for _ in 0..<50 {
                 var buf = [UInt8](repeating: 0, count: 32)
                 let n = pread(fd, &buf, buf.count, 0)
-                pid = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
+                pid =
+                    n > 0
+                    ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
                 if Int(pid) != nil { break }
                 usleep(10_000)
             }
             let who = Int(pid).map { "another vlogger run (pid \($0))" } ?? "another vlogger run"
-            throw StoreError("\(who) uses the store \(storePath) (it holds \(path)): stop it first (systemctl stop vlogger), or give this run a store of its own with --store")
+            throw StoreError(
+                "\(who) uses the store \(storePath) (it holds \(path)): stop it first (systemctl stop vlogger), or give this run a store of its own with --store"
+            )
         }
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)

@@ -20,7 +20,8 @@ public final class StoreWriter: @unchecked Sendable {
     public let gateway: String
     public var maxBackoffMs: Millis = 30_000
     /// Called on the writer's thread after each commit: readings, events, the last reading's row id, seconds.
-    public var onCommit: (@Sendable (_ readings: Int, _ events: Int, _ lastReadingID: Int64, _ seconds: Double) -> Void)?
+    public var onCommit:
+        (@Sendable (_ readings: Int, _ events: Int, _ lastReadingID: Int64, _ seconds: Double) -> Void)?
     /// Called when commits start failing (`nil` when they work again), for the log.
     public var onStateChange: (@Sendable (_ error: StoreError?, _ queued: Int) -> Void)?
     /// Called once when a commit fails in a way no retry can mend (`StoreError.isFatal`: the store file or its
@@ -70,8 +71,10 @@ public final class StoreWriter: @unchecked Sendable {
         var isEmpty: Bool { readings == 0 && events == 0 }
     }
 
-    public init(store: Store, gateway: String = "gateway", batchSize: Int = 500, flushIntervalMs: Millis = 2000,
-                queueLimit: Int = 100_000, clock: (@Sendable () -> Millis)? = nil) {
+    public init(
+        store: Store, gateway: String = "gateway", batchSize: Int = 500, flushIntervalMs: Millis = 2000,
+        queueLimit: Int = 100_000, clock: (@Sendable () -> Millis)? = nil
+    ) {
         self.store = store
         self.gateway = gateway
         self.batchSize = max(1, batchSize)
@@ -208,8 +211,13 @@ public final class StoreWriter: @unchecked Sendable {
         fields = nil
         let window = dropped
         if !window.isEmpty {
-            batch.events.append(Event(time: Millis.now(), gateway: gateway, uid: nil, kind: .error, name: "readings-dropped", severity: .warning,
-                                      detail: "\(window.readings) readings and \(window.events) events made between \(TimeSpec.format(window.first)) and \(TimeSpec.format(window.last)) were dropped uncommitted: the store could not commit and the queue reached its limit of \(queueLimit) (store queue-limit)"))
+            batch.events.append(
+                Event(
+                    time: Millis.now(), gateway: gateway, uid: nil, kind: .error, name: "readings-dropped",
+                    severity: .warning,
+                    detail:
+                        "\(window.readings) readings and \(window.events) events made between \(TimeSpec.format(window.first)) and \(TimeSpec.format(window.last)) were dropped uncommitted: the store could not commit and the queue reached its limit of \(queueLimit) (store queue-limit)"
+                ))
         }
         cond.unlock()
         let started = DispatchTime.now().uptimeNanoseconds
@@ -236,7 +244,9 @@ public final class StoreWriter: @unchecked Sendable {
             totals.lastError = nil
             backoffMs = 0
             retryAt = nil
-            let (r, e, onCommit, onState, queued) = (batch.readings.count, batch.events.count, self.onCommit, self.onStateChange, pending.size)
+            let (r, e, onCommit, onState, queued) = (
+                batch.readings.count, batch.events.count, self.onCommit, self.onStateChange, pending.size
+            )
             cond.unlock()
             if recovered { onState?(nil, queued) }
             onCommit?(r, e, last, seconds)

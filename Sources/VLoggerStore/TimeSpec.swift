@@ -34,14 +34,18 @@ public struct TimeSpec: Sendable, Equatable {
             var v = 0
             for k in 0..<n {
                 let d = c[i + k]
-                guard d >= 0x30 && d <= 0x39 else { throw Invalid(text: original, reason: "expected \(n) digits of \(what)") }
+                guard d >= 0x30 && d <= 0x39 else {
+                    throw Invalid(text: original, reason: "expected \(n) digits of \(what)")
+                }
                 v = v * 10 + Int(d - 0x30)
             }
             i += n
             return v
         }
         func expect(_ ch: Character, _ what: String) throws(Invalid) {
-            guard i < c.count, c[i] == ch.asciiValue else { throw Invalid(text: original, reason: "expected '\(ch)' \(what)") }
+            guard i < c.count, c[i] == ch.asciiValue else {
+                throw Invalid(text: original, reason: "expected '\(ch)' \(what)")
+            }
             i += 1
         }
         let year = try digits(4, "the year")
@@ -50,7 +54,9 @@ public struct TimeSpec: Sendable, Equatable {
         try expect("-", "after the month")
         let day = try digits(2, "the day")
         guard (1...12).contains(month) else { throw Invalid(text: original, reason: "month \(month) is not 01…12") }
-        guard (1...daysIn(month, year)).contains(day) else { throw Invalid(text: original, reason: "day \(day) is not in \(year)-\(String(format: "%02d", month))") }
+        guard (1...daysIn(month, year)).contains(day) else {
+            throw Invalid(text: original, reason: "day \(day) is not in \(year)-\(String(format: "%02d", month))")
+        }
         var hour = 0, minute = 0, second = 0, ms = 0
         var offsetMin: Int? = nil
         var hasTime = false
@@ -71,12 +77,16 @@ public struct TimeSpec: Sendable, Equatable {
                         if n < 3 { frac = frac * 10 + Int(c[i] - 0x30); n += 1 }
                         i += 1
                     }
-                    guard i > start else { throw Invalid(text: original, reason: "expected digits after the decimal point") }
+                    guard i > start else {
+                        throw Invalid(text: original, reason: "expected digits after the decimal point")
+                    }
                     while n < 3 { frac *= 10; n += 1 }
                     ms = frac
                 }
             }
-            guard hour < 24, minute < 60, second < 60 else { throw Invalid(text: original, reason: "time of day out of range") }
+            guard hour < 24, minute < 60, second < 60 else {
+                throw Invalid(text: original, reason: "time of day out of range")
+            }
         }
         if i < c.count {
             if c[i] == UInt8(ascii: "Z") || c[i] == UInt8(ascii: "z") {
@@ -93,7 +103,9 @@ public struct TimeSpec: Sendable, Equatable {
                 offsetMin = sign * (h * 60 + m)
             }
         }
-        guard i == c.count else { throw Invalid(text: original, reason: "unexpected '\(String(decoding: c[i...], as: UTF8.self))' at the end") }
+        guard i == c.count else {
+            throw Invalid(text: original, reason: "unexpected '\(String(decoding: c[i...], as: UTF8.self))' at the end")
+        }
         let days = daysFromCivil(year, month, day)
         var total = Int64(days) * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000 + second * 1000 + ms)
         total -= Int64((offsetMin ?? 0) * 60_000)
@@ -101,7 +113,9 @@ public struct TimeSpec: Sendable, Equatable {
     }
 
     static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
-    static func daysIn(_ m: Int, _ y: Int) -> Int { [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1] }
+    static func daysIn(_ m: Int, _ y: Int) -> Int {
+        [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]
+    }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
     static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
@@ -126,30 +140,38 @@ public struct TimeSpec: Sendable, Equatable {
         let d = doy - (153 * mp + 2) / 5 + 1
         let m = mp < 10 ? mp + 3 : mp - 9
         let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, m, d, rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, m, d, rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60,
+            rem % 1000)
     }
 
     static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
 }
 
-
 /// Durations and ages written with a unit: `500ms`, `30s`, `5m`, `24h`, `7d`, `2w`.
 public enum DurationText {
     public struct Invalid: Error, CustomStringConvertible, Sendable {
         public let text: String
-        public var description: String { "'\(text)' is not a duration; write a number and a unit: 500ms, 30s, 5m, 24h, 7d or 2w" }
+        public var description: String {
+            "'\(text)' is not a duration; write a number and a unit: 500ms, 30s, 5m, 24h, 7d or 2w"
+        }
     }
 
     public static func parse(_ text: String) throws(Invalid) -> Millis {
         let t = text.trimmingCharacters(in: .whitespaces).lowercased()
-        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000)]
+        let units: [(String, Double)] = [
+            ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000),
+        ]
         for (suffix, factor) in units where t.hasSuffix(suffix) {
             let number = String(t.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
             // "ms" must not be read as "m" + "s": the longer suffix is tried first. Decimal digits with at most
             // one point: Swift's Double also reads "0x10" (16), "1e14" and "inf".
-            let decimal = !number.isEmpty && number.count <= 24 && number.filter { $0 == "." }.count <= 1
+            let decimal =
+                !number.isEmpty && number.count <= 24 && number.filter { $0 == "." }.count <= 1
                 && number.allSatisfy { $0 == "." || ($0.isASCII && $0.isNumber) } && number.contains(where: \.isNumber)
-            guard decimal, let v = Double(number), v.isFinite, v >= 0, v * factor < 1e15 else { throw Invalid(text: text) }
+            guard decimal, let v = Double(number), v.isFinite, v >= 0, v * factor < 1e15 else {
+                throw Invalid(text: text)
+            }
             return Millis((v * factor).rounded())
         }
         throw Invalid(text: text)

@@ -29,52 +29,95 @@ public enum CentralExport {
     }
 
     /// The query for a request: columns, FROM, the time column filtered on, the order.
-    static func plan(_ r: ExportRequest, fields: [String]) throws -> (columns: [Column], from: String, time: String, uid: String?, reader: String?,
-                                                                       gateway: String, order: String) {
+    static func plan(_ r: ExportRequest, fields: [String]) throws -> (
+        columns: [Column], from: String, time: String, uid: String?, reader: String?,
+        gateway: String, order: String
+    ) {
         func t(_ name: String, _ sql: String? = nil) -> Column { Column(name: name, sql: sql ?? name, kind: .text) }
         func n(_ name: String, _ sql: String? = nil) -> Column { Column(name: name, sql: sql ?? name, kind: .number) }
         switch r.table {
         case .readings:
-            var columns = [t("time", iso("time")), t("gateway"), t("reader"), t("location"), t("uid"), t("block", hexBlock("block")), n("count"),
-                           t("data", "upper(encode(data, 'hex'))"), t("security", "upper(encode(security, 'hex'))")]
-            let reserved: Set<String> = ["time", "gateway", "reader", "location", "uid", "block", "count", "data", "security"]
+            var columns = [
+                t("time", iso("time")), t("gateway"), t("reader"), t("location"), t("uid"),
+                t("block", hexBlock("block")), n("count"),
+                t("data", "upper(encode(data, 'hex'))"), t("security", "upper(encode(security, 'hex'))"),
+            ]
+            let reserved: Set<String> = [
+                "time", "gateway", "reader", "location", "uid", "block", "count", "data", "security",
+            ]
             for f in fields {
                 let literal = "'" + f.replacingOccurrences(of: "'", with: "''") + "'"
-                columns.append(Column(name: reserved.contains(f) ? "field_\(f)" : f, sql: "decoded -> \(literal)", kind: .json))
+                columns.append(
+                    Column(name: reserved.contains(f) ? "field_\(f)" : f, sql: "decoded -> \(literal)", kind: .json))
             }
             return (columns, "readings", "time", "uid", "reader", "gateway", "time, gateway, local_id")
         case .events:
-            return ([t("time", iso("time")), t("gateway"), t("reader"), t("location"), t("uid"), t("kind"), t("name"), t("severity"), t("detail")],
-                    "events", "time", "uid", "reader", "gateway", "time, gateway, local_id")
+            return (
+                [
+                    t("time", iso("time")), t("gateway"), t("reader"), t("location"), t("uid"), t("kind"), t("name"),
+                    t("severity"), t("detail"),
+                ],
+                "events", "time", "uid", "reader", "gateway", "time, gateway, local_id"
+            )
         case .tags:
-            return ([t("uid"), t("gateway"), t("first_seen", iso("first_seen")), t("last_seen", iso("last_seen")), t("manufacturer"), t("model"),
-                     n("block_count"), n("block_size"), t("memory_source"), t("last_reader"), t("last_location")],
-                    "tags", "last_seen", "uid", "last_reader", "gateway", "last_seen, gateway, uid")
+            return (
+                [
+                    t("uid"), t("gateway"), t("first_seen", iso("first_seen")), t("last_seen", iso("last_seen")),
+                    t("manufacturer"), t("model"),
+                    n("block_count"), n("block_size"), t("memory_source"), t("last_reader"), t("last_location"),
+                ],
+                "tags", "last_seen", "uid", "last_reader", "gateway", "last_seen, gateway, uid"
+            )
         case .writes:
-            return ([t("time", iso("time")), t("gateway"), t("uid"), t("block", hexBlock("block")), t("data", "upper(encode(data, 'hex'))"),
-                     t("flags", "'0x' || lpad(upper(to_hex(flags)), 2, '0')"), t("result"), n("verified", "verified::integer"), n("exchanges")],
-                    "writes", "time", "uid", nil, "gateway", "time, gateway, local_id")
+            return (
+                [
+                    t("time", iso("time")), t("gateway"), t("uid"), t("block", hexBlock("block")),
+                    t("data", "upper(encode(data, 'hex'))"),
+                    t("flags", "'0x' || lpad(upper(to_hex(flags)), 2, '0')"), t("result"),
+                    n("verified", "verified::integer"), n("exchanges"),
+                ],
+                "writes", "time", "uid", nil, "gateway", "time, gateway, local_id"
+            )
         case .audits:
-            return ([n("id", "local_id"), t("started", iso("started")), t("finished", iso("time")), t("gateway"), t("location"), t("readers"),
-                     n("rounds"), t("trigger"), n("present"), n("missing"), n("wrong_location"), n("unexpected"), n("failed_checks")],
-                    "audits", "started", nil, nil, "gateway", "started, gateway, local_id")
+            return (
+                [
+                    n("id", "local_id"), t("started", iso("started")), t("finished", iso("time")), t("gateway"),
+                    t("location"), t("readers"),
+                    n("rounds"), t("trigger"), n("present"), n("missing"), n("wrong_location"), n("unexpected"),
+                    n("failed_checks"),
+                ],
+                "audits", "started", nil, nil, "gateway", "started, gateway, local_id"
+            )
         case .auditResults:
-            return ([n("audit", "r.audit"), t("gateway", "r.gateway"), t("started", iso("a.started")), t("location", "a.location"), t("uid", "r.uid"),
-                     t("asset_id", "r.asset_id"), t("status", "r.status"), t("registered_location", "r.registered_location"),
-                     t("seen_location", "r.seen_location"), t("seen_by", "r.seen_by"), n("seen_rounds", "r.seen_rounds"),
-                     t("first_seen", iso("r.first_seen")), t("last_seen", iso("r.last_seen")), t("failed_checks", "r.failed_checks")],
-                    "audit_results r JOIN audits a ON a.gateway = r.gateway AND a.local_id = r.audit", "a.started", "r.uid", nil, "r.gateway",
-                    "a.started, r.gateway, r.audit, r.local_id")
+            return (
+                [
+                    n("audit", "r.audit"), t("gateway", "r.gateway"), t("started", iso("a.started")),
+                    t("location", "a.location"), t("uid", "r.uid"),
+                    t("asset_id", "r.asset_id"), t("status", "r.status"),
+                    t("registered_location", "r.registered_location"),
+                    t("seen_location", "r.seen_location"), t("seen_by", "r.seen_by"), n("seen_rounds", "r.seen_rounds"),
+                    t("first_seen", iso("r.first_seen")), t("last_seen", iso("r.last_seen")),
+                    t("failed_checks", "r.failed_checks"),
+                ],
+                "audit_results r JOIN audits a ON a.gateway = r.gateway AND a.local_id = r.audit", "a.started", "r.uid",
+                nil, "r.gateway",
+                "a.started, r.gateway, r.audit, r.local_id"
+            )
         case .assets:
-            throw SyncError(.configuration, "the asset register is not synced to the central database; export it on a gateway (--table assets without --source)")
+            throw SyncError(
+                .configuration,
+                "the asset register is not synced to the central database; export it on a gateway (--table assets without --source)"
+            )
         }
     }
 
     /// Writes the export to `fd`; returns the number of data rows. `fields`: the decoded fields to give columns
     /// (the configuration's, in order); fields the server has beyond them follow, by name.
     @discardableResult
-    public static func export(_ r: ExportRequest, gateway: String?, fields configured: [String], settings: SyncSettings,
-                              logger: Logger = Logger(label: "vlogger.export"), to fd: Int32) async throws -> Int {
+    public static func export(
+        _ r: ExportRequest, gateway: String?, fields configured: [String], settings: SyncSettings,
+        logger: Logger = Logger(label: "vlogger.export"), to fd: Int32
+    ) async throws -> Int {
         let password: String?
         do { password = try settings.password() } catch { throw SyncError(.configuration, "\(error)") }
         return try await Syncer.withConnection(settings, password: password, logger: logger) { conn in
@@ -83,13 +126,16 @@ public enum CentralExport {
             if r.table == .readings {
                 var binds = PostgresBindings()
                 binds.append(r.since)
-                var sql = "SELECT DISTINCT json_object_keys(decoded) FROM readings WHERE decoded IS NOT NULL AND time >= \(ms("$1"))"
+                var sql =
+                    "SELECT DISTINCT json_object_keys(decoded) FROM readings WHERE decoded IS NOT NULL AND time >= \(ms("$1"))"
                 if let gateway {
                     binds.append(gateway)
                     sql += " AND gateway = $2"
                 }
                 var extra: [String] = []
-                for try await k in try await conn.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode(String.self) where !fields.contains(k) {
+                for try await k in try await conn.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                    .decode(String.self) where !fields.contains(k)
+                {
                     extra.append(k)
                 }
                 fields += extra.sorted()
@@ -106,14 +152,17 @@ public enum CentralExport {
             if let uid = r.uid, let column = p.uid { conditions.append("\(column) = \(bind(uid.description))") }
             if let reader = r.reader, let column = p.reader { conditions.append("\(column) = \(bind(reader))") }
             if let gateway { conditions.append("\(p.gateway) = \(bind(gateway))") }
-            let sql = "SELECT " + p.columns.map { "(\($0.sql))::text" }.joined(separator: ", ") + " FROM \(p.from) WHERE "
+            let sql =
+                "SELECT " + p.columns.map { "(\($0.sql))::text" }.joined(separator: ", ") + " FROM \(p.from) WHERE "
                 + conditions.joined(separator: " AND ") + " ORDER BY \(p.order)"
             let rows = try await conn.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
             return try await write(rows, columns: p.columns, request: r, to: fd)
         }
     }
 
-    static func write(_ rows: PostgresRowSequence, columns: [Column], request r: ExportRequest, to fd: Int32) async throws -> Int {
+    static func write(_ rows: PostgresRowSequence, columns: [Column], request r: ExportRequest, to fd: Int32)
+        async throws -> Int
+    {
         var out = OutputBuffer(fd: fd)
         let eol: [UInt8] = r.crlf ? [0x0D, 0x0A] : [0x0A]
         if r.format == .csv {
@@ -147,7 +196,9 @@ public enum CentralExport {
             if out.failed { break }
         }
         out.flush()
-        if let e = out.error { throw SyncError(.configuration, "cannot write the export: \(String(cString: strerror(e)))") }
+        if let e = out.error {
+            throw SyncError(.configuration, "cannot write the export: \(String(cString: strerror(e)))")
+        }
         return count
     }
 
@@ -167,7 +218,8 @@ public enum CentralExport {
             case UInt8(ascii: "t"): cell = .number(Array("1".utf8))
             case UInt8(ascii: "f"): cell = .number(Array("0".utf8))
             case UInt8(ascii: "n"): cell = .null
-            case UInt8(ascii: "{"), UInt8(ascii: "["): cell = rawJSON && !csv ? .json(v) : .text(String(decoding: v, as: UTF8.self))
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                cell = rawJSON && !csv ? .json(v) : .text(String(decoding: v, as: UTF8.self))
             default: cell = .number(v)
             }
         }

@@ -13,134 +13,140 @@ public enum CentralSchema {
     static let lockKey: Int64 = 0x766C_6F67_6765_7200
 
     static let migrations: [(Int, [String])] = [
-        (1, [
-            "CREATE TABLE vlogger_schema(version integer NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
-            """
-            CREATE TABLE gateways(
-                id text PRIMARY KEY,
-                site text,
-                first_sync timestamptz NOT NULL DEFAULT now(),
-                last_sync timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-            """
-            CREATE TABLE readings(
-                gateway text NOT NULL,
-                local_id bigint NOT NULL,
-                time timestamptz NOT NULL,
-                reader text,
-                location text,
-                uid text NOT NULL,
-                block integer NOT NULL,
-                count integer NOT NULL,
-                data bytea NOT NULL,
-                security bytea,
-                decoded jsonb,
-                PRIMARY KEY (gateway, local_id, time)
-            ) PARTITION BY RANGE (time)
-            """,
-            "CREATE INDEX readings_by_uid ON readings(uid, time)",
-            "CREATE INDEX readings_by_gateway ON readings(gateway, time)",
-            """
-            CREATE TABLE events(
-                gateway text NOT NULL,
-                local_id bigint NOT NULL,
-                time timestamptz NOT NULL,
-                reader text,
-                location text,
-                uid text,
-                kind text NOT NULL,
-                name text NOT NULL,
-                severity text NOT NULL,
-                detail text NOT NULL,
-                PRIMARY KEY (gateway, local_id)
-            )
-            """,
-            "CREATE INDEX events_by_gateway ON events(gateway, time)",
-            "CREATE INDEX events_by_uid ON events(uid, time)",
-        ]),
+        (
+            1,
+            [
+                "CREATE TABLE vlogger_schema(version integer NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+                """
+                CREATE TABLE gateways(
+                    id text PRIMARY KEY,
+                    site text,
+                    first_sync timestamptz NOT NULL DEFAULT now(),
+                    last_sync timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                """
+                CREATE TABLE readings(
+                    gateway text NOT NULL,
+                    local_id bigint NOT NULL,
+                    time timestamptz NOT NULL,
+                    reader text,
+                    location text,
+                    uid text NOT NULL,
+                    block integer NOT NULL,
+                    count integer NOT NULL,
+                    data bytea NOT NULL,
+                    security bytea,
+                    decoded jsonb,
+                    PRIMARY KEY (gateway, local_id, time)
+                ) PARTITION BY RANGE (time)
+                """,
+                "CREATE INDEX readings_by_uid ON readings(uid, time)",
+                "CREATE INDEX readings_by_gateway ON readings(gateway, time)",
+                """
+                CREATE TABLE events(
+                    gateway text NOT NULL,
+                    local_id bigint NOT NULL,
+                    time timestamptz NOT NULL,
+                    reader text,
+                    location text,
+                    uid text,
+                    kind text NOT NULL,
+                    name text NOT NULL,
+                    severity text NOT NULL,
+                    detail text NOT NULL,
+                    PRIMARY KEY (gateway, local_id)
+                )
+                """,
+                "CREATE INDEX events_by_gateway ON events(gateway, time)",
+                "CREATE INDEX events_by_uid ON events(uid, time)",
+            ]
+        ),
         // Writes, audits and their results (one row per local row, like readings), and each gateway's tags
         // (one row per gateway and tag, updated as the tag is seen again). Decoded fields become json, which
         // keeps the gateway's text as it was (jsonb reorders keys and respaces, so a central export would
         // differ from the local one); the -> and ->> operators work the same.
-        (2, [
-            "ALTER TABLE readings ALTER COLUMN decoded TYPE json USING decoded::json",
-            """
-            CREATE TABLE writes(
-                gateway text NOT NULL,
-                local_id bigint NOT NULL,
-                time timestamptz NOT NULL,
-                uid text NOT NULL,
-                block integer NOT NULL,
-                data bytea NOT NULL,
-                flags integer,
-                result text NOT NULL,
-                verified boolean NOT NULL,
-                exchanges integer NOT NULL,
-                PRIMARY KEY (gateway, local_id)
-            )
-            """,
-            "CREATE INDEX writes_by_uid ON writes(uid, time)",
-            "CREATE INDEX writes_by_gateway ON writes(gateway, time)",
-            """
-            CREATE TABLE audits(
-                gateway text NOT NULL,
-                local_id bigint NOT NULL,
-                time timestamptz NOT NULL,
-                started timestamptz NOT NULL,
-                location text NOT NULL,
-                readers text NOT NULL,
-                rounds integer NOT NULL,
-                trigger text NOT NULL,
-                present integer NOT NULL,
-                missing integer NOT NULL,
-                wrong_location integer NOT NULL,
-                unexpected integer NOT NULL,
-                failed_checks integer NOT NULL,
-                PRIMARY KEY (gateway, local_id)
-            )
-            """,
-            "CREATE INDEX audits_by_gateway ON audits(gateway, time)",
-            "CREATE INDEX audits_by_location ON audits(location, time)",
-            """
-            CREATE TABLE audit_results(
-                gateway text NOT NULL,
-                local_id bigint NOT NULL,
-                time timestamptz NOT NULL,
-                audit bigint NOT NULL,
-                uid text NOT NULL,
-                asset_id text,
-                status text NOT NULL,
-                registered_location text,
-                seen_location text,
-                seen_by text,
-                seen_rounds integer NOT NULL,
-                first_seen timestamptz,
-                last_seen timestamptz,
-                failed_checks json,
-                PRIMARY KEY (gateway, local_id)
-            )
-            """,
-            "CREATE INDEX audit_results_by_audit ON audit_results(gateway, audit)",
-            "CREATE INDEX audit_results_by_uid ON audit_results(uid, time)",
-            """
-            CREATE TABLE tags(
-                gateway text NOT NULL,
-                uid text NOT NULL,
-                last_seen timestamptz NOT NULL,
-                first_seen timestamptz NOT NULL,
-                manufacturer text NOT NULL,
-                model text,
-                block_count integer,
-                block_size integer,
-                memory_source text,
-                last_reader text,
-                last_location text,
-                PRIMARY KEY (gateway, uid)
-            )
-            """,
-            "CREATE INDEX tags_by_uid ON tags(uid, last_seen)",
-        ]),
+        (
+            2,
+            [
+                "ALTER TABLE readings ALTER COLUMN decoded TYPE json USING decoded::json",
+                """
+                CREATE TABLE writes(
+                    gateway text NOT NULL,
+                    local_id bigint NOT NULL,
+                    time timestamptz NOT NULL,
+                    uid text NOT NULL,
+                    block integer NOT NULL,
+                    data bytea NOT NULL,
+                    flags integer,
+                    result text NOT NULL,
+                    verified boolean NOT NULL,
+                    exchanges integer NOT NULL,
+                    PRIMARY KEY (gateway, local_id)
+                )
+                """,
+                "CREATE INDEX writes_by_uid ON writes(uid, time)",
+                "CREATE INDEX writes_by_gateway ON writes(gateway, time)",
+                """
+                CREATE TABLE audits(
+                    gateway text NOT NULL,
+                    local_id bigint NOT NULL,
+                    time timestamptz NOT NULL,
+                    started timestamptz NOT NULL,
+                    location text NOT NULL,
+                    readers text NOT NULL,
+                    rounds integer NOT NULL,
+                    trigger text NOT NULL,
+                    present integer NOT NULL,
+                    missing integer NOT NULL,
+                    wrong_location integer NOT NULL,
+                    unexpected integer NOT NULL,
+                    failed_checks integer NOT NULL,
+                    PRIMARY KEY (gateway, local_id)
+                )
+                """,
+                "CREATE INDEX audits_by_gateway ON audits(gateway, time)",
+                "CREATE INDEX audits_by_location ON audits(location, time)",
+                """
+                CREATE TABLE audit_results(
+                    gateway text NOT NULL,
+                    local_id bigint NOT NULL,
+                    time timestamptz NOT NULL,
+                    audit bigint NOT NULL,
+                    uid text NOT NULL,
+                    asset_id text,
+                    status text NOT NULL,
+                    registered_location text,
+                    seen_location text,
+                    seen_by text,
+                    seen_rounds integer NOT NULL,
+                    first_seen timestamptz,
+                    last_seen timestamptz,
+                    failed_checks json,
+                    PRIMARY KEY (gateway, local_id)
+                )
+                """,
+                "CREATE INDEX audit_results_by_audit ON audit_results(gateway, audit)",
+                "CREATE INDEX audit_results_by_uid ON audit_results(uid, time)",
+                """
+                CREATE TABLE tags(
+                    gateway text NOT NULL,
+                    uid text NOT NULL,
+                    last_seen timestamptz NOT NULL,
+                    first_seen timestamptz NOT NULL,
+                    manufacturer text NOT NULL,
+                    model text,
+                    block_count integer,
+                    block_size integer,
+                    memory_source text,
+                    last_reader text,
+                    last_location text,
+                    PRIMARY KEY (gateway, uid)
+                )
+                """,
+                "CREATE INDEX tags_by_uid ON tags(uid, last_seen)",
+            ]
+        ),
     ]
 
     /// A calendar month (UTC) of readings' partitions.
@@ -150,8 +156,10 @@ public enum CentralSchema {
         var tableName: String { String(format: "readings_y%04dm%02d", year, month) }
         var createStatement: String {
             let next = CentralSchema.nextMonth(self)
-            return String(format: "CREATE TABLE IF NOT EXISTS %@ PARTITION OF readings FOR VALUES FROM ('%04d-%02d-01 00:00:00+00') TO ('%04d-%02d-01 00:00:00+00')",
-                          tableName, year, month, next.year, next.month)
+            return String(
+                format:
+                    "CREATE TABLE IF NOT EXISTS %@ PARTITION OF readings FOR VALUES FROM ('%04d-%02d-01 00:00:00+00') TO ('%04d-%02d-01 00:00:00+00')",
+                tableName, year, month, next.year, next.month)
         }
     }
 
@@ -162,5 +170,7 @@ public enum CentralSchema {
         return Month(year: c.year ?? 1970, month: c.month ?? 1)
     }
 
-    static func nextMonth(_ m: Month) -> Month { m.month == 12 ? Month(year: m.year + 1, month: 1) : Month(year: m.year, month: m.month + 1) }
+    static func nextMonth(_ m: Month) -> Month {
+        m.month == 12 ? Month(year: m.year + 1, month: 1) : Month(year: m.year, month: m.month + 1)
+    }
 }

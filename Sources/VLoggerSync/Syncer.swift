@@ -9,7 +9,9 @@ import VLoggerStore
 /// What went wrong with the central server, in words an operator can act on. It never carries the password
 /// (PostgresNIO's own errors print a generic text; this takes the server's message and SQLSTATE from them).
 public struct SyncError: Error, CustomStringConvertible, Sendable {
-    public enum Kind: String, Sendable { case connect, authentication, readOnly = "read-only", schema, server, configuration }
+    public enum Kind: String, Sendable {
+        case connect, authentication, readOnly = "read-only", schema, server, configuration
+    }
     public let kind: Kind
     public let message: String
     public var description: String { message }
@@ -23,7 +25,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     public static func from(_ error: Error, url: String) -> SyncError {
         if let e = error as? SyncError { return e }
         // withTransaction wraps what failed (and its description holds the query): the error inside decides.
-        if let t = error as? PostgresTransactionError, let inner = t.closureError ?? t.beginError ?? t.commitError ?? t.rollbackError {
+        if let t = error as? PostgresTransactionError,
+            let inner = t.closureError ?? t.beginError ?? t.commitError ?? t.rollbackError
+        {
             return from(inner, url: url)
         }
         if let p = error as? PSQLError {
@@ -31,19 +35,32 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
             let text = p.serverInfo?[.message] ?? ""
             switch (p.code, state) {
             case (_, "28P01"), (_, "28000"):
-                return SyncError(.authentication, "\(url): authentication failed (\(text)); check the user and the password file or variable")
+                return SyncError(
+                    .authentication,
+                    "\(url): authentication failed (\(text)); check the user and the password file or variable")
             case (_, "25006"):
-                return SyncError(.readOnly, "\(url): the server refuses writes (\(text)); the rows stay in the local store and are sent when it takes them again")
+                return SyncError(
+                    .readOnly,
+                    "\(url): the server refuses writes (\(text)); the rows stay in the local store and are sent when it takes them again"
+                )
             case (_, "53100"):
-                return SyncError(.readOnly, "\(url): the server's disk is full (\(text)); the rows stay in the local store")
+                return SyncError(
+                    .readOnly, "\(url): the server's disk is full (\(text)); the rows stay in the local store")
             case (.server, _):
                 return SyncError(.server, "\(url): the server said: \(text) (SQLSTATE \(state))")
             case (.connectionError, _) where p.underlying is NIOSSLError:
-                return SyncError(.connect, "\(url): TLS failed (\(p.underlying.map { "\($0)" } ?? "")); check sync.ca-file, and that the server's certificate names the host of the URL")
+                return SyncError(
+                    .connect,
+                    "\(url): TLS failed (\(p.underlying.map { "\($0)" } ?? "")); check sync.ca-file, and that the server's certificate names the host of the URL"
+                )
             case (.sslUnsupported, _):
-                return SyncError(.connect, "\(url): the server does not offer TLS; turn on ssl in its postgresql.conf (with a certificate) rather than sending the password and rows in clear")
+                return SyncError(
+                    .connect,
+                    "\(url): the server does not offer TLS; turn on ssl in its postgresql.conf (with a certificate) rather than sending the password and rows in clear"
+                )
             default:
-                return SyncError(.connect, "\(url): cannot talk to the server (\(p.code)\(p.underlying.map { ": \($0)" } ?? ""))")
+                return SyncError(
+                    .connect, "\(url): cannot talk to the server (\(p.code)\(p.underlying.map { ": \($0)" } ?? ""))")
             }
         }
         if let e = error as? NIOSSLError { return SyncError(.connect, "\(url): TLS failed (\(e))") }
@@ -76,7 +93,10 @@ public final class Syncer: @unchecked Sendable {
     /// Called after the server committed a batch and before the local cursor moves (tests: a crash there).
     public var afterServerCommit: (@Sendable (SyncTable, Int64) throws -> Void)?
 
-    public init(settings: SyncSettings, store: Store, gateway: String, site: String?, logger: Logger = Logger(label: "vlogger.sync")) throws {
+    public init(
+        settings: SyncSettings, store: Store, gateway: String, site: String?,
+        logger: Logger = Logger(label: "vlogger.sync")
+    ) throws {
         self.settings = settings
         self.store = store
         self.gateway = gateway
@@ -85,7 +105,9 @@ public final class Syncer: @unchecked Sendable {
         do { password = try settings.password() } catch { throw SyncError(.configuration, "\(error)") }
     }
 
-    func configuration() throws -> PostgresConnection.Configuration { try Self.configuration(settings, password: password) }
+    func configuration() throws -> PostgresConnection.Configuration {
+        try Self.configuration(settings, password: password)
+    }
 
     static func configuration(_ settings: SyncSettings, password: String?) throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
@@ -100,7 +122,9 @@ public final class Syncer: @unchecked Sendable {
             case .verifyFull:
                 var t = TLSConfiguration.makeClientConfiguration()
                 if let ca = settings.caFile {
-                    guard FileManager.default.isReadableFile(atPath: ca) else { throw SyncError(.configuration, "sync.ca-file: cannot read \(ca)") }
+                    guard FileManager.default.isReadableFile(atPath: ca) else {
+                        throw SyncError(.configuration, "sync.ca-file: cannot read \(ca)")
+                    }
                     t.trustRoots = .file(ca)
                 }
                 t.certificateVerification = .fullVerification
@@ -109,8 +133,9 @@ public final class Syncer: @unchecked Sendable {
         } catch let e as SyncError { throw e } catch {
             throw SyncError(.configuration, "sync TLS settings: \(error)")
         }
-        var c = PostgresConnection.Configuration(host: settings.host, port: settings.port, username: settings.user, password: password,
-                                                 database: settings.database, tls: tls)
+        var c = PostgresConnection.Configuration(
+            host: settings.host, port: settings.port, username: settings.user, password: password,
+            database: settings.database, tls: tls)
         c.options.connectTimeout = .seconds(5)
         return c
     }
@@ -121,10 +146,13 @@ public final class Syncer: @unchecked Sendable {
         try await Self.withConnection(settings, password: password, logger: logger, body)
     }
 
-    static func withConnection<T: Sendable>(_ settings: SyncSettings, password: String?, logger: Logger,
-                                            _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    static func withConnection<T: Sendable>(
+        _ settings: SyncSettings, password: String?, logger: Logger,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
         do {
-            let conn = try await PostgresConnection.connect(configuration: try configuration(settings, password: password), id: 1, logger: logger)
+            let conn = try await PostgresConnection.connect(
+                configuration: try configuration(settings, password: password), id: 1, logger: logger)
             do {
                 let value = try await body(conn)
                 try? await conn.close()
@@ -159,7 +187,10 @@ public final class Syncer: @unchecked Sendable {
                 try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey))", logger: logger)
                 let from = try await Self.serverVersion(conn, logger) ?? 0
                 guard from <= CentralSchema.version else {
-                    throw SyncError(.schema, "the server's schema is version \(from), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway")
+                    throw SyncError(
+                        .schema,
+                        "the server's schema is version \(from), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway"
+                    )
                 }
                 for (v, sql) in CentralSchema.migrations where v > from {
                     for statement in sql {
@@ -175,13 +206,18 @@ public final class Syncer: @unchecked Sendable {
     /// Checks the server's schema before shipping rows.
     static func requireSchema(_ conn: PostgresConnection, _ logger: Logger) async throws {
         guard let v = try await serverVersion(conn, logger) else {
-            throw SyncError(.schema, "the server has no vlogger schema; create it once with `vlogger sync --init-schema`")
+            throw SyncError(
+                .schema, "the server has no vlogger schema; create it once with `vlogger sync --init-schema`")
         }
         if v > CentralSchema.version {
-            throw SyncError(.schema, "the server's schema is version \(v), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway")
+            throw SyncError(
+                .schema,
+                "the server's schema is version \(v), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway"
+            )
         }
         if v < CentralSchema.version {
-            throw SyncError(.schema, "the server's schema is version \(v); migrate it with `vlogger sync --init-schema`")
+            throw SyncError(
+                .schema, "the server's schema is version \(v); migrate it with `vlogger sync --init-schema`")
         }
     }
 
@@ -189,7 +225,9 @@ public final class Syncer: @unchecked Sendable {
 
     /// Sends everything after the cursors, batch by batch, until nothing is left (or `maxBatches`).
     public func syncOnce(maxBatches: Int = .max) async throws -> SyncReport {
-        let (logger, store, gateway, site, batchSize) = (self.logger, self.store, self.gateway, self.site, settings.batchSize)
+        let (logger, store, gateway, site, batchSize) = (
+            self.logger, self.store, self.gateway, self.site, settings.batchSize
+        )
         let hook = afterServerCommit
         return try await withConnection { conn in
             try await Self.requireSchema(conn, logger)
@@ -204,16 +242,21 @@ public final class Syncer: @unchecked Sendable {
                     } catch { throw SyncError(.configuration, "the local store: \(error)") }
                     guard let last = rows.last?.id else { break }
                     let inserted = try await conn.withTransaction(logger: logger) { conn in
-                        try await conn.query("""
+                        try await conn.query(
+                            """
                             INSERT INTO gateways(id, site) VALUES (\(gateway), \(site))
                             ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, last_sync = now()
                             """, logger: logger)
-                        if table == .readings { try await Self.ensurePartitions(conn, times: rows.map(\.time), logger: logger) }
+                        if table == .readings {
+                            try await Self.ensurePartitions(conn, times: rows.map(\.time), logger: logger)
+                        }
                         return try await Self.insert(table, rows, gateway: gateway, conn, logger)
                     }
                     // The server has committed: only now does the cursor move.
                     try hook?(table, last)
-                    do { try store.advanceSyncCursor(table, to: last) } catch { throw SyncError(.configuration, "the local store: \(error)") }
+                    do { try store.advanceSyncCursor(table, to: last) } catch {
+                        throw SyncError(.configuration, "the local store: \(error)")
+                    }
                     report.sent[table, default: 0] += rows.count
                     report.inserted[table, default: 0] += inserted
                     report.batches += 1
@@ -245,7 +288,9 @@ public final class Syncer: @unchecked Sendable {
     /// One multi-row INSERT of the batch; returns how many rows were new (tags: new or changed). Rows keyed by
     /// (gateway, local id) are inserted once (ON CONFLICT DO NOTHING: a resent row is ignored); tags are
     /// upserted by (gateway, uid), a row only replacing one seen no later.
-    static func insert(_ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> Int {
+    static func insert(
+        _ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger
+    ) async throws -> Int {
         let columns = table.columns
         let upsert = table.isUpserted
         var names = ["gateway"] + (upsert ? ["last_seen"] : ["local_id", "time"]) + columns.map(\.name)
@@ -289,12 +334,18 @@ public final class Syncer: @unchecked Sendable {
             }
             values.append("(" + row.joined(separator: ", ") + ")")
         }
-        var sql = "INSERT INTO \(table.rawValue)(" + names.joined(separator: ", ") + ") VALUES " + values.joined(separator: ",")
+        var sql =
+            "INSERT INTO \(table.rawValue)(" + names.joined(separator: ", ") + ") VALUES "
+            + values.joined(separator: ",")
         if upsert {
             let updates = columns.map(\.name).filter { $0 != "uid" }.map { name in
-                name == "first_seen" ? "first_seen = least(\(table.rawValue).first_seen, EXCLUDED.first_seen)" : "\"\(name)\" = EXCLUDED.\"\(name)\""
+                name == "first_seen"
+                    ? "first_seen = least(\(table.rawValue).first_seen, EXCLUDED.first_seen)"
+                    : "\"\(name)\" = EXCLUDED.\"\(name)\""
             }
-            sql += " ON CONFLICT (gateway, uid) DO UPDATE SET last_seen = EXCLUDED.last_seen, " + updates.joined(separator: ", ")
+            sql +=
+                " ON CONFLICT (gateway, uid) DO UPDATE SET last_seen = EXCLUDED.last_seen, "
+                + updates.joined(separator: ", ")
                 + " WHERE EXCLUDED.last_seen >= \(table.rawValue).last_seen RETURNING 1"
         } else {
             sql += " ON CONFLICT DO NOTHING RETURNING 1"
@@ -313,7 +364,8 @@ public final class Syncer: @unchecked Sendable {
         return try await withConnection { conn in
             var out: [SyncTable: Int] = [:]
             for t in SyncTable.allCases {
-                let rows = try await conn.query("SELECT count(*) FROM \(unescaped: t.rawValue) WHERE gateway = \(gateway)", logger: logger)
+                let rows = try await conn.query(
+                    "SELECT count(*) FROM \(unescaped: t.rawValue) WHERE gateway = \(gateway)", logger: logger)
                 for try await n in rows.decode(Int64.self) { out[t] = Int(n) }
             }
             return out

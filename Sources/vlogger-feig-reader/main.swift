@@ -3,7 +3,7 @@
 // TCP port (a LAN reader) or on a pseudo-terminal (a serial reader), with faults injected at chosen requests.
 // Not part of the gateway; a test tool.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CHost
 import FEIG
@@ -13,18 +13,20 @@ import Foundation
 import TagSimulator
 
 func usage() -> Never {
-    FileHandle.standardError.write(Data("""
-    usage: vlogger-feig-reader [--field DIR] (--tcp PORT | --pty) [--address N] [--fault KIND@N]... [--buffered N [--buffer-blocks F+C]]
-      Emulates a FEIG ID ISC reader (reports an ID ISC.MR102) with the tags of DIR (default Config/demo-field)
-      in its field. --tcp PORT listens on 127.0.0.1:PORT (0: a free port); --pty opens a pseudo-terminal.
-      The first line printed says where: "tcp://127.0.0.1:PORT" or the pty's path (use it as the device).
-      --address N: the bus address (COM-ADR, 0…254) it answers besides 255.
-      --fault KIND@N: the Nth request gets KIND: no-answer, corrupt-crc, garbled, truncated, restart, or
-      status=0xNN (that STATUS instead of the answer). Repeatable.
-      --buffered N: buffered read mode, the buffer holding N rounds of the reader's own reads of every tag
-      (readings from before the gateway started); --buffer-blocks FIRST+COUNT which blocks (default 0+1).
+    FileHandle.standardError.write(
+        Data(
+            """
+            usage: vlogger-feig-reader [--field DIR] (--tcp PORT | --pty) [--address N] [--fault KIND@N]... [--buffered N [--buffer-blocks F+C]]
+              Emulates a FEIG ID ISC reader (reports an ID ISC.MR102) with the tags of DIR (default Config/demo-field)
+              in its field. --tcp PORT listens on 127.0.0.1:PORT (0: a free port); --pty opens a pseudo-terminal.
+              The first line printed says where: "tcp://127.0.0.1:PORT" or the pty's path (use it as the device).
+              --address N: the bus address (COM-ADR, 0…254) it answers besides 255.
+              --fault KIND@N: the Nth request gets KIND: no-answer, corrupt-crc, garbled, truncated, restart, or
+              status=0xNN (that STATUS instead of the answer). Repeatable.
+              --buffered N: buffered read mode, the buffer holding N rounds of the reader's own reads of every tag
+              (readings from before the gateway started); --buffer-blocks FIRST+COUNT which blocks (default 0+1).
 
-    """.utf8))
+            """.utf8))
     exit(2)
 }
 
@@ -66,7 +68,9 @@ func parseArguments(_ arguments: [String]) -> Options {
             o.address = n
         case "--fault":
             let spec = value(a)
-            guard let at = spec.lastIndex(of: "@"), let n = Int(spec[spec.index(after: at)...]), n >= 1 else { fail("--fault \(spec): KIND@N with N ≥ 1") }
+            guard let at = spec.lastIndex(of: "@"), let n = Int(spec[spec.index(after: at)...]), n >= 1 else {
+                fail("--fault \(spec): KIND@N with N ≥ 1")
+            }
             let kind = String(spec[..<at])
             let fault: FEIGReaderEmulator.Fault
             switch kind {
@@ -83,13 +87,19 @@ func parseArguments(_ arguments: [String]) -> Options {
             }
             o.faults.append((fault, n))
         case "--buffered":
-            guard let n = Int(value(a)), (0...1000).contains(n) else { fail("--buffered needs a number of rounds 0…1000") }
+            guard let n = Int(value(a)), (0...1000).contains(n) else {
+                fail("--buffered needs a number of rounds 0…1000")
+            }
             o.bufferedRounds = n
         case "--buffer-blocks":
             let spec = value(a)
             let parts = spec.split(separator: "+")
-            guard parts.count == 2, let first = UInt16(parts[0].hasPrefix("0x") ? String(parts[0].dropFirst(2)) : String(parts[0]), radix: parts[0].hasPrefix("0x") ? 16 : 10),
-                  let count = Int(parts[1]), (1...32).contains(count) else { fail("--buffer-blocks FIRST+COUNT, e.g. 0xF8+1") }
+            guard parts.count == 2,
+                let first = UInt16(
+                    parts[0].hasPrefix("0x") ? String(parts[0].dropFirst(2)) : String(parts[0]),
+                    radix: parts[0].hasPrefix("0x") ? 16 : 10),
+                let count = Int(parts[1]), (1...32).contains(count)
+            else { fail("--buffer-blocks FIRST+COUNT, e.g. 0xF8+1") }
             o.bufferBlock = first
             o.bufferBlocks = count
         case "-h", "--help": usage()
@@ -105,7 +115,9 @@ sigemptyset(&unblocked)
 sigprocmask(SIG_SETMASK, &unblocked, nil)
 
 let options = parseArguments(Array(CommandLine.arguments.dropFirst()))
-let (fieldPath, tcpPort, pty, address, faults) = (options.fieldPath, options.tcpPort, options.pty, options.address, options.faults)
+let (fieldPath, tcpPort, pty, address, faults) = (
+    options.fieldPath, options.tcpPort, options.pty, options.address, options.faults
+)
 guard (tcpPort != nil) != pty else { fail("give one of --tcp PORT or --pty") }
 
 let folder: FieldFolder
@@ -114,7 +126,9 @@ let emulator = FEIGReaderEmulator(field: folder.field)
 emulator.address = address
 for (f, n) in faults { emulator.inject(f, atRequest: n) }
 if let rounds = options.bufferedRounds {
-    for _ in 0..<rounds { emulator.readIntoBuffer(first: BlockNumber(options.bufferBlock), count: options.bufferBlocks) }
+    for _ in 0..<rounds {
+        emulator.readIntoBuffer(first: BlockNumber(options.bufferBlock), count: options.bufferBlocks)
+    }
     emulator.bufferedReadMode = true
 }
 

@@ -6,7 +6,7 @@
 // the PC/SC 2.02 Part 3 transparent exchange (FF C2) and the storage-card commands (FF CA, FF B0, FF D6).
 // Facts: docs/reference/reader-paths.md §2 and §3. Not part of the gateway; a test tool.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import ISO15693
@@ -28,14 +28,16 @@ struct Options {
 }
 
 func usage() -> Never {
-    FileHandle.standardError.write(Data("""
-    usage: vlogger-vcard [--field DIR] [--host 127.0.0.1] [--port 35963] [--storage-only] [--log]
-                         [--timeout-at N]... [--crc-at N]... [--remove-at N]... [--away-ms 1500]
-      Presents the tags of DIR to vpcd as one ISO 15693 card. --storage-only: no transparent exchange.
-      Faults hit the Nth transparent exchange: --timeout-at answers C0 03 01 64 01 (no answer from the tag),
-      --crc-at answers 96 02 01 00 (CRC error), --remove-at drops the card mid-exchange (back after --away-ms).
+    FileHandle.standardError.write(
+        Data(
+            """
+            usage: vlogger-vcard [--field DIR] [--host 127.0.0.1] [--port 35963] [--storage-only] [--log]
+                                 [--timeout-at N]... [--crc-at N]... [--remove-at N]... [--away-ms 1500]
+              Presents the tags of DIR to vpcd as one ISO 15693 card. --storage-only: no transparent exchange.
+              Faults hit the Nth transparent exchange: --timeout-at answers C0 03 01 64 01 (no answer from the tag),
+              --crc-at answers 96 02 01 00 (CRC error), --remove-at drops the card mid-exchange (back after --away-ms).
 
-    """.utf8))
+            """.utf8))
     exit(2)
 }
 
@@ -47,7 +49,9 @@ func parseOptions() -> Options {
         return v
     }
     func number(_ name: String) -> Int {
-        guard let n = Int(value(name)), n >= 0 else { FileHandle.standardError.write(Data("\(name) needs a number\n".utf8)); usage() }
+        guard let n = Int(value(name)), n >= 0 else {
+            FileHandle.standardError.write(Data("\(name) needs a number\n".utf8)); usage()
+        }
         return n
     }
     while let a = args.next() {
@@ -120,7 +124,9 @@ final class Connection {
     addr.sin_port = options.port.bigEndian
     inet_pton(AF_INET, options.host, &addr.sin_addr)
     let rc = withUnsafePointer(to: &addr) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard rc == 0 else { close(fd); return nil }
     return Connection(fd: fd)
@@ -190,7 +196,9 @@ enum Action { case answer([UInt8]), drop }
         return .answer(ok + PCSC.DataObject(PCSC.switchProtocol, [0x00]).encoded + sw9000)
     case PCSC.Function.transparentExchange.rawValue:
         guard sessionOpen, iso15693 else { return .answer(PCSC.status(0x6A81, object: 1).encoded + sw9000) }
-        guard let frameDO = objects.first(where: { $0.tag == PCSC.transceive }), let index = objects.firstIndex(of: frameDO) else {
+        guard let frameDO = objects.first(where: { $0.tag == PCSC.transceive }),
+            let index = objects.firstIndex(of: frameDO)
+        else {
             return .answer(PCSC.status(0x6A81, object: 1).encoded + sw9000)
         }
         let timer = objects.first { $0.tag == PCSC.timer }.map { $0.value.reduce(0) { $0 << 8 | Int($1) } }
@@ -198,7 +206,10 @@ enum Action { case answer([UInt8]), drop }
         let n = exchangeCount
         let doNumber = UInt8(index + 1)
         if options.removeAt.contains(n) { log("exchange \(n): removing the card mid-exchange"); return .drop }
-        if options.timeoutAt.contains(n) { log("exchange \(n): injected no answer (64 01)"); return .answer(PCSC.status(PCSC.noResponseFromICC, object: doNumber).encoded + sw9000) }
+        if options.timeoutAt.contains(n) {
+            log("exchange \(n): injected no answer (64 01)");
+            return .answer(PCSC.status(PCSC.noResponseFromICC, object: doNumber).encoded + sw9000)
+        }
         let frame = frameDO.value
         let flags = RequestFlags(rawValue: frame.first ?? 0)
         let writeAlike = frame.count > 1 && CommandCode(frame[1]).isWriteAlike
@@ -208,9 +219,13 @@ enum Action { case answer([UInt8]), drop }
             let answer = try sim.transceive(frame, wait: wait)
             if options.crcAt.contains(n) {
                 log("exchange \(n): injected CRC error (96 02 01 00)")
-                return .answer(ok + PCSC.DataObject(PCSC.validBits, [0]).encoded + PCSC.DataObject(PCSC.responseStatus, [PCSC.statusCRC, 0]).encoded + sw9000)
+                return .answer(
+                    ok + PCSC.DataObject(PCSC.validBits, [0]).encoded
+                        + PCSC.DataObject(PCSC.responseStatus, [PCSC.statusCRC, 0]).encoded + sw9000)
             }
-            result = ok + PCSC.DataObject(PCSC.validBits, [0]).encoded + PCSC.DataObject(PCSC.responseStatus, [0, 0]).encoded
+            result =
+                ok + PCSC.DataObject(PCSC.validBits, [0]).encoded
+                + PCSC.DataObject(PCSC.responseStatus, [0, 0]).encoded
                 + PCSC.DataObject(PCSC.iccResponse, answer).encoded
             // A write-alike command needs time: without a timer DO of at least 20 ms the reader gives up
             // before the tag answers, as a real ACR1552U does (docs/reference/reader-paths.md §2.3). The write itself happened.

@@ -13,8 +13,11 @@ struct AssetsCommand: ParsableCommand {
 struct AssetsImport: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import an asset register (CSV with uid and asset_id; name or description, location and other columns optional).",
-        discussion: "A UID already in the store is updated where the file differs; nothing is duplicated, and assets the file does not list are kept. The file's other columns are kept as what an audit expects.")
+        abstract:
+            "Import an asset register (CSV with uid and asset_id; name or description, location and other columns optional).",
+        discussion:
+            "A UID already in the store is updated where the file differs; nothing is duplicated, and assets the file does not list are kept. The file's other columns are kept as what an audit expects."
+    )
 
     @OptionGroup var options: ConfigOptions
 
@@ -25,15 +28,21 @@ struct AssetsImport: ParsableCommand {
     var dryRun = false
 
     func run() throws {
-        guard FileManager.default.isReadableFile(atPath: file) else { throw VLoggerError("\(file): cannot read the file") }
+        guard FileManager.default.isReadableFile(atPath: file) else {
+            throw VLoggerError("\(file): cannot read the file")
+        }
         let store = try options.openStore()
         defer { store.close() }
         let r: AssetImportReport
         // Read record by record into one transaction: a register of a million rows does not sit in memory.
-        do { r = try AssetRegister.importFile(file, into: store, dryRun: dryRun) } catch { throw VLoggerError("\(error)") }
+        do { r = try AssetRegister.importFile(file, into: store, dryRun: dryRun) } catch {
+            throw VLoggerError("\(error)")
+        }
         let verb = dryRun ? "would add" : "added"
-        print("\(file): \(r.addedTotal + r.changedTotal + r.unchanged) assets; \(verb) \(r.addedTotal), \(dryRun ? "would change" : "changed") \(r.changedTotal), \(r.unchanged) unchanged"
-              + (r.notInFileTotal == 0 ? "" : "; \(r.notInFileTotal) in the store but not in the file (kept)") + (dryRun ? " (dry run: nothing written)" : ""))
+        print(
+            "\(file): \(r.addedTotal + r.changedTotal + r.unchanged) assets; \(verb) \(r.addedTotal), \(dryRun ? "would change" : "changed") \(r.changedTotal), \(r.unchanged) unchanged"
+                + (r.notInFileTotal == 0 ? "" : "; \(r.notInFileTotal) in the store but not in the file (kept)")
+                + (dryRun ? " (dry run: nothing written)" : ""))
         for u in r.added { print("  + \(u)") }
         if r.addedTotal > r.added.count { print("  + … and \(r.addedTotal - r.added.count) more") }
         for u in r.changed { print("  ~ \(u)") }
@@ -42,7 +51,8 @@ struct AssetsImport: ParsableCommand {
 }
 
 struct AssetsList: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the asset register kept in the store.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the asset register kept in the store.")
 
     @OptionGroup var options: ConfigOptions
 
@@ -58,17 +68,24 @@ struct AssetsList: ParsableCommand {
         let rows: [AssetRow]
         do { rows = try store.assets(location: location) } catch { throw VLoggerError("\(error)") }
         if json {
-            printJSON(rows.map { r -> [String: Any] in
-                var o: [String: Any] = ["uid": r.uid.description, "asset_id": r.assetID]
-                if let n = r.name { o["name"] = n }
-                if let l = r.location { o["location"] = l }
-                if !r.extra.isEmpty { o["expected"] = r.extra }
-                return o
-            })
+            printJSON(
+                rows.map { r -> [String: Any] in
+                    var o: [String: Any] = ["uid": r.uid.description, "asset_id": r.assetID]
+                    if let n = r.name { o["name"] = n }
+                    if let l = r.location { o["location"] = l }
+                    if !r.extra.isEmpty { o["expected"] = r.extra }
+                    return o
+                })
             return
         }
         for r in rows {
-            say("\(r.uid)  \(r.assetID)  \(r.location ?? "-")  \(r.name ?? "")" + (r.extra.isEmpty ? "" : "  " + r.extra.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")))
+            say(
+                "\(r.uid)  \(r.assetID)  \(r.location ?? "-")  \(r.name ?? "")"
+                    + (r.extra.isEmpty
+                        ? ""
+                        : "  "
+                            + r.extra.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            )
         }
         print("\(rows.count) asset(s)\(location.map { " in \($0)" } ?? "")")
     }

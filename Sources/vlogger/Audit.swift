@@ -41,7 +41,9 @@ struct AuditRun: ParsableCommand {
 
     func validate() throws {
         if let rounds, !(1...100).contains(rounds) { throw ValidationError("--rounds must be 1…100") }
-        if let spacing { do { _ = try DurationText.parse(spacing) } catch { throw ValidationError("--spacing: \(error)") } }
+        if let spacing {
+            do { _ = try DurationText.parse(spacing) } catch { throw ValidationError("--spacing: \(error)") }
+        }
     }
 
     func run() throws {
@@ -61,12 +63,15 @@ struct AuditRun: ParsableCommand {
         for loc in locations {
             let configs = config.readers.filter { Auditor.location(of: $0) == loc }
             guard !configs.isEmpty else {
-                throw VLoggerError("no reader at location '\(loc)'; readers: \(config.readers.map { "\($0.id) (\(Auditor.location(of: $0)))" }.joined(separator: ", "))")
+                throw VLoggerError(
+                    "no reader at location '\(loc)'; readers: \(config.readers.map { "\($0.id) (\(Auditor.location(of: $0)))" }.joined(separator: ", "))"
+                )
             }
             let readers = try configs.map { AuditReader(config: $0, session: try ReaderSession.open($0)) }
             let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
-            var record = Auditor.run(location: loc, readers: readers, register: register, lastSeen: lastSeen, gateway: config.gatewayID,
-                                     settings: settings, clock: clock)
+            var record = Auditor.run(
+                location: loc, readers: readers, register: register, lastSeen: lastSeen, gateway: config.gatewayID,
+                settings: settings, clock: clock)
             do { record.id = try store.saveAudit(record) } catch { throw VLoggerError("\(error)") }
             // What this location's readers saw informs the next location's audit (an asset seen here is not
             // missing there, but at the wrong location).
@@ -115,10 +120,13 @@ struct AuditShow: ParsableCommand {
         if json { printJSON(AuditPrint.object(a)); return }
         say(AuditPrint.summary(a))
         for r in a.results {
-            var line = "  \(r.status.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)) \(r.uid)  \(r.assetID ?? "-")"
+            var line =
+                "  \(r.status.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)) \(r.uid)  \(r.assetID ?? "-")"
             switch r.status {
             case .present, .unexpected: line += "  seen in \(r.seenRounds)/\(a.rounds) rounds by \(r.seenBy ?? "-")"
-            case .wrongLocation: line += "  registered at \(r.registeredLocation ?? "-"), seen at \(r.seenLocation ?? "-")\(r.seenBy.map { " by \($0)" } ?? "")"
+            case .wrongLocation:
+                line +=
+                    "  registered at \(r.registeredLocation ?? "-"), seen at \(r.seenLocation ?? "-")\(r.seenBy.map { " by \($0)" } ?? "")"
             case .missing: line += r.lastSeen.map { "  last seen \(TimeSpec.format($0))" } ?? "  never seen"
             }
             say(line)
@@ -128,7 +136,8 @@ struct AuditShow: ParsableCommand {
 }
 
 struct AuditDiff: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "diff", abstract: "What changed between two audits, tag by tag (status and failed checks).")
+    static let configuration = CommandConfiguration(
+        commandName: "diff", abstract: "What changed between two audits, tag by tag (status and failed checks).")
 
     @OptionGroup var options: ConfigOptions
 
@@ -143,21 +152,29 @@ struct AuditDiff: ParsableCommand {
         defer { store.close() }
         let audits = [try store.auditOrFail(first), try store.auditOrFail(second)]
         if audits[0].location != audits[1].location {
-            FileHandle.standardError.write(Data("note: audit \(first) is of \(audits[0].location), audit \(second) of \(audits[1].location)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "note: audit \(first) is of \(audits[0].location), audit \(second) of \(audits[1].location)\n".utf8)
+            )
         }
         print(AuditPrint.summary(audits[0]))
         print(AuditPrint.summary(audits[1]))
         let changes = AuditChange.between(audits[0], audits[1])
         for c in changes {
-            say("  \(c.uid)  \(c.assetID ?? "-")  \(c.before?.rawValue ?? "(not in \(first))") -> \(c.after?.rawValue ?? "(not in \(second))")"
-                  + (c.checksBefore == c.checksAfter ? "" : "  checks: \(c.checksBefore.isEmpty ? "none" : c.checksBefore.joined(separator: "; ")) -> \(c.checksAfter.isEmpty ? "none" : c.checksAfter.joined(separator: "; "))"))
+            say(
+                "  \(c.uid)  \(c.assetID ?? "-")  \(c.before?.rawValue ?? "(not in \(first))") -> \(c.after?.rawValue ?? "(not in \(second))")"
+                    + (c.checksBefore == c.checksAfter
+                        ? ""
+                        : "  checks: \(c.checksBefore.isEmpty ? "none" : c.checksBefore.joined(separator: "; ")) -> \(c.checksAfter.isEmpty ? "none" : c.checksAfter.joined(separator: "; "))")
+            )
         }
         print("\(changes.count) change(s)")
     }
 }
 
 struct AuditReportCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "report", abstract: "Write one audit as a self-contained HTML page to read and print.")
+    static let configuration = CommandConfiguration(
+        commandName: "report", abstract: "Write one audit as a self-contained HTML page to read and print.")
 
     @OptionGroup var options: ConfigOptions
 
@@ -173,7 +190,9 @@ struct AuditReportCommand: ParsableCommand {
         let a = try store.auditOrFail(id)
         let history: [AuditRecord]
         do { history = try store.audits(location: a.location, limit: 30) } catch { throw VLoggerError("\(error)") }
-        do { try Data(AuditReport.html(a, history: history).utf8).write(to: URL(fileURLWithPath: html), options: .atomic) } catch {
+        do {
+            try Data(AuditReport.html(a, history: history).utf8).write(to: URL(fileURLWithPath: html), options: .atomic)
+        } catch {
             throw VLoggerError("cannot write \(html): \(error.localizedDescription)")
         }
         print("audit \(id) of \(a.location) written to \(html)")
@@ -198,19 +217,25 @@ enum AuditPrint {
     }
 
     static func object(_ a: AuditRecord) -> [String: Any] {
-        ["id": a.id, "started": TimeSpec.format(a.started), "finished": TimeSpec.format(a.finished), "gateway": a.gateway, "location": a.location,
-         "readers": a.readers, "rounds": a.rounds, "trigger": a.trigger,
-         "counts": Dictionary(uniqueKeysWithValues: AuditResult.Status.allCases.map { ($0.rawValue, a.count($0)) }), "failedChecks": a.failedChecks,
-         "results": a.results.map { r -> [String: Any] in
-             var o: [String: Any] = ["uid": r.uid.description, "status": r.status.rawValue, "seenRounds": r.seenRounds]
-             if let v = r.assetID { o["assetId"] = v }
-             if let v = r.registeredLocation { o["registeredLocation"] = v }
-             if let v = r.seenLocation { o["seenLocation"] = v }
-             if let v = r.seenBy { o["seenBy"] = v }
-             if let v = r.firstSeen { o["firstSeen"] = TimeSpec.format(v) }
-             if let v = r.lastSeen { o["lastSeen"] = TimeSpec.format(v) }
-             if !r.failedChecks.isEmpty { o["failedChecks"] = r.failedChecks }
-             return o
-         }]
+        [
+            "id": a.id, "started": TimeSpec.format(a.started), "finished": TimeSpec.format(a.finished),
+            "gateway": a.gateway, "location": a.location,
+            "readers": a.readers, "rounds": a.rounds, "trigger": a.trigger,
+            "counts": Dictionary(uniqueKeysWithValues: AuditResult.Status.allCases.map { ($0.rawValue, a.count($0)) }),
+            "failedChecks": a.failedChecks,
+            "results": a.results.map { r -> [String: Any] in
+                var o: [String: Any] = [
+                    "uid": r.uid.description, "status": r.status.rawValue, "seenRounds": r.seenRounds,
+                ]
+                if let v = r.assetID { o["assetId"] = v }
+                if let v = r.registeredLocation { o["registeredLocation"] = v }
+                if let v = r.seenLocation { o["seenLocation"] = v }
+                if let v = r.seenBy { o["seenBy"] = v }
+                if let v = r.firstSeen { o["firstSeen"] = TimeSpec.format(v) }
+                if let v = r.lastSeen { o["lastSeen"] = TimeSpec.format(v) }
+                if !r.failedChecks.isEmpty { o["failedChecks"] = r.failedChecks }
+                return o
+            },
+        ]
     }
 }

@@ -5,14 +5,17 @@ import Readers
 import VLoggerCore
 
 struct ConfigCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "config", abstract: "Check the configuration.",
-                                                    subcommands: [ConfigCheck.self, ConfigNetwork.self])
+    static let configuration = CommandConfiguration(
+        commandName: "config", abstract: "Check the configuration.",
+        subcommands: [ConfigCheck.self, ConfigNetwork.self])
 }
 
 struct ConfigCheck: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Validate a configuration file (and the rules and register it names); every error gives file:line and what was expected.")
+        abstract:
+            "Validate a configuration file (and the rules and register it names); every error gives file:line and what was expected."
+    )
 
     @Argument(help: "The file (default: Config/vlogger.toml, or --config).")
     var file: String?
@@ -27,21 +30,31 @@ struct ConfigCheck: ParsableCommand {
         var issues: [String] = []
         var rules = RuleSet()
         var register: AssetRegister?
-        do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch { issues.append("\(error)") }
+        do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch {
+            issues.append("\(error)")
+        }
         for r in c.readers where r.driver == .sim {
             guard let f = r.field else { continue }
             var isDir: ObjCBool = false
-            if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue { issues.append("\(path):\(r.line): reader '\(r.id)' field: \(f) is not a folder") }
+            if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue {
+                issues.append("\(path):\(r.line): reader '\(r.id)' field: \(f) is not a folder")
+            }
         }
         let secrets = c.secretFileProblems()
         issues += secrets.errors
         if !issues.isEmpty { throw VLoggerError(issues.joined(separator: "\n")) }
         for w in c.warnings + secrets.warnings { FileHandle.standardError.write(Data("warning: \(w)\n".utf8)) }
         if c.plans.isEmpty {
-            FileHandle.standardError.write(Data("warning: \(path): no [[plan]]: the gateway will record arrivals and departures but read no blocks\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "warning: \(path): no [[plan]]: the gateway will record arrivals and departures but read no blocks\n"
+                        .utf8))
         }
-        let readers = c.readers.map { "\($0.id) (\($0.driver.rawValue)\($0.location.map { ", " + $0 } ?? ""))" }.joined(separator: ", ")
-        print("\(path): ok — gateway \(c.gatewayID), reader\(c.readers.count == 1 ? "" : "s") \(readers), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.count) register entries" } ?? "no register"), store \(c.storePath)")
+        let readers = c.readers.map { "\($0.id) (\($0.driver.rawValue)\($0.location.map { ", " + $0 } ?? ""))" }.joined(
+            separator: ", ")
+        print(
+            "\(path): ok — gateway \(c.gatewayID), reader\(c.readers.count == 1 ? "" : "s") \(readers), every \(DurationText.format(c.intervalMs)), \(c.plans.count) plans, \(c.fieldInfos.count) fields, \(rules.rules.count) rules, \(register.map { "\($0.count) register entries" } ?? "no register"), store \(c.storePath)"
+        )
     }
 }
 
@@ -58,7 +71,8 @@ struct ConfigNetwork: ParsableCommand {
     @Option(help: "Configuration file (TOML).")
     var config = "Config/vlogger.toml"
 
-    @Option(help: "Write the drop-in here (e.g. /etc/systemd/system/vlogger.service.d/network.conf), creating the folder.")
+    @Option(
+        help: "Write the drop-in here (e.g. /etc/systemd/system/vlogger.service.d/network.conf), creating the folder.")
     var output: String?
 
     func run() throws {
@@ -68,25 +82,34 @@ struct ConfigNetwork: ParsableCommand {
         if let output {
             let dir = (output as NSString).deletingLastPathComponent
             do {
-                try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
                 try text.write(toFile: output, atomically: true, encoding: .utf8)
             } catch { throw VLoggerError("cannot write \(output): \(error.localizedDescription)") }
-            print("\(output): \(c.remotes.count) remote host\(c.remotes.count == 1 ? "" : "s") allowed; systemctl daemon-reload && systemctl restart vlogger")
+            print(
+                "\(output): \(c.remotes.count) remote host\(c.remotes.count == 1 ? "" : "s") allowed; systemctl daemon-reload && systemctl restart vlogger"
+            )
         } else {
             print(text, terminator: "")
         }
-        for h in unresolved { FileHandle.standardError.write(Data("warning: \(h) did not resolve; it is left out (write the drop-in again once it does)\n".utf8)) }
+        for h in unresolved {
+            FileHandle.standardError.write(
+                Data("warning: \(h) did not resolve; it is left out (write the drop-in again once it does)\n".utf8))
+        }
     }
 }
 
 struct RulesCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "rules", abstract: "Check rules.", subcommands: [RulesCheck.self])
+    static let configuration = CommandConfiguration(
+        commandName: "rules", abstract: "Check rules.", subcommands: [RulesCheck.self])
 }
 
 struct RulesCheck: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Validate a rules file (and the register columns it uses); every error gives file:line and what was expected.")
+        abstract:
+            "Validate a rules file (and the register columns it uses); every error gives file:line and what was expected."
+    )
 
     @Argument(help: "The rules file (default: the one named in the configuration).")
     var file: String?
@@ -105,7 +128,9 @@ struct RulesCheck: ParsableCommand {
         }
         guard let path else { throw ValidationError("no rules file: name one, or set [rules] file in \(config)") }
         let rules: RuleSet
-        do { rules = try RuleSet.load(rulesFile: path, registerFile: registerFile).rules } catch { throw VLoggerError("\(error)") }
+        do { rules = try RuleSet.load(rulesFile: path, registerFile: registerFile).rules } catch {
+            throw VLoggerError("\(error)")
+        }
         print("\(path): ok — \(rules.rules.count) rules")
         for r in rules.rules { print("  \(r.name) (\(r.severity.rawValue))") }
     }

@@ -33,7 +33,10 @@ struct Decode: ParsableCommand {
     @Flag(help: "Machine-readable JSON output.")
     var json = false
 
-    @Option(help: "iso15693 (a frame on air) or feig (a FEIG ID ISC host-protocol frame, standard or advanced, its CRC checked).")
+    @Option(
+        help:
+            "iso15693 (a frame on air) or feig (a FEIG ID ISC host-protocol frame, standard or advanced, its CRC checked)."
+    )
     var `protocol`: FrameProtocol = .iso15693
 
     @Flag(help: "With --protocol feig: the frame is the reader's reply (it has a STATUS byte).")
@@ -42,20 +45,29 @@ struct Decode: ParsableCommand {
     enum FrameProtocol: String, ExpressibleByArgument, CaseIterable { case iso15693, feig }
 
     func validate() throws {
-        guard (1...65536).contains(count) else { throw ValidationError("--count must be 1…65536 (ISO 15693 numbers blocks with at most 16 bits)") }
+        guard (1...65536).contains(count) else {
+            throw ValidationError("--count must be 1…65536 (ISO 15693 numbers blocks with at most 16 bits)")
+        }
     }
 
     func run() throws {
         var bytes: [UInt8]
         do { bytes = try Hex.parse(frame.joined(separator: " ")) } catch { throw ValidationError("frame: \(error)") }
         if `protocol` == .feig {
-            guard !response, !noCrc else { throw ValidationError("--protocol feig: use --reply for a reader's reply; FEIG frames always carry their CRC") }
+            guard !response, !noCrc else {
+                throw ValidationError(
+                    "--protocol feig: use --reply for a reader's reply; FEIG frames always carry their CRC")
+            }
             let f: FEIGFrame
-            do { f = try FEIGFrame.decode(bytes, direction: reply ? .reply : .request) } catch { throw VLoggerError("\(error)") }
+            do { f = try FEIGFrame.decode(bytes, direction: reply ? .reply : .request) } catch {
+                throw VLoggerError("\(error)")
+            }
             print(f.explanation.joined(separator: "\n"))
             return
         }
-        guard !reply else { throw ValidationError("--reply is for --protocol feig; an ISO 15693 answer is --response --command CODE") }
+        guard !reply else {
+            throw ValidationError("--reply is for --protocol feig; an ISO 15693 answer is --response --command CODE")
+        }
         var crcNote = "no CRC (--no-crc)"
         if !noCrc {
             do {
@@ -69,11 +81,17 @@ struct Decode: ParsableCommand {
         if response {
             guard let command else { throw ValidationError("--response needs --command CODE (the command it answers)") }
             let code: UInt8
-            do { code = UInt8(try Hex.parseInteger(command, max: 0xFF, what: "command code")) } catch { throw ValidationError("--command: \(error)") }
+            do { code = UInt8(try Hex.parseInteger(command, max: 0xFF, what: "command code")) } catch {
+                throw ValidationError("--command: \(error)")
+            }
             let request = try Self.request(for: code, count: count, option: option)
-            do { meaning = try Response.decode(bytes, to: request).summary } catch { throw VLoggerError("not a valid answer to \(CommandCode(code).name): \(error)") }
+            do { meaning = try Response.decode(bytes, to: request).summary } catch {
+                throw VLoggerError("not a valid answer to \(CommandCode(code).name): \(error)")
+            }
         } else {
-            do { meaning = try Request.decode(bytes).summary } catch { throw VLoggerError("not a valid ISO 15693 request: \(error)") }
+            do { meaning = try Request.decode(bytes).summary } catch {
+                throw VLoggerError("not a valid ISO 15693 request: \(error)")
+            }
         }
         if json {
             printJSON(["frame": Hex.format(bytes, separator: ""), "crc": crcNote, "meaning": meaning])

@@ -22,7 +22,9 @@ struct DoctorCommand: ParsableCommand {
     @Flag(help: "Skip the readers (for instance while the service holds them).")
     var noReaders = false
 
-    @Flag(help: "Machine-readable JSON output: {\"ok\": …, \"checks\": [{\"name\", \"status\", \"detail\", \"advice\"}]}.")
+    @Flag(
+        help: "Machine-readable JSON output: {\"ok\": …, \"checks\": [{\"name\", \"status\", \"detail\", \"advice\"}]}."
+    )
     var json = false
 
     func run() throws {
@@ -31,7 +33,9 @@ struct DoctorCommand: ParsableCommand {
         let checks = doctor.run()
         let ok = checks.allSatisfy { $0.status == .pass }
         if json {
-            let list: [[String: Any]] = checks.map { ["name": $0.name, "status": $0.status.rawValue, "detail": $0.detail, "advice": $0.advice] }
+            let list: [[String: Any]] = checks.map {
+                ["name": $0.name, "status": $0.status.rawValue, "detail": $0.detail, "advice": $0.advice]
+            }
             let data = try JSONSerialization.data(withJSONObject: ["ok": ok, "checks": list], options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {

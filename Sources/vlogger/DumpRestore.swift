@@ -8,7 +8,8 @@ import VLoggerCore
 extension TagImageFormat: ExpressibleByArgument {}
 
 struct Dump: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Read a whole tag (blocks, lock status, DSFID/AFI) into a dump file.")
+    static let configuration = CommandConfiguration(
+        abstract: "Read a whole tag (blocks, lock status, DSFID/AFI) into a dump file.")
 
     @OptionGroup var options: ReaderOptions
 
@@ -28,10 +29,16 @@ struct Dump: ParsableCommand {
             do { try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
                 throw VLoggerError("cannot write \(output): \(error.localizedDescription)")
             }
-            FileHandle.standardError.write(Data("dumped \(image.blockCount) × \(image.blockSize)-byte blocks of \(uid) to \(output); \(airLine(session))\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "dumped \(image.blockCount) × \(image.blockSize)-byte blocks of \(uid) to \(output); \(airLine(session))\n"
+                        .utf8))
             // No ISO/IEC 15693 command reports whether the DSFID or AFI is locked (NXP's custom Get NXP System
             // Information does, for ICODE chips; not used here).
-            FileHandle.standardError.write(Data("note: the ISO commands do not report whether the DSFID and AFI are locked; the dump says unlocked\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "note: the ISO commands do not report whether the DSFID and AFI are locked; the dump says unlocked\n"
+                        .utf8))
         } else {
             print(text, terminator: "")
         }
@@ -39,7 +46,10 @@ struct Dump: ParsableCommand {
 }
 
 struct Restore: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write a dump file (project JSON, Proxmark3 JSON or Flipper .nfc) back to a tag; only changed blocks are written.")
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Write a dump file (project JSON, Proxmark3 JSON or Flipper .nfc) back to a tag; only changed blocks are written."
+    )
 
     @OptionGroup var options: ReaderOptions
 
@@ -60,22 +70,32 @@ struct Restore: ParsableCommand {
         let uid = try options.target(session)
         let report = try TagDump.restore(session.client, uid: uid, image: image)
         try session.checkPersisted()
-        print("restored \(file) to \(uid): \(report.written) block(s) written, \(report.unchanged) unchanged"
-              + (report.lockedSkipped.isEmpty ? "" : ", locked and different (not written): \(report.lockedSkipped.map(\.description).joined(separator: " "))")
-              + (report.notApplied.isEmpty ? "" : "; not applied (irreversible, or its own command): \(report.notApplied.joined(separator: ", "))")
-              + "; \(airLine(session))")
+        print(
+            "restored \(file) to \(uid): \(report.written) block(s) written, \(report.unchanged) unchanged"
+                + (report.lockedSkipped.isEmpty
+                    ? ""
+                    : ", locked and different (not written): \(report.lockedSkipped.map(\.description).joined(separator: " "))")
+                + (report.notApplied.isEmpty
+                    ? ""
+                    : "; not applied (irreversible, or its own command): \(report.notApplied.joined(separator: ", "))")
+                + "; \(airLine(session))")
         if !report.lockedSkipped.isEmpty { throw ExitCode(2) }
     }
 }
 
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices, and the FEIG readers a configuration names (asked for their type and firmware).")
+        abstract:
+            "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices, and the FEIG readers a configuration names (asked for their type and firmware)."
+    )
 
     @Option(help: "Folder of tag images for the simulator.")
     var field: String?
 
-    @Option(help: "Configuration whose [[reader]] tables with driver = \"feig\" are asked for their type and firmware (FEIG readers cannot be discovered).")
+    @Option(
+        help:
+            "Configuration whose [[reader]] tables with driver = \"feig\" are asked for their type and firmware (FEIG readers cannot be discovered)."
+    )
     var config: String?
 
     @Option(help: "A FEIG reader to ask: /dev/ttyUSB0[,baud=…,parity=…,address=…] or tcp://HOST[:PORT]. Repeatable.")

@@ -30,25 +30,36 @@ struct Export: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
-    @Option(help: "From this time: ISO 8601 (2026-11-22T08:00:00Z; without a zone UTC is assumed), or an age (24h, 7d, 30m).")
+    @Option(
+        help:
+            "From this time: ISO 8601 (2026-11-22T08:00:00Z; without a zone UTC is assumed), or an age (24h, 7d, 30m).")
     var since: String
 
     @Option(help: "Up to (not including) this time; same forms as --since. Default: no end.")
     var until: String?
 
-    @Option(help: "Table: readings, events, tags (by last seen), writes, assets (the register, by last change), audits or audit_results (by the audit's start).")
+    @Option(
+        help:
+            "Table: readings, events, tags (by last seen), writes, assets (the register, by last change), audits or audit_results (by the audit's start)."
+    )
     var table: ExportRequest.Table = .readings
 
     @Option(help: "Only this tag (UID, most-significant byte first).")
     var uid: String?
 
-    @Option(help: "Only rows of this reader (its [[reader]] id); tags by the reader that saw them last. Not for --table writes.")
+    @Option(
+        help:
+            "Only rows of this reader (its [[reader]] id); tags by the reader that saw them last. Not for --table writes."
+    )
     var reader: String?
 
     @Option(help: "Output format: csv or jsonl.")
     var format: ExportRequest.Format = .csv
 
-    @Option(help: "Write to this file (written beside it, then renamed, so a failed export leaves no half file). Default: stdout.")
+    @Option(
+        help:
+            "Write to this file (written beside it, then renamed, so a failed export leaves no half file). Default: stdout."
+    )
     var output: String?
 
     @Flag(help: "End CSV lines with LF instead of CRLF.")
@@ -70,35 +81,58 @@ struct Export: AsyncParsableCommand {
             if let until {
                 let u = try TimeSpec.parse(until, now: now)
                 if let note = u.note { FileHandle.standardError.write(Data("note: --until \(note)\n".utf8)) }
-                guard u.millis > s.millis else { throw ValidationError("--until (\(TimeSpec.format(u.millis))) is not after --since (\(TimeSpec.format(s.millis)))") }
+                guard u.millis > s.millis else {
+                    throw ValidationError(
+                        "--until (\(TimeSpec.format(u.millis))) is not after --since (\(TimeSpec.format(s.millis)))")
+                }
                 request.until = u.millis
             }
         } catch let e as TimeSpec.Invalid {
             throw ValidationError("\(e)")
         }
         if let uid {
-            guard table != .audits else { throw ValidationError("--uid: the audits table has one row per audit; use --table audit_results") }
+            guard table != .audits else {
+                throw ValidationError("--uid: the audits table has one row per audit; use --table audit_results")
+            }
             do { request.uid = try UID(parsing: uid) } catch { throw ValidationError("--uid: \(error)") }
         }
         request.table = table
         if let reader {
-            guard [.readings, .events, .tags].contains(table) else { throw ValidationError("--reader: the \(table.rawValue) table has no reader column") }
+            guard [.readings, .events, .tags].contains(table) else {
+                throw ValidationError("--reader: the \(table.rawValue) table has no reader column")
+            }
             request.reader = reader
         }
         request.format = format
         request.jsonFields = [NDEFFields.records]
         request.crlf = !lf
         if let gateway {
-            guard source == .postgres else { throw ValidationError("--gateway: the local store holds one gateway's rows; use it with --source postgres") }
-            guard !gateway.isEmpty, gateway.count <= 64 else { throw ValidationError("--gateway: '\(gateway.prefix(40))' is not a gateway id (1 to 64 characters)") }
+            guard source == .postgres else {
+                throw ValidationError(
+                    "--gateway: the local store holds one gateway's rows; use it with --source postgres")
+            }
+            guard !gateway.isEmpty, gateway.count <= 64 else {
+                throw ValidationError("--gateway: '\(gateway.prefix(40))' is not a gateway id (1 to 64 characters)")
+            }
         }
         if source == .postgres {
-            guard table != .assets else { throw ValidationError("--table assets: the asset register is not synced to the central database; export it without --source") }
+            guard table != .assets else {
+                throw ValidationError(
+                    "--table assets: the asset register is not synced to the central database; export it without --source"
+                )
+            }
             let c = try options.load()
-            guard let settings = c.sync else { throw VLoggerError("\(options.config): --source postgres needs a [sync] section (url = \"postgresql://user@host:port/database\")") }
+            guard let settings = c.sync else {
+                throw VLoggerError(
+                    "\(options.config): --source postgres needs a [sync] section (url = \"postgresql://user@host:port/database\")"
+                )
+            }
             let fields = c.fieldInfos.map(\.name)
             try await write(to: output) { fd in
-                do { return try await CentralExport.export(request, gateway: gateway, fields: fields, settings: settings, to: fd) } catch let e as SyncError {
+                do {
+                    return try await CentralExport.export(
+                        request, gateway: gateway, fields: fields, settings: settings, to: fd)
+                } catch let e as SyncError {
                     throw VLoggerError(e.message)
                 } catch {
                     throw VLoggerError("\(SyncError.from(error, url: settings.url))")
@@ -110,7 +144,8 @@ struct Export: AsyncParsableCommand {
         do { store = try Store(path: try options.storePath(), readOnly: true) } catch { throw VLoggerError("\(error)") }
         defer { store.close() }
         if store.isImmutableCopy {
-            FileHandle.standardError.write(Data("note: the store's folder is read-only and no writer has it open: read as the file is\n".utf8))
+            FileHandle.standardError.write(
+                Data("note: the store's folder is read-only and no writer has it open: read as the file is\n".utf8))
         }
         try await write(to: output) { fd in
             do { return try Exporter.export(request, store: store, to: fd) } catch { throw VLoggerError("\(error)") }
@@ -126,8 +161,12 @@ struct Export: AsyncParsableCommand {
         }
         // Checked before anything is written, so no .partial is left behind for a name that cannot work.
         var isDir: ObjCBool = false
-        guard !output.isEmpty else { throw ValidationError("--output: empty; name a file, or leave --output out for stdout") }
-        if output.hasSuffix("/") || (FileManager.default.fileExists(atPath: output, isDirectory: &isDir) && isDir.boolValue) {
+        guard !output.isEmpty else {
+            throw ValidationError("--output: empty; name a file, or leave --output out for stdout")
+        }
+        if output.hasSuffix("/")
+            || (FileManager.default.fileExists(atPath: output, isDirectory: &isDir) && isDir.boolValue)
+        {
             throw ValidationError("--output: \(output) is a folder; name a file in it")
         }
         let partial = output + ".partial"
@@ -136,7 +175,9 @@ struct Export: AsyncParsableCommand {
         let rows: Int
         do {
             rows = try await body(fd)
-            guard fsync(fd) == 0, close(fd) == 0 else { throw VLoggerError("cannot finish \(partial): \(String(cString: strerror(errno)))") }
+            guard fsync(fd) == 0, close(fd) == 0 else {
+                throw VLoggerError("cannot finish \(partial): \(String(cString: strerror(errno)))")
+            }
         } catch {
             close(fd)
             unlink(partial)

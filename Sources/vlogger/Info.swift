@@ -3,7 +3,8 @@ import ISO15693
 import VLoggerCore
 
 struct Info: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show a tag's system information, IC model and memory layout.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show a tag's system information, IC model and memory layout.")
 
     @OptionGroup var options: ReaderOptions
 
@@ -12,10 +13,12 @@ struct Info: ParsableCommand {
         let uid = try options.target(session)
         let m = try session.client.memory(of: uid)
         if options.json {
-            var o: [String: Any] = ["uid": uid.description, "manufacturer": uid.manufacturer.name ?? "unregistered",
-                                    "manufacturerCode": Hex.format([uid.manufacturer.rawValue]),
-                                    "blockCount": m.blockCount, "blockSize": m.blockSize, "source": m.source.rawValue,
-                                    "addressing": m.addressing.rawValue, "writeNeedsOption": m.writeNeedsOption]
+            var o: [String: Any] = [
+                "uid": uid.description, "manufacturer": uid.manufacturer.name ?? "unregistered",
+                "manufacturerCode": Hex.format([uid.manufacturer.rawValue]),
+                "blockCount": m.blockCount, "blockSize": m.blockSize, "source": m.source.rawValue,
+                "addressing": m.addressing.rawValue, "writeNeedsOption": m.writeNeedsOption,
+            ]
             if let model = m.model { o["model"] = model.name }
             if let d = m.info.dsfid { o["dsfid"] = Hex.format([d]) }
             if let a = m.info.afi { o["afi"] = Hex.format([a]) }

@@ -4,7 +4,8 @@ import VLoggerCore
 import VLoggerStore
 
 struct Lock: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Lock a block for ever (irreversible: needs --yes); now, or queued with --when-seen.")
+    static let configuration = CommandConfiguration(
+        abstract: "Lock a block for ever (irreversible: needs --yes); now, or queued with --when-seen.")
 
     @OptionGroup var options: ReaderOptions
 
@@ -22,7 +23,9 @@ struct Lock: ParsableCommand {
     func run() throws {
         let b = try parseBlock(block)
         guard yes else {
-            throw VLoggerError("locking block \(b) is irreversible; run again with --yes to \(queue.whenSeen ? "queue the lock" : "lock it")")
+            throw VLoggerError(
+                "locking block \(b) is irreversible; run again with --yes to \(queue.whenSeen ? "queue the lock" : "lock it")"
+            )
         }
         if queue.whenSeen { return try queue.enqueue([(b, [])], operation: .lock, options: options, store: store) }
         try queue.refuseWithoutWhenSeen()
@@ -35,6 +38,7 @@ struct Lock: ParsableCommand {
             printJSON(["uid": uid.description, "block": b.description, "locked": status.first?.isLocked ?? false])
             return
         }
-        print("block \(b) of \(uid) is \(status.first?.isLocked == true ? "locked" : "NOT locked"); \(airLine(session))")
+        print(
+            "block \(b) of \(uid) is \(status.first?.isLocked == true ? "locked" : "NOT locked"); \(airLine(session))")
     }
 }

@@ -9,7 +9,8 @@ import VLoggerCore
 struct NDEF: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ndef",
-        abstract: "NDEF on Type 5 tags (NFC Forum T5T mapping): read, write, format, make read-only; decode and encode without a tag.",
+        abstract:
+            "NDEF on Type 5 tags (NFC Forum T5T mapping): read, write, format, make read-only; decode and encode without a tag.",
         discussion: """
             Examples:
               vlogger ndef read
@@ -32,16 +33,23 @@ struct RecordOptions: ParsableArguments {
     @Flag(help: "Encode Text records in UTF-16 instead of UTF-8.")
     var utf16 = false
 
-    @Option(help: "A URI record (repeatable); the longest of the 36 NFC Forum prefixes (https://www. …) is abbreviated.")
+    @Option(
+        help: "A URI record (repeatable); the longest of the 36 NFC Forum prefixes (https://www. …) is abbreviated.")
     var uri: [String] = []
 
-    @Option(help: "A MIME record of this type (e.g. text/plain), its payload from the --file at the same position (repeatable).")
+    @Option(
+        help:
+            "A MIME record of this type (e.g. text/plain), its payload from the --file at the same position (repeatable)."
+    )
     var mime: [String] = []
 
     @Option(help: "Payload file of the --mime record at the same position.")
     var file: [String] = []
 
-    @Option(help: "An NFC Forum External record, domain:type (e.g. example.com:asset), its payload from the --data at the same position (repeatable).")
+    @Option(
+        help:
+            "An NFC Forum External record, domain:type (e.g. example.com:asset), its payload from the --data at the same position (repeatable)."
+    )
     var external: [String] = []
 
     @Option(help: "Payload in hex of the --external record at the same position.")
@@ -53,19 +61,33 @@ struct RecordOptions: ParsableArguments {
     var isEmpty: Bool { text.isEmpty && uri.isEmpty && mime.isEmpty && external.isEmpty }
 
     func validate() throws {
-        guard mime.count == file.count else { throw ValidationError("each --mime needs a --file with its payload (\(mime.count) --mime, \(file.count) --file)") }
-        guard external.count == data.count else { throw ValidationError("each --external needs a --data with its payload in hex (\(external.count) --external, \(data.count) --data)") }
+        guard mime.count == file.count else {
+            throw ValidationError(
+                "each --mime needs a --file with its payload (\(mime.count) --mime, \(file.count) --file)")
+        }
+        guard external.count == data.count else {
+            throw ValidationError(
+                "each --external needs a --data with its payload in hex (\(external.count) --external, \(data.count) --data)"
+            )
+        }
         guard NDEFLanguage.isValid(lang) else {
-            throw ValidationError("--lang \"\(lang)\": a BCP 47 language tag of at most 63 bytes (subtags of 1 to 8 letters or digits joined by '-', the first 2 to 8 letters), e.g. en, de-CH-1901, es-419")
+            throw ValidationError(
+                "--lang \"\(lang)\": a BCP 47 language tag of at most 63 bytes (subtags of 1 to 8 letters or digits joined by '-', the first 2 to 8 letters), e.g. en, de-CH-1901, es-419"
+            )
         }
         if smartPoster && uri.count != 1 {
-            throw ValidationError("--smart-poster: a Smart Poster has exactly one URI record (NFC Forum Smart Poster RTD); give one --uri (\(uri.count) given)")
+            throw ValidationError(
+                "--smart-poster: a Smart Poster has exactly one URI record (NFC Forum Smart Poster RTD); give one --uri (\(uri.count) given)"
+            )
         }
-        for m in mime where !m.contains("/") { throw ValidationError("--mime \"\(m)\": a MIME type is type/subtype, e.g. text/plain") }
+        for m in mime where !m.contains("/") {
+            throw ValidationError("--mime \"\(m)\": a MIME type is type/subtype, e.g. text/plain")
+        }
         for e in external {
             let parts = e.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                throw ValidationError("--external \"\(e)\": an NFC Forum External type is domain:type, e.g. example.com:asset")
+                throw ValidationError(
+                    "--external \"\(e)\": an NFC Forum External type is domain:type, e.g. example.com:asset")
             }
         }
         for u in uri where u.isEmpty { throw ValidationError("--uri is empty") }
@@ -125,7 +147,9 @@ struct NDEFRead: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "read",
         abstract: "Read a tag's NDEF message, with its status (read-write / read-only / not supported) and capacity.",
-        discussion: "Reads the CC, then the NDEF TLV (one read for the first 32 bytes, one more for a longer message), and the lock bits of the blocks it occupies. Exits 1 when the tag is not NDEF-formatted or its message is malformed.")
+        discussion:
+            "Reads the CC, then the NDEF TLV (one read for the first 32 bytes, one more for a longer message), and the lock bits of the blocks it occupies. Exits 1 when the tag is not NDEF-formatted or its message is malformed."
+    )
 
     @OptionGroup var options: ReaderOptions
 
@@ -136,7 +160,9 @@ struct NDEFRead: ParsableCommand {
         let session = try options.open()
         let uid = try options.target(session)
         let state: NDEFTagState
-        do { state = try session.client.readNDEF(uid, lockStatus: !noLockStatus) } catch { throw VLoggerError("\(uid): \(error)") }
+        do { state = try session.client.readNDEF(uid, lockStatus: !noLockStatus) } catch {
+            throw VLoggerError("\(uid): \(error)")
+        }
         var records: [NDEFRecord] = []
         var problem: String?
         if state.status == .notSupported {
@@ -145,10 +171,12 @@ struct NDEFRead: ParsableCommand {
             do { records = try state.records() } catch { problem = "\(error)" }
         }
         if options.json {
-            var o: [String: Any] = ["uid": uid.description, "status": state.status.rawValue, "capacity": state.capacity,
-                                    "messageBytes": state.message.count, "message": Hex.format(state.message, separator: ""),
-                                    "records": records.map(NDEFDescription.object),
-                                    "airTimeMicroseconds": session.reader.airTime.microseconds]
+            var o: [String: Any] = [
+                "uid": uid.description, "status": state.status.rawValue, "capacity": state.capacity,
+                "messageBytes": state.message.count, "message": Hex.format(state.message, separator: ""),
+                "records": records.map(NDEFDescription.object),
+                "airTimeMicroseconds": session.reader.airTime.microseconds,
+            ]
             if let cc = state.area?.cc { o["cc"] = Hex.format(cc.encode(), separator: "") }
             if let r = state.reason { o["reason"] = r }
             if let problem { o["error"] = problem }
@@ -157,7 +185,8 @@ struct NDEFRead: ParsableCommand {
             return
         }
         if let problem { throw VLoggerError("\(uid): \(problem)") }
-        let head = "\(uid): NDEF \(state.status.rawValue)" + (state.reason.map { " (\($0))" } ?? "")
+        let head =
+            "\(uid): NDEF \(state.status.rawValue)" + (state.reason.map { " (\($0))" } ?? "")
             + ", capacity \(state.capacity) bytes; message \(state.message.count) bytes, \(records.count) record(s)"
         print(head)
         describe(records).forEach { print($0) }
@@ -168,7 +197,8 @@ struct NDEFRead: ParsableCommand {
 struct NDEFWrite: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "write",
-        abstract: "Write an NDEF message (one or more records) the NFC Forum way: length 0, the message, then the real length.",
+        abstract:
+            "Write an NDEF message (one or more records) the NFC Forum way: length 0, the message, then the real length.",
         discussion: """
             Records are written in the order given. A message larger than the tag's capacity is refused with both \
             sizes. The Option flag is used when the CC asks for Special Frame or the chip needs it.
@@ -181,7 +211,10 @@ struct NDEFWrite: ParsableCommand {
     @OptionGroup var message: RecordOptions
 
     func validate() throws {
-        if message.isEmpty { throw ValidationError("give at least one record: --text, --uri, --mime with --file, or --external with --data") }
+        if message.isEmpty {
+            throw ValidationError(
+                "give at least one record: --text, --uri, --mime with --file, or --external with --data")
+        }
     }
 
     func run() throws {
@@ -192,16 +225,22 @@ struct NDEFWrite: ParsableCommand {
         try session.checkPersisted()
         let back = try session.client.readNDEF(uid)
         guard back.message == bytes else {
-            throw VLoggerError("\(uid): the NDEF message reads back as \(back.message.count) bytes (\(Hex.format(back.message.prefix(16)))…), not the \(bytes.count) written")
+            throw VLoggerError(
+                "\(uid): the NDEF message reads back as \(back.message.count) bytes (\(Hex.format(back.message.prefix(16)))…), not the \(bytes.count) written"
+            )
         }
         if options.json {
-            printJSON(["uid": uid.description, "messageBytes": bytes.count, "capacity": report.capacity, "blocksWritten": report.blocksWritten,
-                       "option": report.option, "message": Hex.format(bytes, separator: ""), "verified": true,
-                       "airTimeMicroseconds": session.reader.airTime.microseconds])
+            printJSON([
+                "uid": uid.description, "messageBytes": bytes.count, "capacity": report.capacity,
+                "blocksWritten": report.blocksWritten,
+                "option": report.option, "message": Hex.format(bytes, separator: ""), "verified": true,
+                "airTimeMicroseconds": session.reader.airTime.microseconds,
+            ])
             return
         }
-        print("wrote a \(bytes.count)-byte NDEF message to \(uid) (capacity \(report.capacity) bytes): \(report.blocksWritten) block writes"
-              + (report.option ? " with the Option flag" : "") + ", read back and verified")
+        print(
+            "wrote a \(bytes.count)-byte NDEF message to \(uid) (capacity \(report.capacity) bytes): \(report.blocksWritten) block writes"
+                + (report.option ? " with the Option flag" : "") + ", read back and verified")
         describe(try NDEFMessage.decode(bytes)).forEach { print($0) }
         print(airLine(session))
     }
@@ -225,19 +264,25 @@ struct NDEFFormat: ParsableCommand {
         try session.checkPersisted()
         let state = try session.client.readNDEF(uid)
         if options.json {
-            printJSON(["uid": uid.description, "cc": Hex.format(cc.encode(), separator: ""), "status": state.status.rawValue,
-                       "capacity": state.capacity, "airTimeMicroseconds": session.reader.airTime.microseconds])
+            printJSON([
+                "uid": uid.description, "cc": Hex.format(cc.encode(), separator: ""), "status": state.status.rawValue,
+                "capacity": state.capacity, "airTimeMicroseconds": session.reader.airTime.microseconds,
+            ])
             return
         }
-        print("formatted \(uid): CC \(Hex.format(cc.encode())) (\(cc.length)-byte, data area \(cc.dataAreaBytes) bytes"
-              + (cc.specialFrame ? ", Special Frame" : "") + "), empty NDEF message; capacity \(state.capacity) bytes; \(airLine(session))")
+        print(
+            "formatted \(uid): CC \(Hex.format(cc.encode())) (\(cc.length)-byte, data area \(cc.dataAreaBytes) bytes"
+                + (cc.specialFrame ? ", Special Frame" : "")
+                + "), empty NDEF message; capacity \(state.capacity) bytes; \(airLine(session))")
     }
 }
 
 struct NDEFLock: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lock",
-        abstract: "Make a tag's NDEF read-only for ever: CC write access 'never', then Lock Block on the CC and data area (needs --yes).")
+        abstract:
+            "Make a tag's NDEF read-only for ever: CC write access 'never', then Lock Block on the CC and data area (needs --yes)."
+    )
 
     @OptionGroup var options: ReaderOptions
 
@@ -245,21 +290,30 @@ struct NDEFLock: ParsableCommand {
     var yes = false
 
     func run() throws {
-        guard yes else { throw VLoggerError("making the NDEF read-only is irreversible (the CC says write access never and the blocks are locked); run again with --yes") }
+        guard yes else {
+            throw VLoggerError(
+                "making the NDEF read-only is irreversible (the CC says write access never and the blocks are locked); run again with --yes"
+            )
+        }
         let session = try options.open()
         let uid = try options.target(session)
         let report = try ndefCall(uid) { () throws(NDEFTagError) in try session.client.lockNDEF(uid) }
         try session.checkPersisted()
         let state = try session.client.readNDEF(uid, lockStatus: true)
         if options.json {
-            var o: [String: Any] = ["uid": uid.description, "cc": Hex.format(report.cc.encode(), separator: ""), "status": state.status.rawValue,
-                                    "blocksLocked": report.locked, "alreadyLocked": report.alreadyLocked,
-                                    "airTimeMicroseconds": session.reader.airTime.microseconds]
+            var o: [String: Any] = [
+                "uid": uid.description, "cc": Hex.format(report.cc.encode(), separator: ""),
+                "status": state.status.rawValue,
+                "blocksLocked": report.locked, "alreadyLocked": report.alreadyLocked,
+                "airTimeMicroseconds": session.reader.airTime.microseconds,
+            ]
             if let p = report.lockProblem { o["lockProblem"] = p }
             printJSON(o)
         } else {
-            print("\(uid): NDEF \(state.status.rawValue); CC \(Hex.format(report.cc.encode())); \(report.locked) block(s) locked"
-                  + (report.alreadyLocked > 0 ? ", \(report.alreadyLocked) already locked" : "") + "; \(airLine(session))")
+            print(
+                "\(uid): NDEF \(state.status.rawValue); CC \(Hex.format(report.cc.encode())); \(report.locked) block(s) locked"
+                    + (report.alreadyLocked > 0 ? ", \(report.alreadyLocked) already locked" : "")
+                    + "; \(airLine(session))")
         }
         if let p = report.lockProblem { throw VLoggerError(p) }
     }
@@ -268,7 +322,8 @@ struct NDEFLock: ParsableCommand {
 struct NDEFDecode: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode",
-        abstract: "Decode an NDEF message, or with --memory a tag memory image from block 0 (CC, TLVs, message). No reader needed.",
+        abstract:
+            "Decode an NDEF message, or with --memory a tag memory image from block 0 (CC, TLVs, message). No reader needed.",
         discussion: """
               vlogger ndef decode D1 01 05 54 02 65 6E 68 69
               vlogger ndef decode --memory E1400A01 0300FE
@@ -290,10 +345,18 @@ struct NDEFDecode: ParsableCommand {
     func run() throws {
         var bytes: [UInt8]
         if let input {
-            guard hex.isEmpty else { throw ValidationError("give the bytes either as arguments or with --input, not both") }
-            guard let data = FileManager.default.contents(atPath: input) else { throw VLoggerError("--input \(input): cannot read the file") }
+            guard hex.isEmpty else {
+                throw ValidationError("give the bytes either as arguments or with --input, not both")
+            }
+            guard let data = FileManager.default.contents(atPath: input) else {
+                throw VLoggerError("--input \(input): cannot read the file")
+            }
             let text = String(decoding: data, as: UTF8.self)
-            if let parsed = try? Hex.parse(text.trimmingCharacters(in: .whitespacesAndNewlines)), !parsed.isEmpty { bytes = parsed } else { bytes = Array(data) }
+            if let parsed = try? Hex.parse(text.trimmingCharacters(in: .whitespacesAndNewlines)), !parsed.isEmpty {
+                bytes = parsed
+            } else {
+                bytes = Array(data)
+            }
         } else {
             guard !hex.isEmpty else { throw ValidationError("give the bytes in hex, or --input FILE") }
             do { bytes = try Hex.parse(hex.joined(separator: " ")) } catch { throw ValidationError("\(error)") }
@@ -307,11 +370,16 @@ struct NDEFDecode: ParsableCommand {
             out["cc"] = Hex.format(cc.encode(), separator: "")
             out["status"] = area.status.rawValue
             out["capacity"] = area.capacity
-            lines.append("CC \(Hex.format(cc.encode())): mapping \(cc.majorVersion).\(cc.minorVersion), \(cc.length)-byte, \(cc.twoByteAddressing ? "2-byte block numbers (E2)" : "1-byte block numbers (E1)"), "
-                         + "data area \(area.areaBytes) bytes, \(area.status.rawValue)"
-                         + (cc.readMultipleBlocks ? ", Read Multiple Blocks" : "") + (cc.lockBlock ? ", Lock Block" : "") + (cc.specialFrame ? ", Special Frame" : ""))
-            lines.append(area.message.map { "NDEF TLV at byte \(area.tlvOffset): \($0.count)-byte message; capacity \(area.capacity) bytes" }
-                         ?? "no NDEF TLV; capacity \(area.capacity) bytes")
+            lines.append(
+                "CC \(Hex.format(cc.encode())): mapping \(cc.majorVersion).\(cc.minorVersion), \(cc.length)-byte, \(cc.twoByteAddressing ? "2-byte block numbers (E2)" : "1-byte block numbers (E1)"), "
+                    + "data area \(area.areaBytes) bytes, \(area.status.rawValue)"
+                    + (cc.readMultipleBlocks ? ", Read Multiple Blocks" : "") + (cc.lockBlock ? ", Lock Block" : "")
+                    + (cc.specialFrame ? ", Special Frame" : ""))
+            lines.append(
+                area.message.map {
+                    "NDEF TLV at byte \(area.tlvOffset): \($0.count)-byte message; capacity \(area.capacity) bytes"
+                }
+                    ?? "no NDEF TLV; capacity \(area.capacity) bytes")
         }
         let records: [NDEFRecord]
         do { records = try NDEFMessage.decode(bytes) } catch { throw VLoggerError("\(error)") }
@@ -341,7 +409,10 @@ struct NDEFEncode: ParsableCommand {
     var json = false
 
     func validate() throws {
-        if message.isEmpty { throw ValidationError("give at least one record: --text, --uri, --mime with --file, or --external with --data") }
+        if message.isEmpty {
+            throw ValidationError(
+                "give at least one record: --text, --uri, --mime with --file, or --external with --data")
+        }
     }
 
     func run() throws {
@@ -349,7 +420,10 @@ struct NDEFEncode: ParsableCommand {
         let bytes = NDEFMessage.encode(records)
         let shown = tlv ? TLV.encode(bytes) : bytes
         if json {
-            printJSON(["hex": Hex.format(shown, separator: ""), "messageBytes": bytes.count, "records": records.map(NDEFDescription.object)])
+            printJSON([
+                "hex": Hex.format(shown, separator: ""), "messageBytes": bytes.count,
+                "records": records.map(NDEFDescription.object),
+            ])
             return
         }
         print(Hex.format(shown, separator: ""))

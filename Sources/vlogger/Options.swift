@@ -9,21 +9,28 @@ extension ReaderKind: ExpressibleByArgument {}
 
 /// Options shared by every command that talks to a tag.
 struct ReaderOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")).",
-                               discussion: ReaderDrivers.all.map { "\($0.name): \($0.summary)" }.joined(separator: "; ")))
+    @Option(
+        help: ArgumentHelp(
+            "Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")).",
+            discussion: ReaderDrivers.all.map { "\($0.name): \($0.summary)" }.joined(separator: "; ")))
     var reader: ReaderKind = .sim
 
     @Option(help: "Folder of tag images for --reader sim (default: $VLOGGER_FIELD or Config/demo-field).")
     var field: String?
 
-    @Option(help: "Hardware reader: for pcsc a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands); for feig a serial port (/dev/ttyUSB0,baud=38400,parity=even,address=0) or tcp://HOST[:10001]; for libnfc a connection string.")
+    @Option(
+        help:
+            "Hardware reader: for pcsc a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands); for feig a serial port (/dev/ttyUSB0,baud=38400,parity=even,address=0) or tcp://HOST[:10001]; for libnfc a connection string."
+    )
     var device: String?
 
     @Option(help: "UID of the tag, most-significant byte first (E004015012345678). Default: the only tag in the field.")
     var uid: String?
 
-    @Option(help: ArgumentHelp("Request flags by name, comma-separated: high, low, dual-subcarrier, address, select, option, protocol-extension; or a byte (0x22).",
-                               discussion: "Without --flags, commands are addressed at the high data rate with one subcarrier."))
+    @Option(
+        help: ArgumentHelp(
+            "Request flags by name, comma-separated: high, low, dual-subcarrier, address, select, option, protocol-extension; or a byte (0x22).",
+            discussion: "Without --flags, commands are addressed at the high data rate with one subcarrier."))
     var flags: String?
 
     @Flag(help: "Machine-readable JSON output.")
@@ -34,7 +41,9 @@ struct ReaderOptions: ParsableArguments {
 
     func parsedFlags() throws -> RequestFlags? {
         guard let flags else { return nil }
-        guard !flags.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("--flags: empty; name flags (high,address) or give a byte (0x22)") }
+        guard !flags.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ValidationError("--flags: empty; name flags (high,address) or give a byte (0x22)")
+        }
         do { return try RequestFlags(parsing: flags) } catch { throw ValidationError("--flags: \(error)") }
     }
 

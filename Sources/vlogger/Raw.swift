@@ -16,7 +16,10 @@ struct Raw: ParsableCommand {
     @Flag(help: "Wait as for a write-alike command (programming time; an EOF after the wait with the Option flag).")
     var write = false
 
-    @Flag(help: "Confirm a frame whose command cannot be undone (Lock Block, Lock AFI/DSFID, Extended Lock Block) or that is a custom or proprietary command (0xA0-0xFF) other than a known read.")
+    @Flag(
+        help:
+            "Confirm a frame whose command cannot be undone (Lock Block, Lock AFI/DSFID, Extended Lock Block) or that is a custom or proprietary command (0xA0-0xFF) other than a known read."
+    )
     var yes = false
 
     /// Why `frame` must be confirmed with --yes (ISO15693 knows which commands change a tag).
@@ -34,13 +37,18 @@ struct Raw: ParsableCommand {
         let answer = try session.client.raw(bytes, wait: wait)
         let meaning = (try? Request.decode(bytes)).flatMap { try? Response.decode(answer, to: $0).summary } ?? ""
         if options.json {
-            printJSON(["request": Hex.format(bytes, separator: ""), "response": Hex.format(answer, separator: ""), "meaning": meaning])
+            printJSON([
+                "request": Hex.format(bytes, separator: ""), "response": Hex.format(answer, separator: ""),
+                "meaning": meaning,
+            ])
         } else {
             print("<< \(Hex.format(answer))\(meaning.isEmpty ? "" : "  (\(meaning))")")
         }
         // The tag's error flag (response flags bit 0, ISO/IEC 15693-3): the command failed on the tag.
         if let flags = answer.first, flags & 0x01 != 0 {
-            throw VLoggerError("the tag answered with its error flag" + (answer.count > 1 ? ", error code 0x\(Hex.format([answer[1]]))" : ""))
+            throw VLoggerError(
+                "the tag answered with its error flag"
+                    + (answer.count > 1 ? ", error code 0x\(Hex.format([answer[1]]))" : ""))
         }
     }
 }

@@ -21,7 +21,9 @@ struct ConfigOptions: ParsableArguments {
 
     /// Opens the store (read-only for commands that only read it), with a one-line error.
     func openStore(readOnly: Bool = false) throws -> Store {
-        do { return try Store(path: try storePath(), readOnly: readOnly) } catch let e as StoreError { throw VLoggerError("\(e)") }
+        do { return try Store(path: try storePath(), readOnly: readOnly) } catch let e as StoreError {
+            throw VLoggerError("\(e)")
+        }
     }
 
     /// The store path: --store, else the configuration's (when the file exists), else vlogger.db.
@@ -34,7 +36,8 @@ struct ConfigOptions: ParsableArguments {
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the gateway: a polling job per reader (inventory, plan reads, rules), the store writer, the HTTP listener.",
+        abstract:
+            "Run the gateway: a polling job per reader (inventory, plan reads, rules), the store writer, the HTTP listener.",
         discussion: """
             Each reader's job finds the tags in its field, reads each tag's plan (multi-block, chunked to the chip), \
             decodes its fields, checks the rules and hands readings and events to the store writer, which commits \
@@ -65,34 +68,57 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Simulated time: sleeping between cycles moves a virtual clock instead of waiting (simulator demos).")
     var fastClock = false
 
-    @Option(help: ArgumentHelp("Run time N times faster (e.g. 60: a minute a second) for readers, scenario and audit schedules alike; simulated readers only.",
-                               discussion: "For demos and tests of schedules: readings and audits are stamped with the fast clock's time."))
+    @Option(
+        help: ArgumentHelp(
+            "Run time N times faster (e.g. 60: a minute a second) for readers, scenario and audit schedules alike; simulated readers only.",
+            discussion: "For demos and tests of schedules: readings and audits are stamped with the fast clock's time.")
+    )
     var clockRate: Double?
 
-    @Option(help: "With --clock-rate: the time the fast clock starts at (ISO 8601, e.g. 2026-11-23T05:59:00Z); default now.")
+    @Option(
+        help: "With --clock-rate: the time the fast clock starts at (ISO 8601, e.g. 2026-11-23T05:59:00Z); default now."
+    )
     var clockStart: String?
 
     @Option(help: "Log level on stderr: error, warning, notice, info, debug (debug logs each commit and cycle).")
     var logLevel: Logger.Level = .notice
 
-    @Option(help: ArgumentHelp("Serve /healthz, /metrics and the status page on HOST:PORT or [IPv6]:PORT (e.g. 127.0.0.1:9715), overriding [service] listen.",
-                               discussion: "Read-only; bind to a loopback address unless a reverse proxy or firewall guards it."))
+    @Option(
+        help: ArgumentHelp(
+            "Serve /healthz, /metrics and the status page on HOST:PORT or [IPv6]:PORT (e.g. 127.0.0.1:9715), overriding [service] listen.",
+            discussion: "Read-only; bind to a loopback address unless a reverse proxy or firewall guards it."))
     var listen: String?
 
     func validate() throws {
         if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
-        if let duration { do { _ = try DurationText.parse(duration) } catch { throw ValidationError("--duration: \(error)") } }
-        if let interval { do { _ = try DurationText.parse(interval) } catch { throw ValidationError("--interval: \(error)") } }
-        if let clockRate, !(clockRate.isFinite && clockRate >= 1 && clockRate <= 100_000) { throw ValidationError("--clock-rate: a factor from 1 to 100000") }
+        if let duration {
+            do { _ = try DurationText.parse(duration) } catch { throw ValidationError("--duration: \(error)") }
+        }
+        if let interval {
+            do { _ = try DurationText.parse(interval) } catch { throw ValidationError("--interval: \(error)") }
+        }
+        if let clockRate, !(clockRate.isFinite && clockRate >= 1 && clockRate <= 100_000) {
+            throw ValidationError("--clock-rate: a factor from 1 to 100000")
+        }
         if clockStart != nil && clockRate == nil { throw ValidationError("--clock-start is for --clock-rate") }
-        if clockRate != nil && fastClock { throw ValidationError("--clock-rate and --fast-clock are two kinds of simulated time; give one") }
-        if let clockStart { do { _ = try TimeSpec.parse(clockStart, now: Millis.now()) } catch { throw ValidationError("--clock-start: \(error)") } }
-        if let listen, !listen.isEmpty { do { _ = try ListenAddress(parsing: listen) } catch { throw ValidationError("--listen: \(error)") } }
+        if clockRate != nil && fastClock {
+            throw ValidationError("--clock-rate and --fast-clock are two kinds of simulated time; give one")
+        }
+        if let clockStart {
+            do { _ = try TimeSpec.parse(clockStart, now: Millis.now()) } catch {
+                throw ValidationError("--clock-start: \(error)")
+            }
+        }
+        if let listen, !listen.isEmpty {
+            do { _ = try ListenAddress(parsing: listen) } catch { throw ValidationError("--listen: \(error)") }
+        }
     }
 
     func run() async throws {
         var o = GatewayOptions(configPath: options.config)
-        o.overrides = RunOverrides(reader: reader, field: field, intervalMs: try interval.map(DurationText.parse), store: options.store, listen: listen)
+        o.overrides = RunOverrides(
+            reader: reader, field: field, intervalMs: try interval.map(DurationText.parse), store: options.store,
+            listen: listen)
         o.cycles = cycles
         o.durationMs = try duration.map(DurationText.parse)
         o.fastClock = fastClock
@@ -105,7 +131,10 @@ struct Run: AsyncParsableCommand {
         let s = try await gateway.run()
         func line(_ c: AgentCounters) -> String {
             "\(c.cycles) cycles: \(c.readings) readings, \(c.arrivals) arrivals, \(c.departures) departures, \(c.violations) violations, \(c.errorTotal) errors"
-                + (c.errors.isEmpty ? "" : " (" + c.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
+                + (c.errors.isEmpty
+                    ? ""
+                    : " (" + c.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                        + ")")
         }
         func median(_ v: [Double]) -> Double { v.isEmpty ? 0 : v.sorted()[v.count / 2] }
         var total = AgentCounters()
@@ -123,17 +152,24 @@ struct Run: AsyncParsableCommand {
             if s.readers.count > 1 { out.append("reader \(id): " + line(c)) }
             // The median cycle's own bound, and the median of each cycle's air time over its own bound (not
             // two medians of different cycles).
-            let pairs = zip(c.cycleAirTime, c.cycleLowerBound).map { ($0.microseconds, $1.microseconds) }.sorted { $0.0 < $1.0 }
+            let pairs = zip(c.cycleAirTime, c.cycleLowerBound).map { ($0.microseconds, $1.microseconds) }.sorted {
+                $0.0 < $1.0
+            }
             let mid = pairs.isEmpty ? (0, 0) : pairs[pairs.count / 2]
             let ratio = median(pairs.filter { $0.1 > 0 }.map { $0.0 / $0.1 })
-            out.append("\(s.readers.count > 1 ? "reader \(id): " : "")air time per cycle: median \(String(format: "%.2f", mid.0 / 1000)) ms, lower bound for that cycle's reads \(String(format: "%.2f", mid.1 / 1000)) ms; median ratio per cycle \(String(format: "%.2f", ratio)); \(c.exchanges) exchanges")
+            out.append(
+                "\(s.readers.count > 1 ? "reader \(id): " : "")air time per cycle: median \(String(format: "%.2f", mid.0 / 1000)) ms, lower bound for that cycle's reads \(String(format: "%.2f", mid.1 / 1000)) ms; median ratio per cycle \(String(format: "%.2f", ratio)); \(c.exchanges) exchanges"
+            )
         }
-        out.append("store \(s.storePath): \(s.store.committedReadings) readings and \(s.store.committedEvents) events committed in \(s.store.commits) batches"
-                   + (s.store.droppedReadings > 0 ? ", \(s.store.droppedReadings) readings dropped (queue limit)" : ""))
+        out.append(
+            "store \(s.storePath): \(s.store.committedReadings) readings and \(s.store.committedEvents) events committed in \(s.store.commits) batches"
+                + (s.store.droppedReadings > 0 ? ", \(s.store.droppedReadings) readings dropped (queue limit)" : ""))
         print(out.joined(separator: "\n"))
         if let problem = s.problem { throw VLoggerError(problem) }
         if !s.committedAll {
-            throw VLoggerError("\(s.store.lastError?.description ?? "the store does not commit"); \(s.store.queued) queued records could not be written")
+            throw VLoggerError(
+                "\(s.store.lastError?.description ?? "the store does not commit"); \(s.store.queued) queued records could not be written"
+            )
         }
     }
 }

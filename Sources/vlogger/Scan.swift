@@ -3,7 +3,8 @@ import ISO15693
 import VLoggerCore
 
 struct Scan: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Find every tag in the field (a one-slot inventory first, then 16-slot rounds with anti-collision).")
+    static let configuration = CommandConfiguration(
+        abstract: "Find every tag in the field (a one-slot inventory first, then 16-slot rounds with anti-collision).")
 
     @OptionGroup var options: ReaderOptions
 
@@ -13,17 +14,23 @@ struct Scan: ParsableCommand {
     func run() throws {
         let session = try options.open()
         let afiValue: UInt8?
-        do { afiValue = try afi.map { UInt8(try Hex.parseInteger($0, max: 0xFF, what: "AFI")) } } catch { throw ValidationError("--afi: \(error)") }
+        do { afiValue = try afi.map { UInt8(try Hex.parseInteger($0, max: 0xFF, what: "AFI")) } } catch {
+            throw ValidationError("--afi: \(error)")
+        }
         // One slot first, as the agent does: a lone tag is found in one exchange (silence ends the scan).
         let tags = try session.client.inventory(afi: afiValue, oneSlotFirst: true)
         if options.json {
-            printJSON(["tags": tags.map { t -> [String: Any] in
-                var o: [String: Any] = ["uid": t.uid.description, "dsfid": Hex.format([t.dsfid]),
-                                        "manufacturer": t.uid.manufacturer.name ?? "unregistered",
-                                        "manufacturerCode": Hex.format([t.uid.manufacturer.rawValue])]
-                if let m = ICModel.identify(uid: t.uid) { o["model"] = m.name }
-                return o
-            }, "airTimeMicroseconds": session.reader.airTime.microseconds])
+            printJSON([
+                "tags": tags.map { t -> [String: Any] in
+                    var o: [String: Any] = [
+                        "uid": t.uid.description, "dsfid": Hex.format([t.dsfid]),
+                        "manufacturer": t.uid.manufacturer.name ?? "unregistered",
+                        "manufacturerCode": Hex.format([t.uid.manufacturer.rawValue]),
+                    ]
+                    if let m = ICModel.identify(uid: t.uid) { o["model"] = m.name }
+                    return o
+                }, "airTimeMicroseconds": session.reader.airTime.microseconds,
+            ])
             return
         }
         for t in tags {

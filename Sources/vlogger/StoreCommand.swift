@@ -4,8 +4,9 @@ import VLoggerCore
 import VLoggerStore
 
 struct StoreCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "store", abstract: "Work on the store file itself.",
-                                                    subcommands: [StoreSalvage.self])
+    static let configuration = CommandConfiguration(
+        commandName: "store", abstract: "Work on the store file itself.",
+        subcommands: [StoreSalvage.self])
 }
 
 struct StoreSalvage: ParsableCommand {
@@ -32,9 +33,12 @@ struct StoreSalvage: ParsableCommand {
             var line = "\(t.name): \(t.copied) rows"
             if let u = t.unreadable { line += "; not read: \(u)" }
             if !t.skipped.isEmpty {
-                line += "; passed over " + t.skipped.map { r in
-                    "ids after \(r.after == Int64.min ? "the start" : String(r.after))" + (r.before.map { " up to \($0)" } ?? " to the end")
-                }.joined(separator: ", ")
+                line +=
+                    "; passed over "
+                    + t.skipped.map { r in
+                        "ids after \(r.after == Int64.min ? "the start" : String(r.after))"
+                            + (r.before.map { " up to \($0)" } ?? " to the end")
+                    }.joined(separator: ", ")
             }
             print(line)
         }

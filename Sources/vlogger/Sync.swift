@@ -22,37 +22,55 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Create or migrate the central schema, then stop.")
     var initSchema = false
 
-    @Flag(help: "Print the backlog (rows not yet acknowledged, age of the oldest) and the server's rows of this gateway; send nothing.")
+    @Flag(
+        help:
+            "Print the backlog (rows not yet acknowledged, age of the oldest) and the server's rows of this gateway; send nothing."
+    )
     var status = false
 
     func run() async throws {
         let c = try options.load()
-        guard let settings = c.sync else { throw VLoggerError("\(options.config): no [sync] section (url = \"postgresql://user@host:port/database\")") }
+        guard let settings = c.sync else {
+            throw VLoggerError("\(options.config): no [sync] section (url = \"postgresql://user@host:port/database\")")
+        }
         let store = try options.openStore()
         defer { store.close() }
         let syncer: Syncer
-        do { syncer = try Syncer(settings: settings, store: store, gateway: c.gatewayID, site: c.site) } catch { throw VLoggerError("\(error)") }
+        do { syncer = try Syncer(settings: settings, store: store, gateway: c.gatewayID, site: c.site) } catch {
+            throw VLoggerError("\(error)")
+        }
         do {
             if initSchema {
                 let (from, to) = try await syncer.initSchema()
-                print(from == to ? "\(settings.url): schema already at version \(to)" : "\(settings.url): schema migrated from version \(from) to \(to)")
+                print(
+                    from == to
+                        ? "\(settings.url): schema already at version \(to)"
+                        : "\(settings.url): schema migrated from version \(from) to \(to)")
                 return
             }
             if status {
                 for t in SyncTable.allCases {
                     let b = try store.syncBacklog(t)
-                    let age = b.oldest.map { " (oldest " + DurationText.format(max(0, Millis.now() - $0)) + " old)" } ?? ""
-                    print("\(t.rawValue): \(b.rows) rows not yet acknowledged\(age); cursor at \(t.isUpserted ? "change" : "local id") \(try store.syncCursor(t))")
+                    let age =
+                        b.oldest.map { " (oldest " + DurationText.format(max(0, Millis.now() - $0)) + " old)" } ?? ""
+                    print(
+                        "\(t.rawValue): \(b.rows) rows not yet acknowledged\(age); cursor at \(t.isUpserted ? "change" : "local id") \(try store.syncCursor(t))"
+                    )
                 }
                 let counts = try await syncer.serverCounts()
-                print("\(settings.url): " + SyncTable.allCases.map { "\(counts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ") + " of gateway \(c.gatewayID)")
+                print(
+                    "\(settings.url): "
+                        + SyncTable.allCases.map { "\(counts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
+                        + " of gateway \(c.gatewayID)")
                 return
             }
             let started = Date()
             let r = try await syncer.syncOnce()
             let seconds = Date().timeIntervalSince(started)
             let parts = SyncTable.allCases.map { "\(r.sent[$0] ?? 0) \($0.rawValue) (\(r.inserted[$0] ?? 0) new)" }
-            print("sent \(parts.joined(separator: ", ")) in \(r.batches) batch\(r.batches == 1 ? "" : "es") to \(settings.url) in \(String(format: "%.2f", seconds)) s")
+            print(
+                "sent \(parts.joined(separator: ", ")) in \(r.batches) batch\(r.batches == 1 ? "" : "es") to \(settings.url) in \(String(format: "%.2f", seconds)) s"
+            )
         } catch let e as SyncError {
             throw VLoggerError(e.message)
         } catch let e as StoreError {

@@ -11,8 +11,11 @@ struct VLogger: AsyncParsableCommand {
             Block numbers are accepted as 0xF8 or 248; UIDs are written most-significant byte first (E004015012345678).
             """,
         version: BuildInfo.description,
-        subcommands: [Scan.self, Watch.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Raw.self, Decode.self,
-                      Dump.self, Restore.self, Devices.self, DoctorCommand.self,
-                      Run.self, Export.self, AssetsCommand.self, AuditCommand.self, WritesCommand.self, SyncCommand.self, StoreCommand.self, ConfigCommand.self, RulesCommand.self]
+        subcommands: [
+            Scan.self, Watch.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Raw.self, Decode.self,
+            Dump.self, Restore.self, Devices.self, DoctorCommand.self,
+            Run.self, Export.self, AssetsCommand.self, AuditCommand.self, WritesCommand.self, SyncCommand.self,
+            StoreCommand.self, ConfigCommand.self, RulesCommand.self,
+        ]
     )
 }

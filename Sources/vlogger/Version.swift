@@ -6,9 +6,9 @@ enum BuildInfo {
     static let version = "0.5.0"
     static var commit: String { String(cString: vlogger_build_commit()) }
     #if DEBUG
-    static let kind = "debug build"
+        static let kind = "debug build"
     #else
-    static let kind = "release build"
+        static let kind = "release build"
     #endif
     static var description: String { "\(version) (commit \(commit), \(kind))" }
 }

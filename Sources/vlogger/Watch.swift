@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import ISO15693
 import Readers
@@ -10,7 +10,8 @@ import VLoggerStore
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A live view for commissioning a reader: tags in the field, read rate, last values, errors, air time.",
+        abstract:
+            "A live view for commissioning a reader: tags in the field, read rate, last values, errors, air time.",
         discussion: """
             Polls one configured reader with the configuration's plans and rules, as the service would, and redraws \
             the terminal in place after each cycle: each tag in the field with how many of the last --window cycles \
@@ -23,7 +24,9 @@ struct Watch: ParsableCommand {
     @Option(help: "Configuration file (TOML): plans, rules and readers.")
     var config = "Config/vlogger.toml"
 
-    @Option(name: .customLong("reader-id"), help: "Which configured reader to watch (its [[reader]] id; default the first).")
+    @Option(
+        name: .customLong("reader-id"), help: "Which configured reader to watch (its [[reader]] id; default the first)."
+    )
     var readerID: String?
 
     @Option(help: "Reader driver, overriding the watched reader's.")
@@ -35,7 +38,8 @@ struct Watch: ParsableCommand {
     @Option(help: "Hardware reader, overriding the watched reader's device.")
     var device: String?
 
-    @Option(help: "Time from the start of one cycle to the start of the next (e.g. 500ms); default the configuration's.")
+    @Option(
+        help: "Time from the start of one cycle to the start of the next (e.g. 500ms); default the configuration's.")
     var interval: String?
 
     @Option(help: "Cycles the read rate is counted over.")
@@ -47,16 +51,22 @@ struct Watch: ParsableCommand {
     func validate() throws {
         guard (1...10_000).contains(window) else { throw ValidationError("--window: 1 to 10000 cycles") }
         if let cycles, cycles < 1 { throw ValidationError("--cycles: at least 1") }
-        if let interval { do { _ = try DurationText.parse(interval) } catch { throw ValidationError("--interval: \(error)") } }
+        if let interval {
+            do { _ = try DurationText.parse(interval) } catch { throw ValidationError("--interval: \(error)") }
+        }
     }
 
     func run() throws {
         var c: AgentConfig
         do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
         let (rules, register): (RuleSet, AssetRegister?)
-        do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch { throw VLoggerError("\(error)") }
+        do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch {
+            throw VLoggerError("\(error)")
+        }
         guard var rc = readerID.map({ id in c.readers.first { $0.id == id } }) ?? c.readers.first else {
-            throw VLoggerError("--reader-id \(readerID ?? ""): no such reader in \(config) (\(c.readers.map(\.id).joined(separator: ", ")))")
+            throw VLoggerError(
+                "--reader-id \(readerID ?? ""): no such reader in \(config) (\(c.readers.map(\.id).joined(separator: ", ")))"
+            )
         }
         if let reader { rc.driver = reader }
         if let field { rc.field = field }
@@ -67,11 +77,15 @@ struct Watch: ParsableCommand {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let store: Store
-        do { store = try Store(path: scratch.appendingPathComponent("watch.db").path) } catch { throw VLoggerError("\(error)") }
+        do { store = try Store(path: scratch.appendingPathComponent("watch.db").path) } catch {
+            throw VLoggerError("\(error)")
+        }
         defer { store.close() }
         try? store.registerFields(c.fieldInfos)
         let writer = StoreWriter(store: store, batchSize: 100_000, flushIntervalMs: 3_600_000)
-        let agent = Agent(config: c, reader: rc, rules: rules, register: register, session: session, writer: writer, clock: SystemClock())
+        let agent = Agent(
+            config: c, reader: rc, rules: rules, register: register, session: session, writer: writer,
+            clock: SystemClock())
         var readings: [Reading] = [], events: [Event] = []
         agent.onReading = { readings.append($0) }
         agent.onEvent = { events.append($0) }
@@ -83,7 +97,8 @@ struct Watch: ParsableCommand {
             terminal.leave()
         }
         var view = WatchView(window: window)
-        let title = "vlogger watch — reader \(rc.id): \(session.reader.name)\(rc.location.map { ", " + $0 } ?? "")"
+        let title =
+            "vlogger watch — reader \(rc.id): \(session.reader.name)\(rc.location.map { ", " + $0 } ?? "")"
             + " · every \(DurationText.format(c.intervalMs))"
         var n = 0
         while true {
@@ -93,7 +108,11 @@ struct Watch: ParsableCommand {
             let report = agent.cycle()
             _ = writer.commitNow()
             var models: [UID: String] = [:]
-            for uid in report.tags { if let m = try? session.client.memory(of: uid) { models[uid] = m.model?.name ?? uid.manufacturer.description } }
+            for uid in report.tags {
+                if let m = try? session.client.memory(of: uid) {
+                    models[uid] = m.model?.name ?? uid.manufacturer.description
+                }
+            }
             view.record(report, readings: readings, events: events, models: models)
             let (w, h) = terminal.size()
             terminal.draw(view.render(title: title + " · " + TimeSpec.format(start), width: w, height: h, now: start))
@@ -117,11 +136,11 @@ final class Terminal {
         if tcgetattr(0, &saved) == 0 {
             var t = saved
             t.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
-            t.c_cc.6 = 0   // VMIN: reads return at once
-            t.c_cc.5 = 0   // VTIME
+            t.c_cc.6 = 0  // VMIN: reads return at once
+            t.c_cc.5 = 0  // VTIME
             raw = tcsetattr(0, TCSANOW, &t) == 0
         }
-        write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J")   // alternate screen, hide the cursor, clear
+        write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J")  // alternate screen, hide the cursor, clear
     }
 
     func leave() {
@@ -132,7 +151,9 @@ final class Terminal {
 
     func size() -> (Int, Int) {
         var ws = winsize()
-        if interactive, ioctl(1, UInt(TIOCGWINSZ), &ws) == 0, ws.ws_col > 0, ws.ws_row > 0 { return (Int(ws.ws_col), Int(ws.ws_row)) }
+        if interactive, ioctl(1, UInt(TIOCGWINSZ), &ws) == 0, ws.ws_col > 0, ws.ws_row > 0 {
+            return (Int(ws.ws_col), Int(ws.ws_row))
+        }
         return (120, 40)
     }
 

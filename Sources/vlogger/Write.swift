@@ -6,7 +6,8 @@ import Readers
 import VLoggerCore
 
 struct Write: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write blocks (read back and verified), with the Option flag where the chip needs it.")
+    static let configuration = CommandConfiguration(
+        abstract: "Write blocks (read back and verified), with the Option flag where the chip needs it.")
 
     @OptionGroup var options: ReaderOptions
 
@@ -16,14 +17,21 @@ struct Write: ParsableCommand {
     @Option(help: "Data in hex, a whole number of blocks (e.g. 01020304 for one 4-byte block).")
     var data: String?
 
-    @Option(help: ArgumentHelp("With --when-seen: the blocks to write from a file, one a line: block number and hex bytes (0x10 41532D30).",
-                               discussion: "Blank lines and # comments are skipped; every line is one block of the same size; consecutive blocks are one write. Instead of --block and --data."))
+    @Option(
+        help: ArgumentHelp(
+            "With --when-seen: the blocks to write from a file, one a line: block number and hex bytes (0x10 41532D30).",
+            discussion:
+                "Blank lines and # comments are skipped; every line is one block of the same size; consecutive blocks are one write. Instead of --block and --data."
+        ))
     var blocksFrom: String?
 
     @Flag(help: "Skip the read-back check.")
     var noVerify = false
 
-    @Option(help: "Record the write (success or failure, flags, exchanges) in this store's writes table; with --when-seen, the store whose queue takes it.")
+    @Option(
+        help:
+            "Record the write (success or failure, flags, exchanges) in this store's writes table; with --when-seen, the store whose queue takes it."
+    )
     var store: String?
 
     @Option(help: "Gateway id for the recorded write.")
@@ -38,32 +46,54 @@ struct Write: ParsableCommand {
     var yes = false
 
     func run() throws {
-        if lock && !queue.whenSeen { throw ValidationError("--lock is for --when-seen; to lock a block now: vlogger lock --block B --yes") }
-        if lock && !yes { throw VLoggerError("locking is irreversible: the blocks could never be written again; run again with --yes to queue the write and the lock") }
+        if lock && !queue.whenSeen {
+            throw ValidationError("--lock is for --when-seen; to lock a block now: vlogger lock --block B --yes")
+        }
+        if lock && !yes {
+            throw VLoggerError(
+                "locking is irreversible: the blocks could never be written again; run again with --yes to queue the write and the lock"
+            )
+        }
         if let blocksFrom {
             guard queue.whenSeen else { throw ValidationError("--blocks-from is for --when-seen") }
-            guard block == nil && data == nil else { throw ValidationError("--blocks-from gives the blocks: leave out --block and --data") }
+            guard block == nil && data == nil else {
+                throw ValidationError("--blocks-from gives the blocks: leave out --block and --data")
+            }
             let text: String
-            do { text = try String(contentsOfFile: blocksFrom, encoding: .utf8) } catch { throw VLoggerError("--blocks-from \(blocksFrom): cannot read it (\(error.localizedDescription))") }
+            do { text = try String(contentsOfFile: blocksFrom, encoding: .utf8) } catch {
+                throw VLoggerError("--blocks-from \(blocksFrom): cannot read it (\(error.localizedDescription))")
+            }
             let runs: [(first: BlockNumber, data: [UInt8])]
-            do { runs = try BlockFile.parse(text) } catch { throw VLoggerError("--blocks-from \(blocksFrom): \(error)") }
-            return try queue.enqueue(runs.map { ($0.first, $0.data) }, operation: lock ? .writeLock : .write, options: options, store: store)
+            do { runs = try BlockFile.parse(text) } catch {
+                throw VLoggerError("--blocks-from \(blocksFrom): \(error)")
+            }
+            return try queue.enqueue(
+                runs.map { ($0.first, $0.data) }, operation: lock ? .writeLock : .write, options: options, store: store)
         }
-        guard let block, let data else { throw ValidationError("give --block and --data (or --when-seen --blocks-from FILE)") }
+        guard let block, let data else {
+            throw ValidationError("give --block and --data (or --when-seen --blocks-from FILE)")
+        }
         let first = try parseBlock(block)
         let bytes: [UInt8]
         do { bytes = try Hex.parse(data) } catch { throw ValidationError("--data: \(error)") }
         guard !bytes.isEmpty else { throw ValidationError("--data is empty") }
         if queue.whenSeen {
-            guard bytes.count <= 2048 else { throw ValidationError("--data: \(bytes.count) bytes; a queued write is at most 2048 bytes (--blocks-from splits longer ones)") }
-            return try queue.enqueue([(first, bytes)], operation: lock ? .writeLock : .write, options: options, store: store)
+            guard bytes.count <= 2048 else {
+                throw ValidationError(
+                    "--data: \(bytes.count) bytes; a queued write is at most 2048 bytes (--blocks-from splits longer ones)"
+                )
+            }
+            return try queue.enqueue(
+                [(first, bytes)], operation: lock ? .writeLock : .write, options: options, store: store)
         }
         try queue.refuseWithoutWhenSeen()
         let session = try options.open()
         let uid = try options.target(session)
         let m = try session.client.memory(of: uid)
         guard bytes.count % m.blockSize == 0 else {
-            throw VLoggerError("--data has \(bytes.count) bytes; \(uid) has \(m.blockSize)-byte blocks, so give a multiple of \(m.blockSize)")
+            throw VLoggerError(
+                "--data has \(bytes.count) bytes; \(uid) has \(m.blockSize)-byte blocks, so give a multiple of \(m.blockSize)"
+            )
         }
         let blocks = stride(from: 0, to: bytes.count, by: m.blockSize).map { Array(bytes[$0..<($0 + m.blockSize)]) }
         let option: Bool? = options.wantsOption ? true : nil
@@ -72,30 +102,43 @@ struct Write: ParsableCommand {
         var flags = session.client.baseFlags.union(.address)
         if option ?? m.writeNeedsOption { flags.insert(.option) }
         do {
-            report = try session.client.writeBlocks(uid, first: first, blocks: blocks, verify: !noVerify, option: option)
+            report = try session.client.writeBlocks(
+                uid, first: first, blocks: blocks, verify: !noVerify, option: option)
             try session.checkPersisted()
         } catch {
-            try record(uid, first, bytes, flags, result: "failed: \(error)", verified: false, exchanges: session.client.exchanges - before)
+            try record(
+                uid, first, bytes, flags, result: "failed: \(error)", verified: false,
+                exchanges: session.client.exchanges - before)
             throw error
         }
         try record(uid, first, bytes, flags, result: "ok", verified: report.verified, exchanges: report.exchanges)
         if options.json {
-            printJSON(["uid": uid.description, "first": first.description, "blocks": report.blocks, "verified": report.verified,
-                       "retries": report.retries, "airTimeMicroseconds": session.reader.airTime.microseconds])
+            printJSON([
+                "uid": uid.description, "first": first.description, "blocks": report.blocks,
+                "verified": report.verified,
+                "retries": report.retries, "airTimeMicroseconds": session.reader.airTime.microseconds,
+            ])
             return
         }
-        print("wrote \(report.blocks) block(s) from \(first) of \(uid)\(report.verified ? ", verified by read-back" : "")"
-              + (report.retries > 0 ? ", \(report.retries) retry(ies)" : "") + "; \(airLine(session))")
+        print(
+            "wrote \(report.blocks) block(s) from \(first) of \(uid)\(report.verified ? ", verified by read-back" : "")"
+                + (report.retries > 0 ? ", \(report.retries) retry(ies)" : "") + "; \(airLine(session))")
     }
 
     /// Appends the write to the store's writes table when --store is given.
-    func record(_ uid: UID, _ first: BlockNumber, _ data: [UInt8], _ flags: RequestFlags, result: String, verified: Bool, exchanges: Int) throws {
+    func record(
+        _ uid: UID, _ first: BlockNumber, _ data: [UInt8], _ flags: RequestFlags, result: String, verified: Bool,
+        exchanges: Int
+    ) throws {
         guard let store else { return }
         do {
             let s = try Store(path: store)
             var batch = Batch()
-            batch.writes = [WriteRecord(time: Millis.now(), gateway: gateway, uid: uid, first: first, data: data, flags: flags,
-                                        result: result, verified: verified, exchanges: exchanges)]
+            batch.writes = [
+                WriteRecord(
+                    time: Millis.now(), gateway: gateway, uid: uid, first: first, data: data, flags: flags,
+                    result: result, verified: verified, exchanges: exchanges)
+            ]
             try s.write(batch)
             s.close()
         } catch {
@@ -107,8 +150,10 @@ struct Write: ParsableCommand {
 /// `--when-seen` and what goes with it, for `write` and `lock`: the write is put in the store's queue and the
 /// service makes it the next time the tag is in a reader's field.
 struct QueueOptions: ParsableArguments {
-    @Flag(help: ArgumentHelp("Queue it in the store (--store, or --config's) and exit; the service makes it the next time the tag is in a reader's field, and verifies it by reading back.",
-                             discussion: "Needs --uid. `vlogger writes list` shows the queue and what became of each."))
+    @Flag(
+        help: ArgumentHelp(
+            "Queue it in the store (--store, or --config's) and exit; the service makes it the next time the tag is in a reader's field, and verifies it by reading back.",
+            discussion: "Needs --uid. `vlogger writes list` shows the queue and what became of each."))
     var whenSeen = false
 
     @Option(help: "With --when-seen: the configuration whose store holds the queue (when --store is not given).")
@@ -121,12 +166,18 @@ struct QueueOptions: ParsableArguments {
     var onlyReader: String?
 
     func refuseWithoutWhenSeen() throws {
-        if expires != nil || onlyReader != nil { throw ValidationError("--expires and --only-reader are for --when-seen") }
+        if expires != nil || onlyReader != nil {
+            throw ValidationError("--expires and --only-reader are for --when-seen")
+        }
     }
 
     /// Queues the runs for one tag (all or none) and says what was queued.
-    func enqueue(_ runs: [(BlockNumber, [UInt8])], operation: QueuedWrite.Operation, options: ReaderOptions, store: String?) throws {
-        guard let uidText = options.uid else { throw ValidationError("--when-seen needs --uid: the tag is not on the reader now") }
+    func enqueue(
+        _ runs: [(BlockNumber, [UInt8])], operation: QueuedWrite.Operation, options: ReaderOptions, store: String?
+    ) throws {
+        guard let uidText = options.uid else {
+            throw ValidationError("--when-seen needs --uid: the tag is not on the reader now")
+        }
         let uid: UID
         do { uid = try UID(parsing: uidText) } catch { throw ValidationError("--uid: \(error)") }
         let now = Millis.now()
@@ -135,26 +186,38 @@ struct QueueOptions: ParsableArguments {
             do { expiry = try WriteRequest.expiry(expires, now: now) } catch { throw ValidationError("--\(error)") }
         }
         let flags = try options.parsedFlags()
-        if let flags, flags.contains(.select) { throw ValidationError("--flags: the selected state is a session's; a queued write is addressed") }
+        if let flags, flags.contains(.select) {
+            throw ValidationError("--flags: the selected state is a session's; a queued write is addressed")
+        }
         // The configuration names the store (without --store) and the readers a write may be kept for.
-        let loaded: AgentConfig? = FileManager.default.fileExists(atPath: config) || store == nil ? try { () throws -> AgentConfig in
-            do { return try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
-        }() : nil
+        let loaded: AgentConfig? =
+            FileManager.default.fileExists(atPath: config) || store == nil
+            ? try { () throws -> AgentConfig in
+                do { return try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+            }() : nil
         if let onlyReader, let loaded, !loaded.readers.contains(where: { $0.id == onlyReader }) {
-            throw ValidationError("--only-reader: \(config) has no reader '\(onlyReader)' (\(loaded.readers.map(\.id).joined(separator: ", "))); the write would wait for ever")
+            throw ValidationError(
+                "--only-reader: \(config) has no reader '\(onlyReader)' (\(loaded.readers.map(\.id).joined(separator: ", "))); the write would wait for ever"
+            )
         }
         let path = store ?? loaded?.storePath ?? "vlogger.db"
         let s: Store
         do { s = try Store(path: path) } catch { throw VLoggerError("\(error)") }
         defer { s.close() }
-        let writes = runs.map { QueuedWrite(created: now, uid: uid, first: $0.0, data: $0.1, flags: flags, reader: onlyReader, expires: expiry, operation: operation) }
+        let writes = runs.map {
+            QueuedWrite(
+                created: now, uid: uid, first: $0.0, data: $0.1, flags: flags, reader: onlyReader, expires: expiry,
+                operation: operation)
+        }
         let ids: [Int64]
         do { ids = try s.enqueue(writes) } catch { throw VLoggerError("\(error)") }
-        let whom = (onlyReader.map { " by reader \($0)" } ?? "") + (expiry.map { ", until \(TimeSpec.format($0))" } ?? "")
+        let whom =
+            (onlyReader.map { " by reader \($0)" } ?? "") + (expiry.map { ", until \(TimeSpec.format($0))" } ?? "")
         for (id, w) in zip(ids, writes) {
             switch operation {
             case .write: print("queued write \(id): \(w.data.count) bytes from \(w.first) of \(uid)\(whom)")
-            case .writeLock: print("queued write \(id): \(w.data.count) bytes from \(w.first) of \(uid), then locked\(whom)")
+            case .writeLock:
+                print("queued write \(id): \(w.data.count) bytes from \(w.first) of \(uid), then locked\(whom)")
             case .lock: print("queued lock \(id): block \(w.first) of \(uid)\(whom)")
             }
         }

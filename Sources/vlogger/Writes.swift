@@ -6,12 +6,14 @@ import VLoggerStore
 
 struct WritesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "writes", abstract: "Queued writes (vlogger write --when-seen): the queue and what became of each.",
+        commandName: "writes",
+        abstract: "Queued writes (vlogger write --when-seen): the queue and what became of each.",
         subcommands: [WritesList.self, WritesCancel.self])
 }
 
 struct WritesList: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "The queue and the history, newest first.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "The queue and the history, newest first.")
 
     @OptionGroup var options: ConfigOptions
 
@@ -21,7 +23,10 @@ struct WritesList: ParsableCommand {
     func run() throws {
         var wanted: QueuedWrite.State?
         if let state {
-            guard let s = QueuedWrite.State(rawValue: state) else { throw ValidationError("--state: one of \(QueuedWrite.State.allCases.map(\.rawValue).joined(separator: ", "))") }
+            guard let s = QueuedWrite.State(rawValue: state) else {
+                throw ValidationError(
+                    "--state: one of \(QueuedWrite.State.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
             wanted = s
         }
         let store = try options.openStore(readOnly: true)
@@ -29,17 +34,22 @@ struct WritesList: ParsableCommand {
         let list: [QueuedWrite]
         do { list = try store.queuedWrites(state: wanted) } catch { throw VLoggerError("\(error)") }
         for w in list {
-            let what = w.operation == .lock ? "lock" : Hex.format(w.data, separator: "") + (w.operation == .writeLock ? " +lock" : "")
-            say("\(w.id)  \(w.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(w.uid)  \(w.first)  \(what)"
-                  + "  queued \(TimeSpec.format(w.created))" + (w.reader.map { "  reader \($0)" } ?? "") + (w.expires.map { "  expires \(TimeSpec.format($0))" } ?? "")
-                  + (w.finished.map { "  \(TimeSpec.format($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
+            let what =
+                w.operation == .lock
+                ? "lock" : Hex.format(w.data, separator: "") + (w.operation == .writeLock ? " +lock" : "")
+            say(
+                "\(w.id)  \(w.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(w.uid)  \(w.first)  \(what)"
+                    + "  queued \(TimeSpec.format(w.created))" + (w.reader.map { "  reader \($0)" } ?? "")
+                    + (w.expires.map { "  expires \(TimeSpec.format($0))" } ?? "")
+                    + (w.finished.map { "  \(TimeSpec.format($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
         }
         print("\(list.count) write(s)")
     }
 }
 
 struct WritesCancel: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a write that is still queued.")
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Cancel a write that is still queued.")
 
     @OptionGroup var options: ConfigOptions
 

@@ -16,14 +16,19 @@ import VLoggerStore
     /// of REC-LEN, IDD, DB, TIME) parses, and every length is checked against what is left.
     @Test func recordLayout() throws {
         let uid: [UInt8] = [0xE0, 0x04, 0x01, 0x50, 0x12, 0x34, 0x56, 0x78]
-        let data = FEIGBuffer.encode(trData1: FEIGBuffer.iddBit | FEIGBuffer.dbBit | FEIGBuffer.timeBit,
-                                     records: [(uid, [[4, 3, 2, 1], [8, 7, 6, 5]], [0, 0, 0, 9])])
+        let data = FEIGBuffer.encode(
+            trData1: FEIGBuffer.iddBit | FEIGBuffer.dbBit | FEIGBuffer.timeBit,
+            records: [(uid, [[4, 3, 2, 1], [8, 7, 6, 5]], [0, 0, 0, 9])])
         // TR-DATA1, DATA-SETS 1, REC-LEN 28: IDD (TR-TYPE 03, IDDT, IDD-LEN 8, UID), DB-N 2, DB-SIZE 4, 8 bytes, TIME.
         #expect(data.prefix(5) == [0x23, 0x00, 0x01, 0x00, 0x1C])
         let reply = try FEIGBuffer.parse(data)
-        #expect(reply.records.count == 1 && reply.records[0].uid == uid && reply.records[0].blocks == [[4, 3, 2, 1], [8, 7, 6, 5]])
+        #expect(
+            reply.records.count == 1 && reply.records[0].uid == uid
+                && reply.records[0].blocks == [[4, 3, 2, 1], [8, 7, 6, 5]])
         #expect(reply.records[0].time == [0, 0, 0, 9] && reply.records[0].raw.count == 0x1C && !reply.lsbFirst)
-        for cut in 1..<data.count { #expect(throws: FEIGReplyError.self) { try FEIGBuffer.parse(Array(data.prefix(cut))) } }
+        for cut in 1..<data.count {
+            #expect(throws: FEIGReplyError.self) { try FEIGBuffer.parse(Array(data.prefix(cut))) }
+        }
         #expect(throws: FEIGReplyError.self) { try FEIGBuffer.parse(data + [0]) }
     }
 
@@ -32,7 +37,9 @@ import VLoggerStore
         let inner: BufferedReader
         var failClears = 0
         init(_ inner: BufferedReader) { self.inner = inner }
-        func readBuffer(maxRecords: Int) throws(ReaderError) -> [BufferedRecord] { try inner.readBuffer(maxRecords: maxRecords) }
+        func readBuffer(maxRecords: Int) throws(ReaderError) -> [BufferedRecord] {
+            try inner.readBuffer(maxRecords: maxRecords)
+        }
         func clearBuffer() throws(ReaderError) {
             if failClears > 0 { failClears -= 1; throw .device("the gateway stopped here") }
             try inner.clearBuffer()
@@ -58,11 +65,15 @@ import VLoggerStore
         let reader = try FEIGReader.open(try FEIGDevice.parse("tcp://127.0.0.1:\(server.port),timeout=500"))
         defer { reader.close() }
         // In buffered read mode the [0xB0] commands are refused by the reader (STATUS 0x82), typed.
-        #expect(throws: ClientError.self) { try ISO15693Client(reader: reader).readBlocks(images[0].uid, first: 0, count: 1) }
+        #expect(throws: ClientError.self) {
+            try ISO15693Client(reader: reader).readBlocks(images[0].uid, first: 0, count: 1)
+        }
 
         let failing = FailingClear(reader)
         failing.failClears = 1
-        let drain = BufferDrain(reader: failing, store: store, gateway: "gw", readerID: "feig-1", location: "dock", firstBlock: 0, maxRecords: 10)
+        let drain = BufferDrain(
+            reader: failing, store: store, gateway: "gw", readerID: "feig-1", location: "dock", firstBlock: 0,
+            maxRecords: 10)
         // Stop 1: the first 10 records committed, the clear never reached the reader.
         #expect(throws: BufferDrain.Failure.self) { try drain.drain(now: 1_000) }
         #expect(try store.count("readings") == 10)
@@ -77,7 +88,9 @@ import VLoggerStore
         // Each reading is the tag's memory (blocks 0 and 1, in memory order after the per-block reversal).
         for image in images {
             let rows = try store.readings(uid: image.uid)
-            #expect(rows.count == 3 && rows.allSatisfy { $0.data == image.blocks[0] + image.blocks[1] && $0.block == 0 }, "\(image.uid)")
+            #expect(
+                rows.count == 3 && rows.allSatisfy { $0.data == image.blocks[0] + image.blocks[1] && $0.block == 0 },
+                "\(image.uid)")
         }
 
         // Stop 2: a mark whose records the reader had already cleared (the gateway stopped after the clear):
@@ -86,7 +99,9 @@ import VLoggerStore
         emulator.readIntoBuffer(first: 0, count: 2)
         emulator.bufferedReadMode = true
         var stale = Batch()
-        stale.bufferMarks = [BufferMark(reader: "feig-1", records: 2, raw: [0, 7, 1, 2, 3, 0, 7, 1, 2, 3], time: 2_500)]
+        stale.bufferMarks = [
+            BufferMark(reader: "feig-1", records: 2, raw: [0, 7, 1, 2, 3, 0, 7, 1, 2, 3], time: 2_500)
+        ]
         try store.write(stale)
         let r2 = try drain.drain(now: 3_000)
         #expect(r2.staleMark && r2.alreadyStored == 0 && r2.records == images.count)

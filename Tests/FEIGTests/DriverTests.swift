@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CHost
 import FEIG
@@ -50,10 +50,19 @@ final class ScriptedLink: FEIGLink {
         #expect(found.map(\.uid.manufacturer) == [.stMicroelectronics, .stMicroelectronics])
 
         // The forum's data, in the tag's memory order (the frame carries each 4-byte block reversed).
-        let memory = Self.hex("01 02 03 04 05 00 60 70 80 90 A0 0B 0C 0D 0E 0F 10 11 12 13 14 15 16 00 00 00 00 00 00 00 00 00")
-        let write = Request(.writeMultipleBlocks(first: 0, count: 8, data: memory), flags: [.highDataRate], addressing: .addressed(found[0].uid))
-        #expect(throws: ClientError.tag(.blockLocked, command: CommandCode.writeMultipleBlocks.name)) { try client.send(write) }
-        #expect(link.sent[1] == Self.hex("02 00 34 FF B0 24 01 E0 02 51 00 02 56 4A A4 00 08 04 04 03 02 01 70 60 00 05 0B A0 90 80 0F 0E 0D 0C 13 12 11 10 00 16 15 14 00 00 00 00 00 00 00 00 18 18"))
+        let memory = Self.hex(
+            "01 02 03 04 05 00 60 70 80 90 A0 0B 0C 0D 0E 0F 10 11 12 13 14 15 16 00 00 00 00 00 00 00 00 00")
+        let write = Request(
+            .writeMultipleBlocks(first: 0, count: 8, data: memory), flags: [.highDataRate],
+            addressing: .addressed(found[0].uid))
+        #expect(throws: ClientError.tag(.blockLocked, command: CommandCode.writeMultipleBlocks.name)) {
+            try client.send(write)
+        }
+        #expect(
+            link.sent[1]
+                == Self.hex(
+                    "02 00 34 FF B0 24 01 E0 02 51 00 02 56 4A A4 00 08 04 04 03 02 01 70 60 00 05 0B A0 90 80 0F 0E 0D 0C 13 12 11 10 00 16 15 14 00 00 00 00 00 00 00 00 18 18"
+                ))
     }
 
     /// Every STATUS becomes a typed error: 0x01 silence, 0x0B collision, 0x02/0x83 a damaged answer (which the
@@ -64,10 +73,16 @@ final class ScriptedLink: FEIGLink {
         #expect(FEIGReader.error(status: 0x0C, command: "x") == .collision)
         if case .crcError = FEIGReader.error(status: 0x02, command: "x") {} else { Issue.record("0x02") }
         if case .crcError = FEIGReader.error(status: 0x83, command: "x") {} else { Issue.record("0x83") }
-        if case .device(let m) = FEIGReader.error(status: 0x84, command: "Inventory") { #expect(m.contains("RF warning")) } else { Issue.record("0x84") }
+        if case .device(let m) = FEIGReader.error(status: 0x84, command: "Inventory") {
+            #expect(m.contains("RF warning"))
+        } else {
+            Issue.record("0x84")
+        }
         if case .readerStatus(0x04, let t) = FEIGReader.error(status: 0x04, command: "Read Multiple Blocks") {
             #expect(t.contains("address error"))
-        } else { Issue.record("0x04") }
+        } else {
+            Issue.record("0x04")
+        }
         for s in FEIGStatus.allCases where s != .ok {
             #expect(!FEIGReader.error(status: s.rawValue, command: "x").description.isEmpty)
         }
@@ -75,13 +90,18 @@ final class ScriptedLink: FEIGLink {
 
     @Test func deviceStrings() throws {
         #expect(try FEIGDevice.parse("/dev/ttyUSB0").port == .serial(path: "/dev/ttyUSB0", baud: 38400, parity: .even))
-        let d = try FEIGDevice.parse("/dev/ttyS1,baud=115200,parity=none,address=3,timeout=500,char-timeout=12,frames=standard")
+        let d = try FEIGDevice.parse(
+            "/dev/ttyS1,baud=115200,parity=none,address=3,timeout=500,char-timeout=12,frames=standard")
         #expect(d.port == .serial(path: "/dev/ttyS1", baud: 115200, parity: .none))
         #expect(d.address == 3 && d.responseTimeoutMs == 500 && d.interCharacterTimeoutMs == 12 && !d.advancedFrames)
         #expect(try FEIGDevice.parse("tcp://10.0.0.5").port == .tcp(host: "10.0.0.5", port: 10001))
         #expect(try FEIGDevice.parse("tcp://[::1]:4001").port == .tcp(host: "::1", port: 4001))
-        for bad in ["", "ttyUSB0", "tcp://", "tcp://h:0", "tcp://h:99999", "tcp://h:x", "tcp://[::1", "/dev/x,baud=1234", "/dev/x,parity=mark",
-                    "/dev/x,address=256", "/dev/x,timeout=0", "/dev/x,speed=1", "/dev/x,baud", "tcp://h,baud=9600", "/dev/x,frames=big"] {
+        for bad in [
+            "", "ttyUSB0", "tcp://", "tcp://h:0", "tcp://h:99999", "tcp://h:x", "tcp://[::1", "/dev/x,baud=1234",
+            "/dev/x,parity=mark",
+            "/dev/x,address=256", "/dev/x,timeout=0", "/dev/x,speed=1", "/dev/x,baud", "tcp://h,baud=9600",
+            "/dev/x,frames=big",
+        ] {
             #expect(throws: FEIGDeviceError.self, "\(bad)") { try FEIGDevice.parse(bad) }
         }
     }
@@ -95,7 +115,9 @@ final class ScriptedLink: FEIGLink {
         let profiles = small + small + small
         let images = profiles.enumerated().map { i, p in
             var image = TagImage.blank(profile: p, uid: p.makeUID(serial: 0x1000 + UInt64(i) * 0x1111))
-            for b in 0..<image.blocks.count { image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 7 + $0 + i) } }
+            for b in 0..<image.blocks.count {
+                image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 7 + $0 + i) }
+            }
             return image
         }
         return (SimulatedField(tags: zip(images, profiles).map { SimulatedTag(image: $0, profile: $1) }), images)
@@ -116,7 +138,9 @@ final class ScriptedLink: FEIGLink {
             guard master >= 0 else { throw FEIGLinkError.open("no pty") }
             path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             Thread { [self] in
-                while !(lock.withLock { stop }) { _ = emulator.serve(fd: master, shouldStop: { self.lock.withLock { self.stop } }) }
+                while !(lock.withLock { stop }) {
+                    _ = emulator.serve(fd: master, shouldStop: { self.lock.withLock { self.stop } })
+                }
                 done.signal()
             }.start()
         }
@@ -147,7 +171,9 @@ final class ScriptedLink: FEIGLink {
             #expect(m.blockCount == image.blocks.count && m.blockSize == image.blocks[0].count, "\(image.uid)")
             // The client's read planner: Read Multiple Blocks where the chip has it, else single reads.
             let blocks = try client.readBlocks(image.uid, first: 2, count: 3, security: true)
-            #expect(blocks.map(\.data) == Array(image.blocks[2..<5]), "\(image.uid): memory order after the per-block reversal")
+            #expect(
+                blocks.map(\.data) == Array(image.blocks[2..<5]),
+                "\(image.uid): memory order after the per-block reversal")
             #expect(blocks.allSatisfy { $0.security?.isLocked == false })
         }
         // A write with the client's verified write (through [0xB0][0x24] and a read back through [0x23]).
@@ -157,15 +183,22 @@ final class ScriptedLink: FEIGLink {
         #expect(report.verified)
         #expect(bench.emulator.withField { $0.tag(tag.uid)?.image.blocks[1] } == data)
         _ = try client.send(Request(.lockBlock(1), flags: [.highDataRate], addressing: .addressed(tag.uid)))
-        let sec = try client.send(Request(.readSingleBlock(1), flags: [.highDataRate, .option], addressing: .addressed(tag.uid)))
-        if case let .blocks(b) = sec.body { #expect(b.first?.security?.isLocked == true && b.first?.data == data) } else { Issue.record("read") }
+        let sec = try client.send(
+            Request(.readSingleBlock(1), flags: [.highDataRate, .option], addressing: .addressed(tag.uid)))
+        if case let .blocks(b) = sec.body {
+            #expect(b.first?.security?.isLocked == true && b.first?.data == data)
+        } else {
+            Issue.record("read")
+        }
         #expect(throws: ClientError.self) {
-            try client.send(Request(.writeSingleBlock(1, data: data), flags: [.highDataRate], addressing: .addressed(tag.uid)))
+            try client.send(
+                Request(.writeSingleBlock(1, data: data), flags: [.highDataRate], addressing: .addressed(tag.uid)))
         }
         // A tag that left the field: silence, as on air.
         _ = bench.emulator.withField { $0.remove(tag.uid) }
         #expect(throws: ClientError.reader(.timeout, command: CommandCode.readSingleBlock.name)) {
-            try client.send(Request(.readSingleBlock(0), flags: [.highDataRate], addressing: .addressed(tag.uid)), retries: 0)
+            try client.send(
+                Request(.readSingleBlock(0), flags: [.highDataRate], addressing: .addressed(tag.uid)), retries: 0)
         }
     }
 
@@ -188,14 +221,22 @@ final class ScriptedLink: FEIGLink {
         }
         #expect(outcome() == nil)
         emulator.inject(.noAnswer)
-        if case .reader(.device(let m), _)? = outcome() { #expect(m.contains("did not answer")) } else { Issue.record("no answer") }
+        if case .reader(.device(let m), _)? = outcome() {
+            #expect(m.contains("did not answer"))
+        } else {
+            Issue.record("no answer")
+        }
         for fault in [FEIGReaderEmulator.Fault.corruptCRC, .garbled, .truncated] {
             emulator.inject(fault)
             if case .reader(.crcError, _)? = outcome() {} else { Issue.record("\(fault)") }
             #expect(outcome() == nil, "after \(fault)")
         }
         emulator.inject(.status(0x84))
-        if case .reader(.device(let m), _)? = outcome() { #expect(m.contains("RF warning")) } else { Issue.record("0x84") }
+        if case .reader(.device(let m), _)? = outcome() {
+            #expect(m.contains("RF warning"))
+        } else {
+            Issue.record("0x84")
+        }
         emulator.inject(.status(0x0B))
         #expect(outcome() == .reader(.collision, command: CommandCode.readSingleBlock.name))
         emulator.inject(.restart)
@@ -222,10 +263,13 @@ final class ScriptedLink: FEIGLink {
         #expect(big.contains { $0.requiresProtocolExtension } && big.contains { $0.supportsExtendedCommands })
         let images = big.enumerated().map { i, p in
             var image = TagImage.blank(profile: p, uid: p.makeUID(serial: 0x7700 + UInt64(i)))
-            for b in 0..<image.blocks.count { image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 3 + $0 * 17 + i) } }
+            for b in 0..<image.blocks.count {
+                image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 3 + $0 * 17 + i) }
+            }
             return image
         }
-        let emulator = FEIGReaderEmulator(field: SimulatedField(tags: zip(images, big).map { SimulatedTag(image: $0, profile: $1) }))
+        let emulator = FEIGReaderEmulator(
+            field: SimulatedField(tags: zip(images, big).map { SimulatedTag(image: $0, profile: $1) }))
         let server = try FEIGTCPServer(emulator: emulator)
         server.start()
         defer { server.stop() }
@@ -244,7 +288,9 @@ final class ScriptedLink: FEIGLink {
             #expect(high.map(\.number.int) == Array(0x7F0..<0x7F4))
             // The request: B0 23, MODE 0x29 (addressed | SEC | EXT_ADR), the UID MSB first, BANK 03, DB-ADR 07 F0, DB-N 4.
             let uidMSB = Array(image.uid.onAirBytes.reversed())
-            let expected = FEIGFrame(request: 0xB0, data: [0x23, 0x29] + uidMSB + [0x03, 0x07, 0xF0, 0x04], advanced: true).encoded()
+            let expected = FEIGFrame(
+                request: 0xB0, data: [0x23, 0x29] + uidMSB + [0x03, 0x07, 0xF0, 0x04], advanced: true
+            ).encoded()
             #expect(sent == [Hex.format(expected)], "\(profile.id)")
             let across = try client.readBlocks(image.uid, first: 0xFE, count: 4)
             #expect(across.map(\.data) == Array(image.blocks[0xFE..<0x102]), "\(profile.id): across block 255")
@@ -252,7 +298,9 @@ final class ScriptedLink: FEIGLink {
             let data: [UInt8] = [0xC0, 0xFF, 0xEE, UInt8(truncatingIfNeeded: profile.blockCount)]
             #expect(try client.writeBlocks(image.uid, first: 0x700, blocks: [data]).verified)
             #expect(emulator.withField { $0.tag(image.uid)?.image.blocks[0x700] } == data)
-            #expect(emulator.withField { $0.tag(image.uid)?.image.blocks[0x6FF] } == image.blocks[0x6FF], "nothing else written")
+            #expect(
+                emulator.withField { $0.tag(image.uid)?.image.blocks[0x6FF] } == image.blocks[0x6FF],
+                "nothing else written")
             try client.lockBlock(image.uid, block: 0x701)
             #expect(emulator.withField { $0.tag(image.uid)?.image.locked[0x701] } == true, "\(profile.id)")
             let status = try client.readBlocks(image.uid, first: 0x701, count: 1, security: true)
@@ -272,24 +320,36 @@ final class ScriptedLink: FEIGLink {
         image.blocks[0x700] = [1, 2, 3, 4]
         let slix2 = ChipProfile.icodeSLIX2
         let small = TagImage.blank(profile: slix2, uid: slix2.makeUID(serial: 0x77))
-        let e = FEIGReaderEmulator(field: SimulatedField(tags: [SimulatedTag(image: image, profile: m24), SimulatedTag(image: small, profile: slix2)]))
+        let e = FEIGReaderEmulator(
+            field: SimulatedField(tags: [
+                SimulatedTag(image: image, profile: m24), SimulatedTag(image: small, profile: slix2),
+            ]))
         func status(_ data: [UInt8]) -> UInt8? {
-            guard case let .reply(r) = e.respond(to: FEIGFrame(request: 0xB0, data: data, advanced: true).encoded()) else { return nil }
+            guard case let .reply(r) = e.respond(to: FEIGFrame(request: 0xB0, data: data, advanced: true).encoded())
+            else { return nil }
             return (try? FEIGFrame.decode(r, direction: .reply))?.status
         }
         let uid = Array(image.uid.onAirBytes.reversed()), smallUID = Array(small.uid.onAirBytes.reversed())
-        #expect(status([0x23, 0x21] + uid + [0x03, 0x07]) == FEIGStatus.lengthError.rawValue, "BANK and one byte of DB-ADR")
-        #expect(status([0x23, 0x21] + uid + [0x00, 0x07, 0x00, 0x01]) == FEIGStatus.parameterRangeError.rawValue, "bank 0")
+        #expect(
+            status([0x23, 0x21] + uid + [0x03, 0x07]) == FEIGStatus.lengthError.rawValue, "BANK and one byte of DB-ADR")
+        #expect(
+            status([0x23, 0x21] + uid + [0x00, 0x07, 0x00, 0x01]) == FEIGStatus.parameterRangeError.rawValue, "bank 0")
         #expect(status([0x23, 0x21] + uid + [0x03, 0x07, 0x00, 0x01]) == FEIGStatus.ok.rawValue)
         // One-byte form: blocks 0xFA + 10 would run past 0xFF: refused before a block is written.
         let before = e.withField { $0.tag(small.uid)?.image.blocks }
-        #expect(status([0x24, 0x01] + smallUID + [0xFA, 0x0A, 0x04] + [UInt8](repeating: 0xEE, count: 40)) == FEIGStatus.parameterRangeError.rawValue)
+        #expect(
+            status([0x24, 0x01] + smallUID + [0xFA, 0x0A, 0x04] + [UInt8](repeating: 0xEE, count: 40))
+                == FEIGStatus.parameterRangeError.rawValue)
         #expect(e.withField { $0.tag(small.uid)?.image.blocks } == before, "nothing written")
         // Selected mode, extended form, on the M24LR64: the reader uses the protocol extension.
         #expect(status([0x25, 0x01] + uid) == FEIGStatus.ok.rawValue)
-        guard case let .reply(r) = e.respond(to: FEIGFrame(request: 0xB0, data: [0x23, 0x22, 0x03, 0x07, 0x00, 0x01], advanced: true).encoded()),
-              let f = try? FEIGFrame.decode(r, direction: .reply) else { Issue.record("no reply"); return }
-        #expect(f.status == FEIGStatus.ok.rawValue && f.data == [0x01, 0x04, 0x00, 4, 3, 2, 1], "\(Hex.format(f.data))")
+        guard
+            case let .reply(r) = e.respond(
+                to: FEIGFrame(request: 0xB0, data: [0x23, 0x22, 0x03, 0x07, 0x00, 0x01], advanced: true).encoded()),
+            let f = try? FEIGFrame.decode(r, direction: .reply)
+        else { Issue.record("no reply"); return }
+        #expect(
+            f.status == FEIGStatus.ok.rawValue && f.data == [0x01, 0x04, 0x00, 4, 3, 2, 1], "\(Hex.format(f.data))")
     }
 
     /// Long reads stay within the reader's transmit buffer: FEIG's manuals give the largest DB-N of a Read
@@ -302,10 +362,13 @@ final class ScriptedLink: FEIGLink {
         let profiles = [ChipProfile.st25dv64k, .mb89r118]
         let images = profiles.enumerated().map { i, p in
             var image = TagImage.blank(profile: p, uid: p.makeUID(serial: 0x5100 + UInt64(i)))
-            for b in 0..<image.blocks.count { image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 5 + $0 + i) } }
+            for b in 0..<image.blocks.count {
+                image.blocks[b] = (0..<p.blockSize).map { UInt8(truncatingIfNeeded: b * 5 + $0 + i) }
+            }
             return image
         }
-        let emulator = FEIGReaderEmulator(field: SimulatedField(tags: zip(images, profiles).map { SimulatedTag(image: $0, profile: $1) }))
+        let emulator = FEIGReaderEmulator(
+            field: SimulatedField(tags: zip(images, profiles).map { SimulatedTag(image: $0, profile: $1) }))
         emulator.info.transmitBuffer = txBuf
         let server = try FEIGTCPServer(emulator: emulator)
         server.start()
@@ -319,8 +382,10 @@ final class ScriptedLink: FEIGLink {
             let got = try client.readBlocks(image.uid, first: 0x10, count: count)
             #expect(got.map(\.data) == Array(image.blocks[0x10..<(0x10 + count)]), "\(profile.id)")
             let limit = (Int(txBuf) - 12) / (profile.blockSize + 1)
-            let reads = emulator.requests.dropFirst(before).filter { $0.command == 0xB0 && $0.data.first == 0x23 }.compactMap { $0.data.last.map(Int.init) }
-            #expect(!reads.isEmpty && reads.allSatisfy { $0 <= limit }, "\(profile.id): DB-N \(reads), at most \(limit)")
+            let reads = emulator.requests.dropFirst(before).filter { $0.command == 0xB0 && $0.data.first == 0x23 }
+                .compactMap { $0.data.last.map(Int.init) }
+            #expect(
+                !reads.isEmpty && reads.allSatisfy { $0 <= limit }, "\(profile.id): DB-N \(reads), at most \(limit)")
         }
     }
 
@@ -350,7 +415,8 @@ final class ScriptedLink: FEIGLink {
         let e = FEIGReaderEmulator(field: field)
         e.address = 3
         guard case let .reply(r) = e.respond(to: FEIGFrame(request: 0x7E, address: 3).encoded()),
-              let f = try? FEIGFrame.decode(r, direction: .reply) else { Issue.record("no reply"); return }
+            let f = try? FEIGFrame.decode(r, direction: .reply)
+        else { Issue.record("no reply"); return }
         #expect(f.status == FEIGStatus.unknownCommand.rawValue && f.address == 3 && !f.advanced)
         #expect(e.respond(to: FEIGFrame(request: 0x66, data: [0], address: 4).encoded()) == .silence)
         var bad = FEIGFrame(request: 0x66, data: [0]).encoded()
@@ -358,8 +424,12 @@ final class ScriptedLink: FEIGLink {
         #expect(e.respond(to: bad) == .silence)
         // Inventory with an empty field: STATUS 0x01.
         let empty = FEIGReaderEmulator(field: SimulatedField())
-        if case let .reply(r) = empty.respond(to: FEIGFrame(request: 0xB0, data: [0x01, 0x00], advanced: true).encoded()) {
+        if case let .reply(r) = empty.respond(
+            to: FEIGFrame(request: 0xB0, data: [0x01, 0x00], advanced: true).encoded())
+        {
             #expect((try? FEIGFrame.decode(r, direction: .reply))?.status == FEIGStatus.noTransponder.rawValue)
-        } else { Issue.record("inventory") }
+        } else {
+            Issue.record("inventory")
+        }
     }
 }

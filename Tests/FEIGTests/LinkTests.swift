@@ -4,7 +4,7 @@ import Foundation
 import ISO15693
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The host side of the FEIG protocol over a real pseudo-terminal (the kernel's pty: the host opens the slave
@@ -14,7 +14,9 @@ import Glibc
 @Suite(.serialized) struct FEIGLinkTests {
     enum Behaviour { case answer, badCRC, silence, truncate, trickle, otherCommand }
 
-    static let reply = FEIGFrame(reply: FEIGCommand.isoHost, status: 0x00, data: [0x01, 0x03, 0x00, 0x01, 0x56, 0x34, 0x12, 0x08, 0x01, 0x04, 0xE0], address: 0x01)
+    static let reply = FEIGFrame(
+        reply: FEIGCommand.isoHost, status: 0x00,
+        data: [0x01, 0x03, 0x00, 0x01, 0x56, 0x34, 0x12, 0x08, 0x01, 0x04, 0xE0], address: 0x01)
 
     /// Reads one request frame from `fd` (as a reader does), then acts out `behaviour`; returns the request.
     static func play(_ fd: Int32, _ behaviour: Behaviour) -> [UInt8] {
@@ -56,7 +58,9 @@ import Glibc
             let host = FEIGHost(link: link, responseTimeoutMs: 300, interCharacterTimeoutMs: 150)
             nonisolated(unsafe) var seen: [UInt8] = []
             let done = DispatchSemaphore(value: 0)
-            Thread { seen = play(fd, behaviour); done.signal() }.start()
+            Thread {
+                seen = play(fd, behaviour); done.signal()
+            }.start()
             let result = Result { () throws(FEIGLinkError) in try host.transact(request) }
             done.wait()
             #expect(seen == request.encoded(), "\(behaviour): the reader got \(Hex.format(seen))")
@@ -64,7 +68,8 @@ import Glibc
             case (.answer, .success(let r)), (.trickle, .success(let r)):
                 #expect(r == reply, "\(behaviour)")
             case (.badCRC, .failure(.frame(.badCRC))), (.silence, .failure(.noAnswer(300))),
-                 (.truncate, .failure(.incomplete(got: _, expected: reply.encoded().count))), (.otherCommand, .failure(.unexpectedReply)):
+                (.truncate, .failure(.incomplete(got: _, expected: reply.encoded().count))),
+                (.otherCommand, .failure(.unexpectedReply)):
                 break
             default:
                 Issue.record("\(behaviour): \(result)")
@@ -75,13 +80,18 @@ import Glibc
 
     @Test func overAPseudoTerminal() throws {
         var master: Int32 = -1
-        try Self.check(open: {
-            if master >= 0 { close(master) }
-            var name = [CChar](repeating: 0, count: 128)
-            master = vlogger_open_pty(&name, name.count)
-            guard master >= 0 else { throw FEIGLinkError.open("no pseudo-terminal: \(String(cString: strerror(errno)))") }
-            return try FDLink.serial(path: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), baud: 38400, parity: .even)
-        }, readerFD: { master })
+        try Self.check(
+            open: {
+                if master >= 0 { close(master) }
+                var name = [CChar](repeating: 0, count: 128)
+                master = vlogger_open_pty(&name, name.count)
+                guard master >= 0 else {
+                    throw FEIGLinkError.open("no pseudo-terminal: \(String(cString: strerror(errno)))")
+                }
+                return try FDLink.serial(
+                    path: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                    baud: 38400, parity: .even)
+            }, readerFD: { master })
         close(master)
     }
 
@@ -91,19 +101,24 @@ import Glibc
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) }
+        }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) }
+        }
         listen(listener, 4)
         defer { close(listener) }
         let port = Int(UInt16(bigEndian: addr.sin_port))
         var accepted: Int32 = -1
-        try Self.check(open: {
-            if accepted >= 0 { close(accepted) }
-            let link = try FDLink.tcp(host: "127.0.0.1", port: port)
-            accepted = accept(listener, nil, nil)
-            if accepted >= 0 { _ = fcntl(accepted, F_SETFD, FD_CLOEXEC) }
-            return link
-        }, readerFD: { accepted })
+        try Self.check(
+            open: {
+                if accepted >= 0 { close(accepted) }
+                let link = try FDLink.tcp(host: "127.0.0.1", port: port)
+                accepted = accept(listener, nil, nil)
+                if accepted >= 0 { _ = fcntl(accepted, F_SETFD, FD_CLOEXEC) }
+                return link
+            }, readerFD: { accepted })
         close(accepted)
         // Nothing listening: an open error that names the address.
         close(listener)
@@ -117,7 +132,10 @@ import Glibc
         } catch {
             #expect(error.description.contains("/dev/null is not a serial port"), "\(error)")
         }
-        #expect(throws: FEIGLinkError.open("/dev/ttyS0: 1200 baud is not one of 4800, 9600, 19200, 38400, 57600, 115200, 230400")) {
+        #expect(
+            throws: FEIGLinkError.open(
+                "/dev/ttyS0: 1200 baud is not one of 4800, 9600, 19200, 38400, 57600, 115200, 230400")
+        ) {
             try FDLink.serial(path: "/dev/ttyS0", baud: 1200)
         }
     }

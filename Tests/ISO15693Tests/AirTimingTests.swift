@@ -19,14 +19,22 @@ import Testing
     }
 
     @Test func workedNumbers() {
-        let inv = AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.t1 + AirTiming.tagFrame(bytes: 12, flags: [.highDataRate])
+        let inv =
+            AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.t1
+            + AirTiming.tagFrame(bytes: 12, flags: [.highDataRate])
         #expect(close(inv, 5871))
         #expect(close(inv + AirTiming.t2, 6180))
-        let rsb = AirTiming.readerFrame(bytes: 13, coding: .oneOfFour) + AirTiming.t1 + AirTiming.tagFrame(bytes: 7, flags: [.highDataRate]) + AirTiming.t2
+        let rsb =
+            AirTiming.readerFrame(bytes: 13, coding: .oneOfFour) + AirTiming.t1
+            + AirTiming.tagFrame(bytes: 7, flags: [.highDataRate]) + AirTiming.t2
         #expect(close(rsb, 7087))
-        let rmb = AirTiming.readerFrame(bytes: 14, coding: .oneOfFour) + AirTiming.t1 + AirTiming.tagFrame(bytes: 3 + 4 * 32, flags: [.highDataRate]) + AirTiming.t2
+        let rmb =
+            AirTiming.readerFrame(bytes: 14, coding: .oneOfFour) + AirTiming.t1
+            + AirTiming.tagFrame(bytes: 3 + 4 * 32, flags: [.highDataRate]) + AirTiming.t2
         #expect(close(rmb, 44_840))
-        let empty16 = AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.emptySlot([.highDataRate]) * 16 + AirTiming.readerEOF * 15
+        let empty16 =
+            AirTiming.readerFrame(bytes: 5, coding: .oneOfFour) + AirTiming.emptySlot([.highDataRate]) * 16 + AirTiming
+            .readerEOF * 15
         #expect(close(empty16, 9780))
     }
 }

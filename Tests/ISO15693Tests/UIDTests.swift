@@ -62,7 +62,8 @@ import Testing
         // IC code 0x08: the UID cannot tell the LRI2K from the ST25TV02KC; 16 blocks is the ST25TV512C (pm3 uidmapping).
         #expect(try model("E002080000000001") == .lri2kOrST25TV02KC)
         #expect(try model("E002080000000001", blocks: 16) == .st25tv512c)
-        #expect(ICModel.lri2kOrST25TV02KC.name.contains("LRI2K") && ICModel.lri2kOrST25TV02KC.name.contains("ST25TV02KC"))
+        #expect(
+            ICModel.lri2kOrST25TV02KC.name.contains("LRI2K") && ICModel.lri2kOrST25TV02KC.name.contains("ST25TV02KC"))
         #expect(try model("E002440000000001") == .lris64k)
         // TI (pm3 uidmapping): 0x80 Plus chip, 0xC0 Standard, 0xC4 Pro.
         #expect(try model("E007800000000001") == .tagitHFIPlus)
@@ -73,7 +74,9 @@ import Testing
         #expect(try model("E007050000000001") == .tagitHFIPlus && model("E007170000000001") == .tagitHFIPlus)
         #expect(try model("E007300000000001") == nil)
         #expect(try model("E016240000000001") == .em4233)
-        #expect(try model("E016040000000001") == .em4034 && model("E0163C0000000001") == .em4237 && model("E016780000000001") == .em4425)
+        #expect(
+            try model("E016040000000001") == .em4034 && model("E0163C0000000001") == .em4237
+                && model("E016780000000001") == .em4425)
         #expect(try model("E005000000000001") == .mydVicinity && model("E005A10000000001") == .mydVicinity)
         #expect(try model("E0051E0000000001") == .mydMove && model("E005230000000001") == .mydMove)
         #expect(try model("E008010000000001") == .mb89r118)

@@ -6,7 +6,9 @@ import VLoggerCore
 /// `vlogger run` / `export` / `config check` as processes: signals, SIGKILL during ingest, CSV read back.
 @Suite(.serialized) struct AgentCLITests {
     /// A scratch folder with a copy of the demo field and a config whose store is in it.
-    static func setup(interval: String = "1s", batch: Int = 500, flush: String = "2s") throws -> (dir: URL, config: String, store: String) {
+    static func setup(interval: String = "1s", batch: Int = 500, flush: String = "2s") throws -> (
+        dir: URL, config: String, store: String
+    ) {
         let field = try CLITests.field()
         let dir = try CLITests.scratch("run", copying: ["rules.toml", "assets.csv"])
         try FileManager.default.moveItem(at: field, to: dir.appendingPathComponent("field"))
@@ -22,15 +24,20 @@ import VLoggerCore
 
     @Test func twoReadersEachWithItsIdAndLocationInTheStoreAndTheExport() throws {
         // The example configuration as shipped: reader cage-room on demo-field (1 s), dock-3 on demo-field-dock (2 s).
-        let dir = try CLITests.scratch("two", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        let dir = try CLITests.scratch(
+            "two", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: dir) }
         let config = dir.appendingPathComponent("vlogger.toml").path
         let run = try CLITests.run(["run", "--config", config, "--duration", "14s", "--fast-clock"])
         #expect(run.code == 0, "\(run.err)")
         // 14 cycles of cage-room and 7 of dock-3; the total line first, then one per reader.
-        #expect(run.out.hasPrefix("21 cycles:") && run.out.contains("reader cage-room: 14 cycles:") && run.out.contains("reader dock-3: 7 cycles:"), "\(run.out)")
+        #expect(
+            run.out.hasPrefix("21 cycles:") && run.out.contains("reader cage-room: 14 cycles:")
+                && run.out.contains("reader dock-3: 7 cycles:"), "\(run.out)")
         let csv = try CLITests.run(["export", "--config", config, "--since", "7d", "--reader", "dock-3"])
-        let rows = csv.out.split(separator: "\r\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let rows = csv.out.split(separator: "\r\n").map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
         #expect(rows.first?.prefix(5) == ["time", "gateway", "reader", "location", "uid"], "\(csv.out)")
         // Every dock-3 row names dock-3 and its location, and only the dock's two tags.
         #expect(rows.count > 1 && rows.dropFirst().allSatisfy { $0[2] == "dock-3" && $0[3] == "Dock door 3" })
@@ -40,39 +47,60 @@ import VLoggerCore
         let events = try store.events()
         // The dock's scenario: the pallet leaves at 3 s (departure after 3 missed cycles of 2 s) and comes back at 11 s.
         let pallet = events.filter { $0.uid?.description == "E004010812345602" }
-        #expect(pallet.map(\.kind) == [.arrival, .departure, .arrival] && pallet.allSatisfy { $0.reader == "dock-3" && $0.location == "Dock door 3" })
+        #expect(
+            pallet.map(\.kind) == [.arrival, .departure, .arrival]
+                && pallet.allSatisfy { $0.reader == "dock-3" && $0.location == "Dock door 3" })
         // The cage room's rows carry its own id and location.
         let cage = events.filter { $0.uid?.description == "E008010000004212" }
         #expect(!cage.isEmpty && cage.allSatisfy { $0.reader == "cage-room" && $0.location == "Cold room, cage 12" })
-        let tags = try CLITests.run(["export", "--config", config, "--since", "7d", "--table", "tags", "--reader", "dock-3"])
+        let tags = try CLITests.run([
+            "export", "--config", config, "--since", "7d", "--table", "tags", "--reader", "dock-3",
+        ])
         #expect(tags.out.split(separator: "\r\n").count == 3, "\(tags.out)")
     }
 
     @Test func auditOfEachDemoLocationAgainstTheRegister() throws {
         // Config/assets.csv registers two assets in the cage room (both there), PAL-0001 at the dock (it is in
         // the cage room), PAL-0002 at the dock (there) and PAL-0099 at the dock (nowhere).
-        let dir = try CLITests.scratch("audit", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        let dir = try CLITests.scratch(
+            "audit", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: dir) }
         let config = dir.appendingPathComponent("vlogger.toml").path
         let run = try CLITests.run(["audit", "run", "--config", config, "--fast-clock"])
         #expect(run.code == 0, "\(run.err)")
-        #expect(run.out.contains("Cold room, cage 12  2 present, 0 missing, 1 wrong location, 5 unexpected, 0 failed checks  (3 rounds, readers cage-room, manual)"), "\(run.out)")
-        #expect(run.out.contains("Dock door 3  1 present, 1 missing, 1 wrong location, 1 unexpected, 0 failed checks"), "\(run.out)")
+        #expect(
+            run.out.contains(
+                "Cold room, cage 12  2 present, 0 missing, 1 wrong location, 5 unexpected, 0 failed checks  (3 rounds, readers cage-room, manual)"
+            ), "\(run.out)")
+        #expect(
+            run.out.contains("Dock door 3  1 present, 1 missing, 1 wrong location, 1 unexpected, 0 failed checks"),
+            "\(run.out)")
         let show = try CLITests.run(["audit", "show", "--config", config, "2"])
         #expect(show.out.contains("missing        E00401000000BEEF  PAL-0099  never seen"), "\(show.out)")
-        #expect(show.out.contains("wrong-location E004010812345601  PAL-0001  registered at Dock door 3, seen at Cold room, cage 12 by cage-room"), "\(show.out)")
+        #expect(
+            show.out.contains(
+                "wrong-location E004010812345601  PAL-0001  registered at Dock door 3, seen at Cold room, cage 12 by cage-room"
+            ), "\(show.out)")
         let json = try CLITests.run(["audit", "show", "--config", config, "1", "--json"])
         #expect(json.out.contains("\"wrong-location\" : 1") && json.out.contains("\"seenRounds\" : 3"), "\(json.out)")
         #expect(try CLITests.run(["audit", "list", "--config", config]).out.split(separator: "\n").count == 2)
         let audits = try CLITests.run(["export", "--config", config, "--since", "1h", "--table", "audits"])
-        #expect(audits.out.contains(",\"Cold room, cage 12\",cage-room,3,manual,2,0,1,5,0\r\n") && audits.out.contains(",Dock door 3,dock-3,3,manual,1,1,1,1,0\r\n"), "\(audits.out)")
-        let results = try CLITests.run(["export", "--config", config, "--since", "1h", "--table", "audit_results", "--uid", "E00401000000BEEF"])
+        #expect(
+            audits.out.contains(",\"Cold room, cage 12\",cage-room,3,manual,2,0,1,5,0\r\n")
+                && audits.out.contains(",Dock door 3,dock-3,3,manual,1,1,1,1,0\r\n"), "\(audits.out)")
+        let results = try CLITests.run([
+            "export", "--config", config, "--since", "1h", "--table", "audit_results", "--uid", "E00401000000BEEF",
+        ])
         let lines = results.out.split(separator: "\r\n")
-        #expect(lines.count == 2 && lines[1].contains(",Dock door 3,E00401000000BEEF,PAL-0099,missing,Dock door 3,,,0,,,"), "\(results.out)")
+        #expect(
+            lines.count == 2 && lines[1].contains(",Dock door 3,E00401000000BEEF,PAL-0099,missing,Dock door 3,,,0,,,"),
+            "\(results.out)")
         let html = dir.appendingPathComponent("report.html")
         let report = try CLITests.run(["audit", "report", "--config", config, "2", "--html", html.path])
         let page = (try? String(contentsOf: html, encoding: .utf8)) ?? ""
-        #expect(report.code == 0 && page.contains("<h1>Audit 2: Dock door 3</h1>") && page.contains("<td>E00401000000BEEF</td><td>PAL-0099</td>")
+        #expect(
+            report.code == 0 && page.contains("<h1>Audit 2: Dock door 3</h1>")
+                && page.contains("<td>E00401000000BEEF</td><td>PAL-0099</td>")
                 && page.contains("<svg") && !page.contains("<script"), "\(report.err)")
         let none = try CLITests.run(["audit", "run", "--config", config, "--location", "Roof", "--fast-clock"])
         #expect(none.code == 1 && none.err.contains("no reader at location 'Roof'"), "\(none.err)")
@@ -81,39 +109,56 @@ import VLoggerCore
     }
 
     @Test func aScheduleMissedWhileTheServiceWasDownRunsOnceAtStart() throws {
-        let dir = try CLITests.scratch("sched", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        let dir = try CLITests.scratch(
+            "sched", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: dir) }
-        let config = dir.appendingPathComponent("vlogger.toml").path, store = dir.appendingPathComponent("vlogger.db").path
+        let config = dir.appendingPathComponent("vlogger.toml").path,
+            store = dir.appendingPathComponent("vlogger.db").path
         // The dock's pallet stays put (its scenario takes it away at 3 s, which a slow machine's audit may pass).
         try FileManager.default.removeItem(at: dir.appendingPathComponent("demo-field-dock/scenario.json"))
         var text = try String(contentsOfFile: config, encoding: .utf8)
-        text = text.replacingOccurrences(of: "spacing = \"1s\"", with: "spacing = \"200ms\"")
+        text =
+            text.replacingOccurrences(of: "spacing = \"1s\"", with: "spacing = \"200ms\"")
             + "\n[[audit.schedule]]\nname = \"nightly\"\ncron = \"0 2 * * *\"\ntime-zone = \"Europe/Berlin\"\n"
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         #expect(try CLITests.run(["config", "check", "--config", config]).code == 0)
         // The store with a nightly audit three days ago: three nights were missed while "the service was down".
-        #expect(try CLITests.run(["assets", "import", "--config", config, dir.appendingPathComponent("assets.csv").path]).code == 0)
-        let seed = try ServiceTests.shell("""
+        #expect(
+            try CLITests.run(["assets", "import", "--config", config, dir.appendingPathComponent("assets.csv").path])
+                .code == 0)
+        let seed = try ServiceTests.shell(
+            """
             python3 -c 'import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1]); t=int(time.time()*1000)-3*86400000
             c.execute("INSERT INTO audits(started,finished,gateway,location,readers,rounds,trigger,present,missing,wrong_location,unexpected,failed_checks) VALUES(?,?,?,?,?,?,?,0,0,0,0,0)", (t,t,"gw-demo-01","Dock door 3","dock-3",3,"schedule:nightly")); c.commit()' "$1"
             """, [store])
         #expect(seed.code == 0, "\(seed.err)")
         // 16 s of the service's time on a clock run 10 times faster.
-        let run = try CLITests.run(["run", "--config", config, "--duration", "16s", "--clock-rate", "10", "--log-level", "notice"])
-        #expect(run.code == 0 && run.err.contains("audit schedule 'nightly' (0 2 * * * (Europe/Berlin)) missed its time"), "\(run.err)")
+        let run = try CLITests.run([
+            "run", "--config", config, "--duration", "16s", "--clock-rate", "10", "--log-level", "notice",
+        ])
+        #expect(
+            run.code == 0 && run.err.contains("audit schedule 'nightly' (0 2 * * * (Europe/Berlin)) missed its time"),
+            "\(run.err)")
         let db = try Store(path: store, readOnly: true)
         defer { db.close() }
         // Once per location, not once per missed night: the seeded one and one new for each of the two locations.
         let audits = try db.audits().filter { $0.trigger == "schedule:nightly" }
         #expect(audits.count == 3, "\(audits.map { "\($0.location) \($0.started)" })")
-        let dock = try #require(audits.first { $0.location == "Dock door 3" && $0.rounds == 3 && $0.count(.present) + $0.count(.missing) > 0 })
+        let dock = try #require(
+            audits.first {
+                $0.location == "Dock door 3" && $0.rounds == 3 && $0.count(.present) + $0.count(.missing) > 0
+            })
         let cage = try #require(audits.first { $0.location == "Cold room, cage 12" })
         // PAL-0001 (registered at the dock, polled in the cage room) is missing or at the wrong location, by
         // whether the cage room's sightings were committed before the dock's audit began; PAL-0099 is missing.
-        #expect(dock.count(.present) == 1 && dock.count(.missing) + dock.count(.wrongLocation) == 2 && dock.count(.unexpected) == 1, "\(dock.counts)")
+        #expect(
+            dock.count(.present) == 1 && dock.count(.missing) + dock.count(.wrongLocation) == 2
+                && dock.count(.unexpected) == 1, "\(dock.counts)")
         let detail = try #require(try db.audit(dock.id))
         #expect(detail.results.first { $0.assetID == "PAL-0099" }?.status == .missing)
-        #expect(cage.count(.present) == 2 && cage.count(.wrongLocation) == 1 && cage.count(.unexpected) == 5, "\(cage.counts)")
+        #expect(
+            cage.count(.present) == 2 && cage.count(.wrongLocation) == 1 && cage.count(.unexpected) == 5,
+            "\(cage.counts)")
         // Polling went on meanwhile: the cage room's 1 s cycles over 8 s, less only what the audit's rounds took.
         #expect(run.out.contains("reader cage-room: "), "\(run.out)")
     }
@@ -121,9 +166,11 @@ import VLoggerCore
     @Test func scheduledAuditsOnAFastClockFindWhatTheScenarioImplies() throws {
         // The demo's two fields and register, a fast clock (20×) starting at 05:59:55 UTC, and two schedules: the
         // end of the night shift (06:00) and a cron firing every minute kept inside 06:01-06:02 (06:01 only).
-        let dir = try CLITests.scratch("fast", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        let dir = try CLITests.scratch(
+            "fast", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: dir) }
-        let config = dir.appendingPathComponent("vlogger.toml").path, store = dir.appendingPathComponent("vlogger.db").path
+        let config = dir.appendingPathComponent("vlogger.toml").path,
+            store = dir.appendingPathComponent("vlogger.db").path
         // The dock's scenario: pallet 0002 is taken away at 3 s (05:59:58) and brought back at 40 s (06:00:35).
         try """
         {"vlogger-scenario": 1, "steps": [{"at": "3s", "do": "leave", "uid": "E004010812345602"}, {"at": "40s", "do": "arrive", "uid": "E004010812345602"}]}
@@ -131,68 +178,103 @@ import VLoggerCore
         var text = try String(contentsOfFile: config, encoding: .utf8)
         text += """
 
-        [[audit.schedule]]
-        name = "night shift end"
-        shifts = ["22:00-06:00", "06:00-14:00"]
+            [[audit.schedule]]
+            name = "night shift end"
+            shifts = ["22:00-06:00", "06:00-14:00"]
 
-        [[audit.schedule]]
-        name = "early"
-        cron = "* * * * *"
-        during = "06:01-06:02"
-        location = "Dock door 3"
+            [[audit.schedule]]
+            name = "early"
+            cron = "* * * * *"
+            during = "06:01-06:02"
+            location = "Dock door 3"
 
-        """
+            """
         try text.write(toFile: config, atomically: true, encoding: .utf8)
-        let run = try CLITests.run(["run", "--config", config, "--clock-rate", "20", "--clock-start", "2026-11-23T05:59:55Z", "--duration", "135s"])
+        let run = try CLITests.run([
+            "run", "--config", config, "--clock-rate", "20", "--clock-start", "2026-11-23T05:59:55Z", "--duration",
+            "135s",
+        ])
         #expect(run.code == 0, "\(run.err)")
         let db = try Store(path: store, readOnly: true)
         defer { db.close() }
         let audits = try db.audits().sorted { $0.id < $1.id }
         // 06:00: both locations (the schedule names none); 06:01: the dock; 06:02 is outside the window: nothing.
-        #expect(audits.map(\.trigger).sorted() == ["schedule:early", "schedule:night shift end", "schedule:night shift end"], "\(audits.map(\.trigger))")
+        #expect(
+            audits.map(\.trigger).sorted() == [
+                "schedule:early", "schedule:night shift end", "schedule:night shift end",
+            ], "\(audits.map(\.trigger))")
         func statuses(_ a: AuditRecord?) -> [String: String] {
             let full = a.flatMap { try? db.audit($0.id) }
-            return Dictionary((full?.results ?? []).map { ($0.assetID ?? $0.uid.description, $0.status.rawValue) }, uniquingKeysWith: { a, _ in a })
+            return Dictionary(
+                (full?.results ?? []).map { ($0.assetID ?? $0.uid.description, $0.status.rawValue) },
+                uniquingKeysWith: { a, _ in a })
         }
-        let six: Millis = 1_795_413_600_000   // 2026-11-23T06:00:00Z
-        let cage = audits.first { $0.location == "Cold room, cage 12" }, dock = audits.filter { $0.location == "Dock door 3" }
-        #expect(cage.map { $0.started >= six && $0.started < six + 1000 } == true, "\(String(describing: cage?.started))")
+        let six: Millis = 1_795_413_600_000  // 2026-11-23T06:00:00Z
+        let cage = audits.first { $0.location == "Cold room, cage 12" },
+            dock = audits.filter { $0.location == "Dock door 3" }
+        #expect(
+            cage.map { $0.started >= six && $0.started < six + 1000 } == true, "\(String(describing: cage?.started))")
         // The cage room: its two assets present, PAL-0001 (registered at the dock) there, five unregistered tags.
-        #expect(statuses(cage) == ["AS-00042": "present", "CAGE-12": "present", "PAL-0001": "wrong-location",
-                                   "E007800000007777": "unexpected", "E0022C0000002121": "unexpected", "E007A20000001003": "unexpected",
-                                   "E004011000000A03": "unexpected", "E007C00000000505": "unexpected"], "\(statuses(cage))")
+        #expect(
+            statuses(cage) == [
+                "AS-00042": "present", "CAGE-12": "present", "PAL-0001": "wrong-location",
+                "E007800000007777": "unexpected", "E0022C0000002121": "unexpected", "E007A20000001003": "unexpected",
+                "E004011000000A03": "unexpected", "E007C00000000505": "unexpected",
+            ], "\(statuses(cage))")
         // The dock at 06:00: pallet 0002 is away, PAL-0099 never appears, PAL-0001 is in the cage room, bin 6 unregistered.
-        #expect(statuses(dock.first) == ["PAL-0002": "missing", "PAL-0099": "missing", "PAL-0001": "wrong-location",
-                                         "E007C00000000506": "unexpected"], "\(statuses(dock.first))")
+        #expect(
+            statuses(dock.first) == [
+                "PAL-0002": "missing", "PAL-0099": "missing", "PAL-0001": "wrong-location",
+                "E007C00000000506": "unexpected",
+            ], "\(statuses(dock.first))")
         // The dock at 06:01: pallet 0002 is back.
         #expect(dock.count == 2 && dock.last.map { $0.started >= six + 60_000 && $0.started < six + 61_000 } == true)
-        #expect(statuses(dock.last) == ["PAL-0002": "present", "PAL-0099": "missing", "PAL-0001": "wrong-location",
-                                        "E007C00000000506": "unexpected"], "\(statuses(dock.last))")
+        #expect(
+            statuses(dock.last) == [
+                "PAL-0002": "present", "PAL-0099": "missing", "PAL-0001": "wrong-location",
+                "E007C00000000506": "unexpected",
+            ], "\(statuses(dock.last))")
         let diff = try CLITests.run(["audit", "diff", "--config", config, "\(dock[0].id)", "\(dock[1].id)"])
-        #expect(diff.out.contains("E004010812345602  PAL-0002  missing -> present") && diff.out.contains("1 change(s)"), "\(diff.out)")
+        #expect(
+            diff.out.contains("E004010812345602  PAL-0002  missing -> present") && diff.out.contains("1 change(s)"),
+            "\(diff.out)")
     }
 
     @Test func queuedLocksAndBlockFilesOnlyWithYesAndNeverTwice() throws {
-        let dir = try CLITests.scratch("locks", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        let dir = try CLITests.scratch(
+            "locks", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: dir) }
-        let config = dir.appendingPathComponent("vlogger.toml").path, field = dir.appendingPathComponent("demo-field").path
-        let slix = "E004011000000A03"   // Config/demo-field/slix-shelf-a3.nfc: 28 blocks of 4 bytes, none locked
-        func cli(_ args: [String]) throws -> (code: Int32, out: String, err: String) { try CLITests.run(args + ["--config", config]) }
+        let config = dir.appendingPathComponent("vlogger.toml").path,
+            field = dir.appendingPathComponent("demo-field").path
+        let slix = "E004011000000A03"  // Config/demo-field/slix-shelf-a3.nfc: 28 blocks of 4 bytes, none locked
+        func cli(_ args: [String]) throws -> (code: Int32, out: String, err: String) {
+            try CLITests.run(args + ["--config", config])
+        }
         let file = dir.appendingPathComponent("label.txt")
-        try "# shelf label\n0x10  41 53 2D 30\n0x11: 30303432   # second half\n\n20,DEADBEEF\n".write(to: file, atomically: true, encoding: .utf8)
+        try "# shelf label\n0x10  41 53 2D 30\n0x11: 30303432   # second half\n\n20,DEADBEEF\n".write(
+            to: file, atomically: true, encoding: .utf8)
         // Locks are irreversible: refused without --yes, and nothing is queued.
         let noYes = try cli(["write", "--when-seen", "--uid", slix, "--blocks-from", file.path, "--lock"])
         #expect(noYes.code == 1 && noYes.err.contains("irreversible") && noYes.err.contains("--yes"), "\(noYes.err)")
-        #expect(try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x15"]).err.contains("run again with --yes to queue the lock"))
-        #expect(try cli(["writes", "list"]).err.contains("no store at"))   // nothing was queued: not even a store was made
+        #expect(
+            try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x15"]).err.contains(
+                "run again with --yes to queue the lock"))
+        // nothing was queued: not even a store was made
+        #expect(try cli(["writes", "list"]).err.contains("no store at"))
         // The file: blocks 0x10-0x11 are one write, block 20 (0x14) another; both written, then locked.
         let queued = try cli(["write", "--when-seen", "--uid", slix, "--blocks-from", file.path, "--lock", "--yes"])
-        #expect(queued.code == 0 && queued.out.contains("queued write 1: 8 bytes from 0x10 of \(slix), then locked")
-                && queued.out.contains("queued write 2: 4 bytes from 0x14 of \(slix), then locked"), "\(queued.out) \(queued.err)")
-        #expect(try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x15", "--yes"]).out.contains("queued lock 3: block 0x15 of \(slix)"))
+        #expect(
+            queued.code == 0 && queued.out.contains("queued write 1: 8 bytes from 0x10 of \(slix), then locked")
+                && queued.out.contains("queued write 2: 4 bytes from 0x14 of \(slix), then locked"),
+            "\(queued.out) \(queued.err)")
+        #expect(
+            try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x15", "--yes"]).out.contains(
+                "queued lock 3: block 0x15 of \(slix)"))
         // Block 0x16 was locked before a crash cut off the record of its queued lock: the read-back decides.
         #expect(try cli(["lock", "--when-seen", "--uid", slix, "--block", "0x16", "--yes"]).code == 0)
-        #expect(try CLITests.run(["lock", "--field", field, "--uid", slix, "--block", "0x16", "--yes"]).out.contains("is locked"))
+        #expect(
+            try CLITests.run(["lock", "--field", field, "--uid", slix, "--block", "0x16", "--yes"]).out.contains(
+                "is locked"))
         // A bad file names its line; nothing is queued from it.
         try "0x10 41532D30\n0x11 3030\n".write(to: file, atomically: true, encoding: .utf8)
         let bad = try cli(["write", "--when-seen", "--uid", slix, "--blocks-from", file.path])
@@ -200,26 +282,49 @@ import VLoggerCore
         let run = try CLITests.run(["run", "--config", config, "--cycles", "2", "--fast-clock"])
         #expect(run.code == 0, "\(run.err)")
         let list = try cli(["writes", "list"]).out
-        #expect(list.contains("1  done      \(slix)  0x10  41532D3030303432 +lock") && list.contains("written and read back in"), "\(list)")
-        #expect(list.contains("2 block(s) locked and read back locked") && list.contains("2  done      \(slix)  0x14  DEADBEEF +lock"), "\(list)")
-        #expect(list.contains("3  done      \(slix)  0x15  lock") && list.contains("block 0x15 locked and read back locked"), "\(list)")
-        #expect(list.contains("4  done      \(slix)  0x16  lock") && list.contains("block 0x16 already locked (read back); not locked again"), "\(list)")
+        #expect(
+            list.contains("1  done      \(slix)  0x10  41532D3030303432 +lock")
+                && list.contains("written and read back in"), "\(list)")
+        #expect(
+            list.contains("2 block(s) locked and read back locked")
+                && list.contains("2  done      \(slix)  0x14  DEADBEEF +lock"), "\(list)")
+        #expect(
+            list.contains("3  done      \(slix)  0x15  lock")
+                && list.contains("block 0x15 locked and read back locked"), "\(list)")
+        #expect(
+            list.contains("4  done      \(slix)  0x16  lock")
+                && list.contains("block 0x16 already locked (read back); not locked again"), "\(list)")
         #expect(list.contains("4 write(s)"), "\(list)")
-        let tag = try CLITests.run(["read", "--field", field, "--uid", slix, "--block", "0x10", "--count", "7", "--security"]).out
+        let tag = try CLITests.run([
+            "read", "--field", field, "--uid", slix, "--block", "0x10", "--count", "7", "--security",
+        ]).out
         for (block, bytes) in [("0x10", "41 53 2D 30"), ("0x11", "30 30 34 32"), ("0x14", "DE AD BE EF")] {
-            #expect(tag.contains("\(block)   \(bytes)") && tag.split(separator: "\n").first { $0.hasPrefix(block) }?.hasSuffix(" locked") == true, "\(tag)")
+            #expect(
+                tag.contains("\(block)   \(bytes)")
+                    && tag.split(separator: "\n").first { $0.hasPrefix(block) }?.hasSuffix(" locked") == true, "\(tag)")
         }
-        #expect(tag.split(separator: "\n").filter { $0.hasSuffix(" locked") && !$0.hasSuffix("unlocked") }.count == 5, "\(tag)")
+        #expect(
+            tag.split(separator: "\n").filter { $0.hasSuffix(" locked") && !$0.hasSuffix("unlocked") }.count == 5,
+            "\(tag)")
     }
 
     @Test func queuedWritesAreMadeWhenTheTagIsSeenAndNeverTwice() throws {
-        let dir = try CLITests.scratch("queue", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        let dir = try CLITests.scratch(
+            "queue", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: dir) }
-        let config = dir.appendingPathComponent("vlogger.toml").path, field = dir.appendingPathComponent("demo-field").path
-        func q(_ args: [String]) throws -> (code: Int32, out: String, err: String) { try CLITests.run(["write", "--when-seen", "--config", config] + args) }
-        #expect(try q(["--uid", "E008010000004212", "--block", "0xF9", "--data", "0102030405060708"]).out.hasPrefix("queued write 1:"))
-        #expect(try q(["--uid", "E004010812345602", "--block", "0x00", "--data", "00000000"]).code == 0)                  // block 0x00 is locked
-        #expect(try q(["--uid", "E00401000000BEEF", "--block", "1", "--data", "11223344", "--expires", "1ms"]).code == 0)  // never seen
+        let config = dir.appendingPathComponent("vlogger.toml").path,
+            field = dir.appendingPathComponent("demo-field").path
+        func q(_ args: [String]) throws -> (code: Int32, out: String, err: String) {
+            try CLITests.run(["write", "--when-seen", "--config", config] + args)
+        }
+        #expect(
+            try q(["--uid", "E008010000004212", "--block", "0xF9", "--data", "0102030405060708"]).out.hasPrefix(
+                "queued write 1:"))
+        // block 0x00 is locked
+        #expect(try q(["--uid", "E004010812345602", "--block", "0x00", "--data", "00000000"]).code == 0)
+        #expect(
+            // never seen
+            try q(["--uid", "E00401000000BEEF", "--block", "1", "--data", "11223344", "--expires", "1ms"]).code == 0)
         #expect(try q(["--uid", "E007C00000000505", "--block", "0", "--data", "42494E39"]).code == 0)
         #expect(try q(["--uid", "E008010000004212", "--block", "0xF9", "--data", "01"]).code == 0)
         #expect(try CLITests.run(["writes", "cancel", "--config", config, "5"]).out.contains("write 5 cancelled"))
@@ -227,27 +332,48 @@ import VLoggerCore
         #expect(try q(["--block", "0", "--data", "00"]).err.contains("--when-seen needs --uid"))
         // Write 4 reached the tag before a crash cut off its record: the service is killed between the write and
         // its result. Here the write is made by hand: the read-back must find it and not write again.
-        #expect(try CLITests.run(["write", "--field", field, "--uid", "E007C00000000505", "--block", "0", "--data", "42494E39"]).code == 0)
+        #expect(
+            try CLITests.run([
+                "write", "--field", field, "--uid", "E007C00000000505", "--block", "0", "--data", "42494E39",
+            ]).code == 0)
         Thread.sleep(forTimeInterval: 0.01)
         let run = try CLITests.run(["run", "--config", config, "--cycles", "2", "--fast-clock"])
         #expect(run.code == 0, "\(run.err)")
         let list = try CLITests.run(["writes", "list", "--config", config]).out
-        #expect(list.contains("1  done      E008010000004212  0xF9  0102030405060708") && list.contains("written and read back"), "\(list)")
-        #expect(list.contains("2  failed    E004010812345602  0x00  00000000") && list.contains("block 0x00 is locked"), "\(list)")
+        #expect(
+            list.contains("1  done      E008010000004212  0xF9  0102030405060708")
+                && list.contains("written and read back"), "\(list)")
+        #expect(
+            list.contains("2  failed    E004010812345602  0x00  00000000") && list.contains("block 0x00 is locked"),
+            "\(list)")
         #expect(list.contains("3  expired   E00401000000BEEF"), "\(list)")
-        #expect(list.contains("4  done      E007C00000000505") && list.contains("already on the tag (read back); not written again"), "\(list)")
+        #expect(
+            list.contains("4  done      E007C00000000505")
+                && list.contains("already on the tag (read back); not written again"), "\(list)")
         #expect(list.contains("5  cancelled"), "\(list)")
         // The tag holds the data; the writes table has the one write the service made (write 1), not write 4.
-        #expect(try CLITests.run(["read", "--field", field, "--uid", "E008010000004212", "--block", "0xF9"]).out.contains("01 02 03 04 05 06 07 08"))
-        let writes = try CLITests.run(["export", "--config", config, "--since", "1h", "--table", "writes"]).out.split(separator: "\r\n")
-        #expect(writes.count == 2 && writes[1].contains("E008010000004212,0xF9,0102030405060708") && writes[1].contains("ok (queued write 1)"), "\(writes)")
+        #expect(
+            try CLITests.run(["read", "--field", field, "--uid", "E008010000004212", "--block", "0xF9"]).out.contains(
+                "01 02 03 04 05 06 07 08"))
+        let writes = try CLITests.run(["export", "--config", config, "--since", "1h", "--table", "writes"]).out.split(
+            separator: "\r\n")
+        #expect(
+            writes.count == 2 && writes[1].contains("E008010000004212,0xF9,0102030405060708")
+                && writes[1].contains("ok (queued write 1)"), "\(writes)")
         // A second run makes nothing again.
-        #expect(try CLITests.run(["run", "--config", config, "--cycles", "1", "--fast-clock"]).err.contains("queued write") == false)
+        #expect(
+            try CLITests.run(["run", "--config", config, "--cycles", "1", "--fast-clock"]).err.contains("queued write")
+                == false)
         // Now that the store knows the cage tag (256 blocks of 8 bytes), a write past its end or not in whole
         // blocks is refused when it is queued.
         let past = try q(["--uid", "E008010000004212", "--block", "0xFF", "--data", "01020304050607080102030405060708"])
-        #expect(past.code == 1 && past.err.contains("2 block(s) from 0xFF run past the end of E008010000004212 (256 blocks)"), "\(past.err)")
-        #expect(try q(["--uid", "E008010000004212", "--block", "0xF9", "--data", "010203"]).err.contains("8-byte blocks; 3 bytes"))
+        #expect(
+            past.code == 1
+                && past.err.contains("2 block(s) from 0xFF run past the end of E008010000004212 (256 blocks)"),
+            "\(past.err)")
+        #expect(
+            try q(["--uid", "E008010000004212", "--block", "0xF9", "--data", "010203"]).err.contains(
+                "8-byte blocks; 3 bytes"))
     }
 
     @Test func runThenExportCSVThatPythonReadsRowForRow() throws {
@@ -265,28 +391,38 @@ import VLoggerCore
         // Python's csv module: header + one row per reading, every row as wide as the header.
         let py = Process()
         py.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        py.arguments = ["python3", "-c", """
+        py.arguments = [
+            "python3", "-c",
+            """
             import csv, sys
             rows = list(csv.reader(open(sys.argv[1], newline='')))
             assert all(len(r) == len(rows[0]) for r in rows), 'ragged'
             h = rows[0]
             t = [float(r[h.index('temperature')]) for r in rows[1:] if r[h.index('temperature')]]
             print(len(rows) - 1, len(h), min(t), max(t))
-            """, csvPath]
+            """, csvPath,
+        ]
         let out = Pipe()
         py.standardOutput = out
         try py.run()
         py.waitUntilExit()
-        let fields = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")
+        let fields = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
+            separator: " ")
         #expect(py.terminationStatus == 0 && fields.count == 4)
         #expect(Int(fields[0]) == count)
         // The scenario's drift: 21.5 °C at the start, rising past the 24 °C rule within 20 s.
-        #expect((Double(fields[2]) ?? 0) >= 20.9 && (Double(fields[3].trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 24)
+        #expect(
+            (Double(fields[2]) ?? 0) >= 20.9
+                && (Double(fields[3].trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 24)
         let events = try CLITests.run(["export", "--config", s.config, "--since", "7d", "--table", "events"])
         #expect(events.out.contains(",violation,cold room temperature,critical,"), "\(events.out)")
         #expect(events.out.contains(",departure,departure,info,"))
-        let tags = try CLITests.run(["export", "--config", s.config, "--since", "7d", "--table", "tags", "--format", "jsonl"])
-        #expect(tags.out.split(separator: "\n").count == 8 && tags.out.contains("\"model\":\"Fujitsu MB89R118\""), "\(tags.out)")
+        let tags = try CLITests.run([
+            "export", "--config", s.config, "--since", "7d", "--table", "tags", "--format", "jsonl",
+        ])
+        #expect(
+            tags.out.split(separator: "\n").count == 8 && tags.out.contains("\"model\":\"Fujitsu MB89R118\""),
+            "\(tags.out)")
     }
 
     @Test func badInputGivesFileLineAndNonZeroExit() throws {
@@ -294,7 +430,8 @@ import VLoggerCore
         defer { try? FileManager.default.removeItem(at: s.dir) }
         try "[store]\npath = \"x.db\"\nbatch_size = 5\n".write(toFile: s.config, atomically: true, encoding: .utf8)
         let check = try CLITests.run(["config", "check", s.config])
-        #expect(check.code != 0 && check.err.contains("\(s.config):3: unknown key 'batch_size' in [store]"), "\(check.err)")
+        #expect(
+            check.code != 0 && check.err.contains("\(s.config):3: unknown key 'batch_size' in [store]"), "\(check.err)")
         let run = try CLITests.run(["run", "--config", s.config, "--cycles", "1"])
         #expect(run.code != 0 && run.err.contains(":3:"))
         let since = try CLITests.run(["export", "--store", s.store, "--since", "last tuesday"])
@@ -310,15 +447,24 @@ import VLoggerCore
         defer { try? FileManager.default.removeItem(at: s.dir) }
         let field = s.dir.appendingPathComponent("field").path
         // Tag-it HF-I Plus writes need the Option flag: flags 0x62 = option | address | high data rate.
-        let w = try CLITests.run(["write", "--field", field, "--uid", "E007800000007777", "--block", "3", "--data", "01020304", "--store", s.store])
+        let w = try CLITests.run([
+            "write", "--field", field, "--uid", "E007800000007777", "--block", "3", "--data", "01020304", "--store",
+            s.store,
+        ])
         #expect(w.code == 0, "\(w.err)")
-        let bad = try CLITests.run(["write", "--field", field, "--uid", "E004010812345601", "--block", "0", "--data", "01020304", "--store", s.store])
+        let bad = try CLITests.run([
+            "write", "--field", field, "--uid", "E004010812345601", "--block", "0", "--data", "01020304", "--store",
+            s.store,
+        ])
         #expect(bad.code != 0 && bad.err.contains("0x12"))
         let e = try CLITests.run(["export", "--store", s.store, "--since", "1h", "--table", "writes"])
         let rows = e.out.components(separatedBy: "\r\n")
         #expect(rows[0] == "time,gateway,uid,block,data,flags,result,verified,exchanges")
         #expect(rows[1].contains(",cli,E007800000007777,0x03,01020304,0x62,ok,1,"), "\(e.out)")
-        #expect(rows[2].contains(",cli,E004010812345601,0x00,01020304,0x22,failed: Write Single Block: the tag answered error 0x12: specified block is locked"), "\(e.out)")
+        #expect(
+            rows[2].contains(
+                ",cli,E004010812345601,0x00,01020304,0x22,failed: Write Single Block: the tag answered error 0x12: specified block is locked"
+            ), "\(e.out)")
     }
 
     /// Reads stderr lines of a running agent until `done` says stop (or the stream ends).
@@ -360,7 +506,9 @@ import VLoggerCore
         // Nothing has been committed yet (batch size and interval are far off): SIGTERM must flush it.
         kill(p.processIdentifier, SIGTERM)
         var rest = ""
-        Self.follow(err) { rest += $0 + "\n"; return false }
+        Self.follow(err) {
+            rest += $0 + "\n"; return false
+        }
         p.waitUntilExit()
         #expect(p.terminationStatus == 0 && p.terminationReason == .exit, "\(rest)")
         #expect(rest.contains("SIGTERM"))
@@ -384,7 +532,9 @@ import VLoggerCore
             var commitsThisRound = 0
             Self.follow(err) { line in
                 // "committed 20 readings, 1 events through reading id 840 in 3.1 ms"
-                guard let r = line.range(of: "committed "), let idr = line.range(of: "through reading id ") else { return false }
+                guard let r = line.range(of: "committed "), let idr = line.range(of: "through reading id ") else {
+                    return false
+                }
                 let n = Int(line[r.upperBound...].prefix { $0.isNumber }) ?? 0
                 let id = Int64(line[idr.upperBound...].prefix { $0.isNumber }) ?? 0
                 committed += n
@@ -403,7 +553,7 @@ import VLoggerCore
             #expect(try store.integrityCheck() == "ok")
             #expect(try store.readingCount(upToID: lastID) >= committed, "round \(round)")
             let total = try store.count("readings")
-            committed = total   // later rounds build on what is there now
+            committed = total  // later rounds build on what is there now
             lastID = Int64(try store.readingCount(upToID: Int64.max))
             store.close()
         }

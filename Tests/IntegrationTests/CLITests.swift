@@ -3,7 +3,8 @@ import Testing
 
 /// End-to-end: the built `vlogger` binary on a copy of the demo field, one process per command.
 @Suite(.serialized) struct CLITests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     static func binary() throws -> URL {
         for dir in [".build/debug", ".build/x86_64-unknown-linux-gnu/debug", ".build/aarch64-unknown-linux-gnu/debug"] {
@@ -19,7 +20,9 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let source = root.appendingPathComponent(from)
-        for f in files { try FileManager.default.copyItem(at: source.appendingPathComponent(f), to: dir.appendingPathComponent(f)) }
+        for f in files {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(f), to: dir.appendingPathComponent(f))
+        }
         return dir
     }
 
@@ -27,7 +30,8 @@ import Testing
     /// as deploy/install.sh does for a gateway.
     static func oneReaderConfig() throws -> String {
         let text = try String(contentsOf: root.appendingPathComponent("Config/vlogger.toml"), encoding: .utf8)
-        guard let a = text.range(of: "# --- second reader"), let b = text.range(of: "# --- end of second reader ---\n") else {
+        guard let a = text.range(of: "# --- second reader"), let b = text.range(of: "# --- end of second reader ---\n")
+        else {
             throw CLIFailure("Config/vlogger.toml has no second-reader markers")
         }
         return String(text[..<a.lowerBound] + text[b.upperBound...])
@@ -40,8 +44,11 @@ import Testing
 
     /// A copy of the demo field.
     static func field() throws -> URL {
-        try scratch("cli", copying: try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Config/demo-field").path),
-                    from: "Config/demo-field")
+        try scratch(
+            "cli",
+            copying: try FileManager.default.contentsOfDirectory(
+                atPath: root.appendingPathComponent("Config/demo-field").path),
+            from: "Config/demo-field")
     }
 
     static func run(_ args: [String]) throws -> (code: Int32, out: String, err: String) {
@@ -63,14 +70,19 @@ import Testing
         let f = try Self.field()
         defer { try? FileManager.default.removeItem(at: f) }
         let uid = "E008010000004212"
-        let w = try Self.run(["write", "--field", f.path, "--uid", uid, "--block", "0xF9", "--data", "0102030405060708"])
+        let w = try Self.run([
+            "write", "--field", f.path, "--uid", uid, "--block", "0xF9", "--data", "0102030405060708",
+        ])
         #expect(w.code == 0, "\(w.err)")
         let r = try Self.run(["read", "--field", f.path, "--uid", uid, "--block", "249", "--json"])
         #expect(r.code == 0 && r.out.contains("\"data\" : \"0102030405060708\""), "\(r.out)\(r.err)")
         // The same through a Proxmark3 dump file and a Flipper file of the field.
         for tag in ["E007800000007777", "E004011000000A03"] {
-            #expect(try Self.run(["write", "--field", f.path, "--uid", tag, "--block", "5", "--data", "CAFEBABE"]).code == 0)
-            #expect(try Self.run(["read", "--field", f.path, "--uid", tag, "--block", "5"]).out.contains("CA FE BA BE"))
+            #expect(
+                try Self.run(["write", "--field", f.path, "--uid", tag, "--block", "5", "--data", "CAFEBABE"]).code == 0
+            )
+            #expect(
+                try Self.run(["read", "--field", f.path, "--uid", tag, "--block", "5"]).out.contains("CA FE BA BE"))
         }
         let text = try String(contentsOf: f.appendingPathComponent("slix-shelf-a3.nfc"), encoding: .utf8)
         #expect(text.contains("Password EAS: 00 00 00 00") && text.contains("CA FE BA BE"))
@@ -89,7 +101,9 @@ import Testing
         #expect(refused.code != 0 && refused.err.contains("--yes"))
         let locked = try Self.run(["lock", "--field", f.path, "--uid", "E004010812345601", "--block", "3", "--yes"])
         #expect(locked.code == 0 && locked.out.contains("is locked"))
-        let again = try Self.run(["write", "--field", f.path, "--uid", "E004010812345601", "--block", "3", "--data", "00000000"])
+        let again = try Self.run([
+            "write", "--field", f.path, "--uid", "E004010812345601", "--block", "3", "--data", "00000000",
+        ])
         #expect(again.code != 0 && again.err.contains("0x12"))
     }
 
@@ -100,20 +114,26 @@ import Testing
         #expect(bad.code != 0 && bad.err.contains("CRC mismatch"))
         // A FEIG host frame (FEIG's Initialize Buffer as an independent implementation sends it; Tests/FEIGTests).
         let feig = try Self.run(["decode", "--protocol", "feig", "02 00 07 FF 33 DD 56"])
-        #expect(feig.code == 0 && feig.out.contains("FEIG advanced request, 7 bytes, COM-ADR 0xFF (any reader)")
+        #expect(
+            feig.code == 0 && feig.out.contains("FEIG advanced request, 7 bytes, COM-ADR 0xFF (any reader)")
                 && feig.out.contains("Initialize Buffer [0x33]"), "\(feig.out)\(feig.err)")
         let feigBad = try Self.run(["decode", "--protocol", "feig", "02 00 07 FF 33 DD 57"])
         #expect(feigBad.code != 0 && feigBad.err.contains("CRC mismatch"), "\(feigBad.err)")
         let feigReply = try Self.run(["decode", "--protocol", "feig", "--reply", FEIGFrameHex.noTransponder])
-        #expect(feigReply.code == 0 && feigReply.out.contains("status: 0x01 no transponder in the field"), "\(feigReply.out)\(feigReply.err)")
+        #expect(
+            feigReply.code == 0 && feigReply.out.contains("status: 0x01 no transponder in the field"),
+            "\(feigReply.out)\(feigReply.err)")
         let resp = try Self.run(["decode", "--response", "--command", "0x20", "--no-crc", "00 E1 40 40 01"])
         #expect(resp.code == 0 && resp.out.contains("E1 40 40 01"))
         // Stay Quiet (0x02) is never answered (ISO/IEC 15693-3 §10.3.3): an "answer" to it is refused, not "OK".
         let quiet = try Self.run(["decode", "--response", "--command", "0x02", "--no-crc", "00"])
         #expect(quiet.code != 0 && quiet.err.contains("a tag never answers Stay Quiet"), "\(quiet.out)\(quiet.err)")
         // An Inventory answer names the UID's IC manufacturer (ISO/IEC 7816-6 register), as scan does.
-        let inv = try Self.run(["decode", "--response", "--command", "0x01", "--no-crc", "00 00 01 56 34 12 08 01 04 E0"])
-        #expect(inv.out.contains("UID E004010812345601, DSFID 0x00, manufacturer 0x04 NXP Semiconductors"), "\(inv.out)")
+        let inv = try Self.run([
+            "decode", "--response", "--command", "0x01", "--no-crc", "00 00 01 56 34 12 08 01 04 E0",
+        ])
+        #expect(
+            inv.out.contains("UID E004010812345601, DSFID 0x00, manufacturer 0x04 NXP Semiconductors"), "\(inv.out)")
         #expect(try Self.run(["read", "--block", "0x1G"]).code != 0)
         #expect(try Self.run(["read", "--uid", "E1040108"]).code != 0)
         #expect(try Self.run(["scan", "--field", "/nonexistent"]).err.contains("does not exist"))
@@ -127,15 +147,21 @@ import Testing
         let out = f.appendingPathComponent("dump.out")
         // The RF430 (244 blocks of 8 bytes) in the vlogger and Flipper formats; Proxmark3's loader takes at most
         // 160 pages, so a Proxmark3 dump of it is refused and a SLIX2 (80 blocks) goes that way instead.
-        for (format, uid, block, data) in [("vlogger", "E007A20000001003", "9", "0000000000000000"), ("flipper", "E007A20000001003", "9", "0000000000000000"),
-                                           ("proxmark3", "E004010812345601", "0x01", "00000000")] {
+        for (format, uid, block, data) in [
+            ("vlogger", "E007A20000001003", "9", "0000000000000000"),
+            ("flipper", "E007A20000001003", "9", "0000000000000000"),
+            ("proxmark3", "E004010812345601", "0x01", "00000000"),
+        ] {
             let d = try Self.run(["dump", "--field", f.path, "--uid", uid, "--format", format, "-o", out.path])
             #expect(d.code == 0, "\(d.err)")
-            #expect(try Self.run(["write", "--field", f.path, "--uid", uid, "--block", block, "--data", data]).code == 0)
+            #expect(
+                try Self.run(["write", "--field", f.path, "--uid", uid, "--block", block, "--data", data]).code == 0)
             let r = try Self.run(["restore", "--field", f.path, "--uid", uid, out.path])
             #expect(r.code == 0 && r.out.contains("1 block(s) written"), "\(format): \(r.out)\(r.err)")
         }
-        let refused = try Self.run(["dump", "--field", f.path, "--uid", "E007A20000001003", "--format", "proxmark3", "-o", out.path])
+        let refused = try Self.run([
+            "dump", "--field", f.path, "--uid", "E007A20000001003", "--format", "proxmark3", "-o", out.path,
+        ])
         #expect(refused.code != 0 && refused.err.contains("at most 160 pages and 2048 bytes"), "\(refused.err)")
     }
 
@@ -145,9 +171,20 @@ import Testing
         let f = try Self.field()
         defer { try? FileManager.default.removeItem(at: f) }
         let cases: [([String], Int32, String)] = [
-            (["read", "--field", f.path, "--uid", "E008010000004212", "--block", "0xF8", "--count", "9223372036854775807"], 64, "--count must be 1…65536"),
-            (["read", "--field", f.path, "--uid", "E008010000004212", "--block", "0xF8", "--count", "65536"], 1, "run past the end of the tag"),
-            (["decode", "--response", "--command", "0x2C", "--count", "9223372036854775807", "00", "00"], 64, "--count must be 1…65536"),
+            (
+                [
+                    "read", "--field", f.path, "--uid", "E008010000004212", "--block", "0xF8", "--count",
+                    "9223372036854775807",
+                ], 64, "--count must be 1…65536"
+            ),
+            (
+                ["read", "--field", f.path, "--uid", "E008010000004212", "--block", "0xF8", "--count", "65536"], 1,
+                "run past the end of the tag"
+            ),
+            (
+                ["decode", "--response", "--command", "0x2C", "--count", "9223372036854775807", "00", "00"], 64,
+                "--count must be 1…65536"
+            ),
             (["decode", "--response", "--command", "0x3C", "--count=-1", "00", "00"], 64, "--count must be 1…65536"),
         ]
         for (args, code, needle) in cases {
@@ -164,18 +201,27 @@ import Testing
         defer { try? FileManager.default.removeItem(at: f) }
         // SLIX2 E004010812345601, its UID least-significant byte first as on air.
         let uid = ["01", "56", "34", "12", "08", "01", "04", "E0"]
-        for (frame, what) in [(["22", "22"] + uid + ["05"], "Lock Block"), (["22", "28"] + uid, "Lock AFI"), (["22", "2A"] + uid, "Lock DSFID"),
-                              (["22", "32"] + uid + ["05", "00"], "Extended Lock Block"), (["02", "B9", "04", "00"], "NXP Destroy")] {
+        for (frame, what) in [
+            (["22", "22"] + uid + ["05"], "Lock Block"), (["22", "28"] + uid, "Lock AFI"),
+            (["22", "2A"] + uid, "Lock DSFID"),
+            (["22", "32"] + uid + ["05", "00"], "Extended Lock Block"), (["02", "B9", "04", "00"], "NXP Destroy"),
+        ] {
             let r = try Self.run(["raw", "--field", f.path] + frame)
-            #expect(r.code == 64 && r.err.contains("\(what), which cannot be undone; add --yes"), "\(frame): \(r.code) \(r.err)")
+            #expect(
+                r.code == 64 && r.err.contains("\(what), which cannot be undone; add --yes"),
+                "\(frame): \(r.code) \(r.err)")
         }
         // Nothing was locked: the AFI lock still takes with --yes (and only then).
         let locked = try Self.run(["raw", "--field", f.path, "--yes", "--write", "22", "28"] + uid)
         #expect(locked.code == 0, "\(locked.err)")
         // Block 0x60 of an 80-block SLIX2: error flag with code 0x10 (block not available), exit 1.
         let missing = try Self.run(["raw", "--field", f.path, "22", "20"] + uid + ["60"])
-        #expect(missing.code == 1 && missing.out.contains("error 0x10") && missing.err.contains("error flag, error code 0x10"), "\(missing)")
-        let empty = try Self.run(["read", "--field", f.path, "--uid", "E004010812345601", "--block", "0", "--flags", ""])
+        #expect(
+            missing.code == 1 && missing.out.contains("error 0x10")
+                && missing.err.contains("error flag, error code 0x10"), "\(missing)")
+        let empty = try Self.run([
+            "read", "--field", f.path, "--uid", "E004010812345601", "--block", "0", "--flags", "",
+        ])
         #expect(empty.code == 64 && empty.err.contains("--flags: empty"), "\(empty.err)")
     }
 
@@ -186,7 +232,10 @@ import Testing
         let store = dir.appendingPathComponent("e.db").path
         let field = try Self.field()
         defer { try? FileManager.default.removeItem(at: field) }
-        let w = try Self.run(["write", "--field", field.path, "--uid", "E008010000004212", "--block", "0xF9", "--data", "0102030405060708", "--store", store])
+        let w = try Self.run([
+            "write", "--field", field.path, "--uid", "E008010000004212", "--block", "0xF9", "--data",
+            "0102030405060708", "--store", store,
+        ])
         #expect(w.code == 0, "\(w.err)")
         for (output, needle) in [(dir.path, "is a folder"), (dir.path + "/", "is a folder"), ("", "--output: empty")] {
             let r = try Self.run(["export", "--store", store, "--since", "7d", "--table", "writes", "--output", output])
@@ -198,17 +247,25 @@ import Testing
 
     /// An export from a store in a folder the user may not write ("attempt to write a readonly database":
     /// WAL mode wants its -shm file beside the store). Run as `nobody`, since root may write anywhere.
-    @Test(.enabled(if: getuid() == 0, "needs root to make the folder and switch to nobody")) func exportFromAReadOnlyFolder() throws {
+    @Test(.enabled(if: getuid() == 0, "needs root to make the folder and switch to nobody"))
+    func exportFromAReadOnlyFolder() throws {
         let dir = try Self.scratch("ro", copying: [])
         defer { _ = chmod(dir.path, 0o755); try? FileManager.default.removeItem(at: dir) }
         let field = try Self.field()
         defer { try? FileManager.default.removeItem(at: field) }
         let store = dir.appendingPathComponent("ro.db").path
-        let w = try Self.run(["write", "--field", field.path, "--uid", "E008010000004212", "--block", "0xF9", "--data", "0102030405060708", "--store", store])
+        let w = try Self.run([
+            "write", "--field", field.path, "--uid", "E008010000004212", "--block", "0xF9", "--data",
+            "0102030405060708", "--store", store,
+        ])
         #expect(w.code == 0, "\(w.err)")
         #expect(chmod(dir.path, 0o555) == 0 && chmod(store, 0o444) == 0)
-        let r = try ServiceTests.shell(#"runuser -u nobody -- "$1" export --store "$2" --since 7d --table writes"#, [try Self.binary().path, store])
-        #expect(r.code == 0 && r.out.contains("E008010000004212,0xF9,0102030405060708") && r.err.contains("read as the file is"), "\(r)")
+        let r = try ServiceTests.shell(
+            #"runuser -u nobody -- "$1" export --store "$2" --since 7d --table writes"#,
+            [try Self.binary().path, store])
+        #expect(
+            r.code == 0 && r.out.contains("E008010000004212,0xF9,0102030405060708")
+                && r.err.contains("read as the file is"), "\(r)")
         #expect(!FileManager.default.fileExists(atPath: store + "-shm"))
     }
 
@@ -220,23 +277,32 @@ import Testing
         let field = try Self.field()
         defer { try? FileManager.default.removeItem(at: field) }
         let flipper = dir.appendingPathComponent("huge.nfc")
-        try "Filetype: Flipper NFC device\nVersion: 4\nDevice type: ISO15693-3\nUID: E0 04 01 08 12 34 56 01\nBlock Count: 4611686018427387904\nBlock Size: 04\nData Content: 00 00 00 00\n"
+        try
+            "Filetype: Flipper NFC device\nVersion: 4\nDevice type: ISO15693-3\nUID: E0 04 01 08 12 34 56 01\nBlock Count: 4611686018427387904\nBlock Size: 04\nData Content: 00 00 00 00\n"
             .write(to: flipper, atomically: true, encoding: .utf8)
         let image = dir.appendingPathComponent("locks.json")
-        try #"{"format": "vlogger-tag-image", "version": 1, "uid": "E004010812345601", "blockSize": 4, "blocks": ["00000000"], "lockedBlocks": ["0xFFFFFFFFFFFFFFFF"]}"#
+        try
+            #"{"format": "vlogger-tag-image", "version": 1, "uid": "E004010812345601", "blockSize": 4, "blocks": ["00000000"], "lockedBlocks": ["0xFFFFFFFFFFFFFFFF"]}"#
             .write(to: image, atomically: true, encoding: .utf8)
         try #"{ "vlogger-scenario": 1, "steps": [{ "at": 1e300, "do": "leave", "uid": "E008010000004212" }] }"#
             .write(to: field.appendingPathComponent("scenario.json"), atomically: true, encoding: .utf8)
         let deep = dir.appendingPathComponent("deep.toml")
-        try ("x = " + String(repeating: "[", count: 40_000) + String(repeating: "]", count: 40_000) + "\n").write(to: deep, atomically: true, encoding: .utf8)
+        try ("x = " + String(repeating: "[", count: 40_000) + String(repeating: "]", count: 40_000) + "\n").write(
+            to: deep, atomically: true, encoding: .utf8)
         let register = dir.appendingPathComponent("assets.csv")
         try "uid,asset_id,asset_id\r\nE008010000004212,A,B\r\n".write(to: register, atomically: true, encoding: .utf8)
         var config = try Self.oneReaderConfig()
         config = config.replacingOccurrences(of: "field = \"demo-field\"", with: "field = \"\(field.path)\"")
         try config.write(to: dir.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
         let cases: [([String], String)] = [
-            (["restore", "--field", field.path, "--uid", "E004010812345601", flipper.path], "huge.nfc: 'Block Count' must be a decimal number of blocks, 1…65536"),
-            (["restore", "--field", field.path, "--uid", "E004010812345601", image.path], "'lockedBlocks' entries must be block numbers"),
+            (
+                ["restore", "--field", field.path, "--uid", "E004010812345601", flipper.path],
+                "huge.nfc: 'Block Count' must be a decimal number of blocks, 1…65536"
+            ),
+            (
+                ["restore", "--field", field.path, "--uid", "E004010812345601", image.path],
+                "'lockedBlocks' entries must be block numbers"
+            ),
             (["scan", "--field", field.path], "scenario.json"),
             (["config", "check", deep.path], "deep.toml:1: column"),
             (["config", "check", dir.appendingPathComponent("vlogger.toml").path], "column 'asset_id' appears twice"),
@@ -256,17 +322,24 @@ import Testing
         let again = try Self.run(["assets", "import", "--store", store, csv])
         #expect(again.out.contains("added 0, changed 0, 5 unchanged"), "\(again.out)")
         let list = try Self.run(["assets", "list", "--store", store, "--location", "Dock door 3"])
-        #expect(list.code == 0 && list.out.contains("E004010812345601  PAL-0001  Dock door 3  Pallet 1  locked_0x00=yes") && list.out.contains("3 asset(s) in Dock door 3"), "\(list.out)")
+        #expect(
+            list.code == 0 && list.out.contains("E004010812345601  PAL-0001  Dock door 3  Pallet 1  locked_0x00=yes")
+                && list.out.contains("3 asset(s) in Dock door 3"), "\(list.out)")
         let export = try Self.run(["export", "--store", store, "--since", "1h", "--table", "assets"])
-        #expect(export.out.hasPrefix("uid,asset_id,name,location,extra,source,updated_at\r\n") && export.out.contains("E002260000C0FFEE,AS-00042,Press line 7 controller,\"Cold room, cage 12\","), "\(export.out)")
+        #expect(
+            export.out.hasPrefix("uid,asset_id,name,location,extra,source,updated_at\r\n")
+                && export.out.contains("E002260000C0FFEE,AS-00042,Press line 7 controller,\"Cold room, cage 12\","),
+            "\(export.out)")
         // Errors name the file, the line and the column.
         let bad = dir.appendingPathComponent("bad.csv").path
-        try "uid,asset_id,location\r\nE008010000004212,CAGE-12,B7\r\nE004010812345601,,Dock A\r\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        try "uid,asset_id,location\r\nE008010000004212,CAGE-12,B7\r\nE004010812345601,,Dock A\r\n".write(
+            toFile: bad, atomically: true, encoding: .utf8)
         let r = try Self.run(["assets", "import", "--store", store, bad])
         #expect(r.code == 1 && r.err.contains("bad.csv:3: column asset_id: empty"), "\(r.err)")
         let noID = dir.appendingPathComponent("noid.csv").path
         try "uid,location\r\nE008010000004212,B7\r\n".write(toFile: noID, atomically: true, encoding: .utf8)
-        #expect(try Self.run(["assets", "import", "--store", store, noID]).err.contains("noid.csv:1: no 'asset_id' column"))
+        #expect(
+            try Self.run(["assets", "import", "--store", store, noID]).err.contains("noid.csv:1: no 'asset_id' column"))
     }
 }
 

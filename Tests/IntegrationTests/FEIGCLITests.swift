@@ -13,7 +13,9 @@ import Testing
         init(field: URL, faults: [String] = [], extra: [String] = [], pty: Bool = false) throws {
             let bin = try CLITests.binary().deletingLastPathComponent().appendingPathComponent("vlogger-feig-reader")
             process.executableURL = bin
-            process.arguments = ["--field", field.path] + (pty ? ["--pty"] : ["--tcp", "0"]) + faults.flatMap { ["--fault", $0] } + extra
+            process.arguments =
+                ["--field", field.path] + (pty ? ["--pty"] : ["--tcp", "0"]) + faults.flatMap { ["--fault", $0] }
+                + extra
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
@@ -49,15 +51,27 @@ import Testing
         let scan = try CLITests.run(["scan", "--reader", "feig", "--device", emu.address])
         #expect(scan.code == 0, "\(scan.err)")
         for uid in ["E008010000004212", "E007A20000001003"] { #expect(scan.out.contains(uid), "\(scan.out)") }
-        let read = try CLITests.run(["read", "--reader", "feig", "--device", emu.address, "--uid", "E008010000004212", "--block", "0xF9", "--trace"])
+        let read = try CLITests.run([
+            "read", "--reader", "feig", "--device", emu.address, "--uid", "E008010000004212", "--block", "0xF9",
+            "--trace",
+        ])
         #expect(read.code == 0, "\(read.err)")
         #expect(read.out.contains("FEIG > 02 00") && read.out.contains("FEIG < 02 00"), "\(read.out)")
-        let wide = try CLITests.run(["read", "--reader", "feig", "--device", emu.address, "--uid", "E002260000C0FFEE", "--block", "0x100", "--count", "2", "--trace"])
+        let wide = try CLITests.run([
+            "read", "--reader", "feig", "--device", emu.address, "--uid", "E002260000C0FFEE", "--block", "0x100",
+            "--count", "2", "--trace",
+        ])
         #expect(wide.code == 0, "\(wide.err)")
-        #expect(wide.out.contains("0x0100 41 53 2D 30  |AS-0|") && wide.out.contains("0x0101 30 30 34 32  |0042|"), "\(wide.out)")
-        #expect(wide.out.contains("B0 23 21 E0 02 26 00 00 C0 FF EE 03 01 00 02"), "the extended form on the wire: \(wide.out)")
+        #expect(
+            wide.out.contains("0x0100 41 53 2D 30  |AS-0|") && wide.out.contains("0x0101 30 30 34 32  |0042|"),
+            "\(wide.out)")
+        #expect(
+            wide.out.contains("B0 23 21 E0 02 26 00 00 C0 FF EE 03 01 00 02"),
+            "the extended form on the wire: \(wide.out)")
         let devices = try CLITests.run(["devices", "--feig", emu.address])
-        #expect(devices.code == 0 && devices.out.contains("ID ISC.MR102 (type 77), firmware 03.05.00"), "\(devices.out)\(devices.err)")
+        #expect(
+            devices.code == 0 && devices.out.contains("ID ISC.MR102 (type 77), firmware 03.05.00"),
+            "\(devices.out)\(devices.err)")
         let gone = try CLITests.run(["devices", "--feig", "tcp://127.0.0.1:1"])
         #expect(gone.code != 0 && gone.out.contains("not answering"), "\(gone.out)")
     }
@@ -105,16 +119,20 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         var config = try CLITests.oneReaderConfig()
         config = config.replacingOccurrences(of: "driver = \"sim\"               #", with: "driver = \"feig\" #")
-            .replacingOccurrences(of: "field = \"demo-field\"         #", with: "device = \"\(emu.address),timeout=500\" #")
+            .replacingOccurrences(
+                of: "field = \"demo-field\"         #", with: "device = \"\(emu.address),timeout=500\" #")
         try config.write(to: dir.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
         let store = dir.appendingPathComponent("v.db").path
-        let run = try CLITests.run(["run", "--config", dir.appendingPathComponent("vlogger.toml").path, "--store", store, "--cycles", "12",
-                                    "--interval", "0s", "--listen", ""])
+        let run = try CLITests.run([
+            "run", "--config", dir.appendingPathComponent("vlogger.toml").path, "--store", store, "--cycles", "12",
+            "--interval", "0s", "--listen", "",
+        ])
         #expect(run.code == 0, "\(run.err)")
         let export = try CLITests.run(["export", "--store", store, "--since", "1h"])
         #expect(export.code == 0 && export.out.contains("E008010000004212"), "\(export.out)\(export.err)")
 
-        try config.replacingOccurrences(of: emu.address, with: "tcp://h:99999").write(to: dir.appendingPathComponent("bad.toml"), atomically: true, encoding: .utf8)
+        try config.replacingOccurrences(of: emu.address, with: "tcp://h:99999").write(
+            to: dir.appendingPathComponent("bad.toml"), atomically: true, encoding: .utf8)
         let bad = try CLITests.run(["config", "check", "--config", dir.appendingPathComponent("bad.toml").path])
         #expect(bad.code != 0 && bad.err.contains("port 99999 is outside 1…65535"), "\(bad.out)\(bad.err)")
     }
@@ -136,13 +154,20 @@ import Testing
         let rulesFile = dir.appendingPathComponent("rules.toml")
         let rules = try String(contentsOf: rulesFile, encoding: .utf8)
         #expect(rules.contains("min = 2.0\nmax = 24.0"))
-        try rules.replacingOccurrences(of: "min = 2.0\nmax = 24.0", with: "min = 2.0\nmax = 20.0").write(to: rulesFile, atomically: true, encoding: .utf8)
+        try rules.replacingOccurrences(of: "min = 2.0\nmax = 24.0", with: "min = 2.0\nmax = 20.0").write(
+            to: rulesFile, atomically: true, encoding: .utf8)
         var config = try CLITests.oneReaderConfig()
-        config = config.replacingOccurrences(of: "driver = \"sim\"               #", with: "driver = \"feig\"\nread-mode = \"buffer\"\nbuffer-block = \"0xF8\" #")
-            .replacingOccurrences(of: "field = \"demo-field\"         #", with: "device = \"\(emu.address),timeout=500\" #")
+        config = config.replacingOccurrences(
+            of: "driver = \"sim\"               #",
+            with: "driver = \"feig\"\nread-mode = \"buffer\"\nbuffer-block = \"0xF8\" #"
+        )
+        .replacingOccurrences(of: "field = \"demo-field\"         #", with: "device = \"\(emu.address),timeout=500\" #")
         try config.write(to: dir.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
         let store = dir.appendingPathComponent("v.db").path
-        let args = ["run", "--config", dir.appendingPathComponent("vlogger.toml").path, "--store", store, "--cycles", "2", "--interval", "0s", "--listen", ""]
+        let args = [
+            "run", "--config", dir.appendingPathComponent("vlogger.toml").path, "--store", store, "--cycles", "2",
+            "--interval", "0s", "--listen", "",
+        ]
         for _ in 0..<2 {
             let run = try CLITests.run(args)
             #expect(run.code == 0, "\(run.err)")
@@ -157,7 +182,9 @@ import Testing
         #expect(rows.allSatisfy { $0.contains(",6608C20142370001,,21.5,45,B7,1") }, "\(rows)")
         let events = try CLITests.run(["export", "--store", store, "--since", "1h", "--table", "events"])
         let violations = events.out.split(whereSeparator: \.isNewline).filter { $0.contains(",violation,") }
-        #expect(violations.count == 1 && violations[0].contains("cold room temperature") && violations[0].contains("E008010000004212")
+        #expect(
+            violations.count == 1 && violations[0].contains("cold room temperature")
+                && violations[0].contains("E008010000004212")
                 && violations[0].contains("is above 20"), "\(events.out)\(events.err)")
     }
 }

@@ -14,20 +14,25 @@ enum PCSCBench {
     /// Starts a virtual card on a copy of the demo tags `files`; returns the process and the field folder.
     static func card(_ files: [String], _ options: [String] = []) throws -> (Process, URL) {
         guard FileManager.default.fileExists(atPath: socket) else {
-            throw CLITests.CLIFailure("no pcscd at \(socket): start the bench with `bash bench/pcsc/bench.sh start` (as root)")
+            throw CLITests.CLIFailure(
+                "no pcscd at \(socket): start the bench with `bash bench/pcsc/bench.sh start` (as root)")
         }
         let dir = try CLITests.scratch("pcsc", copying: files, from: "Config/demo-field")
         let vcard = try CLITests.binary().deletingLastPathComponent().appendingPathComponent("vlogger-vcard")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        if !FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") { p.executableURL = URL(fileURLWithPath: "/sbin/ip") }
+        if !FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") {
+            p.executableURL = URL(fileURLWithPath: "/sbin/ip")
+        }
         p.arguments = ["netns", "exec", namespace, vcard.path, "--field", dir.path] + options
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
         // Wait until pcscd reports the card (the tag) present.
         for _ in 0..<50 {
-            if let d = try? CLITests.run(["devices"]), d.out.contains("0: Virtual PCD 00 00  card present") { return (p, dir) }
+            if let d = try? CLITests.run(["devices"]), d.out.contains("0: Virtual PCD 00 00  card present") {
+                return (p, dir)
+            }
             Thread.sleep(forTimeInterval: 0.1)
         }
         p.terminate()
@@ -56,14 +61,18 @@ struct PCSCBenchTests {
         defer { PCSCBench.stop(card, dir) }
         let scan = try CLI.run(["scan", "--reader", "pcsc", "--trace"])
         // Two tags answer the first one-slot request together (collision); one mask bit separates them.
-        #expect(scan.code == 0 && scan.out.contains("collision") && scan.out.contains(cage) && scan.out.contains(pallet) && scan.out.contains("2 tag(s)"),
-                "\(scan.out)\(scan.err)")
+        #expect(
+            scan.code == 0 && scan.out.contains("collision") && scan.out.contains(cage) && scan.out.contains(pallet)
+                && scan.out.contains("2 tag(s)"),
+            "\(scan.out)\(scan.err)")
         let info = try CLI.run(["info", "--reader", "pcsc", "--uid", cage])
         #expect(info.code == 0 && info.out.contains("256") && info.out.contains("MB89R118"), "\(info.out)\(info.err)")
         let read = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8", "--trace"])
         // The demo cage sensor block (Config/demo-field README): 66 08 C2 01 42 37 00 01.
         #expect(read.code == 0 && read.out.contains("0xF8   66 08 C2 01 42 37 00 01"), "\(read.out)\(read.err)")
-        let write = try CLI.run(["write", "--reader", "pcsc", "--uid", cage, "--block", "0xF9", "--data", "0102030405060708"])
+        let write = try CLI.run([
+            "write", "--reader", "pcsc", "--uid", cage, "--block", "0xF9", "--data", "0102030405060708",
+        ])
         #expect(write.code == 0 && write.out.contains("verified"), "\(write.out)\(write.err)")
         // The virtual card's field file changed: the write went through pcscd to the simulated tag.
         let json = try String(contentsOf: dir.appendingPathComponent("mb89r118-cage-12.json"), encoding: .utf8)
@@ -74,7 +83,8 @@ struct PCSCBenchTests {
 
     @Test func timeoutsAndCRCErrorsAreTypedErrors() throws {
         // Exchanges 1–2 are Get System Information (answered); 3, 4 and 5 are the read and its two retries.
-        let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json"], ["--timeout-at", "2", "--timeout-at", "3", "--timeout-at", "4"])
+        let (card, dir) = try PCSCBench.card(
+            ["mb89r118-cage-12.json"], ["--timeout-at", "2", "--timeout-at", "3", "--timeout-at", "4"])
         let t = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8"])
         PCSCBench.stop(card, dir)
         #expect(t.code != 0 && t.err.contains("no answer from the tag (timeout)"), "\(t.out)\(t.err)")
@@ -93,7 +103,9 @@ struct PCSCBenchTests {
         #expect(scan.code == 0 && scan.out.contains(pallet), "\(scan.out)\(scan.err)")
         // Block 0 of the demo SLIX2: the CC E1 40 0A 01; Read Multiple becomes FF B0 per block.
         let read = try CLI.run(["read", "--reader", "pcsc", "--block", "0", "--count", "2"])
-        #expect(read.code == 0 && read.out.contains("E1 40 0A 01") && read.out.contains("03 13 D1 01"), "\(read.out)\(read.err)")
+        #expect(
+            read.code == 0 && read.out.contains("E1 40 0A 01") && read.out.contains("03 13 D1 01"),
+            "\(read.out)\(read.err)")
         let lock = try CLI.run(["lock", "--reader", "pcsc", "--block", "5", "--yes"])
         #expect(lock.code != 0 && lock.err.contains("storage-card mode"), "\(lock.out)\(lock.err)")
     }
@@ -107,7 +119,9 @@ struct PCSCBenchTests {
         let config = work.appendingPathComponent("vlogger.toml").path, store = work.appendingPathComponent("r.db").path
         let agent = Process()
         agent.executableURL = try CLI.binary()
-        agent.arguments = ["run", "--config", config, "--store", store, "--reader", "pcsc", "--duration", "7s", "--interval", "300ms"]
+        agent.arguments = [
+            "run", "--config", config, "--store", store, "--reader", "pcsc", "--duration", "7s", "--interval", "300ms",
+        ]
         agent.currentDirectoryURL = CLI.root
         let err = Pipe()
         agent.standardError = err
@@ -126,24 +140,32 @@ struct PCSCBenchTests {
         #expect(log.contains("reader went away") || log.contains("cannot reach pcscd"), "\(log)")
         let since = ISO8601DateFormatter().string(from: back)
         let csv = try CLI.run(["export", "--config", config, "--store", store, "--since", since, "--uid", cage])
-        #expect(csv.out.split(separator: "\r\n").count >= 3, "readings after the restart (since \(since)): \(csv.out)\(csv.err)")
+        #expect(
+            csv.out.split(separator: "\r\n").count >= 3,
+            "readings after the restart (since \(since)): \(csv.out)\(csv.err)")
     }
 
     @Test func theAgentPollsThroughPcscdAndSurvivesARemovalMidExchange() throws {
-        let (card, dir) = try PCSCBench.card(["mb89r118-cage-12.json", "slix2-pallet-0001.json"], ["--remove-at", "12", "--away-ms", "600"])
+        let (card, dir) = try PCSCBench.card(
+            ["mb89r118-cage-12.json", "slix2-pallet-0001.json"], ["--remove-at", "12", "--away-ms", "600"])
         defer { PCSCBench.stop(card, dir) }
         let work = try CLI.scratch("pcsc-run", copying: ["rules.toml", "assets.csv"])
         try CLI.writeOneReaderConfig(work)
         defer { try? FileManager.default.removeItem(at: work) }
         let config = work.appendingPathComponent("vlogger.toml").path
         let store = work.appendingPathComponent("pcsc.db").path
-        let run = try CLI.run(["run", "--config", config, "--store", store, "--reader", "pcsc", "--cycles", "10", "--interval", "300ms", "--log-level", "info"])
+        let run = try CLI.run([
+            "run", "--config", config, "--store", store, "--reader", "pcsc", "--cycles", "10", "--interval", "300ms",
+            "--log-level", "info",
+        ])
         #expect(run.code == 0, "\(run.out)\(run.err)")
         #expect(run.err.contains("polling with PC/SC (Virtual PCD 00 00)"), "\(run.err)")
         let csv = try CLI.run(["export", "--config", config, "--store", store, "--since", "1h", "--uid", cage])
         let rows = csv.out.split(separator: "\r\n").dropFirst()
         // The cage's 0xF8 reading in at least half the cycles (the removal costs the cycles while the card is away,
         // and the departure and return of the quiet tags).
-        #expect(rows.count >= 5 && rows.allSatisfy { $0.contains("6608C20142370001") }, "\(csv.out)\nthe run's log:\n\(run.err)")
+        #expect(
+            rows.count >= 5 && rows.allSatisfy { $0.contains("6608C20142370001") },
+            "\(csv.out)\nthe run's log:\n\(run.err)")
     }
 }

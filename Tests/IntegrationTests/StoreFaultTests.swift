@@ -26,7 +26,9 @@ import VLoggerCore
     }
 
     /// Starts `vlogger run` for `seconds`, runs `during` while it polls, and returns its exit code and output.
-    static func run(config: String, store: String, seconds: Int, during: () throws -> Void) throws -> (code: Int32, out: String, err: String) {
+    static func run(config: String, store: String, seconds: Int, during: () throws -> Void) throws -> (
+        code: Int32, out: String, err: String
+    ) {
         let p = Process()
         p.executableURL = try CLITests.binary()
         p.arguments = ["run", "--config", config, "--store", store, "--duration", "\(seconds)s", "--log-level", "info"]
@@ -51,7 +53,9 @@ import VLoggerCore
     static func summary(_ out: String) -> (cycles: Int, readings: Int, arrivals: Int, departures: Int)? {
         let words = out.split(whereSeparator: { $0 == " " || $0 == "," || $0 == ":" || $0 == "\n" }).map(String.init)
         func before(_ w: String) -> Int? { words.firstIndex(of: w).flatMap { $0 > 0 ? Int(words[$0 - 1]) : nil } }
-        guard let c = before("cycles"), let r = before("readings"), let a = before("arrivals"), let d = before("departures") else { return nil }
+        guard let c = before("cycles"), let r = before("readings"), let a = before("arrivals"),
+            let d = before("departures")
+        else { return nil }
         return (c, r, a, d)
     }
 
@@ -73,13 +77,16 @@ import VLoggerCore
             // BEGIN IMMEDIATE from Python's own sqlite3 module, held 10 s.
             let lock = Process()
             lock.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            lock.arguments = ["python3", "-c", """
+            lock.arguments = [
+                "python3", "-c",
+                """
                 import sqlite3, sys, time
                 c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=5)
                 c.execute('BEGIN IMMEDIATE'); print('locked', flush=True)
                 time.sleep(10)
                 c.execute('COMMIT')
-                """, s.store]
+                """, s.store,
+            ]
             try lock.run()
             lock.waitUntilExit()
             #expect(lock.terminationStatus == 0)
@@ -105,7 +112,9 @@ import VLoggerCore
 
     @Test func aFullDiskSlowsNothingDropsOnlyPastTheLimitAndResumes() throws {
         guard getuid() == 0 else {
-            #expect(ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_SERVICE_TOOLS"] != "1", "needs root to mount a tmpfs")
+            #expect(
+                ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_SERVICE_TOOLS"] != "1",
+                "needs root to mount a tmpfs")
             return
         }
         // queue-limit 300: at about 50 readings a second, 6 s without commits overflows it.
@@ -128,14 +137,19 @@ import VLoggerCore
         print("store's file system full 6 s of 14 s (queue limit 300):\n\(r.out)")
         #expect(sum.cycles >= 126, "\(r.out)")
         #expect(r.err.contains("store commit failed") && r.err.contains("full"), "\(r.err)")
-        let dropped = try #require(r.out.range(of: #"(\d+) readings dropped"#, options: .regularExpression).flatMap { Int(r.out[$0].split(separator: " ")[0]) }, "\(r.out)")
+        let dropped = try #require(
+            r.out.range(of: #"(\d+) readings dropped"#, options: .regularExpression).flatMap {
+                Int(r.out[$0].split(separator: " ")[0])
+            }, "\(r.out)")
         let db = try Store(path: store, readOnly: true)
         defer { db.close() }
         #expect(try db.integrityCheck() == "ok")
         // Every reading is either committed or counted as dropped, and the drop is an event.
         #expect(try db.count("readings") + dropped == sum.readings)
         let events = try db.events()
-        #expect(events.contains { $0.name == "readings-dropped" && $0.detail.hasPrefix("\(dropped) readings") }, "\(events.map(\.name))")
+        #expect(
+            events.contains { $0.name == "readings-dropped" && $0.detail.hasPrefix("\(dropped) readings") },
+            "\(events.map(\.name))")
         #expect(events.contains { $0.kind == .departure } && events.filter { $0.kind == .arrival }.count == 9)
     }
 
@@ -163,11 +177,13 @@ import VLoggerCore
                 let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 p.waitUntilExit()
                 if p.terminationStatus == 0 { ran += 1; continue }
-                #expect(p.terminationStatus == 1 && text.contains("another vlogger run (pid ") && text.contains("uses the store"), "round \(round): \(text)")
+                #expect(
+                    p.terminationStatus == 1 && text.contains("another vlogger run (pid ")
+                        && text.contains("uses the store"), "round \(round): \(text)")
             }
             #expect(ran >= 1, "round \(round)")
             let db = try Store(path: store, readOnly: true)
-            #expect(try db.count("events") >= 2 * ran)   // start and stop of each run that ran
+            #expect(try db.count("events") >= 2 * ran)  // start and stop of each run that ran
             db.close()
         }
     }

@@ -8,8 +8,11 @@ import VLoggerStore
 /// backlog to ship and the demo field to poll) sync to one server while the server is restarted (an immediate
 /// shutdown, as in a crash) at least 50 times and each gateway is SIGKILLed at least 5 times while it ships.
 /// Afterwards the central rows equal the union of the local stores, row for row: no duplicates, no gaps.
-@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["VLOGGER_TEST_PG_PORT"] != nil
-                              || ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_POSTGRES"] == "1", "no PostgreSQL test server"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.environment["VLOGGER_TEST_PG_PORT"] != nil
+            || ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_POSTGRES"] == "1", "no PostgreSQL test server"))
 struct SyncFaultTests {
     typealias CLI = CLITests
 
@@ -22,7 +25,11 @@ struct SyncFaultTests {
         static func start() throws -> Cluster {
             let dir = "/tmp/vlogger-pg-fault-\(UInt32.random(in: 0...UInt32.max))"
             let r = try SyncFaultTests.shell(#"VLOGGER_PG_DIR="$1" bash "$2" start"#, [dir, script])
-            guard r.code == 0, let port = r.out.range(of: #"VLOGGER_TEST_PG_PORT=(\d+)"#, options: .regularExpression).map({ String(r.out[$0].dropFirst("VLOGGER_TEST_PG_PORT=".count)) }) else {
+            guard r.code == 0,
+                let port = r.out.range(of: #"VLOGGER_TEST_PG_PORT=(\d+)"#, options: .regularExpression).map({
+                    String(r.out[$0].dropFirst("VLOGGER_TEST_PG_PORT=".count))
+                })
+            else {
                 throw CLI.CLIFailure("pg.sh start: \(r.out)\(r.err)")
             }
             return Cluster(dir: dir, port: port, passwordFile: dir + "/password")
@@ -48,8 +55,10 @@ struct SyncFaultTests {
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         // Nothing else of this test process (other suites' sockets and pipes) goes to the child, or to a
         // postmaster the child starts: the shell closes every descriptor above 2 before it runs the script.
-        let closing = "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\" 2>/dev/null; done; "
-        let argv: [UnsafeMutablePointer<CChar>?] = (["/bin/bash", "-c", closing + script, "bash"] + args).map { strdup($0) } + [nil]
+        let closing =
+            "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\" 2>/dev/null; done; "
+        let argv: [UnsafeMutablePointer<CChar>?] =
+            (["/bin/bash", "-c", closing + script, "bash"] + args).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, "/bin/bash", &actions, nil, argv, environ)
@@ -74,14 +83,21 @@ struct SyncFaultTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("out").path, err = dir.appendingPathComponent("err").path
-        let code = wait(try spawn(#"cd "$1" && shift && "$@""#, [CLI.root.path, "bash", "-c", script, "bash"] + args, stdout: out, stderr: err))
-        return (code, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        let code = wait(
+            try spawn(
+                #"cd "$1" && shift && "$@""#, [CLI.root.path, "bash", "-c", script, "bash"] + args, stdout: out,
+                stderr: err))
+        return (
+            code, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        )
     }
 
     /// psql on the test server: unaligned, '|'-separated rows.
     static func psql(_ cluster: Cluster, _ db: String, _ sql: String) throws -> [String] {
-        let r = try shell(#"PGPASSWORD=$(cat "$1") psql -X -q -At -F'|' -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U vlogger -d "$3" -c "$4""#,
-                          [cluster.passwordFile, cluster.port, db, sql])
+        let r = try shell(
+            #"PGPASSWORD=$(cat "$1") psql -X -q -At -F'|' -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U vlogger -d "$3" -c "$4""#,
+            [cluster.passwordFile, cluster.port, db, sql])
         guard r.code == 0 else { throw CLI.CLIFailure("psql: \(r.err)") }
         return r.out.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
     }
@@ -95,28 +111,35 @@ struct SyncFaultTests {
     static func gateway(_ id: String, cluster: Cluster, db: String, backlog: Int) throws -> Gateway {
         let s = try AgentCLITests.setup(interval: "100ms", batch: 50, flush: "300ms")
         var text = try String(contentsOfFile: s.config, encoding: .utf8)
-        text = text.replacingOccurrences(of: "id = \"gw-demo-01\"", with: "id = \"\(id)\"") + """
+        text =
+            text.replacingOccurrences(of: "id = \"gw-demo-01\"", with: "id = \"\(id)\"") + """
 
-            [sync]
-            url = "postgresql://vlogger@127.0.0.1:\(cluster.port)/\(db)"
-            password-file = "\(cluster.passwordFile)"
-            sslmode = "disable"
-            batch-size = 100
-            interval = "200ms"
-            """
+                [sync]
+                url = "postgresql://vlogger@127.0.0.1:\(cluster.port)/\(db)"
+                password-file = "\(cluster.passwordFile)"
+                sslmode = "disable"
+                batch-size = 100
+                interval = "200ms"
+                """
         try text.write(toFile: s.config, atomically: true, encoding: .utf8)
         let store = try Store(path: s.store)
         var batch = Batch()
         for i in 0..<backlog {
-            batch.readings.append(Reading(time: 1_763_800_000_000 + Millis(i) * 1000, gateway: id, reader: "cage-room", location: "backlog",
-                                          uid: try UID(parsing: String(format: "E0040108%08X", i % 11)), first: 0xF8, count: 1,
-                                          data: [UInt8(i & 0xFF), UInt8((i >> 8) & 0xFF), 0x5A, 0xA5]))
+            batch.readings.append(
+                Reading(
+                    time: 1_763_800_000_000 + Millis(i) * 1000, gateway: id, reader: "cage-room", location: "backlog",
+                    uid: try UID(parsing: String(format: "E0040108%08X", i % 11)), first: 0xF8, count: 1,
+                    data: [UInt8(i & 0xFF), UInt8((i >> 8) & 0xFF), 0x5A, 0xA5]))
         }
         // Writes and audits in the backlog too (the demo field's polling adds readings, events and tags).
         for i in 0..<(backlog / 100) {
-            batch.writes.append(WriteRecord(time: 1_763_800_000_000 + Millis(i) * 60_000, gateway: id, uid: try UID(parsing: "E004010800000003"),
-                                            first: BlockNumber(UInt16(i % 28)), data: [UInt8(i & 0xFF), 0, 0, 1], flags: i % 2 == 0 ? .highDataRate : nil,
-                                            result: "ok", verified: i % 3 != 0, exchanges: 2))
+            batch.writes.append(
+                WriteRecord(
+                    time: 1_763_800_000_000 + Millis(i) * 60_000, gateway: id,
+                    uid: try UID(parsing: "E004010800000003"),
+                    first: BlockNumber(UInt16(i % 28)), data: [UInt8(i & 0xFF), 0, 0, 1],
+                    flags: i % 2 == 0 ? .highDataRate : nil,
+                    result: "ok", verified: i % 3 != 0, exchanges: 2))
         }
         _ = try store.write(batch)
         for i in 0..<(backlog / 1000) {
@@ -124,13 +147,17 @@ struct SyncFaultTests {
             var results: [AuditResult] = []
             for k in 0..<5 {
                 let missing = k == 4
-                results.append(AuditResult(uid: try UID(parsing: String(format: "E0040108000000%02X", k)), assetID: "A-\(k)",
-                                           status: missing ? .missing : .present, registeredLocation: "Cold room, cage 12",
-                                           seenLocation: missing ? nil : "Cold room, cage 12", seenBy: missing ? nil : "cage-room",
-                                           seenRounds: missing ? 0 : 3, firstSeen: missing ? nil : t, lastSeen: missing ? nil : t + 2000))
+                results.append(
+                    AuditResult(
+                        uid: try UID(parsing: String(format: "E0040108000000%02X", k)), assetID: "A-\(k)",
+                        status: missing ? .missing : .present, registeredLocation: "Cold room, cage 12",
+                        seenLocation: missing ? nil : "Cold room, cage 12", seenBy: missing ? nil : "cage-room",
+                        seenRounds: missing ? 0 : 3, firstSeen: missing ? nil : t, lastSeen: missing ? nil : t + 2000))
             }
-            _ = try store.saveAudit(AuditRecord(started: t, finished: t + 3000, gateway: id, location: "Cold room, cage 12", readers: ["cage-room"],
-                                                rounds: 3, trigger: "schedule", results: results))
+            _ = try store.saveAudit(
+                AuditRecord(
+                    started: t, finished: t + 3000, gateway: id, location: "Cold room, cage 12", readers: ["cage-room"],
+                    rounds: 3, trigger: "schedule", results: results))
         }
         store.close()
         let log = s.dir.appendingPathComponent("gateway.log")
@@ -147,14 +174,20 @@ struct SyncFaultTests {
 
     /// How many times the gateway's log says it started polling.
     static func starts(_ g: Gateway) -> Int {
-        ((try? String(contentsOf: g.log, encoding: .utf8)) ?? "").components(separatedBy: "polling with simulator").count - 1
+        ((try? String(contentsOf: g.log, encoding: .utf8)) ?? "").components(separatedBy: "polling with simulator")
+            .count - 1
     }
 
     /// Whether the server has readings of `g` past its local cursor (nil: the server did not answer, restarting).
     static func serverAhead(_ g: Gateway, cluster: Cluster, db: String) -> Bool? {
-        guard let store = try? Store(path: g.store, readOnly: true), let cursor = try? store.syncCursor(.readings) else { return nil }
+        guard let store = try? Store(path: g.store, readOnly: true), let cursor = try? store.syncCursor(.readings)
+        else { return nil }
         store.close()
-        guard let max = try? psql(cluster, db, "SELECT coalesce(max(local_id), 0) FROM readings WHERE gateway = '\(g.id)'").first.flatMap({ Int64($0) }) else { return nil }
+        guard
+            let max = try? psql(
+                cluster, db, "SELECT coalesce(max(local_id), 0) FROM readings WHERE gateway = '\(g.id)'"
+            ).first.flatMap({ Int64($0) })
+        else { return nil }
         return max > cursor
     }
 
@@ -165,7 +198,12 @@ struct SyncFaultTests {
         _ = try Self.psql(cluster, "postgres", "CREATE DATABASE \(db)")
         let gateways = try (1...3).map { try Self.gateway("gw-fault-\($0)", cluster: cluster, db: db, backlog: 20_000) }
         defer { for g in gateways { try? FileManager.default.removeItem(at: g.dir) } }
-        let schema = try Self.shell(#""$@""#, [try CLI.binary().path, "sync", "--config", gateways[0].config, "--store", gateways[0].store, "--init-schema"])
+        let schema = try Self.shell(
+            #""$@""#,
+            [
+                try CLI.binary().path, "sync", "--config", gateways[0].config, "--store", gateways[0].store,
+                "--init-schema",
+            ])
         try #require(schema.code == 0, "\(schema.out)\(schema.err)")
 
         let restartsWanted = 50, killsWanted = 5
@@ -185,8 +223,10 @@ struct SyncFaultTests {
                     let done = lock.withLock { serverDone && kills[i] >= killsWanted }
                     if done { break }
                     do {
-                        let pid = try Self.spawn(#"cd "$1" && exec "$2" run --config "$3" --store "$4""#,
-                                                 [g.dir.path, try CLI.binary().path, g.config, g.store], stdout: "/dev/null", stderr: g.log.path)
+                        let pid = try Self.spawn(
+                            #"cd "$1" && exec "$2" run --config "$3" --store "$4""#,
+                            [g.dir.path, try CLI.binary().path, g.config, g.store], stdout: "/dev/null",
+                            stderr: g.log.path)
                         Thread.sleep(forTimeInterval: Double.random(in: 0.4...2.0))
                         let pending = Self.backlog(g)
                         kill(pid, SIGKILL)
@@ -229,13 +269,18 @@ struct SyncFaultTests {
             target.close()
             let startsBefore = Self.starts(g)
             let t0 = Date()
-            let pid = try Self.spawn(#"cd "$1" && exec "$2" run --config "$3" --store "$4""#,
-                                     [g.dir.path, try CLI.binary().path, g.config, g.store], stdout: "/dev/null", stderr: g.log.path)
+            let pid = try Self.spawn(
+                #"cd "$1" && exec "$2" run --config "$3" --store "$4""#,
+                [g.dir.path, try CLI.binary().path, g.config, g.store], stdout: "/dev/null", stderr: g.log.path)
             // Up first (its signal handling in place, so the SIGTERM below is a graceful stop).
-            while Self.starts(g) == startsBefore && Date().timeIntervalSince(t0) < 15 { Thread.sleep(forTimeInterval: 0.05) }
+            while Self.starts(g) == startsBefore && Date().timeIntervalSince(t0) < 15 {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
             var caughtUp = false
             while Date().timeIntervalSince(t0) < 30 {
-                if let n = try? Self.psql(cluster, db, "SELECT coalesce(max(local_id), 0) FROM readings WHERE gateway = '\(g.id)'").first.flatMap({ Int64($0) }), n >= stored {
+                if let n = try? Self.psql(
+                    cluster, db, "SELECT coalesce(max(local_id), 0) FROM readings WHERE gateway = '\(g.id)'"
+                ).first.flatMap({ Int64($0) }), n >= stored {
                     caughtUp = true
                     break
                 }
@@ -260,31 +305,45 @@ struct SyncFaultTests {
         for table in SyncTable.allCases {
             // Tags are one row per gateway and tag (their last state); the other tables one per local row.
             let key = table.isUpserted ? "uid" : "local_id"
-            let dups = try Self.psql(cluster, db, "SELECT count(*) - count(DISTINCT (gateway, \(key))) FROM \(table.rawValue)")
+            let dups = try Self.psql(
+                cluster, db, "SELECT count(*) - count(DISTINCT (gateway, \(key))) FROM \(table.rawValue)")
             let duplicates = Int(dups.first ?? "") ?? -1
             totalDuplicates += duplicates
             let detail = table == .readings ? "encode(data, 'hex')" : table == .events ? "detail" : "''"
             let time = table.isUpserted ? "last_seen" : "time"
             for g in gateways {
                 let uid = table.columns.contains { $0.name == "uid" } ? "coalesce(uid, '')" : "''"
-                let central = try Self.psql(cluster, db, """
+                let central = try Self.psql(
+                    cluster, db,
+                    """
                     SELECT \(table.isUpserted ? "''" : "local_id"), (extract(epoch FROM \(time)) * 1000)::bigint, \(uid), \(detail)
                     FROM \(table.rawValue) WHERE gateway = '\(g.id)' ORDER BY \(key)
                     """)
                 let store = try Store(path: g.store, readOnly: true)
                 var local = try store.outbox(table, after: 0, limit: 10_000_000).map { r in
-                    let data = table == .readings ? (r.value("data", in: table).blob ?? []).map { String(format: "%02x", $0) }.joined()
+                    let data =
+                        table == .readings
+                        ? (r.value("data", in: table).blob ?? []).map { String(format: "%02x", $0) }.joined()
                         : table == .events ? r.value("detail", in: table).text ?? "" : ""
-                    return "\(table.isUpserted ? "" : String(r.id))|\(r.time)|\(r.value("uid", in: table).text ?? "")|\(data)"
+                    return
+                        "\(table.isUpserted ? "" : String(r.id))|\(r.time)|\(r.value("uid", in: table).text ?? "")|\(data)"
                 }
-                if table.isUpserted { local.sort { $0.split(separator: "|", omittingEmptySubsequences: false)[2] < $1.split(separator: "|", omittingEmptySubsequences: false)[2] } }
+                if table.isUpserted {
+                    local.sort {
+                        $0.split(separator: "|", omittingEmptySubsequences: false)[2]
+                            < $1.split(separator: "|", omittingEmptySubsequences: false)[2]
+                    }
+                }
                 store.close()
                 let c = Set(central), l = Set(local)
                 let gaps = l.subtracting(c).count, extra = c.subtracting(l).count
                 totalGaps += gaps
                 totalExtra += extra
                 totalRows += local.count
-                #expect(central == local, "\(g.id) \(table.rawValue): \(central.count) central, \(local.count) local, \(gaps) missing, \(extra) not local")
+                #expect(
+                    central == local,
+                    "\(g.id) \(table.rawValue): \(central.count) central, \(local.count) local, \(gaps) missing, \(extra) not local"
+                )
                 figures.append("\(g.id) \(table.rawValue): \(local.count) local = \(central.count) central")
             }
             #expect(duplicates == 0, "\(table.rawValue): \(duplicates) duplicates")
@@ -295,7 +354,8 @@ struct SyncFaultTests {
         #expect(logs.allSatisfy { $0.contains("fleet sync failed") }, "\(logs.map { $0.suffix(3000) })")
         #expect(kills.allSatisfy { $0 >= killsWanted } && restarts >= restartsWanted)
         #expect(totalDuplicates == 0 && totalGaps == 0 && totalExtra == 0)
-        print("""
+        print(
+            """
             sync fault test: \(String(format: "%.1f", chaos)) s of faults, \(restarts) server restarts (immediate), \
             kills per gateway \(kills) (with rows still to ship: \(killsWithBacklog); between the server's commit and the \
             cursor's move: \(killsServerAhead)); catch-up after the faults \(catchUp.map { String(format: "%.1f s", $0) }); \(totalRows) rows, \

@@ -7,27 +7,34 @@ import Testing
 @Suite struct WatchTests {
     typealias CLI = CLITests
     @Test func watchDrawsTheFieldInPlaceAndQuitsOnQ() throws {
-        let tmux = ["/usr/bin/tmux", "/bin/tmux", "/usr/local/bin/tmux"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let tmux = ["/usr/bin/tmux", "/bin/tmux", "/usr/local/bin/tmux"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
         guard let tmux else {
-            #expect(ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_TMUX"] != "1", "tmux is required here (VLOGGER_REQUIRE_TMUX=1)")
+            #expect(
+                ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_TMUX"] != "1",
+                "tmux is required here (VLOGGER_REQUIRE_TMUX=1)")
             return
         }
-        let work = try CLI.scratch("watch", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
+        let work = try CLI.scratch(
+            "watch", copying: ["vlogger.toml", "rules.toml", "assets.csv", "demo-field", "demo-field-dock"])
         defer { try? FileManager.default.removeItem(at: work) }
         let socket = "vlogger-watch-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let exitFile = work.appendingPathComponent("exit")
         func t(_ args: [String]) throws -> (code: Int32, out: String, err: String) {
             try ServiceTests.shell("exec \"$1\" -L \"$2\" \"${@:3}\"", [tmux, socket] + args)
         }
-        defer { _ = try? t(["kill-server"]) }   // this test's own server only (-L)
-        let command = "cd '\(work.path)' && '\(try CLI.binary().path)' watch --config vlogger.toml --reader-id cage-room --interval 200ms --window 5; echo \"exit=$?\" > '\(exitFile.path)'"
+        defer { _ = try? t(["kill-server"]) }  // this test's own server only (-L)
+        let command =
+            "cd '\(work.path)' && '\(try CLI.binary().path)' watch --config vlogger.toml --reader-id cage-room --interval 200ms --window 5; echo \"exit=$?\" > '\(exitFile.path)'"
         // The server tmux starts here would keep every descriptor it inherits, the test's output pipes among
         // them: they are closed first and its output goes to a file.
-        let started = try ServiceTests.shell("""
+        let started = try ServiceTests.shell(
+            """
             for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done
             exec "$1" -L "$2" new-session -d -x 150 -y 40 -s w "$3" >"$4" 2>&1 </dev/null
             """,
-                                             [tmux, socket, command, work.appendingPathComponent("tmux.log").path])
+            [tmux, socket, command, work.appendingPathComponent("tmux.log").path])
         #expect(started.code == 0, "\(started.err)")
 
         // The screen after a few cycles: the eight demo tags with their read rate and decoded values.
@@ -48,7 +55,9 @@ import Testing
         // q quits with exit code 0.
         _ = try t(["send-keys", "-t", "w", "q"])
         let quitBy = Date().addingTimeInterval(10)
-        while Date() < quitBy, !FileManager.default.fileExists(atPath: exitFile.path) { Thread.sleep(forTimeInterval: 0.1) }
+        while Date() < quitBy, !FileManager.default.fileExists(atPath: exitFile.path) {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
         #expect(((try? String(contentsOf: exitFile, encoding: .utf8)) ?? "").contains("exit=0"))
     }
 }

@@ -2,6 +2,7 @@ import TagImages
 import Foundation
 import Testing
 import ISO15693
+import ISO15693Fuzzing
 import TagSimulator
 @testable import Readers
 
@@ -93,7 +94,9 @@ import TagSimulator
         #expect(lost.verified && lost.retries >= 1)
         // A locked block: typed ISO error, nothing retried.
         try client.lockBlock(st.uid, block: 30)
-        #expect(throws: ClientError.tag(.blockLocked, command: "Write Single Block")) { try client.writeBlocks(st.uid, first: 30, blocks: [[1, 1, 1, 1]]) }
+        #expect(throws: ClientError.tag(.blockLocked, command: "Write Single Block")) {
+            try client.writeBlocks(st.uid, first: 30, blocks: [[1, 1, 1, 1]])
+        }
         #expect(throws: ClientError.self) { try client.writeBlocks(st.uid, first: 0, blocks: [[1, 2, 3]]) }
     }
 
@@ -121,11 +124,16 @@ import TagSimulator
         var left: Int
         /// What the damaged exchanges give instead of the answer.
         var error: ReaderError = .crcError(.invalidField("answer damaged by the test"))
-        init(_ inner: SimulatorReader, code: UInt8, times: Int) { (self.inner, self.code, self.left) = (inner, code, times) }
+        init(_ inner: SimulatorReader, code: UInt8, times: Int) {
+            (self.inner, self.code, self.left) = (inner, code, times)
+        }
         var name: String { "damaging " + inner.name }
         var limits: ReaderLimits { inner.limits }
         var airTime: AirTime { inner.airTime }
-        var trace: ((TraceEvent) -> Void)? { get { inner.trace } set { inner.trace = newValue } }
+        var trace: ((TraceEvent) -> Void)? {
+            get { inner.trace }
+            set { inner.trace = newValue }
+        }
         func fieldOn() throws(ReaderError) { try inner.fieldOn() }
         func fieldOff() throws(ReaderError) { try inner.fieldOff() }
         func nextSlot() throws(ReaderError) -> [UInt8] { try inner.nextSlot() }
@@ -200,12 +208,20 @@ import TagSimulator
 
     @Test func framesAsRFALBuildsThem() throws {
         let uid = try UID(parsing: "E002260000C0FFEE")
-        let c3 = Request(STFastRead.command(first: 0x10, count: 4, layout: .plain), flags: [.highDataRate, .address], addressing: .addressed(uid))
+        let c3 = Request(
+            STFastRead.command(first: 0x10, count: 4, layout: .plain), flags: [.highDataRate, .address],
+            addressing: .addressed(uid))
         // flags, C3, manufacturer 02, UID LSB first, first block, count − 1.
         #expect(try c3.encode() == [0x22, 0xC3, 0x02, 0xEE, 0xFF, 0xC0, 0x00, 0x00, 0x26, 0x02, 0xE0, 0x10, 0x03])
-        #expect(STFastRead.command(first: 0x100, count: 2, layout: .extended) == .custom(code: 0xC5, manufacturer: .stMicroelectronics, parameters: [0x00, 0x01, 0x01, 0x00]))
-        #expect(STFastRead.command(first: 0x7FF, count: 1, layout: .extended) == .custom(code: 0xC4, manufacturer: .stMicroelectronics, parameters: [0xFF, 0x07]))
-        #expect(STFastRead.command(first: 0x123, count: 32, layout: .protocolExtension) == .custom(code: 0xC3, manufacturer: .stMicroelectronics, parameters: [0x23, 0x01, 0x1F]))
+        #expect(
+            STFastRead.command(first: 0x100, count: 2, layout: .extended)
+                == .custom(code: 0xC5, manufacturer: .stMicroelectronics, parameters: [0x00, 0x01, 0x01, 0x00]))
+        #expect(
+            STFastRead.command(first: 0x7FF, count: 1, layout: .extended)
+                == .custom(code: 0xC4, manufacturer: .stMicroelectronics, parameters: [0xFF, 0x07]))
+        #expect(
+            STFastRead.command(first: 0x123, count: 32, layout: .protocolExtension)
+                == .custom(code: 0xC3, manufacturer: .stMicroelectronics, parameters: [0x23, 0x01, 0x1F]))
         // A fast answer of 7 bytes (flags, 4 data, CRC) at the high rate: SOF + 7 bytes + EOF = 8 × 2048/fc
         // (≈ 1208 µs), half the 8 × 4096/fc (≈ 2417 µs) of the ISO rate.
         #expect(AirTiming.fastTagFrame(bytes: 7, flags: [.highDataRate]).ticks == 8 * 2048)
@@ -223,7 +239,9 @@ import TagSimulator
         let fastLow = reader.airTime - air
         air = reader.airTime
         let high = try client.readBlocks(image.uid, first: 0x100, count: 2, security: true)
-        #expect(low.map(\.data) == (0...3).map { image.blocks[$0] } && high.map(\.data) == [image.blocks[0x100], image.blocks[0x101]])
+        #expect(
+            low.map(\.data) == (0...3).map { image.blocks[$0] }
+                && high.map(\.data) == [image.blocks[0x100], image.blocks[0x101]])
         #expect(high.allSatisfy { $0.security == [] })
         // The same read with ISO commands: the answer (flags, 16 bytes, CRC = 19 bytes) takes twice as long; the
         // fast request is one byte longer (the manufacturer code).
@@ -231,7 +249,9 @@ import TagSimulator
         air = reader.airTime
         #expect(try client.readBlocks(image.uid, first: 0, count: 4) == low)
         let plainLow = reader.airTime - air
-        let saved = AirTiming.tagFrame(bytes: 19, flags: [.highDataRate]) - AirTiming.fastTagFrame(bytes: 19, flags: [.highDataRate])
+        let saved =
+            AirTiming.tagFrame(bytes: 19, flags: [.highDataRate])
+            - AirTiming.fastTagFrame(bytes: 19, flags: [.highDataRate])
             - AirTiming.readerByte(.oneOfFour)
         #expect(plainLow - fastLow == saved, "\(plainLow) vs \(fastLow)")
     }
@@ -257,7 +277,7 @@ import TagSimulator
         let m = try client.memory(of: image.uid)
         var before = client.exchanges
         #expect(try client.readBlocks(image.uid, first: 5, count: 1).first?.data == [9, 8, 7, 6])
-        #expect(client.exchanges - before == 2)          // the refused fast read, then the plain one
+        #expect(client.exchanges - before == 2)  // the refused fast read, then the plain one
         #expect(!client.fastReads(image.uid, m))
         before = client.exchanges
         _ = try client.readBlocks(image.uid, first: 5, count: 1)
@@ -269,10 +289,13 @@ import TagSimulator
 /// Flipper SLIX dump (Tests/Fixtures/public, IC Reference 01) with its IC Reference changed to 03.
 @Suite struct DumpICReferenceTests {
     @Test func theFilesICReferenceIsWhatTheTagAnswers() throws {
-        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/public")
-        let text = try String(contentsOf: dir.appendingPathComponent("unleashed_unit_test_Slix_cap_default.nfc"), encoding: .utf8)
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/public")
+        let text = try String(
+            contentsOf: dir.appendingPathComponent("unleashed_unit_test_Slix_cap_default.nfc"), encoding: .utf8)
         #expect(text.contains("IC Reference: 01\n"))
-        let image = try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "IC Reference: 01\n", with: "IC Reference: 03\n"))
+        let image = try TagImageFormat.flipper.decode(
+            text.replacingOccurrences(of: "IC Reference: 01\n", with: "IC Reference: 03\n"))
         let field = SimulatedField(tags: [SimulatedTag(image: image)])
         let reader = SimulatorReader(field: field)
         try reader.fieldOn()
@@ -307,10 +330,15 @@ import TagSimulator
         #expect(try r.encode() == [0x66, 0xA1, 0x04, 0x00, 0x00, 0x01])
         // 16 slots, AFI 0x07, a 12-bit mask 0xABC: AFI before the mask length, two mask bytes LSB first.
         let m = try InventoryMask(length: 12, value: 0xABC)
-        let r16 = try NXPInventoryRead(fast: false, afi: 0x07, mask: m, first: 0x10, count: 4).request(flags: [.highDataRate], oneSlot: false)
+        let r16 = try NXPInventoryRead(fast: false, afi: 0x07, mask: m, first: 0x10, count: 4).request(
+            flags: [.highDataRate], oneSlot: false)
         #expect(try r16.encode() == [0x56, 0xA0, 0x04, 0x07, 0x0C, 0xBC, 0x0A, 0x10, 0x03])
-        #expect(NXPInventoryRead(try Request.decode(r16.encode())) == NXPInventoryRead(fast: false, afi: 0x07, mask: m, first: 0x10, count: 4))
-        #expect(throws: FrameError.self) { try NXPInventoryRead(fast: true, first: 0x100, count: 1).request(flags: [], oneSlot: true) }
+        #expect(
+            NXPInventoryRead(try Request.decode(r16.encode()))
+                == NXPInventoryRead(fast: false, afi: 0x07, mask: m, first: 0x10, count: 4))
+        #expect(throws: FrameError.self) {
+            try NXPInventoryRead(fast: true, first: 0x100, count: 1).request(flags: [], oneSlot: true)
+        }
     }
 
     @Test func eitherUIDLengthOfTheAnswerDecodes() throws {
@@ -323,11 +351,18 @@ import TagSimulator
         let eight = [0x00] + uid.onAirBytes + [1, 2, 3, 4]
         #expect(try read.decodeAnswer(seven, slot: 0xA, sixteenSlots: true, blockSize: 4).uid == uid)
         #expect(try read.decodeAnswer(eight, slot: 0xA, sixteenSlots: true, blockSize: 4).uid == uid)
-        #expect(try read.decodeAnswer(eight, slot: 0xA, sixteenSlots: true, blockSize: 4).blocks.map(\.data) == [[1, 2, 3, 4]])
+        #expect(
+            try read.decodeAnswer(eight, slot: 0xA, sixteenSlots: true, blockSize: 4).blocks.map(\.data) == [
+                [1, 2, 3, 4]
+            ])
         // Anything else is a typed error, never a trap.
-        #expect(throws: FrameError.self) { try read.decodeAnswer([0x00, 1, 2], slot: 0, sixteenSlots: true, blockSize: 4) }
+        #expect(throws: FrameError.self) {
+            try read.decodeAnswer([0x00, 1, 2], slot: 0, sixteenSlots: true, blockSize: 4)
+        }
         #expect(throws: FrameError.self) { try read.decodeAnswer([], slot: 0, sixteenSlots: true, blockSize: 4) }
-        #expect(throws: FrameError.self) { try read.decodeAnswer([0x01, 0x0F], slot: 0, sixteenSlots: true, blockSize: 4) }
+        #expect(throws: FrameError.self) {
+            try read.decodeAnswer([0x01, 0x0F], slot: 0, sixteenSlots: true, blockSize: 4)
+        }
     }
 
     @Test func onlyTheICODETagsAnswerWithTheirBlocksAtTwiceTheRate() throws {
@@ -361,7 +396,8 @@ import TagSimulator
         // Answer: flags + 8 UID bytes + 8 data bytes + CRC = 19 bytes; at the ISO rate (19 + 1) × 4096/fc,
         // at twice the rate half that. The request and t1 are the same, so the difference is the half.
         let answer = AirTiming.tagFrame(bytes: 19, flags: client.baseFlags)
-        #expect(slow.ticks - fast.ticks == answer.ticks - AirTiming.fastTagFrame(bytes: 19, flags: client.baseFlags).ticks)
+        #expect(
+            slow.ticks - fast.ticks == answer.ticks - AirTiming.fastTagFrame(bytes: 19, flags: client.baseFlags).ticks)
         #expect(AirTiming.fastTagFrame(bytes: 19, flags: [.highDataRate]).ticks == 20 * 2048)
     }
 }
@@ -369,7 +405,9 @@ import TagSimulator
 /// A reader that is not there at start is opened again at each exchange, and works once it can be opened.
 @Suite struct ReopeningReaderTests {
     @Test func aReaderThatAppearsLaterIsUsedThen() throws {
-        let field = SimulatedField(tags: [SimulatedTag(image: .blank(profile: .icodeSLIX2, uid: ChipProfile.icodeSLIX2.makeUID(serial: 5)))])
+        let field = SimulatedField(tags: [
+            SimulatedTag(image: .blank(profile: .icodeSLIX2, uid: ChipProfile.icodeSLIX2.makeUID(serial: 5)))
+        ])
         final class Attempts { var n = 0 }
         let attempts = Attempts()
         let reader = ReopeningReader(name: "pcsc desk (not opened yet)", error: "pcscd not running") {

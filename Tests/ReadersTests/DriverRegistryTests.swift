@@ -5,13 +5,16 @@ import Testing
 
 /// The driver registry: what `--reader`, `[[reader]] driver` and `vlogger devices` read.
 @Suite struct DriverRegistryTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     @Test func namesAreUniqueAndEveryKindIsADriver() {
         let names = ReaderDrivers.all.map(\.name)
         #expect(Set(names).count == names.count)
         #expect(ReaderKind.allCases.map(\.rawValue) == names)
-        #expect(ReaderKind(rawValue: "feig") == .feig && ReaderKind(rawValue: "pcsc") == .pcsc && ReaderKind(rawValue: "proxmark3") == nil)
+        #expect(
+            ReaderKind(rawValue: "feig") == .feig && ReaderKind(rawValue: "pcsc") == .pcsc
+                && ReaderKind(rawValue: "proxmark3") == nil)
         // A FEIG reader resolves collisions itself (its [0xB0] Inventory; Tests/FEIGTests/FEIG-FACTS.md §2).
         #expect(ReaderKind.feig.driver.capabilities == [.iso15693, .readerSideInventory])
         // libnfc has no ISO 15693 modulation (docs/reference/reader-paths.md §1); the others carry it.
@@ -22,7 +25,8 @@ import Testing
 
     @Test func theSimulatorPlaysItsScenarioOnlyWhenGivenTheRunTime() throws {
         // Config/demo-field/scenario.json: the Tag-it tool E007800000007777 leaves at 6 s.
-        let opened = try SimulatorDriver().open(field: Self.root.appendingPathComponent("Config/demo-field").path, device: nil)
+        let opened = try SimulatorDriver().open(
+            field: Self.root.appendingPathComponent("Config/demo-field").path, device: nil)
         let sim = try #require(opened.reader as? SimulatorReader)
         let tool = try UID(parsing: "E007800000007777")
         #expect(sim.field.tags.contains { $0.uid == tool })

@@ -21,8 +21,10 @@ import Type5NDEF
     }
 
     /// Text, URI, MIME and External records: the message the round trips write (49 bytes).
-    let message: [NDEFRecord] = [.text("Pallet 0001", language: "en"), .uri("https://www.example.com/p/1"),
-                                 .mime("text/plain", Array("ok".utf8)), .external("example.com:asset", [0x2A])]
+    let message: [NDEFRecord] = [
+        .text("Pallet 0001", language: "en"), .uri("https://www.example.com/p/1"),
+        .mime("text/plain", Array("ok".utf8)), .external("example.com:asset", [0x2A]),
+    ]
 
     @Test(arguments: ChipProfile.all)
     func formatWriteReadOnEveryProfile(_ p: ChipProfile) throws {
@@ -42,7 +44,9 @@ import Type5NDEF
         let area = cc.length == 4 ? ((total - 4) / 8) * 8 : ((total - 8) / 8) * 8
         #expect(cc.dataAreaBytes == area, "\(p.id)")
         #expect(formatted.capacity == (area - 2 <= 254 ? area - 2 : area - 4), "\(p.id)")
-        #expect(cc.specialFrame == p.writeRequiresOption, "\(p.id): Special Frame exactly where the chip needs the Option flag")
+        #expect(
+            cc.specialFrame == p.writeRequiresOption,
+            "\(p.id): Special Frame exactly where the chip needs the Option flag")
         // E2 only where blocks above 255 take the extended commands (not for Protocol Extension chips).
         #expect(cc.twoByteAddressing == (p.supportsExtendedCommands && p.blockCount > 256), "\(p.id)")
 
@@ -68,7 +72,8 @@ import Type5NDEF
     @Test func demoSLIX2ReadsInOneReadAfterSystemInformation() throws {
         // The demo SLIX2 layout (Config/demo-field): CC E1 40 0A 01, TLV 03 13, the Text record "vlogger demo".
         var image = TagImage.blank(profile: .icodeSLIX2, uid: ChipProfile.icodeSLIX2.makeUID(serial: 0x1234_5601))
-        let memory: [UInt8] = [0xE1, 0x40, 0x0A, 0x01] + TLV.encode(NDEFMessage.encode([.text("vlogger demo", language: "en")]))
+        let memory: [UInt8] =
+            [0xE1, 0x40, 0x0A, 0x01] + TLV.encode(NDEFMessage.encode([.text("vlogger demo", language: "en")]))
         for (i, b) in memory.enumerated() { image.blocks[i / 4][i % 4] = b }
         let tag = SimulatedTag(image: image)
         let (_, client) = try session([tag])
@@ -151,7 +156,7 @@ import Type5NDEF
         let (_, client) = try session([tag])
         try client.formatNDEF(tag.uid)
         #expect(try client.readNDEF(tag.uid, lockStatus: true).status == .readWrite)
-        try client.lockBlock(tag.uid, block: 1) // the block of the NDEF TLV's type and length
+        try client.lockBlock(tag.uid, block: 1)  // the block of the NDEF TLV's type and length
         let state = try client.readNDEF(tag.uid, lockStatus: true)
         #expect(state.status == .readOnly && state.lockedBlocks == [1])
         #expect(try client.readNDEF(tag.uid).status == .readWrite, "without lock status the CC alone decides")
@@ -169,7 +174,10 @@ import Type5NDEF
         #expect(try client.formatNDEF(plus.uid).encode()[3] & 0x01 == 0x01)
         try client.writeNDEF(std.uid, message: NDEFMessage.encode([.text("std", language: "en")]))
         #expect(try client.readNDEF(std.uid).records() == [.text("std", language: "en")])
-        #expect(throws: ClientError.self) { try client.send(Request(.readMultipleBlocks(first: 0, count: 2), addressing: .addressed(std.uid)), retries: 0) }
+        #expect(throws: ClientError.self) {
+            try client.send(
+                Request(.readMultipleBlocks(first: 0, count: 2), addressing: .addressed(std.uid)), retries: 0)
+        }
     }
 
     @Test func formatRetriesWithSpecialFrameWhenTheChipIsUnknown() throws {

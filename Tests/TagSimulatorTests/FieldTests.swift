@@ -5,7 +5,8 @@ import ISO15693
 
 @Suite struct FieldTests {
     func field(_ profiles: [(ChipProfile, UInt64)]) -> SimulatedField {
-        let f = SimulatedField(tags: profiles.map { SimulatedTag(image: .blank(profile: $0.0, uid: $0.0.makeUID(serial: $0.1))) })
+        let f = SimulatedField(
+            tags: profiles.map { SimulatedTag(image: .blank(profile: $0.0, uid: $0.0.makeUID(serial: $0.1))) })
         f.powerOn()
         return f
     }
@@ -37,11 +38,13 @@ import ISO15693
     }
 
     @Test func collisionsAndSlots() throws {
-        let f = field([(.icodeSLIX2, 0x10), (.icodeSLIX2, 0x20)]) // low nibbles both 0: same slot 0
+        let f = field([(.icodeSLIX2, 0x10), (.icodeSLIX2, 0x20)])  // low nibbles both 0: same slot 0
         let first = f.transmit(try onAir(Request(.inventory(afi: nil, mask: .none))))
         #expect(first.outcome == .collision)
         // One slot: both answer at once → collision.
-        #expect(f.transmit(try onAir(Request(.inventory(afi: nil, mask: .none), flags: [.highDataRate, .oneSlot]))).outcome == .collision)
+        #expect(
+            f.transmit(try onAir(Request(.inventory(afi: nil, mask: .none), flags: [.highDataRate, .oneSlot]))).outcome
+                == .collision)
         // Mask extended by the slot number and 4 more bits separates them (slots 1 and 2).
         let m = try InventoryMask(length: 4, value: 0)
         var outcomes = [f.transmit(try onAir(Request(.inventory(afi: nil, mask: m)))).outcome]
@@ -59,11 +62,17 @@ import ISO15693
         let one = f.transmit(try onAir(Request(.inventory(afi: nil, mask: .none), flags: [.highDataRate, .oneSlot])))
         guard case let .response(frame) = one.outcome else { Issue.record("expected one answer"); return }
         #expect(frame[2] == f.tags[1].uid.onAirBytes[0])
-        if case .response = f.transmit(try onAir(Request(.readSingleBlock(0), addressing: .addressed(a)))).outcome {} else { Issue.record("quiet tag must answer addressed reads") }
+        if case .response = f.transmit(try onAir(Request(.readSingleBlock(0), addressing: .addressed(a)))).outcome {
+        } else {
+            Issue.record("quiet tag must answer addressed reads")
+        }
         // Select: quiet → selected; only the selected tag answers select-mode requests.
         _ = f.transmit(try onAir(Request(.select, addressing: .addressed(a))))
         #expect(f.tags[0].state == .selected)
-        if case .response = f.transmit(try onAir(Request(.readSingleBlock(0), addressing: .selected))).outcome {} else { Issue.record("selected tag must answer") }
+        if case .response = f.transmit(try onAir(Request(.readSingleBlock(0), addressing: .selected))).outcome {
+        } else {
+            Issue.record("selected tag must answer")
+        }
         // Selecting another tag returns the first to Ready.
         _ = f.transmit(try onAir(Request(.select, addressing: .addressed(f.tags[1].uid))))
         #expect(f.tags[0].state == .ready && f.tags[1].state == .selected)
@@ -80,21 +89,31 @@ import ISO15693
             guard case let .response(frame) = f.transmit(try onAir(r), eofAfter: eof).outcome else { return nil }
             return try Response.decode(try CRC16.strip(frame), to: r)
         }
-        #expect(try send(Request(.writeSingleBlock(5, data: [1, 2, 3, 4]), addressing: .addressed(uid)))?.body == .done)
+        #expect(
+            try send(Request(.writeSingleBlock(5, data: [1, 2, 3, 4]), addressing: .addressed(uid)))?.body == .done)
         #expect(try send(Request(.lockBlock(5), addressing: .addressed(uid)))?.body == .done)
         #expect(try send(Request(.lockBlock(5), addressing: .addressed(uid)))?.body == .error(.blockAlreadyLocked))
-        #expect(try send(Request(.writeSingleBlock(5, data: [9, 9, 9, 9]), addressing: .addressed(uid)))?.body == .error(.blockLocked))
+        #expect(
+            try send(Request(.writeSingleBlock(5, data: [9, 9, 9, 9]), addressing: .addressed(uid)))?.body
+                == .error(.blockLocked))
         #expect(f.tags[0].image.blocks[5] == [1, 2, 3, 4])
-        #expect(try send(Request(.readSingleBlock(80), addressing: .addressed(uid)))?.body == .error(.blockNotAvailable))
+        #expect(
+            try send(Request(.readSingleBlock(80), addressing: .addressed(uid)))?.body == .error(.blockNotAvailable))
         // SLIX2 has no extended commands and no Write Multiple Blocks: error 0x01.
-        #expect(try send(Request(.extendedReadSingleBlock(1), addressing: .addressed(uid)))?.body == .error(.commandNotSupported))
-        #expect(try send(Request(.writeMultipleBlocks(first: 1, count: 1, data: [0, 0, 0, 0]), addressing: .addressed(uid)))?.body == .error(.commandNotSupported))
+        #expect(
+            try send(Request(.extendedReadSingleBlock(1), addressing: .addressed(uid)))?.body
+                == .error(.commandNotSupported))
+        #expect(
+            try send(
+                Request(.writeMultipleBlocks(first: 1, count: 1, data: [0, 0, 0, 0]), addressing: .addressed(uid)))?
+                .body == .error(.commandNotSupported))
         #expect(try send(Request(.writeAFI(0x42), addressing: .addressed(uid)))?.body == .done)
         #expect(try send(Request(.lockAFI, addressing: .addressed(uid)))?.body == .done)
         #expect(try send(Request(.writeAFI(0x43), addressing: .addressed(uid)))?.body == .error(.blockLocked))
         #expect(f.tags[0].image.afi == 0x42 && f.tags[0].image.afiLocked)
         // Security status with the Option flag.
-        #expect(try send(Request(.readSingleBlock(5), flags: [.highDataRate, .option], addressing: .addressed(uid)))?.body
+        #expect(
+            try send(Request(.readSingleBlock(5), flags: [.highDataRate, .option], addressing: .addressed(uid)))?.body
                 == .blocks([BlockRead(number: 5, data: [1, 2, 3, 4], security: .locked)]))
     }
 
@@ -103,28 +122,64 @@ import ISO15693
         let (ti, m24, st) = (f.tags[0].uid, f.tags[1].uid, f.tags[2].uid)
         // TI Tag-it: without the Option flag no write and no answer; with it, the EOF after 20 ms collects
         // the answer; an EOF before the 10 ms programming time gives error 0x13 and no change.
-        #expect(f.transmit(try onAir(Request(.writeSingleBlock(1, data: [1, 1, 1, 1]), addressing: .addressed(ti))), eofAfter: .microseconds(20_000)).outcome == .silence)
-        let early = f.transmit(try onAir(Request(.writeSingleBlock(1, data: [2, 2, 2, 2]), flags: [.highDataRate, .option], addressing: .addressed(ti))), eofAfter: .microseconds(5000))
+        #expect(
+            f.transmit(
+                try onAir(Request(.writeSingleBlock(1, data: [1, 1, 1, 1]), addressing: .addressed(ti))),
+                eofAfter: .microseconds(20_000)
+            ).outcome == .silence)
+        let early = f.transmit(
+            try onAir(
+                Request(
+                    .writeSingleBlock(1, data: [2, 2, 2, 2]), flags: [.highDataRate, .option],
+                    addressing: .addressed(ti))), eofAfter: .microseconds(5000))
         guard case let .response(e) = early.outcome else { Issue.record("expected an answer"); return }
         #expect(Array(e.prefix(2)) == [0x01, 0x13])
-        let ok = f.transmit(try onAir(Request(.writeSingleBlock(1, data: [3, 3, 3, 3]), flags: [.highDataRate, .option], addressing: .addressed(ti))), eofAfter: .microseconds(20_000))
+        let ok = f.transmit(
+            try onAir(
+                Request(
+                    .writeSingleBlock(1, data: [3, 3, 3, 3]), flags: [.highDataRate, .option],
+                    addressing: .addressed(ti))), eofAfter: .microseconds(20_000))
         guard case let .response(o) = ok.outcome else { Issue.record("expected an answer"); return }
         #expect(o.first == 0x00 && f.tags[0].image.blocks[1] == [3, 3, 3, 3])
         // Option-flag write cycle with a 20 ms EOF wait: T_vcd(17) + 20 ms + EOF + t1 + T_vicc(3) + t2 ≈ 27.12 ms (docs/reference/iso15693.md Part 2 §1.7 e).
         #expect(abs(ok.total.microseconds - 27_120) < 271)
         // M24LR64: plain commands without Protocol Extension are refused; with it, 2-byte block numbers.
-        guard case let .response(r1) = f.transmit(try onAir(Request(.readSingleBlock(1), addressing: .addressed(m24)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
+        guard
+            case let .response(r1) = f.transmit(try onAir(Request(.readSingleBlock(1), addressing: .addressed(m24))))
+                .outcome
+        else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r1.first == 0x01)
-        guard case let .response(r2) = f.transmit(try onAir(Request(.readSingleBlock(0x400), flags: [.highDataRate, .protocolExtension], addressing: .addressed(m24)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
+        guard
+            case let .response(r2) = f.transmit(
+                try onAir(
+                    Request(
+                        .readSingleBlock(0x400), flags: [.highDataRate, .protocolExtension], addressing: .addressed(m24)
+                    ))
+            ).outcome
+        else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r2.first == 0x00 && r2.count == 1 + 4 + 2)
         // ST25DV64K: block 0x7FF through Extended Read; Write Multiple of 5 blocks refused (≤ 4).
-        guard case let .response(r3) = f.transmit(try onAir(Request(.extendedReadSingleBlock(0x7FF), addressing: .addressed(st)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
+        guard
+            case let .response(r3) = f.transmit(
+                try onAir(Request(.extendedReadSingleBlock(0x7FF), addressing: .addressed(st)))
+            ).outcome
+        else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r3.first == 0x00)
-        guard case let .response(r4) = f.transmit(try onAir(Request(.writeMultipleBlocks(first: 0, count: 5, data: Array(repeating: 0, count: 20)), addressing: .addressed(st)))).outcome else { Issue.record("the answer is not of the expected kind"); return }
+        guard
+            case let .response(r4) = f.transmit(
+                try onAir(
+                    Request(
+                        .writeMultipleBlocks(first: 0, count: 5, data: Array(repeating: 0, count: 20)),
+                        addressing: .addressed(st)))
+            ).outcome
+        else { Issue.record("the answer is not of the expected kind"); return }
         #expect(r4.first == 0x01)
         // Write without Option: the answer comes t1 + 5 ms after the EOF (ST25DV typical 5 ms per block).
         let w = f.transmit(try onAir(Request(.writeSingleBlock(0, data: [1, 2, 3, 4]), addressing: .addressed(st))))
-        #expect(abs((w.listenTime - AirTiming.t1 - AirTiming.tagFrame(bytes: 3, flags: [.highDataRate])).microseconds - 5000) < 1)
+        #expect(
+            abs(
+                (w.listenTime - AirTiming.t1 - AirTiming.tagFrame(bytes: 3, flags: [.highDataRate])).microseconds - 5000
+            ) < 1)
     }
 
     @Test func injectedFaults() throws {
@@ -143,7 +198,8 @@ import ISO15693
         if case .response = f.transmit(read).outcome {} else { Issue.record("still there for one exchange") }
         #expect(f.transmit(read).outcome == .silence)
         #expect(f.tag(uid) == nil)
-        let newcomer = SimulatedTag(image: .blank(profile: .rf430frl152h, uid: ChipProfile.rf430frl152h.makeUID(serial: 9)))
+        let newcomer = SimulatedTag(
+            image: .blank(profile: .rf430frl152h, uid: ChipProfile.rf430frl152h.makeUID(serial: 9)))
         f.arrive(newcomer, afterExchanges: 1)
         let probe = try onAir(Request(.readSingleBlock(0), addressing: .addressed(newcomer.uid)))
         #expect(f.transmit(probe).outcome == .silence)
@@ -151,7 +207,9 @@ import ISO15693
         // A write slower than the reader waits: the reader times out, the block is written all the same.
         let other = f.tags[0].uid
         f.inject(.slowWrite(uid: other, extra: .microseconds(30_000)))
-        let w = f.transmit(try onAir(Request(.writeSingleBlock(2, data: [7, 7, 7, 7]), addressing: .addressed(other))), listenTimeout: .microseconds(20_000))
+        let w = f.transmit(
+            try onAir(Request(.writeSingleBlock(2, data: [7, 7, 7, 7]), addressing: .addressed(other))),
+            listenTimeout: .microseconds(20_000))
         #expect(w.outcome == .silence && f.tag(other)?.image.blocks[2] == [7, 7, 7, 7])
         // A frame with a bad CRC is ignored by every tag.
         var corrupt = read
@@ -162,24 +220,33 @@ import ISO15693
 
 /// Damaged files in a field folder are errors that name the file, not tags or scenarios that silently vanish.
 @Suite struct DamagedFieldFolderTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     func folder(_ files: [String: String]) throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("field-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let demo = Self.root.appendingPathComponent("Config/demo-field/mb89r118-cage-12.json")
         try FileManager.default.copyItem(at: demo, to: dir.appendingPathComponent("mb89r118-cage-12.json"))
-        for (name, text) in files { try text.write(to: dir.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        for (name, text) in files {
+            try text.write(to: dir.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
         return dir
     }
 
     @Test func aDamagedScenarioOrImageNamesItsFile() throws {
-        let scenario = try String(contentsOf: Self.root.appendingPathComponent("Config/demo-field/scenario.json"), encoding: .utf8)
-        let image = try String(contentsOf: Self.root.appendingPathComponent("Config/demo-field/slix2-pallet-0001.json"), encoding: .utf8)
+        let scenario = try String(
+            contentsOf: Self.root.appendingPathComponent("Config/demo-field/scenario.json"), encoding: .utf8)
+        let image = try String(
+            contentsOf: Self.root.appendingPathComponent("Config/demo-field/slix2-pallet-0001.json"), encoding: .utf8)
         let cases: [(String, String, String)] = [
-            ("scenario.json", String(scenario.dropLast(20)), "scenario.json: not valid JSON"),          // cut short
+            ("scenario.json", String(scenario.dropLast(20)), "scenario.json: not valid JSON"),  // cut short
             ("scenario.json", "{\"steps\": []}", "scenario.json: a scenario needs the key"),
-            ("pallet.json", image.replacingOccurrences(of: "\"blocks\": [", with: "\"blocks\" [", options: [], range: nil), "pallet.json: not valid JSON"),
+            (
+                "pallet.json",
+                image.replacingOccurrences(of: "\"blocks\": [", with: "\"blocks\" [", options: [], range: nil),
+                "pallet.json: not valid JSON"
+            ),
         ]
         for (name, text, needle) in cases {
             let dir = try folder([name: text])

@@ -26,7 +26,8 @@ import ISO15693
     @Test func proxmarkStoresTheUIDLeastSignificantFirst() throws {
         // pm3 fileutils.c json15_save_tag writes iso15_tag_t.uid, which holds the UID as received on air.
         let text = try TagImageFormat.proxmark3.encode(try sample())
-        #expect(text.contains("\"uid\" : \"0156341208010" + "4E0\"") || text.contains("\"uid\": \"015634120801" + "04E0\""))
+        #expect(
+            text.contains("\"uid\" : \"0156341208010" + "4E0\"") || text.contains("\"uid\": \"015634120801" + "04E0\""))
         #expect(text.contains("\"FileType\" : \"15693 v4\"") || text.contains("\"FileType\": \"15693 v4\""))
         #expect(text.contains("\"pagescount\" : \"50\"") || text.contains("\"pagescount\": \"50\""))
     }
@@ -50,20 +51,34 @@ import ISO15693
             """
         let img = try TagImageFormat.flipper.decode(text)
         #expect(img.uid.description == "E004031122334455" && img.dsfid == 1 && img.afi == 2 && img.icReference == 3)
-        #expect(img.dsfidLocked && !img.afiLocked && img.blocks == [[1, 2, 3, 4], [5, 6, 7, 8]] && img.locked == [false, true])
+        #expect(
+            img.dsfidLocked && !img.afiLocked && img.blocks == [[1, 2, 3, 4], [5, 6, 7, 8]]
+                && img.locked == [false, true])
         // Updating keeps every other line (comments, SLIX keys) and changes only the tag's state.
         var changed = img
         changed.blocks[0] = [9, 9, 9, 9]
         let updated = try TagImageFormat.flipper.encode(changed, updating: text + "\nPassword EAS: 00 00 00 00\n")
-        #expect(updated.contains("Data Content: 09 09 09 09 05 06 07 08") && updated.contains("Password EAS: 00 00 00 00"))
-        #expect(throws: TagImageError.self) { try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "Block Count: 2", with: "Block Count: 3")) }
-        #expect(throws: TagImageError.self) { try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "ISO15693-3", with: "NTAG216")) }
+        #expect(
+            updated.contains("Data Content: 09 09 09 09 05 06 07 08") && updated.contains("Password EAS: 00 00 00 00"))
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "Block Count: 2", with: "Block Count: 3"))
+        }
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.flipper.decode(text.replacingOccurrences(of: "ISO15693-3", with: "NTAG216"))
+        }
     }
 
     @Test func corruptImagesAreNamedErrors() throws {
         #expect(throws: TagImageError.self) { try TagImageFormat.vlogger.decode("{") }
-        #expect(throws: TagImageError.self) { try TagImageFormat.vlogger.decode(#"{"format":"vlogger-tag-image","version":1,"uid":"E004010812345601","blockSize":4,"blocks":["0102"]}"#) }
-        #expect(throws: TagImageError.self) { try TagImageFormat.vlogger.decode(#"{"format":"vlogger-tag-image","version":1,"uid":"E004010812345601","blockSize":4,"blocks":["01020304"],"colour":"red"}"#) }
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.vlogger.decode(
+                #"{"format":"vlogger-tag-image","version":1,"uid":"E004010812345601","blockSize":4,"blocks":["0102"]}"#)
+        }
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.vlogger.decode(
+                #"{"format":"vlogger-tag-image","version":1,"uid":"E004010812345601","blockSize":4,"blocks":["01020304"],"colour":"red"}"#
+            )
+        }
         #expect(throws: TagImageError.self) { try TagImageFormat.proxmark3.decode(#"{"FileType":"15693","Card":{}}"#) }
     }
 
@@ -75,14 +90,16 @@ import ISO15693
         for format in TagImageFormat.allCases {
             let folder = try FieldFolder(url: dir)
             var i = img
-            i.uid = try UID(parsing: "E0040108123456" + ["A1", "A2", "A3"][TagImageFormat.allCases.firstIndex(of: format)!])
+            i.uid = try UID(
+                parsing: "E0040108123456" + ["A1", "A2", "A3"][TagImageFormat.allCases.firstIndex(of: format)!])
             try folder.addFile(i, name: "tag-\(format.rawValue).\(format.fileExtension)", format: format)
         }
         let folder = try FieldFolder(url: dir)
         #expect(folder.field.tags.count == 3)
         folder.field.powerOn()
         for tag in folder.field.tags {
-            let r = try Request(.writeSingleBlock(7, data: [0xCA, 0xFE, 0xBA, 0xBE]), addressing: .addressed(tag.uid)).encodeOnAir()
+            let r = try Request(.writeSingleBlock(7, data: [0xCA, 0xFE, 0xBA, 0xBE]), addressing: .addressed(tag.uid))
+                .encodeOnAir()
             _ = folder.field.transmit(r)
         }
         #expect(folder.persistError == nil)
@@ -92,7 +109,8 @@ import ISO15693
     }
 
     @Test func demoFieldLoads() throws {
-        let demo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let demo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Config/demo-field")
         let folder = try FieldFolder(url: demo)
         #expect(folder.field.tags.count >= 8)
@@ -143,7 +161,8 @@ import ISO15693
             #expect(throws: TagImageError.self, "\(text)") { try Scenario.decode(text) }
         }
         // A signal past the end of a real tag writes nothing and traps nothing.
-        let tag = SimulatedTag(image: try TagImage(uid: UID(manufacturer: .nxp, serial: 1), blockSize: 4, blocks: [[0, 0, 0, 0]]))
+        let tag = SimulatedTag(
+            image: try TagImage(uid: UID(manufacturer: .nxp, serial: 1), blockSize: 4, blocks: [[0, 0, 0, 0]]))
         tag.sense(block: 0, byte: 3, bytes: [1, 2, 3])
         tag.sense(block: Int.max, byte: Int.max, bytes: [9])
         #expect(tag.image.blocks == [[0, 0, 0, 1]])
@@ -156,7 +175,10 @@ import ISO15693
         .appendingPathComponent("Fixtures/public")
 
     @Test func flipperSLIXUnitTestDumpsLoad() throws {
-        for name in ["unleashed_unit_test_Slix_cap_default.nfc", "unleashed_unit_test_Slix_cap_accept_all_pass.nfc", "unleashed_unit_test_Slix_cap_missed.nfc"] {
+        for name in [
+            "unleashed_unit_test_Slix_cap_default.nfc", "unleashed_unit_test_Slix_cap_accept_all_pass.nfc",
+            "unleashed_unit_test_Slix_cap_missed.nfc",
+        ] {
             let text = try String(contentsOf: Self.dir.appendingPathComponent(name), encoding: .utf8)
             #expect(TagImageFormat.detect(fileName: name, text: text) == .flipper)
             let image = try TagImageFormat.flipper.decode(text)
@@ -164,7 +186,9 @@ import ISO15693
             // starting 03 0A 82 ED and ending E5 FF 00 01, none locked.
             #expect(image.uid.description == "E004010849D0DC81", "\(name)")
             #expect(image.dsfid == 0x01 && image.afi == 0x3D && image.dsfidLocked && image.afiLocked, "\(name)")
-            #expect(image.blockCount == 80 && image.blockSize == 4 && image.blocks[0] == [0x03, 0x0A, 0x82, 0xED] && image.blocks[79] == [0xE5, 0xFF, 0x00, 0x01])
+            #expect(
+                image.blockCount == 80 && image.blockSize == 4 && image.blocks[0] == [0x03, 0x0A, 0x82, 0xED]
+                    && image.blocks[79] == [0xE5, 0xFF, 0x00, 0x01])
             #expect(!image.locked.contains(true))
         }
     }
@@ -183,10 +207,13 @@ import ISO15693
         }
         #expect(frames.count == 2 && i == bytes.count)
         let request = try Request.decode(try CRC16.strip(frames[0].frame))
-        #expect(!frames[0].fromTag && request.command == .inventory(afi: nil, mask: .none) && request.inventorySlots == 1)
+        #expect(
+            !frames[0].fromTag && request.command == .inventory(afi: nil, mask: .none) && request.inventorySlots == 1)
         let answer = try Response.decode(try CRC16.strip(frames[1].frame), to: request)
         guard case let .inventory(dsfid, uid) = answer.body else { Issue.record("not an inventory answer"); return }
-        #expect(frames[1].fromTag && dsfid == 0x01 && uid.description == "E00780983E796083" && uid.manufacturer == .texasInstruments)
+        #expect(
+            frames[1].fromTag && dsfid == 0x01 && uid.description == "E00780983E796083"
+                && uid.manufacturer == .texasInstruments)
     }
 }
 
@@ -195,11 +222,13 @@ import ISO15693
 /// the Lock DSFID/AFI keys and N + 1 Security Status bytes, b0 DSFID lock, b1 AFI lock; SLIX type by UID).
 @Suite struct FlipperFormatTests {
     static func real() throws -> String {
-        try String(contentsOf: PublicFileTests.dir.appendingPathComponent("unleashed_unit_test_Slix_cap_default.nfc"), encoding: .utf8)
+        try String(
+            contentsOf: PublicFileTests.dir.appendingPathComponent("unleashed_unit_test_Slix_cap_default.nfc"),
+            encoding: .utf8)
     }
 
     @Test func aCRLFFileIsRewrittenInPlaceWithItsLineEnds() throws {
-        let crlf = try Self.real().replacingOccurrences(of: "\n", with: "\r\n")   // the real dump with CRLF line ends
+        let crlf = try Self.real().replacingOccurrences(of: "\n", with: "\r\n")  // the real dump with CRLF line ends
         var image = try TagImageFormat.flipper.decode(crlf)
         let lf = try TagImageFormat.flipper.decode(try Self.real())
         #expect(image == lf)
@@ -218,7 +247,9 @@ import ISO15693
     @Test func theLegacySecurityLayoutGivesTheDSFIDAndAFILocks() throws {
         // The real dump turned into Flipper's legacy layout: no Lock DSFID / Lock AFI keys, and a first Security
         // Status byte 03 (DSFID and AFI locked) before the 80 block bytes, block 0 locked.
-        var lines = try Self.real().components(separatedBy: "\n").filter { !$0.hasPrefix("Lock DSFID:") && !$0.hasPrefix("Lock AFI:") }
+        var lines = try Self.real().components(separatedBy: "\n").filter {
+            !$0.hasPrefix("Lock DSFID:") && !$0.hasPrefix("Lock AFI:")
+        }
         let i = try #require(lines.firstIndex { $0.hasPrefix("Security Status:") })
         lines[i] = "Security Status: 03 01" + String(repeating: " 00", count: 79)
         let image = try TagImageFormat.flipper.decode(lines.joined(separator: "\n"))
@@ -233,8 +264,13 @@ import ISO15693
         // Flipper reads its keys in order, each searched forward from the last: the added lock keys go before
         // Block Count, not at the end of the file.
         let keys = back.components(separatedBy: "\n").compactMap { $0.split(separator: ":").first.map(String.init) }
-        let order = ["DSFID", "AFI", "IC Reference", "Lock DSFID", "Lock AFI", "Block Count", "Block Size", "Data Content", "Security Status"]
-        #expect(order.compactMap { keys.firstIndex(of: $0) } == order.compactMap { keys.firstIndex(of: $0) }.sorted(), "\(keys)")
+        let order = [
+            "DSFID", "AFI", "IC Reference", "Lock DSFID", "Lock AFI", "Block Count", "Block Size", "Data Content",
+            "Security Status",
+        ]
+        #expect(
+            order.compactMap { keys.firstIndex(of: $0) } == order.compactMap { keys.firstIndex(of: $0) }.sorted(),
+            "\(keys)")
         lines[i] = "Security Status: 00 01"
         #expect(throws: TagImageError.self) { try TagImageFormat.flipper.decode(lines.joined(separator: "\n")) }
     }
@@ -245,7 +281,9 @@ import ISO15693
         let loaded = try TagImageFormat.flipper.decode(fresh)
         #expect(fresh.contains("Device type: SLIX\n") && fresh.contains("IC Reference: 01") && loaded == image)
         // A file without DSFID, AFI and IC Reference keys is written back without them.
-        let bare = try Self.real().components(separatedBy: "\n").filter { !$0.hasPrefix("DSFID:") && !$0.hasPrefix("AFI:") && !$0.hasPrefix("IC Reference:") }
+        let bare = try Self.real().components(separatedBy: "\n").filter {
+            !$0.hasPrefix("DSFID:") && !$0.hasPrefix("AFI:") && !$0.hasPrefix("IC Reference:")
+        }
         let partial = try TagImageFormat.flipper.decode(bare.joined(separator: "\n"))
         #expect(!partial.dsfidKnown && !partial.afiKnown && partial.icReference == nil)
         let out = try TagImageFormat.flipper.encode(partial)
@@ -263,20 +301,26 @@ import ISO15693
     @Test func onlyWhatUpstreamCanLoadIsWritten() throws {
         let slix2 = TagImage.blank(profile: .icodeSLIX2, uid: try UID(parsing: "E004010849D0DC81"))
         let text = try TagImageFormat.proxmark3.encode(slix2)
-        #expect(text.contains("\"FileType\" : \"15693 v4\"") && text.contains("\"pagescount\" : \"50\"") && text.contains("\"uid\" : \"81DCD049080104E0\""))
+        #expect(
+            text.contains("\"FileType\" : \"15693 v4\"") && text.contains("\"pagescount\" : \"50\"")
+                && text.contains("\"uid\" : \"81DCD049080104E0\""))
         let back = try TagImageFormat.proxmark3.decode(text)
-        #expect(back.uid == slix2.uid && back.blocks == slix2.blocks && back.locked == slix2.locked && back.icReference == slix2.icReference)
+        #expect(
+            back.uid == slix2.uid && back.blocks == slix2.blocks && back.locked == slix2.locked
+                && back.icReference == slix2.icReference)
         // An ST25DV64K (2048 blocks) and 161 blocks of 4 bytes are refused with the limit named; 256 × 8 = 2048 bytes
         // but 256 pages is past 160 too.
         for (profile, uid) in [(ChipProfile.st25dv64k, "E002260000C0FFEE")] {
             let big = TagImage.blank(profile: profile, uid: try UID(parsing: uid))
             #expect(throws: TagImageError.self) { try TagImageFormat.proxmark3.encode(big) }
         }
-        let p161 = try TagImage(uid: try UID(parsing: "E004010849D0DC81"), blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 161))
+        let p161 = try TagImage(
+            uid: try UID(parsing: "E004010849D0DC81"), blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 161))
         do { _ = try TagImageFormat.proxmark3.encode(p161); Issue.record("161 pages written") } catch {
             #expect("\(error)".contains("at most 160 pages and 2048 bytes"))
         }
-        let p160 = try TagImage(uid: try UID(parsing: "E004010849D0DC81"), blockSize: 4, blocks: Array(repeating: [1, 2, 3, 4], count: 160))
+        let p160 = try TagImage(
+            uid: try UID(parsing: "E004010849D0DC81"), blockSize: 4, blocks: Array(repeating: [1, 2, 3, 4], count: 160))
         #expect(try TagImageFormat.proxmark3.encode(p160).contains("\"pagescount\" : \"A0\""))
     }
 }

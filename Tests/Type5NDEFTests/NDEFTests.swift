@@ -22,13 +22,14 @@ import Testing
         #expect(cc.encode() == [0xE2, 0x43, 0x00, 0x1D, 0x00, 0x00, 0x03, 0xFF])
     }
 
-    @Test(arguments: [
-        ([0xE1, 0x80, 0x40, 0x01], "version 2.0"),          // major version 2: rejected (RFAL ndefT5TPollerNdefDetect)
-        ([0xE1, 0x48, 0x40, 0x01], "read access"),          // read access 10b (proprietary): rejected
-        ([0x03, 0x40, 0x40, 0x01], "not NDEF-formatted"),   // no magic
-        ([0xE1, 0x40, 0x00, 0x01], "8-byte CC"),            // MLEN 0 without the 8-byte form
-        ([0xE1, 0x40], "needs 4 bytes"),
-    ] as [([UInt8], String)])
+    @Test(
+        arguments: [
+            ([0xE1, 0x80, 0x40, 0x01], "version 2.0"),  // major version 2: rejected (RFAL ndefT5TPollerNdefDetect)
+            ([0xE1, 0x48, 0x40, 0x01], "read access"),  // read access 10b (proprietary): rejected
+            ([0x03, 0x40, 0x40, 0x01], "not NDEF-formatted"),  // no magic
+            ([0xE1, 0x40, 0x00, 0x01], "8-byte CC"),  // MLEN 0 without the 8-byte form
+            ([0xE1, 0x40], "needs 4 bytes"),
+        ] as [([UInt8], String)])
     func rejected(_ bytes: [UInt8], _ reason: String) {
         #expect {
             try CapabilityContainer.decode(bytes)
@@ -40,11 +41,23 @@ import Testing
         // E2 (more than 256 blocks), MLEN (8192 − 8) / 8 = 1023 = 0x03FF.
         // As ST's RFAL formats (ndefT5TPollerTagFormat, NFC Forum option): MLEN = memory / 8 − 1 unit for the CC;
         // the 8-byte CC from 256 units (2048 bytes) on; Lock Block (b3) left clear.
-        #expect(CapabilityContainer.forFormatting(blocks: 80, blockSize: 4, readMultiple: true).encode() == [0xE1, 0x40, 39, 0x01])
-        #expect(CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true).encode() == [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF])
+        #expect(
+            CapabilityContainer.forFormatting(blocks: 80, blockSize: 4, readMultiple: true).encode() == [
+                0xE1, 0x40, 39, 0x01,
+            ])
+        #expect(
+            CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true).encode() == [
+                0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF,
+            ])
         // Exactly 2048 bytes (an MB89R118: 256 blocks of 8 bytes): 256 units do not fit byte 2, so 8 bytes, MLEN 255, 0xE1.
-        #expect(CapabilityContainer.forFormatting(blocks: 256, blockSize: 8, readMultiple: true).encode() == [0xE1, 0x40, 0x00, 0x01, 0x00, 0x00, 0x00, 0xFF])
-        #expect(CapabilityContainer.forFormatting(blocks: 255, blockSize: 8, readMultiple: false).encode() == [0xE1, 0x40, 254, 0x00])
+        #expect(
+            CapabilityContainer.forFormatting(blocks: 256, blockSize: 8, readMultiple: true).encode() == [
+                0xE1, 0x40, 0x00, 0x01, 0x00, 0x00, 0x00, 0xFF,
+            ])
+        #expect(
+            CapabilityContainer.forFormatting(blocks: 255, blockSize: 8, readMultiple: false).encode() == [
+                0xE1, 0x40, 254, 0x00,
+            ])
     }
 }
 
@@ -52,8 +65,10 @@ import Testing
     @Test func theDemoSLIX2Memory() throws {
         // Config/demo-field/slix2-pallet-0001.json blocks 0–6: CC E1 40 0A 01, NDEF TLV 03 13, a short Text
         // record (D1 01 0F 54, status 02 "en", "vlogger demo"), terminator FE.
-        let memory: [UInt8] = [0xE1, 0x40, 0x0A, 0x01, 0x03, 0x13, 0xD1, 0x01, 0x0F, 0x54, 0x02, 0x65, 0x6E, 0x76, 0x6C, 0x6F,
-                               0x67, 0x67, 0x65, 0x72, 0x20, 0x64, 0x65, 0x6D, 0x6F, 0xFE]
+        let memory: [UInt8] = [
+            0xE1, 0x40, 0x0A, 0x01, 0x03, 0x13, 0xD1, 0x01, 0x0F, 0x54, 0x02, 0x65, 0x6E, 0x76, 0x6C, 0x6F,
+            0x67, 0x67, 0x65, 0x72, 0x20, 0x64, 0x65, 0x6D, 0x6F, 0xFE,
+        ]
         let cc = try CapabilityContainer.decode(memory)
         #expect(cc.dataAreaBytes == 80)
         let found = try TLV.findNDEF(in: Array(memory[4...]))
@@ -73,7 +88,9 @@ import Testing
         #expect(try TLV.findNDEF(in: [0xFE, 0x03, 0x00]) == nil)
     }
 
-    @Test(arguments: [[0x03, 0x10, 0x00], [0x03, 0xFF, 0x00], [0x03, 0xFF, 0x00, 0x10], [0xFD, 0x05, 0x01], [0x03]] as [[UInt8]])
+    @Test(
+        arguments: [[0x03, 0x10, 0x00], [0x03, 0xFF, 0x00], [0x03, 0xFF, 0x00, 0x10], [0xFD, 0x05, 0x01], [0x03]]
+            as [[UInt8]])
     func malformedTLVs(_ area: [UInt8]) {
         #expect(throws: NDEFError.self) { try TLV.findNDEF(in: area) }
     }
@@ -90,14 +107,14 @@ import Testing
 
     @Test func utf16Text() throws {
         let r = NDEFRecord.text("Größe", language: "de", utf16: true)
-        #expect(r.payload[0] == 0x82)   // bit 7 = UTF-16, language length 2
+        #expect(r.payload[0] == 0x82)  // bit 7 = UTF-16, language length 2
         #expect(try r.interpret() == .text("Größe", language: "de", utf16: true))
     }
 
     @Test func everyURIPrefixRoundTrips() throws {
         #expect(URIPrefix.table.count == 36)
-        #expect(URIPrefix.table[0x1F] == "urn:epc:tag:")   // with the colon (RFAL drops it: a known discrepancy)
-        #expect(URIPrefix.table[0x23] == "urn:nfc:")       // AOSP's map stops at 0x22
+        #expect(URIPrefix.table[0x1F] == "urn:epc:tag:")  // with the colon (RFAL drops it: a known discrepancy)
+        #expect(URIPrefix.table[0x23] == "urn:nfc:")  // AOSP's map stops at 0x22
         for (code, prefix) in URIPrefix.table.enumerated() where !prefix.isEmpty {
             let r = NDEFRecord.uri(prefix + "x")
             #expect(r.payload == [UInt8(code), 0x78], "\(prefix)")
@@ -105,14 +122,18 @@ import Testing
         }
         // The longest prefix wins: https://www. is 0x02, not 0x04.
         #expect(NDEFRecord.uri("https://www.example.com").payload.first == 0x02)
-        #expect(throws: NDEFError.self) { try NDEFRecord(tnf: .wellKnown, type: [0x55], payload: [0x24, 0x61]).interpret() }
+        #expect(throws: NDEFError.self) {
+            try NDEFRecord(tnf: .wellKnown, type: [0x55], payload: [0x24, 0x61]).interpret()
+        }
     }
 
     @Test func smartPosterMimeExternalAbsoluteEmptyAndUnknown() throws {
         let poster = NDEFRecord.smartPoster([.uri("https://example.com"), .text("Example")])
-        let records: [NDEFRecord] = [poster, .mime("text/plain", [0x68, 0x69]), .external("example.com:Sensor", [1, 2]),
-                                     .absoluteURI("http://example.com/x"), .empty,
-                                     NDEFRecord(tnf: .unknown, type: [], payload: [9, 9])]
+        let records: [NDEFRecord] = [
+            poster, .mime("text/plain", [0x68, 0x69]), .external("example.com:Sensor", [1, 2]),
+            .absoluteURI("http://example.com/x"), .empty,
+            NDEFRecord(tnf: .unknown, type: [], payload: [9, 9]),
+        ]
         let decoded = try NDEFMessage.decode(NDEFMessage.encode(records))
         #expect(decoded == records)
         #expect(try decoded[0].interpret() == .smartPoster([.uri("https://example.com"), .text("Example")]))
@@ -124,31 +145,37 @@ import Testing
     }
 
     @Test func longRecordsUseTheFourByteLengthAndIDsAreKept() throws {
-        let r = NDEFRecord(tnf: .media, type: Array("application/octet-stream".utf8), id: [0x31], payload: [UInt8](repeating: 7, count: 300))
+        let r = NDEFRecord(
+            tnf: .media, type: Array("application/octet-stream".utf8), id: [0x31],
+            payload: [UInt8](repeating: 7, count: 300))
         let bytes = NDEFMessage.encode([r])
-        #expect(bytes[0] == 0xC0 | 0x08 | 0x02)   // MB, ME, IL, TNF media; no SR
+        #expect(bytes[0] == 0xC0 | 0x08 | 0x02)  // MB, ME, IL, TNF media; no SR
         #expect(try NDEFMessage.decode(bytes) == [r])
     }
 
     @Test func chunkedRecordsAreJoined() throws {
         // First chunk: CF with the type; then TNF Unchanged (6) chunks; the last without CF.
-        let bytes: [UInt8] = [0xB2, 0x0A, 0x02] + Array("text/plain".utf8) + [0x61, 0x62,
-                              0x36, 0x00, 0x01, 0x63,
-                              0x56, 0x00, 0x02, 0x64, 0x65]
+        let bytes: [UInt8] =
+            [0xB2, 0x0A, 0x02] + Array("text/plain".utf8) + [
+                0x61, 0x62,
+                0x36, 0x00, 0x01, 0x63,
+                0x56, 0x00, 0x02, 0x64, 0x65,
+            ]
         let r = try NDEFMessage.decode(bytes)
         #expect(r == [NDEFRecord(tnf: .media, type: Array("text/plain".utf8), payload: Array("abcde".utf8))])
     }
 
-    @Test(arguments: [
-        [0xD1, 0x01, 0x09, 0x54, 0x02],                     // payload length past the end
-        [0x51, 0x01, 0x01, 0x54, 0x00],                     // no Message Begin
-        [0x91, 0x01, 0x01, 0x54, 0x00],                     // no Message End
-        [0xD6, 0x00, 0x00],                                 // Unchanged outside a chunk
-        [0xB2, 0x01, 0x01, 0x61, 0x61, 0x52, 0x01, 0x01, 0x61, 0x61], // a later chunk with a type and TNF ≠ 6
-        [0xF2, 0x01, 0x01, 0x61, 0x61],                     // Message End inside a chunked record
-        [0xD0, 0x01, 0x00, 0x61],                           // Empty with a type
-        [0xD1, 0x01, 0x03, 0x54, 0x05, 0x65, 0x6E],         // decodes; its Text language runs past the payload
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0xD1, 0x01, 0x09, 0x54, 0x02],  // payload length past the end
+            [0x51, 0x01, 0x01, 0x54, 0x00],  // no Message Begin
+            [0x91, 0x01, 0x01, 0x54, 0x00],  // no Message End
+            [0xD6, 0x00, 0x00],  // Unchanged outside a chunk
+            [0xB2, 0x01, 0x01, 0x61, 0x61, 0x52, 0x01, 0x01, 0x61, 0x61],  // a later chunk with a type and TNF ≠ 6
+            [0xF2, 0x01, 0x01, 0x61, 0x61],  // Message End inside a chunked record
+            [0xD0, 0x01, 0x00, 0x61],  // Empty with a type
+            [0xD1, 0x01, 0x03, 0x54, 0x05, 0x65, 0x6E],  // decodes; its Text language runs past the payload
+        ] as [[UInt8]])
     func malformedMessagesAreTypedErrors(_ bytes: [UInt8]) {
         #expect(throws: NDEFError.self) {
             let records = try NDEFMessage.decode(bytes)
@@ -162,38 +189,46 @@ import Testing
 @Suite struct NDEFAreaTests {
     @Test func scanAsksForMoreUntilTheMessageIsIn() throws {
         // The demo SLIX2: 4-byte CC, MLEN 0x0A → 80-byte area; TLV 03 13 at byte 4; message bytes 6..<25.
-        let memory: [UInt8] = [0xE1, 0x40, 0x0A, 0x01] + TLV.encode(NDEFMessage.encode([.text("vlogger demo", language: "en")]))
+        let memory: [UInt8] =
+            [0xE1, 0x40, 0x0A, 0x01] + TLV.encode(NDEFMessage.encode([.text("vlogger demo", language: "en")]))
         #expect(try NDEFArea.scan([0xE1, 0x40], memoryBytes: 320) == .needBytes(4))
         #expect(try NDEFArea.scan(Array(memory.prefix(8)), memoryBytes: 320) == .needBytes(25))
         guard case let .area(a) = try NDEFArea.scan(memory, memoryBytes: 320) else { Issue.record("no area"); return }
-        #expect(a.areaBytes == 80 && a.tlvOffset == 4 && a.message == 6..<25 && a.capacity == 78 && a.status == .readWrite)
+        #expect(
+            a.areaBytes == 80 && a.tlvOffset == 4 && a.message == 6..<25 && a.capacity == 78 && a.status == .readWrite)
         // An 8-byte CC is asked for whole before it is read.
         #expect(try NDEFArea.scan([0xE2, 0x40, 0x00, 0x01], memoryBytes: 8192) == .needBytes(8))
     }
 
     @Test func capacityAtTheLengthFormBoundary() throws {
         func area(_ mlen: UInt8) throws -> NDEFArea {
-            guard case let .area(a) = try NDEFArea.scan([0xE1, 0x40, mlen, 0x01, 0x03, 0x00, 0xFE], memoryBytes: 4096) else { throw NDEFError.tlv("no area") }
+            guard case let .area(a) = try NDEFArea.scan([0xE1, 0x40, mlen, 0x01, 0x03, 0x00, 0xFE], memoryBytes: 4096)
+            else { throw NDEFError.tlv("no area") }
             return a
         }
-        #expect(try area(0x20).capacity == 256 - 2)   // 256-byte area: 254 fits the 1-byte length
-        #expect(try area(0x21).capacity == 264 - 4)   // 264: the 3-byte length form
+        #expect(try area(0x20).capacity == 256 - 2)  // 256-byte area: 254 fits the 1-byte length
+        #expect(try area(0x21).capacity == 264 - 4)  // 264: the 3-byte length form
         #expect(try area(0x01).capacity == 6)
         // MLEN-overflow bit with MLEN 0xFF on a 4-byte CC: the area is the rest of the memory (4096 − 4).
-        guard case let .area(o) = try NDEFArea.scan([0xE1, 0x40, 0xFF, 0x05, 0x03, 0x00, 0xFE], memoryBytes: 4096) else { Issue.record("the answer is not of the expected kind"); return }
+        guard case let .area(o) = try NDEFArea.scan([0xE1, 0x40, 0xFF, 0x05, 0x03, 0x00, 0xFE], memoryBytes: 4096)
+        else { Issue.record("the answer is not of the expected kind"); return }
         #expect(o.areaBytes == 4092 && o.capacity == 4088)
     }
 
     @Test func writePlanStagesLengthZeroThenTheRealLength() throws {
-        let (a, _) = try NDEFArea.decode(image: [0xE1, 0x40, 0x02, 0x01, 0x03, 0x00, 0xFE] + [UInt8](repeating: 0, count: 13))
-        let msg: [UInt8] = [0xD1, 0x01, 0x05, 0x54, 0x02, 0x65, 0x6E, 0x68, 0x69] // "hi" (docs/reference/iso15693.md Part 3 §5.4)
+        let (a, _) = try NDEFArea.decode(
+            image: [0xE1, 0x40, 0x02, 0x01, 0x03, 0x00, 0xFE] + [UInt8](repeating: 0, count: 13))
+        // "hi" (docs/reference/iso15693.md Part 3 §5.4)
+        let msg: [UInt8] = [0xD1, 0x01, 0x05, 0x54, 0x02, 0x65, 0x6E, 0x68, 0x69]
         let p = try a.writePlan(for: msg)
         #expect(p.offset == 4 && p.staged == [0x03, 0x00] + msg + [0xFE])
         #expect(p.lengthOffset == 5 && p.lengthField == [0x09] && p.final == [0x03, 0x09] + msg + [0xFE])
         // 16-byte area: capacity 14; a 14-byte message leaves no room for the Terminator.
         #expect(a.capacity == 14)
         #expect(try a.writePlan(for: [UInt8](repeating: 1, count: 14)).staged.count == 16)
-        #expect(throws: NDEFError.tooLarge(message: 15, capacity: 14)) { try a.writePlan(for: [UInt8](repeating: 1, count: 15)) }
+        #expect(throws: NDEFError.tooLarge(message: 15, capacity: 14)) {
+            try a.writePlan(for: [UInt8](repeating: 1, count: 15))
+        }
         // 3-byte form: staged as 03 00 00 00 (reads as an empty message), then FF 01 2C.
         let (big, _) = try NDEFArea.decode(image: [0xE1, 0x40, 0x40, 0x01, 0xFE] + [UInt8](repeating: 0, count: 512))
         let long = try big.writePlan(for: [UInt8](repeating: 2, count: 300))
@@ -203,7 +238,8 @@ import Testing
 
     @Test func aNewTLVGoesAfterOtherTLVs() throws {
         // A proprietary TLV (FD 02 AA BB) then the Terminator: the NDEF TLV is written where the Terminator was.
-        let (a, msg) = try NDEFArea.decode(image: [0xE1, 0x40, 0x02, 0x00, 0xFD, 0x02, 0xAA, 0xBB, 0xFE] + [UInt8](repeating: 0, count: 11))
+        let (a, msg) = try NDEFArea.decode(
+            image: [0xE1, 0x40, 0x02, 0x00, 0xFD, 0x02, 0xAA, 0xBB, 0xFE] + [UInt8](repeating: 0, count: 11))
         #expect(a.message == nil && msg.isEmpty && a.tlvOffset == 8 && a.capacity == 16 - 4 - 2)
     }
 
@@ -215,7 +251,9 @@ import Testing
         let (a, _) = try NDEFArea.decode(image: cc.readOnly.formattedBytes + [UInt8](repeating: 0, count: 249))
         #expect(a.status == .readOnly)
         // M24LR64-like: 2048 blocks with the Protocol Extension flag keep E1 (RFAL "legacy ST high density").
-        #expect(CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true, twoByteAddressing: false).encode()[0] == 0xE1)
+        #expect(
+            CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true, twoByteAddressing: false)
+                .encode()[0] == 0xE1)
     }
 }
 

@@ -8,26 +8,40 @@ import VLoggerStore
 
 /// Audits on two simulated fields (a cage room and a dock door), with the demo tags.
 @Suite struct AuditTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     func reader(_ id: String, _ location: String, _ uids: [String]) throws -> (AuditReader, SimulatedField) {
         let demo = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
         let dock = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field-dock"))
         let field = SimulatedField()
-        for t in demo.field.tags + dock.field.tags where uids.contains(t.uid.description) { field.add(SimulatedTag(image: t.image)) }
-        return (AuditReader(config: ReaderConfig(id: id, location: location), session: try ReaderSession.simulated(field: field)), field)
+        for t in demo.field.tags + dock.field.tags where uids.contains(t.uid.description) {
+            field.add(SimulatedTag(image: t.image))
+        }
+        return (
+            AuditReader(
+                config: ReaderConfig(id: id, location: location), session: try ReaderSession.simulated(field: field)),
+            field
+        )
     }
 
     @Test func everyAssetGetsOneResultAndUnregisteredTagsAreUnexpected() throws {
         let uid = { (s: String) in try UID(parsing: s) }
         let register = [
-            AssetRow(uid: try uid("E008010000004212"), assetID: "CAGE-12", location: "cage", extra: ["model": "MB89R118"]),
-            AssetRow(uid: try uid("E002260000C0FFEE"), assetID: "AS-00042", location: "cage", extra: ["model": "SLIX2", "block_0x100": "41532D3030303432"]),
-            AssetRow(uid: try uid("E004010812345602"), assetID: "PAL-0002", location: "cage", extra: ["locked_0x00": "yes"]),   // at the dock
-            AssetRow(uid: try uid("E00401000000BEEF"), assetID: "PAL-0099", location: "cage"),                                  // nowhere
-            AssetRow(uid: try uid("E004010812345601"), assetID: "PAL-0001", location: "dock"),                                  // here, registered at the dock
+            AssetRow(
+                uid: try uid("E008010000004212"), assetID: "CAGE-12", location: "cage", extra: ["model": "MB89R118"]),
+            AssetRow(
+                uid: try uid("E002260000C0FFEE"), assetID: "AS-00042", location: "cage",
+                extra: ["model": "SLIX2", "block_0x100": "41532D3030303432"]),
+            AssetRow(
+                // at the dock
+                uid: try uid("E004010812345602"), assetID: "PAL-0002", location: "cage", extra: ["locked_0x00": "yes"]),
+            AssetRow(uid: try uid("E00401000000BEEF"), assetID: "PAL-0099", location: "cage"),  // nowhere
+            // here, registered at the dock
+            AssetRow(uid: try uid("E004010812345601"), assetID: "PAL-0001", location: "dock"),
         ]
-        let (cage, field) = try reader("r1", "cage", ["E008010000004212", "E002260000C0FFEE", "E004010812345601", "E007C00000000505"])
+        let (cage, field) = try reader(
+            "r1", "cage", ["E008010000004212", "E002260000C0FFEE", "E004010812345601", "E007C00000000505"])
         // The bin answers only the first round: seen in 1 of 3, still seen (a tag missed once is not missing).
         var settings = AuditSettings()
         settings.rounds = 3
@@ -38,18 +52,31 @@ import VLoggerStore
         cage.session.reader.trace = { e in
             if armed, e.direction == .tagToReader { armed = false; _ = field.remove(bin) }
         }
-        let lastSeen: [UID: (time: Millis, reader: String?, location: String?)] = [try uid("E004010812345602"): (clock.now() - 60_000, "r2", "dock")]
-        let a = Auditor.run(location: "cage", readers: [cage], register: register, lastSeen: lastSeen, gateway: "gw", settings: settings, clock: clock)
+        let lastSeen: [UID: (time: Millis, reader: String?, location: String?)] = [
+            try uid("E004010812345602"): (clock.now() - 60_000, "r2", "dock")
+        ]
+        let a = Auditor.run(
+            location: "cage", readers: [cage], register: register, lastSeen: lastSeen, gateway: "gw",
+            settings: settings, clock: clock)
         let by = Dictionary(uniqueKeysWithValues: a.results.map { ($0.uid.description, $0) })
         #expect(a.results.count == 6)
-        #expect(by["E008010000004212"]?.status == .present && by["E008010000004212"]?.seenRounds == 3 && by["E008010000004212"]?.failedChecks == [])
+        #expect(
+            by["E008010000004212"]?.status == .present && by["E008010000004212"]?.seenRounds == 3
+                && by["E008010000004212"]?.failedChecks == [])
         // The ST25DV's asset block matches; its model does not (a registered mistake is reported as a failed check).
-        #expect(by["E002260000C0FFEE"]?.status == .present && by["E002260000C0FFEE"]?.failedChecks == ["model: ST ST25DV64K, registered SLIX2"], "\(by["E002260000C0FFEE"]?.failedChecks ?? [])")
+        #expect(
+            by["E002260000C0FFEE"]?.status == .present
+                && by["E002260000C0FFEE"]?.failedChecks == ["model: ST ST25DV64K, registered SLIX2"],
+            "\(by["E002260000C0FFEE"]?.failedChecks ?? [])")
         #expect(by["E004010812345602"]?.status == .wrongLocation && by["E004010812345602"]?.seenLocation == "dock")
         #expect(by["E00401000000BEEF"]?.status == .missing)
-        #expect(by["E004010812345601"]?.status == .wrongLocation && by["E004010812345601"]?.registeredLocation == "dock" && by["E004010812345601"]?.seenLocation == "cage")
+        #expect(
+            by["E004010812345601"]?.status == .wrongLocation && by["E004010812345601"]?.registeredLocation == "dock"
+                && by["E004010812345601"]?.seenLocation == "cage")
         #expect(by["E007C00000000505"]?.status == .unexpected && by["E007C00000000505"]?.seenRounds == 1)
-        #expect(a.count(.present) == 2 && a.count(.missing) == 1 && a.count(.wrongLocation) == 2 && a.count(.unexpected) == 1 && a.failedChecks == 1)
+        #expect(
+            a.count(.present) == 2 && a.count(.missing) == 1 && a.count(.wrongLocation) == 2
+                && a.count(.unexpected) == 1 && a.failedChecks == 1)
         // The rounds are spaced on the clock: 3 rounds, 500 ms apart.
         #expect(a.finished - a.started == 1000)
         // Stored and read back whole.
@@ -57,19 +84,27 @@ import VLoggerStore
         let id = try store.saveAudit(a)
         let back = try #require(try store.audit(id))
         #expect(back.results.count == 6 && back.count(.wrongLocation) == 2 && back.failedChecks == 1)
-        #expect(back.results.first { $0.uid.description == "E002260000C0FFEE" }?.failedChecks == ["model: ST ST25DV64K, registered SLIX2"])
+        #expect(
+            back.results.first { $0.uid.description == "E002260000C0FFEE" }?.failedChecks == [
+                "model: ST ST25DV64K, registered SLIX2"
+            ])
         #expect(try store.audits(location: "cage").first?.count(.present) == 2)
     }
 
     @Test func diffListsStatusAndCheckChangesOnly() throws {
-        let a1 = try UID(parsing: "E008010000004212"), a2 = try UID(parsing: "E004010812345602"), u = try UID(parsing: "E007C00000000506")
+        let a1 = try UID(parsing: "E008010000004212"), a2 = try UID(parsing: "E004010812345602"),
+            u = try UID(parsing: "E007C00000000506")
         func r(_ uid: UID, _ s: AuditResult.Status, _ checks: [String] = []) -> AuditResult {
-            AuditResult(uid: uid, assetID: nil, status: s, registeredLocation: "dock", seenLocation: nil, seenBy: nil, seenRounds: 3, firstSeen: nil, lastSeen: nil, failedChecks: checks)
+            AuditResult(
+                uid: uid, assetID: nil, status: s, registeredLocation: "dock", seenLocation: nil, seenBy: nil,
+                seenRounds: 3, firstSeen: nil, lastSeen: nil, failedChecks: checks)
         }
-        let before = AuditRecord(started: 0, finished: 1, gateway: "gw", location: "dock", readers: ["r"], rounds: 3, trigger: "manual",
-                                 results: [r(a1, .present), r(a2, .present), r(u, .unexpected)])
-        let after = AuditRecord(started: 10, finished: 11, gateway: "gw", location: "dock", readers: ["r"], rounds: 3, trigger: "manual",
-                                results: [r(a1, .missing), r(a2, .present, ["block 0x00 not locked, registered locked"])])
+        let before = AuditRecord(
+            started: 0, finished: 1, gateway: "gw", location: "dock", readers: ["r"], rounds: 3, trigger: "manual",
+            results: [r(a1, .present), r(a2, .present), r(u, .unexpected)])
+        let after = AuditRecord(
+            started: 10, finished: 11, gateway: "gw", location: "dock", readers: ["r"], rounds: 3, trigger: "manual",
+            results: [r(a1, .missing), r(a2, .present, ["block 0x00 not locked, registered locked"])])
         let changes = AuditChange.between(before, after)
         #expect(changes.map(\.uid) == [a2, a1, u].sorted { $0.description < $1.description })
         #expect(changes.first { $0.uid == a1 }.map { ($0.before, $0.after) } ?? (nil, nil) == (.present, .missing))
@@ -82,7 +117,8 @@ import VLoggerStore
 /// The blocks file of `vlogger write --when-seen --blocks-from` and the write API's lock keys.
 @Suite struct BlockFileTests {
     @Test func consecutiveBlocksBecomeOneWriteInBlockOrder() throws {
-        let runs = try BlockFile.parse("# label\n0x11: 30303432\n0x10  41 53 2D 30\n\n20,DEADBEEF   # the serial\n21=00000000\r\n")
+        let runs = try BlockFile.parse(
+            "# label\n0x11: 30303432\n0x10  41 53 2D 30\n\n20,DEADBEEF   # the serial\n21=00000000\r\n")
         #expect(runs.map { $0.first.int } == [0x10, 20])
         #expect(runs.map { Hex.format($0.data, separator: "") } == ["41532D3030303432", "DEADBEEF00000000"])
         // A run longer than a queued write (2048 bytes) is split at whole blocks.
@@ -91,26 +127,39 @@ import VLoggerStore
     }
 
     @Test func badFilesNameTheLine() {
-        for (text, says) in [("", "no blocks"), ("# nothing\n", "no blocks"), ("0x10\n", "line 1: expected a block number"),
-                             ("0x10 4153\n0x11 41532D30\n", "line 2: 4 bytes, but line 1 has 2"), ("0x10 41\n0x10 42\n", "line 2: block 0x10 is already on line 1"),
-                             ("x 00\n", "line 1: block 'x'"), ("1 0G\n", "line 1: data"), ("70000 00\n", "line 1: block '70000'"),
-                             ("1 " + String(repeating: "00", count: 33) + "\n", "33 bytes; a block has 1 to 32")] {
+        for (text, says) in [
+            ("", "no blocks"), ("# nothing\n", "no blocks"), ("0x10\n", "line 1: expected a block number"),
+            ("0x10 4153\n0x11 41532D30\n", "line 2: 4 bytes, but line 1 has 2"),
+            ("0x10 41\n0x10 42\n", "line 2: block 0x10 is already on line 1"),
+            ("x 00\n", "line 1: block 'x'"), ("1 0G\n", "line 1: data"), ("70000 00\n", "line 1: block '70000'"),
+            ("1 " + String(repeating: "00", count: 33) + "\n", "33 bytes; a block has 1 to 32"),
+        ] {
             #expect(throws: BlockFile.Invalid.self, "\(text)") { try BlockFile.parse(text) }
-            do { _ = try BlockFile.parse(text) } catch { #expect(error.description.contains(says), "\(text): \(error)") }
+            do { _ = try BlockFile.parse(text) } catch {
+                #expect(error.description.contains(says), "\(text): \(error)")
+            }
         }
     }
 
     @Test func locksOverTheAPIOnlyWithYes() throws {
-        func parse(_ s: String) throws(WriteRequest.Invalid) -> QueuedWrite { try WriteRequest.parse(Data(s.utf8), now: 0) }
+        func parse(_ s: String) throws(WriteRequest.Invalid) -> QueuedWrite {
+            try WriteRequest.parse(Data(s.utf8), now: 0)
+        }
         #expect(try parse(#"{"uid": "E004011000000A03", "block": 21, "lock": true, "yes": true}"#).operation == .lock)
         let wl = try parse(#"{"uid": "E004011000000A03", "block": 16, "data": "41532D30", "lock": true, "yes": true}"#)
         #expect(wl.operation == .writeLock && wl.data == [0x41, 0x53, 0x2D, 0x30])
-        #expect(try parse(#"{"uid": "E004011000000A03", "block": 16, "data": "41532D30", "lock": false}"#).operation == .write)
-        for (body, says) in [(#"{"uid": "E004011000000A03", "block": 21, "lock": true}"#, "irreversible"),
-                             (#"{"uid": "E004011000000A03", "block": 21, "lock": 1, "yes": 1}"#, "lock: true or false"),
-                             (#"{"uid": "E004011000000A03", "block": 21, "lock": true, "yes": "yes"}"#, "yes: true or false"),
-                             (#"{"uid": "E004011000000A03", "block": 21, "data": "00", "yes": true}"#, "yes: confirms a lock")] {
-            do { _ = try parse(body); Issue.record("accepted \(body)") } catch { #expect(error.description.contains(says), "\(body): \(error)") }
+        #expect(
+            try parse(#"{"uid": "E004011000000A03", "block": 16, "data": "41532D30", "lock": false}"#).operation
+                == .write)
+        for (body, says) in [
+            (#"{"uid": "E004011000000A03", "block": 21, "lock": true}"#, "irreversible"),
+            (#"{"uid": "E004011000000A03", "block": 21, "lock": 1, "yes": 1}"#, "lock: true or false"),
+            (#"{"uid": "E004011000000A03", "block": 21, "lock": true, "yes": "yes"}"#, "yes: true or false"),
+            (#"{"uid": "E004011000000A03", "block": 21, "data": "00", "yes": true}"#, "yes: confirms a lock"),
+        ] {
+            do { _ = try parse(body); Issue.record("accepted \(body)") } catch {
+                #expect(error.description.contains(says), "\(body): \(error)")
+            }
         }
     }
 }

@@ -20,9 +20,13 @@ import Testing
 
     @Test func integersOfTheSpec() throws {
         // TOML 1.0 "Integer": hex_1 = 0xDEADBEEF, oct1 = 0o01234567, oct2 = 0o755, bin1 = 0b11010110, int5 = 1_000.
-        let t = try TOML.parse("hex1 = 0xDEADBEEF\noct1 = 0o01234567\noct2 = 0o755\nbin1 = 0b11010110\nint5 = 1_000\nint6 = 5_349_221\nneg = -17\nplus = +99\nblock = 0xF8\n")
-        let expected: [(String, Int64)] = [("hex1", 3_735_928_559), ("oct1", 342_391), ("oct2", 493), ("bin1", 214), ("int5", 1000),
-                                           ("int6", 5_349_221), ("neg", -17), ("plus", 99), ("block", 248)]
+        let t = try TOML.parse(
+            "hex1 = 0xDEADBEEF\noct1 = 0o01234567\noct2 = 0o755\nbin1 = 0b11010110\nint5 = 1_000\nint6 = 5_349_221\nneg = -17\nplus = +99\nblock = 0xF8\n"
+        )
+        let expected: [(String, Int64)] = [
+            ("hex1", 3_735_928_559), ("oct1", 342_391), ("oct2", 493), ("bin1", 214), ("int5", 1000),
+            ("int6", 5_349_221), ("neg", -17), ("plus", 99), ("block", 248),
+        ]
         for (k, v) in expected {
             guard case let .integer(n)? = value(t, k) else { Issue.record("\(k) missing"); continue }
             #expect(n == v, "\(k)")
@@ -31,81 +35,117 @@ import Testing
 
     @Test func floatsStringsAndEscapes() throws {
         let text = #"""
-        flt3 = -0.01
-        flt5 = 1e06
-        flt7 = 6.626e-34
-        flt8 = 224_617.445_991_228
-        winpath = 'C:\Users\nodejs\templates'
-        quoted = "I'm a string. \"You can quote me\". Name\tJos\u00E9\nLocation\tSF."
-        str3 = """\
-               The quick brown \
-               fox jumps over \
-               the lazy dog.\
-               """
-        lines = '''
-        The first newline is
-        trimmed in raw strings.
-        '''
-        """#
+            flt3 = -0.01
+            flt5 = 1e06
+            flt7 = 6.626e-34
+            flt8 = 224_617.445_991_228
+            winpath = 'C:\Users\nodejs\templates'
+            quoted = "I'm a string. \"You can quote me\". Name\tJos\u00E9\nLocation\tSF."
+            str3 = """\
+                   The quick brown \
+                   fox jumps over \
+                   the lazy dog.\
+                   """
+            lines = '''
+            The first newline is
+            trimmed in raw strings.
+            '''
+            """#
         let t = try TOML.parse(text)
         if case let .float(d)? = value(t, "flt3") { #expect(d == -0.01) } else { Issue.record("flt3") }
         if case let .float(d)? = value(t, "flt5") { #expect(d == 1e6) } else { Issue.record("flt5") }
         if case let .float(d)? = value(t, "flt7") { #expect(d == 6.626e-34) } else { Issue.record("flt7") }
         if case let .float(d)? = value(t, "flt8") { #expect(d == 224_617.445_991_228) } else { Issue.record("flt8") }
-        if case let .string(s)? = value(t, "winpath") { #expect(s == #"C:\Users\nodejs\templates"#) } else { Issue.record("winpath") }
-        if case let .string(s)? = value(t, "quoted") { #expect(s == "I'm a string. \"You can quote me\". Name\tJosé\nLocation\tSF.") } else { Issue.record("quoted") }
-        if case let .string(s)? = value(t, "str3") { #expect(s == "The quick brown fox jumps over the lazy dog.") } else { Issue.record("str3") }
-        if case let .string(s)? = value(t, "lines") { #expect(s == "The first newline is\ntrimmed in raw strings.\n") } else { Issue.record("lines") }
+        if case let .string(s)? = value(t, "winpath") {
+            #expect(s == #"C:\Users\nodejs\templates"#)
+        } else {
+            Issue.record("winpath")
+        }
+        if case let .string(s)? = value(t, "quoted") {
+            #expect(s == "I'm a string. \"You can quote me\". Name\tJosé\nLocation\tSF.")
+        } else {
+            Issue.record("quoted")
+        }
+        if case let .string(s)? = value(t, "str3") {
+            #expect(s == "The quick brown fox jumps over the lazy dog.")
+        } else {
+            Issue.record("str3")
+        }
+        if case let .string(s)? = value(t, "lines") {
+            #expect(s == "The first newline is\ntrimmed in raw strings.\n")
+        } else {
+            Issue.record("lines")
+        }
     }
 
     @Test func tablesDottedKeysInlineTablesAndArraysOfTables() throws {
         let text = """
-        # TOML 1.0 "Array of Tables" and "Inline Table" examples
-        name = { first = "Tom", last = "Preston-Werner" }
-        physical.color = "orange"
-        physical.shape = "round"
-        site."google.com" = true
+            # TOML 1.0 "Array of Tables" and "Inline Table" examples
+            name = { first = "Tom", last = "Preston-Werner" }
+            physical.color = "orange"
+            physical.shape = "round"
+            site."google.com" = true
 
-        [[products]]
-        name = "Hammer"
-        sku = 738594937
+            [[products]]
+            name = "Hammer"
+            sku = 738594937
 
-        [[products]]  # empty table within the array
+            [[products]]  # empty table within the array
 
-        [[products]]
-        name = "Nail"
-        sku = 284758393
-        color = "gray"
+            [[products]]
+            name = "Nail"
+            sku = 284758393
+            color = "gray"
 
-        [dog."tater.man"]
-        type.name = "pug"
-        points = [ { x = 1, y = 2, z = 3 },
-                   { x = 7, y = 8, z = 9 }, ]
-        """
+            [dog."tater.man"]
+            type.name = "pug"
+            points = [ { x = 1, y = 2, z = 3 },
+                       { x = 7, y = 8, z = 9 }, ]
+            """
         let t = try TOML.parse(text)
-        if case let .string(s)? = value(t, "name", "last") { #expect(s == "Preston-Werner") } else { Issue.record("inline") }
-        if case let .string(s)? = value(t, "physical", "shape") { #expect(s == "round") } else { Issue.record("dotted") }
+        if case let .string(s)? = value(t, "name", "last") {
+            #expect(s == "Preston-Werner")
+        } else {
+            Issue.record("inline")
+        }
+        if case let .string(s)? = value(t, "physical", "shape") {
+            #expect(s == "round")
+        } else {
+            Issue.record("dotted")
+        }
         if case let .bool(b)? = value(t, "site", "google.com") { #expect(b) } else { Issue.record("quoted key") }
         guard case let .array(products)? = value(t, "products") else { Issue.record("products"); return }
         #expect(products.count == 3)
-        if case let .table(nail) = products[2].value, case let .integer(sku)? = nail["sku"]?.value { #expect(sku == 284_758_393) } else { Issue.record("nail") }
+        if case let .table(nail) = products[2].value, case let .integer(sku)? = nail["sku"]?.value {
+            #expect(sku == 284_758_393)
+        } else {
+            Issue.record("nail")
+        }
         #expect(products[2].line == 13)
-        if case let .string(s)? = value(t, "dog", "tater.man", "type", "name") { #expect(s == "pug") } else { Issue.record("dog") }
+        if case let .string(s)? = value(t, "dog", "tater.man", "type", "name") {
+            #expect(s == "pug")
+        } else {
+            Issue.record("dog")
+        }
         guard case let .array(points)? = value(t, "dog", "tater.man", "points") else { Issue.record("points"); return }
         #expect(points.count == 2)
     }
 
     /// Each of these is invalid TOML per the specification; the error gives the line.
-    @Test(arguments: [
-        ("name = \"Tom\"\nname = \"Pradyun\"\n", 2, "defined twice"),           // "Defining a key multiple times is invalid"
-        ("[fruit]\napple = \"red\"\n\n[fruit]\norange = \"orange\"\n", 4, "defined twice"), // "you cannot define a table more than once"
-        ("a = 012\n", 1, "leading zeros"),                                       // "Leading zeros are not allowed"
-        ("a = \"open\n", 1, "unterminated"),
-        ("key = # INVALID\n", 1, "expected a value"),
-        ("first = \"Tom\" last = \"Preston-Werner\"\n", 1, "end of the line"),   // "There must be a newline after a key/value pair"
-        ("x = 1\ny = 1979-05-27T07:32:00Z\n", 2, "quoted string"),               // dates: not used by vlogger, refused clearly
-        ("type = { name = \"Nail\" }\ntype.edible = false\n", 2, "inline table"), // "Inline tables are fully self-contained"
-    ] as [(String, Int, String)])
+    @Test(
+        arguments: [
+            ("name = \"Tom\"\nname = \"Pradyun\"\n", 2, "defined twice"),  // "Defining a key multiple times is invalid"
+            // "you cannot define a table more than once"
+            ("[fruit]\napple = \"red\"\n\n[fruit]\norange = \"orange\"\n", 4, "defined twice"),
+            ("a = 012\n", 1, "leading zeros"),  // "Leading zeros are not allowed"
+            ("a = \"open\n", 1, "unterminated"),
+            ("key = # INVALID\n", 1, "expected a value"),
+            // "There must be a newline after a key/value pair"
+            ("first = \"Tom\" last = \"Preston-Werner\"\n", 1, "end of the line"),
+            ("x = 1\ny = 1979-05-27T07:32:00Z\n", 2, "quoted string"),  // dates: not used by vlogger, refused clearly
+            // "Inline tables are fully self-contained"
+            ("type = { name = \"Nail\" }\ntype.edible = false\n", 2, "inline table"),
+        ] as [(String, Int, String)])
     func invalidDocuments(_ text: String, _ line: Int, _ fragment: String) {
         do {
             _ = try TOML.parse(text)
@@ -118,7 +158,8 @@ import Testing
 }
 
 @Suite struct ConfigTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     @Test func theDocumentedExampleLoads() throws {
         let c = try AgentConfig.load(Self.root.appendingPathComponent("Config/vlogger.toml").path)
@@ -140,31 +181,33 @@ import Testing
         let path = Self.root.appendingPathComponent("Tests/VLoggerCoreTests/Fixtures/vlogger-before-readers.toml").path
         let c = try AgentConfig.load(path)
         #expect(c.readers.count == 1)
-        #expect(c.readers[0].id == ReaderConfig.defaultID && c.readers[0].driver == .sim && c.readers[0].location == nil)
-        #expect(c.readers[0].field?.hasSuffix("Fixtures/demo-field") == true && c.plans.count == 6 && c.intervalMs == 1000)
+        #expect(
+            c.readers[0].id == ReaderConfig.defaultID && c.readers[0].driver == .sim && c.readers[0].location == nil)
+        #expect(
+            c.readers[0].field?.hasSuffix("Fixtures/demo-field") == true && c.plans.count == 6 && c.intervalMs == 1000)
     }
 
     @Test func severalReadersEachWithItsIdLocationAndPolling() throws {
         let text = """
-        [polling]
-        interval = "1s"
-        retries = 2
+            [polling]
+            interval = "1s"
+            retries = 2
 
-        [[reader]]
-        id = "dock-1"
-        driver = "sim"
-        field = "a"
-        location = "Dock door 1"
+            [[reader]]
+            id = "dock-1"
+            driver = "sim"
+            field = "a"
+            location = "Dock door 1"
 
-        [[reader]]
-        id = "line-4.station-2"
-        driver = "pcsc"
-        device = "ACS ACR1552 1"
-        location = "Line 4, station 2"
-        interval = "250ms"
-        slots = 1
-        retries = 0
-        """
+            [[reader]]
+            id = "line-4.station-2"
+            driver = "pcsc"
+            device = "ACS ACR1552 1"
+            location = "Line 4, station 2"
+            interval = "250ms"
+            slots = 1
+            retries = 0
+            """
         let c = try AgentConfig.parse(text, file: "/etc/vlogger/r.toml")
         #expect(c.readers.map(\.id) == ["dock-1", "line-4.station-2"])
         #expect(c.readers[0].field == "/etc/vlogger/a" && c.readers[1].device == "ACS ACR1552 1")
@@ -180,24 +223,24 @@ import Testing
 
     @Test func readerTableErrorsNameTheLine() {
         let text = """
-        [[reader]]
-        driver = "sim"
-        field = "f"
+            [[reader]]
+            driver = "sim"
+            field = "f"
 
-        [[reader]]
-        id = "dock 1"
-        field = "g"
+            [[reader]]
+            id = "dock 1"
+            field = "g"
 
-        [[reader]]
-        id = "a"
-        field = "f"
+            [[reader]]
+            id = "a"
+            field = "f"
 
-        [[reader]]
-        id = "a"
-        driver = "pcsc"
-        field = "h"
-        speed = 3
-        """
+            [[reader]]
+            id = "a"
+            driver = "pcsc"
+            field = "h"
+            speed = 3
+            """
         #expect { try AgentConfig.parse(text, file: "r.toml") } throws: { e in
             let issues = (e as? ConfigError)?.issues.map(\.description) ?? []
             return issues.contains { $0.hasPrefix("r.toml:1:") && $0.contains("needs 'id'") }
@@ -211,7 +254,9 @@ import Testing
 
     @Test func settingsThatWereSilentlyAcceptedAreErrors() {
         func issues(_ text: String) -> [String] {
-            do { _ = try AgentConfig.parse(text, file: "/tmp/x.toml"); return [] } catch { return error.issues.map(\.message) }
+            do { _ = try AgentConfig.parse(text, file: "/tmp/x.toml"); return [] } catch {
+                return error.issues.map(\.message)
+            }
         }
         let dir = FileManager.default.temporaryDirectory.path
         #expect(issues("[store]\npath = \"/dev/null\"\n").contains { $0.contains("/dev/null is not a regular file") })
@@ -222,7 +267,9 @@ import Testing
         #expect(issues("[store]\nkeep = \"thirty days\"\n").contains { $0.contains("store.keep") })
         #expect((try? AgentConfig.parse("[store]\nkeep = \"30d\"\n", file: "/tmp/x.toml"))?.keepMs == 30 * 86_400_000)
         for id in [String(repeating: "g", count: 1_000_000), "gw\\u0000x", "=HYPERLINK(1)", ""] {
-            #expect(issues("[gateway]\nid = \"\(id)\"\n").contains { $0.contains("must be 1 to 64 letters") }, "\(id.prefix(20))")
+            #expect(
+                issues("[gateway]\nid = \"\(id)\"\n").contains { $0.contains("must be 1 to 64 letters") },
+                "\(id.prefix(20))")
         }
         for name in ["uid", "data", "time", "Location"] {
             let plan = "[[plan]]\nname = \"p\"\n  [[plan.field]]\n  name = \"\(name)\"\n  block = 0\n  type = \"u8\"\n"
@@ -236,19 +283,21 @@ import Testing
         // A plan may consist of ndef = true alone; its field names are reserved; `ndef` must be a boolean.
         let ok = try AgentConfig.parse("[[plan]]\nname = \"n\"\nndef = true\n", file: "t.toml")
         #expect(ok.plans.first?.ndef == true && ok.fieldInfos.map(\.name) == ["ndef", "ndef_text", "ndef_uri"])
-        #expect(try AgentConfig.load(Self.root.appendingPathComponent("Config/vlogger.toml").path).plans.filter(\.ndef).map(\.name) == ["NXP pallet and shelf labels"])
+        #expect(
+            try AgentConfig.load(Self.root.appendingPathComponent("Config/vlogger.toml").path).plans.filter(\.ndef).map(
+                \.name) == ["NXP pallet and shelf labels"])
         let bad = """
-        [[plan]]
-        name = "n"
-        ndef = "yes"
-        [[plan]]
-        name = "m"
-        ndef = true
-          [[plan.field]]
-          name = "ndef_text"
-          block = 0
-          type = "u8"
-        """
+            [[plan]]
+            name = "n"
+            ndef = "yes"
+            [[plan]]
+            name = "m"
+            ndef = true
+              [[plan.field]]
+              name = "ndef_text"
+              block = 0
+              type = "u8"
+            """
         #expect { try AgentConfig.parse(bad, file: "t.toml") } throws: { e in
             let issues = (e as? ConfigError)?.issues.map(\.description) ?? []
             return issues.contains { $0.contains("t.toml:3") && $0.contains("expected true or false") }
@@ -258,22 +307,22 @@ import Testing
 
     @Test func everyErrorGivesFileLineAndWhatWasExpected() {
         let text = """
-        [gateway]
-        id = "gw 1"
-        colour = "blue"
+            [gateway]
+            id = "gw 1"
+            colour = "blue"
 
-        [polling]
-        interval = "fast"
-        slots = 4
-        retries = "two"
+            [polling]
+            interval = "fast"
+            slots = 4
+            retries = "two"
 
-        [[plan]]
-        name = "p"
-          [[plan.field]]
-          name = "t"
-          block = 0x1F8FF
-          type = "int17"
-        """
+            [[plan]]
+            name = "p"
+              [[plan.field]]
+              name = "t"
+              block = 0x1F8FF
+              type = "int17"
+            """
         do {
             _ = try AgentConfig.parse(text, file: "bad.toml")
             Issue.record("accepted")
@@ -281,7 +330,9 @@ import Testing
             let byLine = Dictionary(grouping: error.issues, by: \.line)
             #expect(error.issues.allSatisfy { $0.file == "bad.toml" })
             #expect(byLine[2]?.first?.message.contains("must be 1 to 64 letters, digits") == true)
-            #expect(byLine[3]?.first?.message.contains("unknown key 'colour' in [gateway]; expected one of: id, site") == true)
+            #expect(
+                byLine[3]?.first?.message.contains("unknown key 'colour' in [gateway]; expected one of: id, site")
+                    == true)
             #expect(byLine[6]?.first?.message.contains("not a duration") == true)
             #expect(byLine[7]?.first?.message.contains("expected 1, 16 or \"adaptive\"") == true)
             #expect(byLine[8]?.first?.message.contains("expected an integer, found a string") == true)
@@ -303,24 +354,24 @@ import Testing
 
     @Test func rulesFileErrors() {
         let text = """
-        [[rule]]
-        name = "r1"
-        kind = "range"
-        field = "temperature"
-        min = 30
-        max = 10
+            [[rule]]
+            name = "r1"
+            kind = "range"
+            field = "temperature"
+            min = 30
+            max = 10
 
-        [[rule]]
-        name = "r2"
-        kind = "lock"
-        block = 0x00
-        locked = true
-        min = 3
+            [[rule]]
+            name = "r2"
+            kind = "lock"
+            block = 0x00
+            locked = true
+            min = 3
 
-        [[rule]]
-        name = "r3"
-        kind = "colour"
-        """
+            [[rule]]
+            name = "r3"
+            kind = "colour"
+            """
         do {
             _ = try RuleSet.parse(text, file: "rules.toml")
             Issue.record("accepted")
@@ -349,18 +400,38 @@ import Testing
 
     @Test func integerTypesScaleAndText() {
         // 0x0866 = 2150 (little-endian 66 08) × 0.01 = 21.50; 0x01C2 = 450 × 0.1 = 45.0; "B7" = 0x42 0x37.
-        #expect(FieldDecoder(name: "t", block: 0xF8, type: .i16le, scale: 0.01).decode(memory: block, first: 0xF8, blockSize: 8) == .number(21.5))
-        #expect(FieldDecoder(name: "h", block: 0xF8, byte: 2, type: .u16le, scale: 0.1).decode(memory: block, first: 0xF8, blockSize: 8) == .number(45))
-        #expect(FieldDecoder(name: "c", block: 0xF8, byte: 4, type: .ascii, length: 2).decode(memory: block, first: 0xF8, blockSize: 8) == .text("B7"))
-        #expect(FieldDecoder(name: "r", block: 0xF8, byte: 6, type: .u16be).decode(memory: block, first: 0xF8, blockSize: 8) == .integer(1))
-        #expect(FieldDecoder(name: "r", block: 0xF8, byte: 6, type: .u16le).decode(memory: block, first: 0xF8, blockSize: 8) == .integer(256))
-        #expect(FieldDecoder(name: "x", block: 0xF8, type: .hex, length: 3).decode(memory: block, first: 0xF8, blockSize: 8) == .text("6608C2"))
+        #expect(
+            FieldDecoder(name: "t", block: 0xF8, type: .i16le, scale: 0.01).decode(
+                memory: block, first: 0xF8, blockSize: 8) == .number(21.5))
+        #expect(
+            FieldDecoder(name: "h", block: 0xF8, byte: 2, type: .u16le, scale: 0.1).decode(
+                memory: block, first: 0xF8, blockSize: 8) == .number(45))
+        #expect(
+            FieldDecoder(name: "c", block: 0xF8, byte: 4, type: .ascii, length: 2).decode(
+                memory: block, first: 0xF8, blockSize: 8) == .text("B7"))
+        #expect(
+            FieldDecoder(name: "r", block: 0xF8, byte: 6, type: .u16be).decode(memory: block, first: 0xF8, blockSize: 8)
+                == .integer(1))
+        #expect(
+            FieldDecoder(name: "r", block: 0xF8, byte: 6, type: .u16le).decode(memory: block, first: 0xF8, blockSize: 8)
+                == .integer(256))
+        #expect(
+            FieldDecoder(name: "x", block: 0xF8, type: .hex, length: 3).decode(memory: block, first: 0xF8, blockSize: 8)
+                == .text("6608C2"))
         // Two's complement: 0xFF38 = -200; 0x80000000 as i32be = -2147483648; offset applies after scale.
-        #expect(FieldDecoder(name: "n", block: 0, type: .i16be, scale: 0.5, offset: 10).decode(memory: [0xFF, 0x38], first: 0, blockSize: 2) == .number(-90))
-        #expect(FieldDecoder(name: "n", block: 0, type: .i32be).decode(memory: [0x80, 0, 0, 0], first: 0, blockSize: 4) == .integer(-2_147_483_648))
+        #expect(
+            FieldDecoder(name: "n", block: 0, type: .i16be, scale: 0.5, offset: 10).decode(
+                memory: [0xFF, 0x38], first: 0, blockSize: 2) == .number(-90))
+        #expect(
+            FieldDecoder(name: "n", block: 0, type: .i32be).decode(memory: [0x80, 0, 0, 0], first: 0, blockSize: 4)
+                == .integer(-2_147_483_648))
         // IEEE 754 binary32: 0x41AC0000 = 21.5.
-        #expect(FieldDecoder(name: "f", block: 0, type: .f32be).decode(memory: [0x41, 0xAC, 0, 0], first: 0, blockSize: 4) == .number(21.5))
-        #expect(FieldDecoder(name: "f", block: 0, type: .f32le).decode(memory: [0, 0, 0xAC, 0x41], first: 0, blockSize: 4) == .number(21.5))
+        #expect(
+            FieldDecoder(name: "f", block: 0, type: .f32be).decode(memory: [0x41, 0xAC, 0, 0], first: 0, blockSize: 4)
+                == .number(21.5))
+        #expect(
+            FieldDecoder(name: "f", block: 0, type: .f32le).decode(memory: [0, 0, 0xAC, 0x41], first: 0, blockSize: 4)
+                == .number(21.5))
     }
 
     @Test func aFieldMaySpanBlocksAndMissingBytesGiveNothing() {
@@ -377,20 +448,37 @@ import Testing
         facts.security[0xF8] = 0x01
         facts.fields = ["temperature": .number(21.5), "asset_id": .text("CAGE-12")]
         func rule(_ c: RuleCheck) -> Rule { Rule(name: "r", severity: .warning, match: TagMatch(), check: c, line: 1) }
-        #expect(rule(.uid(allow: [], deny: [try UIDPattern(parsing: "E00801*")])).evaluate(facts, register: nil) != .pass)
-        #expect(rule(.uid(allow: [try UIDPattern(parsing: "E008010000004212")], deny: [])).evaluate(facts, register: nil) == .pass)
+        #expect(
+            rule(.uid(allow: [], deny: [try UIDPattern(parsing: "E00801*")])).evaluate(facts, register: nil) != .pass)
+        #expect(
+            rule(.uid(allow: [try UIDPattern(parsing: "E008010000004212")], deny: [])).evaluate(facts, register: nil)
+                == .pass)
         #expect(rule(.manufacturer(allow: [.nxp], deny: [])).evaluate(facts, register: nil) != .pass)
         #expect(rule(.manufacturer(allow: [.fujitsu], deny: [])).evaluate(facts, register: nil) == .pass)
         #expect(rule(.model(allow: [.mb89r118], deny: [])).evaluate(facts, register: nil) == .pass)
-        #expect(rule(.lock(block: 0xF8, locked: false)).evaluate(facts, register: nil) == .violation("block 0xF8 is locked; the rule wants it unlocked"))
-        #expect(rule(.lock(block: 0x00, locked: true)).evaluate(facts, register: nil) == .notEvaluated("lock status of block 0x00 was not read"))
-        #expect(rule(.range(field: "temperature", min: 2, max: 8)).evaluate(facts, register: nil) == .violation("temperature = 21.5 is above 8"))
+        #expect(
+            rule(.lock(block: 0xF8, locked: false)).evaluate(facts, register: nil)
+                == .violation("block 0xF8 is locked; the rule wants it unlocked"))
+        #expect(
+            rule(.lock(block: 0x00, locked: true)).evaluate(facts, register: nil)
+                == .notEvaluated("lock status of block 0x00 was not read"))
+        #expect(
+            rule(.range(field: "temperature", min: 2, max: 8)).evaluate(facts, register: nil)
+                == .violation("temperature = 21.5 is above 8"))
         #expect(rule(.range(field: "temperature", min: 2, max: 25)).evaluate(facts, register: nil) == .pass)
-        #expect(rule(.equals(target: .block(0xF8), expected: .value("66 08 C2 01 42 37 00 01"))).evaluate(facts, register: nil) == .pass)
-        let register = AssetRegister(file: "a.csv", columns: ["uid", "asset_id"], rows: ["E008010000004212": ["uid": "E008010000004212", "asset_id": "CAGE-13"]])
-        #expect(rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(facts, register: register)
+        #expect(
+            rule(.equals(target: .block(0xF8), expected: .value("66 08 C2 01 42 37 00 01"))).evaluate(
+                facts, register: nil) == .pass)
+        let register = AssetRegister(
+            file: "a.csv", columns: ["uid", "asset_id"],
+            rows: ["E008010000004212": ["uid": "E008010000004212", "asset_id": "CAGE-13"]])
+        #expect(
+            rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(
+                facts, register: register)
                 == .violation("asset_id is 'CAGE-12'; expected 'CAGE-13'"))
-        #expect(rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(facts, register: nil)
+        #expect(
+            rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(
+                facts, register: nil)
                 == .violation("UID E008010000004212 is not in the asset register"))
     }
 
@@ -407,19 +495,30 @@ import Testing
         // The reproducers of the hostile-input pass: 40,000 nested arrays (an 80 KB file) and 16,000 nested
         // inline tables trapped with a stack overflow; past 64 levels they are a TOMLError now.
         let arrays = "x = " + String(repeating: "[", count: 40_000) + String(repeating: "]", count: 40_000) + "\n"
-        #expect { try TOML.parse(arrays) } throws: { ($0 as? TOMLError)?.message.contains("nest more than 64 deep") == true }
-        let tables = "x = " + String(repeating: "{a=", count: 16_000) + "1" + String(repeating: "}", count: 16_000) + "\n"
-        #expect { try TOML.parse(tables) } throws: { ($0 as? TOMLError).map { $0.line == 1 && $0.message.contains("64 deep") } == true }
+        #expect { try TOML.parse(arrays) } throws: {
+            ($0 as? TOMLError)?.message.contains("nest more than 64 deep") == true
+        }
+        let tables =
+            "x = " + String(repeating: "{a=", count: 16_000) + "1" + String(repeating: "}", count: 16_000) + "\n"
+        #expect { try TOML.parse(tables) } throws: {
+            ($0 as? TOMLError).map { $0.line == 1 && $0.message.contains("64 deep") } == true
+        }
         let dotted = (0..<10_000).map { "k\($0)" }.joined(separator: ".") + " = 1\n"
-        #expect { try TOML.parse(dotted) } throws: { ($0 as? TOMLError)?.message.contains("more than 64 parts") == true }
+        #expect { try TOML.parse(dotted) } throws: {
+            ($0 as? TOMLError)?.message.contains("more than 64 parts") == true
+        }
         // 64 levels are still fine (TOML 1.0 sets no limit; nothing here needs more than 2).
-        #expect((try? TOML.parse("x = " + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "\n")) != nil)
+        #expect(
+            (try? TOML.parse("x = " + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "\n"))
+                != nil)
     }
 
     @Test func aRegisterWithARepeatedColumnIsAnErrorNotATrap() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("reg-\(UUID().uuidString).csv").path
         try "uid,asset_id,asset_id\r\nE008010000004212,A,B\r\n".write(toFile: path, atomically: true, encoding: .utf8)
-        #expect { try AssetRegister.load(path) } throws: { "\($0)".contains("\(path):1: column 'asset_id' appears twice") }
+        #expect { try AssetRegister.load(path) } throws: {
+            "\($0)".contains("\(path):1: column 'asset_id' appears twice")
+        }
     }
 
     @Test func registerCSV() throws {
@@ -457,21 +556,26 @@ import Testing
     @Test func formsThatParse() throws {
         #expect(try ListenAddress(parsing: "127.0.0.1:9715") == ListenAddress(host: "127.0.0.1", port: 9715))
         #expect(try ListenAddress(parsing: "[::1]:0") == ListenAddress(host: "::1", port: 0))
-        #expect(try ListenAddress(parsing: ":9715").host == "127.0.0.1")       // no host: loopback
+        #expect(try ListenAddress(parsing: ":9715").host == "127.0.0.1")  // no host: loopback
         #expect(try ListenAddress(parsing: "[::1]:9715").description == "[::1]:9715")
         #expect(try ListenAddress(parsing: "0.0.0.0:80").isLoopback == false)
-        #expect(try ListenAddress(parsing: "localhost:1").isLoopback && ListenAddress(parsing: "127.1.2.3:1").isLoopback)
+        #expect(
+            try ListenAddress(parsing: "localhost:1").isLoopback && ListenAddress(parsing: "127.1.2.3:1").isLoopback)
     }
 
     @Test func badFormsAreTypedErrorsAndRandomTextNeverTraps() {
-        for bad in ["", "9715", "::1:9715", "[::1]9715", "[::1", "host:", "host:65536", "host:-1", "h:99999999999999999999", "a:b:c"] {
+        for bad in [
+            "", "9715", "::1:9715", "[::1]9715", "[::1", "host:", "host:65536", "host:-1", "h:99999999999999999999",
+            "a:b:c",
+        ] {
             #expect(throws: VLoggerError.self, "\(bad)") { try ListenAddress(parsing: bad) }
         }
         // 5,000 random strings over the characters that matter: each parses or is a VLoggerError, none traps.
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("[]:0123456789abcdef.-%")
         for _ in 0..<5000 {
-            let text = String((0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            let text = String(
+                (0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
             if let a = try? ListenAddress(parsing: text) { #expect((0...65535).contains(a.port), "\(text)") }
         }
     }

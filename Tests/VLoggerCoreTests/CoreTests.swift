@@ -53,7 +53,7 @@ import TagSimulator
         #expect(dumped.blocks == img.blocks && dumped.locked == img.locked && dumped.icReference == 0x01)
         var target = dumped
         target.blocks[1] = [9, 9, 9, 9]
-        target.blocks[2] = [8, 8, 8, 8] // locked on the tag: reported, not written
+        target.blocks[2] = [8, 8, 8, 8]  // locked on the tag: reported, not written
         let report = try TagDump.restore(client, uid: img.uid, image: target)
         #expect(report.written == 1 && report.lockedSkipped == [2])
         #expect(try client.readBlocks(img.uid, first: 1, count: 2).map(\.data) == [[9, 9, 9, 9], [0, 0, 0, 0]])
@@ -63,13 +63,18 @@ import TagSimulator
         target.locked[5] = true
         (target.afi, target.dsfid, target.afiLocked, target.dsfidLocked) = (0x07, 0x01, true, true)
         let second = try TagDump.restore(client, uid: img.uid, image: target)
-        #expect(second.notApplied == ["the lock of block 0x05 (vlogger lock)", "AFI 0x07 (the tag has 0x00)", "DSFID 0x01 (the tag has 0x00)",
-                                      "the AFI lock", "the DSFID lock"], "\(second.notApplied)")
+        #expect(
+            second.notApplied == [
+                "the lock of block 0x05 (vlogger lock)", "AFI 0x07 (the tag has 0x00)", "DSFID 0x01 (the tag has 0x00)",
+                "the AFI lock", "the DSFID lock",
+            ], "\(second.notApplied)")
         #expect(try client.readBlocks(img.uid, first: 5, count: 1, security: true).first?.security?.isLocked == false)
     }
 
     @Test func readerSessionErrorsAreReadable() {
-        #expect(throws: VLoggerError.self) { try ReaderSession.open(kind: .sim, field: "/nonexistent-field", device: nil) }
+        #expect(throws: VLoggerError.self) {
+            try ReaderSession.open(kind: .sim, field: "/nonexistent-field", device: nil)
+        }
     }
 }
 
@@ -90,8 +95,15 @@ import TagSimulator
         logger.notice("two\nlines")
         logger.info("per-poll noise")
         logger.debug("more noise")
-        #expect(sink.lines == ["<3>error: reader gone\n", "<4>warning: read-timeout uid=E008010000004212\n", "<5>notice: two ⏎ lines\n"])
-        #expect([Logger.Level.critical, .error, .warning, .notice, .info, .debug].map(JournalLogHandler.prefix) == ["<2>critical", "<3>error", "<4>warning", "<5>notice", "<6>info", "<7>debug"])
+        #expect(
+            sink.lines == [
+                "<3>error: reader gone\n", "<4>warning: read-timeout uid=E008010000004212\n",
+                "<5>notice: two ⏎ lines\n",
+            ])
+        #expect(
+            [Logger.Level.critical, .error, .warning, .notice, .info, .debug].map(JournalLogHandler.prefix) == [
+                "<2>critical", "<3>error", "<4>warning", "<5>notice", "<6>info", "<7>debug",
+            ])
     }
 }
 
@@ -103,10 +115,10 @@ import TagSimulator
         let f: RequestFlags = [.highDataRate]
         func ms(_ n: Int) -> Double { (PollCost.inventory(tags: n, flags: f).milliseconds * 100).rounded() / 100 }
         #expect(ms(1) == 6.18)
-        #expect(ms(2) == 12.36)           // two one-slot exchanges beat a 16-slot round (17.94)
-        #expect(ms(8) == 42.44)           // T16(8) beats 8 × 6.18
+        #expect(ms(2) == 12.36)  // two one-slot exchanges beat a 16-slot round (17.94)
+        #expect(ms(8) == 42.44)  // T16(8) beats 8 × 6.18
         #expect(ms(16) == 75.10)
-        #expect(ms(50) == 243.24 || ms(50) == 243.25)   // 3 × T16(16) + T16(2), each rounded from ticks
+        #expect(ms(50) == 243.24 || ms(50) == 243.25)  // 3 × T16(16) + T16(2), each rounded from ticks
         // More than 16 tags are never cheaper than one full round per 16 (the old bound stopped at 16 answers).
         #expect(abs(ms(200) - (12 * 75.10 + 42.44)) < 0.02, "\(ms(200))")
     }
@@ -116,17 +128,18 @@ import TagSimulator
 /// 2048 blocks of 4 bytes, at most 256 blocks per Read Multiple Blocks (the chip profile, from ST's datasheet).
 @Suite struct ReaderFrameLimitTests {
     @Test func aWholeST25DV64KIsEightReadsWhenTheReaderTakesTheChipsMaximum() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let text = """
-        [[reader]]
-        id = "bench"
-        field = "\(root.path)/Config/demo-field"
-        max-response = 1100
+            [[reader]]
+            id = "bench"
+            field = "\(root.path)/Config/demo-field"
+            max-response = 1100
 
-        [[reader]]
-        id = "plain"
-        field = "\(root.path)/Config/demo-field-dock"
-        """
+            [[reader]]
+            id = "plain"
+            field = "\(root.path)/Config/demo-field-dock"
+            """
         let c = try AgentConfig.parse(text, file: "t.toml")
         #expect(c.readers.map(\.maxResponseBytes) == [1100, nil])
         let session = try ReaderSession.open(c.readers[0])
@@ -135,7 +148,8 @@ import TagSimulator
         let m = try session.client.memory(of: uid)
         #expect(m.blockCount == 2048 && m.blockSize == 4)
         // 256 bytes (the simulator's default): 63 blocks a read, 34 reads; 1100 bytes: the chip's 256, 8 reads.
-        #expect(ISO15693Client.readSteps(m, first: 0, count: 2048, security: false, limits: ReaderLimits()).count == 34)   // 2048 / 63, split at block 255 too
+        // 2048 / 63, split at block 255 too
+        #expect(ISO15693Client.readSteps(m, first: 0, count: 2048, security: false, limits: ReaderLimits()).count == 34)
         let steps = ISO15693Client.readSteps(m, first: 0, count: 2048, security: false, limits: session.reader.limits)
         #expect(steps.count == 8 && steps.allSatisfy { $0.count == 256 })
         let before = session.client.exchanges

@@ -1,29 +1,30 @@
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 @testable import VLoggerCore
 
 /// `vlogger doctor`: each check passes on a good gateway and fails, with advice, on the fault it is for.
 @Suite struct DoctorTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// A configuration in a scratch folder over the demo field, with a store path and a listen address.
     func setup(listen: String? = nil, store: String? = nil, extra: String = "") throws -> (dir: URL, config: String) {
         let dir = URL(fileURLWithPath: scratchPath("x")).deletingLastPathComponent()
         let field = Self.root.appendingPathComponent("Config/demo-field").path
         var text = """
-        [gateway]
-        id = "gw-doctor"
-        [[reader]]
-        id = "bench"
-        driver = "sim"
-        field = "\(field)"
-        [store]
-        path = "\(store ?? dir.appendingPathComponent("vlogger.db").path)"
+            [gateway]
+            id = "gw-doctor"
+            [[reader]]
+            id = "bench"
+            driver = "sim"
+            field = "\(field)"
+            [store]
+            path = "\(store ?? dir.appendingPathComponent("vlogger.db").path)"
 
-        """
+            """
         if let listen { text += "[service]\nlisten = \"\(listen)\"\n" }
         text += extra
         let path = dir.appendingPathComponent("vlogger.toml").path
@@ -31,7 +32,9 @@ import Glibc
         return (dir, path)
     }
 
-    func status(_ checks: [Doctor.Check], _ name: String) -> Doctor.Check.Status? { checks.first { $0.name == name }?.status }
+    func status(_ checks: [Doctor.Check], _ name: String) -> Doctor.Check.Status? {
+        checks.first { $0.name == name }?.status
+    }
 
     @Test func aGoodGatewayPassesEveryCheck() throws {
         let (_, config) = try setup()
@@ -53,7 +56,8 @@ import Glibc
         // A configuration that does not load: one failing check naming the line, then only the clock.
         try "[polling]\ninterval = \"soon\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let bad = d.run()
-        #expect(bad.map(\.name) == ["config", "clock"] && bad[0].status == .fail && bad[0].detail.contains(":2"), "\(bad)")
+        #expect(
+            bad.map(\.name) == ["config", "clock"] && bad[0].status == .fail && bad[0].detail.contains(":2"), "\(bad)")
         // A store folder that does not exist; a damaged store file.
         let (_, c2) = try setup(store: dir.appendingPathComponent("missing/vlogger.db").path)
         #expect(status(Doctor(configPath: c2).run(), "store folder") == .fail)
@@ -68,11 +72,14 @@ import Glibc
         #expect(status(tight.run(), "disk") == .fail)
         // A pcsc reader that is not there (with or without a pcscd on this machine), and the pcscd check pointed
         // at a socket path where nothing listens.
-        let (_, c4) = try setup(extra: "[[reader]]\nid = \"desk\"\ndriver = \"pcsc\"\ndevice = \"no such reader 4711\"\n")
+        let (_, c4) = try setup(
+            extra: "[[reader]]\nid = \"desk\"\ndriver = \"pcsc\"\ndevice = \"no such reader 4711\"\n")
         var pcsc = Doctor(configPath: c4)
         pcsc.pcscdSocket = dir.appendingPathComponent("no-pcscd.comm").path
         let checks = pcsc.run()
-        #expect(status(checks, "pcscd") == .fail && status(checks, "reader desk") == .fail && status(checks, "reader bench") == .pass)
+        #expect(
+            status(checks, "pcscd") == .fail && status(checks, "reader desk") == .fail
+                && status(checks, "reader bench") == .pass)
     }
 
     @Test func theListenAddressIsFreeOrHeldByAnotherProgram() throws {
@@ -88,12 +95,18 @@ import Glibc
         var bound: Int32 = -1
         for _ in 0..<200 where bound != 0 {
             addr.sin_port = UInt16(UInt16.random(in: 20_000...29_999)).bigEndian
-            bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
         }
         #expect(bound == 0)
         #expect(listen(fd, 1) == 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         let port = UInt16(bigEndian: addr.sin_port)
         let (_, held) = try setup(listen: "127.0.0.1:\(port)")
         let check = try #require(Doctor(configPath: held).run().first { $0.name == "listener" })
@@ -101,7 +114,7 @@ import Glibc
         close(fd)
         let (_, free) = try setup(listen: "127.0.0.1:\(port)")
         #expect(status(Doctor(configPath: free).run(), "listener") == .pass)
-        let (_, nonsense) = try setup(listen: "203.0.113.7:8080")   // TEST-NET-3: not an address of this machine
+        let (_, nonsense) = try setup(listen: "203.0.113.7:8080")  // TEST-NET-3: not an address of this machine
         #expect(status(Doctor(configPath: nonsense).run(), "listener") == .fail)
     }
 }

@@ -1,16 +1,22 @@
 import Foundation
 import Testing
 @testable import VLoggerCore
+import ParserFuzzing
 
 /// A few thousand mutated inputs per parser of outside input (the stand-alone `vlogger-fuzz` runs a
 /// million per target). Reaching the end is the assertion: a trap ends the test process.
 @Suite struct ParserFuzzTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     @Test func everyParserTakesMutatedInputWithoutTrapping() {
         let targets = ParserFuzzer.targets(config: Self.root.appendingPathComponent("Config"))
-        #expect(Set(targets.map(\.name)) == ["toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
-                                              "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame", "feig-reply", "feig-device", "values"])
+        #expect(
+            Set(targets.map(\.name)) == [
+                "toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
+                "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame",
+                "feig-reply", "feig-device", "values",
+            ])
         for target in targets {
             #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")
             var fuzzer = ParserFuzzer(seed: 20261122)

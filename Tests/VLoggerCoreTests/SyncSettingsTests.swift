@@ -7,13 +7,20 @@ import Testing
 @Suite struct SyncSettingsTests {
     @Test func libpqURIs() throws {
         let s = try SyncSettings(url: "postgresql://vlogger@db.plant.example:6432/fleet")
-        #expect(s.host == "db.plant.example" && s.port == 6432 && s.user == "vlogger" && s.database == "fleet" && s.sslMode == .verifyFull)
+        #expect(
+            s.host == "db.plant.example" && s.port == 6432 && s.user == "vlogger" && s.database == "fleet"
+                && s.sslMode == .verifyFull)
         let d = try SyncSettings(url: "postgres://gw@10.0.0.5/fleet?sslmode=require")
         #expect(d.port == 5432 && d.sslMode == .require)
-        let v6 = try SyncSettings(url: "postgresql://gw@[2001:db8::7]:5433/fleet?sslmode=verify-full&sslrootcert=/etc/ssl/fleet-ca.pem")
-        #expect(v6.host == "2001:db8::7" && v6.port == 5433 && v6.caFile == "/etc/ssl/fleet-ca.pem" && v6.url == "postgresql://gw@[2001:db8::7]:5433/fleet")
-        for bad in ["mysql://a@b/c", "postgresql://b/c", "postgresql://a@b", "postgresql://a@b:0/c", "postgresql://a@b:99999/c",
-                    "postgresql://a@b/c?sslmode=prefer", "postgresql://a@b/c?application_name=x", "postgresql://a@/c"] {
+        let v6 = try SyncSettings(
+            url: "postgresql://gw@[2001:db8::7]:5433/fleet?sslmode=verify-full&sslrootcert=/etc/ssl/fleet-ca.pem")
+        #expect(
+            v6.host == "2001:db8::7" && v6.port == 5433 && v6.caFile == "/etc/ssl/fleet-ca.pem"
+                && v6.url == "postgresql://gw@[2001:db8::7]:5433/fleet")
+        for bad in [
+            "mysql://a@b/c", "postgresql://b/c", "postgresql://a@b", "postgresql://a@b:0/c", "postgresql://a@b:99999/c",
+            "postgresql://a@b/c?sslmode=prefer", "postgresql://a@b/c?application_name=x", "postgresql://a@/c",
+        ] {
             #expect(throws: VLoggerError.self, "\(bad)") { try SyncSettings(url: bad) }
         }
     }
@@ -23,7 +30,9 @@ import Testing
             "\(e)".contains("password-file") && !"\(e)".contains("s3cret-pw")
         }
         // A config file with a password in the URL: the error names the line, not the password.
-        #expect { try AgentConfig.parse("[sync]\nurl = \"postgresql://gw:s3cret-pw@db/fleet\"\n", file: "t.toml") } throws: { e in
+        #expect {
+            try AgentConfig.parse("[sync]\nurl = \"postgresql://gw:s3cret-pw@db/fleet\"\n", file: "t.toml")
+        } throws: { e in
             "\(e)".contains("t.toml:2") && !"\(e)".contains("s3cret-pw")
         }
         var s = try SyncSettings(url: "postgresql://gw@db/fleet")
@@ -40,7 +49,8 @@ import Testing
     }
 
     @Test func theSyncSection() throws {
-        let c = try AgentConfig.parse("""
+        let c = try AgentConfig.parse(
+            """
             [sync]
             url = "postgresql://gw@db:5432/fleet"
             password-env = "FLEET_PW"
@@ -48,9 +58,17 @@ import Testing
             batch-size = 500
             interval = "30s"
             """, file: "t.toml")
-        #expect(c.sync?.batchSize == 500 && c.sync?.intervalMs == 30_000 && c.sync?.sslMode == .require && c.sync?.passwordEnv == "FLEET_PW")
-        #expect(throws: (any Error).self) { try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\nbatch-size = 0\n", file: "t.toml") }
-        #expect(throws: (any Error).self) { try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\npassword-env = \"A\"\npassword-file = \"b\"\n", file: "t.toml") }
+        #expect(
+            c.sync?.batchSize == 500 && c.sync?.intervalMs == 30_000 && c.sync?.sslMode == .require
+                && c.sync?.passwordEnv == "FLEET_PW")
+        #expect(throws: (any Error).self) {
+            try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\nbatch-size = 0\n", file: "t.toml")
+        }
+        #expect(throws: (any Error).self) {
+            try AgentConfig.parse(
+                "[sync]\nurl = \"postgresql://gw@db/fleet\"\npassword-env = \"A\"\npassword-file = \"b\"\n",
+                file: "t.toml")
+        }
         #expect(throws: (any Error).self) { try AgentConfig.parse("[sync]\nbatch-size = 5\n", file: "t.toml") }
     }
 }

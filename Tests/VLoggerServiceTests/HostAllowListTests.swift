@@ -7,13 +7,23 @@ import VLoggerCore
 /// this machine's own name and the configured names are answered.
 @Suite struct HostAllowListTests {
     @Test func onlyOurNamesAndAddressesAreAnswered() throws {
-        let list = HostAllowList(address: try ListenAddress(parsing: "127.0.0.1:9715"), extra: ["gateway-12.plant.example", "scrape.plant.example."])
-        for ok in ["127.0.0.1:9715", "localhost:9715", "LOCALHOST", "[::1]:9715", "10.1.2.3:9715", "gateway-12.plant.example:9715", "gateway-12.plant.example.", "scrape.plant.example:9715", nil] {
+        let list = HostAllowList(
+            address: try ListenAddress(parsing: "127.0.0.1:9715"),
+            extra: ["gateway-12.plant.example", "scrape.plant.example."])
+        for ok in [
+            "127.0.0.1:9715", "localhost:9715", "LOCALHOST", "[::1]:9715", "10.1.2.3:9715",
+            "gateway-12.plant.example:9715", "gateway-12.plant.example.", "scrape.plant.example:9715", nil,
+        ] {
             #expect(list.allows(ok), "\(String(describing: ok))")
         }
-        for bad in ["attacker.example", "attacker.example:9715", "127.0.0.1.attacker.example", "[not-v6]:1", "localhost.attacker.example"] {
+        for bad in [
+            "attacker.example", "attacker.example:9715", "127.0.0.1.attacker.example", "[not-v6]:1",
+            "localhost.attacker.example",
+        ] {
             #expect(!list.allows(bad), "\(bad)")
         }
-        #expect(HostAllowList(address: try ListenAddress(parsing: "127.0.0.1:9715"), extra: ["*"]).allows("anything.example"))
+        #expect(
+            HostAllowList(address: try ListenAddress(parsing: "127.0.0.1:9715"), extra: ["*"]).allows(
+                "anything.example"))
     }
 }

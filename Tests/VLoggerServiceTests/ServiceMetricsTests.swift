@@ -10,7 +10,8 @@ import VLoggerCore
 
 /// Health and metrics of the service, per reader, from real agent cycles on the simulator.
 @Suite struct ServiceMetricsTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let config = """
         [[reader]]
         id = "dock-1"
@@ -31,30 +32,43 @@ import VLoggerCore
     func agent(_ c: AgentConfig, _ index: Int, _ reader: TagReader? = nil) throws -> Agent {
         let folder = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
         let field = SimulatedField()
-        for t in folder.field.tags where t.uid.description == "E008010000004212" { field.add(SimulatedTag(image: t.image)) }
+        for t in folder.field.tags where t.uid.description == "E008010000004212" {
+            field.add(SimulatedTag(image: t.image))
+        }
         let sim = SimulatorReader(field: field)
         try sim.fieldOn()
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("svc-\(UUID().uuidString).db").path
         let store = try Store(path: path)
-        return Agent(config: c, reader: c.readers[index], rules: RuleSet(), register: nil, session: ReaderSession(reader: reader ?? sim),
-                     writer: StoreWriter(store: store), clock: SimulatedClock(start: 1_763_800_000_000))
+        return Agent(
+            config: c, reader: c.readers[index], rules: RuleSet(), register: nil,
+            session: ReaderSession(reader: reader ?? sim),
+            writer: StoreWriter(store: store), clock: SimulatedClock(start: 1_763_800_000_000))
     }
 
     @Test func countersAndHealthPerReader() throws {
         let c = try AgentConfig.parse(Self.config, file: "t.toml")
-        let m = ServiceMetrics(readers: c.readers, intervalMs: { c.specialized(for: $0).intervalMs }, startedMs: 1_763_800_000_000)
+        let m = ServiceMetrics(
+            readers: c.readers, intervalMs: { c.specialized(for: $0).intervalMs }, startedMs: 1_763_800_000_000)
         let a = try agent(c, 0)
         for _ in 0..<3 { m.cycleDone(a, a.cycle()) }
         let text = String(decoding: m.prometheusText(), as: UTF8.self)
         // Three cycles of dock-1, one arrival, three readings of block 0xF8; line-2 has not polled yet.
         #expect(text.contains("vlogger_cycles_total{reader=\"dock-1\"} 3"), "\(text)")
-        #expect(text.contains("vlogger_tags_seen_total{reader=\"dock-1\"} 1") && text.contains("vlogger_readings_total{reader=\"dock-1\"} 3"))
-        #expect(text.contains("vlogger_reader_up{reader=\"line-2\"} 1") && text.contains("vlogger_cycle_air_time_seconds_count{reader=\"dock-1\"} 3"))
+        #expect(
+            text.contains("vlogger_tags_seen_total{reader=\"dock-1\"} 1")
+                && text.contains("vlogger_readings_total{reader=\"dock-1\"} 3"))
+        #expect(
+            text.contains("vlogger_reader_up{reader=\"line-2\"} 1")
+                && text.contains("vlogger_cycle_air_time_seconds_count{reader=\"dock-1\"} 3"))
         let (ok, json) = m.health(now: 1_763_800_000_000 + 1000)
-        #expect(ok && json.contains("\"readers\":[{\"id\":\"dock-1\",\"location\":\"Dock door 1\"") && json.contains("\"cycles\":3"), "\(json)")
+        #expect(
+            ok && json.contains("\"readers\":[{\"id\":\"dock-1\",\"location\":\"Dock door 1\"")
+                && json.contains("\"cycles\":3"), "\(json)")
         // line-2 (500 ms) has had no good poll for 3 intervals, but the 90 s grace for a start holds; past it, unhealthy.
         let (late, lateJSON) = m.health(now: 1_763_800_000_000 + 91_000)
-        #expect(!late && lateJSON.contains("\"id\":\"line-2\",\"location\":null,\"driver\":\"\",\"status\":\"unhealthy\""), "\(lateJSON)")
+        #expect(
+            !late && lateJSON.contains("\"id\":\"line-2\",\"location\":null,\"driver\":\"\",\"status\":\"unhealthy\""),
+            "\(lateJSON)")
     }
 
     @Test func aFailingStoreMakesTheServiceUnhealthyAndIsCounted() throws {
@@ -67,14 +81,20 @@ import VLoggerCore
         s.lastError = StoreError("database or disk is full", code: 13)
         m.storeUpdated(s)
         let (ok, json) = m.health()
-        #expect(!ok && json.contains("\"store\":\"database or disk is full\"") && json.contains("\"queueDepth\":40") && json.contains("\"readingsDropped\":7"))
+        #expect(
+            !ok && json.contains("\"store\":\"database or disk is full\"") && json.contains("\"queueDepth\":40")
+                && json.contains("\"readingsDropped\":7"))
         let text = String(decoding: m.prometheusText(), as: UTF8.self)
-        #expect(text.contains("vlogger_store_up 0") && text.contains("vlogger_readings_dropped_total 7") && text.contains("vlogger_store_failed_commits_total 2"), "\(text)")
+        #expect(
+            text.contains("vlogger_store_up 0") && text.contains("vlogger_readings_dropped_total 7")
+                && text.contains("vlogger_store_failed_commits_total 2"), "\(text)")
         s.lastError = nil
         s.committedReadings = 10
         m.storeUpdated(s, commitSeconds: 0.004)
         let after = String(decoding: m.prometheusText(), as: UTF8.self)
-        #expect(after.contains("vlogger_store_up 1") && after.contains("vlogger_readings_committed_total 10") && after.contains("vlogger_batch_commit_seconds_count 1"))
+        #expect(
+            after.contains("vlogger_store_up 1") && after.contains("vlogger_readings_committed_total 10")
+                && after.contains("vlogger_batch_commit_seconds_count 1"))
         // The drop counter only ever goes up: the same stats again add nothing.
         m.storeUpdated(s)
         #expect(String(decoding: m.prometheusText(), as: UTF8.self).contains("vlogger_readings_dropped_total 7"))

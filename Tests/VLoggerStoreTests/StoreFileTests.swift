@@ -39,7 +39,9 @@ import Testing
         var caught: StoreError?
         do { try s.write(batch(60..<70)) } catch { caught = error }
         #expect(caught?.isFatal == true, "\(String(describing: caught))")
-        #expect(caught?.message.contains("-wal") == true && caught?.message.contains("merged into") == true, "\(String(describing: caught))")
+        #expect(
+            caught?.message.contains("-wal") == true && caught?.message.contains("merged into") == true,
+            "\(String(describing: caught))")
         // Nothing more is written, even when asked again.
         #expect(throws: StoreError.self) { try s.write(batch(70..<71)) }
         s.close()
@@ -61,14 +63,18 @@ import Testing
         #expect(rename(backup, path) == 0)
         var caught: StoreError?
         do { try s.write(batch(100..<110)) } catch { caught = error }
-        #expect(caught?.isFatal == true && caught?.message.contains("removed or replaced") == true, "\(String(describing: caught))")
+        #expect(
+            caught?.isFatal == true && caught?.message.contains("removed or replaced") == true,
+            "\(String(describing: caught))")
         s.close()
         // The replacement keeps its 42 rows; the run's 100 are in the orphaned copy the message names.
         let restored = try Store(path: path, readOnly: true)
         #expect(try restored.count("readings") == 42)
         restored.close()
         let folder = (path as NSString).deletingLastPathComponent
-        let orphans = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("r.db.orphaned-") && $0.hasSuffix(".db") }
+        let orphans = try FileManager.default.contentsOfDirectory(atPath: folder).filter {
+            $0.hasPrefix("r.db.orphaned-") && $0.hasSuffix(".db")
+        }
         #expect(orphans.count == 1)
         if let o = orphans.first {
             #expect(caught?.message.contains(o) == true)
@@ -117,7 +123,8 @@ import Testing
         let first = try StoreRunLock(storePath: path)
         var caught: StoreError?
         do { _ = try StoreRunLock(storePath: path) } catch { caught = error }
-        #expect(caught?.message.contains("another vlogger run (pid \(getpid()))") == true, "\(String(describing: caught))")
+        #expect(
+            caught?.message.contains("another vlogger run (pid \(getpid()))") == true, "\(String(describing: caught))")
         first.release()
         // Released (or its process gone): the next run takes it.
         let second = try StoreRunLock(storePath: path)
@@ -137,12 +144,17 @@ import Testing
         let s = try Store(path: path)
         defer { s.close() }
         let uid = try UID(parsing: "E008010000004212")
-        func w(_ block: Int) -> QueuedWrite { QueuedWrite(created: Millis(block), uid: uid, first: BlockNumber(exactly: block & 0xFF)!, data: [1, 2, 3, 4]) }
+        func w(_ block: Int) -> QueuedWrite {
+            QueuedWrite(
+                created: Millis(block), uid: uid, first: BlockNumber(exactly: block & 0xFF)!, data: [1, 2, 3, 4])
+        }
         let first = try s.enqueue(w(1))
         try s.enqueue((1..<Store.writeQueueLimit).map(w))
         var caught: StoreError?
         do { try s.enqueue(w(2)) } catch { caught = error }
-        #expect(caught?.code == nil && caught?.message.contains("takes at most \(Store.writeQueueLimit)") == true, "\(String(describing: caught))")
+        #expect(
+            caught?.code == nil && caught?.message.contains("takes at most \(Store.writeQueueLimit)") == true,
+            "\(String(describing: caught))")
         // The service's copy is every queued write, the oldest first: a flood never hides the first one.
         let oldest = try s.queuedWrites(state: .queued, limit: Store.writeQueueLimit, oldestFirst: true)
         #expect(oldest.count == Store.writeQueueLimit && oldest.first?.id == first)

@@ -10,9 +10,11 @@ func scratchPath(_ name: String) -> String {
 }
 
 func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw") -> Reading {
-    Reading(time: 1_763_800_000_000 + Millis(i), gateway: gateway, uid: (try? UID(parsing: uid)) ?? UID(manufacturer: .nxp, serial: 1),
-            first: 0xF8, count: 1, data: [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, UInt8(i & 0xFF)], security: [0],
-            decoded: [("temperature", .number(21.5)), ("cage", .text("B7"))])
+    Reading(
+        time: 1_763_800_000_000 + Millis(i), gateway: gateway,
+        uid: (try? UID(parsing: uid)) ?? UID(manufacturer: .nxp, serial: 1),
+        first: 0xF8, count: 1, data: [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, UInt8(i & 0xFF)], security: [0],
+        decoded: [("temperature", .number(21.5)), ("cage", .text("B7"))])
 }
 
 @Suite struct StoreTests {
@@ -28,7 +30,10 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         }
         // A second open applies nothing and keeps the data; read-only opens check the schema.
         let s2 = try Store(path: path)
-        try s2.write({ var b = Batch(); b.readings = [reading(1)]; return b }())
+        try s2.write(
+            {
+                var b = Batch(); b.readings = [reading(1)]; return b
+            }())
         s2.close()
         let ro = try Store(path: path, readOnly: true)
         #expect(try ro.count("readings") == 1)
@@ -40,7 +45,9 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let s = try Store(path: path)
         try s.sql("INSERT INTO schema_migrations VALUES('999-from-the-future', 0)")
         s.close()
-        do { _ = try Store(path: path); Issue.record("opened") } catch { #expect(error.message.contains("newer vlogger")) }
+        do { _ = try Store(path: path); Issue.record("opened") } catch {
+            #expect(error.message.contains("newer vlogger"))
+        }
     }
 
     /// A manual clock for the writer's batching (records carry their own times).
@@ -54,12 +61,15 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let path = scratchPath("old.db")
         let old = try SQLiteConnection(path: path)
         try old.execute("PRAGMA journal_mode=WAL")
-        try old.execute("CREATE TABLE schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
+        try old.execute(
+            "CREATE TABLE schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
         for m in Store.migrations.prefix(2) {
             try old.execute(m.sql)
             try old.execute("INSERT INTO schema_migrations VALUES('\(m.name)', 0)")
         }
-        try old.execute("INSERT INTO readings(time, gateway, uid, block, count, data) VALUES(1763800000000, 'gw', 'E008010000004212', 248, 1, x'6608C20142370001')")
+        try old.execute(
+            "INSERT INTO readings(time, gateway, uid, block, count, data) VALUES(1763800000000, 'gw', 'E008010000004212', 248, 1, x'6608C20142370001')"
+        )
         old.close()
         let store = try Store(path: path)
         #expect(try store.appliedMigrations() == Store.migrations.map(\.name))
@@ -74,20 +84,22 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
             while try rows.step() { got.append("\(rows.text(0) ?? "") \(rows.text(1) ?? "")") }
             return got
         }
-        #expect(got == ["- -", "dock-2 Dock door 2"])   // the old row kept, without a reader; the new one with its own
+        #expect(got == ["- -", "dock-2 Dock door 2"])  // the old row kept, without a reader; the new one with its own
     }
 
     @Test func aFailedBatchIsKeptWholeAndRetried() throws {
         let store = try Store(path: scratchPath("f.db"))
         let w = StoreWriter(store: store, batchSize: 4, flushIntervalMs: 1000)
         // A trigger that fails the third row of the batch: the whole transaction must roll back.
-        try store.sql("CREATE TRIGGER fail_third BEFORE INSERT ON readings WHEN NEW.data = x'6608C20142370003' BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+        try store.sql(
+            "CREATE TRIGGER fail_third BEFORE INSERT ON readings WHEN NEW.data = x'6608C20142370003' BEGIN SELECT RAISE(ABORT, 'disk trouble'); END"
+        )
         for i in 1...4 { w.add(reading(i)) }
         #expect(w.isDue(now: 0))
         #expect(w.commitNow() == false)
         #expect(w.lastError?.message.contains("disk trouble") == true)
-        #expect(try store.count("readings") == 0)        // nothing half-written
-        #expect(w.pendingCount == 4)                       // nothing dropped
+        #expect(try store.count("readings") == 0)  // nothing half-written
+        #expect(w.pendingCount == 4)  // nothing dropped
         try store.sql("DROP TRIGGER fail_third")
         #expect(w.commitNow())
         #expect(try store.count("readings") == 4 && w.stats.committedReadings == 4 && w.pendingCount == 0)
@@ -100,10 +112,10 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         clock.ms = 1000
         w.add(reading(1))
         #expect(!w.isDue(now: 2999))
-        #expect(w.isDue(now: 3000))                        // the oldest waited 2 s
+        #expect(w.isDue(now: 3000))  // the oldest waited 2 s
         w.add(reading(2))
         w.add(reading(3))
-        #expect(w.isDue(now: 1600))                        // 3 readings = batch size
+        #expect(w.isDue(now: 1600))  // 3 readings = batch size
         w.commitNow()
         #expect(try store.count("readings") == 3 && w.stats.commits == 1)
     }
@@ -112,7 +124,7 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let path = scratchPath("limit.db")
         let store = try Store(path: path, busyTimeoutMs: 10)
         let other = try SQLiteConnection(path: path, busyTimeoutMs: 10)
-        try other.execute("BEGIN IMMEDIATE")               // the store is locked: nothing commits
+        try other.execute("BEGIN IMMEDIATE")  // the store is locked: nothing commits
         let w = StoreWriter(store: store, gateway: "gw", batchSize: 10, queueLimit: 800)
         for i in 1...1000 { w.add(reading(i)) }
         #expect(w.commitNow() == false)
@@ -131,7 +143,7 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let path = scratchPath("busy.db")
         let store = try Store(path: path, busyTimeoutMs: 50)
         let other = try SQLiteConnection(path: path, busyTimeoutMs: 50)
-        try other.execute("BEGIN IMMEDIATE")               // another writer holds the lock
+        try other.execute("BEGIN IMMEDIATE")  // another writer holds the lock
         let w = StoreWriter(store: store, batchSize: 1)
         w.add(reading(1))
         #expect(w.commitNow() == false)
@@ -175,15 +187,24 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         #expect(lines[0] == "time,gateway,reader,location,uid,block,count,data,security,temperature,cage")
         // RFC 4180: a cell with a comma or quote is quoted and quotes are doubled. OWASP: = + - @ get a '.
         // The number -3.25 is left alone.
-        #expect(lines[1] == "2025-11-22T08:26:40.001Z,\"'=HYPERLINK(\"\"x\"\")\",,,E008010000004212,0xF8,1,6608C20142370001,00,-3.25,\"'-B7, \"\"north\"\"\"")
-        #expect(lines[2] == "2025-11-22T08:26:40.002Z,gw,dock-1,Dock door 1,E008010000004212,0xF8,1,6608C20142370002,00,21.5,B7")
+        #expect(
+            lines[1]
+                == "2025-11-22T08:26:40.001Z,\"'=HYPERLINK(\"\"x\"\")\",,,E008010000004212,0xF8,1,6608C20142370001,00,-3.25,\"'-B7, \"\"north\"\"\""
+        )
+        #expect(
+            lines[2]
+                == "2025-11-22T08:26:40.002Z,gw,dock-1,Dock door 1,E008010000004212,0xF8,1,6608C20142370002,00,21.5,B7")
         #expect(lines.count == 4 && lines[3] == "")
         // Python's csv module reads it back row for row.
         let py = Process()
         py.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let path = scratchPath("py.csv")
         try text.write(toFile: path, atomically: true, encoding: .utf8)
-        py.arguments = ["python3", "-c", "import csv,sys; rows=list(csv.reader(open(sys.argv[1], newline=''))); print(len(rows)); print(rows[1][10]); print(rows[1][1])", path]
+        py.arguments = [
+            "python3", "-c",
+            "import csv,sys; rows=list(csv.reader(open(sys.argv[1], newline=''))); print(len(rows)); print(rows[1][10]); print(rows[1][1])",
+            path,
+        ]
         let out = Pipe()
         py.standardOutput = out
         try py.run()
@@ -196,16 +217,22 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let store = try Store(path: scratchPath("j.db"))
         var b = Batch()
         b.readings = (1...10).map { reading($0, uid: $0 % 2 == 0 ? "E008010000004212" : "E004010812345601") }
-        b.events = [Event(time: 1_763_800_000_005, gateway: "gw", uid: nil, kind: .start, name: "start", severity: .info, detail: "a\nb")]
+        b.events = [
+            Event(
+                time: 1_763_800_000_005, gateway: "gw", uid: nil, kind: .start, name: "start", severity: .info,
+                detail: "a\nb")
+        ]
         try store.write(b)
         var req = ExportRequest(since: 1_763_800_000_003)
         req.until = 1_763_800_000_009
         req.uid = try UID(parsing: "E008010000004212")
         req.format = .jsonl
         let lines = try exportText(store, req).split(separator: "\n")
-        #expect(lines.count == 3) // readings 4, 6, 8
+        #expect(lines.count == 3)  // readings 4, 6, 8
         let obj = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
-        #expect(obj?["time"] as? String == "2025-11-22T08:26:40.004Z" && obj?["block"] as? String == "0xF8" && obj?["count"] as? Int == 1)
+        #expect(
+            obj?["time"] as? String == "2025-11-22T08:26:40.004Z" && obj?["block"] as? String == "0xF8"
+                && obj?["count"] as? Int == 1)
         var ev = ExportRequest(since: 0)
         ev.table = .events
         ev.format = .jsonl
@@ -236,11 +263,14 @@ extension Store {
         // Overwrite the start of every page past the schema's: b-tree pages no longer parse (SQLite code 11).
         var data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         let pageSize = Int(data[16]) << 8 | Int(data[17])
-        for page in stride(from: 4 * pageSize, to: data.count, by: pageSize) { for k in 0..<8 { data[page + k] = 0xFF } }
+        for page in stride(from: 4 * pageSize, to: data.count, by: pageSize) {
+            for k in 0..<8 { data[page + k] = 0xFF }
+        }
         try Data(data).write(to: URL(fileURLWithPath: path))
         #expect { try Store(path: path) } throws: { e in
             let m = "\(e)"
-            return m.contains("is damaged") && m.contains("nothing is written into it") && m.contains("vlogger export --store")
+            return m.contains("is damaged") && m.contains("nothing is written into it")
+                && m.contains("vlogger export --store")
         }
     }
 }
@@ -249,8 +279,10 @@ extension Store {
     @Test func reimportUpdatesNeverDuplicatesAndADryRunWritesNothing() throws {
         let store = try Store(path: scratchPath("assets.db"))
         let cage = try UID(parsing: "E008010000004212"), pallet = try UID(parsing: "E004010812345601")
-        let first = [AssetRow(uid: cage, assetID: "CAGE-12", name: "Cold cage 12", location: "Cold room B7"),
-                     AssetRow(uid: pallet, assetID: "PAL-0001", location: "Dock A")]
+        let first = [
+            AssetRow(uid: cage, assetID: "CAGE-12", name: "Cold cage 12", location: "Cold room B7"),
+            AssetRow(uid: pallet, assetID: "PAL-0001", location: "Dock A"),
+        ]
         let r1 = try store.importAssets(first, source: "a.csv", now: 1000)
         #expect(r1.added == [cage, pallet] && r1.changed.isEmpty && r1.unchanged == 0)
         // The pallet moves to dock 3; the cage is left out of the second file (kept).
@@ -259,7 +291,7 @@ extension Store {
         moved.extra = ["block_0xf8": "6608C2"]
         let dry = try store.importAssets([moved], source: "b.csv", dryRun: true, now: 2000)
         #expect(dry.changed == [pallet] && dry.notInFile == [cage])
-        #expect(try store.assets().first { $0.uid == pallet }?.location == "Dock A")   // nothing written
+        #expect(try store.assets().first { $0.uid == pallet }?.location == "Dock A")  // nothing written
         let r2 = try store.importAssets([moved], source: "b.csv", now: 2000)
         #expect(r2.changed == [pallet] && r2.added.isEmpty && r2.notInFile == [cage])
         let rows = try store.assets()
@@ -285,20 +317,30 @@ extension Store {
                 r.time = 1_763_800_000_000 + Millis(d) * day + Millis(k)
                 b.readings.append(r)
             }
-            b.events.append(Event(time: 1_763_800_000_000 + Millis(d) * day, gateway: "gw", uid: nil, kind: .arrival, name: "arrival",
-                                  severity: .info, detail: "day \(d)"))
-            b.writes.append(WriteRecord(time: 1_763_800_000_000 + Millis(d) * day, gateway: "gw", uid: try UID(parsing: "E008010000004212"),
-                                        first: 0, data: [1, 2, 3, 4], flags: nil, result: "ok", verified: true, exchanges: 2))
+            b.events.append(
+                Event(
+                    time: 1_763_800_000_000 + Millis(d) * day, gateway: "gw", uid: nil, kind: .arrival, name: "arrival",
+                    severity: .info, detail: "day \(d)"))
+            b.writes.append(
+                WriteRecord(
+                    time: 1_763_800_000_000 + Millis(d) * day, gateway: "gw", uid: try UID(parsing: "E008010000004212"),
+                    first: 0, data: [1, 2, 3, 4], flags: nil, result: "ok", verified: true, exchanges: 2))
         }
         try s.write(b)
         for d in 0..<40 {
             let t = 1_763_800_000_000 + Millis(d) * day
-            _ = try s.saveAudit(AuditRecord(started: t, finished: t + 1000, gateway: "gw", location: "Dock", readers: ["dock"], rounds: 1, trigger: "manual",
-                                            results: [AuditResult(uid: try UID(parsing: "E008010000004212"), assetID: "A", status: .present,
-                                                                  registeredLocation: "Dock", seenLocation: "Dock", seenBy: "dock", seenRounds: 1,
-                                                                  firstSeen: t, lastSeen: t)]))
+            _ = try s.saveAudit(
+                AuditRecord(
+                    started: t, finished: t + 1000, gateway: "gw", location: "Dock", readers: ["dock"], rounds: 1,
+                    trigger: "manual",
+                    results: [
+                        AuditResult(
+                            uid: try UID(parsing: "E008010000004212"), assetID: "A", status: .present,
+                            registeredLocation: "Dock", seenLocation: "Dock", seenBy: "dock", seenRounds: 1,
+                            firstSeen: t, lastSeen: t)
+                    ]))
         }
-        let cutoff = now - 30 * day   // keep = 30d: days 0…9 are older
+        let cutoff = now - 30 * day  // keep = 30d: days 0…9 are older
         // Sync has acknowledged readings up to day 5 (ids ≤ 600), events to day 20, no writes, audits 1…3 with
         // results 1…2 (so audit 3 still has an unsynced result).
         try s.advanceSyncCursor(.readings, to: 600)
@@ -307,13 +349,19 @@ extension Store {
         try s.advanceSyncCursor(.auditResults, to: 2)
         let held = try s.prune(before: cutoff, keepUnsynced: true, chunk: 250)
         #expect(held.deleted == [.readings: 600, .events: 10, .writes: 0, .audits: 2, .auditResults: 2], "\(held)")
-        #expect(held.heldForSync[.readings] == 400 && held.heldForSync[.writes] == 10 && held.heldForSync[.events] == 0 && held.heldForSync[.audits] == 8)
-        #expect(try s.count("readings") == 3400 && s.count("events") == 30 && s.count("writes") == 40 && s.count("audits") == 38 && s.count("audit_results") == 38)
+        #expect(
+            held.heldForSync[.readings] == 400 && held.heldForSync[.writes] == 10 && held.heldForSync[.events] == 0
+                && held.heldForSync[.audits] == 8)
+        #expect(
+            try s.count("readings") == 3400 && s.count("events") == 30 && s.count("writes") == 40
+                && s.count("audits") == 38 && s.count("audit_results") == 38)
         // Nothing unsynced went: the rows after each cursor are all there.
         #expect(try s.syncBacklog(.readings).rows == 3400 && s.syncBacklog(.writes).rows == 40)
         // Without sync, everything older goes.
         let all = try s.prune(before: cutoff, keepUnsynced: false, chunk: 250)
-        #expect(all.deleted[.readings] == 400 && all.deleted[.writes] == 10 && all.deleted[.audits] == 8 && all.totalHeld == 0, "\(all)")
+        #expect(
+            all.deleted[.readings] == 400 && all.deleted[.writes] == 10 && all.deleted[.audits] == 8
+                && all.totalHeld == 0, "\(all)")
         #expect(try s.count("readings") == 3000 && s.count("audits") == 30 && s.count("audit_results") == 30)
         // The rest is untouched: the oldest reading left is day 10's first.
         #expect(try s.scalar("SELECT min(time) FROM readings") == .integer(1_763_800_000_000 + 10 * day))

@@ -39,12 +39,15 @@ func cpuMicroseconds() -> Double {
 /// Host CPU per steady demo cycle: the median of 7 batches of 300 cycles (the store writer not committing).
 nonisolated(unsafe) var cpuPerCycle: [Double] = []
 
-func demoCycle(stayQuiet: Bool) throws -> (first: AirTime, steady: AirTime, reads: AirTime, inventory: AirTime, exchanges: Int, tags: Int) {
+func demoCycle(stayQuiet: Bool) throws -> (
+    first: AirTime, steady: AirTime, reads: AirTime, inventory: AirTime, exchanges: Int, tags: Int
+) {
     let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("air-bench-\(getpid())")
     try? FileManager.default.removeItem(at: tmp)
     try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: tmp) }
-    try FileManager.default.copyItem(at: root.appendingPathComponent("Config/demo-field"), to: tmp.appendingPathComponent("field"))
+    try FileManager.default.copyItem(
+        at: root.appendingPathComponent("Config/demo-field"), to: tmp.appendingPathComponent("field"))
     let folder = try FieldFolder(url: tmp.appendingPathComponent("field"))
     let session = try ReaderSession.simulated(field: folder.field)
     var config = try AgentConfig.load(root.appendingPathComponent("Config/vlogger.toml").path)
@@ -53,8 +56,10 @@ func demoCycle(stayQuiet: Bool) throws -> (first: AirTime, steady: AirTime, read
     let store = try Store(path: tmp.appendingPathComponent("bench.db").path)
     defer { store.close() }
     try store.registerFields(config.fieldInfos)
-    let agent = Agent(config: config, reader: config.readers[0], rules: rules, register: nil, session: session,
-                      writer: StoreWriter(store: store, batchSize: 10_000, flushIntervalMs: 3_600_000), clock: SimulatedClock(start: 1_763_800_000_000))
+    let agent = Agent(
+        config: config, reader: config.readers[0], rules: rules, register: nil, session: session,
+        writer: StoreWriter(store: store, batchSize: 10_000, flushIntervalMs: 3_600_000),
+        clock: SimulatedClock(start: 1_763_800_000_000))
     let first = agent.cycle()
     var steady: [CycleReport] = []
     for _ in 0..<20 { steady.append(agent.cycle()) }
@@ -64,7 +69,7 @@ func demoCycle(stayQuiet: Bool) throws -> (first: AirTime, steady: AirTime, read
             let t0 = cpuMicroseconds()
             for _ in 0..<300 { _ = agent.cycle() }
             cpuPerCycle.append((cpuMicroseconds() - t0) / 300)
-            _ = agent.writer.commitNow()   // outside the timed part: the service commits on its own thread
+            _ = agent.writer.commitNow()  // outside the timed part: the service commits on its own thread
         }
     }
     // The steady cycle's inventory finds no newcomer: its bound is a one-slot request and an empty slot.
@@ -93,17 +98,17 @@ func inventory(of uids: [UID]) throws -> (AirTime, Int, Bool) {
 }
 
 let palletConfig = """
-[polling]
-inventory-read = INVENTORY_READ
-[[plan]]
-name = "pallet label"
-match.model = "ICODE SLIX2"
-  [[plan.field]]
-  name = "pallet"
-  block = 0x00
-  type = "ascii"
-  length = 8
-"""
+    [polling]
+    inventory-read = INVENTORY_READ
+    [[plan]]
+    name = "pallet label"
+    match.model = "ICODE SLIX2"
+      [[plan.field]]
+      name = "pallet"
+      block = 0x00
+      type = "ascii"
+      length = 8
+    """
 
 /// The agent's arrival cycle for a field of `uids` (SLIX2, blocks 0–1 a label): air time and exchanges.
 func arrival(of uids: [UID], inventoryRead: Bool) throws -> (AirTime, Int, Int) {
@@ -115,14 +120,17 @@ func arrival(of uids: [UID], inventoryRead: Bool) throws -> (AirTime, Int, Int) 
         field.add(SimulatedTag(image: image))
     }
     let session = try ReaderSession.simulated(field: field)
-    let config = try AgentConfig.parse(palletConfig.replacingOccurrences(of: "INVENTORY_READ", with: "\(inventoryRead)"), file: "bench.toml")
+    let config = try AgentConfig.parse(
+        palletConfig.replacingOccurrences(of: "INVENTORY_READ", with: "\(inventoryRead)"), file: "bench.toml")
     let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("air-bench-pallet-\(getpid()).db").path
     defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: tmp + s) } }
     let store = try Store(path: tmp)
     defer { store.close() }
     try store.registerFields(config.fieldInfos)
-    let agent = Agent(config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
-                      writer: StoreWriter(store: store, batchSize: 10_000, flushIntervalMs: 3_600_000), clock: SimulatedClock(start: 1_763_800_000_000))
+    let agent = Agent(
+        config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
+        writer: StoreWriter(store: store, batchSize: 10_000, flushIntervalMs: 3_600_000),
+        clock: SimulatedClock(start: 1_763_800_000_000))
     let c = agent.cycle()
     return (c.airTime, c.exchanges, c.readings)
 }
@@ -130,22 +138,32 @@ func arrival(of uids: [UID], inventoryRead: Bool) throws -> (AirTime, Int, Int) 
 do {
     print("Demo poll cycle (Config/demo-field, 8 tags; air time per cycle)")
     let q = try demoCycle(stayQuiet: true), plain = try demoCycle(stayQuiet: false)
-    print("  stay-quiet = true:  first cycle \(ms(q.first)) ms; steady (median of 20) \(ms(q.steady)) ms in \(q.exchanges) exchanges, \(q.tags) tags;"
-          + " reads alone \(ms(q.reads)) ms; steady − reads = \(ms(q.steady - q.reads)) ms (goal ≤ 10 ms)")
-    print("  stay-quiet = false: steady (median of 20) \(ms(plain.steady)) ms in \(plain.exchanges) exchanges; its bound \(ms(plain.reads + plain.inventory)) ms;"
-          + " Stay Quiet saves \(String(format: "%.2f", plain.steady.milliseconds / q.steady.milliseconds))×")
-    print(String(format: "  host CPU per steady cycle (stay-quiet, median of 7 × 300 cycles): %.1f µs (min %.1f, max %.1f)",
-                 medianD(cpuPerCycle), cpuPerCycle.min() ?? 0, cpuPerCycle.max() ?? 0))
+    print(
+        "  stay-quiet = true:  first cycle \(ms(q.first)) ms; steady (median of 20) \(ms(q.steady)) ms in \(q.exchanges) exchanges, \(q.tags) tags;"
+            + " reads alone \(ms(q.reads)) ms; steady − reads = \(ms(q.steady - q.reads)) ms (goal ≤ 10 ms)")
+    print(
+        "  stay-quiet = false: steady (median of 20) \(ms(plain.steady)) ms in \(plain.exchanges) exchanges; its bound \(ms(plain.reads + plain.inventory)) ms;"
+            + " Stay Quiet saves \(String(format: "%.2f", plain.steady.milliseconds / q.steady.milliseconds))×")
+    print(
+        String(
+            format: "  host CPU per steady cycle (stay-quiet, median of 7 × 300 cycles): %.1f µs (min %.1f, max %.1f)",
+            medianD(cpuPerCycle), cpuPerCycle.min() ?? 0, cpuPerCycle.max() ?? 0))
     print("")
-    print("Inventory of N SLIX2 tags (one-slot probe, then 16-slot rounds); ideal = min(N one-slot, ⌈N/16⌉ full 16-slot rounds)")
-    print("      N   ideal ms   random UIDs: median ms  ratio (min–max over \(seeds) seeds)   consecutive serials: ms  ratio")
+    print(
+        "Inventory of N SLIX2 tags (one-slot probe, then 16-slot rounds); ideal = min(N one-slot, ⌈N/16⌉ full 16-slot rounds)"
+    )
+    print(
+        "      N   ideal ms   random UIDs: median ms  ratio (min–max over \(seeds) seeds)   consecutive serials: ms  ratio"
+    )
     for n in [1, 2, 5, 16, 50, 100, 200] {
         let ideal = PollCost.inventory(tags: n, flags: flags)
         var times: [AirTime] = [], ratios: [Double] = []
         for s in 0..<seeds {
             var rng = SplitMix(state: UInt64(s) &* 7919 &+ UInt64(n))
             var set = Set<UID>()
-            while set.count < n { set.insert(UID(manufacturer: .nxp, serial: 0x0108_0000_0000 | (rng.next() & 0xFF_FFFF_FFFF))) }
+            while set.count < n {
+                set.insert(UID(manufacturer: .nxp, serial: 0x0108_0000_0000 | (rng.next() & 0xFF_FFFF_FFFF)))
+            }
             let (t, _, all) = try inventory(of: Array(set))
             guard all else { print("  N = \(n), seed \(s): not every tag found"); exit(1) }
             times.append(t)
@@ -154,11 +172,17 @@ do {
         let serials = (0..<n).map { UID(manufacturer: .nxp, serial: 0x0108_1234_5000 + UInt64($0)) }
         let (ts, _, all) = try inventory(of: serials)
         guard all else { print("  N = \(n), consecutive: not every tag found"); exit(1) }
-        print(String(format: "  %5d  %9.2f   %22.2f  %5.2f (%.2f–%.2f)                  %10.2f  %5.2f", n, ideal.milliseconds,
-                     median(times).milliseconds, medianD(ratios), ratios.min() ?? 0, ratios.max() ?? 0, ts.milliseconds, ts.milliseconds / ideal.milliseconds))
+        print(
+            String(
+                format: "  %5d  %9.2f   %22.2f  %5.2f (%.2f–%.2f)                  %10.2f  %5.2f", n,
+                ideal.milliseconds,
+                median(times).milliseconds, medianD(ratios), ratios.min() ?? 0, ratios.max() ?? 0, ts.milliseconds,
+                ts.milliseconds / ideal.milliseconds))
     }
     print("")
-    print("A pallet arriving: N SLIX2 tags, plan reads a 2-block label; the arrival cycle (median over \(seeds) seeds of random UIDs)")
+    print(
+        "A pallet arriving: N SLIX2 tags, plan reads a 2-block label; the arrival cycle (median over \(seeds) seeds of random UIDs)"
+    )
     print("      N   inventory-read = false: ms  exchanges   = true (Fast Inventory Read): ms  exchanges   saved")
     for n in [1, 2, 16, 50] {
         var off: [AirTime] = [], on: [AirTime] = [], xOff: [Double] = [], xOn: [Double] = []
@@ -173,8 +197,11 @@ do {
             off.append(a); on.append(b); xOff.append(Double(ea)); xOn.append(Double(eb))
         }
         let mOff = median(off), mOn = median(on)
-        print(String(format: "  %5d  %26.2f  %9.0f   %34.2f  %9.0f   %4.1f %%", n, mOff.milliseconds, medianD(xOff), mOn.milliseconds, medianD(xOn),
-                     100 * (1 - mOn.milliseconds / mOff.milliseconds)))
+        print(
+            String(
+                format: "  %5d  %26.2f  %9.0f   %34.2f  %9.0f   %4.1f %%", n, mOff.milliseconds, medianD(xOff),
+                mOn.milliseconds, medianD(xOn),
+                100 * (1 - mOn.milliseconds / mOff.milliseconds)))
     }
 } catch {
     print("air-bench: \(error)")

@@ -4,7 +4,7 @@
 // Run from the repository root (the seeds are the files in Config/). A trap ends the process (non-zero
 // exit, the target's name is the last line on stderr); a clean run prints one tally per target (stderr, unbuffered).
 import Foundation
-import VLoggerCore
+import ParserFuzzing
 
 let args = CommandLine.arguments
 let count = args.count > 1 ? Int(args[1]) ?? 1_000_000 : 1_000_000
@@ -16,5 +16,8 @@ for target in ParserFuzzer.targets(config: config) where only.isEmpty || only.co
     var fuzzer = ParserFuzzer(seed: seed)
     let start = Date()
     let t = fuzzer.run(target, count)
-    FileHandle.standardError.write(Data("\(target.name): \(t.inputs) inputs, \(t.accepted) accepted, \(t.rejected) rejected, no trap, \(String(format: "%.0f", Date().timeIntervalSince(start))) s\n".utf8))
+    FileHandle.standardError.write(
+        Data(
+            "\(target.name): \(t.inputs) inputs, \(t.accepted) accepted, \(t.rejected) rejected, no trap, \(String(format: "%.0f", Date().timeIntervalSince(start))) s\n"
+                .utf8))
 }

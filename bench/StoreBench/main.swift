@@ -18,16 +18,23 @@ func fail(_ m: String) -> Never {
     FileHandle.standardError.write(Data("store-bench: \(m)\n".utf8))
     exit(2)
 }
-guard args.count >= 3 else { fail("usage: store-bench ingest N BATCH PATH | schema PATH | fill N PATH | fill-recent N PATH | query PATH") }
+guard args.count >= 3 else {
+    fail("usage: store-bench ingest N BATCH PATH | schema PATH | fill N PATH | fill-recent N PATH | query PATH")
+}
 
 /// The readings the benchmark writes: 64 tags round-robin, block 0xF8, 8 bytes, security, two fields
 /// (the shape of the demo's cage sensor), one millisecond apart.
 func makeReading(_ i: Int, base: Millis) -> Reading {
     let uid = UID(manufacturer: .fujitsu, serial: UInt64(0x4200 + i % 64))
     let t = Int16(2150 + i % 300)
-    return Reading(time: base + Millis(i), gateway: "gw-bench", reader: "dock-1", location: "dock-door-1", uid: uid, first: 0xF8, count: 1,
-                   data: [UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8), 0xC2, 0x01, 0x42, 0x37, 0x00, UInt8(i & 0xFF)],
-                   security: [0], decoded: [("temperature", .number(Double(t) / 100)), ("humidity", .number(45))])
+    return Reading(
+        time: base + Millis(i), gateway: "gw-bench", reader: "dock-1", location: "dock-door-1", uid: uid, first: 0xF8,
+        count: 1,
+        data: [
+            UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8), 0xC2, 0x01, 0x42, 0x37, 0x00,
+            UInt8(i & 0xFF),
+        ],
+        security: [0], decoded: [("temperature", .number(Double(t) / 100)), ("humidity", .number(45))])
 }
 
 let base: Millis = 1_763_800_000_000
@@ -77,17 +84,24 @@ do {
         while i < n {
             let chunk = readings[i..<min(n, i + batch)]
             try pool.write { db in
-                let st = try db.cachedStatement(sql: "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)")
+                let st = try db.cachedStatement(
+                    sql:
+                        "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)"
+                )
                 for r in chunk {
                     // The same text the store writes: the printed UID and the decoded values as a JSON object.
                     var json = "{"
                     for (k, d) in r.decoded.enumerated() {
                         if k > 0 { json += "," }
-                        if case let .number(v) = d.value { json += "\"\(d.name)\":\(v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : "\(v)")" }
+                        if case let .number(v) = d.value {
+                            json += "\"\(d.name)\":\(v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : "\(v)")"
+                        }
                     }
                     json += "}"
-                    try st.execute(arguments: [r.time, r.gateway, r.uid.description, r.first.int, r.count, Data(r.data),
-                                               r.security.map { Data($0) }, json, r.reader, r.location])
+                    try st.execute(arguments: [
+                        r.time, r.gateway, r.uid.description, r.first.int, r.count, Data(r.data),
+                        r.security.map { Data($0) }, json, r.reader, r.location,
+                    ])
                 }
             }
             i += batch
@@ -109,7 +123,11 @@ do {
                 b.readings.append(r)
             }
             if i == 0 {
-                b.tags = (0..<64).map { TagRecord(uid: UID(manufacturer: .fujitsu, serial: UInt64(0x4200 + $0)), seen: now, manufacturer: "Fujitsu", model: "Fujitsu MB89R118") }
+                b.tags = (0..<64).map {
+                    TagRecord(
+                        uid: UID(manufacturer: .fujitsu, serial: UInt64(0x4200 + $0)), seen: now,
+                        manufacturer: "Fujitsu", model: "Fujitsu MB89R118")
+                }
             }
             try s.write(b)
             i += 50_000

@@ -103,8 +103,11 @@ public final class Agent {
     public var tagsInField: [UID] { present.keys.sorted { $0.value < $1.value } }
 
     /// `reader`: which of the configuration's readers this agent polls (default: the first).
-    public init(config: AgentConfig, reader: ReaderConfig? = nil, rules: RuleSet, register: AssetRegister?, session: ReaderSession, writer: StoreWriter,
-                clock: AgentClock, logger: Logger = Logger(label: "vlogger.agent", factory: { _ in SwiftLogNoOpLogHandler() })) {
+    public init(
+        config: AgentConfig, reader: ReaderConfig? = nil, rules: RuleSet, register: AssetRegister?,
+        session: ReaderSession, writer: StoreWriter,
+        clock: AgentClock, logger: Logger = Logger(label: "vlogger.agent", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         let r = reader ?? config.readers[0]
         readerConfig = r
         self.config = config.specialized(for: r)
@@ -128,25 +131,40 @@ public final class Agent {
     public func run(cycles: Int? = nil, durationMs: Millis? = nil, stop: StopSignal) {
         startMs = clock.now()
         let firstCycle = counters.cycles
-        event(.start, uid: nil, name: "start", severity: .info,
-              detail: "gateway \(config.gatewayID), reader \(readerConfig.id) (\(session.reader.name)\(readerConfig.location.map { ", " + $0 } ?? "")), \(config.plans.count) plans, \(rules.rules.count) rules")
-        logger.notice("polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)")
+        event(
+            .start, uid: nil, name: "start", severity: .info,
+            detail:
+                "gateway \(config.gatewayID), reader \(readerConfig.id) (\(session.reader.name)\(readerConfig.location.map { ", " + $0 } ?? "")), \(config.plans.count) plans, \(rules.rules.count) rules"
+        )
+        logger.notice(
+            "polling with \(session.reader.name) every \(DurationText.format(config.intervalMs)); store \(writer.store.path)"
+        )
         var next = startMs
         while !stop.isRequested {
             if let cycles, counters.cycles - firstCycle >= cycles { break }
             if let durationMs, clock.now() - startMs >= durationMs { break }
             betweenCycles?()
             let r = cycle()
-            logger.debug("cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)")
+            logger.debug(
+                "cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)"
+            )
             // A failing reader: back off (interval × 2^failures, at most maxBackoffMs), retry by itself.
             var wait = config.intervalMs
             if r.readerFailed {
                 readerFailures += 1
                 wait = min(maxBackoffMs, max(config.intervalMs, 250) << min(readerFailures, 16))
-                if readerHealthy { logger.error("reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))") }
+                if readerHealthy {
+                    logger.error(
+                        "reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))"
+                    )
+                }
                 readerHealthy = false
             } else {
-                if !readerHealthy { logger.notice("reader \(readerConfig.id) (\(session.reader.name)) works again after \(readerFailures) failed cycle(s)") }
+                if !readerHealthy {
+                    logger.notice(
+                        "reader \(readerConfig.id) (\(session.reader.name)) works again after \(readerFailures) failed cycle(s)"
+                    )
+                }
                 readerHealthy = true
                 readerFailures = 0
                 lastGoodPollMs = clock.now()
@@ -155,7 +173,7 @@ public final class Agent {
             onCycle?(r)
             next += wait
             let now = clock.now()
-            if next < now { next = now } // a cycle longer than the interval: start the next at once
+            if next < now { next = now }  // a cycle longer than the interval: start the next at once
             if let durationMs { next = min(next, startMs + durationMs) }
             if let cycles, counters.cycles - firstCycle >= cycles { break }
             while !stop.isRequested {
@@ -167,8 +185,11 @@ public final class Agent {
         // Tags left quiet would be invisible to the next inventory of another program (or of this one after
         // a restart) until they leave the field.
         wakeQuietTags()
-        event(.stop, uid: nil, name: "stop", severity: .info,
-              detail: "\(counters.cycles) cycles, \(counters.readings) readings, \(counters.violations) violations, \(counters.errorTotal) errors")
+        event(
+            .stop, uid: nil, name: "stop", severity: .info,
+            detail:
+                "\(counters.cycles) cycles, \(counters.readings) readings, \(counters.violations) violations, \(counters.errorTotal) errors"
+        )
     }
 
     /// Swaps in a reloaded configuration, rules and register (between cycles). Plans and rules are worked
@@ -247,14 +268,18 @@ public final class Agent {
                 case .several:
                     // ICODE newcomers with their blocks, then (kept quiet meanwhile) everything else.
                     let fast = session.reader.receivesFastResponses
-                    let icode = try client.inventoryRead(first: range.first, count: range.count, fast: fast, afi: config.afi, oneSlotFirst: false)
+                    let icode = try client.inventoryRead(
+                        first: range.first, count: range.count, fast: fast, afi: config.afi, oneSlotFirst: false)
                     for t in icode {
                         try client.stayQuiet(t.uid)
                         prefetched[t.uid] = t.blocks
                     }
-                    inventoryReadBound = PollCost.inventoryRead(tags: icode.count, blocks: range.count, flags: client.baseFlags, fast: fast,
-                                                                slotMarkers: session.reader.supportsSlotMarkers)
-                    found = icode.map { InventoryEntry(uid: $0.uid, dsfid: 0) } + (try client.inventory(afi: config.afi, oneSlotFirst: true))
+                    inventoryReadBound = PollCost.inventoryRead(
+                        tags: icode.count, blocks: range.count, flags: client.baseFlags, fast: fast,
+                        slotMarkers: session.reader.supportsSlotMarkers)
+                    found =
+                        icode.map { InventoryEntry(uid: $0.uid, dsfid: 0) }
+                        + (try client.inventory(afi: config.afi, oneSlotFirst: true))
                 }
             } else {
                 found = try client.inventory(afi: config.afi, oneSlotFirst: oneSlot)
@@ -272,9 +297,12 @@ public final class Agent {
             return report
         }
         lastCount = found.count
-        lowerBound = lowerBound + inventoryReadBound
-            + PollCost.inventory(tags: found.filter { !seen.contains($0.uid) && prefetched[$0.uid] == nil }.count, flags: client.baseFlags,
-                                 slotMarkers: session.reader.supportsSlotMarkers)
+        lowerBound =
+            lowerBound + inventoryReadBound
+            + PollCost.inventory(
+                tags: found.filter { !seen.contains($0.uid) && prefetched[$0.uid] == nil }.count,
+                flags: client.baseFlags,
+                slotMarkers: session.reader.supportsSlotMarkers)
         var answeredTwice = 0
         for entry in found {
             let uid = entry.uid
@@ -288,7 +316,9 @@ public final class Agent {
             report.tags.append(uid)
             if present[uid] == nil {
                 counters.arrivals += 1
-                event(.arrival, uid: uid, name: "arrival", severity: .info, detail: "\(uid) entered the field (\(uid.manufacturer))")
+                event(
+                    .arrival, uid: uid, name: "arrival", severity: .info,
+                    detail: "\(uid) entered the field (\(uid.manufacturer))")
             }
             present[uid] = 0
             let (n, bound, _) = readTag(uid, now: now, presence: false, prefetched: prefetched[uid])
@@ -296,7 +326,9 @@ public final class Agent {
             lowerBound = lowerBound + bound
             // A tag with reads is kept quiet from now on; one without keeps answering the inventory.
             if quiet, work[uid]?.ranges.isEmpty == false {
-                if prefetched[uid] != nil { quieted.insert(uid) } else {
+                if prefetched[uid] != nil {
+                    quieted.insert(uid)
+                } else {
                     do { try client.stayQuiet(uid); quieted.insert(uid) } catch {}
                 }
             } else if prefetched[uid] != nil {
@@ -315,8 +347,10 @@ public final class Agent {
                 if quieted.remove(uid) != nil { try? client.resetToReady(uid) }
                 ndefDecoded[uid] = nil
                 counters.departures += 1
-                event(.departure, uid: uid, name: "departure", severity: .info,
-                      detail: "\(uid) not seen for \(config.departureCycles) cycle\(config.departureCycles == 1 ? "" : "s")")
+                event(
+                    .departure, uid: uid, name: "departure", severity: .info,
+                    detail:
+                        "\(uid) not seen for \(config.departureCycles) cycle\(config.departureCycles == 1 ? "" : "s")")
             } else {
                 present[uid] = missed + 1
             }
@@ -336,7 +370,9 @@ public final class Agent {
             quietHolds = false
             // The tags for which Quiet did hold would otherwise stay quiet, unread and never found again.
             wakeQuietTags()
-            logger.notice("reader \(readerConfig.id) (\(session.reader.name)): tags sent Stay Quiet answer the inventory again in 3 cycles in a row (the reader resets them between commands); every cycle now inventories every tag")
+            logger.notice(
+                "reader \(readerConfig.id) (\(session.reader.name)): tags sent Stay Quiet answer the inventory again in 3 cycles in a row (the reader resets them between commands); every cycle now inventories every tag"
+            )
         }
     }
 
@@ -359,20 +395,26 @@ public final class Agent {
             }
         }
         guard let buffered = bufferedReader() else {
-            recordError(uid: nil, kind: "buffer", ClientError.invalid("reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs a FEIG reader"), now: now)
+            recordError(
+                uid: nil, kind: "buffer",
+                ClientError.invalid(
+                    "reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs a FEIG reader"
+                ), now: now)
             report.readerFailed = true
             return
         }
         if drain == nil || drain?.reader !== buffered {
-            drain = BufferDrain(reader: buffered, store: writer.store, gateway: config.gatewayID, readerID: readerConfig.id,
-                                location: readerConfig.location, firstBlock: readerConfig.bufferBlock)
+            drain = BufferDrain(
+                reader: buffered, store: writer.store, gateway: config.gatewayID, readerID: readerConfig.id,
+                location: readerConfig.location, firstBlock: readerConfig.bufferBlock)
         }
         // The plan's fields that lie in the records' blocks are decoded as in polling (the plan as configured now).
         let plans = config
         let first = readerConfig.bufferBlock
         drain?.decode = { uid, data, blockSize in
             plans.plan(for: uid, model: ICModel.identify(uid: uid))?
-                .decodedFields(memory: data, first: first, count: data.count / max(1, blockSize), blockSize: blockSize) ?? []
+                .decodedFields(memory: data, first: first, count: data.count / max(1, blockSize), blockSize: blockSize)
+                ?? []
         }
         do {
             let r = try drain!.drain(now: now)
@@ -396,7 +438,9 @@ public final class Agent {
                 evaluate(rules.rules.filter { $0.match.matches(uid: uid, model: model) }, facts, now: now)
             }
             if r.alreadyStored > 0 {
-                logger.notice("reader \(readerConfig.id): \(r.alreadyStored) record(s) at the head of the reader's buffer were stored before the gateway stopped; cleared, not stored again")
+                logger.notice(
+                    "reader \(readerConfig.id): \(r.alreadyStored) record(s) at the head of the reader's buffer were stored before the gateway stopped; cleared, not stored again"
+                )
             }
         } catch {
             switch error {
@@ -447,7 +491,9 @@ public final class Agent {
     /// an error: it is not seen this cycle.
     /// `prefetched`: blocks that came with the tag's Inventory Read answer; a range without lock status that
     /// they cover is taken from them instead of being read (its air time is then not in the bound either).
-    private func readTag(_ uid: UID, now: Millis, presence: Bool, prefetched: [BlockRead]? = nil) -> (Int, AirTime, Bool) {
+    private func readTag(_ uid: UID, now: Millis, presence: Bool, prefetched: [BlockRead]? = nil) -> (
+        Int, AirTime, Bool
+    ) {
         let memory: TagMemory
         do { memory = try client.memory(of: uid) } catch {
             recordError(uid: uid, kind: "system-information", error, now: now)
@@ -457,8 +503,11 @@ public final class Agent {
         func seenNow() {
             guard !answered else { return }
             answered = true
-            writer.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
-                                 blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue, reader: readerConfig.id, location: readerConfig.location))
+            writer.add(
+                TagRecord(
+                    uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
+                    blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue,
+                    reader: readerConfig.id, location: readerConfig.location))
         }
         if !presence { seenNow() }
         let w = work[uid] ?? plan(uid, memory)
@@ -466,7 +515,9 @@ public final class Agent {
         var (plan, applicable, bound) = (w.plan, w.rules, w.lowerBound)
         func cached(_ range: PlanRead) -> [BlockRead]? {
             guard !range.security, let got = prefetched, memory.blockSize == 4 else { return nil }
-            let blocks = got.filter { range.first.int <= $0.number.int && $0.number.int < range.first.int + range.count }
+            let blocks = got.filter {
+                range.first.int <= $0.number.int && $0.number.int < range.first.int + range.count
+            }
             return blocks.count == range.count ? blocks : nil
         }
         var facts = TagFacts(uid: uid, model: memory.model, blockSize: memory.blockSize)
@@ -478,9 +529,14 @@ public final class Agent {
                     let blocks: [BlockRead]
                     if let got = cached(range) {
                         blocks = got
-                        bound = bound - PollCost.read(range, memory: memory, limits: session.reader.limits, flags: client.baseFlags, fast: client.fastReads(uid, memory))
+                        bound =
+                            bound
+                            - PollCost.read(
+                                range, memory: memory, limits: session.reader.limits, flags: client.baseFlags,
+                                fast: client.fastReads(uid, memory))
                     } else {
-                        blocks = try client.readBlocks(uid, first: range.first, count: range.count, security: range.security)
+                        blocks = try client.readBlocks(
+                            uid, first: range.first, count: range.count, security: range.security)
                     }
                     seenNow()
                     let data = Array(blocks.map(\.data).joined())
@@ -489,10 +545,15 @@ public final class Agent {
                         facts.blocks[b.number.int] = b.data
                         if let s = b.security { facts.security[b.number.int] = s.rawValue }
                     }
-                    let decoded = plan?.decodedFields(memory: data, first: range.first, count: range.count, blockSize: memory.blockSize) ?? []
+                    let decoded =
+                        plan?.decodedFields(
+                            memory: data, first: range.first, count: range.count, blockSize: memory.blockSize) ?? []
                     for (name, v) in decoded { facts.fields[name] = v }
-                    readings.append(Reading(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, first: range.first, count: range.count,
-                                            data: data, security: security, decoded: decoded))
+                    readings.append(
+                        Reading(
+                            time: now, gateway: config.gatewayID, reader: readerConfig.id,
+                            location: readerConfig.location, uid: uid, first: range.first, count: range.count,
+                            data: data, security: security, decoded: decoded))
                     break
                 } catch {
                     attempt += 1
@@ -501,8 +562,11 @@ public final class Agent {
                     if !answered, case .reader(.timeout, _) = error { return (0, bound, false) }
                     seenNow()
                     // Nothing of this tag's cycle is stored: a partial plan is not a reading.
-                    recordError(uid: uid, kind: "read", error, now: now,
-                                detail: "blocks \(range.first)+\(range.count) after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle")
+                    recordError(
+                        uid: uid, kind: "read", error, now: now,
+                        detail:
+                            "blocks \(range.first)+\(range.count) after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle"
+                    )
                     return (0, bound, answered)
                 }
             }
@@ -565,14 +629,21 @@ public final class Agent {
                 ndefProblems[uid] = nil
                 for d in decoded { facts.fields[d.name] = d.value }
                 let bs = memory.blockSize
-                return .reading(Reading(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, first: 0, count: state.memoryRead.count / bs,
-                                        data: state.memoryRead, decoded: decoded))
+                return .reading(
+                    Reading(
+                        time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
+                        uid: uid, first: 0, count: state.memoryRead.count / bs,
+                        data: state.memoryRead, decoded: decoded))
             } catch {
                 switch error {
                 case let .client(e):
                     attempt += 1
                     if attempt < config.readAttempts, e.isTransient { continue }
-                    recordError(uid: uid, kind: "ndef", e, now: now, detail: "NDEF read after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle")
+                    recordError(
+                        uid: uid, kind: "ndef", e, now: now,
+                        detail:
+                            "NDEF read after \(attempt) attempt\(attempt == 1 ? "" : "s"); no reading stored for this cycle"
+                    )
                     return .failed
                 default:
                     ndefProblem(uid, "ndef-malformed", "\(error)")
@@ -605,16 +676,29 @@ public final class Agent {
         let ranges = PollCost.merge(wanted)
         let fits = ranges.filter { $0.first.int + $0.count <= memory.blockCount }
         if fits.count != ranges.count {
-            event(.error, uid: uid, name: "plan-out-of-range", severity: .warning,
-                  detail: "plan '\(plan?.name ?? "-")' reads past the end of \(uid) (\(memory.blockCount) blocks of \(memory.blockSize) bytes); those reads are skipped")
+            event(
+                .error, uid: uid, name: "plan-out-of-range", severity: .warning,
+                detail:
+                    "plan '\(plan?.name ?? "-")' reads past the end of \(uid) (\(memory.blockCount) blocks of \(memory.blockSize) bytes); those reads are skipped"
+            )
         }
-        var bound = fits.reduce(AirTime.zero) { $0 + PollCost.read($1, memory: memory, limits: session.reader.limits, flags: client.baseFlags, fast: client.fastReads(uid, memory)) }
-        let ndefFirst = PlanRead(first: 0, count: min(memory.blockCount, (32 + memory.blockSize - 1) / memory.blockSize))
+        var bound = fits.reduce(AirTime.zero) {
+            $0
+                + PollCost.read(
+                    $1, memory: memory, limits: session.reader.limits, flags: client.baseFlags,
+                    fast: client.fastReads(uid, memory))
+        }
+        let ndefFirst = PlanRead(
+            first: 0, count: min(memory.blockCount, (32 + memory.blockSize - 1) / memory.blockSize))
         if plan?.ndef == true, !fits.contains(where: { $0.first.int == 0 && $0.count >= ndefFirst.count }) {
             // At least the NDEF read's first exchange (the CC and the start of the TLVs, 32 bytes), unless
             // the plan's own reads bring those blocks already.
             let first = ndefFirst
-            bound = bound + PollCost.read(first, memory: memory, limits: session.reader.limits, flags: client.baseFlags, fast: client.fastReads(uid, memory))
+            bound =
+                bound
+                + PollCost.read(
+                    first, memory: memory, limits: session.reader.limits, flags: client.baseFlags,
+                    fast: client.fastReads(uid, memory))
         }
         return TagWork(plan: plan, rules: applicable, ranges: fits, lowerBound: bound)
     }
@@ -654,14 +738,19 @@ public final class Agent {
 
     private func event(_ kind: Event.Kind, uid: UID?, name: String, severity: Event.Severity, detail: String) {
         let now = clock.now()
-        let e = Event(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid, kind: kind, name: name, severity: severity, detail: detail)
+        let e = Event(
+            time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid,
+            kind: kind, name: name, severity: severity, detail: detail)
         writer.add(e)
         onEvent?(e)
         switch kind {
         case .violation:
-            logger.log(level: severity == .critical ? .error : .warning, "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)",
-                       metadata: ["uid": "\(uid?.description ?? "-")", "rule": "\(name)"])
-        case .error: logger.warning("\(uid?.description ?? "reader"): \(detail)", metadata: uid.map { ["uid": "\($0)"] })
+            logger.log(
+                level: severity == .critical ? .error : .warning,
+                "rule '\(name)' violated by \(uid?.description ?? "-"): \(detail)",
+                metadata: ["uid": "\(uid?.description ?? "-")", "rule": "\(name)"])
+        case .error:
+            logger.warning("\(uid?.description ?? "reader"): \(detail)", metadata: uid.map { ["uid": "\($0)"] })
         case .arrival, .departure: logger.info("\(detail)", metadata: uid.map { ["uid": "\($0)"] })
         case .start, .stop: logger.info("\(kind.rawValue): \(detail)")
         }
@@ -687,9 +776,13 @@ public enum PollCost {
         return out
     }
 
-    static func exchange(request: Int, response: Int, flags: RequestFlags, coding: ReaderCoding = .oneOfFour, fast: Bool = false) -> AirTime {
+    static func exchange(
+        request: Int, response: Int, flags: RequestFlags, coding: ReaderCoding = .oneOfFour, fast: Bool = false
+    ) -> AirTime {
         AirTiming.readerFrame(bytes: request, coding: coding) + AirTiming.t1
-            + (fast ? AirTiming.fastTagFrame(bytes: response, flags: flags) : AirTiming.tagFrame(bytes: response, flags: flags)) + AirTiming.t2
+            + (fast
+                ? AirTiming.fastTagFrame(bytes: response, flags: flags)
+                : AirTiming.tagFrame(bytes: response, flags: flags)) + AirTiming.t2
     }
 
     /// The least air time in which an inventory can find `tags` tags: the lesser of one one-slot inventory per
@@ -712,7 +805,9 @@ public enum PollCost {
     /// The least air time in which NXP's (Fast) Inventory Read can find `tags` ICODE tags with `blocks` 4-byte
     /// blocks each: as `inventory`, with the request's 8 bytes (flags, code, 0x04, mask length, first block,
     /// count, CRC) and each answer's 1 + 8 UID + 4·blocks + 2 CRC bytes, at twice the rate when `fast`.
-    public static func inventoryRead(tags: Int, blocks: Int, flags: RequestFlags, fast: Bool, slotMarkers: Bool = true) -> AirTime {
+    public static func inventoryRead(tags: Int, blocks: Int, flags: RequestFlags, fast: Bool, slotMarkers: Bool = true)
+        -> AirTime
+    {
         let request = AirTiming.readerFrame(bytes: 8, coding: .oneOfFour)
         if tags <= 0 { return .zero }
         let answer = 1 + 8 + 4 * blocks + 2
@@ -727,16 +822,23 @@ public enum PollCost {
 
     /// Addressed reads of a range as the client makes them (the client's own planner: chunks, 1- or 2-byte
     /// block numbers, the extended commands), each frame sized by encoding it.
-    public static func read(_ r: PlanRead, memory: TagMemory, limits: ReaderLimits, flags: RequestFlags, fast: Bool = false) -> AirTime {
+    public static func read(
+        _ r: PlanRead, memory: TagMemory, limits: ReaderLimits, flags: RequestFlags, fast: Bool = false
+    ) -> AirTime {
         let perBlock = memory.blockSize + (r.security ? 1 : 0)
         var total = AirTime.zero
-        let someUID = UID(manufacturer: ManufacturerCode(0), serial: 0)   // every UID is 8 bytes on air
-        for step in ISO15693Client.readSteps(memory, first: r.first, count: r.count, security: r.security, limits: limits, fast: fast) {
+        let someUID = UID(manufacturer: ManufacturerCode(0), serial: 0)  // every UID is 8 bytes on air
+        for step in ISO15693Client.readSteps(
+            memory, first: r.first, count: r.count, security: r.security, limits: limits, fast: fast)
+        {
             var f = flags.union(.address)
             if r.security { f.insert(.option) }
             if step.protocolExtension { f.insert(.protocolExtension) }
-            let request = ((try? Request(step.command, flags: f, addressing: .addressed(someUID)).encode().count) ?? 12) + 2
-            total = total + exchange(request: request, response: 1 + step.count * perBlock + 2, flags: flags, fast: step.fast)
+            let request =
+                ((try? Request(step.command, flags: f, addressing: .addressed(someUID)).encode().count) ?? 12) + 2
+            total =
+                total
+                + exchange(request: request, response: 1 + step.count * perBlock + 2, flags: flags, fast: step.fast)
         }
         return total
     }

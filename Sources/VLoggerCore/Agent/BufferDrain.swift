@@ -51,8 +51,11 @@ public final class BufferDrain {
     /// block size) → fields. Nil: readings carry no decoded fields.
     public var decode: (@Sendable (UID, [UInt8], Int) -> [(name: String, value: FieldValue)])?
 
-    public init(reader: BufferedReader, store: Store, gateway: String, readerID: String, location: String?, firstBlock: BlockNumber,
-                maxRecords: Int = 100, maxRounds: Int = 50) {
+    public init(
+        reader: BufferedReader, store: Store, gateway: String, readerID: String, location: String?,
+        firstBlock: BlockNumber,
+        maxRecords: Int = 100, maxRounds: Int = 50
+    ) {
         self.reader = reader
         self.store = store
         self.gateway = gateway
@@ -94,15 +97,25 @@ public final class BufferDrain {
                 for r in records {
                     guard let uid = r.uid else { continue }
                     if !report.uids.contains(uid) { report.uids.append(uid) }
-                    batch.add(TagRecord(uid: uid, seen: now, manufacturer: uid.manufacturer.description, reader: readerID, location: location))
+                    batch.add(
+                        TagRecord(
+                            uid: uid, seen: now, manufacturer: uid.manufacturer.description, reader: readerID,
+                            location: location))
                     guard !r.blocks.isEmpty else { continue }
                     let data = r.blocks.flatMap { $0 }
                     let decoded = decode?(uid, data, r.blocks[0].count) ?? []
-                    batch.readings.append(Reading(time: now, gateway: gateway, reader: readerID, location: location, uid: uid, first: firstBlock,
-                                                  count: r.blocks.count, data: data, decoded: decoded))
-                    report.latest[uid] = Latest(blocks: r.blocks, decoded: Dictionary(decoded.map { ($0.name, $0.value) }, uniquingKeysWith: { _, b in b }))
+                    batch.readings.append(
+                        Reading(
+                            time: now, gateway: gateway, reader: readerID, location: location, uid: uid,
+                            first: firstBlock,
+                            count: r.blocks.count, data: data, decoded: decoded))
+                    report.latest[uid] = Latest(
+                        blocks: r.blocks,
+                        decoded: Dictionary(decoded.map { ($0.name, $0.value) }, uniquingKeysWith: { _, b in b }))
                 }
-                batch.bufferMarks = [BufferMark(reader: readerID, records: records.count, raw: records.flatMap(\.raw), time: now)]
+                batch.bufferMarks = [
+                    BufferMark(reader: readerID, records: records.count, raw: records.flatMap(\.raw), time: now)
+                ]
                 try store.write(batch)
                 report.records += records.count
                 report.readings += batch.readings.count

@@ -9,7 +9,10 @@ public struct JournalLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     private let write: @Sendable (String) -> Void
 
-    public init(level: Logger.Level, write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+    public init(
+        level: Logger.Level,
+        write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+    ) {
         logLevel = level
         self.write = write
     }
@@ -34,7 +37,9 @@ public struct JournalLogHandler: LogHandler {
         var all = metadata
         if let extra = event.metadata { all.merge(extra) { $1 } }
         if let error = event.error { all["error"] = "\(error)" }
-        let tail = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let tail =
+            all.isEmpty
+            ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         // One line per message: embedded newlines would split it into several journal entries.
         let text = "\(event.message)".replacingOccurrences(of: "\n", with: " ⏎ ")
         write("\(Self.prefix(event.level)): \(text)\(tail)\n")

@@ -30,12 +30,16 @@ public final class PendingWrites: @unchecked Sendable {
 
     /// The writes for `uid` that `reader` may make, oldest first.
     func writes(for uid: UID, reader: String) -> [QueuedWrite] {
-        lock.withLock { (byUID[uid] ?? []).filter { !handled.contains($0.id) && ($0.reader == nil || $0.reader == reader) } }
+        lock.withLock {
+            (byUID[uid] ?? []).filter { !handled.contains($0.id) && ($0.reader == nil || $0.reader == reader) }
+        }
     }
 
     func markHandled(_ id: Int64) { _ = lock.withLock { handled.insert(id) } }
 
-    public var count: Int { lock.withLock { byUID.values.reduce(0) { $0 + $1.filter { !handled.contains($0.id) }.count } } }
+    public var count: Int {
+        lock.withLock { byUID.values.reduce(0) { $0 + $1.filter { !handled.contains($0.id) }.count } }
+    }
 }
 
 extension Agent {
@@ -50,45 +54,73 @@ extension Agent {
                 queue.markHandled(w.id)
                 writer.add(WriteOutcome(id: w.id, state: state, result: result, time: now))
                 let severity: Event.Severity = state == .done ? .info : .warning
-                writer.add(Event(time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid,
-                                 kind: state == .done ? .start : .error, name: "queued-write-\(state.rawValue)", severity: severity,
-                                 detail: "queued write \(w.id) (\(w.data.count) bytes from \(w.first)): \(result)"))
-                logger.notice("queued write \(w.id) to \(uid): \(state.rawValue): \(result)", metadata: ["uid": "\(uid)"])
+                writer.add(
+                    Event(
+                        time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
+                        uid: uid,
+                        kind: state == .done ? .start : .error, name: "queued-write-\(state.rawValue)",
+                        severity: severity,
+                        detail: "queued write \(w.id) (\(w.data.count) bytes from \(w.first)): \(result)"))
+                logger.notice(
+                    "queued write \(w.id) to \(uid): \(state.rawValue): \(result)", metadata: ["uid": "\(uid)"])
             }
-            if let e = w.expires, now > e { finish(.expired, "expired \(TimeSpec.format(e)) before the tag was seen"); continue }
+            if let e = w.expires, now > e {
+                finish(.expired, "expired \(TimeSpec.format(e)) before the tag was seen"); continue
+            }
             let option: Bool? = w.flags?.contains(.option) == true ? true : nil
             do {
                 if w.operation == .lock {
-                    guard w.first.int < memory.blockCount else { finish(.failed, "block \(w.first) is past the end of the tag (\(memory.blockCount) blocks)"); continue }
+                    guard w.first.int < memory.blockCount else {
+                        finish(.failed, "block \(w.first) is past the end of the tag (\(memory.blockCount) blocks)");
+                        continue
+                    }
                     if try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true {
                         finish(.done, "block \(w.first) already locked (read back); not locked again"); continue
                     }
                     try session.client.lockBlock(uid, block: w.first, option: option)
-                    let locked = try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true
-                    finish(locked ? .done : .failed, locked ? "block \(w.first) locked and read back locked" : "the tag accepted the lock but block \(w.first) reads back unlocked")
+                    let locked =
+                        try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true
+                    finish(
+                        locked ? .done : .failed,
+                        locked
+                            ? "block \(w.first) locked and read back locked"
+                            : "the tag accepted the lock but block \(w.first) reads back unlocked")
                     continue
                 }
                 let size = memory.blockSize
                 guard !w.data.isEmpty, w.data.count % size == 0 else {
-                    finish(.failed, "\(w.data.count) bytes is not a whole number of this tag's \(size)-byte blocks"); continue
+                    finish(.failed, "\(w.data.count) bytes is not a whole number of this tag's \(size)-byte blocks");
+                    continue
                 }
                 let blocks = stride(from: 0, to: w.data.count, by: size).map { Array(w.data[$0..<($0 + size)]) }
                 guard blocks.count <= memory.blockCount, w.first.int <= memory.blockCount - blocks.count else {
-                    finish(.failed, "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)"); continue
+                    finish(
+                        .failed,
+                        "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)");
+                    continue
                 }
                 let current = try session.client.readBlocks(uid, first: w.first, count: blocks.count, security: true)
                 let lockAfter = w.operation == .writeLock
                 var done: [String] = []
                 if current.map(\.data) == blocks {
                     if !lockAfter || current.allSatisfy({ $0.security?.isLocked == true }) {
-                        finish(.done, "already on the tag\(lockAfter ? " and locked" : "") (read back); not written again"); continue
+                        finish(
+                            .done, "already on the tag\(lockAfter ? " and locked" : "") (read back); not written again");
+                        continue
                     }
                     done.append("data already on the tag (read back)")
                 } else {
-                    if let locked = current.first(where: { $0.security?.isLocked == true }) { finish(.failed, "block \(locked.number) is locked"); continue }
-                    let report = try session.client.writeBlocks(uid, first: w.first, blocks: blocks, verify: true, option: option)
-                    writer.add(WriteRecord(time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data, flags: w.flags,
-                                           result: "ok (queued write \(w.id))", verified: report.verified, exchanges: report.exchanges))
+                    if let locked = current.first(where: { $0.security?.isLocked == true }) {
+                        finish(.failed, "block \(locked.number) is locked"); continue
+                    }
+                    let report = try session.client.writeBlocks(
+                        uid, first: w.first, blocks: blocks, verify: true, option: option)
+                    writer.add(
+                        WriteRecord(
+                            time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data,
+                            flags: w.flags,
+                            result: "ok (queued write \(w.id))", verified: report.verified, exchanges: report.exchanges)
+                    )
                     done.append("written and read back in \(report.exchanges) exchanges")
                 }
                 if lockAfter {
@@ -102,13 +134,17 @@ extension Agent {
                     }
                     let after = try session.client.securityStatus(uid, first: w.first, count: blocks.count)
                     guard after.count == blocks.count, after.allSatisfy(\.isLocked) else {
-                        finish(.failed, done.joined(separator: "; ") + "; the tag accepted the locks but a block reads back unlocked"); continue
+                        finish(
+                            .failed,
+                            done.joined(separator: "; ")
+                                + "; the tag accepted the locks but a block reads back unlocked");
+                        continue
                     }
                     done.append("\(n) block(s) locked and read back locked")
                 }
                 finish(.done, done.joined(separator: "; "))
-            } catch where error.isTransient {
-                continue   // the tag left or the air was bad: still queued, tried when the tag is seen again
+            } catch  where error.isTransient {
+                continue  // the tag left or the air was bad: still queued, tried when the tag is seen again
             } catch {
                 finish(.failed, "\(error)")
             }

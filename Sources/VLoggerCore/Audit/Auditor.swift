@@ -27,11 +27,15 @@ public struct AuditSchedule: Sendable, Equatable, CustomStringConvertible {
     public var summary: String
 
     public init(name: String, cron: CronSchedule, during: [ShiftWindow] = [], location: String? = nil) {
-        self.init(name: name, fires: [cron], during: during, location: location,
-                  summary: cron.description + (during.isEmpty ? "" : " during " + during.map(\.description).joined(separator: ", ")))
+        self.init(
+            name: name, fires: [cron], during: during, location: location,
+            summary: cron.description
+                + (during.isEmpty ? "" : " during " + during.map(\.description).joined(separator: ", ")))
     }
 
-    public init(name: String, fires: [CronSchedule], during: [ShiftWindow] = [], location: String? = nil, summary: String) {
+    public init(
+        name: String, fires: [CronSchedule], during: [ShiftWindow] = [], location: String? = nil, summary: String
+    ) {
         self.name = name
         self.fires = fires
         self.during = during
@@ -40,11 +44,14 @@ public struct AuditSchedule: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Shift changes: fires at the start, the end or both of each shift window.
-    public static func shifts(name: String, _ windows: [ShiftWindow], atStart: Bool, atEnd: Bool, location: String? = nil) -> AuditSchedule {
+    public static func shifts(
+        name: String, _ windows: [ShiftWindow], atStart: Bool, atEnd: Bool, location: String? = nil
+    ) -> AuditSchedule {
         let at = atStart && atEnd ? "start and end" : atStart ? "start" : "end"
-        return AuditSchedule(name: name, fires: windows.flatMap { $0.boundaries(start: atStart, end: atEnd) }, location: location,
-                             summary: "at the \(at) of shifts " + windows.map(\.description).joined(separator: ", ")
-                                + " (\(windows.first?.timeZone.identifier ?? "UTC"))")
+        return AuditSchedule(
+            name: name, fires: windows.flatMap { $0.boundaries(start: atStart, end: atEnd) }, location: location,
+            summary: "at the \(at) of shifts " + windows.map(\.description).joined(separator: ", ")
+                + " (\(windows.first?.timeZone.identifier ?? "UTC"))")
     }
 
     public var description: String { summary }
@@ -58,11 +65,16 @@ public struct AuditSchedule: Sendable, Equatable, CustomStringConvertible {
         var best: Date?
         let zonesMatch = during.allSatisfy { w in fires.allSatisfy { $0.timeZone == w.timeZone } }
         for cron in fires {
-            let local: ((Int, Int) -> Bool)? = during.isEmpty || !zonesMatch ? nil : { wd, minute in during.contains { $0.contains(weekday: wd, minute: minute) } }
-            let accept: ((Date) -> Bool)? = during.isEmpty ? nil : { t in
-                if let best, t >= best { return true }   // no better firing: stop here
-                return during.contains { $0.contains(t) }
-            }
+            let local: ((Int, Int) -> Bool)? =
+                during.isEmpty || !zonesMatch
+                ? nil : { wd, minute in during.contains { $0.contains(weekday: wd, minute: minute) } }
+            let accept: ((Date) -> Bool)? =
+                during.isEmpty
+                ? nil
+                : { t in
+                    if let best, t >= best { return true }  // no better firing: stop here
+                    return during.contains { $0.contains(t) }
+                }
             guard let n = cron.next(after: date, localFilter: local, accept: accept) else { continue }
             if best.map({ n < $0 }) ?? true { best = n }
         }
@@ -73,14 +85,18 @@ public struct AuditSchedule: Sendable, Equatable, CustomStringConvertible {
     public func neverFires(after date: Date) -> String? {
         guard next(after: date) == nil else { return nil }
         if !during.isEmpty && fires.contains(where: { $0.next(after: date) != nil }) {
-            return "its times (\(fires.map(\.text).joined(separator: ", "))) never fall inside its during windows (\(during.map(\.description).joined(separator: ", ")) on days \(during.first.map { $0.days.sorted().map(String.init).joined(separator: ",") } ?? ""))"
+            return
+                "its times (\(fires.map(\.text).joined(separator: ", "))) never fall inside its during windows (\(during.map(\.description).joined(separator: ", ")) on days \(during.first.map { $0.days.sorted().map(String.init).joined(separator: ",") } ?? ""))"
         }
-        return "\(fires.map(\.text).joined(separator: ", ")) names no date that exists within 8 years (e.g. 30 February)"
+        return
+            "\(fires.map(\.text).joined(separator: ", ")) names no date that exists within 8 years (e.g. 30 February)"
     }
 
     /// `next(after:)` in the store's milliseconds since 1970.
     public func next(afterMs ms: Millis) -> Millis? {
-        next(after: Date(timeIntervalSince1970: Double(ms) / 1000)).map { Millis(($0.timeIntervalSince1970 * 1000).rounded()) }
+        next(after: Date(timeIntervalSince1970: Double(ms) / 1000)).map {
+            Millis(($0.timeIntervalSince1970 * 1000).rounded())
+        }
     }
 
     /// Whether a run was missed: the last fire time before `now` is after the last run (a schedule never run
@@ -121,13 +137,17 @@ public enum Auditor {
 
     /// One inventory round of one reader, added to `seen` (a tag counts once a round however many readers
     /// see it: `round` holds the UIDs this round has counted).
-    public static func inventoryRound(_ reader: AuditReader, now: () -> Millis, round: inout Set<UID>, into seen: inout [UID: Sighting]) {
+    public static func inventoryRound(
+        _ reader: AuditReader, now: () -> Millis, round: inout Set<UID>, into seen: inout [UID: Sighting]
+    ) {
         guard let found = try? reader.session.client.inventory() else { return }
         merge(found.map(\.uid), at: now(), by: reader.config.id, round: &round, into: &seen)
     }
 
     /// Adds one reader's answers of one round to `seen`.
-    public static func merge(_ found: [UID], at t: Millis, by reader: String, round: inout Set<UID>, into seen: inout [UID: Sighting]) {
+    public static func merge(
+        _ found: [UID], at t: Millis, by reader: String, round: inout Set<UID>, into seen: inout [UID: Sighting]
+    ) {
         for uid in found where round.insert(uid).inserted {
             if var s = seen[uid] {
                 s.rounds += 1
@@ -142,8 +162,12 @@ public enum Auditor {
 
     /// Runs the rounds on `readers` (waiting `spacingMs` between them on `clock`), checks the present assets
     /// and returns the audit. For commands, which own their readers; the service goes round by round.
-    public static func run(location: String, readers: [AuditReader], register: [AssetRow], lastSeen: [UID: (time: Millis, reader: String?, location: String?)],
-                           gateway: String, settings: AuditSettings, clock: AgentClock, stop: StopSignal = StopSignal(), trigger: String = "manual") -> AuditRecord {
+    public static func run(
+        location: String, readers: [AuditReader], register: [AssetRow],
+        lastSeen: [UID: (time: Millis, reader: String?, location: String?)],
+        gateway: String, settings: AuditSettings, clock: AgentClock, stop: StopSignal = StopSignal(),
+        trigger: String = "manual"
+    ) -> AuditRecord {
         let started = clock.now()
         var seen: [UID: Sighting] = [:]
         var next = started
@@ -159,40 +183,59 @@ public enum Auditor {
         let sessions = Dictionary(readers.map { ($0.config.id, $0.session) }, uniquingKeysWith: { a, _ in a })
         var checks: [UID: [String]] = [:]
         for asset in register where asset.location == location {
-            if let s = seen[asset.uid], let session = sessions[s.reader] { checks[asset.uid] = Self.checks(asset, session) }
+            if let s = seen[asset.uid], let session = sessions[s.reader] {
+                checks[asset.uid] = Self.checks(asset, session)
+            }
         }
-        return result(location: location, readers: readers.map(\.config.id), register: register, seen: seen, checks: checks, lastSeen: lastSeen,
-                      started: started, finished: clock.now(), gateway: gateway, settings: settings, trigger: trigger)
+        return result(
+            location: location, readers: readers.map(\.config.id), register: register, seen: seen, checks: checks,
+            lastSeen: lastSeen,
+            started: started, finished: clock.now(), gateway: gateway, settings: settings, trigger: trigger)
     }
 
     /// The audit from what the rounds saw and the checks made on the present assets.
-    public static func result(location: String, readers: [String], register: [AssetRow], seen: [UID: Sighting], checks: [UID: [String]],
-                              lastSeen: [UID: (time: Millis, reader: String?, location: String?)], started: Millis, finished: Millis,
-                              gateway: String, settings: AuditSettings, trigger: String) -> AuditRecord {
+    public static func result(
+        location: String, readers: [String], register: [AssetRow], seen: [UID: Sighting], checks: [UID: [String]],
+        lastSeen: [UID: (time: Millis, reader: String?, location: String?)], started: Millis, finished: Millis,
+        gateway: String, settings: AuditSettings, trigger: String
+    ) -> AuditRecord {
         let here = register.filter { $0.location == location }
         let byUID = Dictionary(register.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
         var results: [AuditResult] = []
         for asset in here {
             if let s = seen[asset.uid] {
-                results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .present, registeredLocation: location,
-                                           seenLocation: location, seenBy: s.reader, seenRounds: s.rounds, firstSeen: s.first,
-                                           lastSeen: s.last, failedChecks: checks[asset.uid] ?? []))
-            } else if let l = lastSeen[asset.uid], let elsewhere = l.location, elsewhere != location, started - l.time <= settings.elsewhereWindowMs {
-                results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .wrongLocation, registeredLocation: location,
-                                           seenLocation: elsewhere, seenBy: l.reader, seenRounds: 0, firstSeen: nil, lastSeen: l.time))
+                results.append(
+                    AuditResult(
+                        uid: asset.uid, assetID: asset.assetID, status: .present, registeredLocation: location,
+                        seenLocation: location, seenBy: s.reader, seenRounds: s.rounds, firstSeen: s.first,
+                        lastSeen: s.last, failedChecks: checks[asset.uid] ?? []))
+            } else if let l = lastSeen[asset.uid], let elsewhere = l.location, elsewhere != location,
+                started - l.time <= settings.elsewhereWindowMs
+            {
+                results.append(
+                    AuditResult(
+                        uid: asset.uid, assetID: asset.assetID, status: .wrongLocation, registeredLocation: location,
+                        seenLocation: elsewhere, seenBy: l.reader, seenRounds: 0, firstSeen: nil, lastSeen: l.time))
             } else {
-                results.append(AuditResult(uid: asset.uid, assetID: asset.assetID, status: .missing, registeredLocation: location,
-                                           seenLocation: nil, seenBy: nil, seenRounds: 0, firstSeen: nil, lastSeen: lastSeen[asset.uid]?.time))
+                results.append(
+                    AuditResult(
+                        uid: asset.uid, assetID: asset.assetID, status: .missing, registeredLocation: location,
+                        seenLocation: nil, seenBy: nil, seenRounds: 0, firstSeen: nil,
+                        lastSeen: lastSeen[asset.uid]?.time))
             }
         }
-        for (uid, s) in seen.sorted(by: { $0.key.description < $1.key.description }) where byUID[uid]?.location != location {
+        for (uid, s) in seen.sorted(by: { $0.key.description < $1.key.description })
+        where byUID[uid]?.location != location {
             let registered = byUID[uid]
-            results.append(AuditResult(uid: uid, assetID: registered?.assetID, status: registered == nil ? .unexpected : .wrongLocation,
-                                       registeredLocation: registered?.location, seenLocation: location, seenBy: s.reader,
-                                       seenRounds: s.rounds, firstSeen: s.first, lastSeen: s.last))
+            results.append(
+                AuditResult(
+                    uid: uid, assetID: registered?.assetID, status: registered == nil ? .unexpected : .wrongLocation,
+                    registeredLocation: registered?.location, seenLocation: location, seenBy: s.reader,
+                    seenRounds: s.rounds, firstSeen: s.first, lastSeen: s.last))
         }
-        return AuditRecord(started: started, finished: finished, gateway: gateway, location: location, readers: readers,
-                           rounds: max(1, settings.rounds), trigger: trigger, results: results)
+        return AuditRecord(
+            started: started, finished: finished, gateway: gateway, location: location, readers: readers,
+            rounds: max(1, settings.rounds), trigger: trigger, results: results)
     }
 
     /// The register's expected values that a present asset does not meet.
@@ -203,7 +246,10 @@ public enum Auditor {
             switch key {
             case "model":
                 let model = (try? client.memory(of: asset.uid))?.model
-                if model.map({ $0.name.lowercased().contains(expected.lowercased()) || $0.rawValue.lowercased() == expected.lowercased() }) != true {
+                if model.map({
+                    $0.name.lowercased().contains(expected.lowercased())
+                        || $0.rawValue.lowercased() == expected.lowercased()
+                }) != true {
                     failed.append("model: \(model?.name ?? "unknown"), registered \(expected)")
                 }
             case "manufacturer":
@@ -211,14 +257,20 @@ public enum Auditor {
                     failed.append("manufacturer: \(asset.uid.manufacturer), registered \(expected)")
                 }
             case _ where key.hasPrefix("block_"):
-                guard let block = try? BlockNumber(parsing: String(key.dropFirst(6))), let want = try? Hex.parse(expected) else {
+                guard let block = try? BlockNumber(parsing: String(key.dropFirst(6))),
+                    let want = try? Hex.parse(expected)
+                else {
                     failed.append("\(key): not a block and hex bytes (e.g. block_0xF8 = 6608C2)")
                     continue
                 }
                 do {
                     let size = try client.memory(of: asset.uid).blockSize
-                    let got = Array(try client.readBlocks(asset.uid, first: block, count: max(1, (want.count + size - 1) / size)).map(\.data).joined())
-                    if Array(got.prefix(want.count)) != want { failed.append("block \(block): \(Hex.format(got)), registered \(Hex.format(want))") }
+                    let got = Array(
+                        try client.readBlocks(asset.uid, first: block, count: max(1, (want.count + size - 1) / size))
+                            .map(\.data).joined())
+                    if Array(got.prefix(want.count)) != want {
+                        failed.append("block \(block): \(Hex.format(got)), registered \(Hex.format(want))")
+                    }
                 } catch {
                     failed.append("block \(block): not read (\(error))")
                 }
@@ -229,13 +281,19 @@ public enum Auditor {
                 }
                 let must = ["yes", "true", "locked", "1"].contains(expected.lowercased())
                 do {
-                    let locked = try client.readBlocks(asset.uid, first: block, count: 1, security: true).first?.security?.isLocked ?? false
-                    if locked != must { failed.append("block \(block) \(locked ? "locked" : "not locked"), registered \(must ? "locked" : "unlocked")") }
+                    let locked =
+                        try client.readBlocks(asset.uid, first: block, count: 1, security: true).first?.security?
+                        .isLocked ?? false
+                    if locked != must {
+                        failed.append(
+                            "block \(block) \(locked ? "locked" : "not locked"), registered \(must ? "locked" : "unlocked")"
+                        )
+                    }
                 } catch {
                     failed.append("block \(block): lock status not read (\(error))")
                 }
             default:
-                continue   // other columns are for people (and for the equals rule)
+                continue  // other columns are for people (and for the equals rule)
             }
         }
         return failed

@@ -19,7 +19,10 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
         do { tz = try Self.zone(name) } catch { throw Invalid(description: error.description) }
         let parts = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard parts.count == 5 else {
-            throw Invalid(description: "'\(text)': a cron expression has 5 fields (minute hour day-of-month month day-of-week), e.g. 0 2 * * *")
+            throw Invalid(
+                description:
+                    "'\(text)': a cron expression has 5 fields (minute hour day-of-month month day-of-week), e.g. 0 2 * * *"
+            )
         }
         func field(_ s: String, _ range: ClosedRange<Int>, _ name: String) throws(Invalid) -> Set<Int> {
             var out = Set<Int>()
@@ -28,15 +31,22 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
                 guard stepParts.count <= 2 else { throw Invalid(description: "\(name) '\(item)': one '/' at most") }
                 var step = 1
                 if stepParts.count == 2 {
-                    guard let n = CronSchedule.number(stepParts[1]), (1...range.upperBound).contains(n) else { throw Invalid(description: "\(name) '\(item)': the step must be 1…\(range.upperBound)") }
+                    guard let n = CronSchedule.number(stepParts[1]), (1...range.upperBound).contains(n) else {
+                        throw Invalid(description: "\(name) '\(item)': the step must be 1…\(range.upperBound)")
+                    }
                     step = n
                 }
                 let base = stepParts[0]
                 var lo = range.lowerBound, hi = range.upperBound
                 if base != "*" {
                     let ends = base.split(separator: "-", omittingEmptySubsequences: false)
-                    guard (1...2).contains(ends.count), let a = CronSchedule.number(ends[0]), let b = CronSchedule.number(ends.last ?? ""), range.contains(a), range.contains(b), a <= b else {
-                        throw Invalid(description: "\(name) '\(item)': expected *, a number or a range in \(range.lowerBound)…\(range.upperBound)")
+                    guard (1...2).contains(ends.count), let a = CronSchedule.number(ends[0]),
+                        let b = CronSchedule.number(ends.last ?? ""), range.contains(a), range.contains(b), a <= b
+                    else {
+                        throw Invalid(
+                            description:
+                                "\(name) '\(item)': expected *, a number or a range in \(range.lowerBound)…\(range.upperBound)"
+                        )
                     }
                     (lo, hi) = (a, ends.count == 2 || stepParts.count == 2 ? b : a)
                     if ends.count == 1 && stepParts.count == 2 { hi = range.upperBound }
@@ -65,7 +75,10 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
         if offset {
             let sign = name.dropFirst(3).first == "+" ? "-" : "+"
             let hours = name.dropFirst(4).prefix { $0.isNumber }
-            throw Invalid(description: "time zone '\(name)': give an IANA name (e.g. Europe/Berlin); for a fixed offset IANA writes Etc/GMT\(sign)\(hours), whose sign is the reverse of the offset's")
+            throw Invalid(
+                description:
+                    "time zone '\(name)': give an IANA name (e.g. Europe/Berlin); for a fixed offset IANA writes Etc/GMT\(sign)\(hours), whose sign is the reverse of the offset's"
+            )
         }
         guard let tz = TimeZone(identifier: name) else {
             throw Invalid(description: "time zone '\(name)' is not an IANA name (e.g. Europe/Berlin, UTC)")
@@ -90,7 +103,9 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
     /// asked before any date is built) and `accept` (the firing's time) both take, or nil if none within the
     /// horizon. The search is bounded by calendar time, not by a count of firings: every day of the horizon
     /// is looked at once, each (hour, minute) of a matching day once.
-    public func next(after date: Date, localFilter: ((_ weekday: Int, _ minute: Int) -> Bool)?, accept: ((Date) -> Bool)?) -> Date? {
+    public func next(
+        after date: Date, localFilter: ((_ weekday: Int, _ minute: Int) -> Bool)?, accept: ((Date) -> Bool)?
+    ) -> Date? {
         var cal = Calendar(identifier: .gregorian)
         cal.timeZone = timeZone
         var day = cal.startOfDay(for: date)
@@ -110,15 +125,21 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
                 // On a day the clocks change, a nominal local time may run at another (a time in the gap runs at
                 // the jump): the cheap filter on nominal times is left out there, `accept` judges the real time.
                 let dayEnd = cal.date(byAdding: .day, value: 1, to: day) ?? day.addingTimeInterval(86_400)
-                let shifts = timeZone.nextDaylightSavingTimeTransition(after: day.addingTimeInterval(-1)).map { $0 < dayEnd } ?? false
+                let shifts =
+                    timeZone.nextDaylightSavingTimeTransition(after: day.addingTimeInterval(-1)).map { $0 < dayEnd }
+                    ?? false
                 let filter = shifts ? nil : localFilter
                 for h in hours {
                     for min in minutes {
                         if let filter, !filter(wd - 1, h * 60 + min) { continue }
-                        guard var t = cal.date(from: DateComponents(year: y, month: m, day: d, hour: h, minute: min)) else { continue }
+                        guard var t = cal.date(from: DateComponents(year: y, month: m, day: d, hour: h, minute: min))
+                        else { continue }
                         // In a gap Foundation moves the time on by the jump (02:30 → 03:30); cron runs it at the jump.
                         let got = cal.dateComponents([.hour, .minute], from: t)
-                        if got.hour != h || got.minute != min, let jump = timeZone.nextDaylightSavingTimeTransition(after: t.addingTimeInterval(-4 * 3600)), jump <= t {
+                        if got.hour != h || got.minute != min,
+                            let jump = timeZone.nextDaylightSavingTimeTransition(
+                                after: t.addingTimeInterval(-4 * 3600)), jump <= t
+                        {
                             t = jump
                         }
                         guard t > date else { continue }

@@ -19,22 +19,35 @@ public struct ShiftWindow: Sendable, Equatable, CustomStringConvertible {
     public init(_ text: String, days: String = "*", timeZone name: String = "UTC") throws(Invalid) {
         let tz: TimeZone
         do { tz = try CronSchedule.zone(name) } catch { throw Invalid(description: error.description) }
-        let ends = text.split(separator: "-", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let ends = text.split(separator: "-", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
         func minute(_ s: String, allow24: Bool) throws(Invalid) -> Int {
             let hm = s.split(separator: ":", omittingEmptySubsequences: false)
-            guard hm.count == 2, hm[0].count <= 2, hm[1].count == 2, let h = CronSchedule.number(hm[0]), let m = CronSchedule.number(hm[1]), (0...59).contains(m),
-                  (0...23).contains(h) || (allow24 && h == 24 && m == 0) else {
-                throw Invalid(description: "'\(text)': expected HH:MM-HH:MM in local time, e.g. 06:00-14:00 or 22:00-06:00")
+            guard hm.count == 2, hm[0].count <= 2, hm[1].count == 2, let h = CronSchedule.number(hm[0]),
+                let m = CronSchedule.number(hm[1]), (0...59).contains(m),
+                (0...23).contains(h) || (allow24 && h == 24 && m == 0)
+            else {
+                throw Invalid(
+                    description: "'\(text)': expected HH:MM-HH:MM in local time, e.g. 06:00-14:00 or 22:00-06:00")
             }
             return (h * 60 + m) % 1440
         }
-        guard ends.count == 2 else { throw Invalid(description: "'\(text)': expected HH:MM-HH:MM in local time, e.g. 06:00-14:00 or 22:00-06:00") }
+        guard ends.count == 2 else {
+            throw Invalid(description: "'\(text)': expected HH:MM-HH:MM in local time, e.g. 06:00-14:00 or 22:00-06:00")
+        }
         start = try minute(ends[0], allow24: false)
         end = try minute(ends[1], allow24: true)
         fullDay = start == end && ends[1].hasPrefix("24")
-        guard start != end || fullDay else { throw Invalid(description: "'\(text)': the window has no length (its start is its end); a whole day is 00:00-24:00") }
+        guard start != end || fullDay else {
+            throw Invalid(
+                description: "'\(text)': the window has no length (its start is its end); a whole day is 00:00-24:00")
+        }
         let weekdays: CronSchedule
-        do { weekdays = try CronSchedule("0 0 * * \(days)") } catch { throw Invalid(description: "days '\(days)': \(error.description.replacingOccurrences(of: "day of week ", with: ""))") }
+        do { weekdays = try CronSchedule("0 0 * * \(days)") } catch {
+            throw Invalid(
+                description: "days '\(days)': \(error.description.replacingOccurrences(of: "day of week ", with: ""))")
+        }
         self.days = weekdays.weekdays
         timeZone = tz
     }
@@ -67,9 +80,17 @@ public struct ShiftWindow: Sendable, Equatable, CustomStringConvertible {
     public func boundaries(start atStart: Bool, end atEnd: Bool) -> [CronSchedule] {
         func list(_ d: Set<Int>) -> String { d.count == 7 ? "*" : d.sorted().map(String.init).joined(separator: ",") }
         var out: [CronSchedule] = []
-        if atStart, let c = try? CronSchedule("\(start % 60) \(start / 60) * * \(list(days))", timeZone: timeZone.identifier) { out.append(c) }
+        if atStart,
+            let c = try? CronSchedule("\(start % 60) \(start / 60) * * \(list(days))", timeZone: timeZone.identifier)
+        {
+            out.append(c)
+        }
         let endDays = spansMidnight ? Set(days.map { ($0 + 1) % 7 }) : days
-        if atEnd, let c = try? CronSchedule("\(end % 60) \(end / 60) * * \(list(endDays))", timeZone: timeZone.identifier) { out.append(c) }
+        if atEnd,
+            let c = try? CronSchedule("\(end % 60) \(end / 60) * * \(list(endDays))", timeZone: timeZone.identifier)
+        {
+            out.append(c)
+        }
         return out
     }
 }

@@ -102,7 +102,9 @@ public struct ReadPlan: Equatable, Sendable {
 
     /// The fields whose block lies in `first ..< first + count`, decoded from `memory` (the bytes of those blocks);
     /// a field whose bytes are not all there is left out.
-    public func decodedFields(memory: [UInt8], first: BlockNumber, count: Int, blockSize: Int) -> [(name: String, value: FieldValue)] {
+    public func decodedFields(memory: [UInt8], first: BlockNumber, count: Int, blockSize: Int) -> [(
+        name: String, value: FieldValue
+    )] {
         var out: [(name: String, value: FieldValue)] = []
         for f in fields where first.int <= f.block.int && f.block.int < first.int + count {
             if let v = f.decode(memory: memory, first: first, blockSize: blockSize) { out.append((f.name, v)) }
@@ -136,7 +138,10 @@ public struct PollingOverrides: Equatable, Sendable {
     public var inventoryRead: Bool?
     public init() {}
 
-    static let keys = ["interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts", "stay-quiet", "inventory-read"]
+    static let keys = [
+        "interval", "slots", "afi", "data-rate", "departure-cycles", "retries", "read-attempts", "stay-quiet",
+        "inventory-read",
+    ]
 
     func apply(to c: inout AgentConfig) {
         if let intervalMs { c.intervalMs = intervalMs }
@@ -200,7 +205,10 @@ public struct ReaderConfig: Equatable, Sendable {
     /// The id of the reader of a configuration with a single `[reader]` table.
     public static let defaultID = "reader"
 
-    public init(id: String = ReaderConfig.defaultID, driver: ReaderKind = .sim, field: String? = nil, device: String? = nil, location: String? = nil) {
+    public init(
+        id: String = ReaderConfig.defaultID, driver: ReaderKind = .sim, field: String? = nil, device: String? = nil,
+        location: String? = nil
+    ) {
         self.id = id
         self.driver = driver
         self.field = field
@@ -291,16 +299,24 @@ public struct AgentConfig: Sendable {
         func check(_ what: String, _ path: String?, minLength: Int = 1, secret: Bool = true) {
             guard let path else { return }
             guard let data = FileManager.default.contents(atPath: path) else {
-                errors.append("\(file): \(what) \(path): cannot read it (it must exist and be readable by the service's user)")
+                errors.append(
+                    "\(file): \(what) \(path): cannot read it (it must exist and be readable by the service's user)")
                 return
             }
-            let first = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            let first =
+                String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                } ?? ""
             if secret && first.count < minLength {
-                errors.append("\(file): \(what) \(path): \(first.isEmpty ? "empty" : "the first line must be at least \(minLength) characters")")
+                errors.append(
+                    "\(file): \(what) \(path): \(first.isEmpty ? "empty" : "the first line must be at least \(minLength) characters")"
+                )
             }
             var st = stat()
             if secret, stat(path, &st) == 0, st.st_mode & 0o077 != 0 {
-                warnings.append("\(file): \(what) \(path) can be read by other users (mode \(String(st.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
+                warnings.append(
+                    "\(file): \(what) \(path) can be read by other users (mode \(String(st.st_mode & 0o777, radix: 8))): chmod 600 \(path)"
+                )
             }
         }
         check("service.api-token-file", apiTokenFile, minLength: 16)
@@ -313,13 +329,22 @@ public struct AgentConfig: Sendable {
         let table = try ConfigReader.parse(text: text, file: file)
         let r = ConfigReader(file: file)
         var c = AgentConfig(file: file)
-        let top = Section(r, table, name: "", keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync"])
-        if table.entries.isEmpty { r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key") }
+        let top = Section(
+            r, table, name: "",
+            keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync"])
+        if table.entries.isEmpty {
+            r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key")
+        }
         if let g = top.subsection("gateway", keys: ["id", "site"]) {
             if let id = g.string("id") {
                 if !Self.isIdentifier(id) {
-                    r.issue(g.node("id")?.line ?? g.line, "gateway.id: '\(id.prefix(40))\(id.count > 40 ? "…" : "")' must be 1 to 64 letters, digits, '-', '_', '.' or ':' (it goes in every row and every export)")
-                } else { c.gatewayID = id }
+                    r.issue(
+                        g.node("id")?.line ?? g.line,
+                        "gateway.id: '\(id.prefix(40))\(id.count > 40 ? "…" : "")' must be 1 to 64 letters, digits, '-', '_', '.' or ':' (it goes in every row and every export)"
+                    )
+                } else {
+                    c.gatewayID = id
+                }
             }
             c.site = g.string("site")
         }
@@ -338,8 +363,14 @@ public struct AgentConfig: Sendable {
                 if p.isEmpty {
                     r.issue(s.node("path")?.line ?? s.line, "store.path: empty; name the store file (e.g. vlogger.db)")
                 } else if FileManager.default.fileExists(atPath: resolved, isDirectory: &isDir),
-                          isDir.boolValue || (try? FileManager.default.attributesOfItem(atPath: resolved)[.type] as? FileAttributeType) != .typeRegular {
-                    r.issue(s.node("path")?.line ?? s.line, "store.path: \(resolved) is \(isDir.boolValue ? "a folder" : "not a regular file"); name a store file")
+                    isDir.boolValue
+                        || (try? FileManager.default.attributesOfItem(atPath: resolved)[.type] as? FileAttributeType)
+                            != .typeRegular
+                {
+                    r.issue(
+                        s.node("path")?.line ?? s.line,
+                        "store.path: \(resolved) is \(isDir.boolValue ? "a folder" : "not a regular file"); name a store file"
+                    )
                 } else {
                     c.storePath = resolved
                 }
@@ -349,7 +380,10 @@ public struct AgentConfig: Sendable {
             c.queueLimit = s.integer("queue-limit", in: 100...10_000_000).map(Int.init) ?? c.queueLimit
             if let keep = s.duration("keep") {
                 if keep < 3_600_000 {
-                    r.issue(s.node("keep")?.line ?? s.line, "store.keep: '\(s.string("keep") ?? "")' is under an hour; keep at least \"1h\" (or leave it out to keep everything)")
+                    r.issue(
+                        s.node("keep")?.line ?? s.line,
+                        "store.keep: '\(s.string("keep") ?? "")' is under an hour; keep at least \"1h\" (or leave it out to keep everything)"
+                    )
                 } else {
                     c.keepMs = keep
                 }
@@ -359,13 +393,23 @@ public struct AgentConfig: Sendable {
             c.audit.rounds = s.integer("rounds", in: 1...100).map(Int.init) ?? c.audit.rounds
             c.audit.spacingMs = s.duration("spacing") ?? c.audit.spacingMs
             c.audit.elsewhereWindowMs = s.duration("elsewhere-window") ?? c.audit.elsewhereWindowMs
-            for t in s.tables("schedule", keys: ["name", "cron", "shifts", "at", "during", "days", "time-zone", "location"]) {
+            for t in s.tables(
+                "schedule", keys: ["name", "cron", "shifts", "at", "during", "days", "time-zone", "location"])
+            {
                 guard let name = t.require("name", t.string) else { continue }
-                if name.trimmingCharacters(in: .whitespaces).isEmpty { r.issue(t.node("name")?.line ?? t.line, "\(t.name).name: empty; name the schedule (its audits are stored as schedule:NAME)") ; continue }
+                if name.trimmingCharacters(in: .whitespaces).isEmpty {
+                    r.issue(
+                        t.node("name")?.line ?? t.line,
+                        "\(t.name).name: empty; name the schedule (its audits are stored as schedule:NAME)");
+                    continue
+                }
                 let zone = t.string("time-zone") ?? "UTC", days = t.string("days") ?? "*"
                 let cron = t.string("cron"), shifts = t.strings("shifts")
                 guard (cron == nil) != (shifts == nil) else {
-                    r.issue(t.line, "\(t.name): give either cron (\"0 2 * * *\") or shifts ([\"06:00-14:00\", \"14:00-22:00\"]), not \(cron == nil ? "neither" : "both")")
+                    r.issue(
+                        t.line,
+                        "\(t.name): give either cron (\"0 2 * * *\") or shifts ([\"06:00-14:00\", \"14:00-22:00\"]), not \(cron == nil ? "neither" : "both")"
+                    )
                     continue
                 }
                 func windows(_ key: String, _ texts: [String]) -> [ShiftWindow]? {
@@ -376,37 +420,59 @@ public struct AgentConfig: Sendable {
                             return nil
                         }
                     }
-                    if out.isEmpty { r.issue(t.node(key)?.line ?? t.line, "\(t.name).\(key): the list is empty") ; return nil }
+                    if out.isEmpty {
+                        r.issue(t.node(key)?.line ?? t.line, "\(t.name).\(key): the list is empty"); return nil
+                    }
                     return out
                 }
                 var schedule: AuditSchedule
                 if let cron {
-                    if t.node("at") != nil { r.issue(t.node("at")?.line ?? t.line, "\(t.name).at: only with shifts (a cron schedule fires at its own times)") }
+                    if t.node("at") != nil {
+                        r.issue(
+                            t.node("at")?.line ?? t.line,
+                            "\(t.name).at: only with shifts (a cron schedule fires at its own times)")
+                    }
                     if t.node("days") != nil && t.node("during") == nil {
-                        r.issue(t.node("days")?.line ?? t.line, "\(t.name).days: with cron, give the days in the cron expression's fifth field (days is for shifts and during)")
+                        r.issue(
+                            t.node("days")?.line ?? t.line,
+                            "\(t.name).days: with cron, give the days in the cron expression's fifth field (days is for shifts and during)"
+                        )
                     }
                     var during: [ShiftWindow] = []
                     if let texts = t.strings("during") {
                         guard let w = windows("during", texts) else { continue }
                         during = w
                     }
-                    do { schedule = AuditSchedule(name: name, cron: try CronSchedule(cron, timeZone: zone), during: during, location: t.string("location")) } catch {
+                    do {
+                        schedule = AuditSchedule(
+                            name: name, cron: try CronSchedule(cron, timeZone: zone), during: during,
+                            location: t.string("location"))
+                    } catch {
                         r.issue(t.node("cron")?.line ?? t.line, "\(t.name): \(error)")
                         continue
                     }
                 } else {
-                    if t.node("during") != nil { r.issue(t.node("during")?.line ?? t.line, "\(t.name).during: only with cron (shifts fire at their own boundaries)") }
+                    if t.node("during") != nil {
+                        r.issue(
+                            t.node("during")?.line ?? t.line,
+                            "\(t.name).during: only with cron (shifts fire at their own boundaries)")
+                    }
                     guard let w = windows("shifts", shifts ?? []) else { continue }
                     let at = t.string("at") ?? "end"
                     guard ["start", "end", "both"].contains(at) else {
                         r.issue(t.node("at")?.line ?? t.line, "\(t.name).at: '\(at)': expected start, end or both")
                         continue
                     }
-                    schedule = .shifts(name: name, w, atStart: at != "end", atEnd: at != "start", location: t.string("location"))
+                    schedule = .shifts(
+                        name: name, w, atStart: at != "end", atEnd: at != "start", location: t.string("location"))
                 }
-                if c.audit.schedules.contains(where: { $0.name == name }) { r.issue(t.line, "\(t.name): schedule '\(name)' is defined twice") }
+                if c.audit.schedules.contains(where: { $0.name == name }) {
+                    r.issue(t.line, "\(t.name): schedule '\(name)' is defined twice")
+                }
                 if let why = schedule.neverFires(after: Date()) {
-                    r.issue(t.node("cron")?.line ?? t.node("shifts")?.line ?? t.line, "\(t.name): schedule '\(name)' never fires: \(why)")
+                    r.issue(
+                        t.node("cron")?.line ?? t.node("shifts")?.line ?? t.line,
+                        "\(t.name): schedule '\(name)' never fires: \(why)")
                     continue
                 }
                 c.audit.schedules.append(schedule)
@@ -416,12 +482,17 @@ public struct AgentConfig: Sendable {
             c.apiTokenFile = s.string("api-token-file").map(c.resolve)
             if let hosts = s.strings("allowed-hosts") {
                 for h in hosts where h.isEmpty || h.contains(where: { $0 == "/" || $0 == " " || $0 == "@" }) {
-                    r.issue(s.node("allowed-hosts")?.line ?? s.line, "service.allowed-hosts: '\(h)' is not a host name (e.g. gateway-12.plant.example, or \"*\" for any)")
+                    r.issue(
+                        s.node("allowed-hosts")?.line ?? s.line,
+                        "service.allowed-hosts: '\(h)' is not a host name (e.g. gateway-12.plant.example, or \"*\" for any)"
+                    )
                 }
                 c.allowedHosts = hosts.map { $0.lowercased() }
             }
             if let l = s.string("listen") {
-                if l.isEmpty { c.listen = nil } else {
+                if l.isEmpty {
+                    c.listen = nil
+                } else {
                     do { c.listen = try ListenAddress(parsing: l).description } catch {
                         r.issue(s.node("listen")?.line ?? s.line, "service.listen: \(error) (\"\" for none)")
                     }
@@ -443,7 +514,10 @@ public struct AgentConfig: Sendable {
         for p in c.plans {
             for f in p.fields {
                 if let other = byName[f.name], other.unit != f.unit {
-                    r.issue(p.line, "field '\(f.name)' has unit \(f.unit ?? "none") here and \(other.unit ?? "none") in another plan; use one unit or another name")
+                    r.issue(
+                        p.line,
+                        "field '\(f.name)' has unit \(f.unit ?? "none") here and \(other.unit ?? "none") in another plan; use one unit or another name"
+                    )
                 }
                 byName[f.name] = f
             }
@@ -451,7 +525,10 @@ public struct AgentConfig: Sendable {
         let locations = Set(c.readers.map(Auditor.location))
         for schedule in c.audit.schedules {
             if let l = schedule.location, !locations.contains(l) {
-                r.issue(0, "audit schedule '\(schedule.name)': no reader at location '\(l)' (\(locations.sorted().joined(separator: ", ")))")
+                r.issue(
+                    0,
+                    "audit schedule '\(schedule.name)': no reader at location '\(l)' (\(locations.sorted().joined(separator: ", ")))"
+                )
             }
         }
         // Inventory Read, wherever it is asked for ([polling] or a reader's table): it needs Stay Quiet and blocks to bring.
@@ -459,9 +536,15 @@ public struct AgentConfig: Sendable {
             let rc = c.specialized(for: reader)
             guard rc.inventoryRead else { continue }
             if !rc.stayQuiet {
-                r.issue(0, "reader '\(reader.id)': inventory-read = true needs stay-quiet = true (the ICODE tags it finds are kept quiet while an Inventory looks for the others)")
+                r.issue(
+                    0,
+                    "reader '\(reader.id)': inventory-read = true needs stay-quiet = true (the ICODE tags it finds are kept quiet while an Inventory looks for the others)"
+                )
             } else if rc.inventoryReadRange == nil {
-                r.issue(0, "reader '\(reader.id)': inventory-read = true, but no plan that can match an ICODE chip (SLI, SLIX, SLIX2, DNA) reads blocks without lock status within 0x00…0xFF, at most 32 of them; nothing would come with the inventory")
+                r.issue(
+                    0,
+                    "reader '\(reader.id)': inventory-read = true, but no plan that can match an ICODE chip (SLI, SLIX, SLIX2, DNA) reads blocks without lock status within 0x00…0xFF, at most 32 of them; nothing would come with the inventory"
+                )
             }
         }
         if let f = c.chartField, !c.plans.contains(where: { $0.fields.contains { $0.name == f } }) {
@@ -471,19 +554,27 @@ public struct AgentConfig: Sendable {
             c.chartField = c.plans.lazy.flatMap(\.fields).first { $0.type.isNumeric }?.name
         }
         for reader in c.readers where c.specialized(for: reader).intervalMs == 0 {
-            c.warnings.append("\(file): reader '\(reader.id)': interval 0: polls back to back, taking all of the reader's air time and a core; give an interval (e.g. 500ms) unless that is meant")
+            c.warnings.append(
+                "\(file): reader '\(reader.id)': interval 0: polls back to back, taking all of the reader's air time and a core; give an interval (e.g. 500ms) unless that is meant"
+            )
         }
         if c.flushIntervalMs == 0 {
-            c.warnings.append("\(file): store.flush-interval 0: every record is committed on its own (a disk sync each); a flush interval of 1s–5s keeps batches")
+            c.warnings.append(
+                "\(file): store.flush-interval 0: every record is committed on its own (a disk sync each); a flush interval of 1s–5s keeps batches"
+            )
         }
         if let sync = c.sync, sync.sslMode == .disable, !(ListenAddress(host: sync.host, port: sync.port).isLoopback) {
-            c.warnings.append("\(file): sync.sslmode = \"disable\" to \(sync.host), which is not this machine: the password and every row cross the network in clear; use verify-full with ca-file")
+            c.warnings.append(
+                "\(file): sync.sslmode = \"disable\" to \(sync.host), which is not this machine: the password and every row cross the network in clear; use verify-full with ca-file"
+            )
         }
         try r.finish()
         return c
     }
 
-    static let readerKeys = ["id", "driver", "field", "device", "location", "max-response", "read-mode", "buffer-block"] + PollingOverrides.keys
+    static let readerKeys =
+        ["id", "driver", "field", "device", "location", "max-response", "read-mode", "buffer-block"]
+        + PollingOverrides.keys
 
     /// `[reader]` (one reader, id "reader") or `[[reader]]` tables (each with its own id).
     static func readReaders(_ top: Section, _ r: ConfigReader, _ c: AgentConfig) -> [ReaderConfig] {
@@ -503,55 +594,88 @@ public struct AgentConfig: Sendable {
             rc.line = s.line
             if let id = single ? s.string("id") : s.require("id", s.string) {
                 if !Self.isIdentifier(id) {
-                    r.issue(s.node("id")?.line ?? s.line, "\(s.name).id: '\(id.prefix(40))' must be 1 to 64 letters, digits, '-', '_', '.' or ':' (it names the reader in every row and metric)")
-                } else { rc.id = id }
+                    r.issue(
+                        s.node("id")?.line ?? s.line,
+                        "\(s.name).id: '\(id.prefix(40))' must be 1 to 64 letters, digits, '-', '_', '.' or ':' (it names the reader in every row and metric)"
+                    )
+                } else {
+                    rc.id = id
+                }
             }
             rc.driver = s.choice("driver", ReaderKind.self) ?? rc.driver
             rc.field = s.string("field").map(c.resolve)
             rc.device = s.string("device")
             rc.location = s.string("location")
             let simulates = rc.driver.driver.capabilities.contains(.simulatedField)
-            if !simulates, let n = s.node("field") { r.issue(n.line, "\(s.name).field is for a simulated reader (driver = \"sim\") only") }
-            if simulates, let n = s.node("device") { r.issue(n.line, "\(s.name).device is for hardware readers; a simulated reader takes 'field'") }
+            if !simulates, let n = s.node("field") {
+                r.issue(n.line, "\(s.name).field is for a simulated reader (driver = \"sim\") only")
+            }
+            if simulates, let n = s.node("device") {
+                r.issue(n.line, "\(s.name).device is for hardware readers; a simulated reader takes 'field'")
+            }
             if rc.driver == .feig {
                 if let d = rc.device {
-                    do { _ = try FEIGDevice.parse(d) } catch { r.issue(s.node("device")?.line ?? s.line, "\(s.name).device: \(error)") }
+                    do { _ = try FEIGDevice.parse(d) } catch {
+                        r.issue(s.node("device")?.line ?? s.line, "\(s.name).device: \(error)")
+                    }
                 } else {
-                    r.issue(s.line, "\(s.name): a feig reader needs device = \"/dev/ttyUSB0\" (a serial port, options after commas: baud=38400,parity=even,address=0) or \"tcp://HOST[:10001]\"")
+                    r.issue(
+                        s.line,
+                        "\(s.name): a feig reader needs device = \"/dev/ttyUSB0\" (a serial port, options after commas: baud=38400,parity=even,address=0) or \"tcp://HOST[:10001]\""
+                    )
                 }
             }
             rc.readMode = s.choice("read-mode", ReaderConfig.ReadMode.self) ?? .poll
             rc.bufferBlock = s.block("buffer-block") ?? 0
             if rc.readMode == .buffer, rc.driver != .feig {
-                r.issue(s.node("read-mode")?.line ?? s.line, "\(s.name).read-mode = \"buffer\" needs a reader with a buffer of its own (driver = \"feig\")")
+                r.issue(
+                    s.node("read-mode")?.line ?? s.line,
+                    "\(s.name).read-mode = \"buffer\" needs a reader with a buffer of its own (driver = \"feig\")")
             }
-            if rc.readMode != .buffer, let n = s.node("buffer-block") { r.issue(n.line, "\(s.name).buffer-block goes with read-mode = \"buffer\"") }
+            if rc.readMode != .buffer, let n = s.node("buffer-block") {
+                r.issue(n.line, "\(s.name).buffer-block goes with read-mode = \"buffer\"")
+            }
             rc.maxResponseBytes = s.integer("max-response", in: 16...8192).map(Int.init)
             if !simulates, let n = s.node("max-response") {
-                r.issue(n.line, "\(s.name).max-response is for a simulated reader (it models the reader it stands for); a hardware driver knows its own frame limit")
+                r.issue(
+                    n.line,
+                    "\(s.name).max-response is for a simulated reader (it models the reader it stands for); a hardware driver knows its own frame limit"
+                )
             }
             rc.polling = PollingOverrides.read(s, r)
             if let other = out.first(where: { $0.id == rc.id }) {
                 r.issue(s.line, "\(s.name): reader id '\(rc.id)' is used twice (first at line \(other.line))")
             }
             if simulates, let other = out.first(where: { $0.driver == rc.driver && $0.field == rc.field }) {
-                r.issue(s.line, "\(s.name): readers '\(other.id)' and '\(rc.id)' simulate the same field folder; give each its own")
+                r.issue(
+                    s.line,
+                    "\(s.name): readers '\(other.id)' and '\(rc.id)' simulate the same field folder; give each its own")
             }
             if !simulates, let other = out.first(where: { $0.driver == rc.driver && $0.device == rc.device }) {
-                r.issue(s.line, "\(s.name): readers '\(other.id)' and '\(rc.id)' name the same \(rc.driver) device; a reader can be polled by one job only")
+                r.issue(
+                    s.line,
+                    "\(s.name): readers '\(other.id)' and '\(rc.id)' name the same \(rc.driver) device; a reader can be polled by one job only"
+                )
             }
             out.append(rc)
         }
-        if out.isEmpty && !single { r.issue(top.node("reader")?.line ?? 0, "reader: an empty list of readers; write one [[reader]] table per reader") }
+        if out.isEmpty && !single {
+            r.issue(
+                top.node("reader")?.line ?? 0, "reader: an empty list of readers; write one [[reader]] table per reader"
+            )
+        }
         return out.isEmpty ? [ReaderConfig()] : out
     }
 
     /// The readings export's fixed columns, which no decoded field may be named after.
-    static let exportColumns: Set<String> = ["time", "gateway", "reader", "location", "uid", "block", "count", "data", "security"]
+    static let exportColumns: Set<String> = [
+        "time", "gateway", "reader", "location", "uid", "block", "count", "data", "security",
+    ]
 
     /// A gateway or reader id: 1 to 64 of letters, digits, '-', '_', '.', ':' (it goes into every row).
     static func isIdentifier(_ id: String) -> Bool {
-        !id.isEmpty && id.count <= 64 && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }
+        !id.isEmpty && id.count <= 64
+            && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }
     }
 
     /// This configuration as one reader's polling job sees it: the reader's own polling settings in force.
@@ -565,17 +689,29 @@ public struct AgentConfig: Sendable {
         guard let s else { return TagMatch() }
         var m = TagMatch()
         for text in s.strings("manufacturer") ?? [] {
-            if let code = ManufacturerCode.lookup(text) { m.manufacturers.append(code) } else {
-                r.issue(s.node("manufacturer")?.line ?? s.line, "match.manufacturer: '\(text)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register (NXP, STMicroelectronics, Texas Instruments, …)")
+            if let code = ManufacturerCode.lookup(text) {
+                m.manufacturers.append(code)
+            } else {
+                r.issue(
+                    s.node("manufacturer")?.line ?? s.line,
+                    "match.manufacturer: '\(text)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register (NXP, STMicroelectronics, Texas Instruments, …)"
+                )
             }
         }
         for text in s.strings("model") ?? [] {
-            if let model = ICModel.lookup(text) { m.models.append(model) } else {
-                r.issue(s.node("model")?.line ?? s.line, "match.model: '\(text)' is not a known IC model; known: \(ICModel.allCases.map(\.rawValue).joined(separator: ", "))")
+            if let model = ICModel.lookup(text) {
+                m.models.append(model)
+            } else {
+                r.issue(
+                    s.node("model")?.line ?? s.line,
+                    "match.model: '\(text)' is not a known IC model; known: \(ICModel.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
         }
         for text in s.strings("uid") ?? [] {
-            do { m.uids.append(try UIDPattern(parsing: text)) } catch { r.issue(s.node("uid")?.line ?? s.line, "match.uid: \(error)") }
+            do { m.uids.append(try UIDPattern(parsing: text)) } catch {
+                r.issue(s.node("uid")?.line ?? s.line, "match.uid: \(error)")
+            }
         }
         return m
     }
@@ -587,7 +723,9 @@ public struct AgentConfig: Sendable {
         for s in p.tables("read", keys: ["first", "count", "security"]) {
             guard let first = s.require("first", s.block) else { continue }
             let count = s.integer("count", in: 1...65536).map(Int.init) ?? 1
-            if first.int + count > 65536 { r.issue(s.line, "\(s.name): blocks \(first)+\(count) run past block 0xFFFF") }
+            if first.int + count > 65536 {
+                r.issue(s.line, "\(s.name): blocks \(first)+\(count) run past block 0xFFFF")
+            }
             reads.append(PlanRead(first: first, count: count, security: s.bool("security") ?? false))
         }
         var fields: [FieldDecoder] = []
@@ -596,21 +734,44 @@ public struct AgentConfig: Sendable {
             let type = s.require("type", { s.choice($0, FieldType.self) })
             guard let fname, let block, let type else { continue }
             let length = s.integer("length", in: 1...4096).map(Int.init)
-            if type.width != nil, let n = s.node("length") { r.issue(n.line, "\(s.name).length: \(type.rawValue) is \(type.width ?? 0) bytes; length is for hex and ascii") }
-            if type.width == nil, length == nil { r.issue(s.line, "\(s.name): type \(type.rawValue) needs 'length' (bytes)") }
-            let scale = s.number("scale"), offset = s.number("offset")
-            if !type.isNumeric, let n = s.node("scale") ?? s.node("offset") { r.issue(n.line, "\(s.name): scale and offset are for numeric types, not \(type.rawValue)") }
-            if fname.isEmpty || fname.count > 64 || fname.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) {
-                r.issue(s.node("name")?.line ?? s.line, "\(s.name).name: '\(fname.prefix(40))' must be 1 to 64 letters, digits, '_' or '-' (it becomes a CSV column)")
-            } else if Self.exportColumns.contains(fname.lowercased()) {
-                r.issue(s.node("name")?.line ?? s.line, "\(s.name).name: '\(fname)' is one of the export's own columns (\(Self.exportColumns.sorted().joined(separator: ", "))); choose another name")
+            if type.width != nil, let n = s.node("length") {
+                r.issue(
+                    n.line,
+                    "\(s.name).length: \(type.rawValue) is \(type.width ?? 0) bytes; length is for hex and ascii")
             }
-            if fields.contains(where: { $0.name == fname }) { r.issue(s.line, "\(s.name): field '\(fname)' is defined twice in plan '\(name)'") }
-            fields.append(FieldDecoder(name: fname, block: block, byte: s.integer("byte", in: 0...4095).map(Int.init) ?? 0,
-                                       type: type, length: length, scale: scale, offset: offset, unit: s.string("unit")))
+            if type.width == nil, length == nil {
+                r.issue(s.line, "\(s.name): type \(type.rawValue) needs 'length' (bytes)")
+            }
+            let scale = s.number("scale"), offset = s.number("offset")
+            if !type.isNumeric, let n = s.node("scale") ?? s.node("offset") {
+                r.issue(n.line, "\(s.name): scale and offset are for numeric types, not \(type.rawValue)")
+            }
+            if fname.isEmpty || fname.count > 64
+                || fname.contains(where: { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+            {
+                r.issue(
+                    s.node("name")?.line ?? s.line,
+                    "\(s.name).name: '\(fname.prefix(40))' must be 1 to 64 letters, digits, '_' or '-' (it becomes a CSV column)"
+                )
+            } else if Self.exportColumns.contains(fname.lowercased()) {
+                r.issue(
+                    s.node("name")?.line ?? s.line,
+                    "\(s.name).name: '\(fname)' is one of the export's own columns (\(Self.exportColumns.sorted().joined(separator: ", "))); choose another name"
+                )
+            }
+            if fields.contains(where: { $0.name == fname }) {
+                r.issue(s.line, "\(s.name): field '\(fname)' is defined twice in plan '\(name)'")
+            }
+            fields.append(
+                FieldDecoder(
+                    name: fname, block: block, byte: s.integer("byte", in: 0...4095).map(Int.init) ?? 0,
+                    type: type, length: length, scale: scale, offset: offset, unit: s.string("unit")))
         }
         let ndef = p.bool("ndef") ?? false
-        if reads.isEmpty && fields.isEmpty && !ndef { r.issue(p.line, "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries, or ndef = true") }
+        if reads.isEmpty && fields.isEmpty && !ndef {
+            r.issue(
+                p.line, "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries, or ndef = true")
+        }
         for f in fields where ndef && NDEFFields.all.contains(f.name) {
             r.issue(p.line, "\(p.name) ('\(name)'): field name '\(f.name)' is taken by the NDEF fields of ndef = true")
         }
@@ -630,11 +791,12 @@ public struct AgentConfig: Sendable {
         for p in plans where p.match.mayMatchICODEWithInventoryRead {
             var wanted = p.reads.filter { !$0.security }
             for f in p.fields {
-                let r = f.blocks(blockSize: 4)   // every ICODE chip has 4-byte blocks
+                let r = f.blocks(blockSize: 4)  // every ICODE chip has 4-byte blocks
                 wanted.append(PlanRead(first: BlockNumber(exactly: r.lowerBound) ?? 0, count: r.count))
             }
             guard let lo = wanted.map(\.first.int).min(), let hi = wanted.map({ $0.first.int + $0.count }).max(),
-                  hi > lo, hi - lo <= 32, hi <= 0x100, let first = BlockNumber(exactly: lo) else { return nil }
+                hi > lo, hi - lo <= 32, hi <= 0x100, let first = BlockNumber(exactly: lo)
+            else { return nil }
             return PlanRead(first: first, count: hi - lo)
         }
         return nil

@@ -31,7 +31,9 @@ struct CSVRecords {
 
     /// Records of a file, read in 64 KiB chunks.
     static func file(_ path: String) throws -> CSVRecords {
-        guard let h = FileHandle(forReadingAtPath: path) else { throw Failure(line: 0, message: "cannot read the file") }
+        guard let h = FileHandle(forReadingAtPath: path) else {
+            throw Failure(line: 0, message: "cannot read the file")
+        }
         return CSVRecords(chunks: {
             let data = try h.read(upToCount: 65_536) ?? Data()
             if data.isEmpty { try? h.close(); return nil }
@@ -58,7 +60,9 @@ struct CSVRecords {
 
     /// The next record and the line it starts on; nil at the end. A blank line is a record of one empty cell.
     mutating func next() throws(Failure) -> (line: Int, cells: [String])? {
-        do { return try read() } catch let f as Failure { throw f } catch { throw Failure(line: line, message: "cannot read the file (\(error.localizedDescription))") }
+        do { return try read() } catch let f as Failure { throw f } catch {
+            throw Failure(line: line, message: "cannot read the file (\(error.localizedDescription))")
+        }
     }
 
     private mutating func read() throws -> (line: Int, cells: [String])? {
@@ -69,7 +73,9 @@ struct CSVRecords {
         let lineNow = line
         func finish() throws {
             // Text that is not UTF-8 (a Latin-1 export) is refused, not repaired into U+FFFD.
-            guard let t = String(validating: cell, as: UTF8.self) else { throw Failure(line: lineNow, message: "the cell is not UTF-8 text (save the file as UTF-8)") }
+            guard let t = String(validating: cell, as: UTF8.self) else {
+                throw Failure(line: lineNow, message: "the cell is not UTF-8 text (save the file as UTF-8)")
+            }
             cells.append(t)
             cell.removeAll(keepingCapacity: true)
         }
@@ -100,7 +106,11 @@ struct CSVRecords {
             }
             switch c {
             case 0x22:
-                guard cell.isEmpty, !wasQuoted else { throw Failure(line: line, message: "a quote inside an unquoted cell; quote the whole cell and double the quote") }
+                guard cell.isEmpty, !wasQuoted else {
+                    throw Failure(
+                        line: line,
+                        message: "a quote inside an unquoted cell; quote the whole cell and double the quote")
+                }
                 quoted = true
                 wasQuoted = true
             case 0x2C:

@@ -30,7 +30,9 @@ public final class ConfigReader {
 
     static func parse(text: String, file: String) throws(ConfigError) -> TOMLTable {
         do { return try TOML.parse(text) } catch {
-            throw ConfigError(issues: [ConfigIssue(file: file, line: error.line, message: "column \(error.column): \(error.message)")])
+            throw ConfigError(issues: [
+                ConfigIssue(file: file, line: error.line, message: "column \(error.column): \(error.message)")
+            ])
         }
     }
 
@@ -39,7 +41,9 @@ public final class ConfigReader {
 
     static func load(_ path: String) throws(ConfigError) -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "cannot read the file (missing or not readable)")])
+            throw ConfigError(issues: [
+                ConfigIssue(file: path, line: 0, message: "cannot read the file (missing or not readable)")
+            ])
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "the file is not UTF-8 text")])
@@ -100,7 +104,8 @@ struct Section {
             return nil
         }
         if let range, !range.contains(v) {
-            reader.issue(n.line, "\(label(key)): \(v) is out of range; expected \(range.lowerBound)…\(range.upperBound)")
+            reader.issue(
+                n.line, "\(label(key)): \(v) is out of range; expected \(range.lowerBound)…\(range.upperBound)")
             return nil
         }
         return v
@@ -153,7 +158,8 @@ struct Section {
     func choice<T: RawRepresentable>(_ key: String, _ type: T.Type) -> T? where T.RawValue == String, T: CaseIterable {
         guard let s = string(key), let n = node(key) else { return nil }
         if let v = T(rawValue: s) { return v }
-        reader.issue(n.line, "\(label(key)): '\(s)' is not one of: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+        reader.issue(
+            n.line, "\(label(key)): '\(s)' is not one of: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
         return nil
     }
 

@@ -35,8 +35,10 @@ public struct FieldDecoder: Equatable, Sendable {
     public var offset: Double?
     public var unit: String?
 
-    public init(name: String, block: BlockNumber, byte: Int = 0, type: FieldType, length: Int? = nil,
-                scale: Double? = nil, offset: Double? = nil, unit: String? = nil) {
+    public init(
+        name: String, block: BlockNumber, byte: Int = 0, type: FieldType, length: Int? = nil,
+        scale: Double? = nil, offset: Double? = nil, unit: String? = nil
+    ) {
         self.name = name
         self.block = block
         self.byte = byte

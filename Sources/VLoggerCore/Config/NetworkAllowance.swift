@@ -2,7 +2,7 @@ import FEIG
 import Foundation
 import Readers
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A host the gateway connects to, named by the configuration: the fleet-sync server, a FEIG reader on the
@@ -46,7 +46,9 @@ public enum NetworkAllowance {
         var p: UnsafeMutablePointer<addrinfo>? = first
         while let a = p {
             var buf = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(a.pointee.ai_addr, a.pointee.ai_addrlen, &buf, socklen_t(buf.count), nil, 0, NI_NUMERICHOST) == 0 {
+            if getnameinfo(a.pointee.ai_addr, a.pointee.ai_addrlen, &buf, socklen_t(buf.count), nil, 0, NI_NUMERICHOST)
+                == 0
+            {
                 let s = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if !out.contains(s) { out.append(s) }
             }
@@ -57,14 +59,21 @@ public enum NetworkAllowance {
 
     /// The drop-in's text for `remotes` (`resolve` is `addresses` but for tests), and the hosts that did not
     /// resolve (left out, and said).
-    public static func dropIn(_ remotes: [Remote], source: String, resolve: (String) -> [String] = addresses) -> (text: String, unresolved: [String]) {
-        var lines = ["# Written by `vlogger config network --config \(source)`: the remote hosts that configuration names, which the",
-                     "# unit's IPAddressDeny=any would otherwise block. Write it again after changing them, then",
-                     "# systemctl daemon-reload && systemctl restart vlogger.", "[Service]"]
+    public static func dropIn(_ remotes: [Remote], source: String, resolve: (String) -> [String] = addresses) -> (
+        text: String, unresolved: [String]
+    ) {
+        var lines = [
+            "# Written by `vlogger config network --config \(source)`: the remote hosts that configuration names, which the",
+            "# unit's IPAddressDeny=any would otherwise block. Write it again after changing them, then",
+            "# systemctl daemon-reload && systemctl restart vlogger.", "[Service]",
+        ]
         var unresolved: [String] = []
         for r in remotes {
             let addrs = resolve(r.host)
-            if addrs.isEmpty { unresolved.append(r.host); lines.append("# \(r.what): \(r.host) did not resolve when this was written"); continue }
+            if addrs.isEmpty {
+                unresolved.append(r.host); lines.append("# \(r.what): \(r.host) did not resolve when this was written");
+                continue
+            }
             lines.append("# \(r.what): \(r.host):\(r.port)")
             for a in addrs { lines.append("IPAddressAllow=\(a)") }
         }
@@ -73,10 +82,11 @@ public enum NetworkAllowance {
 
     /// The addresses an existing drop-in allows.
     public static func allowed(inDropIn text: String) -> Set<String> {
-        Set(text.split(separator: "\n").compactMap { line -> String? in
-            let t = line.trimmingCharacters(in: .whitespaces)
-            guard t.hasPrefix("IPAddressAllow=") else { return nil }
-            return String(t.dropFirst("IPAddressAllow=".count))
-        })
+        Set(
+            text.split(separator: "\n").compactMap { line -> String? in
+                let t = line.trimmingCharacters(in: .whitespaces)
+                guard t.hasPrefix("IPAddressAllow=") else { return nil }
+                return String(t.dropFirst("IPAddressAllow=".count))
+            })
     }
 }

@@ -75,20 +75,34 @@ public struct AssetRegister: Sendable {
     /// The header's column names, checked: lower case, unique, with a uid column.
     static func header(_ records: inout CSVRecords, file path: String) throws(ConfigError) -> [String] {
         let first: (line: Int, cells: [String])?
-        do { first = try records.next() } catch { throw ConfigError(issues: [ConfigIssue(file: path, line: error.line, message: error.message)]) }
-        guard let header = first else { throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "empty register; expected a header row with a uid column")]) }
+        do { first = try records.next() } catch {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: error.line, message: error.message)])
+        }
+        guard let header = first else {
+            throw ConfigError(issues: [
+                ConfigIssue(file: path, line: 1, message: "empty register; expected a header row with a uid column")
+            ])
+        }
         let cols = header.cells.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         var seen = Set<String>()
         if let twice = cols.first(where: { !seen.insert($0).inserted }) {
-            throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "column '\(twice)' appears twice in the header; each column needs its own name")])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 1,
+                    message: "column '\(twice)' appears twice in the header; each column needs its own name")
+            ])
         }
         guard cols.contains("uid") else {
-            throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "no 'uid' column in the header (\(cols.joined(separator: ", ")))")])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 1, message: "no 'uid' column in the header (\(cols.joined(separator: ", ")))")
+            ])
         }
         return cols
     }
 
-    static func read(_ input: CSVRecords, file path: String, keeping: Set<String>?) throws(ConfigError) -> AssetRegister {
+    static func read(_ input: CSVRecords, file path: String, keeping: Set<String>?) throws(ConfigError) -> AssetRegister
+    {
         var records = input
         let cols = try header(&records, file: path)
         let u = cols.firstIndex(of: "uid") ?? 0
@@ -98,18 +112,27 @@ public struct AssetRegister: Sendable {
         var issues: [ConfigIssue] = []
         while true {
             let rec: (line: Int, cells: [String])?
-            do { rec = try records.next() } catch { issues.append(ConfigIssue(file: path, line: error.line, message: error.message)); break }
+            do { rec = try records.next() } catch {
+                issues.append(ConfigIssue(file: path, line: error.line, message: error.message)); break
+            }
             guard let rec else { break }
             if rec.cells.count == 1 && rec.cells[0].isEmpty { continue }
             guard rec.cells.count == cols.count else {
-                issues.append(ConfigIssue(file: path, line: rec.line, message: "\(rec.cells.count) cells; the header has \(cols.count)"))
+                issues.append(
+                    ConfigIssue(
+                        file: path, line: rec.line, message: "\(rec.cells.count) cells; the header has \(cols.count)"))
                 if issues.count >= 50 { break }
                 continue
             }
             do {
                 let uid = try UID(parsing: rec.cells[u])
-                if !seen.insert(uid).inserted { issues.append(ConfigIssue(file: path, line: rec.line, message: "UID \(uid) is listed twice")) }
-                if !kept.isEmpty { rows[uid.description] = Dictionary(uniqueKeysWithValues: kept.map { ($0.element, rec.cells[$0.offset]) }) }
+                if !seen.insert(uid).inserted {
+                    issues.append(ConfigIssue(file: path, line: rec.line, message: "UID \(uid) is listed twice"))
+                }
+                if !kept.isEmpty {
+                    rows[uid.description] = Dictionary(
+                        uniqueKeysWithValues: kept.map { ($0.element, rec.cells[$0.offset]) })
+                }
             } catch {
                 issues.append(ConfigIssue(file: path, line: rec.line, message: "uid: \(error)"))
             }
@@ -127,7 +150,9 @@ extension AssetRegister {
     public static func importConfigured(_ config: AgentConfig, into store: Store) throws -> AssetImportReport? {
         guard let file = config.registerFile else { return nil }
         var records: CSVRecords
-        do { records = try CSVRecords.file(file) } catch { throw ConfigError(issues: [ConfigIssue(file: file, line: 0, message: "cannot read the file")]) }
+        do { records = try CSVRecords.file(file) } catch {
+            throw ConfigError(issues: [ConfigIssue(file: file, line: 0, message: "cannot read the file")])
+        }
         guard try header(&records, file: file).contains("asset_id") else { return nil }
         return try importFile(file, into: store)
     }
@@ -140,25 +165,43 @@ extension AssetRegister {
     /// column.
     public static func importFile(_ path: String, into store: Store, dryRun: Bool = false) throws -> AssetImportReport {
         let records: CSVRecords
-        do { records = try CSVRecords.file(path) } catch { throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "cannot read the file")]) }
+        do { records = try CSVRecords.file(path) } catch {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "cannot read the file")])
+        }
         return try importRecords(records, file: path, into: store, dryRun: dryRun)
     }
 
     /// `importFile` for a register in memory.
-    public static func importText(_ text: String, file path: String, into store: Store, dryRun: Bool = false) throws -> AssetImportReport {
+    public static func importText(_ text: String, file path: String, into store: Store, dryRun: Bool = false) throws
+        -> AssetImportReport
+    {
         try importRecords(CSVRecords(text: text), file: path, into: store, dryRun: dryRun)
     }
 
-    static func importRecords(_ given: CSVRecords, file path: String, into store: Store, dryRun: Bool) throws -> AssetImportReport {
+    static func importRecords(_ given: CSVRecords, file path: String, into store: Store, dryRun: Bool) throws
+        -> AssetImportReport
+    {
         var input = given
         let cols = try header(&input, file: path)
         guard cols.contains("asset_id") else {
-            throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "no 'asset_id' column in the header (\(cols.joined(separator: ", "))); an asset register needs uid and asset_id")])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 1,
+                    message:
+                        "no 'asset_id' column in the header (\(cols.joined(separator: ", "))); an asset register needs uid and asset_id"
+                )
+            ])
         }
         for c in cols where c.hasPrefix("block_") || c.hasPrefix("locked_") {
             let number = c.hasPrefix("block_") ? String(c.dropFirst(6)) : String(c.dropFirst(7))
             if (try? BlockNumber(parsing: number)) == nil {
-                throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "column \(c): '\(number)' is not a block number (0x00…0xFFFF), e.g. \(c.hasPrefix("block_") ? "block_0xF8" : "locked_0x00")")])
+                throw ConfigError(issues: [
+                    ConfigIssue(
+                        file: path, line: 1,
+                        message:
+                            "column \(c): '\(number)' is not a block number (0x00…0xFFFF), e.g. \(c.hasPrefix("block_") ? "block_0xF8" : "locked_0x00")"
+                    )
+                ])
             }
         }
         let nameColumn = cols.contains("name") ? "name" : (cols.contains("description") ? "description" : nil)
@@ -167,34 +210,51 @@ extension AssetRegister {
             return try store.importAssets(source: path, dryRun: dryRun) { add throws(StoreError) in
                 while true {
                     let rec: (line: Int, cells: [String])?
-                    do throws(CSVRecords.Failure) { rec = try input.next() } catch { throw StoreError("\(path):\(error.line): \(error.message)") }
+                    do throws(CSVRecords.Failure) { rec = try input.next() } catch {
+                        throw StoreError("\(path):\(error.line): \(error.message)")
+                    }
                     guard let rec else { return }
                     if rec.cells.count == 1 && rec.cells[0].isEmpty { continue }
                     func fail(_ m: String) -> StoreError { StoreError("\(path):\(rec.line): \(m)") }
-                    guard rec.cells.count == cols.count else { throw fail("\(rec.cells.count) cells; the header has \(cols.count)") }
+                    guard rec.cells.count == cols.count else {
+                        throw fail("\(rec.cells.count) cells; the header has \(cols.count)")
+                    }
                     var cells: [String: String] = [:]
                     for (c, v) in zip(cols, rec.cells) {
                         let t = v.trimmingCharacters(in: .whitespaces)
-                        if t.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" }) { throw fail("column \(c): a control character in the cell") }
+                        if t.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" }) {
+                            throw fail("column \(c): a control character in the cell")
+                        }
                         cells[c] = t
                     }
-                    guard let uid = try? UID(parsing: cells["uid"] ?? "") else { throw fail("uid: '\(cells["uid"] ?? "")' is not a UID, E0 first (E008010000004212)") }
-                    guard let asset = cells["asset_id"], !asset.isEmpty else { throw fail("column asset_id: empty; every asset needs its id") }
+                    guard let uid = try? UID(parsing: cells["uid"] ?? "") else {
+                        throw fail("uid: '\(cells["uid"] ?? "")' is not a UID, E0 first (E008010000004212)")
+                    }
+                    guard let asset = cells["asset_id"], !asset.isEmpty else {
+                        throw fail("column asset_id: empty; every asset needs its id")
+                    }
                     var extra: [String: String] = [:]
                     for (c, v) in cells where !fixed.contains(c) && !v.isEmpty {
                         if c.hasPrefix("block_"), (try? Hex.parse(v)).map({ $0.isEmpty || $0.count > 256 }) ?? true {
                             throw fail("column \(c): '\(v)' is not hex bytes (1 to 256, e.g. 6608C2)")
                         }
-                        if c.hasPrefix("locked_"), !["yes", "no", "true", "false", "locked", "unlocked", "1", "0"].contains(v.lowercased()) {
+                        if c.hasPrefix("locked_"),
+                            !["yes", "no", "true", "false", "locked", "unlocked", "1", "0"].contains(v.lowercased())
+                        {
                             throw fail("column \(c): '\(v)' is not yes or no")
                         }
                         if c == "manufacturer", ManufacturerCode.lookup(v) == nil {
-                            throw fail("column manufacturer: '\(v)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register")
+                            throw fail(
+                                "column manufacturer: '\(v)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register"
+                            )
                         }
                         extra[c] = v
                     }
                     func value(_ c: String?) -> String? { c.flatMap { cells[$0] }.flatMap { $0.isEmpty ? nil : $0 } }
-                    try add(AssetRow(uid: uid, assetID: asset, name: value(nameColumn), location: value("location"), extra: extra), rec.line)
+                    try add(
+                        AssetRow(
+                            uid: uid, assetID: asset, name: value(nameColumn), location: value("location"), extra: extra
+                        ), rec.line)
                 }
             }
         } catch {
@@ -202,7 +262,11 @@ extension AssetRegister {
             if error.message.hasPrefix(path + ":") {
                 let rest = error.message.dropFirst(path.count + 1)
                 if let colon = rest.firstIndex(of: ":"), let line = Int(rest[..<colon]) {
-                    throw ConfigError(issues: [ConfigIssue(file: path, line: line, message: rest[rest.index(after: colon)...].trimmingCharacters(in: .whitespaces))])
+                    throw ConfigError(issues: [
+                        ConfigIssue(
+                            file: path, line: line,
+                            message: rest[rest.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+                    ])
                 }
             }
             throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: error.message)])
@@ -213,25 +277,37 @@ extension AssetRegister {
     public static func assetRows(_ text: String, file path: String) throws(ConfigError) -> [AssetRow] {
         let register = try parse(text, file: path)
         guard register.columns.contains("asset_id") else {
-            throw ConfigError(issues: [ConfigIssue(file: path, line: 1, message: "no 'asset_id' column in the header (\(register.columns.joined(separator: ", "))); an asset register needs uid and asset_id")])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 1,
+                    message:
+                        "no 'asset_id' column in the header (\(register.columns.joined(separator: ", "))); an asset register needs uid and asset_id"
+                )
+            ])
         }
         let records: [[String]]
-        do { records = try CSVRecords.parse(text) } catch { throw ConfigError(issues: [ConfigIssue(file: path, line: error.line, message: error.message)]) }
+        do { records = try CSVRecords.parse(text) } catch {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: error.line, message: error.message)])
+        }
         let cols = register.columns
         let nameColumn = cols.contains("name") ? "name" : (cols.contains("description") ? "description" : nil)
         var out: [AssetRow] = [], issues: [ConfigIssue] = []
         for (i, rec) in records.dropFirst().enumerated() where !(rec.count == 1 && rec[0].isEmpty) {
             var cells: [String: String] = [:]
             for (c, v) in zip(cols, rec) { cells[c] = v.trimmingCharacters(in: .whitespaces) }
-            guard let uid = try? UID(parsing: cells["uid"] ?? "") else { continue }   // parse() has checked every uid
+            guard let uid = try? UID(parsing: cells["uid"] ?? "") else { continue }  // parse() has checked every uid
             guard let asset = cells["asset_id"], !asset.isEmpty else {
-                issues.append(ConfigIssue(file: path, line: i + 2, message: "column asset_id: empty; every asset needs its id"))
+                issues.append(
+                    ConfigIssue(file: path, line: i + 2, message: "column asset_id: empty; every asset needs its id"))
                 continue
             }
             func value(_ c: String?) -> String? { c.flatMap { cells[$0] }.flatMap { $0.isEmpty ? nil : $0 } }
             var extra = cells
             for c in ["uid", "asset_id", "location", nameColumn].compactMap({ $0 }) { extra[c] = nil }
-            out.append(AssetRow(uid: uid, assetID: asset, name: value(nameColumn), location: value("location"), extra: extra.filter { !$0.value.isEmpty }))
+            out.append(
+                AssetRow(
+                    uid: uid, assetID: asset, name: value(nameColumn), location: value("location"),
+                    extra: extra.filter { !$0.value.isEmpty }))
         }
         if !issues.isEmpty { throw ConfigError(issues: issues) }
         return out
@@ -260,8 +336,10 @@ public struct RuleSet: Sendable {
         let top = Section(r, table, name: "", keys: ["rule"])
         var rules: [Rule] = []
         var names = Set<String>()
-        let keys = ["name", "kind", "severity", "match", "allow", "deny", "allow-file", "deny-file", "block", "locked",
-                    "field", "min", "max", "value", "register-column"]
+        let keys = [
+            "name", "kind", "severity", "match", "allow", "deny", "allow-file", "deny-file", "block", "locked",
+            "field", "min", "max", "value", "register-column",
+        ]
         for s in top.tables("rule", keys: keys) {
             guard let name = s.require("name", s.string), let kind = s.require("kind", s.string) else { continue }
             if !names.insert(name).inserted { r.issue(s.line, "rule '\(name)' is defined twice") }
@@ -272,7 +350,9 @@ public struct RuleSet: Sendable {
             func list(_ key: String) -> [String] {
                 var out = s.strings(key) ?? []
                 if let path = s.string(key + "-file") {
-                    let full = path.hasPrefix("/") ? path : ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(path)
+                    let full =
+                        path.hasPrefix("/")
+                        ? path : ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(path)
                     if let text = try? ConfigReader.load(full) {
                         out += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
@@ -287,7 +367,10 @@ public struct RuleSet: Sendable {
                 used = ["allow", "deny", "allow-file", "deny-file"]
                 func patterns(_ key: String) -> [UIDPattern] {
                     list(key).compactMap { t in
-                        do { return try UIDPattern(parsing: t) } catch { r.issue(s.node(key)?.line ?? s.node(key + "-file")?.line ?? s.line, "\(key): \(error)"); return nil }
+                        do { return try UIDPattern(parsing: t) } catch {
+                            r.issue(s.node(key)?.line ?? s.node(key + "-file")?.line ?? s.line, "\(key): \(error)");
+                            return nil
+                        }
                     }
                 }
                 check = .uid(allow: patterns("allow"), deny: patterns("deny"))
@@ -296,7 +379,9 @@ public struct RuleSet: Sendable {
                 func codes(_ key: String) -> [ManufacturerCode] {
                     list(key).compactMap { t in
                         if let c = ManufacturerCode.lookup(t) { return c }
-                        r.issue(s.node(key)?.line ?? s.line, "\(key): '\(t)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register")
+                        r.issue(
+                            s.node(key)?.line ?? s.line,
+                            "\(key): '\(t)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register")
                         return nil
                     }
                 }
@@ -313,12 +398,16 @@ public struct RuleSet: Sendable {
                 check = .model(allow: models("allow"), deny: models("deny"))
             case "lock":
                 used = ["block", "locked"]
-                if let b = s.require("block", s.block), let l = s.require("locked", s.bool) { check = .lock(block: b, locked: l) }
+                if let b = s.require("block", s.block), let l = s.require("locked", s.bool) {
+                    check = .lock(block: b, locked: l)
+                }
             case "range":
                 used = ["field", "min", "max"]
                 let lo = s.number("min"), hi = s.number("max")
                 if lo == nil && hi == nil { r.issue(s.line, "\(s.name): a range rule needs min, max or both") }
-                if let lo, let hi, lo > hi { r.issue(s.node("max")?.line ?? s.line, "\(s.name): max \(hi) is below min \(lo)") }
+                if let lo, let hi, lo > hi {
+                    r.issue(s.node("max")?.line ?? s.line, "\(s.name): max \(hi) is below min \(lo)")
+                }
                 if let f = s.require("field", s.string) { check = .range(field: f, min: lo, max: hi) }
             case "equals":
                 used = ["block", "field", "value", "register-column"]
@@ -331,19 +420,30 @@ public struct RuleSet: Sendable {
                 let expected: RuleCheck.Expected?
                 switch (s.string("value"), s.string("register-column")) {
                 case let (v?, nil):
-                    if case .block = target, (try? Hex.parse(v)) == nil { r.issue(s.node("value")?.line ?? s.line, "\(s.name).value: '\(v)' is not hex bytes (compared with a block)") }
+                    if case .block = target, (try? Hex.parse(v)) == nil {
+                        r.issue(
+                            s.node("value")?.line ?? s.line,
+                            "\(s.name).value: '\(v)' is not hex bytes (compared with a block)")
+                    }
                     expected = .value(v)
                 case let (nil, c?): expected = .register(column: c.lowercased())
-                default: r.issue(s.line, "\(s.name): an equals rule needs exactly one of value or register-column"); expected = nil
+                default:
+                    r.issue(s.line, "\(s.name): an equals rule needs exactly one of value or register-column");
+                    expected = nil
                 }
                 if let target, let expected { check = .equals(target: target, expected: expected) }
             default:
                 used = []
-                r.issue(s.node("kind")?.line ?? s.line, "\(s.name).kind: '\(kind)' is not one of: \(kinds.joined(separator: ", "))")
+                r.issue(
+                    s.node("kind")?.line ?? s.line,
+                    "\(s.name).kind: '\(kind)' is not one of: \(kinds.joined(separator: ", "))")
             }
             let ruleSpecific = Set(keys).subtracting(["name", "kind", "severity", "match"])
             for k in ruleSpecific.subtracting(used).sorted() where s.table[k] != nil {
-                r.issue(s.table[k]?.line ?? s.line, "\(s.name): '\(k)' does not apply to a \(kind) rule (it takes: \(used.sorted().joined(separator: ", ")))")
+                r.issue(
+                    s.table[k]?.line ?? s.line,
+                    "\(s.name): '\(k)' does not apply to a \(kind) rule (it takes: \(used.sorted().joined(separator: ", ")))"
+                )
             }
             if let check {
                 rules.append(Rule(name: name, severity: severity, match: match, check: check, line: s.line))
@@ -355,14 +455,21 @@ public struct RuleSet: Sendable {
 
     /// Loads a rules file and an asset register (either may be absent) and checks the rules' register
     /// columns against the register. Every problem of both files is reported at once.
-    public static func load(rulesFile: String?, registerFile: String?) throws(ConfigError) -> (rules: RuleSet, register: AssetRegister?) {
+    public static func load(rulesFile: String?, registerFile: String?) throws(ConfigError) -> (
+        rules: RuleSet, register: AssetRegister?
+    ) {
         var issues: [ConfigIssue] = []
         var rules = RuleSet()
         var register: AssetRegister?
         if let f = rulesFile { do { rules = try RuleSet.load(f) } catch { issues += error.issues } }
         // Only the columns the rules compare with are kept in memory (none when no rule reads the register).
-        let used = Set(rules.rules.compactMap { r -> String? in if case let .equals(_, .register(column)) = r.check { return column }; return nil })
-        if let f = registerFile { do { register = try AssetRegister.load(f, keeping: used) } catch { issues += error.issues } }
+        let used = Set(
+            rules.rules.compactMap { r -> String? in
+                if case let .equals(_, .register(column)) = r.check { return column }; return nil
+            })
+        if let f = registerFile {
+            do { register = try AssetRegister.load(f, keeping: used) } catch { issues += error.issues }
+        }
         if issues.isEmpty { issues = rules.check(register: register) }
         if !issues.isEmpty { throw ConfigError(issues: issues) }
         return (rules, register)
@@ -374,11 +481,21 @@ public struct RuleSet: Sendable {
         for rule in rules {
             guard case let .equals(_, .register(column)) = rule.check else { continue }
             guard let register else {
-                out.append(ConfigIssue(file: file ?? "rules", line: rule.line, message: "rule '\(rule.name)' compares with the asset register, but no register is configured ([rules] register = \"assets.csv\")"))
+                out.append(
+                    ConfigIssue(
+                        file: file ?? "rules", line: rule.line,
+                        message:
+                            "rule '\(rule.name)' compares with the asset register, but no register is configured ([rules] register = \"assets.csv\")"
+                    ))
                 continue
             }
             if !register.columns.contains(column) {
-                out.append(ConfigIssue(file: file ?? "rules", line: rule.line, message: "rule '\(rule.name)': the register \(register.file) has no column '\(column)' (it has \(register.columns.joined(separator: ", ")))"))
+                out.append(
+                    ConfigIssue(
+                        file: file ?? "rules", line: rule.line,
+                        message:
+                            "rule '\(rule.name)': the register \(register.file) has no column '\(column)' (it has \(register.columns.joined(separator: ", ")))"
+                    ))
             }
         }
         return out
@@ -424,23 +541,33 @@ extension Rule {
     public func evaluate(_ t: TagFacts, register: AssetRegister?) -> RuleOutcome {
         switch check {
         case let .uid(allow, deny):
-            if let d = deny.first(where: { $0.matches(t.uid) }) { return .violation("UID \(t.uid) is on the deny list (\(d))") }
-            if !allow.isEmpty && !allow.contains(where: { $0.matches(t.uid) }) { return .violation("UID \(t.uid) is not on the allow list") }
+            if let d = deny.first(where: { $0.matches(t.uid) }) {
+                return .violation("UID \(t.uid) is on the deny list (\(d))")
+            }
+            if !allow.isEmpty && !allow.contains(where: { $0.matches(t.uid) }) {
+                return .violation("UID \(t.uid) is not on the allow list")
+            }
             return .pass
         case let .manufacturer(allow, deny):
             let m = t.uid.manufacturer
-            if deny.contains(m) || (!allow.isEmpty && !allow.contains(m)) { return .violation("manufacturer \(m) is not allowed") }
+            if deny.contains(m) || (!allow.isEmpty && !allow.contains(m)) {
+                return .violation("manufacturer \(m) is not allowed")
+            }
             return .pass
         case let .model(allow, deny):
             let name = t.model?.name ?? "unknown IC"
             if let m = t.model, deny.contains(m) { return .violation("IC \(name) is denied") }
-            if !allow.isEmpty && !(t.model.map(allow.contains) ?? false) { return .violation("IC \(name) is not allowed") }
+            if !allow.isEmpty && !(t.model.map(allow.contains) ?? false) {
+                return .violation("IC \(name) is not allowed")
+            }
             return .pass
         case let .lock(b, locked):
             guard let s = t.security[b.int] else { return .notEvaluated("lock status of block \(b) was not read") }
             let isLocked = s & 0x01 != 0
             if isLocked == locked { return .pass }
-            return .violation("block \(b) is \(isLocked ? "locked" : "unlocked"); the rule wants it \(locked ? "locked" : "unlocked")")
+            return .violation(
+                "block \(b) is \(isLocked ? "locked" : "unlocked"); the rule wants it \(locked ? "locked" : "unlocked")"
+            )
         case let .range(field, lo, hi):
             guard let v = t.fields[field] else { return .notEvaluated("field \(field) was not decoded") }
             let x: Double
@@ -457,7 +584,9 @@ extension Rule {
             switch expected {
             case let .value(v): want = v
             case let .register(column):
-                guard let row = register?.rows[t.uid.description] else { return .violation("UID \(t.uid) is not in the asset register") }
+                guard let row = register?.rows[t.uid.description] else {
+                    return .violation("UID \(t.uid) is not in the asset register")
+                }
                 want = row[column] ?? ""
             }
             switch target {

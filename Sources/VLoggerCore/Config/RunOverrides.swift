@@ -12,7 +12,10 @@ public struct RunOverrides: Sendable {
     /// "" turns the listener off.
     public var listen: String?
 
-    public init(reader: ReaderKind? = nil, field: String? = nil, intervalMs: Millis? = nil, store: String? = nil, listen: String? = nil) {
+    public init(
+        reader: ReaderKind? = nil, field: String? = nil, intervalMs: Millis? = nil, store: String? = nil,
+        listen: String? = nil
+    ) {
         self.reader = reader
         self.field = field
         self.intervalMs = intervalMs
@@ -24,7 +27,9 @@ public struct RunOverrides: Sendable {
     public func apply(to c: inout AgentConfig) throws(VLoggerError) {
         if reader != nil || field != nil {
             guard c.readers.count == 1 else {
-                throw VLoggerError("--reader and --field apply to a configuration with one reader; \(c.file) has \(c.readers.count) ([[reader]] \(c.readers.map(\.id).joined(separator: ", ")))")
+                throw VLoggerError(
+                    "--reader and --field apply to a configuration with one reader; \(c.file) has \(c.readers.count) ([[reader]] \(c.readers.map(\.id).joined(separator: ", ")))"
+                )
             }
             if let reader { c.readers[0].driver = reader }
             if let field { c.readers[0].field = field }

@@ -26,7 +26,8 @@ public indirect enum StrictJSON: Equatable, Sendable {
         case let (.number(x), .number(y)): return x == y
         case let (.string(x), .string(y)): return x == y
         case let (.array(x), .array(y)): return x == y
-        case let (.object(x), .object(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        case let (.object(x), .object(y)):
+            return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: return false
         }
     }
@@ -80,14 +81,18 @@ public indirect enum StrictJSON: Equatable, Sendable {
         var i = 0
 
         mutating func skipSpace() {
-            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D { i += 1 }
+            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D {
+                i += 1
+            }
         }
 
         func fail(_ reason: String) -> Invalid { Invalid(offset: i, reason: reason) }
 
         mutating func literal(_ word: String, _ v: StrictJSON) throws(Invalid) -> StrictJSON {
             let w = Array(word.utf8)
-            guard bytes.count - i >= w.count, Array(bytes[i..<(i + w.count)]) == w else { throw fail("expected a value") }
+            guard bytes.count - i >= w.count, Array(bytes[i..<(i + w.count)]) == w else {
+                throw fail("expected a value")
+            }
             i += w.count
             return v
         }
@@ -115,10 +120,14 @@ public indirect enum StrictJSON: Equatable, Sendable {
             if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
             while true {
                 skipSpace()
-                guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a key in double quotes") }
+                guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else {
+                    throw fail("expected a key in double quotes")
+                }
                 let keyAt = i
                 let key = try string()
-                guard seen.insert(key).inserted else { throw Invalid(offset: keyAt, reason: "the key '\(key)' appears twice in one object") }
+                guard seen.insert(key).inserted else {
+                    throw Invalid(offset: keyAt, reason: "the key '\(key)' appears twice in one object")
+                }
                 skipSpace()
                 guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a key") }
                 i += 1
@@ -174,7 +183,9 @@ public indirect enum StrictJSON: Equatable, Sendable {
                 guard i < bytes.count else { throw fail("the string is not closed") }
                 let c = bytes[i]
                 if c == UInt8(ascii: "\"") { i += 1; break }
-                if c < 0x20 { throw fail("a control character (0x\(String(c, radix: 16))) inside a string must be escaped") }
+                if c < 0x20 {
+                    throw fail("a control character (0x\(String(c, radix: 16))) inside a string must be escaped")
+                }
                 if c != UInt8(ascii: "\\") { out.append(c); i += 1; continue }
                 i += 1
                 guard i < bytes.count else { throw fail("the string is not closed") }
@@ -192,7 +203,8 @@ public indirect enum StrictJSON: Equatable, Sendable {
                 case UInt8(ascii: "u"):
                     var scalar = try hex4()
                     if (0xD800...0xDBFF).contains(scalar) {
-                        guard bytes.count - i >= 6, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else { throw fail("a lone UTF-16 surrogate") }
+                        guard bytes.count - i >= 6, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u")
+                        else { throw fail("a lone UTF-16 surrogate") }
                         i += 2
                         let low = try hex4()
                         guard (0xDC00...0xDFFF).contains(low) else { throw fail("a lone UTF-16 surrogate") }
@@ -239,7 +251,9 @@ public indirect enum StrictJSON: Equatable, Sendable {
             }
             let text = String(decoding: bytes[start..<i], as: UTF8.self)
             if integral {
-                guard let n = Int64(text) else { throw Invalid(offset: start, reason: "the integer \(text) is out of range") }
+                guard let n = Int64(text) else {
+                    throw Invalid(offset: start, reason: "the integer \(text) is out of range")
+                }
                 return .integer(n)
             }
             return .number(text)

@@ -39,29 +39,45 @@ public struct SyncSettings: Equatable, Sendable {
     /// Parses libpq's URI form `postgresql://user@host:port/db[?sslmode=…]` (also `postgres://`). A password in
     /// the URI is refused, with where to put it instead.
     public init(url text: String) throws(VLoggerError) {
-        guard let scheme = text.range(of: "://"), ["postgresql", "postgres"].contains(String(text[..<scheme.lowerBound])) else {
+        guard let scheme = text.range(of: "://"),
+            ["postgresql", "postgres"].contains(String(text[..<scheme.lowerBound]))
+        else {
             // The text is not repeated: a malformed URL (postgresql:/gw:secret@…, the libpq keyword form
             // "host=… password=…") may well hold a password.
-            throw VLoggerError("sync.url is not a postgresql://user@host:port/database URI (the value is not shown here: it may hold a password; the password goes in password-file or password-env)")
+            throw VLoggerError(
+                "sync.url is not a postgresql://user@host:port/database URI (the value is not shown here: it may hold a password; the password goes in password-file or password-env)"
+            )
         }
         var rest = Substring(text[scheme.upperBound...])
         var query: Substring = ""
         if let q = rest.firstIndex(of: "?") { query = rest[rest.index(after: q)...]; rest = rest[..<q] }
-        guard let at = rest.lastIndex(of: "@") else { throw VLoggerError("sync.url: name the user (postgresql://USER@host:port/database)") }
+        guard let at = rest.lastIndex(of: "@") else {
+            throw VLoggerError("sync.url: name the user (postgresql://USER@host:port/database)")
+        }
         let userInfo = rest[..<at]
-        if userInfo.contains(":") { throw VLoggerError("sync.url: a password does not go in the URL (it would show wherever the URL does); put it in password-file or password-env") }
+        if userInfo.contains(":") {
+            throw VLoggerError(
+                "sync.url: a password does not go in the URL (it would show wherever the URL does); put it in password-file or password-env"
+            )
+        }
         guard !userInfo.isEmpty else { throw VLoggerError("sync.url: the user is empty") }
         var hostPart = rest[rest.index(after: at)...]
-        guard let slash = hostPart.firstIndex(of: "/") else { throw VLoggerError("sync.url: name the database (…/DATABASE)") }
+        guard let slash = hostPart.firstIndex(of: "/") else {
+            throw VLoggerError("sync.url: name the database (…/DATABASE)")
+        }
         let db = hostPart[hostPart.index(after: slash)...]
         hostPart = hostPart[..<slash]
         var host = String(hostPart), port = 5432
         if hostPart.hasPrefix("[") {
-            guard let close = hostPart.firstIndex(of: "]") else { throw VLoggerError("sync.url: unclosed [ in the host") }
+            guard let close = hostPart.firstIndex(of: "]") else {
+                throw VLoggerError("sync.url: unclosed [ in the host")
+            }
             host = String(hostPart[hostPart.index(after: hostPart.startIndex)..<close])
             let after = hostPart[hostPart.index(after: close)...]
             if after.hasPrefix(":") {
-                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { throw VLoggerError("sync.url: port '\(after.dropFirst())' is not 1…65535") }
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
+                    throw VLoggerError("sync.url: port '\(after.dropFirst())' is not 1…65535")
+                }
                 port = p
             }
         } else if let colon = hostPart.lastIndex(of: ":") {
@@ -72,16 +88,24 @@ public struct SyncSettings: Equatable, Sendable {
             port = p
         }
         guard !host.isEmpty else { throw VLoggerError("sync.url: the host is empty") }
-        guard !db.isEmpty, !db.contains("/") else { throw VLoggerError("sync.url: the database name '\(db)' is empty or has a '/'") }
+        guard !db.isEmpty, !db.contains("/") else {
+            throw VLoggerError("sync.url: the database name '\(db)' is empty or has a '/'")
+        }
         let user = String(userInfo).removingPercentEncoding ?? String(userInfo)
-        if user.contains(":") { throw VLoggerError("sync.url: the user name decodes to one with a ':' (a password written as %3A?); a password does not go in the URL: put it in password-file or password-env") }
+        if user.contains(":") {
+            throw VLoggerError(
+                "sync.url: the user name decodes to one with a ':' (a password written as %3A?); a password does not go in the URL: put it in password-file or password-env"
+            )
+        }
         self.init(host: host, port: port, user: user, database: String(db).removingPercentEncoding ?? String(db))
         for pair in query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard kv.count == 2 else { throw VLoggerError("sync.url: '\(pair)' in the query is not key=value") }
             switch kv[0] {
             case "sslmode":
-                guard let m = SSLMode(rawValue: kv[1]) else { throw VLoggerError("sync.url: sslmode '\(kv[1])': expected disable, require or verify-full") }
+                guard let m = SSLMode(rawValue: kv[1]) else {
+                    throw VLoggerError("sync.url: sslmode '\(kv[1])': expected disable, require or verify-full")
+                }
                 sslMode = m
             case "sslrootcert": caFile = kv[1]
             default: throw VLoggerError("sync.url: '\(kv[0])' is not a setting vlogger takes (sslmode, sslrootcert)")
@@ -91,18 +115,25 @@ public struct SyncSettings: Equatable, Sendable {
 
     /// The password: from `password-file` (first line, whitespace trimmed) or the `password-env` variable; nil when
     /// neither is set (trust or peer authentication). Errors name the file or variable, never the password.
-    public func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws(VLoggerError) -> String? {
+    public func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws(VLoggerError)
+        -> String?
+    {
         if let passwordFile {
             guard let data = FileManager.default.contents(atPath: passwordFile) else {
-                throw VLoggerError("sync.password-file: cannot read \(passwordFile) (it must be readable by the service's user, mode 0600)")
+                throw VLoggerError(
+                    "sync.password-file: cannot read \(passwordFile) (it must be readable by the service's user, mode 0600)"
+                )
             }
-            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let line =
+                String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             guard !trimmed.isEmpty else { throw VLoggerError("sync.password-file: \(passwordFile) is empty") }
             return trimmed
         }
         if let passwordEnv {
-            guard let v = environment[passwordEnv], !v.isEmpty else { throw VLoggerError("sync.password-env: the variable \(passwordEnv) is not set") }
+            guard let v = environment[passwordEnv], !v.isEmpty else {
+                throw VLoggerError("sync.password-env: the variable \(passwordEnv) is not set")
+            }
             return v
         }
         return nil
@@ -110,7 +141,9 @@ public struct SyncSettings: Equatable, Sendable {
 
     /// The URI with any password replaced, for error messages about a URI that did not parse.
     static func redacted(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else { return text }
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else {
+            return text
+        }
         let user = text[scheme.upperBound..<at]
         guard let colon = user.firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
@@ -129,7 +162,12 @@ public struct SyncSettings: Equatable, Sendable {
             return nil
         }
         if let m = s.string("sslmode") {
-            if let mode = SSLMode(rawValue: m) { out.sslMode = mode } else { r.issue(s.node("sslmode")?.line ?? s.line, "sync.sslmode: '\(m)': expected disable, require or verify-full") }
+            if let mode = SSLMode(rawValue: m) {
+                out.sslMode = mode
+            } else {
+                r.issue(
+                    s.node("sslmode")?.line ?? s.line, "sync.sslmode: '\(m)': expected disable, require or verify-full")
+            }
         }
         out.caFile = s.string("ca-file").map(resolve) ?? out.caFile
         out.passwordFile = s.string("password-file").map(resolve)

@@ -187,10 +187,13 @@ struct TOMLParser {
         try withTable(root: &doc, path: Array(path.dropLast())) { (t: inout TOMLTable) throws(TOMLError) in
             let last = path[path.count - 1]
             if isArray {
-                let element = TOMLNode(value: .table(TOMLTable(line: headerLine, origin: .arrayElement)), line: headerLine)
+                let element = TOMLNode(
+                    value: .table(TOMLTable(line: headerLine, origin: .arrayElement)), line: headerLine)
                 if let k = t.index(last) {
                     guard case var .array(items) = t.entries[k].node.value, t.entries[k].node.isTableArray else {
-                        throw fail("[[\(name)]]: \(name) is already defined as \(t.entries[k].node.value.typeName) at line \(t.entries[k].node.line)")
+                        throw fail(
+                            "[[\(name)]]: \(name) is already defined as \(t.entries[k].node.value.typeName) at line \(t.entries[k].node.line)"
+                        )
                     }
                     items.append(element)
                     t.entries[k].node.value = .array(items)
@@ -199,7 +202,9 @@ struct TOMLParser {
                 }
             } else if let k = t.index(last) {
                 guard case var .table(existing) = t.entries[k].node.value else {
-                    throw fail("[\(name)]: \(name) is already defined as \(t.entries[k].node.value.typeName) at line \(t.entries[k].node.line)")
+                    throw fail(
+                        "[\(name)]: \(name) is already defined as \(t.entries[k].node.value.typeName) at line \(t.entries[k].node.line)"
+                    )
                 }
                 guard existing.origin == .implicit else {
                     throw fail("table [\(name)] is defined twice (first at line \(existing.line))")
@@ -208,7 +213,8 @@ struct TOMLParser {
                 existing.line = headerLine
                 t.entries[k].node = TOMLNode(value: .table(existing), line: headerLine)
             } else {
-                t.entries.append((last, TOMLNode(value: .table(TOMLTable(line: headerLine, origin: .header)), line: headerLine)))
+                t.entries.append(
+                    (last, TOMLNode(value: .table(TOMLTable(line: headerLine, origin: .header)), line: headerLine)))
             }
         }
         current = path
@@ -216,14 +222,18 @@ struct TOMLParser {
 
     /// Runs `body` on the table at `path` under `table`, creating implicit tables on the way; an array of
     /// tables on the way resolves to its last element.
-    func withTable(root table: inout TOMLTable, path: [String], origin: TOMLTable.Origin = .implicit,
-                   _ body: (inout TOMLTable) throws(TOMLError) -> Void) throws(TOMLError) {
+    func withTable(
+        root table: inout TOMLTable, path: [String], origin: TOMLTable.Origin = .implicit,
+        _ body: (inout TOMLTable) throws(TOMLError) -> Void
+    ) throws(TOMLError) {
         guard let first = path.first else { return try body(&table) }
         let rest = Array(path.dropFirst())
         if let k = table.index(first) {
             switch table.entries[k].node.value {
             case var .table(sub):
-                if sub.origin == .inline { throw fail("\(first) is an inline table (line \(sub.line)) and cannot be extended") }
+                if sub.origin == .inline {
+                    throw fail("\(first) is an inline table (line \(sub.line)) and cannot be extended")
+                }
                 try withTable(root: &sub, path: rest, origin: origin, body)
                 table.entries[k].node.value = .table(sub)
             case var .array(items) where table.entries[k].node.isTableArray:
@@ -232,7 +242,9 @@ struct TOMLParser {
                 items[items.count - 1].value = .table(last)
                 table.entries[k].node.value = .array(items)
             default:
-                throw fail("\(first) is already \(table.entries[k].node.value.typeName) (line \(table.entries[k].node.line)), not a table")
+                throw fail(
+                    "\(first) is already \(table.entries[k].node.value.typeName) (line \(table.entries[k].node.line)), not a table"
+                )
             }
         } else {
             var sub = TOMLTable(line: line, origin: origin)
@@ -258,7 +270,9 @@ struct TOMLParser {
         defer { root = doc }
         try withTable(root: &doc, path: target, origin: .dotted) { (t: inout TOMLTable) throws(TOMLError) in
             if let j = t.index(lastKey) {
-                throw TOMLError(line: err.line, column: err.column, message: "\(err.message) (first at line \(t.entries[j].node.line))")
+                throw TOMLError(
+                    line: err.line, column: err.column,
+                    message: "\(err.message) (first at line \(t.entries[j].node.line))")
             }
             t.entries.append((lastKey, node))
         }
@@ -301,11 +315,15 @@ struct TOMLParser {
 
     mutating func number() throws(TOMLError) -> TOMLValue {
         let start = i
-        while let c = peek, Self.isBare(c) || c == UInt8(ascii: "+") || c == UInt8(ascii: ".") || c == UInt8(ascii: ":") { i += 1 }
+        while let c = peek, Self.isBare(c) || c == UInt8(ascii: "+") || c == UInt8(ascii: ".") || c == UInt8(ascii: ":")
+        { i += 1 }
         let text = String(decoding: s[start..<i], as: UTF8.self)
         guard !text.isEmpty else { throw fail("expected a value, found '\(Self.show(peek))'; strings need quotes") }
         let bytes = Array(text.utf8)
-        if text.contains(":") || (bytes.count >= 5 && bytes[4] == UInt8(ascii: "-") && bytes[0...3].allSatisfy { $0 >= 0x30 && $0 <= 0x39 }) {
+        if text.contains(":")
+            || (bytes.count >= 5 && bytes[4] == UInt8(ascii: "-")
+                && bytes[0...3].allSatisfy { $0 >= 0x30 && $0 <= 0x39 })
+        {
             throw fail("date and time values are not used by vlogger; write \(text) as a quoted string", at: start)
         }
         var body = text
@@ -317,12 +335,14 @@ struct TOMLParser {
         default: break
         }
         func digitsOK(_ d: String, _ allowed: (Character) -> Bool) -> Bool {
-            !d.isEmpty && !d.hasPrefix("_") && !d.hasSuffix("_") && !d.contains("__") && d.allSatisfy { $0 == "_" || allowed($0) }
+            !d.isEmpty && !d.hasPrefix("_") && !d.hasSuffix("_") && !d.contains("__")
+                && d.allSatisfy { $0 == "_" || allowed($0) }
         }
         for (prefix, radix) in [("0x", 16), ("0o", 8), ("0b", 2)] where body.hasPrefix(prefix) {
             let d = String(body.dropFirst(2))
             guard sign == 1, text.first != "+", digitsOK(d, { $0.isHexDigit && Int(String($0), radix: radix) != nil }),
-                  let v = UInt64(d.replacingOccurrences(of: "_", with: ""), radix: radix), v <= UInt64(Int64.max) else {
+                let v = UInt64(d.replacingOccurrences(of: "_", with: ""), radix: radix), v <= UInt64(Int64.max)
+            else {
                 throw fail("\(text) is not a valid integer", at: start)
             }
             return .integer(Int64(v))
@@ -330,8 +350,10 @@ struct TOMLParser {
         let isFloat = body.contains(".") || body.contains("e") || body.contains("E")
         if !isFloat {
             guard digitsOK(body, { $0.isASCII && $0.isNumber }), !(body.count > 1 && body.hasPrefix("0")),
-                  let v = Int64(body.replacingOccurrences(of: "_", with: "")) else {
-                throw fail("\(text) is not a valid number (integers have no leading zeros; strings need quotes)", at: start)
+                let v = Int64(body.replacingOccurrences(of: "_", with: ""))
+            else {
+                throw fail(
+                    "\(text) is not a valid number (integers have no leading zeros; strings need quotes)", at: start)
             }
             return .integer(sign * v)
         }
@@ -339,7 +361,8 @@ struct TOMLParser {
         let mantissa = plain.split(whereSeparator: { $0 == "e" || $0 == "E" }).first.map(String.init) ?? ""
         let parts = mantissa.split(separator: ".", omittingEmptySubsequences: false)
         guard !body.contains("_.") && !body.contains("._"), parts.allSatisfy({ !$0.isEmpty }),
-              !(parts[0].count > 1 && parts[0].hasPrefix("0")), let v = Double(plain) else {
+            !(parts[0].count > 1 && parts[0].hasPrefix("0")), let v = Double(plain)
+        else {
             throw fail("\(text) is not a valid number", at: start)
         }
         return .float(Double(sign) * v)
@@ -355,7 +378,9 @@ struct TOMLParser {
             items.append(TOMLNode(value: try value(), line: l))
             try skipWhitespaceAndComments()
             if peek == UInt8(ascii: ",") { i += 1; continue }
-            guard peek == UInt8(ascii: "]") else { throw fail("expected ',' or ']' in the array, found '\(Self.show(peek))'") }
+            guard peek == UInt8(ascii: "]") else {
+                throw fail("expected ',' or ']' in the array, found '\(Self.show(peek))'")
+            }
         }
     }
 
@@ -382,7 +407,9 @@ struct TOMLParser {
             try keyValue(into: [])
             skipSpaces()
             if peek == UInt8(ascii: ",") { i += 1; continue }
-            guard peek == UInt8(ascii: "}") else { throw fail("expected ',' or '}' in the inline table (inline tables stay on one line)") }
+            guard peek == UInt8(ascii: "}") else {
+                throw fail("expected ',' or '}' in the inline table (inline tables stay on one line)")
+            }
             i += 1
             var t = root
             t.origin = .inline
@@ -420,7 +447,8 @@ struct TOMLParser {
         case UInt8(ascii: "u"), UInt8(ascii: "U"):
             let n = e == UInt8(ascii: "u") ? 4 : 8
             guard i + n <= s.count, let v = UInt32(String(decoding: s[i..<(i + n)], as: UTF8.self), radix: 16),
-                  let scalar = Unicode.Scalar(v) else { throw fail("invalid \\\(Self.show(e)) escape") }
+                let scalar = Unicode.Scalar(v)
+            else { throw fail("invalid \\\(Self.show(e)) escape") }
             i += n
             out += Array(String(Character(scalar)).utf8)
         default:

@@ -5,6 +5,8 @@ import ISO15693
 import Readers
 import TagSimulator
 import Type5NDEF
+import ISO15693Fuzzing
+import VLoggerCore
 import VLoggerStore
 
 /// Feeds mutated files and values to every parser of outside input above the air protocol (whose decoders
@@ -17,7 +19,7 @@ import VLoggerStore
 public struct ParserFuzzer {
     public struct Target: Sendable {
         public let name: String
-        let seeds: [[UInt8]]
+        public let seeds: [[UInt8]]
         /// True when the parser accepted the input.
         let parse: @Sendable ([UInt8]) -> Bool
     }
@@ -33,7 +35,8 @@ public struct ParserFuzzer {
 
     /// Pieces spliced into inputs: numbers past every range, nesting openers, odd characters.
     static let splices: [String] = [
-        "9223372036854775807", "-9223372036854775808", "18446744073709551616", "4611686018427387904", "1e300", "-1", "0", "NaN",
+        "9223372036854775807", "-9223372036854775808", "18446744073709551616", "4611686018427387904", "1e300", "-1",
+        "0", "NaN",
         "0xFFFFFFFFFFFFFFFF", "[[[[[[[[", "{a={b={c=", "\"", "'", "\\u0000", "\u{0}", "\r\n", "=", ",", "#", "\"\"\"",
         "{", "}", "[", "]", ":", "..", "é", "\u{FEFF}", "1970-01-01T00:00:00Z", "99999-99-99",
     ]
@@ -59,7 +62,9 @@ public struct ParserFuzzer {
             case 5:
                 // Deep nesting.
                 let open = [UInt8(ascii: "["), UInt8(ascii: "{")][random.below(2)]
-                b.insert(contentsOf: [UInt8](repeating: open, count: 1 + random.below(random.below(8) == 0 ? 5000 : 80)), at: at)
+                b.insert(
+                    contentsOf: [UInt8](repeating: open, count: 1 + random.below(random.below(8) == 0 ? 5000 : 80)),
+                    at: at)
             case 6 where !b.isEmpty:
                 // A line dropped or duplicated.
                 let lines = b.split(separator: 0x0A, omittingEmptySubsequences: false)
@@ -97,7 +102,9 @@ public struct ParserFuzzer {
     public static func targets(config: URL) -> [Target] {
         func files(_ dir: String, _ suffix: String) -> [[UInt8]] {
             let d = config.appendingPathComponent(dir)
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).filter { $0.hasSuffix(suffix) }.sorted()
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).filter {
+                $0.hasSuffix(suffix)
+            }.sorted()
             return names.compactMap { try? [UInt8](Data(contentsOf: d.appendingPathComponent($0))) }
         }
         @Sendable func text(_ b: [UInt8]) -> String { String(decoding: b, as: UTF8.self) }
@@ -106,21 +113,35 @@ public struct ParserFuzzer {
         let ndef: [[UInt8]] = [
             NDEFMessage.encode([.text("vlogger demo"), .uri("https://www.example.com/p/0001")]),
             NDEFMessage.encode([.smartPoster([.uri("https://example.com/"), .text("title", language: "de")])]),
-            NDEFMessage.encode([.mime("text/plain", Array("hello".utf8)), .external("example.com:asset", [1, 2]), .empty]),
+            NDEFMessage.encode([
+                .mime("text/plain", Array("hello".utf8)), .external("example.com:asset", [1, 2]), .empty,
+            ]),
         ]
-        let memories: [[UInt8]] = [[0xE1, 0x40, 0x0A, 0x01, 0x03, 0x13] + ndef[0] + [0xFE], [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF, 0x03, 0x00, 0xFE]]
-        let values = ["E004015012345678", "0xF8", "248", "high,address,option", "0x22", "500ms", "24h", "2026-11-22T08:00:00Z",
-                      "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*", "de-CH-1901", "es-419", "22:00-06:00", "*/15 6-22 * * 1-5", "0 2 31 2 *",
-                      "postgresql://gw@db.plant.example:6432/fleet?sslmode=verify-full&sslrootcert=/etc/ca.pem", "postgres://gw@[::1]/fleet"].map { Array($0.utf8) }
+        let memories: [[UInt8]] = [
+            [0xE1, 0x40, 0x0A, 0x01, 0x03, 0x13] + ndef[0] + [0xFE],
+            [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF, 0x03, 0x00, 0xFE],
+        ]
+        let values = [
+            "E004015012345678", "0xF8", "248", "high,address,option", "0x22", "500ms", "24h", "2026-11-22T08:00:00Z",
+            "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*", "de-CH-1901", "es-419",
+            "22:00-06:00", "*/15 6-22 * * 1-5", "0 2 31 2 *",
+            "postgresql://gw@db.plant.example:6432/fleet?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+            "postgres://gw@[::1]/fleet",
+        ].map { Array($0.utf8) }
         return [
             Target(name: "toml", seeds: toml) { b in (try? TOML.parse(text(b))) != nil },
             Target(name: "config", seeds: toml) { b in (try? AgentConfig.parse(text(b), file: "fuzz.toml")) != nil },
             Target(name: "rules", seeds: toml) { b in (try? RuleSet.parse(text(b), file: "fuzz.toml")) != nil },
-            Target(name: "register", seeds: files("", ".csv")) { b in (try? AssetRegister.parse(text(b), file: "fuzz.csv")) != nil },
+            Target(name: "register", seeds: files("", ".csv")) { b in
+                (try? AssetRegister.parse(text(b), file: "fuzz.csv")) != nil
+            },
             Target(name: "scenario", seeds: scenarios) { b in (try? Scenario.decode(text(b))) != nil },
             Target(name: "image-vlogger", seeds: images) { b in (try? TagImageFormat.vlogger.decode(text(b))) != nil },
-            Target(name: "image-proxmark3", seeds: images) { b in (try? TagImageFormat.proxmark3.decode(text(b))) != nil },
-            Target(name: "image-flipper", seeds: files("demo-field", ".nfc")) { b in (try? TagImageFormat.flipper.decode(text(b))) != nil },
+            Target(name: "image-proxmark3", seeds: images) { b in (try? TagImageFormat.proxmark3.decode(text(b))) != nil
+            },
+            Target(name: "image-flipper", seeds: files("demo-field", ".nfc")) { b in
+                (try? TagImageFormat.flipper.decode(text(b))) != nil
+            },
             Target(name: "ndef", seeds: ndef) { b in
                 guard let records = try? NDEFMessage.decode(b) else { return false }
                 for r in records { _ = NDEFDescription.line(r) }
@@ -133,22 +154,44 @@ public struct ParserFuzzer {
                 _ = try? NDEFArea.scan(b, memoryBytes: b.count + 16)
                 return (try? NDEFArea.decode(image: b)) != nil
             },
-            Target(name: "blocks-file", seeds: ["# asset label\n0x10  41 53 2D 30\n0x11: 30303432\n18,00000000\n0xFFFF=01020304\n", "0 00\n1 01\n2 02\n"].map { Array($0.utf8) }) { b in
+            Target(
+                name: "blocks-file",
+                seeds: [
+                    "# asset label\n0x10  41 53 2D 30\n0x11: 30303432\n18,00000000\n0xFFFF=01020304\n",
+                    "0 00\n1 01\n2 02\n",
+                ].map { Array($0.utf8) }
+            ) { b in
                 (try? BlockFile.parse(String(decoding: b, as: UTF8.self))) != nil
             },
-            Target(name: "write-request", seeds: [#"{"uid": "E008010000004212", "block": "0xF9", "data": "0102030405060708", "flags": "option", "expires": "7d", "reader": "dock-3"}"#,
-                                                  #"{"uid": "E004010812345602", "block": 249, "data": "A1A2A3A4"}"#,
-                                                  #"{"uid": "E004010812345602", "block": 250, "lock": true, "yes": true}"#].map { Array($0.utf8) }) { b in
+            Target(
+                name: "write-request",
+                seeds: [
+                    #"{"uid": "E008010000004212", "block": "0xF9", "data": "0102030405060708", "flags": "option", "expires": "7d", "reader": "dock-3"}"#,
+                    #"{"uid": "E004010812345602", "block": 249, "data": "A1A2A3A4"}"#,
+                    #"{"uid": "E004010812345602", "block": 250, "lock": true, "yes": true}"#,
+                ].map { Array($0.utf8) }
+            ) { b in
                 (try? WriteRequest.parse(Data(b), now: 1_763_800_000_000, readers: ["dock-3", "cage-room"])) != nil
             },
             // The strict JSON reader on its own (the write API's bodies), with numbers, escapes and nesting.
-            Target(name: "strict-json", seeds: [#"{"a": [1, -0, 2.5e-3, true, false, null], "b": {"c": "\u00e9\ud83d\ude00\n"}}"#,
-                                                #"[{"uid": "E008010000004212"}, 9223372036854775807, -9223372036854775808]"#].map { Array($0.utf8) }) { b in
+            Target(
+                name: "strict-json",
+                seeds: [
+                    #"{"a": [1, -0, 2.5e-3, true, false, null], "b": {"c": "\u00e9\ud83d\ude00\n"}}"#,
+                    #"[{"uid": "E008010000004212"}, 9223372036854775807, -9223372036854775808]"#,
+                ].map { Array($0.utf8) }
+            ) { b in
                 (try? StrictJSON.parse(b)) != nil
             },
             // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
-            Target(name: "feig-frame", seeds: ["02 00 07 FF 33 DD 56", "02 00 07 FF 32 54 47", "02 00 07 FF 31 CF 75", "02 00 09 FF 22 00 FF 79 69"]
-                .compactMap { try? Hex.parse($0) }) { b in
+            Target(
+                name: "feig-frame",
+                seeds: [
+                    "02 00 07 FF 33 DD 56", "02 00 07 FF 32 54 47", "02 00 07 FF 31 CF 75",
+                    "02 00 09 FF 22 00 FF 79 69",
+                ]
+                .compactMap { try? Hex.parse($0) }
+            ) { b in
                 var ok = false
                 for d in [FEIGFrame.Direction.request, .reply] {
                     if let f = try? FEIGFrame.decode(b, direction: d) {
@@ -159,9 +202,15 @@ public struct ParserFuzzer {
             },
             // A FEIG reader's replies after STATUS (real LR1002 Inventory data, a Read Multiple Blocks, Get System
             // Information and Get Reader Info layout), each read by every reply parser of the feig driver.
-            Target(name: "feig-reply", seeds: ["02 03 00 E0 02 51 00 02 56 4A A4 03 00 E0 02 23 00 18 89 2B 09", "02 04 00 04 03 02 01 01 08 07 06 05",
-                                               "00 E0 04 01 50 12 34 56 78 00 03 1B 01", "03 05 00 00 4D 00 08 04 00 04 00",
-                                               "00 E0 02 26 00 00 C0 FF EE 00 03 07 FF 26", "23 29 E0 02 26 00 00 C0 FF EE 03 07 F0 04"].compactMap { try? Hex.parse($0) }) { b in
+            Target(
+                name: "feig-reply",
+                seeds: [
+                    "02 03 00 E0 02 51 00 02 56 4A A4 03 00 E0 02 23 00 18 89 2B 09",
+                    "02 04 00 04 03 02 01 01 08 07 06 05",
+                    "00 E0 04 01 50 12 34 56 78 00 03 1B 01", "03 05 00 00 4D 00 08 04 00 04 00",
+                    "00 E0 02 26 00 00 C0 FF EE 00 03 07 FF 26", "23 29 E0 02 26 00 00 C0 FF EE 03 07 F0 04",
+                ].compactMap { try? Hex.parse($0) }
+            ) { b in
                 var ok = 0
                 // The same bytes as an [0xB0] request's data: `decode --protocol feig` explains MODE and EXT_ADR from them.
                 _ = FEIGFrame(request: 0xB0, data: b).explanation
@@ -172,8 +221,13 @@ public struct ParserFuzzer {
                 if let i = try? FEIGReaderInfo.decode(b) { ok += i.summary.isEmpty ? 0 : 1 }
                 return ok > 0
             },
-            Target(name: "feig-device", seeds: ["/dev/ttyUSB0,baud=38400,parity=even,address=0", "tcp://127.0.0.1:10001,timeout=500",
-                                                "tcp://[::1]:4001,frames=standard,char-timeout=12"].map { Array($0.utf8) }) { b in
+            Target(
+                name: "feig-device",
+                seeds: [
+                    "/dev/ttyUSB0,baud=38400,parity=even,address=0", "tcp://127.0.0.1:10001,timeout=500",
+                    "tcp://[::1]:4001,frames=standard,char-timeout=12",
+                ].map { Array($0.utf8) }
+            ) { b in
                 guard let d = try? FEIGDevice.parse(text(b)) else { return false }
                 return !d.description.isEmpty
             },
