@@ -68,14 +68,19 @@ let package = Package(
         ),
         .target(
             name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite", "FEIG"]),
+        // The domain values every layer above shares (readings, events, tags, writes, field values, times and
+        // durations, safe text) and how each is formatted. No I/O.
+        .target(name: "VLoggerModel", dependencies: ["ISO15693"]),
         // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
         .target(
-            name: "VLoggerStore", dependencies: ["ISO15693", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
+            name: "VLoggerStore",
+            dependencies: ["ISO15693", "VLoggerModel", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         // FEIG OBID ID ISC host protocol (serial / TCP): frames, CRC, status codes.
         .target(name: "FEIG", dependencies: ["ISO15693"]),
         .target(
             name: "VLoggerCore",
             dependencies: [
+                "VLoggerModel",
                 "CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore", "FEIG",
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -84,6 +89,7 @@ let package = Package(
         .target(
             name: "VLoggerSync",
             dependencies: [
+                "VLoggerModel",
                 "VLoggerCore", "VLoggerStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -95,6 +101,7 @@ let package = Package(
         .target(
             name: "VLoggerService",
             dependencies: [
+                "VLoggerModel",
                 "VLoggerCore", "VLoggerStore", "VLoggerSync", "Readers", "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -109,6 +116,7 @@ let package = Package(
         .executableTarget(
             name: "vlogger",
             dependencies: [
+                "VLoggerModel",
                 "VLoggerCore",
                 "VLoggerStore",
                 "TagImages",
@@ -136,6 +144,7 @@ let package = Package(
         .target(
             name: "ParserFuzzing",
             dependencies: [
+                "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
                 "VLoggerStore",
                 "VLoggerCore",
@@ -147,7 +156,7 @@ let package = Package(
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
         .executableTarget(
             name: "store-bench",
-            dependencies: ["VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["VLoggerModel", "VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
             path: "bench/StoreBench"),
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(
@@ -166,28 +175,33 @@ let package = Package(
         .testTarget(
             name: "ReadersTests",
             dependencies: ["Readers", "Type5NDEF", "TagSimulator", "TagImages", "ISO15693", "ISO15693Fuzzing"]),
-        .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerStore", "ISO15693"]),
+        .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel"]),
+        .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerModel", "VLoggerStore", "ISO15693"]),
         .testTarget(
             name: "VLoggerCoreTests",
             dependencies: [
+                "VLoggerModel",
                 "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "TagSimulator", "TagImages",
                 "ParserFuzzing", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "VLoggerServiceTests",
             dependencies: [
+                "VLoggerModel",
                 "VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "VLoggerSyncTests",
             dependencies: [
+                "VLoggerModel",
                 "VLoggerSync", "VLoggerCore", "VLoggerStore", "ISO15693",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The process-level suites: the CLI, the service, faults, chaos and load (the integration lane of .ci/run).
-        .testTarget(name: "IntegrationTests", dependencies: ["ISO15693", "VLoggerCore", "VLoggerStore"]),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore"]),
     ]
 )
 

@@ -7,7 +7,7 @@ import TagSimulator
 import Type5NDEF
 import ISO15693Fuzzing
 import VLoggerCore
-import VLoggerStore
+import VLoggerModel
 
 /// Feeds mutated files and values to every parser of outside input above the air protocol (whose decoders
 /// `DecoderFuzzer` covers): TOML, the configuration, rules, the register CSV, scenarios, the three tag-image

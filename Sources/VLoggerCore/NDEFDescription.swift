@@ -1,5 +1,5 @@
 import Foundation
-import VLoggerStore
+import VLoggerModel
 import ISO15693
 import Type5NDEF
 

@@ -1,6 +1,6 @@
 import Foundation
 import ISO15693
-import VLoggerStore
+import VLoggerModel
 
 /// What `vlogger watch` shows, kept from cycle to cycle and drawn as lines of text: the tags in the field,
 /// how many of the last `window` cycles saw each, their last decoded values, the errors as they come, and the

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import VLoggerStore
+import VLoggerModel
 import Hummingbird
 import HummingbirdCore
 import ISO15693

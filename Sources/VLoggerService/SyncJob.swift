@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 import VLoggerSync
 
 /// The service's fleet sync: every `[sync] interval`, ships what the central server has not acknowledged
@@ -21,7 +22,9 @@ struct SyncJob: Service {
 
     func run() async {
         metrics.enableSync()
-        var failures = 0
+        // The first wait after a failure twice the interval (at least 2 s), then doubling to 5 min, spread by
+        // jitter so that gateways which lost the same server do not come back in lock-step.
+        var backoff = Backoff(baseMs: 2 * max(intervalMs, 1000), capMs: Self.maxBackoffMs)
         var lastKind: String?
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             var sent: [SyncTable: Int] = [:]
@@ -29,17 +32,16 @@ struct SyncJob: Service {
             do {
                 let r = try await syncer.syncOnce()
                 sent = r.sent
-                if failures > 0 {
+                if backoff.failures > 0 {
                     logger.notice(
-                        "fleet sync works again after \(failures) failed round(s); \(r.sent.values.reduce(0, +)) rows caught up"
+                        "fleet sync works again after \(backoff.failures) failed round(s); \(r.sent.values.reduce(0, +)) rows caught up"
                     )
                 }
-                failures = 0
+                backoff.succeeded()
                 lastKind = nil
             } catch {
                 let e = SyncError.from(error, url: syncer.settings.url)
                 failure = SyncFailure(kind: e.kind.rawValue, message: e.message)
-                failures += 1
                 if lastKind != e.kind.rawValue {
                     logger.warning(
                         "fleet sync failed (\(e.kind.rawValue)): \(e.message); rows stay in the local store, retrying with back-off"
@@ -50,7 +52,7 @@ struct SyncJob: Service {
             var backlog: [SyncTable: (rows: Int, oldest: Millis?)] = [:]
             for t in SyncTable.allCases { backlog[t] = (try? store.syncBacklog(t)) ?? (0, nil) }
             metrics.syncUpdated(backlog: backlog, sent: sent, error: failure)
-            let wait = failures == 0 ? intervalMs : min(Self.maxBackoffMs, max(intervalMs, 1000) << min(failures, 16))
+            let wait = failure == nil ? intervalMs : backoff.failed()
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(wait)) } } catch {
                 return
             }

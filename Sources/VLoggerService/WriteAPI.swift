@@ -6,6 +6,7 @@ import NIOCore
 import ServiceLifecycle
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 
 /// The write API's bearer token as the service has it now: read at start and again on SIGHUP, so a rotated
 /// token takes effect at once and the old one stops working; nil when `[service] api-token-file` is gone.

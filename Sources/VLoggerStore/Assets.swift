@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerModel
 import ISO15693
 
 /// One asset of the register: the tag it carries, and what an audit expects of it.

@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerModel
 import ISO15693
 
 /// One asset's (or one unexpected tag's) line in an audit.

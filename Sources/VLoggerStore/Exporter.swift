@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import VLoggerModel
 import ISO15693
 
 /// What `vlogger export` writes.

@@ -1,3 +1,4 @@
+import VLoggerModel
 /// The local store as the outbox of fleet sync: rows after the acknowledged cursor, oldest first, and the
 /// cursor itself, which moves only after the central server committed a batch (so it is never ahead of the
 /// server, and a batch resent after a crash is the same rows with the same ids).

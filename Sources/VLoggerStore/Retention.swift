@@ -1,3 +1,4 @@
+import VLoggerModel
 /// Local retention (`[store] keep`): rows older than the cutoff are deleted, a few thousand per transaction
 /// (the store writer waits at most one such transaction), except rows fleet sync has not yet had
 /// acknowledged: with sync on, nothing past a table's cursor is deleted, however old. Tags (one row per tag)

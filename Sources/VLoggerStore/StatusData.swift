@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerModel
 import ISO15693
 
 /// What the status page shows from the store: bounded, index-backed queries.

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import VLoggerModel
 import GRDB
 import ISO15693
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import VLoggerModel
 
 /// The one write path into the store. Polling jobs hand it readings, events, tag updates and writes
 /// (`add`, which never touches the database and never waits for a commit); it commits them in batches,
@@ -39,7 +40,7 @@ public final class StoreWriter: @unchecked Sendable {
     private var thread: Thread?
     private var running = false
     private var stopping = false
-    private var backoffMs: Millis = 0
+    private var backoff: Backoff?
     private var retryAt: Millis?
     /// The error that stopped the writer for good.
     private var fatal: StoreError?
@@ -242,7 +243,7 @@ public final class StoreWriter: @unchecked Sendable {
             totals.commits += 1
             let recovered = totals.lastError != nil
             totals.lastError = nil
-            backoffMs = 0
+            backoff = nil
             retryAt = nil
             let (r, e, onCommit, onState, queued) = (
                 batch.readings.count, batch.events.count, self.onCommit, self.onStateChange, pending.size
@@ -271,8 +272,8 @@ public final class StoreWriter: @unchecked Sendable {
                 cond.lock()
                 return false
             }
-            backoffMs = backoffMs == 0 ? 250 : min(maxBackoffMs, backoffMs * 2)
-            retryAt = clock() + backoffMs
+            if backoff == nil { backoff = Backoff(baseMs: 250, capMs: maxBackoffMs) }
+            retryAt = clock() + (backoff?.failed() ?? 250)
             let (onState, queued) = (self.onStateChange, pending.size)
             if first {
                 cond.unlock()
@@ -336,14 +337,14 @@ public final class StoreWriter: @unchecked Sendable {
         }
         if wasRunning { threadDone.wait() }
         let end = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeoutMs)) * 1_000_000
-        var pause: UInt64 = 100_000_000
+        var pauses = Backoff(baseMs: 100, capMs: 1000)
         while true {
             if commitNow() { return true }
             if locked({ fatal != nil }) { return false }
+            let pause = UInt64(pauses.failed()) * 1_000_000
             let now = DispatchTime.now().uptimeNanoseconds
             if now + pause > end { return false }
             Thread.sleep(forTimeInterval: Double(pause) / 1e9)
-            pause = min(pause * 2, 1_000_000_000)
         }
     }
 }

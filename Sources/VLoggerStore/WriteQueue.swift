@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerModel
 import ISO15693
 
 /// A write that waits in the store until its tag is in a reader's field.

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 
 /// `vlogger export --source postgres`: the same tables, options, columns and CSV/JSON-lines rules as the local
 /// export (`Exporter`), across every gateway in the central database (or one, with `gateway`). Tags and audit

@@ -1,5 +1,5 @@
 import Foundation
-import VLoggerStore
+import VLoggerModel
 
 /// The central PostgreSQL schema that vlogger creates and migrates (`vlogger sync --init-schema`), versioned in
 /// `vlogger_schema` like the local store's migrations. Every row names its gateway and keeps the gateway's

@@ -5,6 +5,7 @@ import NIOSSL
 import PostgresNIO
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 
 /// What went wrong with the central server, in words an operator can act on. It never carries the password
 /// (PostgresNIO's own errors print a generic text; this takes the server's message and SQLSTATE from them).

@@ -4,6 +4,7 @@ import ISO15693
 import Readers
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 
 struct AuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import VLoggerStore
+import VLoggerModel
 import Readers
 import VLoggerCore
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import ISO15693
 import VLoggerCore
-import VLoggerStore
+import VLoggerModel
 
 struct Lock: ParsableCommand {
     static let configuration = CommandConfiguration(

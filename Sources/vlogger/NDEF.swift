@@ -1,5 +1,5 @@
 import ArgumentParser
-import VLoggerStore
+import VLoggerModel
 import Foundation
 import ISO15693
 import Readers

@@ -3,7 +3,7 @@ import Foundation
 import ISO15693
 import Readers
 import VLoggerCore
-import VLoggerStore
+import VLoggerModel
 
 extension ReaderKind: ExpressibleByArgument {}
 

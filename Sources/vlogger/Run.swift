@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VLoggerStore
+import VLoggerModel
 import Readers
 import ISO15693
 import Logging

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 import VLoggerSync
 
 struct SyncCommand: AsyncParsableCommand {

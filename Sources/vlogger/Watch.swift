@@ -7,6 +7,7 @@ import ISO15693
 import Readers
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,5 @@
 import VLoggerStore
+import VLoggerModel
 import ArgumentParser
 import Foundation
 import ISO15693

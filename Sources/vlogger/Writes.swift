@@ -3,6 +3,7 @@ import Foundation
 import ISO15693
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 
 struct WritesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

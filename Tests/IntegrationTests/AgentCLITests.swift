@@ -1,5 +1,6 @@
 import Foundation
 import VLoggerStore
+import VLoggerModel
 import Testing
 import VLoggerCore
 

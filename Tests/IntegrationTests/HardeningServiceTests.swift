@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ISO15693
 import VLoggerStore
+import VLoggerModel
 
 /// The gateway under abuse as an operator or a client could cause it (issue "Nothing lost, nobody in"): the
 /// store's files removed or replaced under a running service, a second service on one store, schedules that

@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Testing
 import VLoggerStore
+import VLoggerModel
 
 /// Fleet sync through faults, against the throw-away PostgreSQL of bench/postgres/pg.sh (skipped without it;
 /// required in CI): three gateways (`vlogger run` processes with separate stores and gateway ids, each with a

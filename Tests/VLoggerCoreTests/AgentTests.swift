@@ -1,6 +1,7 @@
 import TagImages
 import Foundation
 import VLoggerStore
+import VLoggerModel
 import ISO15693
 import Readers
 import TagSimulator
@@ -210,6 +211,8 @@ func scratchPath(_ name: String) -> String {
         let agent = Agent(
             config: config, rules: try RuleSet.parse("", file: "rules.toml"), register: nil, session: session,
             writer: StoreWriter(store: store), clock: clock)
+        // The ceilings themselves (Backoff's own tests cover the jitter).
+        agent.backoffJitter = false
         var health: [Bool] = []
         var times: [Millis] = []
         agent.onCycle = { report in

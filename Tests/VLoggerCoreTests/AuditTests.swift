@@ -4,6 +4,7 @@ import Readers
 import TagSimulator
 import Testing
 import VLoggerStore
+import VLoggerModel
 @testable import VLoggerCore
 
 /// Audits on two simulated fields (a cage room and a dock door), with the demo tags.

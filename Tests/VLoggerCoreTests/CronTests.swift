@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VLoggerStore
+import VLoggerModel
 @testable import VLoggerCore
 
 /// Cron expressions as POSIX crontab(5) defines the fields; time-zone facts from the IANA tz database:

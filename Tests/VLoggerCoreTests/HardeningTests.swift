@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Testing
 import VLoggerStore
+import VLoggerModel
 @testable import VLoggerCore
 
 /// Outside input that was accepted silently or read wrongly before (issue "Nothing lost, nobody in").

@@ -1,5 +1,6 @@
 import Foundation
 import VLoggerStore
+import VLoggerModel
 import ISO15693
 import Logging
 import Readers

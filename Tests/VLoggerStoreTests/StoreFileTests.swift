@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Testing
 @testable import VLoggerStore
+import VLoggerModel
 
 /// The store under file-system abuse. Facts from SQLite's documentation: in WAL mode a commit goes to the
 /// `-wal` file and reaches the database file only at a checkpoint (sqlite.org/wal.html, "Checkpointing");

@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Testing
 @testable import VLoggerStore
+import VLoggerModel
 
 func scratchPath(_ name: String) -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-test-\(UUID().uuidString)")

@@ -5,6 +5,7 @@ import PostgresNIO
 import Testing
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 @testable import VLoggerSync
 
 /// A real PostgreSQL: the throw-away cluster of `bench/postgres/pg.sh` (`.ci/run` starts it and sets

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ISO15693
 import VLoggerStore
+import VLoggerModel
 
 // Store benchmark helper (not part of `swift test`; run by bench/store-bench.sh):
 //   store-bench ingest N BATCH PATH   readings/s and commits into a new store, durable batches of BATCH (WAL, synchronous=FULL)

@@ -1,5 +1,6 @@
 import Foundation
 import VLoggerStore
+import VLoggerModel
 import Logging
 import ISO15693
 import Readers
@@ -97,8 +98,11 @@ public final class Agent {
     /// When the last cycle with a working reader ended.
     public private(set) var lastGoodPollMs: Millis?
     /// Consecutive cycles whose reader failed: the wait before the next doubles with each, up to `maxBackoffMs`.
-    public private(set) var readerFailures = 0
+    public var readerFailures: Int { readerBackoff.failures }
     public var maxBackoffMs: Millis = 30_000
+    /// Whether the back-off's waits are spread (`Backoff`); a test sets false to see the ceilings themselves.
+    public var backoffJitter = true
+    private var readerBackoff = Backoff(baseMs: 1, capMs: 1)
     /// Tags in the field now (seen within the departure window).
     public var tagsInField: [UID] { present.keys.sorted { $0.value < $1.value } }
 
@@ -148,11 +152,15 @@ public final class Agent {
             logger.debug(
                 "cycle \(counters.cycles): \(r.tags.count) tags, \(r.readings) readings, \(r.exchanges) exchanges, air \(r.airTime)"
             )
-            // A failing reader: back off (interval × 2^failures, at most maxBackoffMs), retry by itself.
+            // A failing reader: back off (the first wait twice the interval, then doubling up to maxBackoffMs,
+            // spread by jitter), retry by itself.
             var wait = config.intervalMs
             if r.readerFailed {
-                readerFailures += 1
-                wait = min(maxBackoffMs, max(config.intervalMs, 250) << min(readerFailures, 16))
+                if readerBackoff.failures == 0 {
+                    readerBackoff = Backoff(
+                        baseMs: 2 * max(config.intervalMs, 250), capMs: maxBackoffMs, jitter: backoffJitter)
+                }
+                wait = readerBackoff.failed()
                 if readerHealthy {
                     logger.error(
                         "reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))"
@@ -166,7 +174,7 @@ public final class Agent {
                     )
                 }
                 readerHealthy = true
-                readerFailures = 0
+                readerBackoff.succeeded()
                 lastGoodPollMs = clock.now()
             }
             // After the reader's state is known, so that /healthz and the metrics never lag a cycle behind it.

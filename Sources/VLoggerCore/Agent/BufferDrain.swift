@@ -1,6 +1,7 @@
 import ISO15693
 import Readers
 import VLoggerStore
+import VLoggerModel
 
 /// Moves the records of a reader's own buffer (FEIG buffered read mode) into the store without losing or
 /// doubling one, across gateway crashes and restarts:

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import VLoggerStore
+import VLoggerModel
 
 /// A request to stop, set from a signal handler and seen by the agent between exchanges and cycles.
 public final class StopSignal: @unchecked Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Readers
 import VLoggerStore
+import VLoggerModel
 
 /// The queued writes as the polling jobs see them: a copy of the store's queue, refreshed by the service
 /// (not read from the store on a polling thread), with the writes each job has already handled so that one

@@ -1,6 +1,7 @@
 import Foundation
 import ISO15693
 import VLoggerStore
+import VLoggerModel
 
 /// The JSON body of `POST /api/writes`: a queued write as another system asks for it.
 public enum WriteRequest {

@@ -1,5 +1,6 @@
 import Foundation
 import VLoggerStore
+import VLoggerModel
 
 /// HTML text helpers shared by the status page and the audit report.
 public enum HTML {

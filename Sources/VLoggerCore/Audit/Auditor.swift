@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Readers
 import VLoggerStore
+import VLoggerModel
 
 /// How an audit runs: several inventory rounds, so that a tag missed once is not reported missing.
 public struct AuditSettings: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import VLoggerStore
+import VLoggerModel
 import ISO15693
 
 /// One problem in a configuration or rules file: the file, the line, and what was expected there.

@@ -1,5 +1,5 @@
 import Foundation
-import VLoggerStore
+import VLoggerModel
 import Readers
 
 /// `vlogger run`'s command-line overrides of the configuration, applied the same way at start and at

@@ -1,5 +1,5 @@
 import Foundation
-import VLoggerStore
+import VLoggerModel
 
 /// `[sync]`: where this gateway ships its store (PostgreSQL), how, and with which credentials. The password
 /// never comes from the URL: a file (`password-file`) or an environment variable (`password-env`), so it is

@@ -26,7 +26,7 @@ public struct TimeSpec: Sendable, Equatable {
         return try iso8601(t, original: text)
     }
 
-    static func iso8601(_ t: String, original: String) throws(Invalid) -> TimeSpec {
+    package static func iso8601(_ t: String, original: String) throws(Invalid) -> TimeSpec {
         let c = Array(t.utf8)
         var i = 0
         func digits(_ n: Int, _ what: String) throws(Invalid) -> Int {
@@ -112,13 +112,13 @@ public struct TimeSpec: Sendable, Equatable {
         return TimeSpec(millis: total, note: offsetMin == nil ? "'\(original)' has no time zone; UTC assumed" : nil)
     }
 
-    static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
-    static func daysIn(_ m: Int, _ y: Int) -> Int {
+    package static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
+    package static func daysIn(_ m: Int, _ y: Int) -> Int {
         [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-    static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
+    package static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
         let y = m <= 2 ? y0 - 1 : y0
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -145,7 +145,7 @@ public struct TimeSpec: Sendable, Equatable {
             rem % 1000)
     }
 
-    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+    package static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
 }
 
 /// Durations and ages written with a unit: `500ms`, `30s`, `5m`, `24h`, `7d`, `2w`.

@@ -13,7 +13,7 @@ public enum FieldValue: Equatable, Sendable {
     case json(String)
 
     /// Appends the value as JSON.
-    func appendJSON(to out: inout [UInt8]) {
+    package func appendJSON(to out: inout [UInt8]) {
         switch self {
         case let .integer(n): out.append(contentsOf: String(n).utf8)
         case let .number(d): out.append(contentsOf: (d.isFinite ? JSONText.number(d) : "null").utf8)
@@ -65,7 +65,7 @@ public struct Reading: Equatable, Sendable {
     }
 
     /// Appends the decoded values as one JSON object (the store's hot path: no intermediate strings).
-    func appendDecodedJSON(to out: inout [UInt8]) {
+    package func appendDecodedJSON(to out: inout [UInt8]) {
         out.append(0x7B)
         for (i, d) in decoded.enumerated() {
             if i > 0 { out.append(0x2C) }
@@ -196,7 +196,7 @@ public enum JSONText {
         }
     }
 
-    static func quote(_ s: String) -> String {
+    package static func quote(_ s: String) -> String {
         var out = "\""
         out.reserveCapacity(s.utf8.count + 2)
         for u in s.unicodeScalars {
