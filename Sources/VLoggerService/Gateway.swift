@@ -57,8 +57,8 @@ public final class Gateway: @unchecked Sendable {
     public let writer: StoreWriter
     public let jobs: [PollingJob]
     public let metrics: ServiceMetrics
-    /// Fleet sync to the central PostgreSQL (`[sync]`), nil without it.
-    public let syncer: Syncer?
+    /// The outputs this configuration enables, each a consumer of the store's outbox run by an `OutputJob`.
+    public let outputs: [Output]
     /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
     public let pendingWrites = PendingWrites()
     /// The run's time for the jobs that are not a reader's (the audit scheduler): the wall clock, or the
@@ -98,15 +98,8 @@ public final class Gateway: @unchecked Sendable {
             try store.registerFields(config.fieldInfos)
         } catch { throw VLoggerError("\(error)") }
         Self.importRegister(config, into: store, logger: logger)
-        if let settings = config.sync {
-            do {
-                syncer = try Syncer(
-                    settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger)
-            } catch {
-                throw VLoggerError("\(error)")
-            }
-        } else {
-            syncer = nil
+        do { outputs = try Self.outputs(config, store: store, logger: logger) } catch {
+            throw VLoggerError("\(error)")
         }
         writer = StoreWriter(
             store: store, gateway: config.gatewayID, batchSize: config.batchSize,
@@ -189,17 +182,18 @@ public final class Gateway: @unchecked Sendable {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
         services.append(.init(service: WriteQueueJob(gateway: self), serviceName: "write queue"))
-        if let syncer {
+        for output in outputs {
             services.append(
                 .init(
-                    service: SyncJob(
-                        syncer: syncer, store: store, metrics: metrics, logger: logger,
-                        intervalMs: config.sync?.intervalMs ?? 10_000), serviceName: "fleet sync"))
+                    service: OutputJob(
+                        pump: OutboxPump(store: store, consumer: output.consumer), metrics: metrics, logger: logger,
+                        intervalMs: output.intervalMs), serviceName: "output \(output.consumer.name)"))
         }
         if let keep = config.keepMs {
             services.append(
                 .init(
-                    service: RetentionJob(store: store, logger: logger, keepMs: keep, keepUnsynced: syncer != nil),
+                    service: RetentionJob(
+                        store: store, logger: logger, keepMs: keep, keepFor: outputs.map(\.consumer.name)),
                     serviceName: "retention"))
         }
         // Always there: a SIGHUP may bring schedules to a configuration that had none.
@@ -899,13 +893,14 @@ struct WriteQueueJob: Service {
 }
 
 /// `[store] keep`: a minute after start and then every hour, deletes the rows older than `keep`, a few
-/// thousand per transaction; with fleet sync on, never one the central server has not acknowledged (those are
-/// counted and logged, and go at a later round once synced).
+/// thousand per transaction; never one that an enabled output (fleet sync, …) has not had acknowledged (those
+/// are counted and logged, and go at a later round once every output has them).
 struct RetentionJob: Service {
     let store: Store
     let logger: Logger
     let keepMs: Millis
-    let keepUnsynced: Bool
+    /// The names of the enabled outputs.
+    let keepFor: [String]
 
     func run() async {
         var first = true
@@ -914,15 +909,18 @@ struct RetentionJob: Service {
             first = false
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) } } catch { return }
             let cutoff = Millis.now() - keepMs
-            let (store, keepUnsynced) = (self.store, self.keepUnsynced)
+            let (store, keepFor) = (self.store, self.keepFor)
             let result: Result<PruneReport, StoreError> = await Blocking.run {
                 do throws(StoreError) {
-                    return .success(try store.prune(before: cutoff, keepUnsynced: keepUnsynced))
+                    return .success(try store.prune(before: cutoff, keepFor: keepFor))
                 } catch { return .failure(error) }
             }
             switch result {
             case .success(let r):
-                let held = r.totalHeld > 0 ? "; \(r.totalHeld) older rows kept until fleet sync has them" : ""
+                let held =
+                    r.totalHeld > 0
+                    ? "; \(r.totalHeld) older rows kept until every output (\(keepFor.joined(separator: ", "))) has them"
+                    : ""
                 if r.totalDeleted > 0 || r.totalHeld > 0 {
                     let parts = SyncTable.allCases.compactMap { t in
                         r.deleted[t].flatMap { $0 > 0 ? "\($0) \(t.rawValue)" : nil }
@@ -935,5 +933,27 @@ struct RetentionJob: Service {
                 logger.warning("retention: \(e); nothing more deleted this round")
             }
         }
+    }
+}
+
+/// One output of the gateway: a consumer of the store's outbox and how often its job runs a round.
+public struct Output: Sendable {
+    public let consumer: any OutboxConsumer
+    public let intervalMs: Millis
+}
+
+extension Gateway {
+    /// The registration list of outputs: every consumer of the outbox the configuration enables. The only place
+    /// in the service that knows the kinds of output.
+    static func outputs(_ config: AgentConfig, store: Store, logger: Logger) throws -> [Output] {
+        var out: [Output] = []
+        if let settings = config.sync {
+            out.append(
+                Output(
+                    consumer: try Syncer(
+                        settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger),
+                    intervalMs: settings.intervalMs))
+        }
+        return out
     }
 }

@@ -51,65 +51,112 @@ public final class ServiceMetrics: @unchecked Sendable {
     private let commitTime: Metrics.Timer
     private var reloads: [String: Counter] = [:]
 
-    /// Fleet sync's state, as the sync job last saw it (nil: no `[sync]`).
-    public struct SyncStatus: Sendable {
+    /// One output's state (a consumer of the outbox: the fleet sync, …), as its job last saw it.
+    public struct OutputStatus: Sendable {
+        public var name: String
+        /// What the status page calls it ("Fleet sync to PostgreSQL").
+        public var title: String
+        /// The key of its older /healthz object and the infix of its older metric names (`sync` for the fleet
+        /// sync: `"sync": {…}` and `vlogger_sync_*`), kept so that what was built on them goes on working.
+        public var legacyName: String?
+        public var tables: [SyncTable]
         public var up = false
         public var backlog: [SyncTable: (rows: Int, oldest: Millis?)] = [:]
         public var lastError: String?
         public var lastSuccessMs: Millis?
+        public var failures: [String: Int] = [:]
     }
-    private var sync: SyncStatus?
-    private var syncHandles: (up: Gauge, rows: [SyncTable: Gauge], age: [SyncTable: Gauge], sent: [SyncTable: Counter])?
-    private var syncFailures: [String: Counter] = [:]
+    private struct OutputHandles {
+        var up: [Gauge]
+        var lastSuccess: Gauge
+        var rows: [SyncTable: [Gauge]] = [:]
+        var age: [SyncTable: [Gauge]] = [:]
+        var sent: [SyncTable: [Counter]] = [:]
+        var failures: [String: [Counter]] = [:]
+    }
+    private var outputs: [OutputStatus] = []
+    private var outputHandles: [String: OutputHandles] = [:]
 
-    /// Turns on the sync metrics (`vlogger_sync_*`) and the sync part of /healthz.
-    public func enableSync() {
+    /// Turns on an output's metrics (`vlogger_output_*{output="name"}`, and `vlogger_<legacy>_*` where it has a
+    /// legacy name) and its part of /healthz and the status page. Every output is shown by the same code.
+    public func enableOutput(name: String, title: String, legacyName: String? = nil, tables: [SyncTable]) {
         locked {
+            guard outputHandles[name] == nil else { return }
             let f = factory
-            var rows: [SyncTable: Gauge] = [:], age: [SyncTable: Gauge] = [:], sent: [SyncTable: Counter] = [:]
-            for t in SyncTable.allCases {
-                rows[t] = Gauge(label: "vlogger_sync_backlog_rows", dimensions: [("table", t.rawValue)], factory: f)
-                age[t] = Gauge(
-                    label: "vlogger_sync_oldest_unsynced_age_seconds", dimensions: [("table", t.rawValue)], factory: f)
-                sent[t] = Counter(
-                    label: "vlogger_sync_rows_sent_total", dimensions: [("table", t.rawValue)], factory: f)
+            let out = [("output", name)]
+            // The same series under the older names, without the output label (one output had them).
+            func gauges(_ what: String, _ dims: [(String, String)]) -> [Gauge] {
+                [Gauge(label: "vlogger_output_\(what)", dimensions: out + dims, factory: f)]
+                    + (legacyName.map { [Gauge(label: "vlogger_\($0)_\(what)", dimensions: dims, factory: f)] } ?? [])
             }
-            syncHandles = (Gauge(label: "vlogger_sync_up", factory: f), rows, age, sent)
-            sync = SyncStatus()
+            var h = OutputHandles(
+                up: gauges("up", []),
+                lastSuccess: Gauge(label: "vlogger_output_last_success_timestamp_seconds", dimensions: out, factory: f))
+            for t in tables {
+                let dims = [("table", t.rawValue)]
+                h.rows[t] = gauges("backlog_rows", dims)
+                h.age[t] =
+                    [Gauge(label: "vlogger_output_oldest_unsent_age_seconds", dimensions: out + dims, factory: f)]
+                    + (legacyName.map {
+                        [Gauge(label: "vlogger_\($0)_oldest_unsynced_age_seconds", dimensions: dims, factory: f)]
+                    } ?? [])
+                h.sent[t] =
+                    [Counter(label: "vlogger_output_rows_sent_total", dimensions: out + dims, factory: f)]
+                    + (legacyName.map {
+                        [Counter(label: "vlogger_\($0)_rows_sent_total", dimensions: dims, factory: f)]
+                    } ?? [])
+            }
+            outputHandles[name] = h
+            outputs.append(OutputStatus(name: name, title: title, legacyName: legacyName, tables: tables))
         }
     }
 
-    /// After each sync round: the backlog, what was sent, and the error if the round failed (its kind counted).
-    public func syncUpdated(
-        backlog: [SyncTable: (rows: Int, oldest: Millis?)], sent: [SyncTable: Int], error: SyncFailure?,
-        now: Millis = Millis.now()
+    /// After each round of an output: its backlog, what it sent, and the failure if the round failed (its kind
+    /// counted).
+    public func outputUpdated(
+        _ name: String, backlog: [SyncTable: (rows: Int, oldest: Millis?)], sent: [SyncTable: Int],
+        error: OutboxFailure?, now: Millis = Millis.now()
     ) {
         locked {
-            guard var st = sync, let h = syncHandles else { return }
+            guard let i = outputs.firstIndex(where: { $0.name == name }), var h = outputHandles[name] else { return }
+            var st = outputs[i]
             st.backlog = backlog
             st.up = error == nil
             st.lastError = error?.message
-            if error == nil { st.lastSuccessMs = now }
-            h.up.record(error == nil ? 1 : 0)
-            for t in SyncTable.allCases {
+            if error == nil {
+                st.lastSuccessMs = now
+                h.lastSuccess.record(Double(now) / 1000)
+            }
+            for g in h.up { g.record(error == nil ? 1 : 0) }
+            for t in st.tables {
                 let b = backlog[t] ?? (0, nil)
-                h.rows[t]?.record(b.rows)
-                h.age[t]?.record(b.oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
-                if let n = sent[t], n > 0 { h.sent[t]?.increment(by: n) }
+                for g in h.rows[t] ?? [] { g.record(b.rows) }
+                for g in h.age[t] ?? [] { g.record(b.oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0) }
+                if let n = sent[t], n > 0 { for c in h.sent[t] ?? [] { c.increment(by: n) } }
             }
             if let error {
-                let c =
-                    syncFailures[error.kind]
-                    ?? Counter(
-                        label: "vlogger_sync_failures_total", dimensions: [("kind", error.kind)], factory: factory)
-                syncFailures[error.kind] = c
-                c.increment()
+                st.failures[error.kind, default: 0] += 1
+                if h.failures[error.kind] == nil {
+                    let dims = [("kind", error.kind)]
+                    h.failures[error.kind] =
+                        [
+                            Counter(
+                                label: "vlogger_output_failures_total", dimensions: [("output", name)] + dims,
+                                factory: factory)
+                        ]
+                        + (st.legacyName.map {
+                            [Counter(label: "vlogger_\($0)_failures_total", dimensions: dims, factory: factory)]
+                        } ?? [])
+                }
+                for c in h.failures[error.kind] ?? [] { c.increment() }
             }
-            sync = st
+            outputs[i] = st
+            outputHandles[name] = h
         }
     }
 
-    public var syncStatus: SyncStatus? { locked { sync } }
+    /// Every output's state, in the order they were enabled.
+    public var outputStatus: [OutputStatus] { locked { outputs } }
 
     public init(readers: [ReaderConfig], intervalMs: (ReaderConfig) -> Millis, startedMs: Millis = Millis.now()) {
         self.startedMs = startedMs
@@ -257,17 +304,39 @@ public final class ServiceMetrics: @unchecked Sendable {
             if let writesQueued { raw("writesQueued", String(writesQueued())) }
             raw("cycles", String(readers.reduce(0) { $0 + $1.counters.cycles }))
             raw("tagsInField", String(readers.reduce(0) { $0 + $1.tags.count }))
-            // Fleet sync: its own status; a failing sync does not make the gateway unhealthy (it keeps logging
-            // locally and catches up by itself), but the backlog is here for whoever watches it.
-            if let st = sync {
-                key("sync")
+            // Outputs (fleet sync, …): their own status; a failing output does not make the gateway unhealthy (it
+            // keeps logging locally and the output catches up by itself), but the backlog is here for whoever
+            // watches it. An output with a legacy name is also shown under it, as before outputs.
+            func output(_ st: OutputStatus) {
                 o.append(0x7B)
-                string("status", st.up ? "ok" : "failing")
+                string("status", st.up ? "ok" : st.lastSuccessMs == nil && st.lastError == nil ? "starting" : "failing")
                 raw("backlogRows", String(st.backlog.values.reduce(0) { $0 + $1.rows }))
                 let oldest = st.backlog.values.compactMap(\.oldest).min()
-                raw("oldestUnsyncedSeconds", oldest.map { String(max(0, now - $0) / 1000) } ?? "null")
+                raw("oldestUnsentSeconds", oldest.map { String(max(0, now - $0) / 1000) } ?? "null")
+                if st.legacyName != nil {
+                    raw("oldestUnsyncedSeconds", oldest.map { String(max(0, now - $0) / 1000) } ?? "null")
+                }
                 string("lastSuccess", st.lastSuccessMs.map(TimeSpec.format))
                 string("lastError", st.lastError)
+                key("failures")
+                o.append(0x7B)
+                for (kind, n) in st.failures.sorted(by: { $0.key < $1.key }) { raw(kind, String(n)) }
+                o.append(0x7D)
+                o.append(0x7D)
+            }
+            for st in outputs {
+                if let legacy = st.legacyName {
+                    key(legacy)
+                    output(st)
+                }
+            }
+            if !outputs.isEmpty {
+                key("outputs")
+                o.append(0x7B)
+                for st in outputs {
+                    key(st.name)
+                    output(st)
+                }
                 o.append(0x7D)
             }
             key("readers")
@@ -293,14 +362,4 @@ public final class ServiceMetrics: @unchecked Sendable {
 
     /// The Prometheus text exposition format (version 0.0.4).
     public func prometheusText() -> [UInt8] { registry.emitToBuffer() }
-}
-
-/// A failed sync round, as the metrics and /healthz show it (the kind is a label value).
-public struct SyncFailure: Sendable, Equatable {
-    public var kind: String
-    public var message: String
-    public init(kind: String, message: String) {
-        self.kind = kind
-        self.message = message
-    }
 }

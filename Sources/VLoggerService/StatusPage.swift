@@ -50,8 +50,8 @@ public enum StatusPage {
         return s + "</table>"
     }
 
-    /// The sync job's state: up or failing (and why), the backlog and the age of its oldest row, the last success.
-    static func syncLine(_ sync: ServiceMetrics.SyncStatus, now: Millis) -> String {
+    /// An output's state: up or failing (and why), the backlog and the age of its oldest row, the last success.
+    static func outputLine(_ sync: ServiceMetrics.OutputStatus, now: Millis) -> String {
         let rows = sync.backlog.values.reduce(0) { $0 + $1.rows }
         let oldest = sync.backlog.values.compactMap(\.oldest).min()
         let state =
@@ -93,8 +93,8 @@ public enum StatusPage {
                         "<li><code>\(esc($0.description))</code> — \(esc($0.manufacturer.description))</li>"
                     }.joined() + "</ul>"
         }
-        if let sync = metrics.syncStatus {
-            body += "<h2>Fleet sync</h2>" + syncLine(sync, now: now)
+        for output in metrics.outputStatus {
+            body += "<h2>\(esc(output.title))</h2>" + outputLine(output, now: now)
         }
         do {
             let d = try store.statusData(since: now - 3_600_000, chartField: chartField)

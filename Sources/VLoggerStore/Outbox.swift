@@ -1,7 +1,8 @@
 import VLoggerModel
-/// The local store as the outbox of fleet sync: rows after the acknowledged cursor, oldest first, and the
-/// cursor itself, which moves only after the central server committed a batch (so it is never ahead of the
-/// server, and a batch resent after a crash is the same rows with the same ids).
+/// The local store as the outbox: rows after a consumer's acknowledged cursor, oldest first, and the cursors
+/// themselves, one per (consumer, table), each moved only after that consumer's destination acknowledged a batch
+/// (so it is never ahead of the destination, and a batch resent after a crash is the same rows with the same ids).
+/// The fleet sync to PostgreSQL is the consumer named "postgres"; `OutboxConsumer` (VLoggerCore) is the seam.
 ///
 /// Append-only tables (readings, events, writes, audits, audit results) are shipped by local row id. Tags are
 /// one row per tag that changes as it is seen again: they are shipped by change number (`seq`, which every
@@ -165,32 +166,52 @@ extension Store {
         }
     }
 
-    /// The cursor of `table`: the highest local id (tags: change number) the central server has committed;
-    /// 0 when none yet.
-    public func syncCursor(_ table: SyncTable) throws(StoreError) -> Int64 {
+    /// The cursor of `consumer` on `table`: the highest local id (tags: change number) the consumer's destination
+    /// has acknowledged; 0 when none yet.
+    public func outboxCursor(_ consumer: String, _ table: SyncTable) throws(StoreError) -> Int64 {
         try withReader { db throws(StoreError) in
-            let s = try db.prepare("SELECT last_id FROM sync_cursor WHERE tbl = ?")
-            try s.bind([.text(table.rawValue)])
+            let s = try db.prepare("SELECT last_id FROM outbox_cursor WHERE consumer = ? AND tbl = ?")
+            try s.bind([.text(consumer), .text(table.rawValue)])
             return try s.step() ? s.int64(0) : 0
         }
     }
 
-    /// Moves the cursor after the server committed rows up to `id`; it never moves back.
-    public func advanceSyncCursor(_ table: SyncTable, to id: Int64, now: Millis = Millis.now()) throws(StoreError) {
+    /// Every cursor of every consumer, by consumer and table (a consumer no longer configured keeps its row, and
+    /// it is not counted by retention: see `prune`).
+    public func outboxCursors() throws(StoreError) -> [String: [SyncTable: Int64]] {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT consumer, tbl, last_id FROM outbox_cursor")
+            var out: [String: [SyncTable: Int64]] = [:]
+            while try s.step() {
+                guard let c = s.text(0), let t = s.text(1).flatMap(SyncTable.init(rawValue:)) else { continue }
+                out[c, default: [:]][t] = s.int64(2)
+            }
+            return out
+        }
+    }
+
+    /// Moves `consumer`'s cursor on `table` after its destination acknowledged rows up to `id`; it never moves
+    /// back.
+    public func advanceOutboxCursor(_ consumer: String, _ table: SyncTable, to id: Int64, now: Millis = Millis.now())
+        throws(StoreError)
+    {
         try withWriter { db throws(StoreError) in
             let s = try db.prepare(
                 """
-                INSERT INTO sync_cursor(tbl, last_id, updated_at) VALUES (?, ?, ?)
-                ON CONFLICT(tbl) DO UPDATE SET last_id = max(last_id, excluded.last_id), updated_at = excluded.updated_at
+                INSERT INTO outbox_cursor(consumer, tbl, last_id, updated_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT(consumer, tbl) DO UPDATE SET last_id = max(last_id, excluded.last_id),
+                    updated_at = excluded.updated_at
                 """)
-            try s.bind([.text(table.rawValue), .integer(id), .integer(now)])
+            try s.bind([.text(consumer), .text(table.rawValue), .integer(id), .integer(now)])
             while try s.step() {}
         }
     }
 
-    /// Rows not yet acknowledged by the server, and the time of the oldest of them (the sync backlog).
-    public func syncBacklog(_ table: SyncTable) throws(StoreError) -> (rows: Int, oldest: Millis?) {
-        let after = try syncCursor(table)
+    /// Rows `consumer` has not had acknowledged yet, and the time of the oldest of them (its backlog).
+    public func outboxBacklog(_ consumer: String, _ table: SyncTable) throws(StoreError) -> (
+        rows: Int, oldest: Millis?
+    ) {
+        let after = try outboxCursor(consumer, table)
         return try withReader { db throws(StoreError) in
             let s = try db.prepare(table.backlogSQL)
             try s.bind([.integer(after)])

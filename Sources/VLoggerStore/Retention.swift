@@ -1,26 +1,32 @@
 import VLoggerModel
 /// Local retention (`[store] keep`): rows older than the cutoff are deleted, a few thousand per transaction
-/// (the store writer waits at most one such transaction), except rows fleet sync has not yet had
-/// acknowledged: with sync on, nothing past a table's cursor is deleted, however old. Tags (one row per tag)
-/// and the asset register are not pruned.
+/// (the store writer waits at most one such transaction), except rows an enabled consumer of the outbox (the
+/// fleet sync, …) has not yet had acknowledged: nothing past the lowest of their cursors on a table is
+/// deleted, however old. Tags (one row per tag) and the asset register are not pruned.
 public struct PruneReport: Sendable, Equatable {
     /// Rows deleted, by table.
     public var deleted: [SyncTable: Int] = [:]
-    /// Rows older than the cutoff kept because the central server has not acknowledged them yet.
-    public var heldForSync: [SyncTable: Int] = [:]
+    /// Rows older than the cutoff kept because a consumer's destination has not acknowledged them yet.
+    public var heldForConsumers: [SyncTable: Int] = [:]
     public init() {}
 
     public var totalDeleted: Int { deleted.values.reduce(0, +) }
-    public var totalHeld: Int { heldForSync.values.reduce(0, +) }
+    public var totalHeld: Int { heldForConsumers.values.reduce(0, +) }
 }
 
 extension Store {
-    /// Deletes readings, events, writes and audits (with their results) from before `cutoff`. With
-    /// `keepUnsynced`, a row past its table's sync cursor stays (and an audit stays while any of its results
-    /// does). `chunk`: rows per transaction.
-    public func prune(before cutoff: Millis, keepUnsynced: Bool, chunk: Int = 5000) throws(StoreError) -> PruneReport {
+    /// Deletes readings, events, writes and audits (with their results) from before `cutoff`. A row past the
+    /// cursor of any consumer in `keepFor` on its table stays (and an audit stays while any of its results
+    /// does); a consumer that never acknowledged anything holds every row. `chunk`: rows per transaction.
+    public func prune(before cutoff: Millis, keepFor consumers: [String], chunk: Int = 5000) throws(StoreError)
+        -> PruneReport
+    {
         var report = PruneReport()
-        func limit(_ t: SyncTable) throws(StoreError) -> Int64 { keepUnsynced ? try syncCursor(t) : Int64.max }
+        func limit(_ t: SyncTable) throws(StoreError) -> Int64 {
+            var upTo = Int64.max
+            for c in consumers { upTo = min(upTo, try outboxCursor(c, t)) }
+            return upTo
+        }
         let chunk = Int64(max(1, chunk))
         for table in [SyncTable.readings, .events, .writes] {
             let upTo = try limit(table)
@@ -38,7 +44,7 @@ extension Store {
                 if n < chunk { break }
             }
             report.deleted[table] = deleted
-            report.heldForSync[table] = try withReader { db throws(StoreError) -> Int in
+            report.heldForConsumers[table] = try withReader { db throws(StoreError) -> Int in
                 let s = try db.prepare("SELECT count(*) FROM \(table.rawValue) WHERE time < ?1 AND id > ?2")
                 try s.bind([.integer(cutoff), .integer(upTo)])
                 return try s.step() ? Int(s.int64(0)) : 0
@@ -76,7 +82,7 @@ extension Store {
         }
         report.deleted[.audits] = deletedAudits
         report.deleted[.auditResults] = deletedResults
-        report.heldForSync[.audits] = try withReader { db throws(StoreError) -> Int in
+        report.heldForConsumers[.audits] = try withReader { db throws(StoreError) -> Int in
             let s = try db.prepare("SELECT count(*) FROM audits WHERE finished < ?1")
             try s.bind([.integer(cutoff)])
             return try s.step() ? Int(s.int64(0)) : 0

@@ -21,7 +21,7 @@ extension Store {
     /// The tables a salvage copies, parents before children.
     static let salvageTables = [
         "fields", "tags", "assets", "readings", "events", "writes", "write_queue", "audits", "audit_results",
-        "sync_cursor", "reader_buffers",
+        "outbox_cursor", "reader_buffers",
     ]
 
     /// Copies every row that can still be read from a damaged store file into a new store at `target`. A plain
@@ -69,7 +69,16 @@ extension Store {
             for name in salvageTables {
                 var t = SalvageReport.Table(name: name)
                 do throws(StoreError) {
-                    try transaction(db) { () throws(StoreError) in try copy(name, from: source, into: db, &t) }
+                    try transaction(db) { () throws(StoreError) in
+                        // A store from before migration 013 keeps the fleet sync's cursors in sync_cursor.
+                        if name == "outbox_cursor" && columns(name, source).isEmpty
+                            && !columns("sync_cursor", source).isEmpty
+                        {
+                            try copyOldSyncCursor(from: source, into: db, &t)
+                        } else {
+                            try copy(name, from: source, into: db, &t)
+                        }
+                    }
                 } catch {
                     t.unreadable = error.message
                     t.copied = 0  // rolled back
@@ -98,6 +107,22 @@ extension Store {
             contentsOf: Data([
                 UInt8(pages >> 24), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF),
             ]))
+    }
+
+    /// The cursors of a store from before migration 013 (`sync_cursor`: the fleet sync's) as the "postgres"
+    /// consumer's.
+    private static func copyOldSyncCursor(
+        from source: SQLiteConnection, into db: SQLiteConnection, _ t: inout SalvageReport.Table
+    ) throws(StoreError) {
+        let read = try source.prepare("SELECT tbl, last_id, updated_at FROM sync_cursor")
+        let insert = try db.prepare(
+            "INSERT OR IGNORE INTO outbox_cursor(consumer, tbl, last_id, updated_at) VALUES('postgres', ?, ?, ?)")
+        while try read.step() {
+            insert.reset()
+            try insert.bind([read.value(0), read.value(1), read.value(2)])
+            try insert.step()
+            t.copied += 1
+        }
     }
 
     /// The columns of `table` on a connection (none when its schema cannot be read).

@@ -240,6 +240,24 @@ public final class Store: @unchecked Sendable {
             CREATE UNIQUE INDEX write_queue_by_idempotency_key ON write_queue(idempotency_key) WHERE idempotency_key IS NOT NULL;
             """
         ),
+        // The outbox has consumers (the fleet sync to PostgreSQL is the first): each has its own cursor per table,
+        // and retention keeps a row until every enabled consumer has it. The fleet sync's cursors become those of
+        // the consumer named "postgres".
+        (
+            "013-outbox-cursor-per-consumer",
+            """
+            CREATE TABLE outbox_cursor(
+                consumer TEXT NOT NULL,                 -- the consumer's name: postgres, …
+                tbl TEXT NOT NULL,                      -- readings, events, writes, audits, audit_results, tags
+                last_id INTEGER NOT NULL,               -- the highest local id (tags: change number) it acknowledged
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (consumer, tbl)
+            ) WITHOUT ROWID;
+            INSERT INTO outbox_cursor(consumer, tbl, last_id, updated_at)
+                SELECT 'postgres', tbl, last_id, updated_at FROM sync_cursor;
+            DROP TABLE sync_cursor;
+            """
+        ),
     ]
 
     private var insertReading: SQLStatement?

@@ -25,6 +25,8 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     /// From whatever PostgresNIO threw.
     public static func from(_ error: Error, url: String) -> SyncError {
         if let e = error as? SyncError { return e }
+        // The outbox's own failures (the local store) are said as they are.
+        if let f = error as? OutboxFailure { return SyncError(.configuration, f.message) }
         // withTransaction wraps what failed (and its description holds the query): the error inside decides.
         if let t = error as? PostgresTransactionError,
             let inner = t.closureError ?? t.beginError ?? t.commitError ?? t.rollbackError
@@ -70,15 +72,8 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// What one sync round sent.
-public struct SyncReport: Sendable, Equatable {
-    /// Rows the server acknowledged, by table (resent rows that were there already count too).
-    public var sent: [SyncTable: Int] = [:]
-    /// Rows the server did not have before (the rest were a resent batch).
-    public var inserted: [SyncTable: Int] = [:]
-    public var batches = 0
-    public init() {}
-}
+/// What one sync round sent: the outbox's round report.
+public typealias SyncReport = OutboxRound
 
 /// Ships the local store to the central PostgreSQL: rows after each table's cursor, in batches of
 /// `batchSize`, each batch one server transaction of idempotent inserts keyed by (gateway, local id); the
@@ -224,47 +219,13 @@ public final class Syncer: @unchecked Sendable {
 
     // MARK: Shipping
 
-    /// Sends everything after the cursors, batch by batch, until nothing is left (or `maxBatches`).
+    /// Sends everything after the cursors, batch by batch, until nothing is left (or `maxBatches`): one round of
+    /// the outbox pump with this consumer.
     public func syncOnce(maxBatches: Int = .max) async throws -> SyncReport {
-        let (logger, store, gateway, site, batchSize) = (
-            self.logger, self.store, self.gateway, self.site, settings.batchSize
-        )
-        let hook = afterServerCommit
-        return try await withConnection { conn in
-            try await Self.requireSchema(conn, logger)
-            var report = SyncReport()
-            for table in SyncTable.allCases {
-                while report.batches < maxBatches {
-                    let after: Int64
-                    let rows: [OutboxRow]
-                    do {
-                        after = try store.syncCursor(table)
-                        rows = try store.outbox(table, after: after, limit: batchSize)
-                    } catch { throw SyncError(.configuration, "the local store: \(error)") }
-                    guard let last = rows.last?.id else { break }
-                    let inserted = try await conn.withTransaction(logger: logger) { conn in
-                        try await conn.query(
-                            """
-                            INSERT INTO gateways(id, site) VALUES (\(gateway), \(site))
-                            ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, last_sync = now()
-                            """, logger: logger)
-                        if table == .readings {
-                            try await Self.ensurePartitions(conn, times: rows.map(\.time), logger: logger)
-                        }
-                        return try await Self.insert(table, rows, gateway: gateway, conn, logger)
-                    }
-                    // The server has committed: only now does the cursor move.
-                    try hook?(table, last)
-                    do { try store.advanceSyncCursor(table, to: last) } catch {
-                        throw SyncError(.configuration, "the local store: \(error)")
-                    }
-                    report.sent[table, default: 0] += rows.count
-                    report.inserted[table, default: 0] += inserted
-                    report.batches += 1
-                    if rows.count < batchSize { break }
-                }
-            }
-            return report
+        var pump = OutboxPump(store: store, consumer: self)
+        pump.afterDelivery = afterServerCommit
+        do { return try await pump.round(maxBatches: maxBatches) } catch {
+            throw SyncError.from(error, url: settings.url)
         }
     }
 
@@ -370,6 +331,53 @@ public final class Syncer: @unchecked Sendable {
                 for try await n in rows.decode(Int64.self) { out[t] = Int(n) }
             }
             return out
+        }
+    }
+}
+
+/// The fleet sync as the outbox's consumer "postgres": every table, in batches of `[sync] batch-size`, one
+/// connection per round (a link that is down fails within the connect timeout), the server's schema checked
+/// before the first batch, each batch one server transaction.
+extension Syncer: OutboxConsumer {
+    public static let consumerName = "postgres"
+    public var name: String { Self.consumerName }
+    public var title: String { "Fleet sync to PostgreSQL" }
+    public var legacyName: String? { "sync" }
+    public var tables: [SyncTable] { SyncTable.allCases }
+    public var batchSize: Int { settings.batchSize }
+
+    public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
+        let (logger, gateway, site) = (self.logger, self.gateway, self.site)
+        return try await withConnection { conn in
+            try await Self.requireSchema(conn, logger)
+            return try await body(Session(conn: conn, gateway: gateway, site: site, logger: logger))
+        }
+    }
+
+    public func describe(_ error: any Error) -> OutboxFailure {
+        let e = SyncError.from(error, url: settings.url)
+        return OutboxFailure(kind: e.kind.rawValue, message: e.message)
+    }
+
+    struct Session: OutboxSession {
+        let conn: PostgresConnection
+        let gateway: String
+        let site: String?
+        let logger: Logger
+
+        func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
+            let (gateway, site, logger) = (self.gateway, self.site, self.logger)
+            return try await conn.withTransaction(logger: logger) { conn in
+                try await conn.query(
+                    """
+                    INSERT INTO gateways(id, site) VALUES (\(gateway), \(site))
+                    ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, last_sync = now()
+                    """, logger: logger)
+                if table == .readings {
+                    try await Syncer.ensurePartitions(conn, times: rows.map(\.time), logger: logger)
+                }
+                return try await Syncer.insert(table, rows, gateway: gateway, conn, logger)
+            }
         }
     }
 }

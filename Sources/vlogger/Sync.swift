@@ -51,11 +51,11 @@ struct SyncCommand: AsyncParsableCommand {
             }
             if status {
                 for t in SyncTable.allCases {
-                    let b = try store.syncBacklog(t)
+                    let b = try store.outboxBacklog(syncer.name, t)
                     let age =
                         b.oldest.map { " (oldest " + DurationText.format(max(0, Millis.now() - $0)) + " old)" } ?? ""
                     print(
-                        "\(t.rawValue): \(b.rows) rows not yet acknowledged\(age); cursor at \(t.isUpserted ? "change" : "local id") \(try store.syncCursor(t))"
+                        "\(t.rawValue): \(b.rows) rows not yet acknowledged\(age); cursor at \(t.isUpserted ? "change" : "local id") \(try store.outboxCursor(syncer.name, t))"
                     )
                 }
                 let counts = try await syncer.serverCounts()

@@ -435,7 +435,7 @@ struct ServiceSyncTests {
                 && metrics.contains("vlogger_sync_rows_sent_total{table=\"readings\"}"), "\(metrics.suffix(2000))")
         let page = try ServiceTests.get(httpPort, "/").body
         #expect(
-            page.contains("<h2>Fleet sync</h2>") && page.contains("rows not yet acknowledged")
+            page.contains("<h2>Fleet sync to PostgreSQL</h2>") && page.contains("rows not yet acknowledged")
                 && page.contains("last success: 20"), "\(page.prefix(3000))")
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()

@@ -170,7 +170,7 @@ struct SyncFaultTests {
     static func backlog(_ g: Gateway) -> Int {
         guard let store = try? Store(path: g.store, readOnly: true) else { return -1 }
         defer { store.close() }
-        return SyncTable.allCases.reduce(0) { $0 + ((try? store.syncBacklog($1).rows) ?? 0) }
+        return SyncTable.allCases.reduce(0) { $0 + ((try? store.outboxBacklog("postgres", $1).rows) ?? 0) }
     }
 
     /// How many times the gateway's log says it started polling.
@@ -181,7 +181,8 @@ struct SyncFaultTests {
 
     /// Whether the server has readings of `g` past its local cursor (nil: the server did not answer, restarting).
     static func serverAhead(_ g: Gateway, cluster: Cluster, db: String) -> Bool? {
-        guard let store = try? Store(path: g.store, readOnly: true), let cursor = try? store.syncCursor(.readings)
+        guard let store = try? Store(path: g.store, readOnly: true),
+            let cursor = try? store.outboxCursor("postgres", .readings)
         else { return nil }
         store.close()
         guard
@@ -352,7 +353,9 @@ struct SyncFaultTests {
         let logs = gateways.map { (try? String(contentsOf: $0.log, encoding: .utf8)) ?? "" }
         // The gateways saw the server go away (a failed round) and come back (a round that caught up).
         // Every gateway saw the server go away.
-        #expect(logs.allSatisfy { $0.contains("fleet sync failed") }, "\(logs.map { $0.suffix(3000) })")
+        #expect(
+            logs.allSatisfy { $0.contains("output postgres (Fleet sync to PostgreSQL) failed") },
+            "\(logs.map { $0.suffix(3000) })")
         #expect(kills.allSatisfy { $0 >= killsWanted } && restarts >= restartsWanted)
         #expect(totalDuplicates == 0 && totalGaps == 0 && totalExtra == 0)
         print(

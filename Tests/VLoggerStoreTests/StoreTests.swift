@@ -57,6 +57,30 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         var read: @Sendable () -> Millis { { [self] in ms } }
     }
 
+    /// A store from before outputs were consumers (migrations 001–012): the fleet sync's cursors in sync_cursor
+    /// become the cursors of the consumer "postgres", so an upgraded gateway sends nothing twice.
+    @Test func theFleetSyncCursorsBecomeThePostgresConsumers() throws {
+        let path = scratchPath("before-outputs.db")
+        let old = try SQLiteConnection(path: path)
+        try old.execute("PRAGMA journal_mode=WAL")
+        try old.execute(
+            "CREATE TABLE schema_migrations(name TEXT PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID")
+        let upTo = try #require(Store.migrations.firstIndex { $0.name == "012-write-queue-idempotency-key" })
+        for m in Store.migrations.prefix(upTo + 1) {
+            try old.execute(m.sql)
+            try old.execute("INSERT INTO schema_migrations VALUES('\(m.name)', 0)")
+        }
+        try old.execute(
+            "INSERT INTO sync_cursor VALUES('readings', 4242, 1763800000000), ('events', 17, 1763800000000)")
+        old.close()
+        let store = try Store(path: path)
+        #expect(try store.appliedMigrations() == Store.migrations.map(\.name))
+        #expect(try store.outboxCursors() == ["postgres": [.readings: 4242, .events: 17]])
+        #expect(try store.outboxCursor("postgres", .readings) == 4242 && store.outboxCursor("mqtt", .readings) == 0)
+        try store.advanceOutboxCursor("postgres", .readings, to: 100)
+        #expect(try store.outboxCursor("postgres", .readings) == 4242)  // a cursor never moves back
+    }
+
     @Test func aStoreFromBeforeReadersMigratesInPlace() throws {
         // A store as the previous release left it: migrations 001 and 002, one reading without reader columns.
         let path = scratchPath("old.db")
@@ -343,23 +367,33 @@ extension Store {
         }
         let cutoff = now - 30 * day  // keep = 30d: days 0…9 are older
         // Sync has acknowledged readings up to day 5 (ids ≤ 600), events to day 20, no writes, audits 1…3 with
-        // results 1…2 (so audit 3 still has an unsynced result).
-        try s.advanceSyncCursor(.readings, to: 600)
-        try s.advanceSyncCursor(.events, to: 21)
-        try s.advanceSyncCursor(.audits, to: 3)
-        try s.advanceSyncCursor(.auditResults, to: 2)
-        let held = try s.prune(before: cutoff, keepUnsynced: true, chunk: 250)
-        #expect(held.deleted == [.readings: 600, .events: 10, .writes: 0, .audits: 2, .auditResults: 2], "\(held)")
+        // results 1…2 (so audit 3 still has an unsynced result). A second output, "late", has the same but
+        // readings only up to day 2 (ids ≤ 300).
+        for c in ["postgres", "late"] {
+            try s.advanceOutboxCursor(c, .readings, to: c == "late" ? 300 : 600)
+            try s.advanceOutboxCursor(c, .events, to: 21)
+            try s.advanceOutboxCursor(c, .audits, to: 3)
+            try s.advanceOutboxCursor(c, .auditResults, to: 2)
+        }
+        // Both outputs enabled: a row goes only when both have it (the lower cursor decides).
+        let both = try s.prune(before: cutoff, keepFor: ["postgres", "late"], chunk: 250)
+        #expect(both.deleted == [.readings: 300, .events: 10, .writes: 0, .audits: 2, .auditResults: 2], "\(both)")
+        #expect(both.heldForConsumers[.readings] == 700, "\(both)")
+        // "late" disabled: its cursor stays in the store but no longer holds rows back.
+        let held = try s.prune(before: cutoff, keepFor: ["postgres"], chunk: 250)
+        #expect(held.deleted == [.readings: 300, .events: 0, .writes: 0, .audits: 0, .auditResults: 0], "\(held)")
         #expect(
-            held.heldForSync[.readings] == 400 && held.heldForSync[.writes] == 10 && held.heldForSync[.events] == 0
-                && held.heldForSync[.audits] == 8)
+            held.heldForConsumers[.readings] == 400 && held.heldForConsumers[.writes] == 10
+                && held.heldForConsumers[.events] == 0 && held.heldForConsumers[.audits] == 8)
+        #expect(try s.outboxCursors()["late"]?[.readings] == 300)
         #expect(
             try s.count("readings") == 3400 && s.count("events") == 30 && s.count("writes") == 40
                 && s.count("audits") == 38 && s.count("audit_results") == 38)
         // Nothing unsynced went: the rows after each cursor are all there.
-        #expect(try s.syncBacklog(.readings).rows == 3400 && s.syncBacklog(.writes).rows == 40)
+        #expect(
+            try s.outboxBacklog("postgres", .readings).rows == 3400 && s.outboxBacklog("postgres", .writes).rows == 40)
         // Without sync, everything older goes.
-        let all = try s.prune(before: cutoff, keepUnsynced: false, chunk: 250)
+        let all = try s.prune(before: cutoff, keepFor: [], chunk: 250)
         #expect(
             all.deleted[.readings] == 400 && all.deleted[.writes] == 10 && all.deleted[.audits] == 8
                 && all.totalHeld == 0, "\(all)")

@@ -138,12 +138,12 @@ struct CentralSyncTests {
         struct Crash: Error {}
         syncer.afterServerCommit = { _, _ in throw Crash() }
         await #expect(throws: (any Error).self) { try await syncer.syncOnce() }
-        #expect(try store.syncCursor(.readings) == 250)
+        #expect(try store.outboxCursor("postgres", .readings) == 250)
         #expect(try await syncer.serverCounts()[.readings] == 280)
         syncer.afterServerCommit = nil
         let resent = try await syncer.syncOnce()
         #expect(resent.sent[.readings] == 30 && resent.inserted[.readings] == 0)
-        #expect(try await syncer.serverCounts()[.readings] == 280 && store.syncCursor(.readings) == 280)
+        #expect(try await syncer.serverCounts()[.readings] == 280 && store.outboxCursor("postgres", .readings) == 280)
         // The central rows are the local rows, column for column.
         let central = try await TestServer.query(
             """
@@ -299,10 +299,14 @@ struct CentralSyncTests {
         } catch let e as SyncError {
             #expect(e.kind == .readOnly && e.message.contains("refuses writes"), "\(e)")
         }
-        #expect(try store.syncCursor(.readings) == 0 && store.syncBacklog(.readings).rows == 120)
+        #expect(
+            try store.outboxCursor("postgres", .readings) == 0 && store.outboxBacklog("postgres", .readings).rows == 120
+        )
         try await TestServer.admin("ALTER DATABASE \(db) SET default_transaction_read_only = off")
         let r = try await syncer.syncOnce()
-        #expect(try r.sent[.readings] == 120 && r.inserted[.readings] == 120 && store.syncBacklog(.readings).rows == 0)
+        #expect(
+            try r.sent[.readings] == 120 && r.inserted[.readings] == 120
+                && store.outboxBacklog("postgres", .readings).rows == 0)
     }
 
     /// A server nobody listens on (the link or the server is down): a connect error within the connect timeout.

@@ -1,0 +1,111 @@
+import VLoggerModel
+import VLoggerStore
+
+/// A way data leaves the gateway: one consumer of the store's outbox. It names itself (its cursors and its
+/// metrics carry the name), says which tables it takes, and delivers batches; `OutboxPump` reads the rows after
+/// its cursor and moves the cursor only after `deliver` returned, so a batch is acknowledged only when the
+/// destination has it. A consumer knows nothing of the others, and the service knows consumer kinds only
+/// through its one registration list.
+public protocol OutboxConsumer: Sendable {
+    /// The name its cursors and metrics carry (`postgres`, …): letters, digits, `-` and `_`.
+    var name: String { get }
+    /// What an operator calls it ("Fleet sync to PostgreSQL"): the status page's heading.
+    var title: String { get }
+    /// A name it had before outputs were consumers (the fleet sync: `sync`, for `"sync"` in /healthz and
+    /// `vlogger_sync_*`), so that dashboards built on it go on working; nil for a new output.
+    var legacyName: String? { get }
+    /// The tables it takes, in the order a round ships them.
+    var tables: [SyncTable] { get }
+    /// Rows per batch.
+    var batchSize: Int { get }
+    /// Opens what one round needs (a connection, a check of the destination's schema), runs `body` with it, and
+    /// closes it, also when `body` throws.
+    func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T
+    /// What a failure of a round is, for the log, `/healthz` and `vlogger_output_failures_total{kind}`.
+    func describe(_ error: any Error) -> OutboxFailure
+}
+
+extension OutboxConsumer {
+    public var legacyName: String? { nil }
+}
+
+/// One round's link to a consumer's destination.
+public protocol OutboxSession {
+    /// Delivers one batch of `table` (rows in commit order) and returns when the destination has committed it;
+    /// returns how many of the rows were new to it (a resent batch: fewer). Throws when it is not sure the
+    /// destination has them: the cursor does not move, and the batch is sent again.
+    func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int
+}
+
+/// A failed round, as the log, the metrics and /healthz show it (the kind is a label value).
+public struct OutboxFailure: Sendable, Equatable, Error {
+    public var kind: String
+    public var message: String
+    public init(kind: String, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+}
+
+/// What one round delivered.
+public struct OutboxRound: Sendable, Equatable {
+    /// Rows the destination acknowledged, by table (resent rows it had already count too).
+    public var sent: [SyncTable: Int] = [:]
+    /// Rows that were new to it.
+    public var inserted: [SyncTable: Int] = [:]
+    public var batches = 0
+    public init() {}
+}
+
+/// Moves rows from the store to one consumer: for each of its tables, the rows after its cursor, batch by
+/// batch, the cursor moved after each acknowledged batch, until nothing is left (or `maxBatches`).
+public struct OutboxPump: Sendable {
+    public let store: Store
+    public let consumer: any OutboxConsumer
+    /// Called after the destination acknowledged a batch and before the cursor moves (tests: a crash there).
+    public var afterDelivery: (@Sendable (SyncTable, Int64) throws -> Void)?
+
+    public init(store: Store, consumer: any OutboxConsumer) {
+        self.store = store
+        self.consumer = consumer
+    }
+
+    /// One round. A store that fails is an `OutboxFailure` of kind `store`; the consumer's own failures are
+    /// thrown as it threw them.
+    public func round(maxBatches: Int = .max) async throws -> OutboxRound {
+        let (store, consumer, hook) = (self.store, self.consumer, self.afterDelivery)
+        let name = consumer.name
+        let batchSize = max(1, consumer.batchSize)
+        return try await consumer.withSession { session in
+            var report = OutboxRound()
+            for table in consumer.tables {
+                while report.batches < maxBatches {
+                    let rows: [OutboxRow]
+                    do {
+                        let after = try store.outboxCursor(name, table)
+                        rows = try store.outbox(table, after: after, limit: batchSize)
+                    } catch { throw OutboxFailure(kind: "store", message: "the local store: \(error)") }
+                    guard let last = rows.last?.id else { break }
+                    let inserted = try await session.deliver(table, rows)
+                    // The destination has the batch: only now does the cursor move.
+                    try hook?(table, last)
+                    do { try store.advanceOutboxCursor(name, table, to: last) } catch {
+                        throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+                    }
+                    report.sent[table, default: 0] += rows.count
+                    report.inserted[table, default: 0] += inserted
+                    report.batches += 1
+                    if rows.count < batchSize { break }
+                }
+            }
+            return report
+        }
+    }
+
+    /// The consumer's backlog on each of its tables: rows not yet acknowledged and the oldest one's time.
+    public func backlog() -> [SyncTable: (rows: Int, oldest: Millis?)] {
+        var out: [SyncTable: (rows: Int, oldest: Millis?)] = [:]
+        for t in consumer.tables { out[t] = (try? store.outboxBacklog(consumer.name, t)) ?? (0, nil) }
+        return out
+    }
+}

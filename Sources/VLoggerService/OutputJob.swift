@@ -1,0 +1,58 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import VLoggerCore
+import VLoggerModel
+import VLoggerStore
+
+/// One output of the gateway (a consumer of the store's outbox: the fleet sync, …), run as a service: every
+/// `intervalMs`, one round of the outbox pump ships what its destination has not acknowledged. A round that
+/// fails (link down, server restarting, authentication, a destination refusing writes) is logged when its kind
+/// changes, counted by kind, and the next round waits longer (`Backoff`: twice the interval at first, doubling
+/// to `maxBackoffMs`, spread by jitter so that gateways which lost the same server do not come back in
+/// lock-step); polling and the local store go on meanwhile, and the backlog is in /metrics and /healthz. The
+/// first round after the destination is back catches up by itself. The same code runs every output.
+struct OutputJob: Service {
+    let pump: OutboxPump
+    let metrics: ServiceMetrics
+    let logger: Logger
+    let intervalMs: Millis
+    var maxBackoffMs: Millis = 300_000
+
+    func run() async {
+        let consumer = pump.consumer
+        metrics.enableOutput(
+            name: consumer.name, title: consumer.title, legacyName: consumer.legacyName, tables: consumer.tables)
+        var backoff = Backoff(baseMs: 2 * max(intervalMs, 1000), capMs: maxBackoffMs)
+        var lastKind: String?
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            var sent: [SyncTable: Int] = [:]
+            var failure: OutboxFailure?
+            do {
+                let r = try await pump.round()
+                sent = r.sent
+                if backoff.failures > 0 {
+                    logger.notice(
+                        "output \(consumer.name) (\(consumer.title)) works again after \(backoff.failures) failed round(s); \(r.sent.values.reduce(0, +)) rows caught up"
+                    )
+                }
+                backoff.succeeded()
+                lastKind = nil
+            } catch {
+                let f = consumer.describe(error)
+                failure = f
+                if lastKind != f.kind {
+                    logger.warning(
+                        "output \(consumer.name) (\(consumer.title)) failed (\(f.kind)): \(f.message); rows stay in the local store, retrying with back-off"
+                    )
+                }
+                lastKind = f.kind
+            }
+            metrics.outputUpdated(consumer.name, backlog: pump.backlog(), sent: sent, error: failure)
+            let wait = failure == nil ? intervalMs : backoff.failed()
+            do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(wait)) } } catch {
+                return
+            }
+        }
+    }
+}

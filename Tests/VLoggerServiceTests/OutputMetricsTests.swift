@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import VLoggerCore
+import VLoggerModel
+import VLoggerStore
+
+@testable import VLoggerService
+
+/// Every output shows its backlog, the age of its oldest unsent row, its last success and its failures by
+/// kind, in /healthz and /metrics, from the same code (issue "One description per table, and outputs as
+/// consumers of the store's outbox", item 4). The fleet sync keeps its older names (`"sync"` in /healthz,
+/// `vlogger_sync_*`) beside the new ones.
+@Suite struct OutputMetricsTests {
+    @Test func twoOutputsAreShownApartByTheSameCode() throws {
+        let m = ServiceMetrics(readers: [], intervalMs: { _ in 1000 }, startedMs: 1_763_800_000_000)
+        m.enableOutput(name: "postgres", title: "Fleet sync to PostgreSQL", legacyName: "sync", tables: [.readings])
+        m.enableOutput(name: "late", title: "A late output", tables: [.readings, .events])
+        let now: Millis = 1_763_800_060_000
+        m.outputUpdated("postgres", backlog: [.readings: (0, nil)], sent: [.readings: 120], error: nil, now: now)
+        m.outputUpdated(
+            "late", backlog: [.readings: (30, now - 42_000), .events: (2, now - 5000)], sent: [:],
+            error: OutboxFailure(kind: "timeout", message: "no answer in 5 s"), now: now)
+        m.outputUpdated(
+            "late", backlog: [.readings: (30, now - 42_000), .events: (2, now - 5000)], sent: [:],
+            error: OutboxFailure(kind: "timeout", message: "no answer in 5 s"), now: now)
+        let health = m.health(now: now).json
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(health.utf8)) as? [String: Any], "\(health)")
+        let outputs = try #require(json["outputs"] as? [String: [String: Any]], "\(health)")
+        #expect(outputs["postgres"]?["status"] as? String == "ok")
+        #expect(outputs["postgres"]?["backlogRows"] as? Int == 0)
+        #expect(outputs["postgres"]?["lastSuccess"] as? String == "2025-11-22T08:27:40.000Z")
+        #expect(outputs["late"]?["status"] as? String == "failing")
+        #expect(outputs["late"]?["backlogRows"] as? Int == 32)
+        #expect(outputs["late"]?["oldestUnsentSeconds"] as? Int == 42)
+        #expect(outputs["late"]?["lastError"] as? String == "no answer in 5 s")
+        #expect((outputs["late"]?["failures"] as? [String: Int]) == ["timeout": 2])
+        // The older object of the fleet sync, as before outputs.
+        #expect((json["sync"] as? [String: Any])?["status"] as? String == "ok", "\(health)")
+        // A failing output does not make the gateway unhealthy: it keeps logging and catches up by itself.
+        #expect(json["status"] as? String == "ok")
+
+        let text = String(decoding: m.prometheusText(), as: UTF8.self)
+        for line in [
+            "vlogger_output_up{output=\"postgres\"} 1", "vlogger_output_up{output=\"late\"} 0",
+            "vlogger_output_backlog_rows{output=\"late\",table=\"readings\"} 30",
+            "vlogger_output_oldest_unsent_age_seconds{output=\"late\",table=\"readings\"} 42",
+            "vlogger_output_rows_sent_total{output=\"postgres\",table=\"readings\"} 120",
+            "vlogger_output_failures_total{output=\"late\",kind=\"timeout\"} 2",
+            "vlogger_output_last_success_timestamp_seconds{output=\"postgres\"} 1763800060",
+            "vlogger_sync_up 1", "vlogger_sync_rows_sent_total{table=\"readings\"} 120",
+        ] {
+            #expect(text.contains(line), "\(line)\n\(text)")
+        }
+        // The late output has no legacy names.
+        #expect(!text.contains("vlogger_sync_backlog_rows{table=\"events\"}"))
+    }
+}
