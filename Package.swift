@@ -175,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "ReadersTests",
             dependencies: ["Readers", "Type5NDEF", "TagSimulator", "TagImages", "ISO15693", "ISO15693Fuzzing"]),
-        .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel"]),
+        .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel", "ISO15693Fuzzing"]),
         .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerModel", "VLoggerStore", "ISO15693"]),
         .testTarget(
             name: "VLoggerCoreTests",

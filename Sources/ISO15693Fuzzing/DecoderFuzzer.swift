@@ -5,7 +5,7 @@ import ISO15693
 /// `iso15693-fuzz` executable (a million or more).
 public struct DecoderFuzzer {
     /// SplitMix64: small, deterministic, seedable.
-    public struct Random {
+    public struct Random: RandomNumberGenerator {
         var state: UInt64
         public init(seed: UInt64) { state = seed }
         public mutating func next() -> UInt64 {

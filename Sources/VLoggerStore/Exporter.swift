@@ -38,18 +38,25 @@ public enum Exporter {
             "strftime('%Y-%m-%dT%H:%M:%S', \(col) / 1000, 'unixepoch') || printf('.%03dZ', \(col) % 1000)"
         }
         let block = "CASE WHEN block < 256 THEN printf('0x%02X', block) ELSE printf('0x%04X', block) END"
+        // A described column as SQLite formats it for the export.
+        func expression(_ c: ColumnDescription) -> String {
+            switch c.export {
+            case .time: return "\(time(c.name)) AS \(c.name)"
+            case .block: return "\(block) AS \(c.name)"
+            case .hex: return "hex(\(c.name)) AS \(c.name)"
+            case .flags:
+                return "CASE WHEN \(c.name) IS NULL THEN NULL ELSE printf('0x%02X', \(c.name)) END AS \(c.name)"
+            case .text, .integer, nil: return c.name
+            }
+        }
         var columns: [String]
         let timeColumn: String
         var from = r.table.rawValue
         switch r.table {
         case .readings:
-            columns = [
-                "\(time("time")) AS time", "gateway", "reader", "location", "uid", "\(block) AS block", "count",
-                "hex(data) AS data", "hex(security) AS security",
-            ]
-            let reserved: Set<String> = [
-                "time", "gateway", "reader", "location", "uid", "block", "count", "data", "security",
-            ]
+            let d = TableDescription.readings
+            columns = d.exported.map(expression)
+            let reserved = Set(d.names)
             for f in fields {
                 let column = reserved.contains(f.name) ? "field_\(f.name)" : f.name
                 columns.append(
@@ -58,9 +65,7 @@ public enum Exporter {
             }
             timeColumn = "time"
         case .events:
-            columns = [
-                "\(time("time")) AS time", "gateway", "reader", "location", "uid", "kind", "name", "severity", "detail",
-            ]
+            columns = TableDescription.events.exported.map(expression)
             timeColumn = "time"
         case .tags:
             columns = [

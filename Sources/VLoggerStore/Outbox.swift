@@ -14,18 +14,8 @@ public enum SyncTable: String, CaseIterable, Sendable {
     /// The central columns after (gateway, local_id, time), in order, as the local store has them.
     public var columns: [OutboxColumn] {
         switch self {
-        case .readings:
-            return [
-                .init("reader", .text), .init("location", .text), .init("uid", .text), .init("block", .integer),
-                .init("count", .integer),
-                .init("data", .blob), .init("security", .blob), .init("decoded", .json),
-            ]
-        case .events:
-            return [
-                .init("reader", .text), .init("location", .text), .init("uid", .text), .init("kind", .text),
-                .init("name", .text),
-                .init("severity", .text), .init("detail", .text),
-            ]
+        case .readings: return TableDescription.readings.outboxColumns
+        case .events: return TableDescription.events.outboxColumns
         case .writes:
             return [
                 .init("uid", .text), .init("block", .integer), .init("data", .blob), .init("flags", .integer),

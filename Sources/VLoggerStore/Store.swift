@@ -258,7 +258,47 @@ public final class Store: @unchecked Sendable {
             DROP TABLE sync_cursor;
             """
         ),
+        // A reading and an event carry the register's asset id of their tag when they were stored (NULL for a tag
+        // the register does not list). Earlier rows keep NULL.
+        (
+            "014-asset-id-on-readings-and-events",
+            """
+            ALTER TABLE readings ADD COLUMN asset_id TEXT;
+            ALTER TABLE events ADD COLUMN asset_id TEXT;
+            """
+        ),
     ]
+
+    /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.
+    private static let readingPositions = {
+        let d = TableDescription.readings
+        return (
+            time: d.position("time"), gateway: d.position("gateway"), reader: d.position("reader"),
+            location: d.position("location"), uid: d.position("uid"), assetID: d.position("asset_id"),
+            block: d.position("block"),
+            count: d.position("count"), data: d.position("data"), security: d.position("security"),
+            decoded: d.position("decoded")
+        )
+    }()
+
+    /// The register's asset id by printed UID, as the `assets` table has it, for the readings and events a batch
+    /// stores; read again when the table changed (its row count or latest change), checked once per batch.
+    private var assetIDs: [[UInt8]: String] = [:]
+    private var assetsVersion: (rows: Int64, changed: Int64)?
+
+    private func refreshAssetIDs(_ db: SQLiteConnection) throws(StoreError) {
+        let v = try db.prepare("SELECT count(*), coalesce(max(updated_at), 0) FROM assets")
+        guard try v.step() else { return }
+        let now = (rows: v.int64(0), changed: v.int64(1))
+        if let was = assetsVersion, was == now { return }
+        var map: [[UInt8]: String] = [:]
+        let all = try db.prepare("SELECT uid, asset_id FROM assets")
+        while try all.step() {
+            if let uid = all.text(0), let id = all.text(1) { map[Array(uid.utf8)] = id }
+        }
+        assetIDs = map
+        assetsVersion = now
+    }
 
     private var insertReading: SQLStatement?
     private var insertEvent: SQLStatement?
@@ -629,6 +669,7 @@ public final class Store: @unchecked Sendable {
         var lastID: Int64 = 0
         defer { if walIdentity == nil { walIdentity = FileIdentity(path + "-wal") } }
         try Self.transaction(db) { () throws(StoreError) in
+            if !batch.readings.isEmpty || !batch.events.isEmpty { try refreshAssetIDs(db) }
             if !batch.tags.isEmpty {
                 let s = try prepared(
                     &upsertTag, db,
@@ -659,10 +700,8 @@ public final class Store: @unchecked Sendable {
                 }
             }
             if !batch.readings.isEmpty {
-                let s = try prepared(
-                    &insertReading, db,
-                    "INSERT INTO readings(time, gateway, uid, block, count, data, security, decoded, reader, location) VALUES(?,?,?,?,?,?,?,?,?,?)"
-                )
+                let s = try prepared(&insertReading, db, TableDescription.readings.insertSQL)
+                let p = Self.readingPositions
                 var scratch: [UInt8] = []
                 scratch.reserveCapacity(256)
                 // Gateway, reader and location are the same row after row: bound again only when they change
@@ -670,46 +709,69 @@ public final class Store: @unchecked Sendable {
                 var bound: (gateway: String, reader: String?, location: String?)?
                 for r in batch.readings {
                     s.resetKeepingBindings()
-                    try s.bindInteger(r.time, at: 1)
+                    try s.bindInteger(r.time, at: p.time)
                     let same =
                         bound.map { $0.gateway == r.gateway && $0.reader == r.reader && $0.location == r.location }
                         ?? false
                     if !same {
-                        try s.bindText(r.gateway, at: 2)
-                        if let v = r.reader { try s.bindText(v, at: 9) } else { try s.bind(.null, at: 9) }
-                        if let v = r.location { try s.bindText(v, at: 10) } else { try s.bind(.null, at: 10) }
+                        try s.bindText(r.gateway, at: p.gateway)
+                        if let v = r.reader { try s.bindText(v, at: p.reader) } else { try s.bind(.null, at: p.reader) }
+                        if let v = r.location {
+                            try s.bindText(v, at: p.location)
+                        } else {
+                            try s.bind(.null, at: p.location)
+                        }
                         bound = (r.gateway, r.reader, r.location)
                     }
                     scratch.removeAll(keepingCapacity: true)
                     r.uid.appendPrinted(to: &scratch)
-                    try s.bindTextBytes(scratch, at: 3)
-                    try s.bindInteger(Int64(r.first.int), at: 4)
-                    try s.bindInteger(Int64(r.count), at: 5)
-                    try s.bindBlob(r.data, at: 6)
-                    if let sec = r.security { try s.bindBlob(sec, at: 7) } else { try s.bind(.null, at: 7) }
+                    try s.bindTextBytes(scratch, at: p.uid)
+                    if let a = assetIDs[scratch] {
+                        try s.bindText(a, at: p.assetID)
+                    } else {
+                        try s.bind(.null, at: p.assetID)
+                    }
+                    try s.bindInteger(Int64(r.first.int), at: p.block)
+                    try s.bindInteger(Int64(r.count), at: p.count)
+                    try s.bindBlob(r.data, at: p.data)
+                    if let sec = r.security {
+                        try s.bindBlob(sec, at: p.security)
+                    } else {
+                        try s.bind(.null, at: p.security)
+                    }
                     if r.decoded.isEmpty {
-                        try s.bind(.null, at: 8)
+                        try s.bind(.null, at: p.decoded)
                     } else {
                         scratch.removeAll(keepingCapacity: true)
                         r.appendDecodedJSON(to: &scratch)
-                        try s.bindTextBytes(scratch, at: 8)
+                        try s.bindTextBytes(scratch, at: p.decoded)
                     }
                     try s.step()
                 }
                 lastID = db.lastInsertRowID
             }
             if !batch.events.isEmpty {
-                let s = try prepared(
-                    &insertEvent, db,
-                    "INSERT INTO events(time, gateway, uid, kind, name, severity, detail, reader, location) VALUES(?,?,?,?,?,?,?,?,?)"
-                )
+                let s = try prepared(&insertEvent, db, TableDescription.events.insertSQL)
                 for e in batch.events {
                     s.reset()
-                    try s.bind([
-                        .integer(e.time), .text(e.gateway), e.uid.map { .text($0.description) } ?? .null,
-                        .text(e.kind.rawValue), .text(e.name), .text(e.severity.rawValue), .text(e.detail),
-                        e.reader.map(SQLValue.text) ?? .null, e.location.map(SQLValue.text) ?? .null,
-                    ])
+                    try s.bind(
+                        TableDescription.events.names.map { name -> SQLValue in
+                            switch name {
+                            case "time": return .integer(e.time)
+                            case "gateway": return .text(e.gateway)
+                            case "reader": return e.reader.map(SQLValue.text) ?? .null
+                            case "location": return e.location.map(SQLValue.text) ?? .null
+                            case "uid": return e.uid.map { .text($0.description) } ?? .null
+                            case "asset_id":
+                                return e.uid.flatMap { assetIDs[Array($0.description.utf8)] }.map(SQLValue.text)
+                                    ?? .null
+                            case "kind": return .text(e.kind.rawValue)
+                            case "name": return .text(e.name)
+                            case "severity": return .text(e.severity.rawValue)
+                            case "detail": return .text(e.detail)
+                            default: return .null
+                            }
+                        })
                     try s.step()
                 }
             }

@@ -29,6 +29,18 @@ public enum CentralExport {
         "CASE WHEN \(column) < 256 THEN '0x' || lpad(upper(to_hex(\(column))), 2, '0') ELSE '0x' || lpad(upper(to_hex(\(column))), 4, '0') END"
     }
 
+    /// A described column as PostgreSQL formats it for the export (the same text as the local export's).
+    static func described(_ c: ColumnDescription) -> Column {
+        switch c.export {
+        case .time: return Column(name: c.name, sql: iso(c.name), kind: .text)
+        case .block: return Column(name: c.name, sql: hexBlock(c.name), kind: .text)
+        case .hex: return Column(name: c.name, sql: "upper(encode(\(c.name), 'hex'))", kind: .text)
+        case .flags: return Column(name: c.name, sql: "'0x' || lpad(upper(to_hex(\(c.name))), 2, '0')", kind: .text)
+        case .integer: return Column(name: c.name, sql: c.name, kind: .number)
+        case .text, nil: return Column(name: c.name, sql: c.name, kind: .text)
+        }
+    }
+
     /// The query for a request: columns, FROM, the time column filtered on, the order.
     static func plan(_ r: ExportRequest, fields: [String]) throws -> (
         columns: [Column], from: String, time: String, uid: String?, reader: String?,
@@ -38,14 +50,9 @@ public enum CentralExport {
         func n(_ name: String, _ sql: String? = nil) -> Column { Column(name: name, sql: sql ?? name, kind: .number) }
         switch r.table {
         case .readings:
-            var columns = [
-                t("time", iso("time")), t("gateway"), t("reader"), t("location"), t("uid"),
-                t("block", hexBlock("block")), n("count"),
-                t("data", "upper(encode(data, 'hex'))"), t("security", "upper(encode(security, 'hex'))"),
-            ]
-            let reserved: Set<String> = [
-                "time", "gateway", "reader", "location", "uid", "block", "count", "data", "security",
-            ]
+            let d = TableDescription.readings
+            var columns = d.exported.map(described)
+            let reserved = Set(d.names)
             for f in fields {
                 let literal = "'" + f.replacingOccurrences(of: "'", with: "''") + "'"
                 columns.append(
@@ -54,11 +61,8 @@ public enum CentralExport {
             return (columns, "readings", "time", "uid", "reader", "gateway", "time, gateway, local_id")
         case .events:
             return (
-                [
-                    t("time", iso("time")), t("gateway"), t("reader"), t("location"), t("uid"), t("kind"), t("name"),
-                    t("severity"), t("detail"),
-                ],
-                "events", "time", "uid", "reader", "gateway", "time, gateway, local_id"
+                TableDescription.events.exported.map(described), "events", "time", "uid", "reader", "gateway",
+                "time, gateway, local_id"
             )
         case .tags:
             return (

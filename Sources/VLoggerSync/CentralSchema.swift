@@ -8,7 +8,7 @@ import VLoggerModel
 /// month's, ahead), and indexed for "one tag across the fleet" (uid, time) and "one gateway, a time range"
 /// (gateway, time).
 public enum CentralSchema {
-    public static let version = 2
+    public static let version = 3
     /// pg_advisory_xact_lock keys: schema migration, partition creation.
     static let lockKey: Int64 = 0x766C_6F67_6765_7200
 
@@ -145,6 +145,17 @@ public enum CentralSchema {
                 )
                 """,
                 "CREATE INDEX tags_by_uid ON tags(uid, last_seen)",
+            ]
+        ),
+        // The register's asset id of a reading's or an event's tag when the gateway stored it (NULL for a tag its
+        // register does not list, and for rows synced before), indexed for "one asset across the fleet".
+        (
+            3,
+            [
+                "ALTER TABLE readings ADD COLUMN asset_id text",
+                "ALTER TABLE events ADD COLUMN asset_id text",
+                "CREATE INDEX readings_by_asset ON readings(asset_id, time)",
+                "CREATE INDEX events_by_asset ON events(asset_id, time)",
             ]
         ),
     ]

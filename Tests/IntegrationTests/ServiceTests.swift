@@ -394,7 +394,7 @@ struct ServiceSyncTests {
         try text.write(to: config, atomically: true, encoding: .utf8)
         let store = work.appendingPathComponent("svc.db").path
         let schema = try CLI.run(["sync", "--config", config.path, "--store", store, "--init-schema"])
-        #expect(schema.code == 0 && schema.out.contains("from version 0 to 2"), "\(schema.out)\(schema.err)")
+        #expect(schema.code == 0 && schema.out.contains("from version 0 to 3"), "\(schema.out)\(schema.err)")
 
         let log = work.appendingPathComponent("svc.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -504,6 +504,17 @@ struct ServiceSyncTests {
                     "\(table) of \(c.id): central \(central.out.prefix(600)) vs local \(local.out.prefix(600))")
                 if table == "readings" || table == "audits" {
                     #expect(local.out.split(separator: "\r\n").count > 1, "\(local.out.prefix(300))")
+                }
+                if table == "readings" || table == "events" {
+                    // The register's asset id, after the UID, centrally as locally: CAGE-12 (Config/assets.csv)
+                    // on every row of its tag, and none on a tag the register does not list.
+                    let lines = local.out.split(separator: "\r\n")
+                    #expect(lines.first?.contains(",uid,asset_id,") == true, "\(lines.first ?? "")")
+                    let cage = lines.filter { $0.contains(",E008010000004212,") }
+                    #expect(!cage.isEmpty && cage.allSatisfy { $0.contains(",E008010000004212,CAGE-12,") }, "\(cage)")
+                    if table == "readings" {
+                        #expect(lines.contains { $0.contains(/,E0[0-9A-F]{14},,/) }, "\(local.out.prefix(2000))")
+                    }
                 }
                 union += local.out.split(separator: "\r\n").dropFirst()
             }

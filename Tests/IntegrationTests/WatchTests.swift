@@ -47,7 +47,7 @@ import Testing
         }
         #expect(screen.contains("vlogger watch — reader cage-room"), "\(screen)")
         #expect(screen.contains("E008010000004212  Fujitsu MB89R118") && screen.contains("5/5     100 %"), "\(screen)")
-        #expect(screen.contains("label=TOOL-077") && screen.contains("asset_id=AS-00042"), "\(screen)")
+        #expect(screen.contains("label=TOOL-077") && screen.contains("tag_asset_id=AS-00042"), "\(screen)")
         #expect(screen.contains("air time") && screen.contains("q: quit"))
         // Redrawn in place: one title line on the screen, not one per cycle.
         #expect(screen.components(separatedBy: "vlogger watch — ").count == 2, "\(screen)")

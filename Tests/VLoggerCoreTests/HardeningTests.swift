@@ -306,6 +306,35 @@ import VLoggerModel
             file: "t.toml")
         #expect(local.warnings.isEmpty, "\(local.warnings)")
     }
+
+    /// A configuration from before readings carried the register's asset id, with a field named asset_id, still
+    /// loads; the warning says what exports call the field and how to keep the two apart.
+    @Test func aFieldNamedLikeAFixedColumnLoadsWithAWarning() throws {
+        let c = try AgentConfig.parse(
+            """
+            [[reader]]
+            id = "r"
+            field = "f"
+            [[plan]]
+            name = "asset"
+            match.model = "ST25DV64K"
+              [[plan.field]]
+              name = "asset_id"
+              block = 0x100
+              type = "ascii"
+              length = 8
+            """, file: "old.toml")
+        #expect(c.warnings.count == 1, "\(c.warnings)")
+        #expect(
+            c.warnings.first?.contains("old.toml: field 'asset_id'") == true
+                && c.warnings.first?.contains("field_asset_id") == true
+                && c.warnings.first?.contains("tag_asset_id") == true, "\(c.warnings)")
+        // The demo configuration names the tag's own asset id tag_asset_id: no warning.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let demo = try AgentConfig.load(root.appendingPathComponent("Config/vlogger.toml").path)
+        #expect(!demo.warnings.contains { $0.contains("fixed column") }, "\(demo.warnings)")
+    }
 }
 
 /// The register's cells that audits read are checked when it is imported, with the line; an asset id names one

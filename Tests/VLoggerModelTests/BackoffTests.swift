@@ -1,3 +1,4 @@
+import ISO15693Fuzzing
 import Testing
 import VLoggerModel
 
@@ -5,18 +6,8 @@ import VLoggerModel
 /// exponential, capped, with full jitter above the base (Marc Brooker, "Exponential Backoff And Jitter", AWS
 /// Architecture Blog, 2015: sleep = random_between(0, min(cap, base × 2^attempt)); here the floor is the base).
 @Suite struct BackoffTests {
-    /// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014):
-    /// seeded, so a failing draw can be repeated.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// SplitMix64, seeded (the fuzzers' generator), so a failing draw can be repeated.
+    typealias SplitMix = DecoderFuzzer.Random
 
     @Test func withoutJitterTheWaitsDoubleFromTheBaseUpToTheCap() {
         var b = Backoff(baseMs: 250, capMs: 30_000, jitter: false)
@@ -41,7 +32,7 @@ import VLoggerModel
     }
 
     @Test func withJitterEveryWaitLiesBetweenTheBaseAndTheCeiling() {
-        var g = SplitMix(state: 27)
+        var g = SplitMix(seed: 27)
         var b = Backoff(baseMs: 2000, capMs: 300_000)
         for n in 1...40 {
             let w = b.failed(using: &g)
@@ -53,7 +44,7 @@ import VLoggerModel
     /// retries spread over the window. Without jitter all 1,000 would arrive in the same millisecond; with it no
     /// tenth of the window holds more than 15 % of them (uniform: 10 %).
     @Test func gatewaysThatFailedTogetherDoNotComeBackTogether() {
-        var g = SplitMix(state: 15693)
+        var g = SplitMix(seed: 15693)
         var buckets = [Int](repeating: 0, count: 10)
         var distinct = Set<Millis>()
         for _ in 0..<1000 {

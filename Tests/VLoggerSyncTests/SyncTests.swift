@@ -101,11 +101,61 @@ struct CentralSyncTests {
             settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: "Hall 1")
         // Before the schema exists, a sync says how to create it.
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("--init-schema") }
-        #expect(try await syncer.initSchema() == (0, 2))
-        #expect(try await syncer.initSchema() == (2, 2))
+        #expect(try await syncer.initSchema() == (0, 3))
+        #expect(try await syncer.initSchema() == (3, 3))
         try await TestServer.admin("INSERT INTO vlogger_schema(version) VALUES (99)", database: db)
         await #expect { try await syncer.initSchema() } throws: { "\($0)".contains("newer than this vlogger") }
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("upgrade vlogger") }
+    }
+
+    /// The central migrations end at the shape the table descriptions give: (gateway, local_id) and every
+    /// described column with its PostgreSQL type and nullability; and a registered tag's asset id arrives.
+    @Test func theCentralTablesHaveTheDescribedColumnsAndTheAssetID() async throws {
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-a", readings: 14, events: 3)
+        let syncer = try Syncer(
+            settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: "Hall 1")
+        _ = try await syncer.initSchema()
+        for d in [TableDescription.readings, .events] {
+            let central = try await TestServer.query(
+                """
+                SELECT column_name::text, format_type(atttypid, atttypmod), (NOT attnotnull)::text
+                FROM information_schema.columns c JOIN pg_attribute a
+                    ON a.attrelid = '\(d.name)'::regclass AND a.attname = c.column_name
+                WHERE c.table_schema = 'public' AND c.table_name = '\(d.name)' ORDER BY 1
+                """, database: db)
+            var described: [[String?]] = [["local_id", "bigint", "false"]]
+            for c in d.columns {
+                let type = try await TestServer.query("SELECT '\(c.postgres)'::regtype::text", database: db)
+                described.append([c.name, type.first?.first ?? nil, c.nullable ? "true" : "false"])
+            }
+            #expect(
+                central.map { $0.map { $0 ?? "" } } == described.map { $0.map { $0 ?? "" } }.sorted { $0[0] < $1[0] },
+                "\(d.name)")
+        }
+        // The register lists one of the seven tags (E004010800000003) and is imported after the first rows:
+        // readings stored from then on carry its asset id, earlier ones and other tags' none.
+        _ = try store.importAssets(
+            [AssetRow(uid: try UID(parsing: "E004010800000003"), assetID: "PAL-3")], source: "assets.csv")
+        var batch = Batch()
+        for i in 0..<7 {
+            batch.readings.append(
+                Reading(
+                    time: 1_763_900_000_000 + Millis(i), gateway: "gw-a", reader: "dock-1", location: "Dock 1",
+                    uid: try UID(parsing: String(format: "E0040108%08X", i)), first: 0, count: 1, data: [1, 2, 3, 4]))
+        }
+        _ = try store.write(batch)
+        _ = try await syncer.syncOnce()
+        let ids = try await TestServer.query(
+            "SELECT uid, coalesce(asset_id, '-') FROM readings WHERE gateway = 'gw-a' AND local_id > 14 ORDER BY local_id",
+            database: db)
+        #expect(
+            ids.map { $0.compactMap { $0 } }
+                == (0..<7).map { [String(format: "E0040108%08X", $0), $0 == 3 ? "PAL-3" : "-"] })
+        let before = try await TestServer.query(
+            "SELECT count(*)::text FROM readings WHERE gateway = 'gw-a' AND local_id <= 14 AND asset_id IS NULL",
+            database: db)
+        #expect(before.first?.first == "14")
     }
 
     @Test func everyRowArrivesOnceAndAResentBatchChangesNothing() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import VLoggerModel
+import VLoggerStore
 import Readers
 import ISO15693
 
@@ -556,6 +557,14 @@ public struct AgentConfig: Sendable {
         for reader in c.readers where c.specialized(for: reader).intervalMs == 0 {
             c.warnings.append(
                 "\(file): reader '\(reader.id)': interval 0: polls back to back, taking all of the reader's air time and a core; give an interval (e.g. 500ms) unless that is meant"
+            )
+        }
+        // A field named like a fixed column of readings (asset_id, since readings carry the register's) is
+        // exported as field_<name>; said, so that a configuration from before goes on loading.
+        let fixed = Set(TableDescription.readings.names)
+        for name in Set(c.plans.flatMap { $0.fields.map(\.name) }).sorted() where fixed.contains(name) {
+            c.warnings.append(
+                "\(file): field '\(name)' has the name of a fixed column of readings, so exports call it field_\(name)\(name == "asset_id" ? " (readings carry the register's asset id as asset_id)" : ""); rename it (e.g. tag_\(name)) to keep the two apart"
             )
         }
         if c.flushIntervalMs == 0 {
