@@ -1,7 +1,8 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-// Layers, bottom up (see DESIGN.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (+ CLibNFC, CPCSCLite); VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerService → vlogger.
+// Layers, bottom up (see docs/design.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (+ CLibNFC,
+// CPCSCLite); VLoggerModel → VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerSync → VLoggerService → vlogger.
 let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],

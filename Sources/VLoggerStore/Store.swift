@@ -707,6 +707,8 @@ public final class Store: @unchecked Sendable {
                 // Gateway, reader and location are the same row after row: bound again only when they change
                 // (the statement keeps its bindings across resets).
                 var bound: (gateway: String, reader: String?, location: String?)?
+                // A cached statement keeps the last batch's parameters: asset_id is cleared at the first row without one.
+                var assetBound = true
                 for r in batch.readings {
                     s.resetKeepingBindings()
                     try s.bindInteger(r.time, at: p.time)
@@ -726,10 +728,14 @@ public final class Store: @unchecked Sendable {
                     scratch.removeAll(keepingCapacity: true)
                     r.uid.appendPrinted(to: &scratch)
                     try s.bindTextBytes(scratch, at: p.uid)
-                    if let a = assetIDs[scratch] {
+                    // The register's asset id; without a register (or for a tag it does not list) NULL, bound again
+                    // only when the row before had one (the statement keeps its bindings across resets).
+                    if !assetIDs.isEmpty, let a = assetIDs[scratch] {
                         try s.bindText(a, at: p.assetID)
-                    } else {
+                        assetBound = true
+                    } else if assetBound {
                         try s.bind(.null, at: p.assetID)
+                        assetBound = false
                     }
                     try s.bindInteger(Int64(r.first.int), at: p.block)
                     try s.bindInteger(Int64(r.count), at: p.count)
