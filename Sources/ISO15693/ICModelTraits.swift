@@ -11,8 +11,15 @@ extension ICModel {
     }
 
     /// Plain block commands need the Protocol Extension flag with 2-byte block numbers
-    /// (M24LR64-R and LRIS64K datasheets; RFAL `legacySTHighDensity`).
-    public var needsProtocolExtension: Bool { self == .m24lr64 || self == .lris64k }
+    /// (M24LR64-R and LRIS64K datasheets; RFAL `legacySTHighDensity`). The M24LR16E-R, M24LR16D-W and
+    /// M24LR64E-R (512 and 2048 blocks) answer Get System Information with their memory size only with that
+    /// flag (Android `rw_i93.cc`, docs/reference/chip-codes.md §1.2).
+    public var needsProtocolExtension: Bool {
+        switch self {
+        case .m24lr64, .lris64k, .m24lr16er, .m24lr16dw, .m24lr64er: return true
+        default: return false
+        }
+    }
 
     /// Largest Write Multiple Blocks the chip takes; nil = write one block at a time.
     /// ST25DV/ST25TV: at most 4 (datasheet, ST forum); MB89R118: 2 (FEIG).

@@ -13,6 +13,7 @@ public struct ManufacturerCode: Hashable, Comparable, Sendable, CustomStringConv
     public static let texasInstruments = ManufacturerCode(0x07)
     public static let fujitsu = ManufacturerCode(0x08)
     public static let emMicroelectronic = ManufacturerCode(0x16)
+    public static let onsemi = ManufacturerCode(0x67)
 
     /// The registered name, or nil when the code is not in the register.
     public var name: String? { Self.register[rawValue] }

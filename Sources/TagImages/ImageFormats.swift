@@ -332,11 +332,17 @@ enum FlipperImageCodec {
         return image
     }
 
-    /// The device type Flipper loads the tag as: SLIX for the ICODE SLIX family (Flipper tells SLIX, SLIX-S,
-    /// SLIX-L and SLIX2 apart by the UID, slix.c `slix_get_type`), else ISO15693-3.
+    /// The device type Flipper saves the tag as, by its own rule (flipperzero-firmware
+    /// `lib/nfc/protocols/slix/slix.c` `slix_get_type`, lines 331–355; constants lines 10–15): an NXP UID whose
+    /// ICODE type (byte 5) is 0x02 or 0x03 is a SLIX-S or SLIX-L whatever the SLIX bit (so an ICODE SLI-S or
+    /// SLI-L too), type 0x01 is a SLIX with type indicator 0b10 and a SLIX2 with 0b01 (bits 3–4 of byte 4);
+    /// `Device type:` is the protocol name, `SLIX` for all four. Everything else is ISO15693-3.
     static func deviceType(_ uid: UID) -> String {
-        switch ICModel.identify(uid: uid) {
-        case .icodeSLIX?, .icodeSLIX2?, .icodeSLIXS?, .icodeSLIXL?: return "SLIX"
+        guard uid.manufacturer == .nxp else { return "ISO15693-3" }
+        let indicator = (uid.byte(4) >> 3) & 0x03
+        switch uid.byte(5) {
+        case 0x02, 0x03: return "SLIX"
+        case 0x01 where indicator == 0b10 || indicator == 0b01: return "SLIX"
         default: return "ISO15693-3"
         }
     }

@@ -59,11 +59,9 @@ import Testing
         #expect(try model("E002260000000001", blocks: 2048) == .st25dv64k)
         #expect(try model("E002260000000001", blocks: 512) == .st25dv16k)
         #expect(try model("E002230000000001") == .st25tv02k512)
-        // IC code 0x08: the UID cannot tell the LRI2K from the ST25TV02KC; 16 blocks is the ST25TV512C (pm3 uidmapping).
-        #expect(try model("E002080000000001") == .lri2kOrST25TV02KC)
+        // IC code 0x08: the ST25TV02KC; 16 blocks is the ST25TV512C (pm3 uidmapping; docs/reference/chip-codes.md §1.5).
+        #expect(try model("E002080000000001") == .st25tv02kc)
         #expect(try model("E002080000000001", blocks: 16) == .st25tv512c)
-        #expect(
-            ICModel.lri2kOrST25TV02KC.name.contains("LRI2K") && ICModel.lri2kOrST25TV02KC.name.contains("ST25TV02KC"))
         #expect(try model("E002440000000001") == .lris64k)
         // TI (pm3 uidmapping): 0x80 Plus chip, 0xC0 Standard, 0xC4 Pro.
         #expect(try model("E007800000000001") == .tagitHFIPlus)

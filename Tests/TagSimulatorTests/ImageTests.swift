@@ -293,6 +293,25 @@ import ISO15693
         let ti = TagImage.blank(profile: .tagitHFIPlus, uid: ChipProfile.tagitHFIPlus.makeUID(serial: 7))
         #expect(try TagImageFormat.flipper.encode(ti).contains("Device type: ISO15693-3\n"))
     }
+
+    /// Flipper's own reader saves every ICODE type 02/03 as a SLIX (SLIX-S, SLIX-L), the SLIX bit set or not,
+    /// and type 01 as a SLIX only with the SLIX or SLIX2 indicator (flipperzero-firmware
+    /// lib/nfc/protocols/slix/slix.c `slix_get_type`, lines 331–355): an export follows the same rule, so
+    /// Flipper loads it as it would have saved it.
+    @Test func theFlipperDeviceTypeFollowsFlippersRule() throws {
+        for (uid, type) in [
+            ("E004020012345678", "SLIX"),  // ICODE SLI-S (SLIX bit clear): Flipper's SLIX-S
+            ("E004030012345678", "SLIX"),  // ICODE SLI-L: Flipper's SLIX-L
+            ("E004021012345678", "SLIX"), ("E004031012345678", "SLIX"),  // SLIX-S, SLIX-L
+            ("E004011012345678", "SLIX"), ("E004010812345678", "SLIX"),  // SLIX (0b10), SLIX2 (0b01)
+            ("E004010012345678", "ISO15693-3"),  // ICODE SLI: indicator 0b00
+            ("E004011812345678", "ISO15693-3"),  // ICODE DNA: indicator 0b11
+            ("E002260012345678", "ISO15693-3"),  // not NXP
+        ] {
+            let image = TagImage.blank(profile: .icodeSLIX2, uid: try UID(parsing: uid))
+            #expect(try TagImageFormat.flipper.encode(image).contains("Device type: \(type)\n"), "\(uid)")
+        }
+    }
 }
 
 /// Proxmark3 dumps as upstream writes and loads them: "15693 v4", `ISO15693_TAG_MAX_PAGES` 160 and
