@@ -137,7 +137,17 @@ public struct ParserFuzzer {
             },
             Target(name: "scenario", seeds: scenarios) { b in (try? Scenario.decode(text(b))) != nil },
             Target(name: "image-vlogger", seeds: images) { b in (try? TagImageFormat.vlogger.decode(text(b))) != nil },
-            Target(name: "image-proxmark3", seeds: images) { b in (try? TagImageFormat.proxmark3.decode(text(b))) != nil
+            // With the memory-only dumps of 2020–2024 ("15693", "15693 v2", "15693 v3") and their file-name UID.
+            Target(
+                name: "image-proxmark3",
+                seeds: images
+                    + [
+                        #"{"Created": "proxmark3", "FileType": "15693", "raw": "E1401001030BD10107540268"}"#,
+                        #"{"FileType": "15693 v2", "blocks": {"0": "E1401001", "1": "030BD101"}}"#,
+                        #"{"FileType": "15693 v3", "blocks": {"0": "E1401001030BD101", "1": "0754026800000000"}}"#,
+                    ].map { Array($0.utf8) }
+            ) { b in
+                (try? TagImageFormat.proxmark3.decode(text(b), fileName: "hf-15-E004010812345678-dump.json")) != nil
             },
             Target(name: "image-flipper", seeds: files("demo-field", ".nfc")) { b in
                 (try? TagImageFormat.flipper.decode(text(b))) != nil

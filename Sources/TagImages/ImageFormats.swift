@@ -6,7 +6,8 @@ public enum TagImageFormat: String, Sendable, CaseIterable {
     /// The project's JSON (`"format": "vlogger-tag-image"`), documented in `Config/demo-field/README.md`.
     case vlogger
     /// Proxmark3 JSON dumps, `"FileType": "15693 v4"` (written; up to 160 pages and 2048 bytes, as upstream
-    /// loads them), and read also in a "v5" form whose page count has two bytes.
+    /// loads them), and read also in a "v5" form whose page count has two bytes, and in the forms of 2020–2024
+    /// (`"15693"`, `"15693 v2"`, `"15693 v3"`: memory only).
     case proxmark3
     /// Flipper Zero `.nfc` files of device type `ISO15693-3` or `SLIX`.
     case flipper
@@ -21,10 +22,12 @@ public enum TagImageFormat: String, Sendable, CaseIterable {
         return nil
     }
 
-    public func decode(_ text: String) throws(TagImageError) -> TagImage {
+    /// Decodes a file's text. `fileName`: where it came from, for the formats that keep something only there
+    /// (Proxmark3's dumps of before 2024 carry no UID but in the file name Proxmark3 gives them).
+    public func decode(_ text: String, fileName: String? = nil) throws(TagImageError) -> TagImage {
         switch self {
         case .vlogger: return try VLoggerImageCodec.decode(text)
-        case .proxmark3: return try Proxmark3ImageCodec.decode(text)
+        case .proxmark3: return try Proxmark3ImageCodec.decode(text, fileName: fileName)
         case .flipper: return try FlipperImageCodec.decode(text)
         }
     }
@@ -157,12 +160,13 @@ enum VLoggerImageCodec {
 /// `afilock`, `bytesperpage`, `pagescount` (1 byte in v4, 2 bytes little-endian in v5), `ic`, `locks`
 /// (one byte per page), `random`, `privacypasswd`, `state`; and `$.blocks.N` = hex of page N.
 enum Proxmark3ImageCodec {
-    static func decode(_ text: String) throws(TagImageError) -> TagImage {
+    static func decode(_ text: String, fileName: String? = nil) throws(TagImageError) -> TagImage {
         let o = try parseJSONObject(text)
         guard let type = o["FileType"] as? String else { throw TagImageError("no 'FileType'; not a Proxmark3 dump") }
+        if ["15693", "15693 v2", "15693 v3"].contains(type) { return try legacy(o, type: type, fileName: fileName) }
         guard type == "15693 v4" || type == "15693 v5" else {
             throw TagImageError(
-                "Proxmark3 FileType '\(type)' is not supported; re-save it with a current client as \"15693 v4\" or \"15693 v5\""
+                "Proxmark3 FileType '\(type)' is not an ISO 15693 dump this vlogger reads (\"15693\", \"15693 v2\" to \"15693 v5\")"
             )
         }
         guard let card = o["Card"] as? [String: Any] else { throw TagImageError("no 'Card' object") }
@@ -200,6 +204,46 @@ enum Proxmark3ImageCodec {
             blockSize: size, blocks: blocks, locked: locked, icReference: ic)
     }
 
+    /// The dumps Proxmark3 wrote from 2020 to January 2024, which its current loader still reads
+    /// (`client/src/fileutils.c` `loadFileJSONex`; docs/reference/proxmark3-dumps.md): `"15693"` has the memory
+    /// as one hex string `raw` in 4-byte blocks, `"15693 v2"` and `"15693 v3"` have `blocks.N` of 4 and 8 bytes,
+    /// from block 0 up to the first one missing (a shorter block is padded with zeros, as Proxmark3 does). None
+    /// carries the UID, DSFID, AFI, IC reference or lock bits: the UID comes from the file name Proxmark3 gives a
+    /// dump (`hf-15-<UID>-dump…`, most significant byte first), else it is E0 00 00 00 00 00 00 00 as Proxmark3's
+    /// loader makes it; the rest is zero and unlocked.
+    static func legacy(_ o: [String: Any], type: String, fileName: String?) throws(TagImageError) -> TagImage {
+        let size = type == "15693 v3" ? 8 : 4
+        var blocks: [[UInt8]] = []
+        if type == "15693" {
+            guard let raw = o["raw"] as? String else { throw TagImageError("no 'raw' in a \"15693\" dump") }
+            let bytes = try hexBytes(raw, "raw")
+            guard !bytes.isEmpty, bytes.count % 4 == 0, bytes.count <= 2048 else {
+                throw TagImageError(
+                    "'raw' has \(bytes.count) bytes; a \"15693\" dump holds whole 4-byte blocks, at most 2048 bytes")
+            }
+            blocks = stride(from: 0, to: bytes.count, by: 4).map { Array(bytes[$0..<$0 + 4]) }
+        } else {
+            guard let obj = o["blocks"] as? [String: Any] else { throw TagImageError("no 'blocks' object") }
+            while blocks.count < 256, let t = obj[String(blocks.count)] as? String {
+                var b = try hexBytes(t, "blocks.\(blocks.count)")
+                guard b.count <= size else {
+                    throw TagImageError(
+                        "'blocks.\(blocks.count)' has \(b.count) bytes; a \"\(type)\" dump has \(size)-byte blocks")
+                }
+                b += Array(repeating: 0, count: size - b.count)
+                blocks.append(b)
+            }
+            guard !blocks.isEmpty else { throw TagImageError("'blocks.0' is missing: the dump holds no block") }
+        }
+        var uid = UID(manufacturer: ManufacturerCode(0), serial: 0)
+        if let name = fileName.map({ ($0 as NSString).lastPathComponent }),
+            let m = name.firstMatch(of: /^hf-15-([0-9A-Fa-f]{16})-dump/), let u = try? UID(parsing: String(m.1))
+        {
+            uid = u
+        }
+        return try TagImage(uid: uid, blockSize: size, blocks: blocks)
+    }
+
     static func encode(_ image: TagImage, updating original: String?) throws(TagImageError) -> String {
         // Upstream Proxmark3 writes and loads "15693 v4" only, with at most ISO15693_TAG_MAX_PAGES = 160 pages and
         // ISO15693_TAG_MAX_SIZE = 2048 bytes (include/iso15.h; fileutils.c refuses more): write what it can load.
@@ -210,6 +254,7 @@ enum Proxmark3ImageCodec {
         }
         var o: [String: Any] = (original.flatMap { try? parseJSONObject($0) }) ?? ["Created": "vlogger"]
         o["FileType"] = "15693 v4"
+        o["raw"] = nil  // a "15693" dump written back is a v4 one: its memory is in blocks now
         var card = (o["Card"] as? [String: Any]) ?? [:]
         card["uid"] = Hex.format(image.uid.onAirBytes, separator: "")
         card["dsfid"] = Hex.format([image.dsfid])

@@ -59,7 +59,7 @@ public final class FieldFolder {
                     throw TagImageError("not a tag image (project JSON, Proxmark3 \"15693 v4\" JSON or Flipper .nfc)")
                 }
                 format = f
-                image = try f.decode(text)
+                image = try f.decode(text, fileName: name)
                 if let id = image.profileID, id != "generic", ChipProfile.named(id) == nil {
                     throw TagImageError(
                         "unknown profile '\(id)'; known: \(ChipProfile.all.map(\.id).joined(separator: ", ")), generic")

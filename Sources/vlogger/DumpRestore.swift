@@ -62,10 +62,10 @@ struct Restore: ParsableCommand {
             throw VLoggerError("cannot read \(file): \(error.localizedDescription)")
         }
         guard let format = TagImageFormat.detect(fileName: file, text: text) else {
-            throw VLoggerError("\(file) is not a project, Proxmark3 (15693 v4) or Flipper (.nfc) dump")
+            throw VLoggerError("\(file) is not a project, Proxmark3 (ISO 15693 JSON) or Flipper (.nfc) dump")
         }
         let image: TagImage
-        do { image = try format.decode(text) } catch { throw VLoggerError("\(file): \(error)") }
+        do { image = try format.decode(text, fileName: file) } catch { throw VLoggerError("\(file): \(error)") }
         let session = try options.open()
         let uid = try options.target(session)
         let report = try TagDump.restore(session.client, uid: uid, image: image)

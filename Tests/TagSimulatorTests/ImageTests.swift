@@ -343,3 +343,63 @@ import ISO15693
         #expect(try TagImageFormat.proxmark3.encode(p160).contains("\"pagescount\" : \"A0\""))
     }
 }
+
+/// Proxmark3's dumps of 2020–2024 ("15693", "15693 v2", "15693 v3"), which its current client still loads for
+/// `hf 15 restore`, `eload` and `view` (docs/reference/proxmark3-dumps.md). Each file here is built as that
+/// version's writer builds it: `raw` for "15693" (commit 5ceb83673, client/fileutils.c lines 377–381),
+/// `blocks.N` of 4 or 8 bytes for v2 and v3 (commit fb23d2047, client/src/fileutils.c lines 483–500).
+@Suite struct Proxmark3LegacyDumpTests {
+    static let memory: [UInt8] = [0xE1, 0x40, 0x10, 0x01, 0x03, 0x0B, 0xD1, 0x01, 0x07, 0x54, 0x02, 0x68]
+
+    @Test func theFirstFormatIsOneHexStringOf4ByteBlocks() throws {
+        let text = #"{"Created": "proxmark3", "FileType": "15693", "raw": "E1401001030BD1010754026800000000"}"#
+        let image = try TagImageFormat.proxmark3.decode(text, fileName: "/tmp/hf-15-E004010812345678-dump.json")
+        #expect(image.blockSize == 4 && image.blockCount == 4)
+        #expect(image.blocks.flatMap { $0 }.prefix(12) == Self.memory[...])
+        // The UID from Proxmark3's default file name (most significant byte first); nothing else is known.
+        #expect(image.uid.description == "E004010812345678" && image.dsfid == 0 && image.locked.allSatisfy { !$0 })
+        // Without such a name the UID is Proxmark3's own placeholder, E0 and zeros (fileutils.c line 1994).
+        #expect(try TagImageFormat.proxmark3.decode(text).uid.description == "E000000000000000")
+        // Half blocks and more than 2048 bytes are refused, with the reason.
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.proxmark3.decode(#"{"FileType": "15693", "raw": "E14010"}"#)
+        }
+        let huge = String(repeating: "00", count: 2052)
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.proxmark3.decode("{\"FileType\": \"15693\", \"raw\": \"\(huge)\"}")
+        }
+    }
+
+    @Test func versionsTwoAndThreeHaveBlocksOfFourAndEightBytes() throws {
+        let v2 = """
+            {"Created": "proxmark3", "FileType": "15693 v2",
+             "blocks": {"0": "E1401001", "1": "030BD101", "2": "07540268", "3": "0000"}}
+            """
+        let image = try TagImageFormat.proxmark3.decode(v2)
+        #expect(image.blockSize == 4 && image.blockCount == 4)
+        #expect(image.blocks[0...2].flatMap { $0 } == Self.memory)
+        // A shorter block is padded with zeros, as Proxmark3's loader does (fileutils.c lines 2050–2057).
+        #expect(image.blocks[3] == [0, 0, 0, 0])
+        // 256 blocks of 8 bytes (an MB89R118, 2048 bytes): Proxmark3 wrote such v3 files; vlogger reads them.
+        var blocks: [String] = []
+        for i in 0..<256 { blocks.append("\"\(i)\": \"\(String(format: "%016X", i))\"") }
+        let v3 = "{\"FileType\": \"15693 v3\", \"blocks\": {\(blocks.joined(separator: ", "))}}"
+        let big = try TagImageFormat.proxmark3.decode(v3, fileName: "hf-15-E008010000004212-dump-1.json")
+        #expect(big.blockSize == 8 && big.blockCount == 256 && big.blocks[255] == [0, 0, 0, 0, 0, 0, 0, 0xFF])
+        #expect(big.uid.description == "E008010000004212")
+        // Blocks stop at the first missing key; a block longer than the version's size is refused.
+        let gap = try TagImageFormat.proxmark3.decode(
+            #"{"FileType": "15693 v2", "blocks": {"0": "01020304", "2": "05060708"}}"#)
+        #expect(gap.blockCount == 1)
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.proxmark3.decode(#"{"FileType": "15693 v2", "blocks": {"0": "0102030405"}}"#)
+        }
+        #expect(throws: TagImageError.self) {
+            try TagImageFormat.proxmark3.decode(#"{"FileType": "15693 v3", "blocks": {}}"#)
+        }
+        // Other file types are still refused, and the message names those that are read.
+        #expect {
+            try TagImageFormat.proxmark3.decode(#"{"FileType": "mfcard", "blocks": {}}"#)
+        } throws: { "\($0)".contains("15693 v2") }
+    }
+}
