@@ -376,8 +376,100 @@ extension Syncer: OutboxConsumer {
                 if table == .readings {
                     try await Syncer.ensurePartitions(conn, times: rows.map(\.time), logger: logger)
                 }
-                return try await Syncer.insert(table, rows, gateway: gateway, conn, logger)
+                return table.isUpserted
+                    ? try await Syncer.insert(table, rows, gateway: gateway, conn, logger)
+                    : try await Syncer.copyInsert(table, rows, gateway: gateway, conn, logger)
             }
         }
+    }
+}
+
+extension Syncer {
+    /// An append-only batch by `COPY … FROM STDIN` (text format) into a temporary staging table of this
+    /// connection (emptied at each commit), then one `INSERT … SELECT … ON CONFLICT DO NOTHING` into the central
+    /// table, in the caller's transaction: PostgreSQL's bulk path instead of one bound parameter per value.
+    /// Returns how many rows were new. The staging table keeps times as milliseconds and booleans as 0/1, as the
+    /// local store has them; the INSERT converts them (timestamptz, boolean) and casts JSON text to json.
+    static func copyInsert(
+        _ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger
+    ) async throws -> Int {
+        let columns = table.columns
+        let stage = "vlogger_stage_\(table.rawValue)"
+        func stageType(_ k: OutboxColumn.Kind) -> String {
+            switch k {
+            case .integer, .time, .bool: return "bigint"
+            case .text, .json: return "text"
+            case .blob: return "bytea"
+            }
+        }
+        let stageColumns =
+            ["gateway text", "local_id bigint", "time_ms bigint"]
+            + columns.map { "\"\($0.name)\" \(stageType($0.kind))" }
+        try await conn.query(
+            PostgresQuery(
+                unsafeSQL:
+                    "CREATE TEMP TABLE IF NOT EXISTS \(stage)(\(stageColumns.joined(separator: ", "))) ON COMMIT DELETE ROWS"
+            ),
+            logger: logger)
+        // The rows in COPY's text format: tab between values, \N for NULL, backslash escapes (PostgreSQL COPY,
+        // "Text Format"); bytea in its hex form, whose backslash is itself escaped.
+        var out = ByteBuffer()
+        out.reserveCapacity(rows.count * 96)
+        func text(_ s: String) {
+            for b in s.utf8 {
+                switch b {
+                case 0x5C: out.writeBytes([0x5C, 0x5C])
+                case 0x09: out.writeBytes([0x5C, 0x74])
+                case 0x0A: out.writeBytes([0x5C, 0x6E])
+                case 0x0D: out.writeBytes([0x5C, 0x72])
+                default: out.writeInteger(b)
+                }
+            }
+        }
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        for r in rows {
+            text(r.gateway.isEmpty ? gateway : r.gateway)
+            out.writeInteger(UInt8(0x09))
+            out.writeString(String(r.id))
+            out.writeInteger(UInt8(0x09))
+            out.writeString(String(r.time))
+            for v in r.values {
+                out.writeInteger(UInt8(0x09))
+                switch v {
+                case .null: out.writeBytes([0x5C, 0x4E])
+                case .integer(let n): out.writeString(String(n))
+                case .text(let t): text(t)
+                case .blob(let b):
+                    out.writeBytes([0x5C, 0x5C, 0x78])
+                    for x in b { out.writeBytes([hex[Int(x >> 4)], hex[Int(x & 0x0F)]]) }
+                }
+            }
+            out.writeInteger(UInt8(0x0A))
+        }
+        try await conn.copyFrom(
+            table: stage, columns: ["gateway", "local_id", "time_ms"] + columns.map(\.name), logger: logger
+        ) { writer in try await writer.write(out) }
+        func time(_ expr: String) -> String { "TIMESTAMPTZ 'epoch' + \(expr) * INTERVAL '1 millisecond'" }
+        let selected = columns.map { c -> String in
+            let name = "\"\(c.name)\""
+            switch c.kind {
+            case .time: return time(name)
+            case .bool: return "\(name) <> 0"
+            case .json: return "\(name)::json"
+            case .integer, .text, .blob: return name
+            }
+        }
+        let names = (["gateway", "local_id", "time"] + columns.map(\.name)).map { "\"\($0)\"" }
+        let sql = """
+            WITH new AS (
+                INSERT INTO \(table.rawValue)(\(names.joined(separator: ", ")))
+                SELECT gateway, local_id, \(time("time_ms")), \(selected.joined(separator: ", ")) FROM \(stage)
+                ON CONFLICT DO NOTHING RETURNING 1
+            ) SELECT count(*) FROM new
+            """
+        let result = try await conn.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        var inserted = 0
+        for try await n in result.decode(Int64.self) { inserted = Int(n) }
+        return inserted
     }
 }
