@@ -158,6 +158,34 @@ struct CentralSyncTests {
         #expect(before.first?.first == "14")
     }
 
+    /// Every primary key and unique index of the central tables of rows includes `gateway`, the column a
+    /// distributed PostgreSQL (Citus) distributes a table by: the schema can be spread over nodes by gateway as it
+    /// is (issue "Fleet sync at PostgreSQL's own speed", item 5). `gateways` is keyed by the gateway itself (id).
+    @Test func everyUniqueKeyOfTheCentralTablesIncludesTheGateway() async throws {
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-a", readings: 1, events: 0)
+        let syncer = try Syncer(
+            settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: "Hall 1")
+        _ = try await syncer.initSchema()
+        let keys = try await TestServer.query(
+            """
+            SELECT c.relname::text, i.relname::text,
+                   (SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_attribute a
+                    WHERE a.attrelid = c.oid AND a.attnum = ANY(x.indkey))
+            FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND (x.indisunique OR x.indisprimary) AND c.relkind IN ('r', 'p')
+              AND c.relname NOT LIKE 'readings\\_y%'
+            ORDER BY 1, 2
+            """, database: db)
+        let tables = Set(keys.compactMap { $0[0] })
+        #expect(tables.isSuperset(of: ["readings", "events", "writes", "audits", "audit_results", "tags"]), "\(keys)")
+        for k in keys where k[0] != "gateways" {
+            let columns = (k[2] ?? "").split(separator: ",").map(String.init)
+            #expect(columns.contains("gateway"), "\(k[0] ?? "") \(k[1] ?? ""): (\(columns.joined(separator: ", ")))")
+        }
+    }
+
     @Test func everyRowArrivesOnceAndAResentBatchChangesNothing() async throws {
         let db = try await TestServer.database()
         let store = try localStore(gateway: "gw-a", readings: 250, events: 40)
