@@ -88,11 +88,58 @@ for batch in 100 1000 5000; do
         pgq postgres "DROP DATABASE $db"
     done
     rows=$(python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(sum(c.execute(f'SELECT count(*) FROM {t}').fetchone()[0] for t in ('readings','events','tags')))" "$work/day.db")
-    python3 - "$batch" "$rows" "${times[@]}" <<'PY'
-import statistics, sys
+    MEDIAN_FILE="$work/median-$batch" python3 - "$batch" "$rows" "${times[@]}" <<'PY'
+import os, statistics, sys
 batch, rows, times = int(sys.argv[1]), int(sys.argv[2]), [float(t) for t in sys.argv[3:]]
 m = statistics.median(times)
+open(os.environ["MEDIAN_FILE"], "w").write(str(m))
 print(f"batch-size {batch}: one-day backlog ({rows} rows) caught up in median {m:.2f} s "
       f"(min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs): {rows / m:,.0f} rows/s")
 PY
 done
+
+# 4. The ceiling: PostgreSQL's own bulk path (needs the batch-size loop above to have run 1000). The same readings, as CSV in the central table's columns (Python's
+#    sqlite3 and csv), loaded by `psql \copy` into an empty table of the same shape (LIKE readings, not partitioned,
+#    with its primary key), `runs` times; medians, and the sync's readings rows/s at batch-size 1000 (the default)
+#    against it.
+python3 - "$work/day.db" "$work/readings.csv" <<'PY'
+import csv, sqlite3, sys, datetime
+db = sqlite3.connect(sys.argv[1])
+utc = datetime.timezone.utc
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.writer(f)
+    for (i, t, gw, reader, loc, uid, asset, block, count, data, sec, dec) in db.execute(
+            "SELECT id, time, gateway, reader, location, uid, asset_id, block, count, data, security, decoded FROM readings ORDER BY id"):
+        ts = datetime.datetime.fromtimestamp(t / 1000, utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "+00"
+        w.writerow([gw, i, ts, reader, loc, uid, asset, block, count, "\\x" + data.hex(),
+                    None if sec is None else "\\x" + sec.hex(), dec])
+PY
+copy_times=()
+for r in $(seq 1 "$runs"); do
+    db="bench_copy_$r"
+    pgq postgres "CREATE DATABASE $db"
+    cfg="$work/copy-$r.toml"
+    cp "$work/vlogger.toml" "$cfg"
+    printf '\n[sync]\nurl = "postgresql://vlogger@127.0.0.1:%s/%s"\npassword-file = "%s"\nsslmode = "disable"\n' \
+        "$VLOGGER_TEST_PG_PORT" "$db" "$VLOGGER_TEST_PG_PASSWORD_FILE" >> "$cfg"
+    "$bin" sync --config "$cfg" --store "$work/day.db" --init-schema > /dev/null
+    pgq "$db" "CREATE TABLE readings_copy (LIKE readings INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"
+    t0=$(date +%s.%N)
+    PGPASSWORD=$(cat "$VLOGGER_TEST_PG_PASSWORD_FILE") psql -X -q -h 127.0.0.1 -p "$VLOGGER_TEST_PG_PORT" -U vlogger -d "$db" \
+        -c "\\copy readings_copy(gateway, local_id, time, reader, location, uid, asset_id, block, count, data, security, decoded) FROM '$work/readings.csv' CSV"
+    t1=$(date +%s.%N)
+    copy_times+=("$(python3 -c "print($t1 - $t0)")")
+    n=$(pgq "$db" "SELECT count(*) FROM readings_copy")
+    pgq postgres "DROP DATABASE $db"
+done
+readings=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM readings').fetchone()[0])" "$work/day.db")
+python3 - "$readings" "$n" "$(cat "$work/median-1000")" "$rows" "${copy_times[@]}" <<'PY'
+import statistics, sys
+readings, loaded, sync_s, rows = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+times = [float(t) for t in sys.argv[5:]]
+m = statistics.median(times)
+assert loaded == readings, f"psql \\copy loaded {loaded} of {readings} readings"
+print(f"psql \\copy of the {readings} readings into an empty table of the same shape: median {m:.2f} s "
+      f"({len(times)} runs): {readings / m:,.0f} rows/s")
+print(f"vlogger sync at batch-size 1000 against it: {rows / sync_s:,.0f} rows/s, ratio {(rows / sync_s) / (readings / m):.2f}x")
+PY
