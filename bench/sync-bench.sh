@@ -66,17 +66,22 @@ ls -l "$work/day.db" | awk '{printf "store file: %.1f MB\n", $5 / 1e6}'
 
 # 2 and 3.
 pgq() { PGPASSWORD=$(cat "$VLOGGER_TEST_PG_PASSWORD_FILE") psql -X -q -At -h 127.0.0.1 -p "$VLOGGER_TEST_PG_PORT" -U vlogger -d "$1" -c "$2"; }
+# A fresh database NAME and a configuration for it at $work/NAME.toml, its central schema made; [batch-size].
+fresh_db() {
+    pgq postgres "CREATE DATABASE $1"
+    cfg="$work/$1.toml"
+    cp "$work/vlogger.toml" "$cfg"
+    printf '\n[sync]\nurl = "postgresql://vlogger@127.0.0.1:%s/%s"\npassword-file = "%s"\nsslmode = "disable"\n' \
+        "$VLOGGER_TEST_PG_PORT" "$1" "$VLOGGER_TEST_PG_PASSWORD_FILE" >> "$cfg"
+    [ -n "${2:-}" ] && printf 'batch-size = %s\n' "$2" >> "$cfg"
+    "$bin" sync --config "$cfg" --store "$work/day.db" --init-schema > /dev/null
+}
 for batch in 100 1000 5000; do
     times=()
     for r in $(seq 1 "$runs"); do
         db="bench_${batch}_$r"
-        pgq postgres "CREATE DATABASE $db"
-        cfg="$work/sync-$batch-$r.toml"
-        cp "$work/vlogger.toml" "$cfg"
-        printf '\n[sync]\nurl = "postgresql://vlogger@127.0.0.1:%s/%s"\npassword-file = "%s"\nsslmode = "disable"\nbatch-size = %s\n' \
-            "$VLOGGER_TEST_PG_PORT" "$db" "$VLOGGER_TEST_PG_PASSWORD_FILE" "$batch" >> "$cfg"
+        fresh_db "$db" "$batch"
         cp "$work/day.db" "$work/run.db"
-        "$bin" sync --config "$cfg" --store "$work/run.db" --init-schema > /dev/null
         out=$("$bin" sync --config "$cfg" --store "$work/run.db")
         secs=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' <<<"$out")
         times+=("$secs")
@@ -117,12 +122,7 @@ PY
 copy_times=()
 for r in $(seq 1 "$runs"); do
     db="bench_copy_$r"
-    pgq postgres "CREATE DATABASE $db"
-    cfg="$work/copy-$r.toml"
-    cp "$work/vlogger.toml" "$cfg"
-    printf '\n[sync]\nurl = "postgresql://vlogger@127.0.0.1:%s/%s"\npassword-file = "%s"\nsslmode = "disable"\n' \
-        "$VLOGGER_TEST_PG_PORT" "$db" "$VLOGGER_TEST_PG_PASSWORD_FILE" >> "$cfg"
-    "$bin" sync --config "$cfg" --store "$work/day.db" --init-schema > /dev/null
+    fresh_db "$db"
     pgq "$db" "CREATE TABLE readings_copy (LIKE readings INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"
     t0=$(date +%s.%N)
     PGPASSWORD=$(cat "$VLOGGER_TEST_PG_PASSWORD_FILE") psql -X -q -h 127.0.0.1 -p "$VLOGGER_TEST_PG_PORT" -U vlogger -d "$db" \

@@ -83,28 +83,20 @@ public final class ServiceMetrics: @unchecked Sendable {
         locked {
             guard outputHandles[name] == nil else { return }
             let f = factory
-            let out = [("output", name)]
-            // The same series under the older names, without the output label (one output had them).
-            func gauges(_ what: String, _ dims: [(String, String)]) -> [Gauge] {
-                [Gauge(label: "vlogger_output_\(what)", dimensions: out + dims, factory: f)]
-                    + (legacyName.map { [Gauge(label: "vlogger_\($0)_\(what)", dimensions: dims, factory: f)] } ?? [])
+            func gauges(_ what: String, _ legacyWhat: String? = nil, _ dims: [(String, String)]) -> [Gauge] {
+                series(name, legacyName, what, legacyWhat, dims) { Gauge(label: $0, dimensions: $1, factory: f) }
             }
             var h = OutputHandles(
-                up: gauges("up", []),
-                lastSuccess: Gauge(label: "vlogger_output_last_success_timestamp_seconds", dimensions: out, factory: f))
+                up: gauges("up", nil, []),
+                lastSuccess: Gauge(
+                    label: "vlogger_output_last_success_timestamp_seconds", dimensions: [("output", name)], factory: f))
             for t in tables {
                 let dims = [("table", t.rawValue)]
-                h.rows[t] = gauges("backlog_rows", dims)
-                h.age[t] =
-                    [Gauge(label: "vlogger_output_oldest_unsent_age_seconds", dimensions: out + dims, factory: f)]
-                    + (legacyName.map {
-                        [Gauge(label: "vlogger_\($0)_oldest_unsynced_age_seconds", dimensions: dims, factory: f)]
-                    } ?? [])
-                h.sent[t] =
-                    [Counter(label: "vlogger_output_rows_sent_total", dimensions: out + dims, factory: f)]
-                    + (legacyName.map {
-                        [Counter(label: "vlogger_\($0)_rows_sent_total", dimensions: dims, factory: f)]
-                    } ?? [])
+                h.rows[t] = gauges("backlog_rows", nil, dims)
+                h.age[t] = gauges("oldest_unsent_age_seconds", "oldest_unsynced_age_seconds", dims)
+                h.sent[t] = series(name, legacyName, "rows_sent_total", nil, dims) {
+                    Counter(label: $0, dimensions: $1, factory: f)
+                }
             }
             outputHandles[name] = h
             outputs.append(OutputStatus(name: name, title: title, legacyName: legacyName, tables: tables))
@@ -137,22 +129,27 @@ public final class ServiceMetrics: @unchecked Sendable {
             if let error {
                 st.failures[error.kind, default: 0] += 1
                 if h.failures[error.kind] == nil {
-                    let dims = [("kind", error.kind)]
-                    h.failures[error.kind] =
-                        [
-                            Counter(
-                                label: "vlogger_output_failures_total", dimensions: [("output", name)] + dims,
-                                factory: factory)
-                        ]
-                        + (st.legacyName.map {
-                            [Counter(label: "vlogger_\($0)_failures_total", dimensions: dims, factory: factory)]
-                        } ?? [])
+                    let f = factory
+                    h.failures[error.kind] = series(name, st.legacyName, "failures_total", nil, [("kind", error.kind)])
+                    {
+                        Counter(label: $0, dimensions: $1, factory: f)
+                    }
                 }
                 for c in h.failures[error.kind] ?? [] { c.increment() }
             }
             outputs[i] = st
             outputHandles[name] = h
         }
+    }
+
+    /// One series of an output: `vlogger_output_<what>` with the label `output`, and, for an output with a legacy
+    /// name, the same under `vlogger_<legacy>_<legacyWhat or what>` without that label (one output had them).
+    private func series<M>(
+        _ output: String, _ legacy: String?, _ what: String, _ legacyWhat: String?, _ dims: [(String, String)],
+        _ make: (String, [(String, String)]) -> M
+    ) -> [M] {
+        [make("vlogger_output_\(what)", [("output", output)] + dims)]
+            + (legacy.map { [make("vlogger_\($0)_\(legacyWhat ?? what)", dims)] } ?? [])
     }
 
     /// Every output's state, in the order they were enabled.
