@@ -129,20 +129,10 @@ public struct TimeSpec: Sendable, Equatable {
 
     /// ISO 8601 UTC with milliseconds: `2026-11-22T08:30:00.250Z` (the export's format, and the logs').
     public static func format(_ ms: Millis) -> String {
-        let days = Int(floorDiv(ms, 86_400_000))
-        let rem = Int(ms - Int64(days) * 86_400_000)
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, m, d, rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60,
-            rem % 1000)
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        ValueText.appendTime(ms, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     package static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }

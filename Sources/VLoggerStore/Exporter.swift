@@ -25,108 +25,87 @@ public struct ExportRequest: Sendable {
     public init(since: Millis) { self.since = since }
 }
 
-/// Streams rows from the store to a file descriptor: one SQL query, one row at a time through a 64 KiB
-/// buffer, so memory stays flat however many rows there are.
-///
-/// CSV follows RFC 4180: a header row, cells with a comma, quote, CR or LF quoted, quotes doubled, CRLF
-/// line ends. Text cells that begin with `=`, `+`, `-`, `@`, tab or CR get a leading `'` so spreadsheets
-/// show them rather than run them (OWASP "CSV injection"); numbers (SQLite INTEGER/REAL) are left alone.
+/// Streams rows from the store to a file descriptor: one SQL query of the stored values, one row at a time
+/// through a 64 KiB buffer, so memory stays flat however many rows there are. The columns come from the table's
+/// description (`ExportPlan`), the values are formatted by `RowWriter` (the same as the central export's), and a
+/// reading's decoded fields are taken from its stored JSON in one pass per row.
 public enum Exporter {
-    /// The SQL for a request, with its parameters: the same text `sqlite3 -csv` can run (the benchmark does).
-    public static func query(_ r: ExportRequest, fields: [FieldInfo]) -> (sql: String, args: [SQLValue]) {
-        let time = { (col: String) in
-            "strftime('%Y-%m-%dT%H:%M:%S', \(col) / 1000, 'unixepoch') || printf('.%03dZ', \(col) % 1000)"
+    /// The description of an exported table.
+    public static func table(_ t: ExportRequest.Table) -> TableDescription {
+        switch t {
+        case .readings: return .readings
+        case .events: return .events
+        case .tags: return .tags
+        case .writes: return .writes
+        case .assets: return .assets
+        case .audits: return .audits
+        case .auditResults: return .auditResults
         }
-        let block = "CASE WHEN block < 256 THEN printf('0x%02X', block) ELSE printf('0x%04X', block) END"
-        // A described column as SQLite formats it for the export.
-        func expression(_ c: ColumnDescription) -> String {
-            switch c.export {
-            case .time: return "\(time(c.name)) AS \(c.name)"
-            case .block: return "\(block) AS \(c.name)"
-            case .hex: return "hex(\(c.name)) AS \(c.name)"
-            case .flags:
-                return "CASE WHEN \(c.name) IS NULL THEN NULL ELSE printf('0x%02X', \(c.name)) END AS \(c.name)"
-            case .text, .integer, nil: return c.name
-            }
-        }
-        var columns: [String]
-        let timeColumn: String
-        var from = r.table.rawValue
-        switch r.table {
-        case .readings:
-            let d = TableDescription.readings
-            columns = d.exported.map(expression)
-            let reserved = Set(d.names)
-            for f in fields {
-                let column = reserved.contains(f.name) ? "field_\(f.name)" : f.name
-                columns.append(
-                    "json_extract(decoded, '$.\"\(f.name.replacingOccurrences(of: "'", with: "''"))\"') AS \"\(column)\""
-                )
-            }
-            timeColumn = "time"
-        case .events:
-            columns = TableDescription.events.exported.map(expression)
-            timeColumn = "time"
-        case .tags:
-            columns = [
-                "uid", "\(time("first_seen")) AS first_seen", "\(time("last_seen")) AS last_seen", "manufacturer",
-                "model",
-                "block_count", "block_size", "memory_source", "last_reader", "last_location",
-            ]
-            timeColumn = "last_seen"
-        case .assets:
-            columns = ["uid", "asset_id", "name", "location", "extra", "source", "\(time("updated_at")) AS updated_at"]
-            timeColumn = "updated_at"
-        case .audits:
-            columns = [
-                "id", "\(time("started")) AS started", "\(time("finished")) AS finished", "gateway", "location",
-                "readers", "rounds", "trigger",
-                "present", "missing", "wrong_location", "unexpected", "failed_checks",
-            ]
-            timeColumn = "started"
-        case .auditResults:
-            // Each result with its audit's id, time and location (the results have no time of their own).
-            columns = [
-                "r.audit AS audit", "\(time("a.started")) AS started", "a.location AS location", "r.uid AS uid",
-                "r.asset_id AS asset_id",
-                "r.status AS status", "r.registered_location AS registered_location",
-                "r.seen_location AS seen_location",
-                "r.seen_by AS seen_by", "r.seen_rounds AS seen_rounds",
-                "CASE WHEN r.first_seen IS NULL THEN NULL ELSE \(time("r.first_seen")) END AS first_seen",
-                "CASE WHEN r.last_seen IS NULL THEN NULL ELSE \(time("r.last_seen")) END AS last_seen",
-                "r.failed_checks AS failed_checks",
-            ]
-            from = "audit_results r JOIN audits a ON a.id = r.audit"
-            timeColumn = "a.started"
-        case .writes:
-            columns = [
-                "\(time("time")) AS time", "gateway", "uid", "\(block) AS block", "hex(data) AS data",
-                "CASE WHEN flags IS NULL THEN NULL ELSE printf('0x%02X', flags) END AS flags", "result", "verified",
-                "exchanges",
-            ]
-            timeColumn = "time"
-        }
-        var sql = "SELECT " + columns.joined(separator: ", ") + " FROM \(from) WHERE \(timeColumn) >= ?1"
+    }
+
+    /// The column names of an export, header order (decoded fields named `field_<name>` where a fixed column has
+    /// their name).
+    public static func names(_ plan: ExportPlan, fields: [String]) -> [String] {
+        let reserved = Set(plan.table.names)
+        return plan.columns.map(\.name) + fields.map { reserved.contains($0) ? "field_\($0)" : $0 }
+    }
+
+    /// The query of stored values for a request, with its parameters (`decoded` last for readings).
+    static func query(_ r: ExportRequest, _ plan: ExportPlan) -> (sql: String, args: [SQLValue]) {
+        var columns = plan.columns.map(\.sql)
+        if r.table == .readings { columns.append("decoded") }
+        return where_(r, plan, select: columns)
+    }
+
+    /// `SELECT columns FROM … WHERE` the request's window and filters `ORDER BY` the plan's order.
+    static func where_(_ r: ExportRequest, _ plan: ExportPlan, select columns: [String]) -> (
+        sql: String, args: [SQLValue]
+    ) {
+        var sql = "SELECT " + columns.joined(separator: ", ") + " FROM \(plan.from) WHERE \(plan.time) >= ?1"
         var args: [SQLValue] = [.integer(r.since)]
         if let until = r.until {
-            sql += " AND \(timeColumn) < ?\(args.count + 1)"
+            sql += " AND \(plan.time) < ?\(args.count + 1)"
             args.append(.integer(until))
         }
-        if let uid = r.uid, r.table != .audits {
-            sql += " AND \(r.table == .auditResults ? "r.uid" : "uid") = ?\(args.count + 1)"
+        if let uid = r.uid, let column = plan.uid {
+            sql += " AND \(column) = ?\(args.count + 1)"
             args.append(.text(uid.description))
         }
-        if let reader = r.reader {
-            sql += " AND \(r.table == .tags ? "last_reader" : "reader") = ?\(args.count + 1)"
+        if let reader = r.reader, let column = plan.reader {
+            sql += " AND \(column) = ?\(args.count + 1)"
             args.append(.text(reader))
         }
-        switch r.table {
-        case .tags: sql += " ORDER BY last_seen, uid"
-        case .assets: sql += " ORDER BY updated_at, uid"
-        case .auditResults: sql += " ORDER BY a.started, r.audit, r.id"
-        default: sql += " ORDER BY \(timeColumn), id"
+        return (sql + " ORDER BY \(plan.order)", args)
+    }
+
+    /// The same export as one SQLite query that formats every value in SQL (`strftime`, `printf`, `hex`,
+    /// `json_extract`): not what the export runs, but an implementation of its formats that is SQLite's, not
+    /// ours. The store benchmark runs it with `sqlite3 -csv` as the baseline, and the tests compare the export
+    /// with it.
+    public static func referenceSQL(_ r: ExportRequest, fields: [FieldInfo]) -> (sql: String, args: [SQLValue]) {
+        let fields = r.table == .readings ? fields : []
+        let plan = ExportPlan.of(table(r.table), central: false)!
+        let names = names(plan, fields: fields.map(\.name))
+        var columns: [String] = []
+        for (i, c) in plan.columns.enumerated() {
+            let v = c.sql
+            let time = "strftime('%Y-%m-%dT%H:%M:%S', \(v) / 1000, 'unixepoch') || printf('.%03dZ', \(v) % 1000)"
+            let expression: String
+            switch c.format {
+            case .time: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE \(time) END"
+            case .block: expression = "CASE WHEN \(v) < 256 THEN printf('0x%02X', \(v)) ELSE printf('0x%04X', \(v)) END"
+            case .hex: expression = "hex(\(v))"
+            case .flags: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE printf('0x%02X', \(v)) END"
+            case .text, .integer: expression = v
+            }
+            columns.append("\(expression) AS \"\(names[i].replacingOccurrences(of: "\"", with: "\"\""))\"")
         }
-        return (sql, args)
+        for (i, f) in fields.enumerated() {
+            let path = f.name.replacingOccurrences(of: "'", with: "''")
+            let name = names[plan.columns.count + i].replacingOccurrences(of: "\"", with: "\"\"")
+            columns.append("json_extract(decoded, '$.\"\(path)\"') AS \"\(name)\"")
+        }
+        return where_(r, plan, select: columns)
     }
 
     /// Writes the export to `fd`; returns the number of data rows.
@@ -137,70 +116,63 @@ public enum Exporter {
     }
 
     static func export(_ r: ExportRequest, _ db: SQLiteConnection, to fd: Int32) throws(StoreError) -> Int {
-        let fields = r.table == .readings ? try Store.fields(db) : []
-        let (sql, args) = query(r, fields: fields)
+        let fields = r.table == .readings ? try Store.fields(db).map(\.name) : []
+        let plan = ExportPlan.of(table(r.table), central: false)!
+        let (sql, args) = query(r, plan)
         let s = try db.prepare(sql)
         try s.bind(args)
         var out = OutputBuffer(fd: fd)
-        let n = s.columnCount
-        let names = (0..<n).map { s.columnName($0) }
-        let eol: [UInt8] = r.crlf ? [0x0D, 0x0A] : [0x0A]
-        if r.format == .csv {
-            for (i, name) in names.enumerated() {
-                if i > 0 { out.append(0x2C) }
-                out.appendCSV(Array(name.utf8), neutralise: false)
-            }
-            out.append(eol)
-        }
-        let keys = names.map { name -> [UInt8] in
-            var k: [UInt8] = []
-            JSONText.appendQuoted(name, to: &k)
-            return k + [0x3A]
-        }
-        // Fields that hold JSON (the NDEF records) go into jsonl as JSON, not as a string of it.
-        let jsonColumns = Set(
-            names.indices.filter { i in
-                r.table == .readings && r.jsonFields.contains(names[i]) && fields.contains { $0.name == names[i] }
-            })
+        var w = RowWriter(format: r.format == .csv ? .csv : .jsonl, names: names(plan, fields: fields), crlf: r.crlf)
+        w.header(to: &out.bytes)
+        let formats = plan.columns.map(\.format)
+        let fieldNames = fields.map { Array($0.utf8) }
+        let nested = fields.map { r.jsonFields.contains($0) }
+        var found = [Range<Int>?](repeating: nil, count: fields.count)
         var rows = 0
         while try s.step() {
             rows += 1
-            if r.format == .csv {
-                for i in 0..<n {
-                    if i > 0 { out.append(0x2C) }
-                    let type = s.type(i)
-                    if type == SQLStatement.nullType { continue }
-                    s.withBytes(i) { bytes in
-                        if type == SQLStatement.textType {
-                            out.appendCSV(bytes, neutralise: true)
+            w.beginRow(&out.bytes)
+            for (i, format) in formats.enumerated() {
+                let type = s.type(i)
+                if type == SQLStatement.nullType {
+                    // No bytes are hex of nothing, an empty text (as SQLite's hex() has always given the export).
+                    if format == .hex { w.hex(EmptyCollection(), &out.bytes) } else { w.null(&out.bytes) }
+                    continue
+                }
+                switch format {
+                case .time where type == SQLStatement.integerType: w.time(s.int64(i), &out.bytes)
+                case .block where type == SQLStatement.integerType: w.block(s.int64(i), &out.bytes)
+                case .flags where type == SQLStatement.integerType: w.flags(s.int64(i), &out.bytes)
+                case .hex: s.withBytes(i) { w.hex($0, &out.bytes) }
+                case .integer where type == SQLStatement.integerType: w.integer(s.int64(i), &out.bytes)
+                default:
+                    // Text, or a value SQLite keeps in another type than the column's (it allows that): numbers
+                    // as numbers, anything else as text.
+                    s.withBytes(i) { b in
+                        if type == SQLStatement.integerType || type == SQLStatement.floatType {
+                            w.number(b, &out.bytes)
                         } else {
-                            out.append(bytes)
+                            w.text(b, &out.bytes)
                         }
                     }
                 }
-                out.append(eol)
-            } else {
-                out.append(0x7B)
-                for i in 0..<n {
-                    if i > 0 { out.append(0x2C) }
-                    out.append(keys[i])
-                    switch s.type(i) {
-                    case SQLStatement.nullType: out.append(Array("null".utf8))
-                    case SQLStatement.integerType: s.withBytes(i) { out.append($0) }
-                    case SQLStatement.floatType:
-                        let d = s.double(i)
-                        out.append(Array((d.isFinite ? "\(d)" : "null").utf8))
-                    default:
-                        if jsonColumns.contains(i) {
-                            s.withBytes(i) { out.append($0) }
-                        } else {
-                            JSONText.appendQuoted(s.text(i) ?? "", to: &out.bytes)
-                        }
-                    }
-                }
-                out.append(0x7D)
-                out.append(0x0A)
             }
+            if !fields.isEmpty {
+                s.withBytes(formats.count) { raw in
+                    let p = raw.bindMemory(to: UInt8.self)
+                    for k in found.indices { found[k] = nil }
+                    JSONMembers.scan(p) { key, value in
+                        for k in fieldNames.indices where found[k] == nil && JSONMembers.key(p, key, is: fieldNames[k])
+                        {
+                            found[k] = value
+                            break
+                        }
+                    }
+                    for k in fieldNames.indices { w.decoded(p, found[k], nested: nested[k], &out.bytes) }
+                }
+            }
+            w.endRow(&out.bytes)
+            out.flushIfFull()
             if out.failed { break }
         }
         out.flush()
@@ -230,23 +202,8 @@ public struct OutputBuffer {
         if bytes.count >= 1 << 16 { flush() }
     }
 
-    /// One CSV cell: quoted when it holds a comma, quote, CR or LF; a formula-like start neutralised.
-    public mutating func appendCSV<C: Collection>(_ cell: C, neutralise: Bool) where C.Element == UInt8 {
-        var needsQuotes = false
-        for b in cell where b == 0x2C || b == 0x22 || b == 0x0D || b == 0x0A { needsQuotes = true; break }
-        let formula = neutralise && cell.first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } == true
-        if !needsQuotes && !formula { append(cell); return }
-        if needsQuotes { append(0x22) }
-        if formula { append(0x27) }
-        if needsQuotes {
-            for b in cell {
-                if b == 0x22 { append(0x22) }
-                append(b)
-            }
-            append(0x22)
-        } else {
-            append(cell)
-        }
+    /// Writes the buffer out once it holds 64 KiB.
+    public mutating func flushIfFull() {
         if bytes.count >= 1 << 16 { flush() }
     }
 

@@ -11,41 +11,20 @@ public enum SyncTable: String, CaseIterable, Sendable {
     // Audits before their results, so a round ships an audit before the results that name it.
     case readings, events, writes, audits, auditResults = "audit_results", tags
 
-    /// The central columns after (gateway, local_id, time), in order, as the local store has them.
-    public var columns: [OutboxColumn] {
+    /// The table's description.
+    public var tableDescription: TableDescription {
         switch self {
-        case .readings: return TableDescription.readings.outboxColumns
-        case .events: return TableDescription.events.outboxColumns
-        case .writes:
-            return [
-                .init("uid", .text), .init("block", .integer), .init("data", .blob), .init("flags", .integer),
-                .init("result", .text),
-                .init("verified", .bool), .init("exchanges", .integer),
-            ]
-        case .audits:
-            return [
-                .init("started", .time), .init("location", .text), .init("readers", .text), .init("rounds", .integer),
-                .init("trigger", .text),
-                .init("present", .integer), .init("missing", .integer), .init("wrong_location", .integer),
-                .init("unexpected", .integer),
-                .init("failed_checks", .integer),
-            ]
-        case .auditResults:
-            return [
-                .init("audit", .integer), .init("uid", .text), .init("asset_id", .text), .init("status", .text),
-                .init("registered_location", .text), .init("seen_location", .text), .init("seen_by", .text),
-                .init("seen_rounds", .integer),
-                .init("first_seen", .time), .init("last_seen", .time), .init("failed_checks", .json),
-            ]
-        case .tags:
-            return [
-                .init("uid", .text), .init("first_seen", .time), .init("manufacturer", .text), .init("model", .text),
-                .init("block_count", .integer), .init("block_size", .integer), .init("memory_source", .text),
-                .init("last_reader", .text),
-                .init("last_location", .text),
-            ]
+        case .readings: return .readings
+        case .events: return .events
+        case .writes: return .writes
+        case .audits: return .audits
+        case .auditResults: return .auditResults
+        case .tags: return .tags
         }
     }
+
+    /// The central columns after (gateway, local_id, time), in order, as the local store has them.
+    public var columns: [OutboxColumn] { tableDescription.outboxColumns }
 
     /// Tags are upserted by (gateway, uid) (a tag seen again changes its row); the others are inserted once
     /// by (gateway, local id).

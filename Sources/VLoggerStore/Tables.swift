@@ -22,8 +22,10 @@ public struct ColumnDescription: Sendable, Equatable {
     public let name: String
     /// The SQLite type, as the migrations declare it (`INTEGER`, `TEXT`, `BLOB`).
     public let sqlite: String
-    /// The central PostgreSQL type.
-    public let postgres: String
+    /// The central PostgreSQL type; nil for a column the central database does not have.
+    public let postgres: String?
+    /// The column's name in the central table when it differs (an audit's `finished` is its row's `time` there).
+    public let centralName: String
     /// Whether the column may be NULL (in both databases).
     public let nullable: Bool
     /// How it is exported; nil for a column that is not exported as one (`decoded`: a column per field).
@@ -32,12 +34,13 @@ public struct ColumnDescription: Sendable, Equatable {
     public let outbox: OutboxColumn.Kind?
 
     init(
-        _ name: String, _ sqlite: String, _ postgres: String, nullable: Bool = false, export: ExportFormat?,
-        outbox: OutboxColumn.Kind?
+        _ name: String, _ sqlite: String, _ postgres: String?, nullable: Bool = false, export: ExportFormat?,
+        outbox: OutboxColumn.Kind?, centralName: String? = nil
     ) {
         self.name = name
         self.sqlite = sqlite
         self.postgres = postgres
+        self.centralName = centralName ?? name
         self.nullable = nullable
         self.export = export
         self.outbox = outbox
@@ -50,7 +53,14 @@ public struct ColumnDescription: Sendable, Equatable {
 /// shape it must end at).
 public struct TableDescription: Sendable {
     public let name: String
+    /// Whether rows have an `id INTEGER PRIMARY KEY` (`local_id` centrally); tags and assets are keyed by UID.
+    public let hasRowID: Bool
     public let columns: [ColumnDescription]
+    /// Central columns the local table does not have (a tag's gateway; an audit result's gateway and time, which
+    /// are its audit's locally).
+    public let centralOnly: [ColumnDescription]
+    /// How the export reads the table (see `ExportShape`); nil for a table that is not exported.
+    let shape: ExportShape
 
     /// The column names, in order.
     public var names: [String] { columns.map(\.name) }
@@ -74,10 +84,29 @@ public struct TableDescription: Sendable {
     /// The columns exported as they are (not `decoded`), in order.
     public var exported: [ColumnDescription] { columns.filter { $0.export != nil } }
 
+    /// The central table's columns besides its key (`local_id`, or a tag's `uid`… which is described), by name.
+    public var centralColumns: [(name: String, postgres: String, nullable: Bool)] {
+        (columns + centralOnly).compactMap { c in c.postgres.map { (c.centralName, $0, c.nullable) } }
+    }
+
+    init(
+        _ name: String, rowID: Bool = true, _ columns: [ColumnDescription], centralOnly: [ColumnDescription] = [],
+        shape: ExportShape
+    ) {
+        self.name = name
+        self.hasRowID = rowID
+        self.columns = columns
+        self.centralOnly = centralOnly
+        self.shape = shape
+    }
+
+    /// Every stored table that is described, in the order a store lists them.
+    public static let all: [TableDescription] = [readings, events, tags, writes, audits, auditResults, assets]
+
     /// One read of consecutive blocks of one tag.
     public static let readings = TableDescription(
-        name: "readings",
-        columns: [
+        "readings",
+        [
             .init("time", "INTEGER", "timestamptz", export: .time, outbox: nil),
             .init("gateway", "TEXT", "text", export: .text, outbox: nil),
             .init("reader", "TEXT", "text", nullable: true, export: .text, outbox: .text),
@@ -89,12 +118,13 @@ public struct TableDescription: Sendable {
             .init("data", "BLOB", "bytea", export: .hex, outbox: .blob),
             .init("security", "BLOB", "bytea", nullable: true, export: .hex, outbox: .blob),
             .init("decoded", "TEXT", "json", nullable: true, export: nil, outbox: .json),
-        ])
+        ],
+        shape: .init(time: "time", uid: "uid", reader: "reader"))
 
     /// Something worth an operator's attention.
     public static let events = TableDescription(
-        name: "events",
-        columns: [
+        "events",
+        [
             .init("time", "INTEGER", "timestamptz", export: .time, outbox: nil),
             .init("gateway", "TEXT", "text", export: .text, outbox: nil),
             .init("reader", "TEXT", "text", nullable: true, export: .text, outbox: .text),
@@ -105,5 +135,206 @@ public struct TableDescription: Sendable {
             .init("name", "TEXT", "text", export: .text, outbox: .text),
             .init("severity", "TEXT", "text", export: .text, outbox: .text),
             .init("detail", "TEXT", "text", export: .text, outbox: .text),
-        ])
+        ],
+        shape: .init(time: "time", uid: "uid", reader: "reader"))
+
+    /// Each tag seen, one row per tag, changed as it is seen again (each change takes the next `seq`).
+    public static let tags = TableDescription(
+        "tags", rowID: false,
+        [
+            .init("uid", "TEXT", "text", export: .text, outbox: .text),
+            .init("first_seen", "INTEGER", "timestamptz", export: .time, outbox: .time),
+            .init("last_seen", "INTEGER", "timestamptz", export: .time, outbox: nil),
+            .init("manufacturer", "TEXT", "text", export: .text, outbox: .text),
+            .init("model", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("block_count", "INTEGER", "integer", nullable: true, export: .integer, outbox: .integer),
+            .init("block_size", "INTEGER", "integer", nullable: true, export: .integer, outbox: .integer),
+            .init("memory_source", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("last_reader", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("last_location", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("seq", "INTEGER", nil, export: nil, outbox: nil),
+        ],
+        centralOnly: [.init("gateway", "", "text", export: .text, outbox: nil)],
+        shape: .init(
+            time: "last_seen", uid: "uid", reader: "last_reader", localOrder: "last_seen, uid",
+            centralOrder: "last_seen, gateway, uid", centralGatewayAfter: "uid"))
+
+    /// Blocks written (directly or from the write queue), with the outcome.
+    public static let writes = TableDescription(
+        "writes",
+        [
+            .init("time", "INTEGER", "timestamptz", export: .time, outbox: nil),
+            .init("gateway", "TEXT", "text", export: .text, outbox: nil),
+            .init("uid", "TEXT", "text", export: .text, outbox: .text),
+            .init("block", "INTEGER", "integer", export: .block, outbox: .integer),
+            .init("data", "BLOB", "bytea", export: .hex, outbox: .blob),
+            .init("flags", "INTEGER", "integer", nullable: true, export: .flags, outbox: .integer),
+            .init("result", "TEXT", "text", export: .text, outbox: .text),
+            .init("verified", "INTEGER", "boolean", export: .integer, outbox: .bool),
+            .init("exchanges", "INTEGER", "integer", export: .integer, outbox: .integer),
+        ],
+        shape: .init(time: "time", uid: "uid", reader: nil))
+
+    /// One audit of a location against the register (its results are `auditResults`).
+    public static let audits = TableDescription(
+        "audits",
+        [
+            .init("started", "INTEGER", "timestamptz", export: .time, outbox: .time),
+            .init("finished", "INTEGER", "timestamptz", export: .time, outbox: nil, centralName: "time"),
+            .init("gateway", "TEXT", "text", export: .text, outbox: nil),
+            .init("location", "TEXT", "text", export: .text, outbox: .text),
+            .init("readers", "TEXT", "text", export: .text, outbox: .text),
+            .init("rounds", "INTEGER", "integer", export: .integer, outbox: .integer),
+            .init("trigger", "TEXT", "text", export: .text, outbox: .text),
+            .init("present", "INTEGER", "integer", export: .integer, outbox: .integer),
+            .init("missing", "INTEGER", "integer", export: .integer, outbox: .integer),
+            .init("wrong_location", "INTEGER", "integer", export: .integer, outbox: .integer),
+            .init("unexpected", "INTEGER", "integer", export: .integer, outbox: .integer),
+            .init("failed_checks", "INTEGER", "integer", export: .integer, outbox: .integer),
+        ],
+        shape: .init(time: "started", uid: nil, reader: nil, exportsID: true))
+
+    /// One asset or unexpected tag of an audit. Exported with its audit's start and location after `audit`.
+    public static let auditResults = TableDescription(
+        "audit_results",
+        [
+            .init("audit", "INTEGER", "bigint", export: .integer, outbox: .integer),
+            .init("uid", "TEXT", "text", export: .text, outbox: .text),
+            .init("asset_id", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("status", "TEXT", "text", export: .text, outbox: .text),
+            .init("registered_location", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("seen_location", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("seen_by", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("seen_rounds", "INTEGER", "integer", export: .integer, outbox: .integer),
+            .init("first_seen", "INTEGER", "timestamptz", nullable: true, export: .time, outbox: .time),
+            .init("last_seen", "INTEGER", "timestamptz", nullable: true, export: .time, outbox: .time),
+            .init("failed_checks", "TEXT", "json", nullable: true, export: .text, outbox: .json),
+        ],
+        centralOnly: [
+            .init("gateway", "", "text", export: .text, outbox: nil),
+            .init("time", "", "timestamptz", export: nil, outbox: nil),
+        ],
+        shape: .init(
+            time: "a.started", uid: "uid", reader: nil, localOrder: "a.started, r.audit, r.id",
+            centralOrder: "a.started, r.gateway, r.audit, r.local_id", centralGatewayAfter: "audit",
+            alias: "r",
+            joined: (
+                after: "audit",
+                columns: [
+                    .init("started", "", nil, export: .time, outbox: nil),
+                    .init("location", "", nil, export: .text, outbox: nil),
+                ],
+                local: "audit_results r JOIN audits a ON a.id = r.audit",
+                central: "audit_results r JOIN audits a ON a.gateway = r.gateway AND a.local_id = r.audit"
+            )))
+
+    /// The asset register, as imported (not synced).
+    public static let assets = TableDescription(
+        "assets", rowID: false,
+        [
+            .init("uid", "TEXT", nil, export: .text, outbox: nil),
+            .init("asset_id", "TEXT", nil, export: .text, outbox: nil),
+            .init("name", "TEXT", nil, nullable: true, export: .text, outbox: nil),
+            .init("location", "TEXT", nil, nullable: true, export: .text, outbox: nil),
+            .init("extra", "TEXT", nil, nullable: true, export: .text, outbox: nil),
+            .init("source", "TEXT", nil, export: .text, outbox: nil),
+            .init("updated_at", "INTEGER", nil, export: .time, outbox: nil),
+        ],
+        shape: .init(time: "updated_at", uid: "uid", reader: nil, localOrder: "updated_at, uid", central: false))
+}
+
+/// How a table is exported: the time column a window filters on, the UID and reader columns a filter uses, the
+/// order, and where a row's other columns come from (an audit result's audit).
+struct ExportShape: Sendable {
+    var time: String
+    var uid: String?
+    var reader: String?
+    var localOrder: String?
+    var centralOrder: String?
+    /// Central exports add the gateway after this column when the local table has none.
+    var centralGatewayAfter: String?
+    /// The row id goes out first as `id` (an audit's, which its results name).
+    var exportsID = false
+    /// Whether the central database has the table.
+    var central = true
+    /// The table's alias in a join.
+    var alias: String?
+    /// Columns of another table exported after one of this table's.
+    var joined: (after: String, columns: [ColumnDescription], local: String, central: String)?
+
+    init(
+        time: String, uid: String?, reader: String?, localOrder: String? = nil, centralOrder: String? = nil,
+        centralGatewayAfter: String? = nil, exportsID: Bool = false, central: Bool = true, alias: String? = nil,
+        joined: (after: String, columns: [ColumnDescription], local: String, central: String)? = nil
+    ) {
+        self.time = time
+        self.uid = uid
+        self.reader = reader
+        self.localOrder = localOrder
+        self.centralOrder = centralOrder
+        self.centralGatewayAfter = centralGatewayAfter
+        self.exportsID = exportsID
+        self.central = central
+        self.alias = alias
+        self.joined = joined
+    }
+}
+
+/// One exported column: its header, the expression that selects its stored value, and how it is formatted.
+public struct ExportColumn: Sendable {
+    public let name: String
+    /// SQL selecting the stored value (SQLite locally; PostgreSQL centrally, see `ExportPlan.central`).
+    public let sql: String
+    public let format: ExportFormat
+    /// The stored type centrally (a `boolean` goes out as 0/1), nil locally.
+    public let postgres: String?
+}
+
+/// The export of one table as a query: its columns (then, for readings, one per decoded field), the FROM, and
+/// the columns a request filters and orders on. The same plan serves the local store and the central database;
+/// `RowWriter` formats the values, so both give the same text.
+public struct ExportPlan: Sendable {
+    public let table: TableDescription
+    public let columns: [ExportColumn]
+    public let from: String
+    public let time: String
+    public let uid: String?
+    public let reader: String?
+    /// The gateway column (centrally; locally rows have one gateway).
+    public let gateway: String?
+    public let order: String
+
+    /// The plan for `table` in the local store (`central` false) or the central database.
+    public static func of(_ table: TableDescription, central: Bool) -> ExportPlan? {
+        let shape = table.shape
+        if central && !shape.central { return nil }
+        let prefix = shape.alias.map { "\($0)." } ?? ""
+        var columns: [ExportColumn] = []
+        if shape.exportsID {
+            columns.append(.init(name: "id", sql: central ? "local_id" : "id", format: .integer, postgres: nil))
+        }
+        for c in table.exported {
+            let source = central ? c.centralName : c.name
+            columns.append(
+                .init(
+                    name: c.name, sql: prefix + source, format: c.export ?? .text, postgres: central ? c.postgres : nil)
+            )
+            if central, shape.centralGatewayAfter == c.name {
+                columns.append(.init(name: "gateway", sql: prefix + "gateway", format: .text, postgres: "text"))
+            }
+            if let joined = shape.joined, joined.after == c.name {
+                for j in joined.columns {
+                    columns.append(.init(name: j.name, sql: "a." + j.name, format: j.export ?? .text, postgres: nil))
+                }
+            }
+        }
+        let from = shape.joined.map { central ? $0.central : $0.local } ?? table.name
+        let order =
+            central
+            ? (shape.centralOrder ?? "\(shape.time), gateway, local_id")
+            : (shape.localOrder ?? "\(shape.time), id")
+        return ExportPlan(
+            table: table, columns: columns, from: from, time: shape.time, uid: shape.uid.map { prefix + $0 },
+            reader: shape.reader.map { prefix + $0 }, gateway: central ? prefix + "gateway" : nil, order: order)
+    }
 }

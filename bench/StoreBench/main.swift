@@ -136,7 +136,7 @@ do {
         s.close()
     case "query":
         let s = try Store(path: args[2], readOnly: true)
-        var q = Exporter.query(ExportRequest(since: 946_684_800_000), fields: try s.fields()).sql
+        var q = Exporter.referenceSQL(ExportRequest(since: 946_684_800_000), fields: try s.fields()).sql
         q = q.replacingOccurrences(of: "?1", with: "946684800000")
         print(q + ";")
     default:

@@ -1,0 +1,264 @@
+/// How every value leaves a gateway as text: the one place times, block numbers, bytes and flags are formatted,
+/// and the one writer of CSV and JSON-lines rows. The local export (`Exporter`), the central export
+/// (`CentralExport`) and anything else that writes rows for people or other programs go through here, so the same
+/// row comes out byte for byte the same whichever database it was read from.
+///
+/// CSV follows RFC 4180: a header row, cells with a comma, quote, CR or LF quoted, quotes doubled, CRLF line ends
+/// (or LF). Text cells that begin with `=`, `+`, `-`, `@`, tab or CR get a leading `'` so spreadsheets show them
+/// rather than run them (OWASP "CSV injection"); numbers are left alone. JSON lines: one object per row, keys in
+/// column order, text as JSON strings, numbers as numbers, a missing value as `null`.
+public enum ValueText {
+    static let digits: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    /// Milliseconds since 1970 as ISO 8601 UTC with milliseconds: `2026-11-22T08:30:00.250Z`.
+    public static func appendTime(_ ms: Millis, to out: inout [UInt8]) {
+        // Days from 1970-01-01 to a civil date (Howard Hinnant's "days_from_civil", inverted).
+        let days = Int(TimeSpec.floorDiv(ms, 86_400_000))
+        let rem = Int(ms - Int64(days) * 86_400_000)
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        if y < 0 { out.append(0x2D) }
+        appendPadded(abs(y), 4, &out)
+        out.append(0x2D)
+        appendPadded(m, 2, &out)
+        out.append(0x2D)
+        appendPadded(d, 2, &out)
+        out.append(0x54)
+        appendPadded(rem / 3_600_000, 2, &out)
+        out.append(0x3A)
+        appendPadded(rem / 60_000 % 60, 2, &out)
+        out.append(0x3A)
+        appendPadded(rem / 1000 % 60, 2, &out)
+        out.append(0x2E)
+        appendPadded(rem % 1000, 3, &out)
+        out.append(0x5A)
+    }
+
+    /// A block number in hex: `0xF8` below 256, `0x0100` from there on (more digits only past 0xFFFF).
+    public static func appendBlock(_ block: Int64, to out: inout [UInt8]) {
+        appendHexNumber(block, width: block < 256 ? 2 : 4, to: &out)
+    }
+
+    /// Request flags as one hex byte: `0x22`.
+    public static func appendFlags(_ flags: Int64, to out: inout [UInt8]) {
+        appendHexNumber(flags, width: 2, to: &out)
+    }
+
+    /// Bytes as upper-case hex without separators.
+    public static func appendHex<C: Collection>(_ bytes: C, to out: inout [UInt8]) where C.Element == UInt8 {
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0F)])
+        }
+    }
+
+    /// A whole number in decimal.
+    public static func appendInteger(_ n: Int64, to out: inout [UInt8]) {
+        if n < 0 {
+            out.append(0x2D)
+            appendUnsigned(n.magnitude, &out)
+        } else {
+            appendUnsigned(UInt64(n), &out)
+        }
+    }
+
+    /// `0x` and upper-case hex digits, at least `width` of them; a negative number (never stored) as `-0x…`.
+    static func appendHexNumber(_ n: Int64, width: Int, to out: inout [UInt8]) {
+        if n < 0 { out.append(0x2D) }
+        out.append(0x30)
+        out.append(0x78)
+        var v = n.magnitude
+        var tmp: [UInt8] = []
+        repeat {
+            tmp.append(digits[Int(v & 0x0F)])
+            v >>= 4
+        } while v > 0
+        for _ in tmp.count..<max(width, tmp.count) { out.append(0x30) }
+        out.append(contentsOf: tmp.reversed())
+    }
+
+    static func appendPadded(_ n: Int, _ width: Int, _ out: inout [UInt8]) {
+        var divisor = 1
+        for _ in 1..<width { divisor *= 10 }
+        var v = n
+        while divisor * 10 <= v { divisor *= 10 }
+        while divisor > 0 {
+            out.append(0x30 + UInt8(v / divisor % 10))
+            v %= divisor
+            divisor /= 10
+        }
+    }
+
+    static func appendUnsigned(_ n: UInt64, _ out: inout [UInt8]) {
+        if n < 10 {
+            out.append(0x30 + UInt8(n))
+            return
+        }
+        var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, enough for 20 digits
+        let count = withUnsafeMutableBytes(of: &buffer) { p -> Int in
+            var v = n
+            var i = p.count
+            while v > 0 {
+                i -= 1
+                p[i] = 0x30 + UInt8(v % 10)
+                v /= 10
+            }
+            out.append(contentsOf: p[i...])
+            return p.count - i
+        }
+        _ = count
+    }
+}
+
+/// Writes rows of cells as CSV or JSON lines into a byte buffer (the caller flushes it).
+public struct RowWriter: Sendable {
+    public enum Format: Sendable { case csv, jsonl }
+    public let format: Format
+    let eol: [UInt8]
+    /// Each column's JSON key with its colon (`"time":`).
+    let keys: [[UInt8]]
+    var column = 0
+
+    /// `names`: the columns, in order. `crlf`: CSV rows end in CR LF (RFC 4180) rather than LF.
+    public init(format: Format, names: [String], crlf: Bool = true) {
+        self.format = format
+        eol = crlf ? [0x0D, 0x0A] : [0x0A]
+        keys = names.map { name in
+            var k: [UInt8] = []
+            JSONText.appendQuoted(name, to: &k)
+            k.append(0x3A)
+            return k
+        }
+        self.names = names
+    }
+
+    let names: [String]
+
+    /// The CSV header row (JSON lines have none).
+    public func header(to out: inout [UInt8]) {
+        guard format == .csv else { return }
+        for (i, name) in names.enumerated() {
+            if i > 0 { out.append(0x2C) }
+            Self.appendCSV(Array(name.utf8), neutralise: false, to: &out)
+        }
+        out.append(contentsOf: eol)
+    }
+
+    public mutating func beginRow(_ out: inout [UInt8]) {
+        column = 0
+        if format == .jsonl { out.append(0x7B) }
+    }
+
+    public mutating func endRow(_ out: inout [UInt8]) {
+        if format == .jsonl {
+            out.append(0x7D)
+            out.append(0x0A)
+        } else {
+            out.append(contentsOf: eol)
+        }
+    }
+
+    /// Starts the next cell: the separator, and in JSON lines its key.
+    mutating func next(_ out: inout [UInt8]) {
+        if column > 0 { out.append(0x2C) }
+        if format == .jsonl, column < keys.count { out.append(contentsOf: keys[column]) }
+        column += 1
+    }
+
+    /// No value: an empty CSV cell, JSON `null`.
+    public mutating func null(_ out: inout [UInt8]) {
+        next(&out)
+        if format == .jsonl { out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
+    }
+
+    /// A number given as its text (digits, sign, point, exponent): as is in both formats.
+    public mutating func number<C: Collection>(_ text: C, _ out: inout [UInt8]) where C.Element == UInt8 {
+        next(&out)
+        out.append(contentsOf: text)
+    }
+
+    public mutating func integer(_ n: Int64, _ out: inout [UInt8]) {
+        next(&out)
+        ValueText.appendInteger(n, to: &out)
+    }
+
+    /// Text given as UTF-8: CSV-quoted and neutralised, or a JSON string.
+    public mutating func text<C: Collection>(_ utf8: C, _ out: inout [UInt8]) where C.Element == UInt8 {
+        next(&out)
+        if format == .csv {
+            Self.appendCSV(utf8, neutralise: true, to: &out)
+        } else {
+            JSONText.appendQuoted(String(decoding: utf8, as: UTF8.self), to: &out)
+        }
+    }
+
+    /// JSON text that JSON lines nest as it is (an NDEF record list); CSV gets it as text.
+    public mutating func json<C: Collection>(_ utf8: C, _ out: inout [UInt8]) where C.Element == UInt8 {
+        if format == .csv { text(utf8, &out); return }
+        next(&out)
+        out.append(contentsOf: utf8)
+    }
+
+    /// A value that is formatted as text (a time, a block number, hex bytes, flags): `body` appends the text, which
+    /// needs no CSV quoting and starts with a digit or `0x`, so it is never neutralised.
+    public mutating func formatted(_ out: inout [UInt8], _ body: (inout [UInt8]) -> Void) {
+        next(&out)
+        if format == .jsonl { out.append(0x22) }
+        body(&out)
+        if format == .jsonl { out.append(0x22) }
+    }
+
+    public mutating func time(_ ms: Millis, _ out: inout [UInt8]) {
+        formatted(&out) { ValueText.appendTime(ms, to: &$0) }
+    }
+
+    public mutating func block(_ n: Int64, _ out: inout [UInt8]) {
+        formatted(&out) { ValueText.appendBlock(n, to: &$0) }
+    }
+
+    public mutating func flags(_ n: Int64, _ out: inout [UInt8]) {
+        formatted(&out) { ValueText.appendFlags(n, to: &$0) }
+    }
+
+    public mutating func hex<C: Collection>(_ bytes: C, _ out: inout [UInt8]) where C.Element == UInt8 {
+        formatted(&out) { ValueText.appendHex(bytes, to: &$0) }
+    }
+
+    /// One CSV cell: quoted when it holds a comma, quote, CR or LF; a formula-like start neutralised.
+    public static func appendCSV<C: Collection>(_ cell: C, neutralise: Bool, to out: inout [UInt8])
+    where C.Element == UInt8 {
+        var needsQuotes = false
+        for b in cell where b == 0x2C || b == 0x22 || b == 0x0D || b == 0x0A {
+            needsQuotes = true
+            break
+        }
+        let formula: Bool
+        if neutralise, let f = cell.first {
+            formula = f == 0x3D || f == 0x2B || f == 0x2D || f == 0x40 || f == 0x09 || f == 0x0D
+        } else {
+            formula = false
+        }
+        if !needsQuotes && !formula {
+            out.append(contentsOf: cell)
+            return
+        }
+        if needsQuotes { out.append(0x22) }
+        if formula { out.append(0x27) }
+        if needsQuotes {
+            for b in cell {
+                if b == 0x22 { out.append(0x22) }
+                out.append(b)
+            }
+            out.append(0x22)
+        } else {
+            out.append(contentsOf: cell)
+        }
+    }
+}
