@@ -241,6 +241,29 @@ public struct ParserFuzzer {
                 guard let d = try? FEIGDevice.parse(text(b)) else { return false }
                 return !d.description.isEmpty
             },
+            // A reading's stored decoded fields (the export reads them back from a store file, which anything
+            // may have written): every member found, every string value unescaped, one row written.
+            Target(
+                name: "decoded-json",
+                seeds: [
+                    #"{"temperature":21.5,"note":"a \"q\", \u00e9\ud83d\ude00","ndef":[{"type":"T","ok":true}],"n":null}"#,
+                    #"{ "a" : { "b" : [1, "}"] } , "c":false }"#, "{}",
+                ].map { Array($0.utf8) }
+            ) { b in
+                var out: [UInt8] = []
+                var w = RowWriter(format: .jsonl, names: ["a", "b"])
+                return b.withUnsafeBufferPointer { p in
+                    var members = 0
+                    let ok = JSONMembers.scan(p) { key, value in
+                        members += 1
+                        _ = JSONMembers.key(p, key, is: Array("note".utf8))
+                        w.beginRow(&out)
+                        w.decoded(p, value, nested: members % 2 == 0, &out)
+                        w.endRow(&out)
+                    }
+                    return ok
+                }
+            },
             Target(name: "values", seeds: values) { b in
                 let t = text(b)
                 var ok = 0
