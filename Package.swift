@@ -177,7 +177,9 @@ let package = Package(
             name: "ReadersTests",
             dependencies: ["Readers", "Type5NDEF", "TagSimulator", "TagImages", "ISO15693", "ISO15693Fuzzing"]),
         .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel", "ISO15693Fuzzing"]),
-        .testTarget(name: "VLoggerStoreTests", dependencies: ["VLoggerModel", "VLoggerStore", "ISO15693"]),
+        .testTarget(
+            name: "VLoggerStoreTests",
+            dependencies: ["VLoggerModel", "VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "VLoggerCoreTests",
             dependencies: [

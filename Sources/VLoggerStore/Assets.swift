@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import VLoggerModel
 import ISO15693
 
@@ -156,21 +157,10 @@ extension Store {
 
     /// The register as stored, by UID.
     public func assets(location: String? = nil) throws(StoreError) -> [AssetRow] {
-        try withReader { db throws(StoreError) in
-            try Self.assets(db).filter { location == nil || $0.location == location }
+        try read { db in
+            var q = StoredAsset.order(Column("uid"))
+            if let location { q = q.filter(Column("location") == location) }
+            return try q.fetchAll(db).compactMap(\.row)
         }
-    }
-
-    static func assets(_ db: SQLiteConnection) throws(StoreError) -> [AssetRow] {
-        let s = try db.prepare("SELECT uid, asset_id, name, location, extra FROM assets ORDER BY uid")
-        var out: [AssetRow] = []
-        while try s.step() {
-            guard let uid = try? UID(parsing: s.text(0) ?? "") else { continue }
-            out.append(
-                AssetRow(
-                    uid: uid, assetID: s.text(1) ?? "", name: s.text(2), location: s.text(3),
-                    extra: AssetRow.extra(fromJSON: s.text(4))))
-        }
-        return out
     }
 }

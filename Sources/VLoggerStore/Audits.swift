@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import VLoggerModel
 import ISO15693
 
@@ -84,121 +85,42 @@ extension Store {
     /// Stores an audit and its results in one transaction; returns its id.
     @discardableResult
     public func saveAudit(_ a: AuditRecord) throws(StoreError) -> Int64 {
-        try withWriter { db throws(StoreError) in
-            var id: Int64 = 0
-            try Self.transaction(db) { () throws(StoreError) in
-                let s = try db.prepare(
-                    """
-                    INSERT INTO audits(started, finished, gateway, location, readers, rounds, trigger, present, missing, wrong_location, unexpected, failed_checks)
-                    VALUES(?,?,?,?,?,?,?,?,?,?,?,?)
-                    """)
-                try s.bind([
-                    .integer(a.started), .integer(a.finished), .text(a.gateway), .text(a.location),
-                    .text(a.readers.joined(separator: ",")),
-                    .integer(Int64(a.rounds)), .text(a.trigger), .integer(Int64(a.count(.present))),
-                    .integer(Int64(a.count(.missing))),
-                    .integer(Int64(a.count(.wrongLocation))), .integer(Int64(a.count(.unexpected))),
-                    .integer(Int64(a.failedChecks)),
-                ])
-                try s.step()
-                id = db.lastInsertRowID
-                let r = try db.prepare(
-                    """
-                    INSERT INTO audit_results(audit, uid, asset_id, status, registered_location, seen_location, seen_by, seen_rounds, first_seen, last_seen, failed_checks)
-                    VALUES(?,?,?,?,?,?,?,?,?,?,?)
-                    """)
-                for x in a.results {
-                    r.reset()
-                    var checks: [UInt8] = [0x5B]
-                    for (i, c) in x.failedChecks.enumerated() {
-                        if i > 0 { checks.append(0x2C) }
-                        JSONText.appendQuoted(c, to: &checks)
-                    }
-                    checks.append(0x5D)
-                    try r.bind([
-                        .integer(id), .text(x.uid.description), x.assetID.map(SQLValue.text) ?? .null,
-                        .text(x.status.rawValue),
-                        x.registeredLocation.map(SQLValue.text) ?? .null, x.seenLocation.map(SQLValue.text) ?? .null,
-                        x.seenBy.map(SQLValue.text) ?? .null, .integer(Int64(x.seenRounds)),
-                        x.firstSeen.map(SQLValue.integer) ?? .null,
-                        x.lastSeen.map(SQLValue.integer) ?? .null,
-                        x.failedChecks.isEmpty ? .null : .text(String(decoding: checks, as: UTF8.self)),
-                    ])
-                    try r.step()
-                }
+        try write { db in
+            var audit = StoredAudit(a)
+            try audit.insert(db)
+            let id = audit.id ?? db.lastInsertedRowID
+            for x in a.results {
+                var r = StoredAuditResult(x, audit: id)
+                try r.insert(db)
             }
             return id
         }
     }
 
-    static let auditColumns =
-        "id, started, finished, gateway, location, readers, rounds, trigger, present, missing, wrong_location, unexpected, failed_checks"
-
-    static func auditRow(_ s: SQLStatement) -> AuditRecord {
-        var a = AuditRecord(
-            started: s.int64(1), finished: s.int64(2), gateway: s.text(3) ?? "", location: s.text(4) ?? "",
-            readers: (s.text(5) ?? "").split(separator: ",").map(String.init), rounds: Int(s.int64(6)),
-            trigger: s.text(7) ?? "", results: [])
-        a.id = s.int64(0)
-        a.counts = [
-            .present: Int(s.int64(8)), .missing: Int(s.int64(9)), .wrongLocation: Int(s.int64(10)),
-            .unexpected: Int(s.int64(11)),
-        ]
-        a.failedChecks = Int(s.int64(12))
-        return a
-    }
-
     /// The audits, newest first (their counts, not their results), optionally of one location.
     public func audits(location: String? = nil, limit: Int = 100) throws(StoreError) -> [AuditRecord] {
-        try withReader { db throws(StoreError) in
-            let s = try db.prepare(
-                "SELECT \(Self.auditColumns) FROM audits" + (location == nil ? "" : " WHERE location = ?2")
-                    + " ORDER BY id DESC LIMIT ?1")
-            try s.bind(location == nil ? [.integer(Int64(limit))] : [.integer(Int64(limit)), .text(location ?? "")])
-            var out: [AuditRecord] = []
-            while try s.step() { out.append(Self.auditRow(s)) }
-            return out
+        try read { db in
+            var q = StoredAudit.order(Column("id").desc)
+            if let location { q = q.filter(Column("location") == location) }
+            return try q.limit(max(0, limit)).fetchAll(db).map(\.record)
         }
     }
 
     /// When the last audit with this trigger (and location, if given) started, or nil.
     public func lastAuditStart(trigger: String, location: String? = nil) throws(StoreError) -> Millis? {
-        try withReader { db throws(StoreError) in
-            let s = try db.prepare(
-                "SELECT max(started) FROM audits WHERE trigger = ?1" + (location == nil ? "" : " AND location = ?2"))
-            try s.bind(location == nil ? [.text(trigger)] : [.text(trigger), .text(location ?? "")])
-            guard try s.step(), s.type(0) != SQLStatement.nullType else { return nil }
-            return s.int64(0)
+        try read { db in
+            var q = StoredAudit.filter(Column("trigger") == trigger)
+            if let location { q = q.filter(Column("location") == location) }
+            return try q.select(max(Column("started")), as: Int64?.self).fetchOne(db) ?? nil
         }
     }
 
     /// One audit with its results, or nil.
     public func audit(_ id: Int64) throws(StoreError) -> AuditRecord? {
-        try withReader { db throws(StoreError) in
-            let s = try db.prepare("SELECT \(Self.auditColumns) FROM audits WHERE id = ?")
-            try s.bind([.integer(id)])
-            guard try s.step() else { return nil }
-            var a = Self.auditRow(s)
-            let r = try db.prepare(
-                """
-                SELECT uid, asset_id, status, registered_location, seen_location, seen_by, seen_rounds, first_seen, last_seen, failed_checks
-                FROM audit_results WHERE audit = ? ORDER BY status, uid
-                """)
-            try r.bind([.integer(id)])
-            while try r.step() {
-                guard let uid = try? UID(parsing: r.text(0) ?? ""),
-                    let st = AuditResult.Status(rawValue: r.text(2) ?? "")
-                else { continue }
-                let checks =
-                    (r.text(9)).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String] } ?? []
-                a.results.append(
-                    AuditResult(
-                        uid: uid, assetID: r.text(1), status: st, registeredLocation: r.text(3),
-                        seenLocation: r.text(4),
-                        seenBy: r.text(5), seenRounds: Int(r.int64(6)),
-                        firstSeen: r.type(7) == SQLStatement.nullType ? nil : r.int64(7),
-                        lastSeen: r.type(8) == SQLStatement.nullType ? nil : r.int64(8), failedChecks: checks))
-            }
+        try read { db in
+            guard var a = try StoredAudit.fetchOne(db, key: id)?.record else { return nil }
+            a.results = try StoredAuditResult.filter(Column("audit") == id).order(Column("status"), Column("uid"))
+                .fetchAll(db).compactMap(\.result)
             return a
         }
     }

@@ -41,6 +41,13 @@ final class SQLiteConnection {
         owned = false
     }
 
+    /// The `file:` URI that opens `path` as an immutable file: RFC 3986 percent-encoding of the path
+    /// (sqlite.org/uri.html).
+    static func immutableURI(_ path: String) -> String {
+        let allowed = CharacterSet(charactersIn: "/-._~").union(.alphanumerics)
+        return "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+    }
+
     /// Opens (and with `create`, creates) the file. `busyTimeoutMs`: how long SQLite itself waits for
     /// another connection's lock before answering `SQLITE_BUSY`.
     /// `immutable`: read a file that no process is writing, without the -shm/-wal files WAL mode would
@@ -56,9 +63,7 @@ final class SQLiteConnection {
         var name = path
         if immutable {
             flags |= SQLITE_OPEN_URI
-            // RFC 3986 percent-encoding of the path for the file: URI (sqlite.org/uri.html).
-            let allowed = CharacterSet(charactersIn: "/-._~").union(.alphanumerics)
-            name = "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+            name = Self.immutableURI(path)
         }
         var db: OpaquePointer?
         let rc = sqlite3_open_v2(name, &db, flags, nil)

@@ -19,8 +19,7 @@ public final class Store: @unchecked Sendable {
     private let readOnly: Bool
     /// A read-only store in a folder this process may not write, with no writer at work (no -wal file):
     /// read as an immutable file through one connection, since WAL mode would need its -shm file there.
-    private let immutable: SQLiteConnection?
-    private let immutableLock = NSLock()
+    private let immutable: DatabaseQueue?
     /// Whether the store was opened that way (the export notes it).
     public var isImmutableCopy: Bool { immutable != nil }
     /// The writer connection, borrowed from GRDB (which owns and closes it), with the cached statements.
@@ -328,7 +327,7 @@ public final class Store: @unchecked Sendable {
         config.label = "vlogger store"
         // A new file is switched to WAL under an exclusive lock, for which SQLite does not call the busy
         // handler: another process creating the same store at this moment is waited out here.
-        var opened: DatabasePool?, fallback: SQLiteConnection?
+        var opened: DatabasePool?, fallback: DatabaseQueue?
         for attempt in 0... {
             do {
                 opened = try DatabasePool(path: path, configuration: config)
@@ -349,8 +348,19 @@ public final class Store: @unchecked Sendable {
                         "\(path) is in a read-only folder and its -wal holds \(wal) bytes of commits not merged into it (the service did not stop cleanly); SQLite cannot read those without creating \(path)-shm there. Copy \(path), \(path)-wal and \(path)-shm (if any) to a writable folder and use that copy",
                         code: e.extendedResultCode.rawValue)
                 }
-                fallback = try SQLiteConnection(
-                    path: path, readOnly: true, busyTimeoutMs: busyTimeoutMs, immutable: true)
+                // The file: URI SQLite reads as such in every open (Debian builds it with SQLITE_USE_URI; GRDB
+                // passes no SQLITE_OPEN_URI flag of its own).
+                var immutableConfig = Configuration()
+                immutableConfig.readonly = true
+                immutableConfig.label = "vlogger store (immutable)"
+                do {
+                    fallback = try DatabaseQueue(
+                        path: SQLiteConnection.immutableURI(path), configuration: immutableConfig)
+                } catch {
+                    throw StoreError(
+                        "cannot open the store \(path) read-only: \(Self.describe(error))",
+                        code: (error as? DatabaseError)?.extendedResultCode.rawValue)
+                }
                 break
             } catch let e as DatabaseError
                 where !readOnly && (e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB)
@@ -418,7 +428,7 @@ public final class Store: @unchecked Sendable {
             }
         }
         try? pool?.close()
-        immutableLock.withLock { immutable?.close() }
+        try? immutable?.close()
     }
 
     /// What went wrong with the store's files during the run (removed or replaced), found at a batch or at
@@ -526,6 +536,43 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` on the writer connection (GRDB's writer queue; blocks until it is free), outside any
     /// transaction: `body` opens its own.
     func withWriter<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try withWriterDatabase { _, c throws(StoreError) in try body(c) }
+    }
+
+    /// Runs `body` in one immediate transaction on the writer, with GRDB's `Database` (the record types of the
+    /// cold paths); rolled back whole when it throws.
+    func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        try withWriterDatabase { db, _ throws(StoreError) in
+            do {
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                guard let result else { throw StoreError("\(path): the transaction returned nothing") }
+                return result
+            } catch {
+                throw Self.storeError(error, path)
+            }
+        }
+    }
+
+    /// Runs `body` with GRDB's `Database` on a reader, in a read transaction (a snapshot of the last commit).
+    func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            if let immutable { return try immutable.read(body) }
+            guard let pool else { throw StoreError("\(path): not open") }
+            return try pool.read(body)
+        } catch {
+            throw Self.storeError(error, path)
+        }
+    }
+
+    /// The writer's `Database` and the same connection as a `SQLiteConnection`, with the writer set up and the
+    /// store's identity checked.
+    private func withWriterDatabase<T>(_ body: (Database, SQLiteConnection) throws(StoreError) -> T)
+        throws(StoreError) -> T
+    {
         guard !readOnly, let pool else { throw StoreError("\(path) is open read-only", code: 8) }
         do {
             return try pool.writeWithoutTransaction { db -> T in
@@ -546,7 +593,7 @@ public final class Store: @unchecked Sendable {
                 // Every write (batches, the write queue, the sync cursor, retention, the register) goes through
                 // here: none may land in a file that is no longer the store.
                 try checkIdentity(c)
-                do { return try body(c) } catch { throw error }
+                do { return try body(db, c) } catch { throw error }
             }
         } catch {
             throw Self.storeError(error, path)
@@ -556,17 +603,15 @@ public final class Store: @unchecked Sendable {
     /// Runs `body` on a reader connection, in a read transaction: a snapshot of the last commit, which the
     /// writer does not wait for.
     func withReader<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        if let immutable {
-            immutableLock.lock()
-            defer { immutableLock.unlock() }
-            return try body(immutable)
-        }
-        guard let pool else { throw StoreError("\(path): not open") }
         do {
-            return try pool.read { db -> T in
+            let path = self.path
+            let borrowed = { (db: Database) throws -> T in
                 guard let h = db.sqliteConnection else { throw StoreError("\(path): the reader connection is closed") }
                 do { return try body(SQLiteConnection(borrowing: h, path: path)) } catch { throw error }
             }
+            if let immutable { return try immutable.read(borrowed) }
+            guard let pool else { throw StoreError("\(path): not open") }
+            return try pool.read(borrowed)
         } catch {
             throw Self.storeError(error, path)
         }

@@ -3,6 +3,8 @@ import ISO15693
 import Testing
 import VLoggerModel
 
+import GRDB
+
 @testable import VLoggerStore
 
 /// The export formats every value in Swift (`ValueText`, `RowWriter`) from the stored values, for the local and
@@ -204,5 +206,38 @@ import VLoggerModel
                 }
             }
         }
+    }
+}
+
+/// The record types of the cold paths write and read the columns their tables' descriptions list, no more and no
+/// fewer (the description is the one list; a record's coding keys must agree with it).
+@Suite struct StoredRecordTests {
+    @Test func eachRecordHasItsTablesDescribedColumns() throws {
+        let uid = try UID(parsing: "E004015012345678")
+        let audit = AuditRecord(
+            started: 1, finished: 2, gateway: "gw", location: "Dock 1", readers: ["a", "b"], rounds: 3,
+            trigger: "manual",
+            results: [
+                AuditResult(
+                    uid: uid, assetID: "PAL-7", status: .wrongLocation, registeredLocation: "Dock 2",
+                    seenLocation: "Dock 1", seenBy: "a", seenRounds: 2, firstSeen: 1, lastSeen: 2,
+                    failedChecks: ["model: \"x\""])
+            ])
+        let records: [(any EncodableRecord, TableDescription)] = [
+            (StoredAudit(audit), .audits), (StoredAuditResult(audit.results[0], audit: 1), .auditResults),
+            (StoredAsset(AssetRow(uid: uid, assetID: "PAL-7"), source: "a.csv", updatedAt: 5), .assets),
+        ]
+        for (record, table) in records {
+            let keys = Set(try record.databaseDictionary.keys)
+            #expect(keys == Set(table.names + (table.hasRowID ? ["id"] : [])), "\(table.name)")
+        }
+        // And what goes in comes out: an audit and its results through the records and a store.
+        let s = try Store(path: scratchPath("records.db"))
+        let id = try s.saveAudit(audit)
+        let back = try #require(try s.audit(id))
+        #expect(back.results == audit.results)
+        #expect(back.readers == ["a", "b"] && back.count(.wrongLocation) == 1 && back.failedChecks == 1)
+        #expect(try s.audits(location: "Dock 1").map(\.id) == [id] && s.audits(location: "Dock 9").isEmpty)
+        #expect(try s.lastAuditStart(trigger: "manual") == 1 && s.lastAuditStart(trigger: "schedule") == nil)
     }
 }
