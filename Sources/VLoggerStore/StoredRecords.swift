@@ -168,3 +168,64 @@ struct StoredAsset: Codable, FetchableRecord, PersistableRecord {
             uid: u, assetID: assetID, name: name, location: location, extra: AssetRow.extra(fromJSON: extra))
     }
 }
+
+/// A row of `write_queue`: a write waiting for its tag, and what became of it.
+struct StoredQueuedWrite: Codable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "write_queue"
+    var id: Int64?
+    var created: Int64
+    var uid: String
+    /// The first block.
+    var block: Int64
+    /// Whole blocks.
+    var data: Data
+    /// The request flags asked for, or NULL.
+    var flags: Int64?
+    /// Only this reader, or NULL for any.
+    var reader: String?
+    var expires: Int64?
+    var state: String
+    var result: String?
+    var finished: Int64?
+    var operation: String
+    var idempotencyKey: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, created, uid, block, data, flags, reader, expires, state, result, finished, operation
+        case idempotencyKey = "idempotency_key"
+    }
+
+    init(_ w: QueuedWrite, idempotencyKey: String?) {
+        id = nil
+        created = w.created
+        uid = w.uid.description
+        block = Int64(w.first.int)
+        data = Data(w.data)
+        flags = w.flags.map { Int64($0.rawValue) }
+        reader = w.reader
+        expires = w.expires
+        state = QueuedWrite.State.queued.rawValue
+        result = nil
+        finished = nil
+        operation = w.operation.rawValue
+        self.idempotencyKey = idempotencyKey
+    }
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    /// The write, or nil for a row whose UID or block this vlogger cannot read.
+    var write: QueuedWrite? {
+        guard let u = try? UID(parsing: uid), let first = BlockNumber(exactly: Int(clamping: block)) else {
+            return nil
+        }
+        var w = QueuedWrite(
+            created: created, uid: u, first: first, data: Array(data),
+            flags: flags.map { RequestFlags(rawValue: UInt8(truncatingIfNeeded: $0)) }, reader: reader,
+            expires: expires, operation: QueuedWrite.Operation(rawValue: operation) ?? .write)
+        w.id = id ?? 0
+        w.state = QueuedWrite.State(rawValue: state) ?? .failed
+        w.result = result
+        w.finished = finished
+        return w
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import VLoggerModel
 import ISO15693
 
@@ -63,28 +64,21 @@ extension Store {
         id: Int64, replayed: Bool, state: QueuedWrite.State
     ) {
         guard let key = idempotencyKey else { return (try enqueue([w])[0], false, .queued) }
-        return try withWriter { db throws(StoreError) in
-            var result: (Int64, Bool, QueuedWrite.State) = (0, false, .queued)
-            try Self.transaction(db) { () throws(StoreError) in
-                let s = try db.prepare(Self.queueColumns + " WHERE idempotency_key = ?")
-                try s.bind([.text(key)])
-                if try s.step(), let earlier = Self.queuedWrite(s) {
-                    // The same key for another write is the client's mistake: said, not answered with the first.
-                    let same =
-                        earlier.uid == w.uid && earlier.first == w.first && earlier.data == w.data
-                        && earlier.operation == w.operation
-                        && earlier.reader == w.reader && earlier.flags == w.flags
-                    guard same else {
-                        throw StoreError(
-                            "Idempotency-Key '\(key)' was used for another write (\(earlier.id)); use a new key for a new write"
-                        )
-                    }
-                    result = (earlier.id, true, earlier.state)
-                    return
+        return try write { db in
+            if let earlier = try StoredQueuedWrite.filter(Column("idempotency_key") == key).fetchOne(db)?.write {
+                // The same key for another write is the client's mistake: said, not answered with the first.
+                let same =
+                    earlier.uid == w.uid && earlier.first == w.first && earlier.data == w.data
+                    && earlier.operation == w.operation
+                    && earlier.reader == w.reader && earlier.flags == w.flags
+                guard same else {
+                    throw StoreError(
+                        "Idempotency-Key '\(key)' was used for another write (\(earlier.id)); use a new key for a new write"
+                    )
                 }
-                result = (try insert([w], db, key: key)[0], false, .queued)
+                return (earlier.id, true, earlier.state)
             }
-            return result
+            return (try Self.insert([w], db, key: key)[0], false, .queued)
         }
     }
 
@@ -98,19 +92,14 @@ extension Store {
     /// Puts several writes in the queue, all or none (the blocks of one file); returns their ids in order.
     @discardableResult
     public func enqueue(_ writes: [QueuedWrite]) throws(StoreError) -> [Int64] {
-        try withWriter { db throws(StoreError) in
-            var ids: [Int64] = []
-            try Self.transaction(db) { () throws(StoreError) in ids = try insert(writes, db, key: nil) }
-            return ids
-        }
+        try write { db in try Self.insert(writes, db, key: nil) }
     }
 
     /// Inside a transaction: checks and inserts the writes.
-    private func insert(_ writes: [QueuedWrite], _ db: SQLiteConnection, key: String?) throws(StoreError) -> [Int64] {
+    private static func insert(_ writes: [QueuedWrite], _ db: Database, key: String?) throws -> [Int64] {
         var ids: [Int64] = []
-        if case let .integer(n)? = try db.scalar("SELECT count(*) FROM write_queue WHERE state = 'queued'"),
-            Int(n) + writes.count > Self.writeQueueLimit
-        {
+        let n = try StoredQueuedWrite.filter(Column("state") == QueuedWrite.State.queued.rawValue).fetchCount(db)
+        if n + writes.count > Self.writeQueueLimit {
             throw StoreError(
                 "the write queue holds \(n) writes waiting for their tags and takes at most \(Self.writeQueueLimit); cancel some (vlogger writes cancel ID) or wait for them to be made or expire"
             )
@@ -120,10 +109,11 @@ extension Store {
                 throw StoreError(
                     w.operation == .lock ? "a queued lock of one block carries no data" : "a queued write needs data")
             }
-            let layout = try db.prepare("SELECT block_count, block_size FROM tags WHERE uid = ?")
-            try layout.bind([.text(w.uid.description)])
-            if try layout.step(), layout.type(0) != SQLStatement.nullType, layout.type(1) != SQLStatement.nullType {
-                let count = Int(layout.int64(0)), size = Int(layout.int64(1))
+            let layout = try Row.fetchOne(
+                db,
+                Table("tags").select(Column("block_count"), Column("block_size"))
+                    .filter(Column("uid") == w.uid.description))
+            if let layout, let count: Int = layout[0], let size: Int = layout[1] {
                 if w.operation == .lock && w.first.int >= count {
                     throw StoreError("block \(w.first) is past the end of \(w.uid) (\(count) blocks)")
                 }
@@ -136,98 +126,48 @@ extension Store {
                     throw StoreError("\(n) block(s) from \(w.first) run past the end of \(w.uid) (\(count) blocks)")
                 }
             }
-            let s = try db.prepare(
-                "INSERT INTO write_queue(created, uid, block, data, flags, reader, expires, state, operation, idempotency_key) VALUES(?,?,?,?,?,?,?, 'queued', ?, ?)"
-            )
-            try s.bind([
-                .integer(w.created), .text(w.uid.description), .integer(Int64(w.first.int)), .blob(w.data),
-                w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, w.reader.map(SQLValue.text) ?? .null,
-                w.expires.map(SQLValue.integer) ?? .null, .text(w.operation.rawValue), key.map(SQLValue.text) ?? .null,
-            ])
-            try s.step()
-            ids.append(db.lastInsertRowID)
+            var row = StoredQueuedWrite(w, idempotencyKey: key)
+            try row.insert(db)
+            ids.append(row.id ?? db.lastInsertedRowID)
         }
         return ids
     }
 
     /// One queued write by id, whatever its state; nil if there is none.
     public func queuedWrite(_ id: Int64) throws(StoreError) -> QueuedWrite? {
-        try withReader { db throws(StoreError) in
-            let s = try db.prepare(Self.queueColumns + " WHERE id = ?")
-            try s.bind([.integer(id)])
-            return try s.step() ? Self.queuedWrite(s) : nil
-        }
-    }
-
-    static let queueColumns =
-        "SELECT id, created, uid, block, data, flags, reader, expires, state, result, finished, operation FROM write_queue"
-
-    static func queuedWrite(_ s: SQLStatement) -> QueuedWrite? {
-        guard let uid = try? UID(parsing: s.text(2) ?? ""), let first = BlockNumber(exactly: Int(s.int64(3))) else {
-            return nil
-        }
-        var w = QueuedWrite(
-            created: s.int64(1), uid: uid, first: first, data: s.blob(4),
-            flags: s.type(5) == SQLStatement.nullType
-                ? nil : RequestFlags(rawValue: UInt8(truncatingIfNeeded: s.int64(5))),
-            reader: s.text(6), expires: s.type(7) == SQLStatement.nullType ? nil : s.int64(7),
-            operation: QueuedWrite.Operation(rawValue: s.text(11) ?? "") ?? .write)
-        w.id = s.int64(0)
-        w.state = QueuedWrite.State(rawValue: s.text(8) ?? "") ?? .failed
-        w.result = s.text(9)
-        w.finished = s.type(10) == SQLStatement.nullType ? nil : s.int64(10)
-        return w
+        try read { db in try StoredQueuedWrite.fetchOne(db, key: id)?.write }
     }
 
     /// The queue and its history, newest first; with `state`, only those.
     public func queuedWrites(state: QueuedWrite.State? = nil, limit: Int = 1000, oldestFirst: Bool = false)
         throws(StoreError) -> [QueuedWrite]
     {
-        try withReader { db throws(StoreError) in
-            let s = try db.prepare(
-                Self.queueColumns
-                    + (state == nil ? "" : " WHERE state = ?2")
-                    + " ORDER BY id \(oldestFirst ? "ASC" : "DESC") LIMIT ?1")
-            try s.bind(
-                state == nil ? [.integer(Int64(limit))] : [.integer(Int64(limit)), .text(state?.rawValue ?? "")])
-            var out: [QueuedWrite] = []
-            while try s.step() {
-                if let w = Self.queuedWrite(s) { out.append(w) }
-            }
-            return out
+        try read { db in
+            var q = StoredQueuedWrite.order(oldestFirst ? Column("id").asc : Column("id").desc)
+            if let state { q = q.filter(Column("state") == state.rawValue) }
+            return try q.limit(max(0, limit)).fetchAll(db).compactMap(\.write)
         }
     }
 
     /// Cancels a write that is still queued; false if it is not (done, failed, … or no such id).
     public func cancelWrite(_ id: Int64, now: Millis = Millis.now()) throws(StoreError) -> Bool {
-        try withWriter { db throws(StoreError) in
-            var changed = false
-            try Self.transaction(db) { () throws(StoreError) in
-                let s = try db.prepare(
-                    "UPDATE write_queue SET state = 'cancelled', result = 'cancelled', finished = ? WHERE id = ? AND state = 'queued'"
-                )
-                try s.bind([.integer(now), .integer(id)])
-                try s.step()
-                changed = db.changes > 0
-            }
-            return changed
+        try write { db in
+            try StoredQueuedWrite.filter(key: id).filter(Column("state") == QueuedWrite.State.queued.rawValue)
+                .updateAll(
+                    db, Column("state").set(to: QueuedWrite.State.cancelled.rawValue),
+                    Column("result").set(to: "cancelled"), Column("finished").set(to: now)) > 0
         }
     }
 
     /// Marks the queued writes whose time ran out as expired; returns how many.
     @discardableResult
     public func expireWrites(now: Millis = Millis.now()) throws(StoreError) -> Int {
-        try withWriter { db throws(StoreError) in
-            var n = 0
-            try Self.transaction(db) { () throws(StoreError) in
-                let s = try db.prepare(
-                    "UPDATE write_queue SET state = 'expired', result = 'expired before the tag was seen', finished = ?1 WHERE state = 'queued' AND expires IS NOT NULL AND expires < ?1"
-                )
-                try s.bind([.integer(now)])
-                try s.step()
-                n = db.changes
-            }
-            return n
+        try write { db in
+            try StoredQueuedWrite.filter(Column("state") == QueuedWrite.State.queued.rawValue)
+                .filter(Column("expires") != nil && Column("expires") < now)
+                .updateAll(
+                    db, Column("state").set(to: QueuedWrite.State.expired.rawValue),
+                    Column("result").set(to: "expired before the tag was seen"), Column("finished").set(to: now))
         }
     }
 

@@ -227,6 +227,13 @@ import GRDB
             (StoredAudit(audit), .audits), (StoredAuditResult(audit.results[0], audit: 1), .auditResults),
             (StoredAsset(AssetRow(uid: uid, assetID: "PAL-7"), source: "a.csv", updatedAt: 5), .assets),
         ]
+        // The write queue is not exported or synced (no description): its record is held to the migrated table.
+        let queued = StoredQueuedWrite(
+            QueuedWrite(created: 1, uid: uid, first: 0xF8, data: [1, 2, 3, 4], flags: [.highDataRate]),
+            idempotencyKey: "k")
+        let s0 = try Store(path: scratchPath("queue-shape.db"))
+        let queueColumns = try s0.read { db in try db.columns(in: "write_queue").map(\.name) }
+        #expect(Set(try queued.databaseDictionary.keys) == Set(queueColumns))
         for (record, table) in records {
             let keys = Set(try record.databaseDictionary.keys)
             #expect(keys == Set(table.names + (table.hasRowID ? ["id"] : [])), "\(table.name)")
