@@ -1,3 +1,4 @@
+import GRDB
 import VLoggerModel
 /// Local retention (`[store] keep`): rows older than the cutoff are deleted, a few thousand per transaction
 /// (the store writer waits at most one such transaction), except rows an enabled consumer of the outbox (the
@@ -27,54 +28,35 @@ extension Store {
             for c in consumers { upTo = min(upTo, try outboxCursor(c, t)) }
             return upTo
         }
-        let chunk = Int64(max(1, chunk))
+        let chunk = max(1, chunk)
         for table in [SyncTable.readings, .events, .writes] {
             let upTo = try limit(table)
+            let old = Table(table.rawValue).filter(Column("time") < cutoff)
             var deleted = 0
             while true {
-                let n = try withWriter { db throws(StoreError) -> Int in
-                    let s = try db.prepare(
-                        "DELETE FROM \(table.rawValue) WHERE id IN (SELECT id FROM \(table.rawValue) WHERE time < ?1 AND id <= ?2 ORDER BY id LIMIT ?3)"
-                    )
-                    try s.bind([.integer(cutoff), .integer(upTo), .integer(chunk)])
-                    while try s.step() {}
-                    return db.changes
+                let n = try write { db in
+                    try old.filter(Column("id") <= upTo).order(Column("id")).limit(chunk).deleteAll(db)
                 }
                 deleted += n
                 if n < chunk { break }
             }
             report.deleted[table] = deleted
-            report.heldForConsumers[table] = try withReader { db throws(StoreError) -> Int in
-                let s = try db.prepare("SELECT count(*) FROM \(table.rawValue) WHERE time < ?1 AND id > ?2")
-                try s.bind([.integer(cutoff), .integer(upTo)])
-                return try s.step() ? Int(s.int64(0)) : 0
-            }
+            report.heldForConsumers[table] = try read { db in try old.filter(Column("id") > upTo).fetchCount(db) }
         }
         // Audits: an audit and its results go together, once the audit and every one of its results are synced.
         let audits = try limit(.audits), results = try limit(.auditResults)
         var deletedAudits = 0, deletedResults = 0
         while true {
-            let (a, r) = try withWriter { db throws(StoreError) -> (Int, Int) in
-                var out = (0, 0)
-                try Self.transaction(db) { () throws(StoreError) in
-                    try db.execute("CREATE TEMP TABLE IF NOT EXISTS prune_audits(id INTEGER PRIMARY KEY)")
-                    try db.execute("DELETE FROM prune_audits")
-                    let pick = try db.prepare(
-                        """
-                        INSERT INTO prune_audits(id) SELECT id FROM audits a WHERE finished < ?1 AND id <= ?2
-                            AND NOT EXISTS (SELECT 1 FROM audit_results r WHERE r.audit = a.id AND r.id > ?3)
-                        ORDER BY id LIMIT ?4
-                        """)
-                    try pick.bind([
-                        .integer(cutoff), .integer(audits), .integer(results), .integer(max(1, chunk / 100)),
-                    ])
-                    while try pick.step() {}
-                    try db.execute("DELETE FROM audit_results WHERE audit IN (SELECT id FROM prune_audits)")
-                    out.1 = db.changes
-                    try db.execute("DELETE FROM audits WHERE id IN (SELECT id FROM prune_audits)")
-                    out.0 = db.changes
-                }
-                return out
+            let (a, r) = try write { db -> (Int, Int) in
+                let audit = TableAlias()
+                let unsynced = StoredAuditResult.filter(Column("audit") == audit[Column("id")])
+                    .filter(Column("id") > results)
+                let ids = try StoredAudit.aliased(audit).filter(Column("finished") < cutoff && Column("id") <= audits)
+                    .filter(!unsynced.exists()).order(Column("id")).limit(max(1, chunk / 100))
+                    .select(Column("id"), as: Int64.self).fetchAll(db)
+                guard !ids.isEmpty else { return (0, 0) }
+                let r = try StoredAuditResult.filter(ids.contains(Column("audit"))).deleteAll(db)
+                return (try StoredAudit.deleteAll(db, keys: ids), r)
             }
             deletedAudits += a
             deletedResults += r
@@ -82,10 +64,8 @@ extension Store {
         }
         report.deleted[.audits] = deletedAudits
         report.deleted[.auditResults] = deletedResults
-        report.heldForConsumers[.audits] = try withReader { db throws(StoreError) -> Int in
-            let s = try db.prepare("SELECT count(*) FROM audits WHERE finished < ?1")
-            try s.bind([.integer(cutoff)])
-            return try s.step() ? Int(s.int64(0)) : 0
+        report.heldForConsumers[.audits] = try read { db in
+            try StoredAudit.filter(Column("finished") < cutoff).fetchCount(db)
         }
         return report
     }

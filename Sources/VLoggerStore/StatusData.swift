@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import VLoggerModel
 import ISO15693
 
@@ -20,63 +21,56 @@ extension Store {
     /// tags table's last_seen, each through the readings_by_uid index), the last 25 events, and up to 2000
     /// points of `chartField` since `since`.
     public func statusData(since: Millis, chartField: String?, maxTags: Int = 50) throws(StoreError) -> StatusData {
-        try withReader { db throws(StoreError) in
-            try Self.statusData(db, since: since, chartField: chartField, maxTags: maxTags)
-        }
+        try read { db in try Self.statusData(db, since: since, chartField: chartField, maxTags: maxTags) }
     }
 
-    static func statusData(_ db: SQLiteConnection, since: Millis, chartField: String?, maxTags: Int) throws(StoreError)
-        -> StatusData
-    {
+    static func statusData(_ db: Database, since: Millis, chartField: String?, maxTags: Int) throws -> StatusData {
         var d = StatusData()
-        let tags = try db.prepare("SELECT uid FROM tags WHERE last_seen >= ?1 ORDER BY uid LIMIT ?2")
-        try tags.bind([.integer(since), .integer(Int64(maxTags))])
-        var uids: [String] = []
-        while try tags.step() { uids.append(tags.text(0) ?? "") }
-        let latest = try db.prepare(
-            """
-            SELECT time, block, hex(data), decoded, coalesce(reader, '') FROM readings INDEXED BY readings_by_uid
-            WHERE uid = ?1 AND time >= ?2 ORDER BY id DESC LIMIT 32
-            """)
+        let uids = try Table("tags").filter(Column("last_seen") >= since).order(Column("uid")).limit(max(0, maxTags))
+            .select(Column("uid"), as: String.self).fetchAll(db)
+        let latest = try db.cachedStatement(
+            sql: """
+                SELECT time, block, data, decoded, coalesce(reader, '') FROM readings INDEXED BY readings_by_uid
+                WHERE uid = ?1 AND time >= ?2 ORDER BY id DESC LIMIT 32
+                """)
         for uid in uids {
-            latest.reset()
-            try latest.bind([.text(uid), .integer(since)])
             var seen = Set<Int64>()
             var rows: [(Int64, StatusData.Row)] = []
-            while try latest.step() {
-                let block = latest.int64(1)
+            for row in try Row.fetchAll(latest, arguments: [uid, since]) {
+                let block: Int64 = row[1]
                 guard seen.insert(block).inserted else { continue }
+                var hex: [UInt8] = []
+                ValueText.appendHex((row[2] as Data?) ?? Data(), to: &hex)
                 rows.append(
                     (
                         block,
                         StatusData.Row(cells: [
-                            uid, TimeSpec.format(latest.int64(0)), BlockNumber(exactly: Int(block))?.description ?? "?",
-                            latest.text(2) ?? "", latest.text(3) ?? "", latest.text(4) ?? "",
+                            uid, TimeSpec.format(row[0]), BlockNumber(exactly: Int(block))?.description ?? "?",
+                            String(decoding: hex, as: UTF8.self), (row[3] as String?) ?? "", row[4],
                         ])
                     ))
             }
             d.latest += rows.sorted { $0.0 < $1.0 }.map(\.1)
         }
-        let events = try db.prepare(
-            "SELECT time, coalesce(reader, ''), coalesce(uid, ''), kind, name, severity, detail FROM events ORDER BY id DESC LIMIT 25"
+        let events = try Row.fetchAll(
+            db,
+            sql:
+                "SELECT time, coalesce(reader, ''), coalesce(uid, ''), kind, name, severity, detail FROM events ORDER BY id DESC LIMIT 25"
         )
-        while try events.step() {
+        for e in events {
             d.events.append(
-                StatusData.Row(cells: [
-                    TimeSpec.format(events.int64(0)), events.text(1) ?? "", events.text(2) ?? "", events.text(3) ?? "",
-                    events.text(4) ?? "", events.text(5) ?? "", events.text(6) ?? "",
-                ]))
+                StatusData.Row(cells: [TimeSpec.format(e[0])] + (1..<7).map { (e[$0] as String?) ?? "" }))
         }
         if let f = chartField {
             let path = "$.\"\(f.replacingOccurrences(of: "\"", with: ""))\""
-            let s = try db.prepare(
-                """
-                SELECT uid, time, json_extract(decoded, ?2) FROM readings
-                WHERE time >= ?1 AND json_type(decoded, ?2) IN ('integer', 'real') ORDER BY id DESC LIMIT 2000
-                """)
-            try s.bind([.integer(since), .text(path)])
-            while try s.step() {
-                d.series[s.text(0) ?? "", default: []].append((s.int64(1), s.double(2)))
+            let points = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT uid, time, json_extract(decoded, ?2) FROM readings
+                    WHERE time >= ?1 AND json_type(decoded, ?2) IN ('integer', 'real') ORDER BY id DESC LIMIT 2000
+                    """, arguments: [since, path])
+            while let p = try points.next() {
+                d.series[(p[0] as String?) ?? "", default: []].append((p[1], p[2]))
             }
         }
         return d
