@@ -248,3 +248,41 @@ import GRDB
         #expect(try s.lastAuditStart(trigger: "manual") == 1 && s.lastAuditStart(trigger: "schedule") == nil)
     }
 }
+
+/// The status page's data from the store: the latest reading of each block of the tags in the window (time,
+/// block and bytes in the export's formats), the recent events, and the chart's points of a numeric field.
+@Suite struct StatusDataTests {
+    @Test func latestBlocksEventsAndChartPoints() throws {
+        let s = try Store(path: scratchPath("status.db"))
+        let uid = try UID(parsing: "E008010000004212")
+        var b = Batch()
+        b.tags = [TagRecord(uid: uid, seen: 2000, manufacturer: "Fujitsu")]
+        for (i, t) in [1000, 2000].enumerated() {
+            b.readings.append(
+                Reading(
+                    time: Millis(t), gateway: "gw", reader: "dock-0", uid: uid, first: 0xF8, count: 1,
+                    data: [0x66, 0x08, 0xC2, UInt8(i)], decoded: [("temperature", .number(20.5 + Double(i)))]))
+        }
+        b.readings.append(
+            Reading(time: 1500, gateway: "gw", uid: uid, first: 0x100, count: 1, data: [0xAB], decoded: []))
+        b.events = [
+            Event(time: 1500, gateway: "gw", uid: uid, kind: .arrival, name: "arrival", severity: .info, detail: "in")
+        ]
+        try s.write(b)
+        let d = try s.statusData(since: 0, chartField: "temperature")
+        #expect(
+            d.latest.map(\.cells) == [
+                [
+                    "E008010000004212", "1970-01-01T00:00:02.000Z", "0xF8", "6608C201", #"{"temperature":21.5}"#,
+                    "dock-0",
+                ],
+                ["E008010000004212", "1970-01-01T00:00:01.500Z", "0x0100", "AB", "", ""],
+            ])
+        #expect(
+            d.events.map(\.cells) == [
+                ["1970-01-01T00:00:01.500Z", "", "E008010000004212", "arrival", "arrival", "info", "in"]
+            ])
+        #expect(d.series["E008010000004212"]?.map(\.1) == [21.5, 20.5])
+        #expect(try s.statusData(since: 2001, chartField: nil).latest.isEmpty)
+    }
+}
