@@ -157,7 +157,10 @@ let package = Package(
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
         .executableTarget(
             name: "store-bench",
-            dependencies: ["VLoggerModel", "VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "VLoggerModel", "VLoggerStore", "ISO15693", "ISO15693Fuzzing",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             path: "bench/StoreBench"),
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(
@@ -179,7 +182,10 @@ let package = Package(
         .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel", "ISO15693Fuzzing"]),
         .testTarget(
             name: "VLoggerStoreTests",
-            dependencies: ["VLoggerModel", "VLoggerStore", "ISO15693", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "VLoggerModel", "VLoggerStore", "ISO15693", "ISO15693Fuzzing",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "VLoggerCoreTests",
             dependencies: [

@@ -1,5 +1,6 @@
 import Foundation
 import ISO15693
+import ISO15693Fuzzing
 import Testing
 import VLoggerModel
 
@@ -128,25 +129,13 @@ import GRDB
         }
     }
 
-    /// A deterministic generator (SplitMix64).
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func generatedRowsAreFormattedAsSQLiteFormatsThem() throws {
         let s = try Store(path: scratchPath("generated.db"))
         try s.registerFields([
             FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "note", unit: nil),
             FieldInfo(name: "ndef", unit: nil), FieldInfo(name: "count", unit: nil), FieldInfo(name: "é x", unit: nil),
         ])
-        var g = Generator(state: 0x7615_6930)
+        var g = DecoderFuzzer.Random(seed: 0x7615_6930)
         let pieces = [
             "a", ",", "\"", "\n", "\r", "\\", "é", "€", "😀", "\u{1}", "\t", "=", "-", "+", "@", " ", "0", "null",
         ]
