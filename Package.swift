@@ -63,6 +63,11 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        .systemLibrary(
             name: "CPCSCLite",
             pkgConfig: "libpcsclite",
             providers: [.apt(["libpcsclite-dev"])]
@@ -97,13 +102,20 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // MQTT output (libmosquitto): rows of the store's outbox published as JSON, acknowledged by the broker.
+        .target(
+            name: "VLoggerMQTT",
+            dependencies: [
+                "VLoggerModel", "VLoggerStore", "VLoggerCore", "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
         .target(
             name: "VLoggerService",
             dependencies: [
                 "VLoggerModel",
-                "VLoggerCore", "VLoggerStore", "VLoggerSync", "Readers", "ISO15693",
+                "VLoggerCore", "VLoggerStore", "VLoggerSync", "VLoggerMQTT", "Readers", "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

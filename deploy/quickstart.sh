@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
 
 need=()
-for pkg in libnfc-dev libsqlite3-dev libpcsclite-dev pkg-config; do
+for pkg in libnfc-dev libsqlite3-dev libpcsclite-dev libmosquitto-dev pkg-config; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

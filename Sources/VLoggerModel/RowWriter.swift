@@ -168,9 +168,27 @@ public struct RowWriter: Sendable {
     /// Starts the next cell: the separator, and in JSON lines its key.
     mutating func next(_ out: inout [UInt8]) {
         if column > 0 { out.append(0x2C) }
-        if format == .jsonl, column < keys.count { out.append(contentsOf: keys[column]) }
+        if format == .jsonl {
+            if let k = pendingKey {
+                out.append(contentsOf: k)
+                pendingKey = nil
+            } else if column < keys.count {
+                out.append(contentsOf: keys[column])
+            }
+        }
         column += 1
     }
+
+    /// The key of the next cell, for a row with members beyond the named columns (a reading's decoded fields in
+    /// a message of its own); JSON lines only.
+    public mutating func key(_ name: String) {
+        var k: [UInt8] = []
+        JSONText.appendQuoted(name, to: &k)
+        k.append(0x3A)
+        pendingKey = k
+    }
+
+    var pendingKey: [UInt8]?
 
     /// No value: an empty CSV cell, JSON `null`.
     public mutating func null(_ out: inout [UInt8]) {

@@ -12,6 +12,7 @@ import ServiceLifecycle
 import UnixSignals
 import VLoggerCore
 import VLoggerSync
+import VLoggerMQTT
 
 /// What `vlogger run` asks of the gateway.
 public struct GatewayOptions: Sendable {
@@ -170,7 +171,15 @@ public final class Gateway: @unchecked Sendable {
     /// Runs the service group until a signal, or until every polling job has done its cycles or duration.
     public func run() async throws -> GatewaySummary {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        // Shut down in reverse order: the writer last, so it commits what the polling jobs made.
+        // Shut down in reverse order: the writer after the polling jobs, so it commits what they made; the outputs
+        // after the writer, so their last round sends what it committed last.
+        for output in outputs {
+            services.append(
+                .init(
+                    service: OutputJob(
+                        pump: OutboxPump(store: store, consumer: output.consumer), metrics: metrics, logger: logger,
+                        intervalMs: output.intervalMs), serviceName: "output \(output.consumer.name)"))
+        }
         services.append(.init(service: WriterJob(gateway: self), serviceName: "store writer"))
         if let listen = config.listen {
             services.append(
@@ -182,13 +191,6 @@ public final class Gateway: @unchecked Sendable {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
         services.append(.init(service: WriteQueueJob(gateway: self), serviceName: "write queue"))
-        for output in outputs {
-            services.append(
-                .init(
-                    service: OutputJob(
-                        pump: OutboxPump(store: store, consumer: output.consumer), metrics: metrics, logger: logger,
-                        intervalMs: output.intervalMs), serviceName: "output \(output.consumer.name)"))
-        }
         if let keep = config.keepMs {
             services.append(
                 .init(
@@ -953,6 +955,14 @@ extension Gateway {
                     consumer: try Syncer(
                         settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger),
                     intervalMs: settings.intervalMs))
+        }
+        for m in config.mqtt {
+            out.append(
+                Output(
+                    consumer: try MQTTOutput(
+                        settings: m, gateway: config.gatewayID, readers: config.readers.map { ($0.id, $0.location) },
+                        logger: logger),
+                    intervalMs: m.intervalMs))
         }
         return out
     }

@@ -18,6 +18,8 @@ struct OutputJob: Service {
     let logger: Logger
     let intervalMs: Millis
     var maxBackoffMs: Millis = 300_000
+    /// How long the last round at shutdown may take.
+    var finalRoundMs: Millis = 5000
 
     func run() async {
         let consumer = pump.consumer
@@ -25,6 +27,7 @@ struct OutputJob: Service {
             name: consumer.name, title: consumer.title, legacyName: consumer.legacyName, tables: consumer.tables)
         var backoff = Backoff(baseMs: 2 * max(intervalMs, 1000), capMs: maxBackoffMs)
         var lastKind: String?
+        var lastFailed = false
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             var sent: [SyncTable: Int] = [:]
             var failure: OutboxFailure?
@@ -48,11 +51,31 @@ struct OutputJob: Service {
                 }
                 lastKind = f.kind
             }
+            lastFailed = failure != nil
             metrics.outputUpdated(consumer.name, backlog: pump.backlog(), sent: sent, error: failure)
             let wait = failure == nil ? intervalMs : backoff.failed()
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(wait)) } } catch {
-                return
+                break
             }
         }
+        // The service stops after the store writer's last commit: one more round (if the destination answered the
+        // last one), bounded by `finalRoundMs`, sends that too; what it cannot send stays in the store.
+        if !lastFailed && !Task.isCancelled {
+            let pump = self.pump
+            let limit = finalRoundMs
+            _ = try? await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    _ = try await pump.round(); return true
+                }
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(limit))
+                    return false
+                }
+                defer { group.cancelAll() }
+                return try await group.next()
+            }
+            metrics.outputUpdated(consumer.name, backlog: pump.backlog(), sent: [:], error: nil)
+        }
+        await consumer.shutdown()
     }
 }

@@ -263,6 +263,8 @@ public struct AgentConfig: Sendable {
     public var allowedHosts: [String] = []
     /// `[sync]`: the central PostgreSQL this gateway ships its store to (nil: no fleet sync).
     public var sync: SyncSettings?
+    /// `[[output.mqtt]]`: MQTT brokers the gateway publishes its rows to.
+    public var mqtt: [MQTTSettings] = []
     /// How audits run (`[audit]`).
     public var audit = AuditSettings()
 
@@ -323,6 +325,12 @@ public struct AgentConfig: Sendable {
         check("service.api-token-file", apiTokenFile, minLength: 16)
         check("sync.password-file", sync?.passwordFile)
         check("sync.ca-file", sync?.caFile, secret: false)
+        for m in mqtt {
+            check("output.mqtt \(m.name) password-file", m.passwordFile)
+            check("output.mqtt \(m.name) key-file", m.keyFile)
+            check("output.mqtt \(m.name) ca-file", m.caFile, secret: false)
+            check("output.mqtt \(m.name) cert-file", m.certFile, secret: false)
+        }
         return (errors, warnings)
     }
 
@@ -332,7 +340,7 @@ public struct AgentConfig: Sendable {
         var c = AgentConfig(file: file)
         let top = Section(
             r, table, name: "",
-            keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync"])
+            keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync", "output"])
         if table.entries.isEmpty {
             r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key")
         }
@@ -503,6 +511,16 @@ public struct AgentConfig: Sendable {
         }
         if let s = top.subsection("sync", keys: SyncSettings.keys) {
             c.sync = SyncSettings.read(s, r, resolve: c.resolve)
+        }
+        if let o = top.subsection("output", keys: ["mqtt"]) {
+            for (i, m) in o.tables("mqtt", keys: MQTTSettings.keys).enumerated() {
+                guard let settings = MQTTSettings.read(m, index: i, r, resolve: c.resolve) else { continue }
+                if settings.name == "postgres" || c.mqtt.contains(where: { $0.name == settings.name }) {
+                    r.issue(m.line, "output.mqtt: the name '\(settings.name)' is taken; give each output its own name")
+                    continue
+                }
+                c.mqtt.append(settings)
+            }
         }
         var names = Set<String>()
         for p in top.tables("plan", keys: ["name", "match", "read", "field", "ndef"]) {

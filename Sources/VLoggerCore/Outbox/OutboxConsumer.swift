@@ -23,10 +23,13 @@ public protocol OutboxConsumer: Sendable {
     func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T
     /// What a failure of a round is, for the log, `/healthz` and `vlogger_output_failures_total{kind}`.
     func describe(_ error: any Error) -> OutboxFailure
+    /// Called once when the service stops, after the last round (a connection kept between rounds says goodbye).
+    func shutdown() async
 }
 
 extension OutboxConsumer {
     public var legacyName: String? { nil }
+    public func shutdown() async {}
 }
 
 /// One round's link to a consumer's destination.

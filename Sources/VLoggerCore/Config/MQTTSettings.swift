@@ -1,0 +1,243 @@
+import Foundation
+import VLoggerModel
+import VLoggerStore
+
+/// `[[output.mqtt]]`: one MQTT broker the gateway publishes its rows to (several allowed). Delivery is a
+/// consumer of the store's outbox: a row counts as delivered when the broker has acknowledged it (PUBACK at
+/// QoS 1), and only then does the output's cursor move.
+public struct MQTTSettings: Equatable, Sendable {
+    public enum ProtocolVersion: String, Sendable, CaseIterable {
+        case v311 = "3.1.1"
+        case v5 = "5"
+    }
+    /// One message per row, or one JSON array per batch.
+    public enum Messages: String, Sendable, CaseIterable { case row, batch }
+
+    /// The output's name: its cursors and metrics carry it (`mqtt` for the first, `mqtt-2`, … unless named).
+    public var name = "mqtt"
+    public var host: String
+    public var port: Int
+    public var tls: Bool
+    public var qos = 1
+    /// The topic template: `{gateway}`, `{reader}`, `{location}`, `{uid}`, `{asset}`, `{kind}`.
+    public var topic = "vlogger/{gateway}/{reader}/{kind}"
+    /// What to publish: readings, events, writes, audits (audits bring their results).
+    public var publish: [SyncTable] = [.readings, .events]
+    /// Only rows of these readers (nil: all).
+    public var readers: [String]?
+    /// Only events of these kinds (nil: all).
+    public var eventKinds: [String]?
+    public var messages = Messages.row
+    public var username: String?
+    public var passwordFile: String?
+    public var passwordEnv: String?
+    public var caFile: String?
+    public var certFile: String?
+    public var keyFile: String?
+    public var clientID: String?
+    public var keepAliveSeconds = 30
+    public var cleanSession = true
+    public var protocolVersion = ProtocolVersion.v311
+    /// Rows per outbox batch (the broker acknowledges every message of a batch before the cursor moves).
+    public var batchSize = 500
+    /// Time between two rounds when there is nothing to send.
+    public var intervalMs: Millis = 1000
+    /// Home Assistant MQTT discovery of a tag scanner per reader.
+    public var homeAssistant = false
+
+    public init(host: String, port: Int, tls: Bool) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+    }
+
+    /// `mqtt://host:port` or `mqtts://host:port`, safe to print (never has a password).
+    public var url: String { "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+
+    /// Parses `mqtt://HOST[:PORT]` (1883 by default) or `mqtts://HOST[:PORT]` (8883). A user or password in the
+    /// URL is refused, with where to put them instead.
+    public init(url text: String) throws(VLoggerError) {
+        guard let scheme = text.range(of: "://"), ["mqtt", "mqtts"].contains(String(text[..<scheme.lowerBound]))
+        else {
+            throw VLoggerError(
+                "output.mqtt.url is not mqtt://HOST:PORT or mqtts://HOST:PORT (the value is not shown here: it may hold a password)"
+            )
+        }
+        let tls = text[..<scheme.lowerBound] == "mqtts"
+        var rest = Substring(text[scheme.upperBound...])
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        if rest.contains("@") {
+            throw VLoggerError(
+                "output.mqtt.url: a user or password does not go in the URL (it would show wherever the URL does); use username and password-file or password-env"
+            )
+        }
+        guard !rest.contains("/"), !rest.contains("?") else {
+            throw VLoggerError("output.mqtt.url: only mqtt://HOST:PORT, no path or query (the topic is `topic`)")
+        }
+        var host = String(rest)
+        var port = tls ? 8883 : 1883
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else {
+                throw VLoggerError("output.mqtt.url: unclosed [ in the host")
+            }
+            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let after = rest[rest.index(after: close)...]
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
+                throw VLoggerError("output.mqtt.url: '\(after)' after the host")
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = String(rest[..<colon])
+            portText = rest[rest.index(after: colon)...]
+        }
+        if let portText {
+            guard let p = Int(portText), (1...65535).contains(p) else {
+                throw VLoggerError("output.mqtt.url: port '\(portText.prefix(20))' is not 1…65535")
+            }
+            port = p
+        }
+        guard !host.isEmpty else { throw VLoggerError("output.mqtt.url: the host is empty") }
+        self.init(host: host, port: port, tls: tls)
+    }
+
+    /// The password (from password-file, first line, or password-env); nil without either. Errors name the
+    /// file or variable, never the password.
+    public func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws(VLoggerError)
+        -> String?
+    {
+        if let passwordFile {
+            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+                throw VLoggerError(
+                    "output.mqtt \(name): password-file: cannot read \(passwordFile) (it must be readable by the service's user, mode 0600)"
+                )
+            }
+            let line =
+                String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else {
+                throw VLoggerError("output.mqtt \(name): password-file: \(passwordFile) is empty")
+            }
+            return trimmed
+        }
+        if let passwordEnv {
+            guard let v = environment[passwordEnv], !v.isEmpty else {
+                throw VLoggerError("output.mqtt \(name): password-env: the variable \(passwordEnv) is not set")
+            }
+            return v
+        }
+        return nil
+    }
+
+    static let keys = [
+        "name", "url", "qos", "topic", "publish", "readers", "event-kinds", "messages", "username", "password-file",
+        "password-env", "ca-file", "cert-file", "key-file", "client-id", "keep-alive", "clean-session", "protocol",
+        "batch-size", "interval", "home-assistant",
+    ]
+
+    /// The tables `publish` names: readings, events, writes, audits (with their results).
+    static let publishable: [String: [SyncTable]] = [
+        "readings": [.readings], "events": [.events], "writes": [.writes], "audits": [.audits, .auditResults],
+    ]
+
+    static func read(_ s: Section, index: Int, _ r: ConfigReader, resolve: (String) -> String) -> MQTTSettings? {
+        guard let text = s.string("url") else {
+            r.issue(s.line, "output.mqtt: url is missing (mqtt://HOST:PORT or mqtts://HOST:PORT)")
+            return nil
+        }
+        var out: MQTTSettings
+        do { out = try MQTTSettings(url: text) } catch {
+            r.issue(s.node("url")?.line ?? s.line, "\(error)")
+            return nil
+        }
+        out.name = index == 0 ? "mqtt" : "mqtt-\(index + 1)"
+        if let n = s.string("name") {
+            if n.isEmpty || n.count > 40
+                || !n.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" })
+                || !n.allSatisfy(\.isASCII)
+            {
+                r.issue(s.node("name")?.line ?? s.line, "output.mqtt.name: 1 to 40 letters, digits, '-' or '_'")
+            } else {
+                out.name = n
+            }
+        }
+        if let q = s.integer("qos", in: 0...1) { out.qos = Int(q) }
+        if let t = s.string("topic") {
+            if let problem = Self.topicProblem(t) {
+                r.issue(s.node("topic")?.line ?? s.line, "output.mqtt.topic: \(problem)")
+            } else {
+                out.topic = t
+            }
+        }
+        if let p = s.strings("publish") {
+            var tables: [SyncTable] = []
+            for name in p {
+                guard let t = publishable[name] else {
+                    r.issue(
+                        s.node("publish")?.line ?? s.line,
+                        "output.mqtt.publish: '\(name)' is not one of readings, events, writes, audits")
+                    continue
+                }
+                for x in t where !tables.contains(x) { tables.append(x) }
+            }
+            // In the outbox's order (audits before their results).
+            out.publish = SyncTable.allCases.filter(tables.contains)
+        }
+        out.readers = s.strings("readers")
+        out.eventKinds = s.strings("event-kinds")
+        out.messages = s.choice("messages", Messages.self) ?? out.messages
+        out.username = s.string("username")
+        out.passwordFile = s.string("password-file").map(resolve)
+        out.passwordEnv = s.string("password-env")
+        if out.passwordFile != nil && out.passwordEnv != nil {
+            r.issue(s.line, "output.mqtt: give password-file or password-env, not both")
+        }
+        if (out.passwordFile != nil || out.passwordEnv != nil) && out.username == nil {
+            r.issue(s.line, "output.mqtt: a password needs a username")
+        }
+        out.caFile = s.string("ca-file").map(resolve)
+        out.certFile = s.string("cert-file").map(resolve)
+        out.keyFile = s.string("key-file").map(resolve)
+        if (out.certFile == nil) != (out.keyFile == nil) {
+            r.issue(s.line, "output.mqtt: cert-file and key-file go together")
+        }
+        if !out.tls && (out.caFile != nil || out.certFile != nil) {
+            r.issue(s.line, "output.mqtt: ca-file, cert-file and key-file need an mqtts:// url")
+        }
+        if let id = s.string("client-id") {
+            if id.isEmpty || id.utf8.count > 65535 {
+                r.issue(s.node("client-id")?.line ?? s.line, "output.mqtt.client-id: empty or too long")
+            } else {
+                out.clientID = id
+            }
+        }
+        if let k = s.integer("keep-alive", in: 5...3600) { out.keepAliveSeconds = Int(k) }
+        if let c = s.bool("clean-session") { out.cleanSession = c }
+        out.protocolVersion = s.choice("protocol", ProtocolVersion.self) ?? out.protocolVersion
+        if let b = s.integer("batch-size", in: 1...5000) { out.batchSize = Int(b) }
+        out.intervalMs = s.duration("interval") ?? out.intervalMs
+        if let h = s.bool("home-assistant") { out.homeAssistant = h }
+        return out
+    }
+
+    /// Why a topic template cannot be published to (MQTT 3.1.1 §4.7: no wildcards in a topic name; not empty).
+    static func topicProblem(_ t: String) -> String? {
+        if t.isEmpty { return "empty" }
+        if t.contains("#") || t.contains("+") {
+            return "'+' and '#' are wildcards, not allowed in a topic to publish to"
+        }
+        if t.utf8.count > 1024 { return "longer than 1024 bytes" }
+        if t.unicodeScalars.contains(where: { $0.value == 0 }) { return "holds a NUL character" }
+        var rest = Substring(t)
+        while let open = rest.firstIndex(of: "{") {
+            guard let close = rest[open...].firstIndex(of: "}") else { return "unclosed {" }
+            let name = rest[rest.index(after: open)..<close]
+            if !["gateway", "reader", "location", "uid", "asset", "kind"].contains(name) {
+                return "{\(name)} is not a placeholder (gateway, reader, location, uid, asset, kind)"
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        return nil
+    }
+}

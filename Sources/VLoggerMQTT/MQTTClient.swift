@@ -1,0 +1,334 @@
+import CMosquitto
+import Foundation
+
+/// Why an MQTT round failed, by kind (the kind is a metrics label and a /healthz value).
+public struct MQTTError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: String, Sendable {
+        /// The broker could not be reached or refused the connection (not for credentials).
+        case connect
+        /// The broker refused the credentials or the client (CONNACK: bad user name or password, not authorised).
+        case auth
+        /// The TLS handshake failed (certificate not trusted, wrong host name, unreadable files).
+        case tls
+        /// No answer in time (CONNACK, or PUBACK of a batch).
+        case timeout
+        /// The connection dropped while a batch was in flight.
+        case lost
+        /// The client refused a publish (payload too large, …) or could not be set up.
+        case client
+    }
+    public var kind: Kind
+    public var message: String
+    public var description: String { message }
+}
+
+/// One connection to a broker through libmosquitto, its network loop on libmosquitto's own thread
+/// (`mosquitto_loop_start`), which reconnects by itself after a drop with a delay that starts at a random 1–5 s
+/// (so gateways that lost the same broker do not come back in lock-step) and doubles to 60 s.
+///
+/// Publishing is fire-and-collect: `publish` queues a message and returns its message id; `awaitAcks` returns
+/// when the broker has acknowledged every id given (PUBACK at QoS 1; sent at QoS 0), and throws when the
+/// connection drops first or the time runs out, so the caller knows whether the broker has the batch.
+final class MQTTClient: @unchecked Sendable {
+    struct Options: Sendable {
+        var host: String
+        var port: Int
+        var clientID: String
+        var cleanSession: Bool
+        var keepAliveSeconds: Int
+        var protocolVersion: Int32
+        var username: String?
+        var password: String?
+        var tls: Bool
+        var caFile: String?
+        var certFile: String?
+        var keyFile: String?
+        /// The Will (topic, payload), retained at QoS 1: the broker publishes it when the connection is lost.
+        var will: (topic: String, payload: String)?
+        /// Messages in flight at once (QoS 1 awaiting PUBACK).
+        var inflight: Int = 1000
+    }
+
+    private let mosq: OpaquePointer
+    private let options: Options
+    private let lock = NSLock()
+    private var started = false
+    private var connected = false
+    private var connectWaiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
+    private var refusal: MQTTError?
+    private var lastLog: String?
+    private var pending = Set<Int32>()
+    private var early = Set<Int32>()
+    private var ackWaiter: (id: UUID, continuation: CheckedContinuation<Void, any Error>)?
+    /// Called on the network thread after each successful connect (the status topic, discovery).
+    var onConnect: (@Sendable (MQTTClient) -> Void)?
+
+    static let initialised: Bool = {
+        mosquitto_lib_init()
+        return true
+    }()
+
+    init(_ options: Options) throws(MQTTError) {
+        _ = Self.initialised
+        self.options = options
+        guard let m = mosquitto_new(options.clientID, options.cleanSession, nil) else {
+            throw MQTTError(kind: .client, message: "libmosquitto could not create a client (out of memory?)")
+        }
+        mosq = m
+        mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
+        func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(m)
+                throw MQTTError(kind: .client, message: "\(what): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        try check(
+            mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, options.protocolVersion), "the MQTT protocol version")
+        try check(
+            mosquitto_int_option(m, MOSQ_OPT_SEND_MAXIMUM, Int32(max(1, min(65535, options.inflight)))),
+            "messages in flight")
+        if let user = options.username {
+            try check(mosquitto_username_pw_set(m, user, options.password), "the user name and password")
+        }
+        if options.tls {
+            // Without a CA file, the system's CAs (Debian: /etc/ssl/certs).
+            let rc = mosquitto_tls_set(
+                m, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, options.certFile, options.keyFile,
+                nil)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(m)
+                throw MQTTError(
+                    kind: .tls,
+                    message:
+                        "TLS set-up (ca-file \(options.caFile ?? "system CAs"), cert-file \(options.certFile ?? "none"), key-file \(options.keyFile ?? "none")): \(String(cString: mosquitto_strerror(rc)))"
+                )
+            }
+        }
+        if let will = options.will {
+            let payload = Array(will.payload.utf8)
+            try check(
+                mosquitto_will_set(m, will.topic, Int32(payload.count), payload, 1, true), "the Will (status topic)")
+        }
+        mosquitto_reconnect_delay_set(m, UInt32.random(in: 1...5), 60, true)
+        mosquitto_connect_callback_set(m) { _, obj, rc in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().connected(rc)
+        }
+        mosquitto_disconnect_callback_set(m) { _, obj, rc in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().disconnected(rc)
+        }
+        mosquitto_publish_callback_set(m) { _, obj, mid in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().acknowledged(mid)
+        }
+        mosquitto_log_callback_set(m) { _, obj, level, text in
+            guard let obj, let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().logged(String(cString: text))
+        }
+    }
+
+    deinit {
+        mosquitto_loop_stop(mosq, true)
+        mosquitto_destroy(mosq)
+    }
+
+    var isConnected: Bool { lock.withLock { connected } }
+
+    /// Connects (the first time: starts the network loop) and returns once the broker accepted the connection;
+    /// throws a typed error when it refuses it or does not answer within `timeout`.
+    func connect(within timeout: Duration) async throws {
+        let start: Bool = lock.withLock {
+            defer { started = true }
+            return !started
+        }
+        if start {
+            var rc = mosquitto_connect_async(mosq, options.host, Int32(options.port), Int32(options.keepAliveSeconds))
+            if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_ERRNO.rawValue {
+                // A refused or unreachable first try is retried by the loop, like a dropped connection.
+                rc = mosquitto_loop_start(mosq)
+            }
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                lock.withLock { started = false }
+                throw MQTTError(
+                    kind: .connect,
+                    message: "cannot connect to \(where_): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.connection() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                let why = self.lock.withLock { self.lastLog }
+                throw MQTTError(
+                    kind: why.map(Self.isTLS) == true ? .tls : .timeout,
+                    message:
+                        "no connection to \(self.where_) within \(timeout)\(why.map { " (libmosquitto: \($0))" } ?? "")"
+                )
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Returns when connected, throws when the broker refused the connection or the task is cancelled.
+    private func connection() async throws {
+        let id = UUID()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let done: Result<Void, any Error>? = lock.withLock {
+                    if connected { return .success(()) }
+                    if let refusal { return .failure(refusal) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    connectWaiters[id] = c
+                    return nil
+                }
+                if let done { c.resume(with: done) }
+            }
+        } onCancel: {
+            let c = self.lock.withLock { self.connectWaiters.removeValue(forKey: id) }
+            c?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Starts a batch: what earlier batches left unacknowledged is forgotten (it is resent, the cursor did not
+    /// move). Message ids count up and wrap at 65535, so a late PUBACK of a forgotten message cannot be taken for
+    /// one of this batch unless 65,535 messages were published in between.
+    func beginBatch() {
+        lock.withLock {
+            pending.removeAll()
+            early.removeAll()
+        }
+    }
+
+    /// Queues one message; returns its message id.
+    func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws(MQTTError) -> Int32 {
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes { p in
+            mosquitto_publish(mosq, &mid, topic, Int32(p.count), p.baseAddress, Int32(qos), retain)
+        }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            let kind: MQTTError.Kind =
+                rc == MOSQ_ERR_NO_CONN.rawValue || rc == MOSQ_ERR_CONN_LOST.rawValue ? .lost : .client
+            throw MQTTError(
+                kind: kind, message: "publish to \(topic) on \(where_): \(String(cString: mosquitto_strerror(rc)))")
+        }
+        lock.withLock {
+            if early.remove(mid) == nil { pending.insert(mid) }
+        }
+        return mid
+    }
+
+    /// Returns when the broker has acknowledged every message published since `beginBatch`; throws when the
+    /// connection drops first, or after `timeout`.
+    func awaitAcks(timeout: Duration) async throws {
+        let id = UUID()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                    let done: Result<Void, MQTTError>? = self.lock.withLock {
+                        if self.pending.isEmpty { return .success(()) }
+                        if !self.connected {
+                            return .failure(
+                                MQTTError(kind: .lost, message: "the connection to \(self.where_) is down"))
+                        }
+                        self.ackWaiter = (id, c)
+                        return nil
+                    }
+                    if let done { c.resume(with: done) }
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                let (c, left): (CheckedContinuation<Void, any Error>?, Int) = self.lock.withLock {
+                    guard let w = self.ackWaiter, w.id == id else { return (nil, self.pending.count) }
+                    self.ackWaiter = nil
+                    return (w.continuation, self.pending.count)
+                }
+                let e = MQTTError(
+                    kind: .timeout,
+                    message: "\(self.where_) acknowledged the batch only in part within \(timeout) (\(left) left)")
+                c?.resume(throwing: e)
+                throw e
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Publishes `payload` retained, waits up to `timeout` for it, and disconnects (the Will is not sent: this
+    /// is a clean leave).
+    func close(finalTopic: String?, payload: String, timeout: Duration) async {
+        if let finalTopic, isConnected {
+            beginBatch()
+            _ = try? publish(topic: finalTopic, payload: Array(payload.utf8), qos: 1, retain: true)
+            try? await awaitAcks(timeout: timeout)
+        }
+        mosquitto_disconnect(mosq)
+        mosquitto_loop_stop(mosq, false)
+        lock.withLock { started = false }
+    }
+
+    var where_: String { "\(options.tls ? "mqtts" : "mqtt")://\(options.host):\(options.port)" }
+
+    static func isTLS(_ log: String) -> Bool {
+        log.contains("SSL") || log.contains("TLS") || log.contains("certificate")
+    }
+
+    // MARK: The network thread's callbacks
+
+    private func connected(_ rc: Int32) {
+        if rc == 0 {
+            let waiters = lock.withLock {
+                connected = true
+                refusal = nil
+                lastLog = nil
+                defer { connectWaiters.removeAll() }
+                return Array(connectWaiters.values)
+            }
+            onConnect?(self)
+            for w in waiters { w.resume() }
+        } else {
+            // CONNACK refused: 4/5 in MQTT 3.1.1, 134/135 (and 140) in MQTT 5 are credentials and authorisation.
+            let kind: MQTTError.Kind = [4, 5, 134, 135, 138, 140].contains(rc) ? .auth : .connect
+            let e = MQTTError(
+                kind: kind,
+                message: "\(where_) refused the connection: \(String(cString: mosquitto_connack_string(rc)))"
+            )
+            let waiters = lock.withLock {
+                refusal = e
+                defer { connectWaiters.removeAll() }
+                return Array(connectWaiters.values)
+            }
+            for w in waiters { w.resume(throwing: e) }
+        }
+    }
+
+    private func disconnected(_ rc: Int32) {
+        let waiter = lock.withLock {
+            connected = false
+            defer { ackWaiter = nil }
+            return ackWaiter?.continuation
+        }
+        waiter?.resume(
+            throwing: MQTTError(
+                kind: .lost,
+                message:
+                    "the connection to \(where_) dropped with messages unacknowledged (\(String(cString: mosquitto_strerror(rc))))"
+            ))
+    }
+
+    private func acknowledged(_ mid: Int32) {
+        let waiter: CheckedContinuation<Void, any Error>? = lock.withLock {
+            if pending.remove(mid) == nil { early.insert(mid) }
+            guard pending.isEmpty, let w = ackWaiter else { return nil }
+            ackWaiter = nil
+            return w.continuation
+        }
+        waiter?.resume()
+    }
+
+    private func logged(_ text: String) {
+        lock.withLock { lastLog = text }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import Logging
+import VLoggerCore
+import VLoggerModel
+import VLoggerStore
+
+/// An MQTT broker as an output: a consumer of the store's outbox that publishes each row (or each batch) as JSON
+/// and returns from a batch only when the broker has acknowledged every message of it (PUBACK at QoS 1), so
+/// the output's cursor moves only over rows the broker has. A broker that is down leaves the backlog in the store
+/// (retention keeps it), and the next round after it is back sends it in order. At least once: a batch resent
+/// after a failure or a crash carries the same `key`s, for a subscriber to de-duplicate on.
+///
+/// The connection stays open between rounds; its retained status topic `vlogger/{gateway}/status` says
+/// `online` once connected and `offline` when the gateway leaves (or, as the Will, when the broker loses it).
+public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
+    public let settings: MQTTSettings
+    public let gateway: String
+    let client: MQTTClient
+    let logger: Logger
+    /// Fields whose values are JSON (the NDEF records): nested in the message, not a string of JSON.
+    let jsonFields: Set<String>
+    /// Home Assistant discovery: the readers (id, location) to announce a tag scanner for.
+    let readers: [(id: String, location: String?)]
+
+    public var name: String { settings.name }
+    public var title: String { "MQTT to \(settings.url)" }
+    public var tables: [SyncTable] { settings.publish }
+    public var batchSize: Int { settings.batchSize }
+
+    /// The retained status topic.
+    public var statusTopic: String { "vlogger/\(Self.level(gateway))/status" }
+
+    public init(
+        settings: MQTTSettings, gateway: String, readers: [(id: String, location: String?)] = [],
+        logger: Logger = Logger(label: "vlogger.mqtt")
+    ) throws {
+        self.settings = settings
+        self.gateway = gateway
+        self.logger = logger
+        self.readers = readers
+        jsonFields = [NDEFFields.records]
+        let password: String?
+        do { password = try settings.password() } catch {
+            throw MQTTError(kind: .auth, message: "\(error)")
+        }
+        let status = "vlogger/\(Self.level(gateway))/status"
+        client = try MQTTClient(
+            .init(
+                host: settings.host, port: settings.port,
+                clientID: settings.clientID ?? "vlogger-\(gateway)-\(settings.name)",
+                cleanSession: settings.cleanSession, keepAliveSeconds: settings.keepAliveSeconds,
+                protocolVersion: settings.protocolVersion == .v5 ? 5 : 4, username: settings.username,
+                password: password, tls: settings.tls, caFile: settings.caFile, certFile: settings.certFile,
+                keyFile: settings.keyFile, will: (status, "offline"), inflight: max(20, settings.batchSize)))
+        let discovery = settings.homeAssistant ? discoveryMessages() : []
+        client.onConnect = { c in
+            _ = try? c.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
+            for (topic, payload) in discovery {
+                _ = try? c.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: true)
+            }
+        }
+    }
+
+    public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
+        try await client.connect(within: .seconds(10))
+        return try await body(Session(output: self))
+    }
+
+    public func describe(_ error: any Error) -> OutboxFailure {
+        if let e = error as? OutboxFailure { return e }
+        if let e = error as? MQTTError { return OutboxFailure(kind: e.kind.rawValue, message: e.message) }
+        return OutboxFailure(kind: "other", message: "\(error)")
+    }
+
+    public func shutdown() async {
+        await client.close(finalTopic: statusTopic, payload: "offline", timeout: .seconds(2))
+    }
+
+    struct Session: OutboxSession {
+        let output: MQTTOutput
+
+        func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
+            let o = output
+            o.client.beginBatch()
+            var published = 0
+            var batches: [String: [UInt8]] = [:]
+            var order: [String] = []
+            for row in rows where o.wanted(table, row) {
+                let topic = o.topic(table, row)
+                if o.settings.messages == .row {
+                    var payload: [UInt8] = []
+                    OutboxJSON.append(table, row, gateway: o.gateway, jsonFields: o.jsonFields, to: &payload)
+                    _ = try o.client.publish(topic: topic, payload: payload, qos: o.settings.qos, retain: false)
+                } else {
+                    if batches[topic] == nil {
+                        batches[topic] = [0x5B]
+                        order.append(topic)
+                    } else {
+                        batches[topic]?.append(0x2C)
+                    }
+                    OutboxJSON.append(
+                        table, row, gateway: o.gateway, jsonFields: o.jsonFields, to: &batches[topic, default: []])
+                }
+                published += 1
+            }
+            for topic in order {
+                guard var payload = batches[topic] else { continue }
+                payload.append(0x5D)
+                _ = try o.client.publish(topic: topic, payload: payload, qos: o.settings.qos, retain: false)
+            }
+            // The broker has them all, or the batch is sent again (the cursor does not move).
+            try await o.client.awaitAcks(timeout: .seconds(30 + rows.count / 100))
+            return published
+        }
+    }
+
+    /// Whether a row passes the output's filters (readers, event kinds).
+    func wanted(_ table: SyncTable, _ row: OutboxRow) -> Bool {
+        if let readers = settings.readers, table == .readings || table == .events {
+            guard let r = row.value("reader", in: table).text, readers.contains(r) else { return false }
+        }
+        if let kinds = settings.eventKinds, table == .events {
+            guard let k = row.value("kind", in: table).text, kinds.contains(k) else { return false }
+        }
+        return true
+    }
+
+    /// The row's topic: the template with its placeholders filled (a value that is missing is `_`; `/`, `+`,
+    /// `#` and NUL in a value become `_`, so a value never adds a level or a wildcard).
+    func topic(_ table: SyncTable, _ row: OutboxRow) -> String {
+        var t = settings.topic
+        func fill(_ name: String, _ value: String?) {
+            let key = "{\(name)}"
+            guard t.contains(key) else { return }
+            t = t.replacingOccurrences(of: key, with: Self.level(value))
+        }
+        fill("gateway", row.gateway.isEmpty ? gateway : row.gateway)
+        fill("reader", row.value("reader", in: table).text)
+        fill("location", row.value("location", in: table).text)
+        fill("uid", row.value("uid", in: table).text)
+        fill("asset", row.value("asset_id", in: table).text)
+        fill("kind", table.kind)
+        return t
+    }
+
+    /// One topic level made of a value.
+    static func level(_ value: String?) -> String {
+        guard let value, !value.isEmpty else { return "_" }
+        return String(
+            value.unicodeScalars.map { "/+#\u{0}".unicodeScalars.contains($0) ? "_" : Character($0) })
+    }
+
+    /// Home Assistant MQTT discovery: one tag scanner per reader (`homeassistant/tag/<object id>/config`), whose
+    /// topic is the reader's readings topic and whose tag id is the reading's UID. Only for a topic template
+    /// that gives one topic per reader (no `{uid}` or `{asset}` in it).
+    func discoveryMessages() -> [(String, String)] {
+        guard !settings.topic.contains("{uid}"), !settings.topic.contains("{asset}"), settings.messages == .row else {
+            return []
+        }
+        return readers.map { r in
+            var topic = settings.topic
+            for (k, v) in [
+                ("gateway", gateway), ("reader", r.id), ("location", r.location ?? ""),
+                ("kind", SyncTable.readings.kind),
+            ] {
+                topic = topic.replacingOccurrences(of: "{\(k)}", with: Self.level(v))
+            }
+            let object = Self.level("vlogger_\(gateway)_\(r.id)").replacingOccurrences(of: ".", with: "_")
+            var payload: [UInt8] = [0x7B]
+            JSONText.appendQuoted("topic", to: &payload)
+            payload.append(0x3A)
+            JSONText.appendQuoted(topic, to: &payload)
+            payload.append(0x2C)
+            JSONText.appendQuoted("value_template", to: &payload)
+            payload.append(0x3A)
+            JSONText.appendQuoted("{{ value_json.uid }}", to: &payload)
+            payload.append(0x7D)
+            return ("homeassistant/tag/\(object)/config", String(decoding: payload, as: UTF8.self))
+        }
+    }
+}
