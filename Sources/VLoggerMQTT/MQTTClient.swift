@@ -329,6 +329,15 @@ final class MQTTClient: @unchecked Sendable {
     }
 
     private func logged(_ text: String) {
-        lock.withLock { lastLog = text }
+        // A failed TLS handshake ends the attempt with no CONNACK: said now, not after the connect timeout.
+        let tls = Self.isTLS(text)
+        let waiters: [CheckedContinuation<Void, any Error>] = lock.withLock {
+            lastLog = text
+            guard tls, !connected else { return [] }
+            defer { connectWaiters.removeAll() }
+            return Array(connectWaiters.values)
+        }
+        let e = MQTTError(kind: .tls, message: "TLS with \(where_) failed: \(text)")
+        for w in waiters { w.resume(throwing: e) }
     }
 }

@@ -4,7 +4,8 @@
 # and 127.0.0.1) and password authentication (user "vlogger"). Needs Debian's mosquitto and openssl.
 #
 #   eval "$(bash bench/mqtt/broker.sh start)"   # prints the export lines the tests read (VLOGGER_TEST_MQTT_*)
-#   bash bench/mqtt/broker.sh restart           # SIGKILL and start again on the same ports (fault tests)
+#   bash bench/mqtt/broker.sh restart [TERM]    # SIGKILL (or SIGTERM: a clean stop that saves its sessions and queued
+#                                               # messages) and start again on the same ports (fault tests)
 #   bash bench/mqtt/broker.sh stop              # stops the broker it started (by the PID in its pid file), removes the folder
 #
 # VLOGGER_MQTT_DIR picks the folder (default /tmp/vlogger-mqtt); restart and stop act on that folder's broker only.
@@ -21,7 +22,12 @@ done
 
 launch() {
     rm -f "$DIR/mosquitto.pid"
-    "$BROKER" -c "$DIR/mosquitto.conf" -d
+    # With SIGTERM and SIGINT at their defaults and nothing blocked: a caller that ignores them (a test process
+    # running a service group) would otherwise pass that on, and the broker would not stop on `restart TERM`.
+    python3 -c 'import os, signal, sys
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+os.execv(sys.argv[1], sys.argv[1:])' "$BROKER" -c "$DIR/mosquitto.conf" -d
     for _ in $(seq 100); do
         [ -s "$DIR/mosquitto.pid" ] && python3 - "$(cat "$DIR/port")" <<'PY' && return 0
 import socket, sys
@@ -65,7 +71,9 @@ start)
 user root
 pid_file $DIR/mosquitto.pid
 log_dest file $DIR/mosquitto.log
-persistence false
+persistence true
+persistence_location $DIR/
+autosave_interval 3600
 per_listener_settings true
 max_inflight_messages 0
 max_queued_messages 0
@@ -82,7 +90,7 @@ CONF
     echo "export VLOGGER_MQTT_DIR=$DIR VLOGGER_TEST_MQTT_PORT=$port VLOGGER_TEST_MQTT_TLS_PORT=$tls_port VLOGGER_TEST_MQTT_USER=vlogger VLOGGER_TEST_MQTT_PASSWORD_FILE=$DIR/password VLOGGER_TEST_MQTT_CA=$DIR/ca.crt VLOGGER_TEST_MQTT_OTHER_CA=$DIR/other-ca.crt VLOGGER_TEST_MQTT_CTL='$(realpath "$0")'"
     ;;
 restart)
-    kill_broker KILL
+    kill_broker "${2:-KILL}"
     launch
     ;;
 stop)

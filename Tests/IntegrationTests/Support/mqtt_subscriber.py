@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """An MQTT subscriber that is not vlogger's: Eclipse Paho (Debian python3-paho-mqtt), for the tests.
 
-Usage: mqtt_subscriber.py HOST PORT TOPIC OUT [SECONDS] [--user U --password-file F --ca CA]
+Usage: mqtt_subscriber.py HOST PORT TOPIC OUT [SECONDS] [--user U] [--password-file F] [--ca CA] [--persistent 1]
 Subscribes to TOPIC at QoS 1 and appends one JSON line per message to OUT: {"topic", "retain", "payload"}
 (the payload as text). Writes "ready" to OUT.ready once subscribed. Stops after SECONDS (default 60) or when
-the file OUT.stop appears.
+the file OUT.stop appears. With --persistent, the session survives a disconnection (clean session off, a fixed
+client id): the broker keeps what is published at QoS 1 meanwhile and hands it over on reconnection.
 """
 import json
 import os
@@ -41,7 +42,9 @@ def on_message(client, userdata, msg):
                         "payload": msg.payload.decode("utf-8", "replace")}) + "\n")
 
 
-client = mqtt.Client(client_id=f"paho-test-{os.getpid()}", clean_session=True)
+persistent = "--persistent" in opts
+client = mqtt.Client(client_id=f"paho-test-{os.getpid()}", clean_session=not persistent)
+client.reconnect_delay_set(min_delay=0.1, max_delay=1)
 if "--user" in opts:
     client.username_pw_set(opts["--user"], open(opts["--password-file"]).read().strip())
 if "--ca" in opts:

@@ -1,0 +1,263 @@
+import Foundation
+import Testing
+import VLoggerStore
+
+/// Whether the MQTT tests can run here (always in CI, where VLOGGER_REQUIRE_MQTT=1 makes a missing tool a failure).
+func mqttAvailable() -> Bool {
+    if ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_MQTT"] == "1" { return true }
+    guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto") else { return false }
+    return (try? SyncFaultTests.shell("python3 -c 'import paho.mqtt.client'", []).code) == 0
+}
+
+/// The MQTT output against a real broker (Eclipse Mosquitto, bench/mqtt/broker.sh: loopback, free ports, a folder
+/// of each test's own, stopped by its PID) and an independent subscriber (Eclipse Paho, Python:
+/// Tests/IntegrationTests/Support/mqtt_subscriber.py). Skipped where mosquitto or paho is missing, except in CI
+/// (VLOGGER_REQUIRE_MQTT=1), where they must run.
+@Suite(.serialized, .enabled(if: mqttAvailable(), "no mosquitto or paho-mqtt here"))
+struct MQTTTests {
+    typealias CLI = CLITests
+    typealias Fault = SyncFaultTests
+
+    /// A broker of the test's own.
+    struct Broker {
+        let dir: String
+        let env: [String: String]
+        static let script = CLI.root.appendingPathComponent("bench/mqtt/broker.sh").path
+
+        static func start() throws -> Broker {
+            let dir = "/tmp/vlogger-mqtt-test-\(UInt32.random(in: 0...UInt32.max))"
+            let r = try Fault.shell(#"VLOGGER_MQTT_DIR="$1" bash "$2" start"#, [dir, script])
+            guard r.code == 0, r.out.hasPrefix("export ") else {
+                throw CLI.CLIFailure("broker.sh start: \(r.out)\(r.err)")
+            }
+            var env: [String: String] = [:]
+            for pair in r.out.dropFirst("export ".count).split(separator: " ") {
+                let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                if kv.count == 2 { env[kv[0]] = kv[1].trimmingCharacters(in: CharacterSet(charactersIn: "'\n")) }
+            }
+            return Broker(dir: dir, env: env)
+        }
+
+        var port: String { env["VLOGGER_TEST_MQTT_PORT"] ?? "" }
+        var tlsPort: String { env["VLOGGER_TEST_MQTT_TLS_PORT"] ?? "" }
+
+        func restart(_ signal: String) throws {
+            let r = try Fault.shell(#"VLOGGER_MQTT_DIR="$1" bash "$2" restart "$3""#, [dir, Self.script, signal])
+            if r.code != 0 { throw CLI.CLIFailure("broker.sh restart: \(r.err)") }
+        }
+
+        func stop() { _ = try? Fault.shell(#"VLOGGER_MQTT_DIR="$1" bash "$2" stop"#, [dir, Self.script]) }
+    }
+
+    /// Paho, subscribed at QoS 1 with a persistent session (it gets what was published while it was away).
+    struct Subscriber {
+        let out: String
+        let pid: pid_t
+
+        static func start(_ broker: Broker, topic: String, dir: URL, seconds: Int = 120) throws -> Subscriber {
+            let out = dir.appendingPathComponent("sub.jsonl").path
+            let script = CLI.root.appendingPathComponent("Tests/IntegrationTests/Support/mqtt_subscriber.py").path
+            let pid = try Fault.spawn(
+                #"exec python3 "$@""#,
+                [script, "127.0.0.1", broker.port, topic, out, String(seconds), "--persistent", "1"],
+                stdout: dir.appendingPathComponent("sub.out").path, stderr: dir.appendingPathComponent("sub.err").path)
+            let end = Date().addingTimeInterval(15)
+            while !FileManager.default.fileExists(atPath: out + ".ready") && Date() < end {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            guard FileManager.default.fileExists(atPath: out + ".ready") else {
+                throw CLI.CLIFailure(
+                    "the subscriber did not subscribe: \((try? String(contentsOfFile: dir.appendingPathComponent("sub.err").path, encoding: .utf8)) ?? "")"
+                )
+            }
+            return Subscriber(out: out, pid: pid)
+        }
+
+        /// The messages so far: (topic, retained, payload as JSON object or text).
+        func messages() -> [(topic: String, retain: Bool, payload: String)] {
+            let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let t = o["topic"] as? String, let p = o["payload"] as? String
+                else { return nil }
+                return (t, (o["retain"] as? Bool) ?? false, p)
+            }
+        }
+
+        func stop() {
+            _ = FileManager.default.createFile(atPath: out + ".stop", contents: nil)
+            _ = Fault.wait(pid)
+        }
+    }
+
+    static func object(_ text: String) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+    }
+
+    /// The keys of the rows in the store the output takes (readings, events), as the messages carry them.
+    static func storedKeys(_ store: String, gateway: String) throws -> Set<String> {
+        let s = try Store(path: store, readOnly: true)
+        defer { s.close() }
+        var keys = Set<String>()
+        for t in [SyncTable.readings, .events] {
+            for r in try s.outbox(t, after: 0, limit: 10_000_000) { keys.insert("\(gateway)/\(t.rawValue)/\(r.id)") }
+        }
+        return keys
+    }
+
+    static func config(_ setup: (dir: URL, config: String, store: String), _ mqtt: String) throws {
+        let text = try String(contentsOfFile: setup.config, encoding: .utf8) + "\n[[output.mqtt]]\n" + mqtt + "\n"
+        try text.write(toFile: setup.config, atomically: true, encoding: .utf8)
+    }
+
+    /// A demo run: every reading and event in the store arrives, each message is the row of `export --format jsonl`
+    /// plus its key and kind (without the columns of fields the reading has no value for), on the documented
+    /// topic; the status topic says online, then offline.
+    @Test func everyStoredRowArrivesAsTheExportHasIt() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try Self.config(s, "url = \"mqtt://127.0.0.1:\(broker.port)\"\npublish = [\"readings\", \"events\"]")
+        let sub = try Subscriber.start(broker, topic: "vlogger/#", dir: s.dir)
+        let run = try CLI.run(["run", "--config", s.config, "--duration", "4s"])
+        #expect(run.code == 0, "\(run.err)")
+        let stored = try Self.storedKeys(s.store, gateway: "gw-demo-01")
+        var byKey: [String: (topic: String, object: [String: Any])] = [:]
+        let end = Date().addingTimeInterval(10)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.2)
+            for m in sub.messages() {
+                if let o = Self.object(m.payload), let k = o["key"] as? String { byKey[k] = (m.topic, o) }
+            }
+        } while Set(byKey.keys) != stored && Date() < end
+        sub.stop()
+        #expect(stored.count > 20)
+        #expect(Set(byKey.keys) == stored, "missing: \(stored.subtracting(byKey.keys).sorted().prefix(5))")
+        // Each reading's message is its export line plus key and kind, on vlogger/{gateway}/{reader}/reading.
+        let export = try CLI.run(["export", "--config", s.config, "--since", "1h", "--format", "jsonl"])
+        var checked = 0
+        for (i, line) in export.out.split(separator: "\n").enumerated() {
+            guard let row = Self.object(String(line)), let m = byKey["gw-demo-01/readings/\(i + 1)"] else { continue }
+            var payload = m.object
+            #expect(payload.removeValue(forKey: "kind") as? String == "reading")
+            payload.removeValue(forKey: "key")
+            // The same members with the same values; the export's columns of fields the reading has no value
+            // for (null there) are left out of its message.
+            let present = row.filter { !($0.value is NSNull) || payload[$0.key] != nil }
+            #expect(NSDictionary(dictionary: payload).isEqual(to: present), "\(payload)\n\(row)")
+            #expect(m.topic == "vlogger/gw-demo-01/\(row["reader"] as? String ?? "?")/reading")
+            checked += 1
+        }
+        #expect(checked > 20)
+        let status = sub.messages().filter { $0.topic == "vlogger/gw-demo-01/status" }.map(\.payload)
+        #expect(status.first == "online" && status.last == "offline", "\(status)")
+    }
+
+    /// The broker restarted 20 times (a clean stop, which keeps the subscriber's session and what is queued for
+    /// it) and the gateway SIGKILLed 10 times while it runs: every stored row arrives at least once, and every
+    /// duplicate is the same message under the same key.
+    @Test func throughTwentyBrokerRestartsAndTenKills() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "100ms", batch: 50, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try Self.config(
+            s,
+            "url = \"mqtt://127.0.0.1:\(broker.port)\"\npublish = [\"readings\", \"events\"]\nbatch-size = 20\ninterval = \"100ms\""
+        )
+        let sub = try Subscriber.start(broker, topic: "vlogger/gw-demo-01/+/+", dir: s.dir, seconds: 300)
+        let log = s.dir.appendingPathComponent("gateway.log").path
+        func startGateway() throws -> pid_t {
+            try Fault.spawn(
+                #"cd "$1" && exec "$2" run --config "$3""#, [s.dir.path, try CLI.binary().path, s.config],
+                stdout: "/dev/null", stderr: log)
+        }
+        var gateway = try startGateway()
+        var restarts = 0, kills = 0
+        while restarts < 20 {
+            Thread.sleep(forTimeInterval: Double.random(in: 0.3...0.8))
+            try broker.restart("TERM")
+            restarts += 1
+            if restarts % 2 == 0 {
+                kill(gateway, SIGKILL)
+                _ = Fault.wait(gateway)
+                kills += 1
+                gateway = try startGateway()
+            }
+        }
+        // The broker stays up now: the gateway catches up, then stops cleanly (its last round sends the rest).
+        Thread.sleep(forTimeInterval: 3)
+        kill(gateway, SIGTERM)
+        #expect(Fault.wait(gateway) == 0)
+        let stored = try Self.storedKeys(s.store, gateway: "gw-demo-01")
+        var copies: [String: [String]] = [:]
+        let end = Date().addingTimeInterval(20)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.3)
+            copies = [:]
+            for m in sub.messages() {
+                if let o = Self.object(m.payload), let k = o["key"] as? String {
+                    copies[k, default: []].append(m.payload)
+                }
+            }
+        } while !stored.isSubset(of: Set(copies.keys)) && Date() < end
+        sub.stop()
+        let missing = stored.subtracting(copies.keys)
+        let duplicates = copies.values.reduce(0) { $0 + $1.count - 1 }
+        let differing = copies.filter { Set($0.value).count > 1 }
+        print(
+            "MQTT faults: \(stored.count) rows stored, \(restarts) broker restarts, \(kills) gateway kills, \(missing.count) missing, \(duplicates) duplicates"
+        )
+        #expect(restarts == 20 && kills == 10)
+        #expect(stored.count > 100)
+        #expect(missing.isEmpty, "missing: \(missing.sorted().prefix(10))")
+        #expect(differing.isEmpty, "a key with different messages: \(differing.keys.sorted().prefix(5))")
+    }
+
+    /// TLS with the broker's throw-away CA and a password: delivered. The other CA: a TLS failure. A wrong
+    /// password: an authentication failure. The password is in no log line.
+    @Test func tlsAndPasswordAndTheirTypedFailures() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let password = try String(contentsOfFile: broker.env["VLOGGER_TEST_MQTT_PASSWORD_FILE"] ?? "", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let wrong = s.dir.appendingPathComponent("wrong-password").path
+        try "not-\(password)\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        chmod(wrong, 0o600)
+        let base = try String(contentsOfFile: s.config, encoding: .utf8)
+        func attempt(ca: String, passwordFile: String) throws -> (code: Int32, err: String, sent: Int64) {
+            try? FileManager.default.removeItem(atPath: s.store)
+            try
+                (base + """
+
+                    [[output.mqtt]]
+                    url = "mqtts://127.0.0.1:\(broker.tlsPort)"
+                    ca-file = "\(ca)"
+                    username = "vlogger"
+                    password-file = "\(passwordFile)"
+                    interval = "200ms"
+                    """).write(toFile: s.config, atomically: true, encoding: .utf8)
+            let run = try CLI.run(["run", "--config", s.config, "--duration", "3s", "--log-level", "debug"])
+            let store = try Store(path: s.store, readOnly: true)
+            defer { store.close() }
+            return (run.code, run.err, try store.outboxCursor("mqtt", .readings))
+        }
+        let good = try attempt(
+            ca: broker.env["VLOGGER_TEST_MQTT_CA"] ?? "",
+            passwordFile: broker.env["VLOGGER_TEST_MQTT_PASSWORD_FILE"] ?? "")
+        #expect(good.code == 0 && good.sent > 0, "\(good.err)")
+        let otherCA = try attempt(
+            ca: broker.env["VLOGGER_TEST_MQTT_OTHER_CA"] ?? "",
+            passwordFile: broker.env["VLOGGER_TEST_MQTT_PASSWORD_FILE"] ?? "")
+        #expect(
+            otherCA.sent == 0
+                && otherCA.err.contains("output mqtt (MQTT to mqtts://127.0.0.1:\(broker.tlsPort)) failed (tls)"),
+            "\(otherCA.err)")
+        let badPassword = try attempt(ca: broker.env["VLOGGER_TEST_MQTT_CA"] ?? "", passwordFile: wrong)
+        #expect(badPassword.sent == 0 && badPassword.err.contains("failed (auth)"), "\(badPassword.err)")
+        for r in [good, otherCA, badPassword] { #expect(!r.err.contains(password)) }
+    }
+}
