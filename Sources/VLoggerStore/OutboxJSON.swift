@@ -27,7 +27,7 @@ extension SyncTable {
 }
 
 /// An outbox row as one JSON object, for the outputs that send JSON (MQTT, webhooks): `key` (gateway, table and
-/// local id: the same row sent twice has the same key, for a consumer to de-duplicate on), `kind`, then the
+/// local id: the same row sent twice has the same key, for a consumer to de-duplicate on), `table`, then the
 /// table's exported columns with the names, formats and units of `vlogger export --format jsonl` (a reading's
 /// decoded fields at the top level, `field_<name>` where a fixed column has the name), and the gateway for the
 /// tables that have no gateway column.
@@ -39,7 +39,7 @@ public enum OutboxJSON {
         let d = table.tableDescription
         let exported = d.exported
         let hasGateway = exported.contains { $0.name == "gateway" }
-        var names = ["key", "kind"]
+        var names = ["key", "table"]
         if !hasGateway { names.append("gateway") }
         if d.shape.exportsID { names.append("id") }
         names += exported.map(\.name)
@@ -47,7 +47,7 @@ public enum OutboxJSON {
         let rowGateway = row.gateway.isEmpty ? gateway : row.gateway
         w.beginRow(&out)
         w.text(Array("\(rowGateway)/\(table.rawValue)/\(row.id)".utf8), &out)
-        w.text(Array(table.kind.utf8), &out)
+        w.text(Array(table.rawValue.utf8), &out)
         if !hasGateway { w.text(Array(rowGateway.utf8), &out) }
         if d.shape.exportsID { w.integer(row.id, &out) }
         let columns = table.columns

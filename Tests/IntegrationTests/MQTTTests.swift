@@ -111,7 +111,7 @@ struct MQTTTests {
     }
 
     /// A demo run: every reading and event in the store arrives, each message is the row of `export --format jsonl`
-    /// plus its key and kind (without the columns of fields the reading has no value for), on the documented
+    /// plus its key and table (without the columns of fields the reading has no value for), on the documented
     /// topic; the status topic says online, then offline.
     @Test func everyStoredRowArrivesAsTheExportHasIt() throws {
         let broker = try Broker.start()
@@ -140,7 +140,7 @@ struct MQTTTests {
         for (i, line) in export.out.split(separator: "\n").enumerated() {
             guard let row = Self.object(String(line)), let m = byKey["gw-demo-01/readings/\(i + 1)"] else { continue }
             var payload = m.object
-            #expect(payload.removeValue(forKey: "kind") as? String == "reading")
+            #expect(payload.removeValue(forKey: "table") as? String == "readings")
             payload.removeValue(forKey: "key")
             // The same members with the same values; the export's columns of fields the reading has no value
             // for (null there) are left out of its message.
