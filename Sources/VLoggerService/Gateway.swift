@@ -60,6 +60,8 @@ public final class Gateway: @unchecked Sendable {
     public let metrics: ServiceMetrics
     /// The outputs this configuration enables, each a consumer of the store's outbox run by an `OutputJob`.
     public let outputs: [Output]
+    /// Signalled after each commit of the store writer: the outputs' jobs wait for it between rounds.
+    let outputWakeup = Wakeup()
     /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
     public let pendingWrites = PendingWrites()
     /// The run's time for the jobs that are not a reader's (the audit scheduler): the wall clock, or the
@@ -146,7 +148,9 @@ public final class Gateway: @unchecked Sendable {
         let (writer, metrics) = (self.writer, self.metrics)
         let pending = pendingWrites
         metrics.writesQueued = { pending.count }
+        let wakeup = outputWakeup
         writer.onCommit = { r, e, last, seconds in
+            wakeup.signal()
             logger.debug(
                 "committed \(r) readings, \(e) events through reading id \(last) in \(String(format: "%.1f", seconds * 1000)) ms"
             )
@@ -178,7 +182,8 @@ public final class Gateway: @unchecked Sendable {
                 .init(
                     service: OutputJob(
                         pump: OutboxPump(store: store, consumer: output.consumer), metrics: metrics, logger: logger,
-                        intervalMs: output.intervalMs), serviceName: "output \(output.consumer.name)"))
+                        intervalMs: output.intervalMs, wakeup: output.wakesOnCommit ? outputWakeup : nil),
+                    serviceName: "output \(output.consumer.name)"))
         }
         services.append(.init(service: WriterJob(gateway: self), serviceName: "store writer"))
         if let listen = config.listen {
@@ -941,13 +946,17 @@ struct RetentionJob: Service {
 /// One output of the gateway: a consumer of the store's outbox and how often its job runs a round.
 public struct Output: Sendable {
     public let consumer: any OutboxConsumer
+    /// Between rounds when there is nothing new (or, without `wakesOnCommit`, always).
     public let intervalMs: Millis
+    /// Whether a round starts as soon as the store writer committed (a connection kept open: MQTT), rather than
+    /// every `intervalMs` (a connection per round: the fleet sync).
+    public var wakesOnCommit = false
 }
 
 extension Gateway {
     /// The registration list of outputs: every consumer of the outbox the configuration enables. The only place
     /// in the service that knows the kinds of output.
-    static func outputs(_ config: AgentConfig, store: Store, logger: Logger) throws -> [Output] {
+    public static func outputs(_ config: AgentConfig, store: Store, logger: Logger) throws -> [Output] {
         var out: [Output] = []
         if let settings = config.sync {
             out.append(
@@ -962,7 +971,7 @@ extension Gateway {
                     consumer: try MQTTOutput(
                         settings: m, gateway: config.gatewayID, readers: config.readers.map { ($0.id, $0.location) },
                         logger: logger),
-                    intervalMs: m.intervalMs))
+                    intervalMs: m.intervalMs, wakesOnCommit: true))
         }
         return out
     }

@@ -18,6 +18,8 @@ struct OutputJob: Service {
     let logger: Logger
     let intervalMs: Millis
     var maxBackoffMs: Millis = 300_000
+    /// Signalled by the store writer after each commit (nil: rounds every `intervalMs`).
+    var wakeup: Wakeup?
     /// How long the last round at shutdown may take.
     var finalRoundMs: Millis = 5000
 
@@ -29,6 +31,7 @@ struct OutputJob: Service {
         var lastKind: String?
         var lastFailed = false
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let seen = wakeup?.current ?? 0
             var sent: [SyncTable: Int] = [:]
             var failure: OutboxFailure?
             do {
@@ -53,6 +56,11 @@ struct OutputJob: Service {
             }
             lastFailed = failure != nil
             metrics.outputUpdated(consumer.name, backlog: pump.backlog(), sent: sent, error: failure)
+            if failure == nil, let wakeup {
+                // The next commit (or the interval): a reading leaves a commit after it was taken.
+                await cancelWhenGracefulShutdown { await wakeup.wait(after: seen, timeoutMs: intervalMs) }
+                continue
+            }
             let wait = failure == nil ? intervalMs : backoff.failed()
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(wait)) } } catch {
                 break

@@ -15,6 +15,7 @@ struct VLogger: AsyncParsableCommand {
             Scan.self, Watch.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Raw.self, Decode.self,
             Dump.self, Restore.self, Devices.self, DoctorCommand.self,
             Run.self, Export.self, AssetsCommand.self, AuditCommand.self, WritesCommand.self, SyncCommand.self,
+            OutputsCommand.self,
             StoreCommand.self, ConfigCommand.self, RulesCommand.self,
         ]
     )

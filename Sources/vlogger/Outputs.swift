@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import Logging
+import VLoggerCore
+import VLoggerModel
+import VLoggerService
+import VLoggerStore
+
+struct OutputsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outputs",
+        abstract: "The gateway's outputs ([sync], [[output.mqtt]]): their backlog and their destinations.",
+        discussion: """
+            Every output is a consumer of the store's outbox with a cursor per table, moved only when its \
+            destination acknowledged a batch. `status` prints each one's backlog and whether its destination \
+            answers (it connects, sends nothing); `send` ships each one's backlog once, as the service would.
+            """,
+        subcommands: [Status.self, Send.self])
+
+    /// The configured outputs, or only `name`.
+    static func outputs(_ options: ConfigOptions, name: String?) throws -> (Store, [Output]) {
+        let c = try options.load()
+        let store = try options.openStore()
+        var logger = Logger(label: "vlogger.outputs")
+        logger.logLevel = .warning
+        let all: [Output]
+        do { all = try Gateway.outputs(c, store: store, logger: logger) } catch {
+            store.close()
+            throw VLoggerError("\(error)")
+        }
+        let chosen = name.map { n in all.filter { $0.consumer.name == n } } ?? all
+        guard !chosen.isEmpty else {
+            store.close()
+            throw VLoggerError(
+                name.map {
+                    "\(options.config): no output named '\($0)' (configured: \(all.map(\.consumer.name).joined(separator: ", ")))"
+                } ?? "\(options.config): no outputs configured ([sync], [[output.mqtt]])")
+        }
+        return (store, chosen)
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Each output's backlog (rows not yet acknowledged, the oldest one's age) and its destination's answer."
+        )
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "Only this output (its name: postgres, mqtt, …).") var name: String?
+
+        func run() async throws {
+            let (store, outputs) = try OutputsCommand.outputs(options, name: name)
+            defer { store.close() }
+            var failed = 0
+            for o in outputs {
+                let c = o.consumer
+                print("\(c.name): \(c.title)")
+                for (t, b) in OutboxPump(store: store, consumer: c).backlog().sorted(by: {
+                    $0.key.rawValue < $1.key.rawValue
+                }) {
+                    let age =
+                        b.oldest.map { ", oldest " + DurationText.format(max(0, Millis.now() - $0)) + " old" } ?? ""
+                    print("  \(t.rawValue): \(b.rows) rows not yet acknowledged\(age)")
+                }
+                do {
+                    try await c.withSession { _ in }
+                    print("  destination: answers")
+                } catch {
+                    let f = c.describe(error)
+                    print("  destination: failed (\(f.kind)): \(f.message)")
+                    failed += 1
+                }
+                await c.shutdown()
+            }
+            if failed > 0 { throw ExitCode(1) }
+        }
+    }
+
+    struct Send: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Ship each output's backlog once (all of it), and print what went and how fast.")
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "Only this output (its name: postgres, mqtt, …).") var name: String?
+
+        func run() async throws {
+            let (store, outputs) = try OutputsCommand.outputs(options, name: name)
+            defer { store.close() }
+            var failed = false
+            for o in outputs {
+                let c = o.consumer
+                let started = Date()
+                do {
+                    let r = try await OutboxPump(store: store, consumer: c).round()
+                    let seconds = Date().timeIntervalSince(started)
+                    let rows = r.sent.values.reduce(0, +)
+                    print(
+                        "\(c.name): sent \(rows) rows in \(r.batches) batches in \(String(format: "%.2f", seconds)) s (\(Int(Double(rows) / max(seconds, 1e-6))) rows/s) to \(c.title)"
+                    )
+                } catch {
+                    let f = c.describe(error)
+                    print("\(c.name): failed (\(f.kind)): \(f.message); what was not acknowledged stays in the store")
+                    failed = true
+                }
+                await c.shutdown()
+            }
+            if failed { throw ExitCode(1) }
+        }
+    }
+}
