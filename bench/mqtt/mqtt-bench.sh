@@ -35,7 +35,10 @@ batch-size = $BATCH
 TOML
 # The C program's messages: the same JSON the output sends (the export's line with the key and table in front).
 "$BIN/vlogger" export --store "$W/backlog.db" --since 2000-01-01 --format jsonl \
-    | awk '{ sub(/^\{/, "{\"key\":\"gw-bench/readings/" NR "\",\"table\":\"readings\","); print }' > "$W/payloads.jsonl"
+    | python3 -c 'import sys
+out = sys.stdout
+for n, line in enumerate(sys.stdin, 1):
+    out.write("{\"key\":\"gw-bench/readings/%d\",\"table\":\"readings\"," % n + line[1:])' > "$W/payloads.jsonl"
 TOPIC="vlogger/gw-bench/dock-1/reading"
 : > "$W/v.txt"; : > "$W/c.txt"
 for i in $(seq "$RUNS"); do
