@@ -249,6 +249,9 @@ struct MQTTTests {
             ca: broker.env["VLOGGER_TEST_MQTT_CA"] ?? "",
             passwordFile: broker.env["VLOGGER_TEST_MQTT_PASSWORD_FILE"] ?? "")
         #expect(good.code == 0 && good.sent > 0, "\(good.err)")
+        // `vlogger outputs status` asks the broker too: it answers with the good password (exit 0) ...
+        let answers = try CLI.run(["outputs", "status", "--config", s.config])
+        #expect(answers.code == 0 && answers.out.contains("destination: answers"), "\(answers.out)\(answers.err)")
         let otherCA = try attempt(
             ca: broker.env["VLOGGER_TEST_MQTT_OTHER_CA"] ?? "",
             passwordFile: broker.env["VLOGGER_TEST_MQTT_PASSWORD_FILE"] ?? "")
@@ -256,9 +259,6 @@ struct MQTTTests {
             otherCA.sent == 0
                 && otherCA.err.contains("output mqtt (MQTT to mqtts://127.0.0.1:\(broker.tlsPort)) failed (tls)"),
             "\(otherCA.err)")
-        // `vlogger outputs status` asks the broker too: it answers with the good password (exit 0) ...
-        let answers = try CLI.run(["outputs", "status", "--config", s.config])
-        #expect(answers.code == 0 && answers.out.contains("destination: answers"), "\(answers.out)\(answers.err)")
         let badPassword = try attempt(ca: broker.env["VLOGGER_TEST_MQTT_CA"] ?? "", passwordFile: wrong)
         // ... and refuses the wrong one (exit 1, the kind and the broker's reason, not the password).
         let refused = try CLI.run(["outputs", "status", "--config", s.config, "mqtt"])
