@@ -126,7 +126,8 @@ public struct ParserFuzzer {
             "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*", "de-CH-1901", "es-419",
             "22:00-06:00", "*/15 6-22 * * 1-5", "0 2 31 2 *",
             "postgresql://gw@db.plant.example:6432/fleet?sslmode=verify-full&sslrootcert=/etc/ca.pem",
-            "postgres://gw@[::1]/fleet",
+            "postgres://gw@[::1]/fleet", "mqtts://[::1]:8883", "mqtt://broker.plant.example",
+            "vlogger/{gateway}/{reader}/{kind}",
         ].map { Array($0.utf8) }
         return [
             Target(name: "toml", seeds: toml) { b in (try? TOML.parse(text(b))) != nil },
@@ -279,6 +280,8 @@ public struct ParserFuzzer {
                 if (try? ShiftWindow(t)) != nil { ok += 1 }
                 if (try? CronSchedule(t)) != nil { ok += 1 }
                 if (try? SyncSettings(url: t)) != nil { ok += 1 }
+                if (try? MQTTSettings(url: t)) != nil { ok += 1 }
+                if MQTTSettings.topicProblem(t) == nil { ok += 1 }
                 return ok > 0
             },
         ]

@@ -107,27 +107,7 @@ public struct MQTTSettings: Equatable, Sendable {
     public func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws(VLoggerError)
         -> String?
     {
-        if let passwordFile {
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
-                throw VLoggerError(
-                    "output.mqtt \(name): password-file: cannot read \(passwordFile) (it must be readable by the service's user, mode 0600)"
-                )
-            }
-            let line =
-                String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty else {
-                throw VLoggerError("output.mqtt \(name): password-file: \(passwordFile) is empty")
-            }
-            return trimmed
-        }
-        if let passwordEnv {
-            guard let v = environment[passwordEnv], !v.isEmpty else {
-                throw VLoggerError("output.mqtt \(name): password-env: the variable \(passwordEnv) is not set")
-            }
-            return v
-        }
-        return nil
+        try Secret.read(file: passwordFile, env: passwordEnv, label: "output.mqtt \(name)", environment: environment)
     }
 
     static let keys = [
@@ -222,7 +202,7 @@ public struct MQTTSettings: Equatable, Sendable {
     }
 
     /// Why a topic template cannot be published to (MQTT 3.1.1 §4.7: no wildcards in a topic name; not empty).
-    static func topicProblem(_ t: String) -> String? {
+    public static func topicProblem(_ t: String) -> String? {
         if t.isEmpty { return "empty" }
         if t.contains("#") || t.contains("+") {
             return "'+' and '#' are wildcards, not allowed in a topic to publish to"

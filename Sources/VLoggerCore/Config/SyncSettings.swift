@@ -118,25 +118,7 @@ public struct SyncSettings: Equatable, Sendable {
     public func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws(VLoggerError)
         -> String?
     {
-        if let passwordFile {
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
-                throw VLoggerError(
-                    "sync.password-file: cannot read \(passwordFile) (it must be readable by the service's user, mode 0600)"
-                )
-            }
-            let line =
-                String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty else { throw VLoggerError("sync.password-file: \(passwordFile) is empty") }
-            return trimmed
-        }
-        if let passwordEnv {
-            guard let v = environment[passwordEnv], !v.isEmpty else {
-                throw VLoggerError("sync.password-env: the variable \(passwordEnv) is not set")
-            }
-            return v
-        }
-        return nil
+        try Secret.read(file: passwordFile, env: passwordEnv, label: "sync", environment: environment)
     }
 
     /// The URI with any password replaced, for error messages about a URI that did not parse.
