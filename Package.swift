@@ -109,13 +109,25 @@ let package = Package(
                 "VLoggerModel", "VLoggerStore", "VLoggerCore", "CMosquitto",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Webhook output: chosen events POSTed as signed JSON (async-http-client, swift-crypto's HMAC).
+        .target(
+            name: "VLoggerWebhook",
+            dependencies: [
+                "VLoggerModel", "VLoggerStore", "VLoggerCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
         .target(
             name: "VLoggerService",
             dependencies: [
                 "VLoggerModel",
-                "VLoggerCore", "VLoggerStore", "VLoggerSync", "VLoggerMQTT", "Readers", "ISO15693",
+                "VLoggerCore", "VLoggerStore", "VLoggerSync", "VLoggerMQTT", "VLoggerWebhook", "Readers", "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -222,7 +234,11 @@ let package = Package(
             ]),
         // The process-level suites: the CLI, the service, faults, chaos and load (the integration lane of .ci/run).
         .testTarget(
-            name: "IntegrationTests", dependencies: ["VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore"]),
+            name: "IntegrationTests",
+            dependencies: [
+                "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
     ]
 )
 

@@ -13,6 +13,7 @@ import UnixSignals
 import VLoggerCore
 import VLoggerSync
 import VLoggerMQTT
+import VLoggerWebhook
 
 /// What `vlogger run` asks of the gateway.
 public struct GatewayOptions: Sendable {
@@ -972,6 +973,12 @@ extension Gateway {
                         settings: m, gateway: config.gatewayID, readers: config.readers.map { ($0.id, $0.location) },
                         logger: logger),
                     intervalMs: m.intervalMs, wakesOnCommit: true))
+        }
+        for w in config.webhooks {
+            out.append(
+                Output(
+                    consumer: try WebhookOutput(settings: w, gateway: config.gatewayID, store: store, logger: logger),
+                    intervalMs: w.intervalMs, wakesOnCommit: true))
         }
         return out
     }

@@ -265,6 +265,8 @@ public struct AgentConfig: Sendable {
     public var sync: SyncSettings?
     /// `[[output.mqtt]]`: MQTT brokers the gateway publishes its rows to.
     public var mqtt: [MQTTSettings] = []
+    /// `[[output.webhook]]`: HTTP endpoints that take chosen events.
+    public var webhooks: [WebhookSettings] = []
     /// How audits run (`[audit]`).
     public var audit = AuditSettings()
 
@@ -325,6 +327,10 @@ public struct AgentConfig: Sendable {
         check("service.api-token-file", apiTokenFile, minLength: 16)
         check("sync.password-file", sync?.passwordFile)
         check("sync.ca-file", sync?.caFile, secret: false)
+        for w in webhooks {
+            check("output.webhook \(w.name) secret-file", w.secretFile, minLength: 16)
+            check("output.webhook \(w.name) ca-file", w.caFile, secret: false)
+        }
         for m in mqtt {
             check("output.mqtt \(m.name) password-file", m.passwordFile)
             check("output.mqtt \(m.name) key-file", m.keyFile)
@@ -512,7 +518,7 @@ public struct AgentConfig: Sendable {
         if let s = top.subsection("sync", keys: SyncSettings.keys) {
             c.sync = SyncSettings.read(s, r, resolve: c.resolve)
         }
-        if let o = top.subsection("output", keys: ["mqtt"]) {
+        if let o = top.subsection("output", keys: ["mqtt", "webhook"]) {
             for (i, m) in o.tables("mqtt", keys: MQTTSettings.keys).enumerated() {
                 guard let settings = MQTTSettings.read(m, index: i, r, resolve: c.resolve) else { continue }
                 if settings.name == "postgres" || c.mqtt.contains(where: { $0.name == settings.name }) {
@@ -520,6 +526,17 @@ public struct AgentConfig: Sendable {
                     continue
                 }
                 c.mqtt.append(settings)
+            }
+            for (i, w) in o.tables("webhook", keys: WebhookSettings.keys).enumerated() {
+                guard let settings = WebhookSettings.read(w, index: i, r, resolve: c.resolve) else { continue }
+                if settings.name == "postgres" || c.mqtt.contains(where: { $0.name == settings.name })
+                    || c.webhooks.contains(where: { $0.name == settings.name })
+                {
+                    r.issue(
+                        w.line, "output.webhook: the name '\(settings.name)' is taken; give each output its own name")
+                    continue
+                }
+                c.webhooks.append(settings)
             }
         }
         var names = Set<String>()

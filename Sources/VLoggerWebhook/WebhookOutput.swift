@@ -1,0 +1,161 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOSSL
+import VLoggerCore
+import VLoggerModel
+import VLoggerStore
+
+/// An HTTP endpoint as an output: each chosen row (an event of the kinds asked for, a finished audit, a write) is
+/// POSTed as the JSON object the MQTT output publishes (`OutboxJSON`), signed with HMAC-SHA256 over the body in
+/// `X-Vlogger-Signature: sha256=<hex>` when a secret is configured, with its row key in `X-Vlogger-Key`.
+///
+/// A 2xx answer acknowledges the row. A time-out, a refused connection, 408, 429 or a 5xx ends the batch: the rows
+/// from there on are sent again after the outputs' back-off (the cursor moved only over the acknowledged ones
+/// before, which are resent too; receivers de-duplicate on the key). Any other 4xx is final for that row: it is
+/// recorded as an event (`error`, `webhook-refused`), logged, and not sent again.
+public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
+    public let settings: WebhookSettings
+    public let gateway: String
+    let store: Store
+    let client: HTTPClient
+    let logger: Logger
+    let key: SymmetricKey?
+
+    public var name: String { settings.name }
+    public var title: String { "webhook to \(Self.redacted(settings.url))" }
+    public var tables: [SyncTable] { settings.tables }
+    public var batchSize: Int { settings.batchSize }
+
+    public init(
+        settings: WebhookSettings, gateway: String, store: Store, logger: Logger = Logger(label: "vlogger.webhook")
+    ) throws {
+        self.settings = settings
+        self.gateway = gateway
+        self.store = store
+        self.logger = logger
+        do { key = try settings.secret().map { SymmetricKey(data: Data($0.utf8)) } } catch {
+            throw OutboxFailure(kind: "config", message: "\(error)")
+        }
+        var config = HTTPClient.Configuration()
+        config.redirectConfiguration = .disallow
+        if let ca = settings.caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(ca)
+            config.tlsConfiguration = tls
+        }
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+    }
+
+    private let closed = NIOLockedValueBox(false)
+
+    deinit {
+        // An output made and never run (a configuration that failed later) still releases its client.
+        if !closed.withLockedValue({ $0 }) { try? client.syncShutdown() }
+    }
+
+    /// The URL without its query (which may hold a token), for messages.
+    static func redacted(_ url: String) -> String {
+        guard let q = url.firstIndex(of: "?") else { return url }
+        return String(url[..<q]) + "?…"
+    }
+
+    public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
+        try await body(Session(output: self))
+    }
+
+    public func describe(_ error: any Error) -> OutboxFailure {
+        if let e = error as? OutboxFailure { return e }
+        if error is HTTPClientError, "\(error)".contains("deadlineExceeded") || "\(error)".contains("readTimeout") {
+            return OutboxFailure(kind: "timeout", message: "\(title): no answer within \(settings.timeoutMs) ms")
+        }
+        return OutboxFailure(kind: "connect", message: "\(title): \(error)")
+    }
+
+    public func shutdown() async {
+        let first = closed.withLockedValue { done in
+            defer { done = true }
+            return !done
+        }
+        if first { try? await client.shutdown() }
+    }
+
+    /// The signature header's value: `sha256=` and the lower-case hex HMAC-SHA256 of the body.
+    public static func signature(_ body: [UInt8], key: SymmetricKey) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: body, using: key)
+        return "sha256=" + mac.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Whether the row is one of those asked for.
+    func wanted(_ table: SyncTable, _ row: OutboxRow) -> Bool {
+        guard table == .events else { return true }
+        // Its own refusals are never sent (an endpoint that refuses them would make one more each time).
+        if row.value("name", in: table).text == "webhook-refused" { return false }
+        return row.value("kind", in: table).text.map(settings.eventKinds.contains) ?? false
+    }
+
+    struct Session: OutboxSession {
+        let output: WebhookOutput
+
+        func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
+            let o = output
+            var delivered = 0
+            var refused: [Event] = []
+            for row in rows where o.wanted(table, row) {
+                var body: [UInt8] = []
+                OutboxJSON.append(table, row, gateway: o.gateway, to: &body)
+                let rowKey = "\(row.gateway.isEmpty ? o.gateway : row.gateway)/\(table.rawValue)/\(row.id)"
+                var request = HTTPClientRequest(url: o.settings.url)
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.headers.add(name: "User-Agent", value: "vlogger")
+                request.headers.add(name: "X-Vlogger-Key", value: rowKey)
+                if let key = o.key {
+                    request.headers.add(name: "X-Vlogger-Signature", value: WebhookOutput.signature(body, key: key))
+                }
+                request.body = .bytes(ByteBuffer(bytes: body))
+                let response = try await o.client.execute(request, timeout: .milliseconds(o.settings.timeoutMs))
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                let code = Int(response.status.code)
+                switch code {
+                case 200..<300:
+                    delivered += 1
+                case 408, 429, 500...:
+                    // Recorded refusals of this batch are kept even though the batch is sent again.
+                    try o.record(refused)
+                    throw OutboxFailure(
+                        kind: "http-\(code)",
+                        message:
+                            "\(o.title) answered \(code) \(response.status.reasonPhrase) to \(rowKey); retrying with back-off"
+                    )
+                default:
+                    o.logger.warning(
+                        "output \(o.name): \(o.title) answered \(code) \(response.status.reasonPhrase) to \(rowKey); not sent again"
+                    )
+                    refused.append(
+                        Event(
+                            time: Millis.now(), gateway: o.gateway, uid: nil, kind: .error, name: "webhook-refused",
+                            severity: .warning,
+                            detail:
+                                "output \(o.name): \(o.title) answered \(code) \(response.status.reasonPhrase) to \(rowKey); not sent again"
+                        ))
+                }
+            }
+            try o.record(refused)
+            return delivered
+        }
+    }
+
+    /// Stores the events of rows the endpoint refused for good.
+    func record(_ events: [Event]) throws {
+        guard !events.isEmpty else { return }
+        var b = Batch()
+        b.events = events
+        do { _ = try store.write(b) } catch {
+            throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+        }
+    }
+}
