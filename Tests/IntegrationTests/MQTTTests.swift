@@ -154,6 +154,30 @@ struct MQTTTests {
         #expect(status.first == "online" && status.last == "offline", "\(status)")
     }
 
+    /// MQTT 5 (`protocol = "5"`): the broker sees a version-5 client (its log says `p5`), and the rows arrive.
+    @Test func mqttFiveDelivers() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try Self.config(
+            s, "url = \"mqtt://127.0.0.1:\(broker.port)\"\nprotocol = \"5\"\npublish = [\"readings\", \"events\"]")
+        let sub = try Subscriber.start(broker, topic: "vlogger/#", dir: s.dir)
+        let run = try CLI.run(["run", "--config", s.config, "--duration", "3s"])
+        #expect(run.code == 0, "\(run.err)")
+        let stored = try Self.storedKeys(s.store, gateway: "gw-demo-01")
+        var keys = Set<String>()
+        let end = Date().addingTimeInterval(10)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.2)
+            keys = Set(sub.messages().compactMap { Self.object($0.payload)?["key"] as? String })
+        } while !stored.isSubset(of: keys) && Date() < end
+        sub.stop()
+        #expect(stored.count > 5 && stored.isSubset(of: keys))
+        let log = (try? String(contentsOfFile: broker.dir + "/mosquitto.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("as vlogger-gw-demo-01-mqtt (p5"), "\(log.suffix(600))")
+    }
+
     /// The broker restarted 20 times (a clean stop, which keeps the subscriber's session and what is queued for
     /// it) and the gateway SIGKILLed 10 times while it runs: every stored row arrives at least once, and every
     /// duplicate is the same message under the same key.

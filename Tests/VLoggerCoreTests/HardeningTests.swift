@@ -426,6 +426,10 @@ import VLoggerModel
         field = "f"
         [sync]
         url = "postgresql://gw@db.plant.example:5433/fleet"
+        [[output.mqtt]]
+        url = "mqtts://10.0.0.30"
+        [[output.webhook]]
+        url = "https://[2001:db8::40]/hooks?token=x"
         """
 
     @Test func theDropInAllowsEveryRemoteTheConfigurationNames() throws {
@@ -434,16 +438,21 @@ import VLoggerModel
             c.remotes == [
                 Remote(what: "reader dock-1 (FEIG)", host: "10.0.0.21", port: 10001),
                 Remote(what: "fleet sync", host: "db.plant.example", port: 5433),
+                Remote(what: "output mqtt (MQTT broker)", host: "10.0.0.30", port: 8883),
+                Remote(what: "output webhook (webhook)", host: "2001:db8::40", port: 443),
             ])
         let (dropIn, unresolved) = NetworkAllowance.dropIn(c.remotes, source: "t.toml") {
             $0 == "db.plant.example" ? ["192.0.2.7", "2001:db8::7"] : NetworkAllowance.addresses($0)
         }
         #expect(unresolved.isEmpty)
-        #expect(NetworkAllowance.allowed(inDropIn: dropIn) == ["10.0.0.21", "192.0.2.7", "2001:db8::7"])
+        #expect(
+            NetworkAllowance.allowed(inDropIn: dropIn) == [
+                "10.0.0.21", "192.0.2.7", "2001:db8::7", "10.0.0.30", "2001:db8::40",
+            ])
         #expect(dropIn.contains("[Service]\n# reader dock-1 (FEIG): 10.0.0.21:10001\nIPAddressAllow=10.0.0.21\n"))
         let none = NetworkAllowance.dropIn(c.remotes, source: "t.toml") { _ in [] }
         #expect(
-            none.unresolved == ["10.0.0.21", "db.plant.example"]
+            none.unresolved == ["10.0.0.21", "db.plant.example", "10.0.0.30", "2001:db8::40"]
                 && NetworkAllowance.allowed(inDropIn: none.text).isEmpty)
     }
 

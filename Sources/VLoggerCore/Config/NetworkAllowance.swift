@@ -6,7 +6,7 @@ import Readers
 #endif
 
 /// A host the gateway connects to, named by the configuration: the fleet-sync server, a FEIG reader on the
-/// LAN (`tcp://HOST:PORT`).
+/// LAN (`tcp://HOST:PORT`), an MQTT broker, a webhook's host.
 public struct Remote: Equatable, Sendable {
     public var what: String
     public var host: String
@@ -23,6 +23,16 @@ extension AgentConfig {
             }
         }
         if let s = sync { out.append(Remote(what: "fleet sync", host: s.host, port: s.port)) }
+        for m in mqtt { out.append(Remote(what: "output \(m.name) (MQTT broker)", host: m.host, port: m.port)) }
+        for w in webhooks {
+            if let u = URL(string: w.url), let host = u.host {
+                let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+                out.append(
+                    Remote(
+                        what: "output \(w.name) (webhook)", host: bare, port: u.port ?? (u.scheme == "https" ? 443 : 80)
+                    ))
+            }
+        }
         return out
     }
 }
