@@ -63,6 +63,8 @@ public final class Gateway: @unchecked Sendable {
     public let outputs: [Output]
     /// Signalled after each commit of the store writer: the outputs' jobs wait for it between rounds.
     let outputWakeup = Wakeup()
+    /// Runs the outputs' jobs; a reload swaps the outputs that changed.
+    let outputsJob: OutputsJob
     /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
     public let pendingWrites = PendingWrites()
     /// The run's time for the jobs that are not a reader's (the audit scheduler): the wall clock, or the
@@ -109,6 +111,8 @@ public final class Gateway: @unchecked Sendable {
             store: store, gateway: config.gatewayID, batchSize: config.batchSize,
             flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
         metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
+        outputsJob = OutputsJob(
+            outputs: outputs, store: store, metrics: metrics, logger: logger, wakeup: outputWakeup)
         var jobs: [PollingJob] = []
         var shared: ScaledClock?
         if let rate = options.clockRate {
@@ -178,14 +182,7 @@ public final class Gateway: @unchecked Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // Shut down in reverse order: the writer after the polling jobs, so it commits what they made; the outputs
         // after the writer, so their last round sends what it committed last.
-        for output in outputs {
-            services.append(
-                .init(
-                    service: OutputJob(
-                        pump: OutboxPump(store: store, consumer: output.consumer), metrics: metrics, logger: logger,
-                        intervalMs: output.intervalMs, wakeup: output.wakesOnCommit ? outputWakeup : nil),
-                    serviceName: "output \(output.consumer.name)"))
-        }
+        services.append(.init(service: outputsJob, serviceName: "outputs"))
         services.append(.init(service: WriterJob(gateway: self), serviceName: "store writer"))
         if let listen = config.listen {
             services.append(
@@ -201,7 +198,7 @@ public final class Gateway: @unchecked Sendable {
             services.append(
                 .init(
                     service: RetentionJob(
-                        store: store, logger: logger, keepMs: keep, keepFor: outputs.map(\.consumer.name)),
+                        store: store, logger: logger, keepMs: keep, keepFor: { [outputsJob] in outputsJob.names }),
                     serviceName: "retention"))
         }
         // Always there: a SIGHUP may bring schedules to a configuration that had none.
@@ -262,8 +259,10 @@ public final class Gateway: @unchecked Sendable {
         logger.notice("signal SIGHUP: reloading the configuration before the next cycle")
         do {
             let (fresh, rules, register) = try options.overrides.load(path)
-            // A token file that cannot be read fails the whole reload, before anything is swapped in.
+            // A token file that cannot be read fails the whole reload, before anything is swapped in; so do outputs
+            // that cannot be made (a password file gone).
             let newToken = config.listen != nil && apiTokenAllowed ? try Self.apiToken(fresh.apiTokenFile) : nil
+            let freshOutputs = try Self.outputs(fresh, store: store, logger: logger)
             writer.register(fields: fresh.fieldInfos)
             Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
@@ -280,6 +279,7 @@ public final class Gateway: @unchecked Sendable {
                     fresh.apiTokenFile.map { "; write API token read again from \($0)" }
                     ?? (was ? "; write API off (no api-token-file)" : "")
             }
+            let outputsNote = outputsJob.apply(freshOutputs)
             metrics.reloaded(ok: true)
             let known = Set(config.readers.map(\.id)), now = Set(fresh.readers.map(\.id))
             var later = "reader drivers and devices, the store and the listener apply at the next start"
@@ -290,7 +290,7 @@ public final class Gateway: @unchecked Sendable {
             let schedules =
                 "\(fresh.audit.schedules.count) audit schedule\(fresh.audit.schedules.count == 1 ? "" : "s")\(schedulesChanged ? " (changed: planned again)" : "")"
             logger.notice(
-                "SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.count) register entries" } ?? ""), \(schedules)\(tokenNote) (\(later))"
+                "SIGHUP: reloaded \(path): \(fresh.plans.count) plans, \(rules.rules.count) rules\(register.map { ", \($0.count) register entries" } ?? ""), \(schedules)\(tokenNote); \(outputsNote) (\(later))"
             )
         } catch {
             metrics.reloaded(ok: false)
@@ -907,8 +907,8 @@ struct RetentionJob: Service {
     let store: Store
     let logger: Logger
     let keepMs: Millis
-    /// The names of the enabled outputs.
-    let keepFor: [String]
+    /// The names of the enabled outputs (asked at each pass: a reload may change them).
+    let keepFor: @Sendable () -> [String]
 
     func run() async {
         var first = true
@@ -917,7 +917,7 @@ struct RetentionJob: Service {
             first = false
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) } } catch { return }
             let cutoff = Millis.now() - keepMs
-            let (store, keepFor) = (self.store, self.keepFor)
+            let (store, keepFor) = (self.store, self.keepFor())
             let result: Result<PruneReport, StoreError> = await Blocking.run {
                 do throws(StoreError) {
                     return .success(try store.prune(before: cutoff, keepFor: keepFor))
@@ -952,6 +952,9 @@ public struct Output: Sendable {
     /// Whether a round starts as soon as the store writer committed (a connection kept open: MQTT), rather than
     /// every `intervalMs` (a connection per round: the fleet sync).
     public var wakesOnCommit = false
+    /// What it was made from (its settings as text, secrets not read): a reload restarts an output whose
+    /// signature changed.
+    public var signature = ""
 }
 
 extension Gateway {
@@ -964,7 +967,7 @@ extension Gateway {
                 Output(
                     consumer: try Syncer(
                         settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger),
-                    intervalMs: settings.intervalMs))
+                    intervalMs: settings.intervalMs, signature: "\(settings) \(config.gatewayID) \(config.site ?? "")"))
         }
         for m in config.mqtt {
             out.append(
@@ -972,13 +975,14 @@ extension Gateway {
                     consumer: try MQTTOutput(
                         settings: m, gateway: config.gatewayID, readers: config.readers.map { ($0.id, $0.location) },
                         logger: logger),
-                    intervalMs: m.intervalMs, wakesOnCommit: true))
+                    intervalMs: m.intervalMs, wakesOnCommit: true,
+                    signature: "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" })"))
         }
         for w in config.webhooks {
             out.append(
                 Output(
                     consumer: try WebhookOutput(settings: w, gateway: config.gatewayID, store: store, logger: logger),
-                    intervalMs: w.intervalMs, wakesOnCommit: true))
+                    intervalMs: w.intervalMs, wakesOnCommit: true, signature: "\(w) \(config.gatewayID)"))
         }
         return out
     }

@@ -178,6 +178,55 @@ struct MQTTTests {
         #expect(log.contains("as vlogger-gw-demo-01-mqtt (p5"), "\(log.suffix(600))")
     }
 
+    /// SIGHUP with the output moved to another broker: the output stops (its status `offline` on the first
+    /// broker), starts again from its cursor on the second, and every row stored arrives at one or the other.
+    @Test func aReloadMovesTheOutputWithoutLosingARow() throws {
+        let first = try Broker.start(), second = try Broker.start()
+        defer {
+            first.stop()
+            second.stop()
+        }
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let base = try String(contentsOfFile: s.config, encoding: .utf8)
+        func point(to b: Broker) throws {
+            try
+                (base
+                + "\n[[output.mqtt]]\nurl = \"mqtt://127.0.0.1:\(b.port)\"\npublish = [\"readings\", \"events\"]\n")
+                .write(toFile: s.config, atomically: true, encoding: .utf8)
+        }
+        try point(to: first)
+        let dirA = s.dir.appendingPathComponent("a"), dirB = s.dir.appendingPathComponent("b")
+        for d in [dirA, dirB] { try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true) }
+        let subA = try Subscriber.start(first, topic: "vlogger/#", dir: dirA)
+        let subB = try Subscriber.start(second, topic: "vlogger/#", dir: dirB)
+        let log = s.dir.appendingPathComponent("gateway.log").path
+        let gateway = try Fault.spawn(
+            #"cd "$1" && exec "$2" run --config "$3""#, [s.dir.path, try CLI.binary().path, s.config],
+            stdout: "/dev/null", stderr: log)
+        Thread.sleep(forTimeInterval: 3)
+        try point(to: second)
+        kill(gateway, SIGHUP)
+        Thread.sleep(forTimeInterval: 3)
+        kill(gateway, SIGTERM)
+        #expect(Fault.wait(gateway) == 0)
+        let stored = try Self.storedKeys(s.store, gateway: "gw-demo-01")
+        func keys(_ sub: Subscriber) -> Set<String> {
+            Set(sub.messages().compactMap { Self.object($0.payload)?["key"] as? String })
+        }
+        let end = Date().addingTimeInterval(10)
+        while !stored.isSubset(of: keys(subA).union(keys(subB))) && Date() < end { Thread.sleep(forTimeInterval: 0.2) }
+        subA.stop()
+        subB.stop()
+        let a = keys(subA), b = keys(subB)
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(text.contains("outputs: mqtt restarted with new settings"), "\(text.suffix(2000))")
+        #expect(!a.isEmpty && !b.isEmpty, "first \(a.count), second \(b.count)")
+        #expect(stored.isSubset(of: a.union(b)), "missing: \(stored.subtracting(a.union(b)).sorted().prefix(5))")
+        let statusA = subA.messages().filter { $0.topic == "vlogger/gw-demo-01/status" }.map(\.payload)
+        #expect(statusA.last == "offline", "\(statusA)")
+    }
+
     /// The broker restarted 20 times (a clean stop, which keeps the subscriber's session and what is queued for
     /// it) and the gateway SIGKILLed 10 times while it runs: every stored row arrives at least once, and every
     /// duplicate is the same message under the same key.
