@@ -16,6 +16,9 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable {
         case lost
         /// The client refused a publish (payload too large, …) or could not be set up.
         case client
+        /// The broker refused a message (MQTT 5 PUBACK reason code 0x80 or above: not authorised, quota
+        /// exceeded, payload format invalid, …).
+        case refused
     }
     public var kind: Kind
     public var message: String
@@ -60,6 +63,8 @@ final class MQTTClient: @unchecked Sendable {
     private var pending = Set<Int32>()
     private var early = Set<Int32>()
     private var ackWaiter: (id: UUID, continuation: CheckedContinuation<Void, any Error>)?
+    /// A message of this batch the broker refused (MQTT 5 reason code ≥ 0x80).
+    private var rejected: MQTTError?
     /// Called on the network thread after each successful connect (the status topic, discovery).
     var onConnect: (@Sendable (MQTTClient) -> Void)?
 
@@ -74,11 +79,18 @@ final class MQTTClient: @unchecked Sendable {
         guard let m = mosquitto_new(options.clientID, options.cleanSession, nil) else {
             throw MQTTError(kind: .client, message: "libmosquitto could not create a client (out of memory?)")
         }
+        // Every stored property is set from here on: a throw below runs deinit, which destroys `m` (so the paths
+        // below do not).
         mosq = m
+        try configure()
+    }
+
+    /// Sets the options, the Will and the callbacks (again after `reset`, which clears them all).
+    private func configure() throws(MQTTError) {
+        let m = mosq
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
         func check(_ rc: Int32, _ what: String) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                mosquitto_destroy(m)
                 throw MQTTError(kind: .client, message: "\(what): \(String(cString: mosquitto_strerror(rc)))")
             }
         }
@@ -96,7 +108,6 @@ final class MQTTClient: @unchecked Sendable {
                 m, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, options.certFile, options.keyFile,
                 nil)
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                mosquitto_destroy(m)
                 throw MQTTError(
                     kind: .tls,
                     message:
@@ -118,13 +129,51 @@ final class MQTTClient: @unchecked Sendable {
             guard let obj else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().disconnected(rc)
         }
-        mosquitto_publish_callback_set(m) { _, obj, mid in
+        // The MQTT 5 form: it has the PUBACK's reason code (the plain one is called whatever the code).
+        mosquitto_publish_v5_callback_set(m) { _, obj, mid, reason, _ in
             guard let obj else { return }
-            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().acknowledged(mid)
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().acknowledged(mid, reason: reason)
         }
         mosquitto_log_callback_set(m) { _, obj, level, text in
             guard let obj, let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().logged(String(cString: text))
+        }
+    }
+
+    /// Back to a client that never connected: the network thread stopped (forced: a thread inside a reconnect
+    /// would not stop by itself), every queued and unacknowledged message dropped (the next round sends them
+    /// again from the cursor; left queued, each failed round would add one more copy), the options and callbacks
+    /// set again. After a failed connect or batch, the next round starts from here.
+    func reset() async {
+        await Self.offPool { [self] in _ = mosquitto_loop_stop(self.mosq, true) }
+        let obj = Unmanaged.passUnretained(self).toOpaque()
+        _ = mosquitto_reinitialise(mosq, options.clientID, options.cleanSession, obj)
+        let failure: MQTTError?
+        do {
+            try configure()
+            failure = nil
+        } catch {
+            failure = error
+        }
+        lock.withLock {
+            started = false
+            connected = false
+            refusal = failure
+            lastLog = nil
+            pending.removeAll()
+            early.removeAll()
+            rejected = nil
+        }
+    }
+
+    /// Runs a blocking libmosquitto call (a thread join) on a thread of its own, not the cooperative pool's.
+    static func offPool(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let t = Thread {
+                body()
+                c.resume()
+            }
+            t.start()
         }
     }
 
@@ -149,12 +198,29 @@ final class MQTTClient: @unchecked Sendable {
                 rc = mosquitto_loop_start(mosq)
             }
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                lock.withLock { started = false }
+                let why = lock.withLock { lastLog }
+                await reset()
+                if rc == MOSQ_ERR_TLS.rawValue {
+                    throw MQTTError(
+                        kind: .tls,
+                        message: "TLS with \(where_) failed: \(why ?? String(cString: mosquitto_strerror(rc)))")
+                }
                 throw MQTTError(
                     kind: .connect,
                     message: "cannot connect to \(where_): \(String(cString: mosquitto_strerror(rc)))")
             }
         }
+        do {
+            try await waitForConnection(timeout)
+        } catch {
+            // A refusal, a failed TLS handshake or no answer: start the next attempt from a fresh client (the
+            // network thread may have ended for good: libmosquitto's loop returns on some errors).
+            await reset()
+            throw error
+        }
+    }
+
+    private func waitForConnection(_ timeout: Duration) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.connection() }
             group.addTask {
@@ -198,6 +264,7 @@ final class MQTTClient: @unchecked Sendable {
         lock.withLock {
             pending.removeAll()
             early.removeAll()
+            rejected = nil
         }
     }
 
@@ -220,22 +287,33 @@ final class MQTTClient: @unchecked Sendable {
     }
 
     /// Returns when the broker has acknowledged every message published since `beginBatch`; throws when the
-    /// connection drops first, or after `timeout`.
+    /// connection drops first, the broker refuses one (MQTT 5), the task is cancelled, or after `timeout`.
     func awaitAcks(timeout: Duration) async throws {
         let id = UUID()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                    let done: Result<Void, MQTTError>? = self.lock.withLock {
-                        if self.pending.isEmpty { return .success(()) }
-                        if !self.connected {
-                            return .failure(
-                                MQTTError(kind: .lost, message: "the connection to \(self.where_) is down"))
+                try await withTaskCancellationHandler {
+                    try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                        let done: Result<Void, any Error>? = self.lock.withLock {
+                            if let r = self.rejected { return .failure(r) }
+                            if self.pending.isEmpty { return .success(()) }
+                            if !self.connected {
+                                return .failure(
+                                    MQTTError(kind: .lost, message: "the connection to \(self.where_) is down"))
+                            }
+                            if Task.isCancelled { return .failure(CancellationError()) }
+                            self.ackWaiter = (id, c)
+                            return nil
                         }
-                        self.ackWaiter = (id, c)
-                        return nil
+                        if let done { c.resume(with: done) }
                     }
-                    if let done { c.resume(with: done) }
+                } onCancel: {
+                    let c: CheckedContinuation<Void, any Error>? = self.lock.withLock {
+                        guard let w = self.ackWaiter, w.id == id else { return nil }
+                        self.ackWaiter = nil
+                        return w.continuation
+                    }
+                    c?.resume(throwing: CancellationError())
                 }
             }
             group.addTask {
@@ -265,8 +343,12 @@ final class MQTTClient: @unchecked Sendable {
             try? await awaitAcks(timeout: timeout)
         }
         mosquitto_disconnect(mosq)
-        mosquitto_loop_stop(mosq, false)
-        lock.withLock { started = false }
+        // Forced: a network thread inside a reconnect would not see the disconnect and never stop.
+        await Self.offPool { [self] in _ = mosquitto_loop_stop(self.mosq, true) }
+        lock.withLock {
+            started = false
+            connected = false
+        }
     }
 
     var where_: String { "\(options.tls ? "mqtts" : "mqtt")://\(options.host):\(options.port)" }
@@ -318,7 +400,22 @@ final class MQTTClient: @unchecked Sendable {
             ))
     }
 
-    private func acknowledged(_ mid: Int32) {
+    private func acknowledged(_ mid: Int32, reason: Int32) {
+        if reason >= 0x80 {
+            // Refused: the batch fails (and is sent again); the cursor must not move over this message.
+            let e = MQTTError(
+                kind: .refused,
+                message:
+                    "\(where_) refused a message (MQTT 5 reason code 0x\(String(reason, radix: 16, uppercase: true)): \(String(cString: mosquitto_reason_string(reason))))"
+            )
+            let waiter: CheckedContinuation<Void, any Error>? = lock.withLock {
+                rejected = rejected ?? e
+                defer { ackWaiter = nil }
+                return ackWaiter?.continuation
+            }
+            waiter?.resume(throwing: e)
+            return
+        }
         let waiter: CheckedContinuation<Void, any Error>? = lock.withLock {
             if pending.remove(mid) == nil { early.insert(mid) }
             guard pending.isEmpty, let w = ackWaiter else { return nil }

@@ -80,6 +80,17 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         let output: MQTTOutput
 
         func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
+            do {
+                return try await publish(table, rows)
+            } catch {
+                // Not all acknowledged: drop what is queued (the next round sends it again from the cursor) and
+                // connect afresh.
+                await output.client.reset()
+                throw error
+            }
+        }
+
+        func publish(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
             let o = output
             o.client.beginBatch()
             var published = 0

@@ -13,7 +13,8 @@ import VLoggerStore
 /// POSTed as the JSON object the MQTT output publishes (`OutboxJSON`), signed with HMAC-SHA256 over the body in
 /// `X-Vlogger-Signature: sha256=<hex>` when a secret is configured, with its row key in `X-Vlogger-Key`.
 ///
-/// A 2xx answer acknowledges the row. A time-out, a refused connection, 408, 429 or a 5xx ends the batch: the rows
+/// A 2xx answer acknowledges the row. A time-out, a refused connection, a 3xx (redirects are not followed), 408,
+/// 429 or a 5xx ends the batch: the rows
 /// from there on are sent again after the outputs' back-off (the cursor moved only over the acknowledged ones
 /// before, which are resent too; receivers de-duplicate on the key). Any other 4xx is final for that row: it is
 /// recorded as an event (`error`, `webhook-refused`), logged, and not sent again.
@@ -105,9 +106,11 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
             var delivered = 0
             var refused: [Event] = []
             for row in rows where o.wanted(table, row) {
+                let rowKey = "\(row.gateway.isEmpty ? o.gateway : row.gateway)/\(table.rawValue)/\(row.id)"
+                // Refused for good in an earlier try of this batch (which then failed on a later row): not again.
+                if o.refusedBefore(rowKey) { continue }
                 var body: [UInt8] = []
                 OutboxJSON.append(table, row, gateway: o.gateway, to: &body)
-                let rowKey = "\(row.gateway.isEmpty ? o.gateway : row.gateway)/\(table.rawValue)/\(row.id)"
                 var request = HTTPClientRequest(url: o.settings.url)
                 request.method = .POST
                 request.headers.add(name: "Content-Type", value: "application/json")
@@ -123,7 +126,9 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
                 switch code {
                 case 200..<300:
                     delivered += 1
-                case 408, 429, 500...:
+                case 300..<400, 408, 429, 500...:
+                    // Redirects are not followed (a signed body goes where it was configured to): a moved
+                    // endpoint is retried, and said, until the URL is corrected — not dropped.
                     // Recorded refusals of this batch are kept even though the batch is sent again.
                     try o.record(refused)
                     throw OutboxFailure(
@@ -135,6 +140,7 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
                     o.logger.warning(
                         "output \(o.name): \(o.title) answered \(code) \(response.status.reasonPhrase) to \(rowKey); not sent again"
                     )
+                    o.rememberRefused(rowKey)
                     refused.append(
                         Event(
                             time: Millis.now(), gateway: o.gateway, uid: nil, kind: .error, name: "webhook-refused",
@@ -146,6 +152,19 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
             }
             try o.record(refused)
             return delivered
+        }
+    }
+
+    private let refusedKeys = NIOLockedValueBox(Set<String>())
+
+    /// Whether the endpoint refused this row for good already (this process's memory: a batch retried after a
+    /// later row's 5xx does not send it, nor record it, twice).
+    func refusedBefore(_ key: String) -> Bool { refusedKeys.withLockedValue { $0.contains(key) } }
+
+    func rememberRefused(_ key: String) {
+        refusedKeys.withLockedValue { keys in
+            if keys.count >= 10_000 { keys.removeAll() }
+            keys.insert(key)
         }
     }
 

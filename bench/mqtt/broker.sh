@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throw-away Mosquitto broker for the MQTT output's tests and benchmark: loopback only, a free port with
-# anonymous access, and a second free port with TLS (a throw-away CA signs the server's certificate for localhost
+# anonymous access, one with anonymous access under an ACL (vlogger/# only), and one with TLS (a throw-away CA signs the server's certificate for localhost
 # and 127.0.0.1) and password authentication (user "vlogger"). Needs Debian's mosquitto and openssl.
 #
 #   eval "$(bash bench/mqtt/broker.sh start)"   # prints the export lines the tests read (VLOGGER_TEST_MQTT_*)
@@ -52,7 +52,7 @@ start)
     [ -f "$DIR/mosquitto.pid" ] && bash "$0" stop >/dev/null 2>&1 || true
     rm -rf "$DIR" && mkdir -p "$DIR" && chmod 0755 "$DIR"
     free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-    port=$(free_port); tls_port=$(free_port)
+    port=$(free_port); tls_port=$(free_port); acl_port=$(free_port)
     echo "$port" > "$DIR/port"
     head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$DIR/password"
     chmod 0600 "$DIR/password"
@@ -66,6 +66,12 @@ start)
         openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3 -extfile server.ext -out server.crt
         chmod 0644 ca.crt other-ca.crt server.crt server.key passwd
     ) >"$DIR/tls.log" 2>&1 || { cat "$DIR/tls.log" >&2; exit 1; }
+    # A third listener where anonymous clients may publish and subscribe under vlogger/ only (and read \$SYS): a
+    # message to another topic is refused, which an MQTT 5 client hears as PUBACK reason code 0x87 (the refusal
+    # test). Not on the first listener: with an ACL there, messages queued for a persistent subscriber across
+    # restarts went missing in the fault test.
+    printf 'topic readwrite vlogger/#\ntopic read $SYS/#\n' > "$DIR/acl"
+    chmod 0644 "$DIR/acl"
     # `user root`: started as root, mosquitto would otherwise switch to the user "mosquitto" (no effect otherwise).
     cat > "$DIR/mosquitto.conf" <<CONF
 user root
@@ -79,6 +85,9 @@ max_inflight_messages 0
 max_queued_messages 0
 listener $port 127.0.0.1
 allow_anonymous true
+listener $acl_port 127.0.0.1
+allow_anonymous true
+acl_file $DIR/acl
 listener $tls_port 127.0.0.1
 allow_anonymous false
 password_file $DIR/passwd
@@ -87,7 +96,7 @@ certfile $DIR/server.crt
 keyfile $DIR/server.key
 CONF
     launch
-    echo "export VLOGGER_MQTT_DIR=$DIR VLOGGER_TEST_MQTT_PORT=$port VLOGGER_TEST_MQTT_TLS_PORT=$tls_port VLOGGER_TEST_MQTT_USER=vlogger VLOGGER_TEST_MQTT_PASSWORD_FILE=$DIR/password VLOGGER_TEST_MQTT_CA=$DIR/ca.crt VLOGGER_TEST_MQTT_OTHER_CA=$DIR/other-ca.crt VLOGGER_TEST_MQTT_CTL='$(realpath "$0")'"
+    echo "export VLOGGER_MQTT_DIR=$DIR VLOGGER_TEST_MQTT_PORT=$port VLOGGER_TEST_MQTT_TLS_PORT=$tls_port VLOGGER_TEST_MQTT_ACL_PORT=$acl_port VLOGGER_TEST_MQTT_USER=vlogger VLOGGER_TEST_MQTT_PASSWORD_FILE=$DIR/password VLOGGER_TEST_MQTT_CA=$DIR/ca.crt VLOGGER_TEST_MQTT_OTHER_CA=$DIR/other-ca.crt VLOGGER_TEST_MQTT_CTL='$(realpath "$0")'"
     ;;
 restart)
     kill_broker "${2:-KILL}"
