@@ -74,14 +74,10 @@ public enum ValueText {
         if n < 0 { out.append(0x2D) }
         out.append(0x30)
         out.append(0x78)
-        var v = n.magnitude
-        var tmp: [UInt8] = []
-        repeat {
-            tmp.append(digits[Int(v & 0x0F)])
-            v >>= 4
-        } while v > 0
-        for _ in tmp.count..<max(width, tmp.count) { out.append(0x30) }
-        out.append(contentsOf: tmp.reversed())
+        let v = n.magnitude
+        // As many digits as the value needs, at least `width` (at most 16): no buffer, it runs once per row.
+        let count = min(16, max(width, (64 - v.leadingZeroBitCount + 3) / 4, 1))
+        for k in stride(from: count - 1, through: 0, by: -1) { out.append(digits[Int((v >> (4 * k)) & 0x0F)]) }
     }
 
     static func appendPadded(_ n: Int, _ width: Int, _ out: inout [UInt8]) {
@@ -102,7 +98,7 @@ public enum ValueText {
             return
         }
         var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, enough for 20 digits
-        let count = withUnsafeMutableBytes(of: &buffer) { p -> Int in
+        withUnsafeMutableBytes(of: &buffer) { p in
             var v = n
             var i = p.count
             while v > 0 {
@@ -111,9 +107,7 @@ public enum ValueText {
                 v /= 10
             }
             out.append(contentsOf: p[i...])
-            return p.count - i
         }
-        _ = count
     }
 }
 

@@ -24,7 +24,11 @@ public enum SyncTable: String, CaseIterable, Sendable {
     }
 
     /// The central columns after (gateway, local_id, time), in order, as the local store has them.
-    public var columns: [OutboxColumn] { tableDescription.outboxColumns }
+    public var columns: [OutboxColumn] { Self.outboxColumns[self] ?? [] }
+
+    /// Each table's outbox columns, worked out once (every row's `value(_:in:)` asks).
+    private static let outboxColumns = Dictionary(
+        uniqueKeysWithValues: allCases.map { ($0, $0.tableDescription.outboxColumns) })
 
     /// Tags are upserted by (gateway, uid) (a tag seen again changes its row); the others are inserted once
     /// by (gateway, local id).

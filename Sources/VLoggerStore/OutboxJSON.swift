@@ -32,46 +32,75 @@ extension SyncTable {
 /// decoded fields at the top level, `field_<name>` where a fixed column has the name), and the gateway for the
 /// tables that have no gateway column.
 public enum OutboxJSON {
+    /// What every row of a table needs, worked out once per table: the member names, where each exported
+    /// column's value is in an outbox row, the names a decoded field may not take.
+    struct Layout: Sendable {
+        enum Source: Sendable { case time, gateway, value(Int), none }
+        let hasGateway: Bool
+        let exportsID: Bool
+        let writer: RowWriter
+        let columns: [(format: ExportFormat, source: Source)]
+        let taken: Set<String>
+
+        init(_ table: SyncTable) {
+            let d = table.tableDescription
+            let exported = d.exported
+            hasGateway = exported.contains { $0.name == "gateway" }
+            exportsID = d.shape.exportsID
+            var names = ["key", "table"]
+            if !hasGateway { names.append("gateway") }
+            if exportsID { names.append("id") }
+            names += exported.map(\.name)
+            writer = RowWriter(format: .jsonl, names: names)
+            let outbox = table.columns
+            columns = exported.map { c in
+                let source: Source
+                if c.name == table.timeColumn {
+                    source = .time
+                } else if c.name == "gateway" {
+                    source = .gateway
+                } else if let i = outbox.firstIndex(where: { $0.name == c.name }) {
+                    source = .value(i)
+                } else {
+                    source = .none
+                }
+                return (c.export ?? .text, source)
+            }
+            taken = Set(d.names + names)
+        }
+    }
+
+    static let layouts = Dictionary(uniqueKeysWithValues: SyncTable.allCases.map { ($0, Layout($0)) })
+
     /// Appends the object for `row` of `table`; `gateway` fills in where the row has none.
     public static func append(
         _ table: SyncTable, _ row: OutboxRow, gateway: String, jsonFields: Set<String> = [], to out: inout [UInt8]
     ) {
-        let d = table.tableDescription
-        let exported = d.exported
-        let hasGateway = exported.contains { $0.name == "gateway" }
-        var names = ["key", "table"]
-        if !hasGateway { names.append("gateway") }
-        if d.shape.exportsID { names.append("id") }
-        names += exported.map(\.name)
-        var w = RowWriter(format: .jsonl, names: names)
+        guard let layout = layouts[table] else { return }
+        var w = layout.writer
         let rowGateway = row.gateway.isEmpty ? gateway : row.gateway
         w.beginRow(&out)
         w.text(Array("\(rowGateway)/\(table.rawValue)/\(row.id)".utf8), &out)
         w.text(Array(table.rawValue.utf8), &out)
-        if !hasGateway { w.text(Array(rowGateway.utf8), &out) }
-        if d.shape.exportsID { w.integer(row.id, &out) }
-        let columns = table.columns
-        for c in exported {
+        if !layout.hasGateway { w.text(Array(rowGateway.utf8), &out) }
+        if layout.exportsID { w.integer(row.id, &out) }
+        for (format, source) in layout.columns {
             let value: OutboxValue
-            if c.name == table.timeColumn {
-                value = .integer(row.time)
-            } else if c.name == "gateway" {
-                value = .text(rowGateway)
-            } else if let i = columns.firstIndex(where: { $0.name == c.name }), i < row.values.count {
-                value = row.values[i]
-            } else {
-                value = .null
+            switch source {
+            case .time: value = .integer(row.time)
+            case .gateway: value = .text(rowGateway)
+            case .value(let i) where i < row.values.count: value = row.values[i]
+            default: value = .null
             }
-            cell(value, c.export ?? .text, &w, &out)
+            cell(value, format, &w, &out)
         }
         if table == .readings, let decoded = row.value("decoded", in: table).text {
-            let reserved = Set(d.names)
             _ = Array(decoded.utf8).withUnsafeBufferPointer { p in
                 JSONMembers.scan(p) { key, value in
                     guard let name = JSONMembers.unescape(p, key).map({ String(decoding: $0, as: UTF8.self) }) else {
                         return
                     }
-                    w.key(reserved.contains(name) || names.contains(name) ? "field_\(name)" : name)
+                    w.key(layout.taken.contains(name) ? "field_\(name)" : name)
                     w.decoded(p, value, nested: jsonFields.contains(name), &out)
                 }
             }

@@ -519,9 +519,11 @@ public struct AgentConfig: Sendable {
             c.sync = SyncSettings.read(s, r, resolve: c.resolve)
         }
         if let o = top.subsection("output", keys: ["mqtt", "webhook"]) {
+            // One name per output; the fleet sync's is "postgres".
+            var taken: Set<String> = ["postgres"]
             for (i, m) in o.tables("mqtt", keys: MQTTSettings.keys).enumerated() {
                 guard let settings = MQTTSettings.read(m, index: i, r, resolve: c.resolve) else { continue }
-                if settings.name == "postgres" || c.mqtt.contains(where: { $0.name == settings.name }) {
+                guard taken.insert(settings.name).inserted else {
                     r.issue(m.line, "output.mqtt: the name '\(settings.name)' is taken; give each output its own name")
                     continue
                 }
@@ -529,9 +531,7 @@ public struct AgentConfig: Sendable {
             }
             for (i, w) in o.tables("webhook", keys: WebhookSettings.keys).enumerated() {
                 guard let settings = WebhookSettings.read(w, index: i, r, resolve: c.resolve) else { continue }
-                if settings.name == "postgres" || c.mqtt.contains(where: { $0.name == settings.name })
-                    || c.webhooks.contains(where: { $0.name == settings.name })
-                {
+                guard taken.insert(settings.name).inserted else {
                     r.issue(
                         w.line, "output.webhook: the name '\(settings.name)' is taken; give each output its own name")
                     continue

@@ -133,10 +133,7 @@ public struct MQTTSettings: Equatable, Sendable {
         }
         out.name = index == 0 ? "mqtt" : "mqtt-\(index + 1)"
         if let n = s.string("name") {
-            if n.isEmpty || n.count > 40
-                || !n.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" })
-                || !n.allSatisfy(\.isASCII)
-            {
+            if !OutputName.isValid(n) {
                 r.issue(s.node("name")?.line ?? s.line, "output.mqtt.name: 1 to 40 letters, digits, '-' or '_'")
             } else {
                 out.name = n

@@ -67,9 +67,7 @@ public struct WebhookSettings: Equatable, Sendable {
         var out = WebhookSettings(url: url)
         out.name = index == 0 ? "webhook" : "webhook-\(index + 1)"
         if let n = s.string("name") {
-            if n.isEmpty || n.count > 40
-                || !n.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
-            {
+            if !OutputName.isValid(n) {
                 r.issue(s.node("name")?.line ?? s.line, "output.webhook.name: 1 to 40 letters, digits, '-' or '_'")
             } else {
                 out.name = n
