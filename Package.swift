@@ -42,6 +42,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-numerics", exact: "1.1.1"),
         .package(url: "https://github.com/apple/swift-service-context", exact: "1.5.1"),
         .package(url: "https://github.com/apple/swift-system", exact: "1.8.1"),
+        // Sparkplug B payloads (the generated code is committed: the protoc plugin is not built in CI).
+        .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
     ],
     targets: [
         // Host facts Glibc's Swift module lacks (the kernel's clock sync state) and the commit a binary was built
@@ -102,13 +104,16 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // MQTT output (libmosquitto): rows of the store's outbox published as JSON, acknowledged by the broker.
+        // MQTT output (libmosquitto): rows of the store's outbox published as JSON, acknowledged by the broker, or
+        // as a Sparkplug B 3.0 edge node (protobuf payloads, Sparkplug/sparkplug_b.proto and its generated Swift).
         .target(
             name: "VLoggerMQTT",
             dependencies: [
                 "VLoggerModel", "VLoggerStore", "VLoggerCore", "CMosquitto",
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            exclude: ["Sparkplug/sparkplug_b.proto"]),
         // Webhook output: chosen events POSTed as signed JSON (async-http-client, swift-crypto's HMAC).
         .target(
             name: "VLoggerWebhook",
@@ -172,7 +177,7 @@ let package = Package(
                 "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
                 "VLoggerStore",
-                "VLoggerCore",
+                "VLoggerCore", "VLoggerMQTT",
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693Fuzzing"], path: "bench/Fuzz"),
@@ -216,6 +221,12 @@ let package = Package(
                 "VLoggerModel",
                 "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "TagSimulator", "TagImages",
                 "ParserFuzzing", .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "VLoggerMQTTTests",
+            dependencies: [
+                "VLoggerMQTT", "VLoggerCore", "VLoggerStore", "VLoggerModel",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
         .testTarget(
             name: "VLoggerServiceTests",

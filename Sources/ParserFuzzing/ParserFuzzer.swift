@@ -8,6 +8,7 @@ import Type5NDEF
 import ISO15693Fuzzing
 import VLoggerCore
 import VLoggerModel
+import VLoggerMQTT
 
 /// Feeds mutated files and values to every parser of outside input above the air protocol (whose decoders
 /// `DecoderFuzzer` covers): TOML, the configuration, rules, the register CSV, scenarios, the three tag-image
@@ -265,6 +266,23 @@ public struct ParserFuzzer {
                     return ok
                 }
             },
+            // What a Sparkplug host sends the edge node: an NCMD payload (protobuf) and a STATE (JSON).
+            Target(
+                name: "sparkplug-ncmd",
+                seeds: [
+                    SparkplugPayloads.death(bdSeq: 7, at: 1_763_800_000_000),
+                    // Tahu's rebirth request: metric "Node Control/Rebirth", Boolean (11), true.
+                    [0x08, 0x01, 0x12, 0x1A, 0x0A, 0x14] + Array("Node Control/Rebirth".utf8) + [
+                        0x20, 0x0B, 0x70, 0x01,
+                    ],
+                ]
+            ) { b in SparkplugPayloads.isRebirthRequest(b) },
+            Target(
+                name: "sparkplug-state",
+                seeds: [#"{"online":true,"timestamp":1763800000000}"#, #"{"online":false,"timestamp":0}"#].map {
+                    Array($0.utf8)
+                }
+            ) { b in SparkplugPayloads.hostState(b) != nil },
             Target(name: "values", seeds: values) { b in
                 let t = text(b)
                 var ok = 0

@@ -33,6 +33,14 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable {
 /// when the broker has acknowledged every id given (PUBACK at QoS 1; sent at QoS 0), and throws when the
 /// connection drops first or the time runs out, so the caller knows whether the broker has the batch.
 final class MQTTClient: @unchecked Sendable {
+    /// A Last Will: what the broker publishes for the client when it loses the connection.
+    struct Will: Sendable {
+        var topic: String
+        var payload: [UInt8]
+        var qos: Int32 = 1
+        var retain = true
+    }
+
     struct Options: Sendable {
         var host: String
         var port: Int
@@ -46,8 +54,8 @@ final class MQTTClient: @unchecked Sendable {
         var caFile: String?
         var certFile: String?
         var keyFile: String?
-        /// The Will (topic, payload), retained at QoS 1: the broker publishes it when the connection is lost.
-        var will: (topic: String, payload: String)?
+        /// The Will: the broker publishes it when the connection is lost.
+        var will: Will?
         /// Messages in flight at once (QoS 1 awaiting PUBACK).
         var inflight: Int = 1000
     }
@@ -67,6 +75,12 @@ final class MQTTClient: @unchecked Sendable {
     private var rejected: MQTTError?
     /// Called on the network thread after each successful connect (the status topic, discovery).
     var onConnect: (@Sendable (MQTTClient) -> Void)?
+    /// Called on the network thread for each message of a subscription (topic, payload).
+    var onMessage: (@Sendable (MQTTClient, String, [UInt8]) -> Void)?
+    /// The Will of the next connection, asked before each CONNECT (the first, and after each drop, before the
+    /// network thread connects again): a Will that changes per connection (Sparkplug's NDEATH with its bdSeq).
+    /// Nil: `options.will`, the same every time.
+    var nextWill: (@Sendable () -> Will)?
 
     static let initialised: Bool = {
         mosquitto_lib_init()
@@ -115,10 +129,8 @@ final class MQTTClient: @unchecked Sendable {
                 )
             }
         }
-        if let will = options.will {
-            let payload = Array(will.payload.utf8)
-            try check(
-                mosquitto_will_set(m, will.topic, Int32(payload.count), payload, 1, true), "the Will (status topic)")
+        if nextWill == nil, let will = options.will {
+            try setWill(will)
         }
         mosquitto_reconnect_delay_set(m, UInt32.random(in: 1...5), 60, true)
         mosquitto_connect_callback_set(m) { _, obj, rc in
@@ -129,6 +141,16 @@ final class MQTTClient: @unchecked Sendable {
             guard let obj else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().disconnected(rc)
         }
+        mosquitto_message_callback_set(m) { _, obj, message in
+            guard let obj, let message, let topic = message.pointee.topic else { return }
+            let client = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
+            let count = Int(max(0, message.pointee.payloadlen))
+            var payload: [UInt8] = []
+            if count > 0, let p = message.pointee.payload {
+                payload = Array(UnsafeRawBufferPointer(start: p, count: count))
+            }
+            client.onMessage?(client, String(cString: topic), payload)
+        }
         // The MQTT 5 form: it has the PUBACK's reason code (the plain one is called whatever the code).
         mosquitto_publish_v5_callback_set(m) { _, obj, mid, reason, _ in
             guard let obj else { return }
@@ -138,6 +160,32 @@ final class MQTTClient: @unchecked Sendable {
             guard let obj, let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().logged(String(cString: text))
         }
+    }
+
+    private func setWill(_ will: Will) throws(MQTTError) {
+        let rc = will.payload.withUnsafeBytes { p in
+            mosquitto_will_set(mosq, will.topic, Int32(p.count), p.baseAddress, will.qos, will.retain)
+        }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError(
+                kind: .client, message: "the Will (\(will.topic)): \(String(cString: mosquitto_strerror(rc)))")
+        }
+    }
+
+    /// Subscribes (from `onConnect`: a clean session forgets subscriptions with the connection).
+    func subscribe(_ topic: String, qos: Int32) throws(MQTTError) {
+        let rc = mosquitto_subscribe(mosq, nil, topic, qos)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError(
+                kind: .client, message: "subscribe to \(topic) on \(where_): \(String(cString: mosquitto_strerror(rc)))"
+            )
+        }
+    }
+
+    /// Ends the connection (no Will: a clean leave). The network thread does not connect again; the next
+    /// `connect` after `reset` does.
+    func disconnect() {
+        mosquitto_disconnect(mosq)
     }
 
     /// Back to a client that never connected: the network thread stopped (forced: a thread inside a reconnect
@@ -192,6 +240,12 @@ final class MQTTClient: @unchecked Sendable {
             return !started
         }
         if start {
+            if let nextWill {
+                do { try setWill(nextWill()) } catch {
+                    lock.withLock { started = false }
+                    throw error
+                }
+            }
             var rc = mosquitto_connect_async(mosq, options.host, Int32(options.port), Int32(options.keepAliveSeconds))
             if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_ERRNO.rawValue {
                 // A refused or unreachable first try is retried by the loop, like a dropped connection.
@@ -334,15 +388,20 @@ final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// Publishes `payload` retained, waits up to `timeout` for it, and disconnects (the Will is not sent: this
-    /// is a clean leave).
-    func close(finalTopic: String?, payload: String, timeout: Duration) async {
-        if let finalTopic, isConnected {
+    /// Publishes `final` (the status topic's `offline`, Sparkplug's NDEATH), waits up to `timeout` for it, and
+    /// disconnects (the Will is not sent: this is a clean leave).
+    func close(final: Will?, timeout: Duration) async {
+        if let final, isConnected {
             beginBatch()
-            _ = try? publish(topic: finalTopic, payload: Array(payload.utf8), qos: 1, retain: true)
+            _ = try? publish(topic: final.topic, payload: final.payload, qos: Int(final.qos), retain: final.retain)
             try? await awaitAcks(timeout: timeout)
         }
         mosquitto_disconnect(mosq)
+        // DISCONNECT on the wire before the thread stops (else the broker sees a lost connection and publishes the
+        // Will after the clean goodbye): up to 1 s for the disconnect callback.
+        for _ in 0..<100 where isConnected {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         // Forced: a network thread inside a reconnect would not see the disconnect and never stop.
         await Self.offPool { [self] in _ = mosquitto_loop_stop(self.mosq, true) }
         lock.withLock {
@@ -387,6 +446,8 @@ final class MQTTClient: @unchecked Sendable {
     }
 
     private func disconnected(_ rc: Int32) {
+        // The network thread connects again by itself: with the next Will.
+        if let nextWill { try? setWill(nextWill()) }
         let waiter = lock.withLock {
             connected = false
             defer { ackWaiter = nil }

@@ -30,10 +30,15 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     /// The retained status topic.
     public var statusTopic: String { "vlogger/\(Self.level(gateway))/status" }
 
+    /// A probe (`vlogger outputs status`): a client id of its own (the service's connection is not taken over),
+    /// no Will, no status or discovery messages: it connects and says nothing.
+    let probe: Bool
+
     public init(
         settings: MQTTSettings, gateway: String, readers: [(id: String, location: String?)] = [],
-        logger: Logger = Logger(label: "vlogger.mqtt")
+        probe: Bool = false, logger: Logger = Logger(label: "vlogger.mqtt")
     ) throws {
+        self.probe = probe
         self.settings = settings
         self.gateway = gateway
         self.logger = logger
@@ -47,12 +52,15 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         client = try MQTTClient(
             .init(
                 host: settings.host, port: settings.port,
-                clientID: settings.clientID ?? "vlogger-\(gateway)-\(settings.name)",
+                clientID: (settings.clientID ?? "vlogger-\(gateway)-\(settings.name)")
+                    + (probe ? "-check-\(getpid())" : ""),
                 cleanSession: settings.cleanSession, keepAliveSeconds: settings.keepAliveSeconds,
                 protocolVersion: settings.protocolVersion == .v5 ? 5 : 4, username: settings.username,
                 password: password, tls: settings.tls, caFile: settings.caFile, certFile: settings.certFile,
-                keyFile: settings.keyFile, will: (status, "offline"), inflight: max(20, settings.batchSize)))
+                keyFile: settings.keyFile, will: probe ? nil : .init(topic: status, payload: Array("offline".utf8)),
+                inflight: max(20, settings.batchSize)))
         let discovery = settings.homeAssistant ? discoveryMessages() : []
+        if probe { return }
         client.onConnect = { c in
             _ = try? c.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
             for (topic, payload) in discovery {
@@ -73,7 +81,11 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     }
 
     public func shutdown() async {
-        await client.close(finalTopic: statusTopic, payload: "offline", timeout: .seconds(2))
+        if probe {
+            await client.close(final: nil, timeout: .seconds(2))
+            return
+        }
+        await client.close(final: .init(topic: statusTopic, payload: Array("offline".utf8)), timeout: .seconds(2))
     }
 
     struct Session: OutboxSession {

@@ -104,13 +104,18 @@ public final class Gateway: @unchecked Sendable {
             try store.registerFields(config.fieldInfos)
         } catch { throw VLoggerError("\(error)") }
         Self.importRegister(config, into: store, logger: logger)
-        do { outputs = try Self.outputs(config, store: store, logger: logger) } catch {
+        let serviceMetrics = ServiceMetrics(
+            readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
+        metrics = serviceMetrics
+        do {
+            outputs = try Self.outputs(
+                config, store: store, logger: logger, readerUp: { serviceMetrics.readersUp() })
+        } catch {
             throw VLoggerError("\(error)")
         }
         writer = StoreWriter(
             store: store, gateway: config.gatewayID, batchSize: config.batchSize,
             flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
-        metrics = ServiceMetrics(readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
         outputsJob = OutputsJob(
             outputs: outputs, store: store, metrics: metrics, logger: logger, wakeup: outputWakeup)
         var jobs: [PollingJob] = []
@@ -262,7 +267,9 @@ public final class Gateway: @unchecked Sendable {
             // A token file that cannot be read fails the whole reload, before anything is swapped in; so do outputs
             // that cannot be made (a password file gone).
             let newToken = config.listen != nil && apiTokenAllowed ? try Self.apiToken(fresh.apiTokenFile) : nil
-            let freshOutputs = try Self.outputs(fresh, store: store, logger: logger)
+            let metrics = self.metrics
+            let freshOutputs = try Self.outputs(
+                fresh, store: store, logger: logger, readerUp: { metrics.readersUp() })
             writer.register(fields: fresh.fieldInfos)
             Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
@@ -960,7 +967,11 @@ public struct Output: Sendable {
 extension Gateway {
     /// The registration list of outputs: every consumer of the outbox the configuration enables. The only place
     /// in the service that knows the kinds of output.
-    public static func outputs(_ config: AgentConfig, store: Store, logger: Logger) throws -> [Output] {
+    /// `readerUp` says which readers work (a Sparkplug device per reader is born and dies with it).
+    public static func outputs(
+        _ config: AgentConfig, store: Store, logger: Logger,
+        readerUp: @escaping @Sendable () -> [String: Bool] = { [:] }, probe: Bool = false
+    ) throws -> [Output] {
         var out: [Output] = []
         if let settings = config.sync {
             out.append(
@@ -969,12 +980,25 @@ extension Gateway {
                         settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger),
                     intervalMs: settings.intervalMs, signature: "\(settings) \(config.gatewayID) \(config.site ?? "")"))
         }
-        for m in config.mqtt {
+        for m in config.mqtt where m.sparkplug != nil {
+            let readers = config.readers.map { ($0.id, $0.location) }
+            // bdSeq outlives a restart (hosts pair a Will with its NBIRTH by it): a file beside the store.
+            let file = URL(fileURLWithPath: store.path).deletingLastPathComponent()
+                .appendingPathComponent("sparkplug-\(m.name).bdseq")
+            out.append(
+                Output(
+                    consumer: try SparkplugOutput(
+                        settings: m, gateway: config.gatewayID, readers: readers, readerUp: readerUp,
+                        bdSeqFile: store.path == ":memory:" ? nil : file, probe: probe, logger: logger),
+                    intervalMs: m.intervalMs, wakesOnCommit: true,
+                    signature: "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" })"))
+        }
+        for m in config.mqtt where m.sparkplug == nil {
             out.append(
                 Output(
                     consumer: try MQTTOutput(
                         settings: m, gateway: config.gatewayID, readers: config.readers.map { ($0.id, $0.location) },
-                        logger: logger),
+                        probe: probe, logger: logger),
                     intervalMs: m.intervalMs, wakesOnCommit: true,
                     signature: "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" })"))
         }

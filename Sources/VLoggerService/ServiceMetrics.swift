@@ -200,6 +200,11 @@ public final class ServiceMetrics: @unchecked Sendable {
         return body()
     }
 
+    /// Which readers work, by id, as their polling jobs last reported.
+    public func readersUp() -> [String: Bool] {
+        locked { Dictionary(readers.map { ($0.id, $0.up) }, uniquingKeysWith: { a, _ in a }) }
+    }
+
     /// After each cycle, from the reader's polling thread.
     public func cycleDone(_ agent: Agent, _ report: CycleReport) {
         var c = agent.counters

@@ -18,13 +18,15 @@ struct OutputsCommand: AsyncParsableCommand {
         subcommands: [Status.self, Send.self])
 
     /// The configured outputs, or only `name`.
-    static func outputs(_ options: ConfigOptions, name: String?) throws -> (Store, [Output]) {
+    /// `probe`: MQTT outputs that only connect, under a client id of their own, with no Will, status or births (a
+    /// check must not take over, or speak for, the service's connection).
+    static func outputs(_ options: ConfigOptions, name: String?, probe: Bool = false) throws -> (Store, [Output]) {
         let c = try options.load()
         let store = try options.openStore()
         var logger = Logger(label: "vlogger.outputs")
         logger.logLevel = .warning
         let all: [Output]
-        do { all = try Gateway.outputs(c, store: store, logger: logger) } catch {
+        do { all = try Gateway.outputs(c, store: store, logger: logger, probe: probe) } catch {
             store.close()
             throw VLoggerError("\(error)")
         }
@@ -48,7 +50,7 @@ struct OutputsCommand: AsyncParsableCommand {
         @Argument(help: "Only this output (its name: postgres, mqtt, …).") var name: String?
 
         func run() async throws {
-            let (store, outputs) = try OutputsCommand.outputs(options, name: name)
+            let (store, outputs) = try OutputsCommand.outputs(options, name: name, probe: true)
             defer { store.close() }
             var failed = 0
             for o in outputs {

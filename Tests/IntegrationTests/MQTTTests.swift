@@ -46,6 +46,17 @@ struct MQTTTests {
             if r.code != 0 { throw CLI.CLIFailure("broker.sh restart: \(r.err)") }
         }
 
+        /// Stopped (SIGTERM) with its folder kept, and started again on the same ports.
+        func down() throws {
+            let r = try Fault.shell(#"VLOGGER_MQTT_DIR="$1" bash "$2" down"#, [dir, Self.script])
+            if r.code != 0 { throw CLI.CLIFailure("broker.sh down: \(r.err)") }
+        }
+
+        func up() throws {
+            let r = try Fault.shell(#"VLOGGER_MQTT_DIR="$1" bash "$2" up"#, [dir, Self.script])
+            if r.code != 0 { throw CLI.CLIFailure("broker.sh up: \(r.err)") }
+        }
+
         func stop() { _ = try? Fault.shell(#"VLOGGER_MQTT_DIR="$1" bash "$2" stop"#, [dir, Self.script]) }
     }
 

@@ -15,7 +15,7 @@ import ParserFuzzing
             Set(targets.map(\.name)) == [
                 "toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
                 "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame",
-                "feig-reply", "feig-device", "decoded-json", "values",
+                "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "values",
             ])
         for target in targets {
             #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")

@@ -6,6 +6,7 @@
 #   eval "$(bash bench/mqtt/broker.sh start)"   # prints the export lines the tests read (VLOGGER_TEST_MQTT_*)
 #   bash bench/mqtt/broker.sh restart [TERM]    # SIGKILL (or SIGTERM: a clean stop that saves its sessions and queued
 #                                               # messages) and start again on the same ports (fault tests)
+#   bash bench/mqtt/broker.sh down [KILL] / up   # stops it (SIGTERM) and, later, starts it again on the same ports
 #   bash bench/mqtt/broker.sh stop              # stops the broker it started (by the PID in its pid file), removes the folder
 #
 # VLOGGER_MQTT_DIR picks the folder (default /tmp/vlogger-mqtt); restart and stop act on that folder's broker only.
@@ -102,11 +103,17 @@ restart)
     kill_broker "${2:-KILL}"
     launch
     ;;
+down)
+    kill_broker "${2:-TERM}"
+    ;;
+up)
+    launch
+    ;;
 stop)
     kill_broker TERM
     rm -rf "$DIR"
     ;;
 *)
-    echo "usage: $0 start|restart|stop" >&2; exit 2
+    echo "usage: $0 start|restart|down|up|stop" >&2; exit 2
     ;;
 esac

@@ -44,6 +44,20 @@ public struct MQTTSettings: Equatable, Sendable {
     public var intervalMs: Millis = 1000
     /// Home Assistant MQTT discovery of a tag scanner per reader.
     public var homeAssistant = false
+    /// Sparkplug B 3.0 instead of plain JSON: the gateway an edge node, each reader a device.
+    public var sparkplug: Sparkplug?
+
+    /// `sparkplug = true` and its keys (docs/integrating.md, "Sparkplug B").
+    public struct Sparkplug: Equatable, Sendable {
+        /// The group id (topic level 2).
+        public var group = "vlogger"
+        /// The edge node id (topic level 4); nil: the gateway's id.
+        public var edgeNode: String?
+        /// A primary host application's id: births wait for its `spBv1.0/STATE/<id>` to say online, and the
+        /// node dies and starts over when it says offline (rows stay in the store meanwhile).
+        public var primaryHost: String?
+        public init() {}
+    }
 
     public init(host: String, port: Int, tls: Bool) {
         self.host = host
@@ -113,7 +127,8 @@ public struct MQTTSettings: Equatable, Sendable {
     static let keys = [
         "name", "url", "qos", "topic", "publish", "readers", "event-kinds", "messages", "username", "password-file",
         "password-env", "ca-file", "cert-file", "key-file", "client-id", "keep-alive", "clean-session", "protocol",
-        "batch-size", "interval", "home-assistant",
+        "batch-size", "interval", "home-assistant", "sparkplug", "sparkplug-group", "sparkplug-edge-node",
+        "sparkplug-primary-host",
     ]
 
     /// The tables `publish` names: readings, events, writes, audits (with their results).
@@ -195,7 +210,57 @@ public struct MQTTSettings: Equatable, Sendable {
         if let b = s.integer("batch-size", in: 1...5000) { out.batchSize = Int(b) }
         out.intervalMs = s.duration("interval") ?? out.intervalMs
         if let h = s.bool("home-assistant") { out.homeAssistant = h }
+        readSparkplug(s, r, into: &out)
         return out
+    }
+
+    /// The Sparkplug keys: ids are checked as topic levels (Sparkplug 3.0: UTF-8, no `/`, `+` or `#`), and the
+    /// keys that shape plain JSON messages are refused with `sparkplug = true` (its topics, QoS and payloads are
+    /// the specification's).
+    static func readSparkplug(_ s: Section, _ r: ConfigReader, into out: inout MQTTSettings) {
+        let keys = ["sparkplug-group", "sparkplug-edge-node", "sparkplug-primary-host"]
+        guard s.bool("sparkplug") == true else {
+            for k in keys where s.node(k) != nil {
+                r.issue(s.node(k)?.line ?? s.line, "output.mqtt.\(k) needs sparkplug = true")
+            }
+            return
+        }
+        var sp = Sparkplug()
+        func id(_ key: String) -> String? {
+            guard let v = s.string(key) else { return nil }
+            if let problem = sparkplugIDProblem(v) {
+                r.issue(s.node(key)?.line ?? s.line, "output.mqtt.\(key): \(problem)")
+                return nil
+            }
+            return v
+        }
+        sp.group = id("sparkplug-group") ?? sp.group
+        sp.edgeNode = id("sparkplug-edge-node")
+        sp.primaryHost = id("sparkplug-primary-host")
+        for k in ["topic", "messages", "home-assistant", "qos"] where s.node(k) != nil {
+            r.issue(
+                s.node(k)?.line ?? s.line,
+                "output.mqtt.\(k) does not go with sparkplug = true (Sparkplug B sets the topics, the QoS and the payloads)"
+            )
+        }
+        for t in out.publish where t != .readings && t != .events {
+            r.issue(
+                s.node("publish")?.line ?? s.line,
+                "output.mqtt.publish: with sparkplug = true, readings and events only ('\(t.kind)' is not a metric)")
+        }
+        out.publish = out.publish.filter { $0 == .readings || $0 == .events }
+        out.qos = 0
+        out.sparkplug = sp
+    }
+
+    /// Why a Sparkplug group, edge node, device or host id cannot be one (Sparkplug 3.0, chapter Topics: a
+    /// valid UTF-8 string without the MQTT separators and wildcards `/`, `+`, `#`).
+    public static func sparkplugIDProblem(_ id: String) -> String? {
+        if id.isEmpty { return "empty" }
+        if id.contains("/") || id.contains("+") || id.contains("#") { return "'/', '+' and '#' are not allowed" }
+        if id.unicodeScalars.contains(where: { $0.value < 0x20 }) { return "holds a control character" }
+        if id.utf8.count > 256 { return "longer than 256 bytes" }
+        return nil
     }
 
     /// Why a topic template cannot be published to (MQTT 3.1.1 §4.7: no wildcards in a topic name; not empty).

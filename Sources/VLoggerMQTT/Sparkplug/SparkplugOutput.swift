@@ -1,0 +1,416 @@
+import Foundation
+import Logging
+import VLoggerCore
+import VLoggerModel
+import VLoggerStore
+
+/// A Sparkplug B 3.0 edge node as an output (`[[output.mqtt]]` with `sparkplug = true`; docs/integrating.md): the
+/// gateway is the edge node, each reader a device. The store's readings and events leave as DDATA of their reader
+/// (NDATA for events of no reader), several per message, each metric stamped with the row's own time; rows taken
+/// more than 10 s before this connection's NBIRTH (a backlog while the broker or the primary host was away) are
+/// marked `is_historical`.
+///
+/// The session, after docs/reference/sparkplug-b.md: every CONNECT carries the Will NDEATH with `bdSeq` (one more
+/// per connection, 255 then 0, kept in a file beside the store across restarts); on connect the node subscribes
+/// to its NCMD topic, then (with a primary host: once its STATE says online) publishes NBIRTH (`seq` 0, `bdSeq`
+/// as in the Will, `Node Control/Rebirth`) and a DBIRTH per reader that works; a reader that fails gets DDEATH,
+/// and DBIRTH when it works again. An NCMD `Node Control/Rebirth = true` republishes the births. A STATE of the
+/// primary host saying offline makes the node publish NDEATH, disconnect and start over; rows stay in the store
+/// meanwhile. Data messages go at QoS 0, as the specification has them: a batch counts as delivered when
+/// libmosquitto has written it to the connection.
+public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
+    public let settings: MQTTSettings
+    public let gateway: String
+    let sparkplug: MQTTSettings.Sparkplug
+    let topics: SparkplugTopics
+    let client: MQTTClient
+    let logger: Logger
+    let readers: [(id: String, location: String?)]
+    /// Which readers work now (by id); a reader it does not name counts as working.
+    let readerUp: @Sendable () -> [String: Bool]
+    let now: @Sendable () -> Millis
+    /// Where the last connection's `bdSeq` is kept (nil: not kept).
+    let bdSeqFile: URL?
+    let jsonFields: Set<String> = [NDEFFields.records]
+    /// A probe (`vlogger outputs status`): a client id of its own, no Will, no births: it connects and says
+    /// nothing (the edge node the service runs is not disturbed).
+    let probe: Bool
+
+    private let lock = NSLock()
+    /// The `bdSeq` of the last connection the broker accepted, and the one the Will of the next CONNECT carries.
+    private var bdSeq: SparkplugBirthDeathSequence
+    private var pendingBdSeq: UInt64 = 0
+    private var seq = SparkplugSequence()
+    /// NBIRTH is out on this connection.
+    private var born = false
+    /// When this connection's first NBIRTH went out: rows from before it are historical.
+    private var bornAt: Millis = .max
+    /// Devices with a DBIRTH out on this connection.
+    private var alive: Set<String> = []
+    /// Per device, the decoded fields declared (kept across births: a field once seen is declared from then on).
+    private var fields: [String: [String: SparkplugType]] = [:]
+    /// The primary host's last STATE.
+    private var host: (online: Bool, timestamp: Int64)?
+    /// The primary host went offline: NDEATH is out; the next round connects afresh.
+    private var startOver = false
+
+    public var name: String { settings.name }
+    public var title: String {
+        "Sparkplug B to \(settings.url) (group \(sparkplug.group), edge node \(topics.edgeNode))"
+    }
+    public var tables: [SyncTable] { settings.publish }
+    public var batchSize: Int { settings.batchSize }
+
+    public init(
+        settings: MQTTSettings, gateway: String, readers: [(id: String, location: String?)] = [],
+        readerUp: @escaping @Sendable () -> [String: Bool] = { [:] }, bdSeqFile: URL? = nil, probe: Bool = false,
+        now: @escaping @Sendable () -> Millis = { Millis.now() }, logger: Logger = Logger(label: "vlogger.sparkplug")
+    ) throws {
+        let sp = settings.sparkplug ?? MQTTSettings.Sparkplug()
+        self.settings = settings
+        self.gateway = gateway
+        self.sparkplug = sp
+        self.topics = SparkplugTopics(group: sp.group, edgeNode: sp.edgeNode ?? MQTTOutput.level(gateway))
+        self.readers = readers
+        self.readerUp = readerUp
+        self.bdSeqFile = probe ? nil : bdSeqFile
+        self.probe = probe
+        self.now = now
+        self.logger = logger
+        bdSeq = SparkplugBirthDeathSequence(start: bdSeqFile.flatMap(Self.readBdSeq))
+        let password: String?
+        do { password = try settings.password() } catch {
+            throw MQTTError(kind: .auth, message: "\(error)")
+        }
+        // Sparkplug 3.0: a clean session (MQTT 3.1.1) or clean start (MQTT 5), whatever clean-session says.
+        client = try MQTTClient(
+            .init(
+                host: settings.host, port: settings.port,
+                clientID: (settings.clientID ?? "vlogger-\(gateway)-\(settings.name)")
+                    + (probe ? "-check-\(getpid())" : ""), cleanSession: true,
+                keepAliveSeconds: settings.keepAliveSeconds,
+                protocolVersion: settings.protocolVersion == .v5 ? 5 : 4, username: settings.username,
+                password: password, tls: settings.tls, caFile: settings.caFile, certFile: settings.certFile,
+                keyFile: settings.keyFile, will: nil, inflight: max(20, settings.batchSize)))
+        if probe { return }
+        client.nextWill = { [weak self] in
+            self?.will() ?? MQTTClient.Will(topic: "", payload: [])
+        }
+        client.onConnect = { [weak self] c in self?.connected(c) }
+        client.onMessage = { [weak self] _, topic, payload in self?.received(topic, payload) }
+    }
+
+    // MARK: Session
+
+    /// The Will of the next CONNECT: NDEATH with the next `bdSeq` (taken when the broker accepts the connection).
+    private func will() -> MQTTClient.Will {
+        let n: UInt64 = lock.withLock {
+            var next = bdSeq
+            pendingBdSeq = next.advance()
+            return pendingBdSeq
+        }
+        return MQTTClient.Will(
+            topic: topics.topic(.ndeath), payload: SparkplugPayloads.death(bdSeq: n, at: now()), qos: 1, retain: false)
+    }
+
+    /// On the network thread, each time the broker accepts a connection: NCMD (and STATE) subscribed first, then
+    /// the births unless a primary host must say it is online.
+    private func connected(_ c: MQTTClient) {
+        let n: UInt64 = lock.withLock {
+            born = false
+            alive = []
+            bornAt = .max
+            bdSeq = SparkplugBirthDeathSequence(start: pendingBdSeq)
+            return pendingBdSeq
+        }
+        if let file = bdSeqFile { Self.writeBdSeq(n, to: file, logger: logger) }
+        do {
+            try c.subscribe(topics.topic(.ncmd), qos: 1)
+            if let h = sparkplug.primaryHost {
+                try c.subscribe(SparkplugTopics.state(host: h), qos: 1)
+                return
+            }
+        } catch {
+            logger.warning("Sparkplug: \(error)")
+        }
+        births(reason: nil)
+    }
+
+    /// NBIRTH and a DBIRTH per working reader (`seq` starts again at 0).
+    private func births(reason: String?) {
+        lock.withLock {
+            guard let n = bdSeq.current else { return }
+            let t = now()
+            do {
+                try sendLocked(
+                    .nbirth, device: nil,
+                    SparkplugPayloads.nodeBirth(bdSeq: n, gateway: gateway, readers: readers.count, at: t), at: t)
+                if !born { bornAt = t }
+                born = true
+                alive = []
+                let up = readerUp()
+                for r in readers where up[r.id] != false {
+                    try birthLocked(r.id, at: t)
+                }
+            } catch {
+                logger.warning("Sparkplug: the births did not go out: \(error)")
+            }
+        }
+        if let reason { logger.notice("Sparkplug: births published again (\(reason))") }
+    }
+
+    private func birthLocked(_ reader: String, at t: Millis) throws(MQTTError) {
+        let location = readers.first { $0.id == reader }?.location
+        try sendLocked(
+            .dbirth, device: Self.device(reader),
+            SparkplugPayloads.deviceBirth(location: location, fields: fields[reader] ?? [:], at: t), at: t)
+        alive.insert(reader)
+    }
+
+    /// Publishes one message of the node (not NDEATH, which has no `seq`); the `seq` it takes and the order it goes out in are one step (under
+    /// the lock), so the numbers on the wire count up.
+    private func sendLocked(
+        _ type: SparkplugMessageType, device: String?, _ metrics: [SparkplugMetric], at t: Millis
+    ) throws(MQTTError) {
+        let s = type == .nbirth ? seq.birth() : seq.take()
+        let payload = SparkplugPayloads.encode(timestamp: t, seq: s, metrics)
+        _ = try client.publish(topic: topics.topic(type, device: device), payload: payload, qos: 0, retain: false)
+    }
+
+    /// On the network thread: a rebirth request (NCMD), or the primary host's STATE.
+    private func received(_ topic: String, _ payload: [UInt8]) {
+        if topic == topics.topic(.ncmd) {
+            guard SparkplugPayloads.isRebirthRequest(payload) else { return }
+            let hostOffline = lock.withLock { sparkplug.primaryHost != nil && host?.online != true }
+            if !hostOffline { births(reason: "rebirth requested by NCMD") }
+            return
+        }
+        guard let h = sparkplug.primaryHost, topic == SparkplugTopics.state(host: h) else { return }
+        guard let state = SparkplugPayloads.hostState(payload) else {
+            logger.warning("Sparkplug: the STATE of \(h) is not {\"online\": …, \"timestamp\": …}; ignored")
+            return
+        }
+        enum Step { case none, birth, death }
+        let step: Step = lock.withLock {
+            // An older STATE than the last one is stale (a retained copy of an earlier session).
+            if let last = host, state.timestamp < last.timestamp { return .none }
+            host = state
+            if state.online { return born ? .none : .birth }
+            guard born else { return .none }
+            born = false
+            startOver = true
+            if let n = bdSeq.current {
+                _ = try? client.publish(
+                    topic: topics.topic(.ndeath), payload: SparkplugPayloads.death(bdSeq: n, at: now()), qos: 1,
+                    retain: false)
+            }
+            return .death
+        }
+        switch step {
+        case .none: break
+        case .birth: births(reason: nil)
+        case .death:
+            client.disconnect()
+            logger.warning("Sparkplug: primary host \(h) is offline; NDEATH published, starting over")
+        }
+    }
+
+    public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
+        if lock.withLock({ startOver }) {
+            // After NDEATH for an offline host: a fresh connection (the next bdSeq), then wait for it again.
+            await client.reset()
+            lock.withLock { startOver = false }
+        }
+        try await client.connect(within: .seconds(10))
+        if probe { return try await body(Session(output: self)) }
+        if let h = sparkplug.primaryHost {
+            // Its retained STATE comes right after the subscription: give it a moment.
+            var waited = 0
+            while !lock.withLock({ born }) && waited < 2000 {
+                try await Task.sleep(for: .milliseconds(20))
+                waited += 20
+            }
+            guard lock.withLock({ born }) else {
+                throw OutboxFailure(
+                    kind: "host-offline",
+                    message:
+                        "the primary host \(h) has not said it is online (spBv1.0/STATE/\(h)); rows stay in the store")
+            }
+        }
+        try reconcile()
+        return try await body(Session(output: self))
+    }
+
+    func reconcile() throws(MQTTError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try reconcileLocked()
+    }
+
+    /// DDEATH for each reader that stopped working, DBIRTH for each that works again.
+    private func reconcileLocked() throws(MQTTError) {
+        guard born else { return }
+        let up = readerUp()
+        let t = now()
+        for r in readers {
+            let works = up[r.id] != false
+            if works && !alive.contains(r.id) {
+                try birthLocked(r.id, at: t)
+            } else if !works && alive.contains(r.id) {
+                try sendLocked(.ddeath, device: Self.device(r.id), [], at: t)
+                alive.remove(r.id)
+            }
+        }
+    }
+
+    public func describe(_ error: any Error) -> OutboxFailure {
+        if let e = error as? OutboxFailure { return e }
+        if let e = error as? MQTTError { return OutboxFailure(kind: e.kind.rawValue, message: e.message) }
+        return OutboxFailure(kind: "other", message: "\(error)")
+    }
+
+    /// A clean leave: NDEATH published first (Sparkplug 3.0, intentional disconnect), then DISCONNECT.
+    public func shutdown() async {
+        if probe {
+            await client.close(final: nil, timeout: .seconds(2))
+            return
+        }
+        let death: [UInt8]? = lock.withLock {
+            guard born, let n = bdSeq.current else { return nil }
+            born = false
+            return SparkplugPayloads.death(bdSeq: n, at: now())
+        }
+        await client.close(
+            final: death.map { MQTTClient.Will(topic: topics.topic(.ndeath), payload: $0, qos: 1, retain: false) },
+            timeout: .seconds(2))
+    }
+
+    // MARK: Data
+
+    struct Session: OutboxSession {
+        let output: SparkplugOutput
+
+        func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
+            do {
+                output.client.beginBatch()
+                let n = try output.publishUnderLock(table, rows)
+                try await output.client.awaitAcks(timeout: .seconds(30 + rows.count / 100))
+                return n
+            } catch {
+                // Not all written: the next round sends the batch again from the cursor, on a fresh connection
+                // (with new births).
+                await output.client.reset()
+                throw error
+            }
+        }
+    }
+
+    func publishUnderLock(_ table: SyncTable, _ rows: [OutboxRow]) throws(MQTTError) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return try publishLocked(table, rows)
+    }
+
+    /// One message per device while its metrics stay distinct: a second row of the same device at the same
+    /// millisecond (two tags in one cycle) starts the next message, since a metric may appear twice in one
+    /// message only with distinct timestamps.
+    private func publishLocked(_ table: SyncTable, _ rows: [OutboxRow]) throws(MQTTError) -> Int {
+        guard born else {
+            throw MQTTError(kind: .lost, message: "Sparkplug: no NBIRTH on this connection yet")
+        }
+        var pending: [String?: (metrics: [SparkplugMetric], times: Set<Millis>)] = [:]
+        var order: [String?] = []
+        func flush(_ device: String?) throws(MQTTError) {
+            guard let p = pending[device], !p.metrics.isEmpty else { return }
+            pending[device] = nil
+            order.removeAll { $0 == device }
+            let t = now()
+            if let device {
+                try sendLocked(.ddata, device: Self.device(device), p.metrics, at: t)
+            } else {
+                try sendLocked(.ndata, device: nil, p.metrics, at: t)
+            }
+        }
+        let sent = now()
+        let backlog = bornAt - Self.liveMs
+        var batch: [(reader: String?, time: Millis, metrics: [SparkplugMetric])] = []
+        for row in rows where wanted(table, row) {
+            let reader = row.value("reader", in: table).text.flatMap { r in readers.contains { $0.id == r } ? r : nil }
+            batch.append(
+                (
+                    reader, row.time,
+                    SparkplugPayloads.metrics(
+                        table, row, gateway: gateway, jsonFields: jsonFields, historical: row.time < backlog)
+                ))
+        }
+        // Decoded fields a device has not declared yet: it is born again with them, once per batch, before its
+        // data (and a reader down with rows still to send is born for them).
+        var grown = Set<String>()
+        for b in batch {
+            guard let reader = b.reader else { continue }
+            for m in b.metrics where m.name.hasPrefix("Field/") {
+                let f = String(m.name.dropFirst(6))
+                if fields[reader]?[f] != m.type {
+                    fields[reader, default: [:]][f] = m.type
+                    grown.insert(reader)
+                }
+            }
+            if !alive.contains(reader) { grown.insert(reader) }
+        }
+        for reader in readers.map(\.id) where grown.contains(reader) {
+            try birthLocked(reader, at: sent)
+        }
+        var published = 0
+        for (reader, time, metrics) in batch {
+            if pending[reader]?.times.contains(time) == true || (pending[reader]?.metrics.count ?? 0) >= 2000 {
+                try flush(reader)
+            }
+            if pending[reader] == nil {
+                pending[reader] = ([], [])
+                order.append(reader)
+            }
+            pending[reader]?.metrics += metrics
+            pending[reader]?.times.insert(time)
+            published += 1
+        }
+        for device in order { try flush(device) }
+        // A reader down with rows of its own still to send was born for them: dead again now.
+        try reconcileLocked()
+        return published
+    }
+
+    func wanted(_ table: SyncTable, _ row: OutboxRow) -> Bool {
+        if let readers = settings.readers {
+            guard let r = row.value("reader", in: table).text, readers.contains(r) else { return false }
+        }
+        if let kinds = settings.eventKinds, table == .events {
+            guard let k = row.value("kind", in: table).text, kinds.contains(k) else { return false }
+        }
+        return true
+    }
+
+    /// How much older than this connection's NBIRTH a row must be to count as a backlog (`is_historical`): rows
+    /// taken while the connection came up are live.
+    static let liveMs: Millis = 10_000
+
+    /// A reader's device id: its id as a topic level.
+    static func device(_ reader: String) -> String { MQTTOutput.level(reader) }
+
+    // MARK: bdSeq across restarts
+
+    static func readBdSeq(_ file: URL) -> UInt64? {
+        guard let data = try? Data(contentsOf: file), data.count <= 8,
+            let n = UInt64(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+            n <= 255
+        else { return nil }
+        return n
+    }
+
+    static func writeBdSeq(_ n: UInt64, to file: URL, logger: Logger) {
+        do {
+            try Data("\(n)\n".utf8).write(to: file, options: .atomic)
+        } catch {
+            logger.warning("Sparkplug: cannot keep bdSeq in \(file.path): \(error)")
+        }
+    }
+}

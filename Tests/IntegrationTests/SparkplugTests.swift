@@ -1,0 +1,343 @@
+import Foundation
+import Testing
+
+/// The Sparkplug B edge node (`sparkplug = true`) against a real broker (Eclipse Mosquitto, bench/mqtt/broker.sh)
+/// and a decoder nobody here wrote: Python's protobuf runtime with code Debian's protoc generates from Eclipse
+/// Tahu's schema (Tests/IntegrationTests/Support/sparkplug/), behind Eclipse Paho
+/// (Support/sparkplug_subscriber.py). The rules checked are the Sparkplug 3.0 specification's, as
+/// docs/reference/sparkplug-b.md gives them with their tck-ids.
+@Suite(.serialized, .enabled(if: mqttAvailable() && sparkplugDecoderAvailable(), "no mosquitto, paho or protobuf here"))
+struct SparkplugTests {
+    typealias CLI = CLITests
+    typealias Fault = SyncFaultTests
+    typealias Broker = MQTTTests.Broker
+
+    /// One decoded message.
+    struct Message {
+        var topic: String
+        var qos: Int
+        var payload: [String: Any]
+        var type: String { topic.split(separator: "/").dropFirst(2).first.map(String.init) ?? "" }
+        var device: String? { topic.split(separator: "/").dropFirst(4).first.map(String.init) }
+        var seq: Int? { payload["seq"] as? Int }
+        var metrics: [[String: Any]] { payload["metrics"] as? [[String: Any]] ?? [] }
+        func metric(_ name: String) -> [String: Any]? { metrics.first { $0["name"] as? String == name } }
+        func values(_ name: String) -> [Any] {
+            metrics.filter { $0["name"] as? String == name }.compactMap { $0["value"] }
+        }
+    }
+
+    struct Subscriber {
+        let out: String
+        let pid: pid_t
+
+        static func start(_ broker: Broker, dir: URL) throws -> Subscriber {
+            let out = dir.appendingPathComponent("spb.jsonl").path
+            let script = CLI.root.appendingPathComponent("Tests/IntegrationTests/Support/sparkplug_subscriber.py").path
+            let pid = try Fault.spawn(
+                #"exec python3 "$@""#, [script, "127.0.0.1", broker.port, out, "300"],
+                stdout: dir.appendingPathComponent("spb.out").path, stderr: dir.appendingPathComponent("spb.err").path)
+            let end = Date().addingTimeInterval(20)
+            while !FileManager.default.fileExists(atPath: out + ".ready") && Date() < end {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            guard FileManager.default.fileExists(atPath: out + ".ready") else {
+                throw CLI.CLIFailure(
+                    "the Sparkplug subscriber did not start: \((try? String(contentsOfFile: dir.appendingPathComponent("spb.err").path, encoding: .utf8)) ?? "")"
+                )
+            }
+            return Subscriber(out: out, pid: pid)
+        }
+
+        func messages() -> [Message] {
+            let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let t = o["topic"] as? String
+                else { return nil }
+                return Message(
+                    topic: t, qos: o["qos"] as? Int ?? -1,
+                    payload: o["payload"] as? [String: Any] ?? ["text": o["payload"] ?? ""])
+            }
+        }
+
+        /// Waits until `done` holds for the messages so far (or 30 s).
+        @discardableResult
+        func wait(_ what: String, seconds: Double = 30, _ done: ([Message]) -> Bool) -> [Message] {
+            let end = Date().addingTimeInterval(seconds)
+            var m = messages()
+            while !done(m) && Date() < end {
+                Thread.sleep(forTimeInterval: 0.1)
+                m = messages()
+            }
+            if !done(m) {
+                Issue.record("waited \(Int(seconds)) s for \(what); \(m.count) messages: \(m.suffix(5).map(\.topic))")
+            }
+            return m
+        }
+
+        func command(_ name: String, _ text: String) throws {
+            try text.write(toFile: out + "." + name, atomically: true, encoding: .utf8)
+        }
+
+        func stop() {
+            _ = FileManager.default.createFile(atPath: out + ".stop", contents: nil)
+            _ = Fault.wait(pid)
+        }
+    }
+
+    static let edge = "spBv1.0/plant-1/"
+
+    static func config(_ s: (dir: URL, config: String, store: String), _ broker: Broker, extra: String = "") throws {
+        try MQTTTests.config(
+            s,
+            "url = \"mqtt://127.0.0.1:\(broker.port)\"\nsparkplug = true\nsparkplug-group = \"plant-1\"\n\(extra)")
+    }
+
+    /// The session rules over the messages of one edge node, in the order the broker delivered them: each
+    /// connection's first message is NBIRTH with seq 0 (tck-id-topics-nbirth-seq-num); every later message but
+    /// NDEATH has seq = the previous + 1, 255 followed by 0 (tck-id-payloads-sequence-num-incrementing); NDEATH has
+    /// no seq (tck-id-topics-ndeath-seq) and the bdSeq of its session's NBIRTH (tck-id-topics-nbirth-bdseq-matching);
+    /// DDATA and DDEATH only for a device with a DBIRTH since the last NBIRTH; a metric repeated in one message
+    /// has distinct timestamps; BIRTH metrics each have a timestamp and a datatype; QoS 0 but for NDEATH (1).
+    /// Returns the bdSeq of each NBIRTH.
+    static func checkSession(_ all: [Message]) -> [Int] {
+        // What the node publishes (not the commands a host sends it).
+        let messages = all.filter { $0.topic.hasPrefix(edge) && !$0.type.hasSuffix("CMD") }
+        var expected: Int?
+        var bdSeqs: [Int] = []
+        var born = Set<String>()
+        var lastBirthBdSeq: Int?
+        for m in messages {
+            switch m.type {
+            case "NBIRTH":
+                #expect(m.seq == 0, "NBIRTH seq \(String(describing: m.seq))")
+                let bd = m.metric("bdSeq")
+                #expect(
+                    bd?["datatype"] as? Int == 4 && bd?["value_field"] as? String == "long_value",
+                    "\(String(describing: bd))")
+                let rebirth = m.metric("Node Control/Rebirth")
+                #expect(rebirth?["datatype"] as? Int == 11 && rebirth?["value"] as? Bool == false)
+                lastBirthBdSeq = bd?["value"] as? Int
+                bdSeqs.append(lastBirthBdSeq ?? -1)
+                born = []
+                expected = 1
+            case "NDEATH":
+                #expect(m.seq == nil && m.qos == 1, "NDEATH: seq \(String(describing: m.seq)), QoS \(m.qos)")
+                #expect(
+                    m.values("bdSeq").first as? Int == lastBirthBdSeq,
+                    "NDEATH bdSeq vs NBIRTH \(String(describing: lastBirthBdSeq))")
+                #expect(m.metrics.count == 1)
+                expected = nil
+            default:
+                #expect(m.qos == 0, "\(m.topic) QoS \(m.qos)")
+                if let e = expected {
+                    #expect(m.seq == e, "\(m.topic): seq \(String(describing: m.seq)), expected \(e)")
+                }
+                expected = m.seq.map { $0 == 255 ? 0 : $0 + 1 }
+                if m.type == "DBIRTH", let d = m.device { born.insert(d) }
+                if m.type == "DDATA" || m.type == "DDEATH" {
+                    #expect(m.device.map(born.contains) == true, "\(m.topic) before its DBIRTH")
+                }
+                if m.type == "DDEATH", let d = m.device { born.remove(d) }
+            }
+            if m.type.hasSuffix("BIRTH") {
+                #expect(m.metrics.allSatisfy { $0["timestamp"] is Int && $0["datatype"] is Int }, "\(m.topic)")
+            }
+            var seen = Set<String>()
+            for x in m.metrics {
+                let key = "\(x["name"] ?? "")@\(x["timestamp"] ?? "")"
+                #expect(seen.insert(key).inserted, "\(m.topic): \(key) twice in one message")
+            }
+        }
+        return bdSeqs
+    }
+
+    /// The keys of the rows the messages carry (`Reading/JSON`, `Event/JSON`), with whether each was historical.
+    static func keys(_ messages: [Message]) -> [String: Bool] {
+        var out: [String: Bool] = [:]
+        for m in messages where m.type == "DDATA" || m.type == "NDATA" {
+            for x in m.metrics where ["Reading/JSON", "Event/JSON"].contains(x["name"] as? String ?? "") {
+                guard let text = x["value"] as? String, let o = MQTTTests.object(text), let k = o["key"] as? String
+                else { continue }
+                out[k] = (x["is_historical"] as? Bool) ?? false
+            }
+        }
+        return out
+    }
+
+    /// A demo run, decoded by the independent decoder: one session by the rules above, every stored reading and
+    /// event in a data message, each reading's metrics as the specification types them (UID String 12, first
+    /// block Int64 4 in long_value, data Bytes 17, decoded numbers Double 10), the clean leave an NDEATH.
+    @Test func aDemoRunIsOneSessionWithEveryRow() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try Self.config(s, broker)
+        let sub = try Subscriber.start(broker, dir: s.dir)
+        defer { sub.stop() }
+        let run = try CLI.run(["run", "--config", s.config, "--duration", "4s"])
+        #expect(run.code == 0, "\(run.err)")
+        let stored = try MQTTTests.storedKeys(s.store, gateway: "gw-demo-01")
+        let all = sub.wait("NDEATH") { $0.contains { $0.type == "NDEATH" } }
+        Thread.sleep(forTimeInterval: 1)
+        #expect(
+            sub.messages().filter { $0.type == "NDEATH" }.count == 1, "a clean leave is one NDEATH (no Will after it)")
+        let bdSeqs = Self.checkSession(all)
+        #expect(bdSeqs == [0], "\(bdSeqs)")
+        #expect(
+            all.first?.type == "NBIRTH" && all.dropFirst().first?.topic == Self.edge + "DBIRTH/gw-demo-01/cage-room")
+        #expect(all.last?.type == "NDEATH")
+        #expect(stored.count > 20)
+        #expect(
+            Set(Self.keys(all).keys) == stored, "missing: \(stored.subtracting(Self.keys(all).keys).sorted().prefix(5))"
+        )
+        // The demo's climate tag E008010000004212: 21.5 °C, 45 % (Config/demo-field), as Double metrics.
+        let climate = all.filter { $0.type == "DDATA" }.first {
+            ($0.values("Reading/UID") as? [String])?.contains("E008010000004212") == true
+        }
+        let reading = try #require(climate)
+        #expect(reading.metric("Reading/UID")?["datatype"] as? Int == 12)
+        #expect(
+            reading.metric("Reading/Block")?["datatype"] as? Int == 4
+                && reading.metric("Reading/Block")?["value_field"] as? String == "long_value")
+        #expect(reading.metric("Reading/Data")?["datatype"] as? Int == 17)
+        #expect(reading.metric("Field/temperature")?["datatype"] as? Int == 10)
+        #expect(reading.values("Field/temperature").first as? Double == 21.5, "\(reading.metrics)")
+        // The bdSeq of the next connection is kept beside the store.
+        let kept = try String(
+            contentsOfFile: s.dir.appendingPathComponent("sparkplug-mqtt.bdseq").path, encoding: .utf8)
+        #expect(kept.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
+    /// The service killed: the broker publishes its Will, NDEATH with the session's bdSeq; started again while the
+    /// broker is down for 15 s, it keeps polling, then connects with the next bdSeq (kept across the restart), and
+    /// the backlog arrives marked is_historical while newer rows do not; every stored row arrives. An NCMD rebirth
+    /// request brings NBIRTH (seq 0, the same bdSeq) and the DBIRTH again.
+    @Test func aKilledNodeDiesByItsWillAndComesBackWithItsBacklog() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "500ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try Self.config(s, broker)
+        let sub = try Subscriber.start(broker, dir: s.dir)
+        defer { sub.stop() }
+        func start() throws -> pid_t {
+            try Fault.spawn(
+                #"exec "$1" run --config "$2""#, [try CLI.binary().path, s.config],
+                stdout: s.dir.appendingPathComponent("gw.out").path, stderr: s.dir.appendingPathComponent("gw.err").path
+            )
+        }
+        var pid = try start()
+        sub.wait("data of the first session") { $0.contains { $0.type == "DDATA" } }
+        kill(pid, SIGKILL)
+        _ = Fault.wait(pid)
+        sub.wait("the Will") { $0.contains { $0.type == "NDEATH" } }
+        try broker.down()
+        pid = try start()
+        Thread.sleep(forTimeInterval: 15)
+        try broker.up()
+        sub.wait("the second NBIRTH", seconds: 90) { $0.filter { $0.type == "NBIRTH" }.count == 2 }
+        let before = sub.messages().count
+        try sub.command("rebirth", Self.edge + "NCMD/gw-demo-01")
+        let all = sub.wait("the rebirth") { $0.filter { $0.type == "NBIRTH" }.count == 3 }
+        #expect(all[before...].contains { $0.type == "NBIRTH" })
+        Thread.sleep(forTimeInterval: 2)
+        kill(pid, SIGTERM)
+        #expect(Fault.wait(pid) == 0)
+        let final = sub.wait("the clean NDEATH") { $0.filter { $0.type == "NDEATH" }.count == 2 }
+        let bdSeqs = Self.checkSession(final)
+        #expect(bdSeqs == [0, 1, 1], "\(bdSeqs)")
+        let stored = try MQTTTests.storedKeys(s.store, gateway: "gw-demo-01")
+        let keys = Self.keys(final)
+        #expect(Set(keys.keys) == stored, "missing: \(stored.subtracting(keys.keys).sorted().prefix(5))")
+        let historical = keys.values.filter { $0 }.count
+        print(
+            "Sparkplug restart: \(stored.count) rows stored, \(historical) arrived is_historical, \(final.count) messages, bdSeq \(bdSeqs)"
+        )
+        #expect(historical > 0 && historical < stored.count)
+    }
+
+    /// A reader that fails (the FEIG reader emulator killed) gets DDEATH; back on the same port, DBIRTH again, and
+    /// its readings follow as DDATA.
+    @Test func aReaderThatFailsDiesAndIsBornAgain() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "300ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let field = try CLI.field()
+        defer { try? FileManager.default.removeItem(at: field) }
+        var emu = try FEIGCLITests.Emulator(field: field)
+        let port = String(emu.address.split(separator: ":").last ?? "")
+        var text = try String(contentsOfFile: s.config, encoding: .utf8)
+        text +=
+            "\n[[reader]]\nid = \"door-feig\"\ndriver = \"feig\"\ndevice = \"\(emu.address)\"\nlocation = \"Door 1\"\n"
+        try text.write(toFile: s.config, atomically: true, encoding: .utf8)
+        try Self.config(s, broker)
+        let sub = try Subscriber.start(broker, dir: s.dir)
+        defer { sub.stop() }
+        let pid = try Fault.spawn(
+            #"exec "$1" run --config "$2""#, [try CLI.binary().path, s.config],
+            stdout: s.dir.appendingPathComponent("gw.out").path, stderr: s.dir.appendingPathComponent("gw.err").path)
+        let device = Self.edge + "DDATA/gw-demo-01/door-feig"
+        sub.wait("door-feig data") { $0.contains { $0.topic == device } }
+        emu.stop()
+        sub.wait("DDEATH of door-feig") { $0.contains { $0.topic == Self.edge + "DDEATH/gw-demo-01/door-feig" } }
+        emu = try FEIGCLITests.Emulator(field: field, extra: ["--tcp", port])
+        defer { emu.stop() }
+        let all = sub.wait("DBIRTH and data after the DDEATH") { m in
+            guard let death = m.firstIndex(where: { $0.type == "DDEATH" }) else { return false }
+            return m[death...].contains { $0.topic == Self.edge + "DBIRTH/gw-demo-01/door-feig" }
+                && m[death...].contains { $0.topic == device }
+        }
+        kill(pid, SIGTERM)
+        _ = Fault.wait(pid)
+        _ = Self.checkSession(all)
+        let deaths = all.filter { $0.type == "DDEATH" }
+        #expect(deaths.allSatisfy { $0.device == "door-feig" && $0.metrics.isEmpty && $0.payload["timestamp"] is Int })
+        #expect(!all.contains { $0.type == "DDEATH" && $0.device == "cage-room" })
+    }
+
+    /// With a primary host: no birth until its STATE says online; its STATE saying offline brings NDEATH and a
+    /// new connection (the next bdSeq) that waits again; online again, the births and the rows kept meanwhile.
+    @Test func aPrimaryHostGatesTheBirths() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "300ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try Self.config(s, broker, extra: "sparkplug-primary-host = \"scada-1\"\ninterval = \"200ms\"")
+        let sub = try Subscriber.start(broker, dir: s.dir)
+        defer { sub.stop() }
+        let pid = try Fault.spawn(
+            #"exec "$1" run --config "$2""#, [try CLI.binary().path, s.config],
+            stdout: s.dir.appendingPathComponent("gw.out").path, stderr: s.dir.appendingPathComponent("gw.err").path)
+        Thread.sleep(forTimeInterval: 3)
+        #expect(!sub.messages().contains { $0.topic.hasPrefix(Self.edge) }, "a birth before the host was online")
+        let t0 = Int(Date().timeIntervalSince1970 * 1000)
+        try sub.command("state", "scada-1 online \(t0)")
+        sub.wait("NBIRTH after STATE online") { $0.contains { $0.type == "NBIRTH" } }
+        sub.wait("data") { $0.contains { $0.type == "DDATA" } }
+        try sub.command("state", "scada-1 offline \(t0 + 1)")
+        sub.wait("NDEATH after STATE offline") { $0.contains { $0.type == "NDEATH" } }
+        Thread.sleep(forTimeInterval: 2)
+        try sub.command("state", "scada-1 online \(t0 + 2)")
+        let all = sub.wait("the second NBIRTH", seconds: 60) { $0.filter { $0.type == "NBIRTH" }.count == 2 }
+        Thread.sleep(forTimeInterval: 2)
+        kill(pid, SIGTERM)
+        _ = Fault.wait(pid)
+        let final = sub.wait("the clean NDEATH") { $0.filter { $0.type == "NDEATH" }.count == 2 }
+        #expect(all.count <= final.count)
+        let bdSeqs = Self.checkSession(final)
+        #expect(bdSeqs.count == 2 && bdSeqs[1] == bdSeqs[0] + 1, "\(bdSeqs)")
+        let stored = try MQTTTests.storedKeys(s.store, gateway: "gw-demo-01")
+        #expect(Set(Self.keys(final).keys) == stored)
+    }
+}
+
+/// Python's protobuf runtime and Debian's protoc (in CI: installed by .ci/run, so the tests run).
+func sparkplugDecoderAvailable() -> Bool {
+    if ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_MQTT"] == "1" { return true }
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/protoc") else { return false }
+    return (try? SyncFaultTests.shell("python3 -c 'import google.protobuf'", []).code) == 0
+}
