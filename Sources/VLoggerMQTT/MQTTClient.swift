@@ -68,6 +68,8 @@ final class MQTTClient: @unchecked Sendable {
     private var connectWaiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
     private var refusal: MQTTError?
     private var lastLog: String?
+    /// Why the first TCP connect failed (errno's text: "Connection refused"), while the loop tries again.
+    private var connectFailure: String?
     private var pending = Set<Int32>()
     private var early = Set<Int32>()
     private var ackWaiter: (id: UUID, continuation: CheckedContinuation<Void, any Error>)?
@@ -208,6 +210,7 @@ final class MQTTClient: @unchecked Sendable {
             connected = false
             refusal = failure
             lastLog = nil
+            connectFailure = nil
             pending.removeAll()
             early.removeAll()
             rejected = nil
@@ -247,6 +250,10 @@ final class MQTTClient: @unchecked Sendable {
                 }
             }
             var rc = mosquitto_connect_async(mosq, options.host, Int32(options.port), Int32(options.keepAliveSeconds))
+            if rc == MOSQ_ERR_ERRNO.rawValue {
+                let why = String(cString: strerror(errno))
+                lock.withLock { connectFailure = why }
+            }
             if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_ERRNO.rawValue {
                 // A refused or unreachable first try is retried by the loop, like a dropped connection.
                 rc = mosquitto_loop_start(mosq)
@@ -279,7 +286,13 @@ final class MQTTClient: @unchecked Sendable {
             group.addTask { try await self.connection() }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                let why = self.lock.withLock { self.lastLog }
+                let (why, tcp) = self.lock.withLock { (self.lastLog, self.connectFailure) }
+                if let tcp, why.map(Self.isTLS) != true {
+                    // The broker's host answered, but not on that port (or not at all): not a slow broker.
+                    throw MQTTError(
+                        kind: .connect,
+                        message: "cannot connect to \(self.where_): \(tcp) (tried again for \(timeout))")
+                }
                 throw MQTTError(
                     kind: why.map(Self.isTLS) == true ? .tls : .timeout,
                     message:
@@ -424,6 +437,7 @@ final class MQTTClient: @unchecked Sendable {
                 connected = true
                 refusal = nil
                 lastLog = nil
+                connectFailure = nil
                 defer { connectWaiters.removeAll() }
                 return Array(connectWaiters.values)
             }

@@ -26,6 +26,9 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     public var title: String { "MQTT to \(settings.url)" }
     public var tables: [SyncTable] { settings.publish }
     public var batchSize: Int { settings.batchSize }
+    public var tablesIndependent: Bool { true }
+    public var isConnected: Bool? { client.isConnected }
+    public var replayRowsPerSecond: Int? { settings.replayRate }
 
     /// The retained status topic.
     public var statusTopic: String { "vlogger/\(Self.level(gateway))/status" }

@@ -1011,3 +1011,39 @@ extension Gateway {
         return out
     }
 }
+
+extension Gateway {
+    /// `vlogger doctor`'s check of each MQTT broker at the protocol level: a probe connection (a client id of its
+    /// own, no Will, nothing published) that logs in with the configured TLS files and credentials. Nothing is
+    /// written to the store. The result per output: nil when the broker accepted the connection, else the failure.
+    public static func probeBrokers(_ config: AgentConfig) async -> [(
+        name: String, url: String, failure: OutboxFailure?
+    )] {
+        var logger = Logger(label: "vlogger.doctor")
+        logger.logLevel = .critical
+        var out: [(name: String, url: String, failure: OutboxFailure?)] = []
+        for m in config.mqtt {
+            let consumer: any OutboxConsumer
+            do {
+                consumer =
+                    m.sparkplug != nil
+                    ? try SparkplugOutput(settings: m, gateway: config.gatewayID, probe: true, logger: logger)
+                    : try MQTTOutput(settings: m, gateway: config.gatewayID, probe: true, logger: logger)
+            } catch {
+                let f =
+                    (error as? MQTTError).map { OutboxFailure(kind: $0.kind.rawValue, message: $0.message) }
+                    ?? OutboxFailure(kind: "other", message: "\(error)")
+                out.append((m.name, m.url, f))
+                continue
+            }
+            do {
+                try await consumer.withSession { _ in }
+                out.append((m.name, m.url, nil))
+            } catch {
+                out.append((m.name, m.url, consumer.describe(error)))
+            }
+            await consumer.shutdown()
+        }
+        return out
+    }
+}

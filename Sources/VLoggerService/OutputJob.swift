@@ -23,6 +23,17 @@ struct OutputJob: Service {
     /// How long the last round at shutdown may take.
     var finalRoundMs: Millis = 5000
 
+    /// Sleeps between a round's batches so that a backlog goes at `rowsPerSecond` at most (`ReplayPace`).
+    static func pace(_ rowsPerSecond: Int?) -> (@Sendable (Int) async throws -> Void)? {
+        guard let rowsPerSecond else { return nil }
+        let pace = ReplayPace(rowsPerSecond: rowsPerSecond)
+        let started = ContinuousClock.now
+        return { rows in
+            let wait = pace.wait(afterRows: rows, elapsed: ContinuousClock.now - started)
+            if wait > .zero { try await Task.sleep(for: wait) }
+        }
+    }
+
     func run() async {
         let consumer = pump.consumer
         metrics.enableOutput(
@@ -35,7 +46,7 @@ struct OutputJob: Service {
             var sent: [SyncTable: Int] = [:]
             var failure: OutboxFailure?
             do {
-                let r = try await pump.round()
+                let r = try await pump.round(pace: Self.pace(consumer.replayRowsPerSecond))
                 sent = r.sent
                 if backoff.failures > 0 {
                     logger.notice(
@@ -55,7 +66,9 @@ struct OutputJob: Service {
                 lastKind = f.kind
             }
             lastFailed = failure != nil
-            metrics.outputUpdated(consumer.name, backlog: pump.backlog(), sent: sent, error: failure)
+            metrics.outputUpdated(
+                consumer.name, backlog: pump.backlog(), sent: sent, error: failure, connected: consumer.isConnected,
+                refused: consumer.refusedRows)
             if failure == nil, let wakeup {
                 // The next commit (or the interval): a reading leaves a commit after it was taken.
                 await cancelWhenGracefulShutdown { await wakeup.wait(after: seen, timeoutMs: intervalMs) }

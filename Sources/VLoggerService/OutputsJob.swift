@@ -98,6 +98,8 @@ final class OutputsJob: Service, @unchecked Sendable {
         }
         for t in stopping { t.cancel() }
         for t in stopping { await t.value }
+        // A removed output's series leave /metrics and /healthz (a changed one keeps its name and its series).
+        for name in Set(order).subtracting(freshByName.keys) { metrics.disableOutput(name: name) }
         lock.withLock {
             for o in fresh where running[o.consumer.name] == nil {
                 running[o.consumer.name] = (o, start(o))

@@ -65,9 +65,15 @@ public final class ServiceMetrics: @unchecked Sendable {
         public var lastError: String?
         public var lastSuccessMs: Millis?
         public var failures: [String: Int] = [:]
+        /// Whether its connection is up (nil: an output without one between rounds).
+        public var connected: Bool?
+        /// Rows its destination refused for good.
+        public var refused = 0
     }
     private struct OutputHandles {
         var up: [Gauge]
+        var connected: Gauge?
+        var refused: Counter?
         var lastSuccess: Gauge
         var rows: [SyncTable: [Gauge]] = [:]
         var age: [SyncTable: [Gauge]] = [:]
@@ -103,16 +109,49 @@ public final class ServiceMetrics: @unchecked Sendable {
         }
     }
 
+    /// Turns an output's metrics off (a reload removed it): its series leave /metrics, its part of /healthz goes.
+    public func disableOutput(name: String) {
+        locked {
+            guard let h = outputHandles.removeValue(forKey: name) else { return }
+            for g in h.up { g.destroy() }
+            h.connected?.destroy()
+            h.refused?.destroy()
+            h.lastSuccess.destroy()
+            for gs in h.rows.values { for g in gs { g.destroy() } }
+            for gs in h.age.values { for g in gs { g.destroy() } }
+            for cs in h.sent.values { for c in cs { c.destroy() } }
+            for cs in h.failures.values { for c in cs { c.destroy() } }
+            outputs.removeAll { $0.name == name }
+        }
+    }
+
     /// After each round of an output: its backlog, what it sent, and the failure if the round failed (its kind
-    /// counted).
+    /// counted); `connected`, for an output that keeps a connection, whether it is up
+    /// (`vlogger_output_connected{output}`).
     public func outputUpdated(
         _ name: String, backlog: [SyncTable: (rows: Int, oldest: Millis?)], sent: [SyncTable: Int],
-        error: OutboxFailure?, now: Millis = Millis.now()
+        error: OutboxFailure?, connected: Bool? = nil, refused: Int = 0, now: Millis = Millis.now()
     ) {
         locked {
             guard let i = outputs.firstIndex(where: { $0.name == name }), var h = outputHandles[name] else { return }
             var st = outputs[i]
             st.backlog = backlog
+            if let connected {
+                st.connected = connected
+                if h.connected == nil {
+                    h.connected = Gauge(
+                        label: "vlogger_output_connected", dimensions: [("output", name)], factory: factory)
+                }
+                h.connected?.record(connected ? 1 : 0)
+            }
+            if refused > st.refused || (refused > 0 && h.refused == nil) {
+                if h.refused == nil {
+                    h.refused = Counter(
+                        label: "vlogger_output_refused_rows_total", dimensions: [("output", name)], factory: factory)
+                }
+                h.refused?.increment(by: max(0, refused - st.refused))
+                st.refused = refused
+            }
             st.up = error == nil
             st.lastError = error?.message
             if error == nil {
@@ -320,6 +359,8 @@ public final class ServiceMetrics: @unchecked Sendable {
                 }
                 string("lastSuccess", st.lastSuccessMs.map(TimeSpec.format))
                 string("lastError", st.lastError)
+                if let c = st.connected { raw("connected", c ? "true" : "false") }
+                if st.refused > 0 { raw("refusedRows", String(st.refused)) }
                 key("failures")
                 o.append(0x7B)
                 for (kind, n) in st.failures.sorted(by: { $0.key < $1.key }) { raw(kind, String(n)) }

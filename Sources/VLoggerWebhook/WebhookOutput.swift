@@ -30,6 +30,8 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
     public var title: String { "webhook to \(Self.redacted(settings.url))" }
     public var tables: [SyncTable] { settings.tables }
     public var batchSize: Int { settings.batchSize }
+    public var tablesIndependent: Bool { true }
+    public var refusedRows: Int { refusedTotal.withLockedValue { $0 } }
 
     public init(
         settings: WebhookSettings, gateway: String, store: Store, logger: Logger = Logger(label: "vlogger.webhook")
@@ -156,12 +158,14 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
     }
 
     private let refusedKeys = NIOLockedValueBox(Set<String>())
+    private let refusedTotal = NIOLockedValueBox(0)
 
     /// Whether the endpoint refused this row for good already (this process's memory: a batch retried after a
     /// later row's 5xx does not send it, nor record it, twice).
     func refusedBefore(_ key: String) -> Bool { refusedKeys.withLockedValue { $0.contains(key) } }
 
     func rememberRefused(_ key: String) {
+        refusedTotal.withLockedValue { $0 += 1 }
         refusedKeys.withLockedValue { keys in
             if keys.count >= 10_000 { keys.removeAll() }
             keys.insert(key)

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
 import VLoggerCore
+import VLoggerService
 
-struct DoctorCommand: ParsableCommand {
+struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Check what makes a gateway fail on site, and say what to do about each problem.",
@@ -11,7 +12,10 @@ struct DoctorCommand: ParsableCommand {
             reader uses pcsc); each configured reader (opens, answers an inventory, the tags in its field); the store's \
             folder and file (permissions for the user running this, integrity) and the free disk under it; the system \
             clock (synchronised or not: every reading is timestamped); the [service] listen address (free, or held by \
-            the vlogger service). Nothing is written and no tag is changed. Run it as the service's user \
+            the vlogger service); each [sync] server, MQTT broker and webhook host (answers over TCP, allowed by the \
+            unit's network drop-in); each MQTT broker at the protocol level (a probe connection that logs in with the \
+            configured certificates and password, under a client id of its own, publishing nothing). Nothing is \
+            written and no tag is changed. Run it as the service's user \
             (`sudo -u vlogger vlogger doctor --config /etc/vlogger/vlogger.toml`) to check that user's permissions. \
             Exit code 0 only when every check passes, 1 otherwise.
             """)
@@ -27,10 +31,27 @@ struct DoctorCommand: ParsableCommand {
     )
     var json = false
 
-    func run() throws {
+    func run() async throws {
         var doctor = Doctor(configPath: config)
         doctor.readers = !noReaders
-        let checks = doctor.run()
+        var checks = doctor.run()
+        if let c = try? AgentConfig.load(config) {
+            for p in await Gateway.probeBrokers(c) {
+                let name = "broker \(p.name)"
+                if let f = p.failure {
+                    checks.append(
+                        .fail(
+                            name, "\(p.url): \(f.kind): \(f.message)",
+                            f.kind == "auth"
+                                ? "check username and password-file (or password-env) against the broker's users"
+                                : f.kind == "tls"
+                                    ? "check ca-file (the CA that signed the broker's certificate), cert-file and key-file, and the host name in the url"
+                                    : "check that the broker runs and listens on that port"))
+                } else {
+                    checks.append(.pass(name, "\(p.url) accepted a probe connection (logged in, nothing published)"))
+                }
+            }
+        }
         let ok = checks.allSatisfy { $0.status == .pass }
         if json {
             let list: [[String: Any]] = checks.map {

@@ -264,6 +264,85 @@ struct MQTTTests {
         #expect(statusA.last == "offline", "\(statusA)")
     }
 
+    /// What an operator sees of an MQTT output: `vlogger_output_connected` 1 while the broker is up and 0 once it
+    /// is down (and `connected` in /healthz); `vlogger doctor` logs in as a probe (the running service's connection
+    /// is not taken over: its status stays `online`), and a refused port is a `connect` failure; a reload that
+    /// removes the output takes its series out of /metrics.
+    @Test func connectedGaugeDoctorProbeAndRemoval() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "300ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let base = try String(contentsOfFile: s.config, encoding: .utf8)
+        try Self.config(s, "url = \"mqtt://127.0.0.1:\(broker.port)\"\ninterval = \"200ms\"")
+        let sub = try Subscriber.start(broker, topic: "vlogger/#", dir: s.dir)
+        defer { sub.stop() }
+        let log = s.dir.appendingPathComponent("gateway.log")
+        let gateway = try Fault.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0"#,
+            [s.dir.path, try CLI.binary().path, s.config], stdout: "/dev/null", stderr: log.path)
+        var reaped = false
+        defer {
+            if !reaped {
+                kill(gateway, SIGKILL)
+                _ = Fault.wait(gateway)
+            }
+        }
+        var text = ""
+        var port: Int?
+        let end = Date().addingTimeInterval(15)
+        while port == nil && Date() < end {
+            Thread.sleep(forTimeInterval: 0.1)
+            text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            port = text.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
+                Int(text[r].dropFirst("http://127.0.0.1:".count).dropLast())
+            }
+        }
+        let p = try #require(port, "\(text)")
+        func metric(_ needle: String, seconds: Double = 15) -> Bool {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                if (try? ServiceTests.get(p, "/metrics").body.contains(needle)) == true { return true }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            return false
+        }
+        #expect(metric("vlogger_output_connected{output=\"mqtt\"} 1"))
+        let health = try ServiceTests.get(p, "/healthz")
+        #expect(health.body.contains(#""connected":true"#), "\(health.body)")
+        // The doctor's probe: logs in beside the running service without taking its connection over.
+        let doctor = try CLI.run(["doctor", "--config", s.config, "--no-readers"])
+        #expect(doctor.out.contains("ok   broker mqtt") || doctor.out.contains("broker mqtt"), "\(doctor.out)")
+        #expect(doctor.out.contains("accepted a probe connection"), "\(doctor.out)")
+        Thread.sleep(forTimeInterval: 1)
+        let status = sub.messages().filter { $0.topic == "vlogger/gw-demo-01/status" }.map(\.payload)
+        #expect(status.last == "online", "the probe must not speak for the service: \(status)")
+        #expect(metric("vlogger_output_connected{output=\"mqtt\"} 1", seconds: 1))
+        // The broker goes: connected 0.
+        try broker.down()
+        #expect(metric("vlogger_output_connected{output=\"mqtt\"} 0", seconds: 30))
+        // A refused port is said as such, not as a slow broker.
+        let refused = try CLI.run(["doctor", "--config", s.config, "--no-readers"])
+        #expect(
+            refused.out.contains("broker mqtt") && refused.out.contains("connect: cannot connect")
+                && refused.out.contains("Connection refused"), "\(refused.out)")
+        try broker.up()
+        #expect(metric("vlogger_output_connected{output=\"mqtt\"} 1", seconds: 90))
+        // A reload without the output: its series leave /metrics.
+        try base.write(toFile: s.config, atomically: true, encoding: .utf8)
+        kill(gateway, SIGHUP)
+        let gone = Date().addingTimeInterval(15)
+        var body = ""
+        repeat {
+            Thread.sleep(forTimeInterval: 0.2)
+            body = (try? ServiceTests.get(p, "/metrics").body) ?? ""
+        } while body.contains("output=\"mqtt\"") && Date() < gone
+        #expect(!body.contains("output=\"mqtt\""), "\(body.split(separator: "\n").filter { $0.contains("mqtt") })")
+        kill(gateway, SIGTERM)
+        #expect(Fault.wait(gateway) == 0)
+        reaped = true
+    }
+
     /// The broker restarted 20 times (a clean stop, which keeps the subscriber's session and what is queued for
     /// it) and the gateway SIGKILLed 10 times while it runs: every stored row arrives at least once, and every
     /// duplicate is the same message under the same key.

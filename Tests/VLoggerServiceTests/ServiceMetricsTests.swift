@@ -46,6 +46,29 @@ import VLoggerCore
             writer: StoreWriter(store: store), clock: SimulatedClock(start: 1_763_800_000_000))
     }
 
+    /// An output's series: `connected` only for an output that keeps a connection, refused rows counted by their
+    /// total (the consumer reports a running count), and every series gone when a reload removes the output.
+    @Test func outputSeriesConnectedRefusedAndRemoval() throws {
+        let m = ServiceMetrics(readers: [], intervalMs: { _ in 1000 }, startedMs: 1_763_800_000_000)
+        m.enableOutput(name: "hook", title: "Webhook", tables: [.events])
+        m.enableOutput(name: "pg", title: "Fleet sync", tables: [.readings])
+        m.outputUpdated(
+            "hook", backlog: [.events: (0, nil)], sent: [.events: 3], error: nil, connected: true, refused: 2)
+        m.outputUpdated("hook", backlog: [.events: (0, nil)], sent: [:], error: nil, connected: false, refused: 5)
+        m.outputUpdated("pg", backlog: [.readings: (4, nil)], sent: [:], error: nil)
+        var text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(text.contains("vlogger_output_connected{output=\"hook\"} 0"), "\(text)")
+        #expect(!text.contains("vlogger_output_connected{output=\"pg\"}"))
+        #expect(text.contains("vlogger_output_refused_rows_total{output=\"hook\"} 5"), "\(text)")
+        let health = m.health(now: 1_763_800_001_000).json
+        #expect(health.contains(#""connected":false"#) && health.contains(#""refusedRows":5"#), "\(health)")
+        m.disableOutput(name: "hook")
+        text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(!text.contains("output=\"hook\""), "\(text)")
+        #expect(text.contains("vlogger_output_backlog_rows{output=\"pg\",table=\"readings\"} 4"), "\(text)")
+        #expect(!m.health(now: 1_763_800_001_000).json.contains("\"hook\""))
+    }
+
     @Test func countersAndHealthPerReader() throws {
         let c = try AgentConfig.parse(Self.config, file: "t.toml")
         let m = ServiceMetrics(

@@ -42,6 +42,10 @@ public struct MQTTSettings: Equatable, Sendable {
     public var batchSize = 500
     /// Time between two rounds when there is nothing to send.
     public var intervalMs: Millis = 1000
+    /// At most this many rows per second while a backlog is replayed (`replay-rate`; nil: no bound, `0` in the
+    /// file). The default leaves a two-core gateway's polling and the broker's other clients their share: the
+    /// benchmark here reached about 36,000 messages per second with no bound.
+    public var replayRate: Int? = 10_000
     /// Home Assistant MQTT discovery of a tag scanner per reader.
     public var homeAssistant = false
     /// Sparkplug B 3.0 instead of plain JSON: the gateway an edge node, each reader a device.
@@ -127,7 +131,8 @@ public struct MQTTSettings: Equatable, Sendable {
     static let keys = [
         "name", "url", "qos", "topic", "publish", "readers", "event-kinds", "messages", "username", "password-file",
         "password-env", "ca-file", "cert-file", "key-file", "client-id", "keep-alive", "clean-session", "protocol",
-        "batch-size", "interval", "home-assistant", "sparkplug", "sparkplug-group", "sparkplug-edge-node",
+        "batch-size", "interval", "replay-rate", "home-assistant", "sparkplug", "sparkplug-group",
+        "sparkplug-edge-node",
         "sparkplug-primary-host",
     ]
 
@@ -209,6 +214,7 @@ public struct MQTTSettings: Equatable, Sendable {
         out.protocolVersion = s.choice("protocol", ProtocolVersion.self) ?? out.protocolVersion
         if let b = s.integer("batch-size", in: 1...5000) { out.batchSize = Int(b) }
         out.intervalMs = s.duration("interval") ?? out.intervalMs
+        if let r = s.integer("replay-rate", in: 0...10_000_000) { out.replayRate = r == 0 ? nil : Int(r) }
         if let h = s.bool("home-assistant") { out.homeAssistant = h }
         readSparkplug(s, r, into: &out)
         return out

@@ -25,11 +25,42 @@ public protocol OutboxConsumer: Sendable {
     func describe(_ error: any Error) -> OutboxFailure
     /// Called once when the service stops, after the last round (a connection kept between rounds says goodbye).
     func shutdown() async
+    /// Whether its tables may go in any order relative to each other (a broker, a webhook: each row stands
+    /// alone). A round then takes one batch of each table in turn, so that a backlog of one table (a day of
+    /// readings) does not hold back the others (the events, with their alarms). False (the fleet sync: audit
+    /// results refer to their audit): each table in turn, to its end.
+    var tablesIndependent: Bool { get }
+    /// Whether its connection is up now (nil: it has none between rounds).
+    var isConnected: Bool? { get }
+    /// At most this many rows per second when a round catches up with a backlog (nil: no bound).
+    var replayRowsPerSecond: Int? { get }
+    /// Rows the destination refused for good since the start (a webhook's 4xx), not sent again: counted in
+    /// `vlogger_output_refused_rows_total{output}` (each is also an event).
+    var refusedRows: Int { get }
 }
 
 extension OutboxConsumer {
     public var legacyName: String? { nil }
     public func shutdown() async {}
+    public var tablesIndependent: Bool { false }
+    public var isConnected: Bool? { nil }
+    public var replayRowsPerSecond: Int? { nil }
+    public var refusedRows: Int { 0 }
+}
+
+/// Spreads a backlog's replay over time: after `rows` rows in `elapsed` since the round began, how long to wait
+/// before the next batch so that the round stays at or under `rowsPerSecond` on average (its first second's worth
+/// goes at once). Pure, so the tests need no clock.
+public struct ReplayPace: Sendable, Equatable {
+    public let rowsPerSecond: Int
+    public init(rowsPerSecond: Int) { self.rowsPerSecond = max(1, rowsPerSecond) }
+
+    public func wait(afterRows rows: Int, elapsed: Duration) -> Duration {
+        guard rows > rowsPerSecond else { return .zero }
+        // The time `rows` rows take at the rate, less the first second's allowance, less what has passed.
+        let due = Duration.milliseconds(Int64(rows - rowsPerSecond) * 1000 / Int64(rowsPerSecond))
+        return due > elapsed ? due - elapsed : .zero
+    }
 }
 
 /// One round's link to a consumer's destination.
@@ -74,31 +105,51 @@ public struct OutboxPump: Sendable {
     }
 
     /// One round. A store that fails is an `OutboxFailure` of kind `store`; the consumer's own failures are
-    /// thrown as it threw them.
-    public func round(maxBatches: Int = .max) async throws -> OutboxRound {
+    /// thrown as it threw them. `pace` (the service's: the consumer's `replayRowsPerSecond`) is awaited after
+    /// each batch with the rows sent so far in the round and may sleep; `vlogger outputs send` has none.
+    public func round(
+        maxBatches: Int = .max, pace: (@Sendable (_ rowsSoFar: Int) async throws -> Void)? = nil
+    ) async throws -> OutboxRound {
         let (store, consumer, hook) = (self.store, self.consumer, self.afterDelivery)
         let name = consumer.name
         let batchSize = max(1, consumer.batchSize)
         return try await consumer.withSession { session in
             var report = OutboxRound()
-            for table in consumer.tables {
-                while report.batches < maxBatches {
-                    let rows: [OutboxRow]
-                    do {
-                        let after = try store.outboxCursor(name, table)
-                        rows = try store.outbox(table, after: after, limit: batchSize)
-                    } catch { throw OutboxFailure(kind: "store", message: "the local store: \(error)") }
-                    guard let last = rows.last?.id else { break }
-                    let inserted = try await session.deliver(table, rows)
-                    // The destination has the batch: only now does the cursor move.
-                    try hook?(table, last)
-                    do { try store.advanceOutboxCursor(name, table, to: last) } catch {
-                        throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+            /// One batch of `table`; false when it was the table's last (fewer rows than a batch).
+            func batch(_ table: SyncTable) async throws -> Bool {
+                let rows: [OutboxRow]
+                do {
+                    let after = try store.outboxCursor(name, table)
+                    rows = try store.outbox(table, after: after, limit: batchSize)
+                } catch { throw OutboxFailure(kind: "store", message: "the local store: \(error)") }
+                guard let last = rows.last?.id else { return false }
+                let inserted = try await session.deliver(table, rows)
+                // The destination has the batch: only now does the cursor move.
+                try hook?(table, last)
+                do { try store.advanceOutboxCursor(name, table, to: last) } catch {
+                    throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+                }
+                report.sent[table, default: 0] += rows.count
+                report.inserted[table, default: 0] += inserted
+                report.batches += 1
+                try await pace?(report.sent.values.reduce(0, +))
+                return rows.count == batchSize
+            }
+            if consumer.tablesIndependent {
+                // One batch of each table in turn, while any has more.
+                var open = consumer.tables
+                while !open.isEmpty && report.batches < maxBatches {
+                    var still: [SyncTable] = []
+                    for table in open where report.batches < maxBatches {
+                        if try await batch(table) { still.append(table) }
                     }
-                    report.sent[table, default: 0] += rows.count
-                    report.inserted[table, default: 0] += inserted
-                    report.batches += 1
-                    if rows.count < batchSize { break }
+                    open = still
+                }
+            } else {
+                for table in consumer.tables {
+                    while report.batches < maxBatches {
+                        if !(try await batch(table)) { break }
+                    }
                 }
             }
             return report

@@ -60,6 +60,9 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
     }
     public var tables: [SyncTable] { settings.publish }
     public var batchSize: Int { settings.batchSize }
+    public var tablesIndependent: Bool { true }
+    public var isConnected: Bool? { client.isConnected }
+    public var replayRowsPerSecond: Int? { settings.replayRate }
 
     public init(
         settings: MQTTSettings, gateway: String, readers: [(id: String, location: String?)] = [],
