@@ -100,8 +100,8 @@ struct SparkplugTests {
     /// no seq (tck-id-topics-ndeath-seq) and the bdSeq of its session's NBIRTH (tck-id-topics-nbirth-bdseq-matching);
     /// DDATA and DDEATH only for a device with a DBIRTH since the last NBIRTH; a metric repeated in one message
     /// has distinct timestamps; BIRTH metrics each have a timestamp and a datatype; QoS 0 but for NDEATH (1).
-    /// Returns the bdSeq of each NBIRTH.
-    static func checkSession(_ all: [Message]) -> [Int] {
+    /// Returns the bdSeq of each NBIRTH (and counts in `wraps` each 255 followed by 0).
+    static func checkSession(_ all: [Message], wraps: UnsafeMutablePointer<Int>? = nil) -> [Int] {
         // What the node publishes (not the commands a host sends it).
         let messages = all.filter { $0.topic.hasPrefix(edge) && !$0.type.hasSuffix("CMD") }
         var expected: Int?
@@ -134,6 +134,7 @@ struct SparkplugTests {
                 if let e = expected {
                     #expect(m.seq == e, "\(m.topic): seq \(String(describing: m.seq)), expected \(e)")
                 }
+                if m.seq == 0 { wraps?.pointee += 1 }
                 expected = m.seq.map { $0 == 255 ? 0 : $0 + 1 }
                 if m.type == "DBIRTH", let d = m.device { born.insert(d) }
                 if m.type == "DDATA" || m.type == "DDEATH" {
@@ -247,14 +248,17 @@ struct SparkplugTests {
         kill(pid, SIGTERM)
         #expect(Fault.wait(pid) == 0)
         let final = sub.wait("the clean NDEATH") { $0.filter { $0.type == "NDEATH" }.count == 2 }
-        let bdSeqs = Self.checkSession(final)
+        var wraps = 0
+        let bdSeqs = Self.checkSession(final, wraps: &wraps)
         #expect(bdSeqs == [0, 1, 1], "\(bdSeqs)")
+        // The backlog's session publishes more than 256 messages: its seq goes past 255 to 0 (checked above).
+        #expect(wraps > 0, "no seq wrap seen in \(final.count) messages")
         let stored = try MQTTTests.storedKeys(s.store, gateway: "gw-demo-01")
         let keys = Self.keys(final)
         #expect(Set(keys.keys) == stored, "missing: \(stored.subtracting(keys.keys).sorted().prefix(5))")
         let historical = keys.values.filter { $0 }.count
         print(
-            "Sparkplug restart: \(stored.count) rows stored, \(historical) arrived is_historical, \(final.count) messages, bdSeq \(bdSeqs)"
+            "Sparkplug restart: \(stored.count) rows stored, \(historical) arrived is_historical, \(final.count) messages, \(wraps) seq wraps, bdSeq \(bdSeqs)"
         )
         #expect(historical > 0 && historical < stored.count)
     }
