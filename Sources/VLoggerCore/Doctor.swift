@@ -84,7 +84,10 @@ public struct Doctor {
     /// other users.
     func secrets(_ config: AgentConfig) -> Check {
         let (errors, warnings) = config.secretFileProblems()
-        let named = [config.apiTokenFile, config.sync?.passwordFile, config.sync?.caFile].compactMap { $0 }
+        let named =
+            ([config.apiTokenFile, config.sync?.passwordFile, config.sync?.caFile]
+            + config.webhooks.flatMap { [$0.secretFile, $0.caFile] }
+            + config.mqtt.flatMap { [$0.passwordFile, $0.keyFile, $0.caFile, $0.certFile] }).compactMap { $0 }
         if let e = errors.first {
             return .fail(
                 "secrets", e, "create the file with the service's user able to read it (mode 0600, owner vlogger)")
@@ -96,7 +99,7 @@ public struct Doctor {
             "secrets",
             named.isEmpty
                 ? "no secret files configured"
-                : "\(named.count) file\(named.count == 1 ? "" : "s") readable by the service only")
+                : "\(named.count) file\(named.count == 1 ? "" : "s") readable, the secret ones by the service only")
     }
 
     // MARK: Remote hosts
