@@ -358,6 +358,21 @@ public final class ISO15693Client {
         }
     }
 
+    /// A custom command (ISO/IEC 15693-3: codes 0xA0–0xDF, the IC manufacturer's code after the command code),
+    /// addressed to `uid` as the client addresses; returns the bytes of the answer after its flags.
+    public func custom(_ uid: UID, code: UInt8, manufacturer: ManufacturerCode, parameters: [UInt8] = [])
+        throws(ClientError) -> [UInt8]
+    {
+        let r = try send(request(.custom(code: code, manufacturer: manufacturer, parameters: parameters), uid))
+        switch r.body {
+        case .data(let bytes): return bytes
+        case .done: return []
+        default:
+            throw ClientError.invalid(
+                "custom command 0x\(String(code, radix: 16, uppercase: true)): an answer of another command")
+        }
+    }
+
     public func resetToReady(_ uid: UID?) throws(ClientError) { _ = try send(request(.resetToReady, uid)) }
     public func select(_ uid: UID) throws(ClientError) { _ = try send(request(.select, uid)) }
 

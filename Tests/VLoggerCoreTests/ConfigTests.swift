@@ -447,37 +447,40 @@ import Testing
         facts.blocks[0xF8] = block
         facts.security[0xF8] = 0x01
         facts.fields = ["temperature": .number(21.5), "asset_id": .text("CAGE-12")]
-        func rule(_ c: RuleCheck) -> Rule { Rule(name: "r", severity: .warning, match: TagMatch(), check: c, line: 1) }
+        func rule(_ c: any RuleKind) -> Rule {
+            Rule(name: "r", severity: .warning, match: TagMatch(), check: c, line: 1)
+        }
         #expect(
-            rule(.uid(allow: [], deny: [try UIDPattern(parsing: "E00801*")])).evaluate(facts, register: nil) != .pass)
+            rule(UIDRule(allow: [], deny: [try UIDPattern(parsing: "E00801*")])).evaluate(facts, register: nil) != .pass
+        )
         #expect(
-            rule(.uid(allow: [try UIDPattern(parsing: "E008010000004212")], deny: [])).evaluate(facts, register: nil)
+            rule(UIDRule(allow: [try UIDPattern(parsing: "E008010000004212")], deny: [])).evaluate(facts, register: nil)
                 == .pass)
-        #expect(rule(.manufacturer(allow: [.nxp], deny: [])).evaluate(facts, register: nil) != .pass)
-        #expect(rule(.manufacturer(allow: [.fujitsu], deny: [])).evaluate(facts, register: nil) == .pass)
-        #expect(rule(.model(allow: [.mb89r118], deny: [])).evaluate(facts, register: nil) == .pass)
+        #expect(rule(ManufacturerRule(allow: [.nxp], deny: [])).evaluate(facts, register: nil) != .pass)
+        #expect(rule(ManufacturerRule(allow: [.fujitsu], deny: [])).evaluate(facts, register: nil) == .pass)
+        #expect(rule(ModelRule(allow: [.mb89r118], deny: [])).evaluate(facts, register: nil) == .pass)
         #expect(
-            rule(.lock(block: 0xF8, locked: false)).evaluate(facts, register: nil)
+            rule(LockRule(block: 0xF8, locked: false)).evaluate(facts, register: nil)
                 == .violation("block 0xF8 is locked; the rule wants it unlocked"))
         #expect(
-            rule(.lock(block: 0x00, locked: true)).evaluate(facts, register: nil)
+            rule(LockRule(block: 0x00, locked: true)).evaluate(facts, register: nil)
                 == .notEvaluated("lock status of block 0x00 was not read"))
         #expect(
-            rule(.range(field: "temperature", min: 2, max: 8)).evaluate(facts, register: nil)
+            rule(RangeRule(field: "temperature", min: 2, max: 8)).evaluate(facts, register: nil)
                 == .violation("temperature = 21.5 is above 8"))
-        #expect(rule(.range(field: "temperature", min: 2, max: 25)).evaluate(facts, register: nil) == .pass)
+        #expect(rule(RangeRule(field: "temperature", min: 2, max: 25)).evaluate(facts, register: nil) == .pass)
         #expect(
-            rule(.equals(target: .block(0xF8), expected: .value("66 08 C2 01 42 37 00 01"))).evaluate(
+            rule(EqualsRule(target: .block(0xF8), expected: .value("66 08 C2 01 42 37 00 01"))).evaluate(
                 facts, register: nil) == .pass)
         let register = AssetRegister(
             file: "a.csv", columns: ["uid", "asset_id"],
             rows: ["E008010000004212": ["uid": "E008010000004212", "asset_id": "CAGE-13"]])
         #expect(
-            rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(
+            rule(EqualsRule(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(
                 facts, register: register)
                 == .violation("asset_id is 'CAGE-12'; expected 'CAGE-13'"))
         #expect(
-            rule(.equals(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(
+            rule(EqualsRule(target: .field("asset_id"), expected: .register(column: "asset_id"))).evaluate(
                 facts, register: nil)
                 == .violation("UID E008010000004212 is not in the asset register"))
     }

@@ -591,6 +591,7 @@ public final class Agent {
             onReading?(r)
         }
         counters.readings += readings.count
+        answerCommands(uid, applicable, &facts)
         evaluate(applicable, facts, now: now)
         performQueuedWrites(uid, memory: memory)
         seenNow()
@@ -709,6 +710,20 @@ public final class Agent {
                     fast: client.fastReads(uid, memory))
         }
         return TagWork(plan: plan, rules: applicable, ranges: fits, lowerBound: bound)
+    }
+
+    /// Sends the custom commands the tag's rules need (each once per cycle, only to tags of its manufacturer) and
+    /// keeps their answers for the rules; a command that fails leaves its rules not evaluated this cycle.
+    private func answerCommands(_ uid: UID, _ applicable: [Rule], _ facts: inout TagFacts) {
+        var sent = Set<String>()
+        for command in applicable.flatMap(\.neededCommands)
+        where command.manufacturer == uid.manufacturer && sent.insert(command.name).inserted {
+            if let answer = try? client.custom(
+                uid, code: command.code, manufacturer: command.manufacturer, parameters: command.parameters)
+            {
+                facts.answers[command.name] = answer
+            }
+        }
     }
 
     private func evaluate(_ applicable: [Rule], _ facts: TagFacts, now: Millis) {
