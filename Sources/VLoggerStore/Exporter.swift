@@ -21,6 +21,12 @@ public struct ExportRequest: Sendable {
     public var crlf = true
     /// Decoded fields whose values are JSON text (the NDEF records): nested as JSON in jsonl, not quoted.
     public var jsonFields: Set<String> = []
+    /// Only rows after this local id, in id order (commit order), for a program that polls: `lastID` of the
+    /// export is where its next call starts. Readings, events and writes.
+    public var afterID: Int64?
+
+    /// The tables `afterID` applies to.
+    public static let afterIDTables: [Table] = [.readings, .events, .writes]
 
     public init(since: Millis) { self.since = since }
 }
@@ -54,6 +60,7 @@ public enum Exporter {
     static func query(_ r: ExportRequest, _ plan: ExportPlan) -> (sql: String, args: [SQLValue]) {
         var columns = plan.columns.map(\.sql)
         if r.table == .readings { columns.append("decoded") }
+        if r.afterID != nil { columns.append("id") }
         return where_(r, plan, select: columns)
     }
 
@@ -74,6 +81,11 @@ public enum Exporter {
         if let reader = r.reader, let column = plan.reader {
             sql += " AND \(column) = ?\(args.count + 1)"
             args.append(.text(reader))
+        }
+        if let after = r.afterID {
+            sql += " AND id > ?\(args.count + 1)"
+            args.append(.integer(after))
+            return (sql + " ORDER BY id", args)
         }
         return (sql + " ORDER BY \(plan.order)", args)
     }
@@ -111,11 +123,21 @@ public enum Exporter {
     /// Writes the export to `fd`; returns the number of data rows.
     @discardableResult
     public static func export(_ r: ExportRequest, store: Store, to fd: Int32) throws(StoreError) -> Int {
+        try exportWithLastID(r, store: store, to: fd).rows
+    }
+
+    /// Writes the export to `fd`; returns the number of data rows and, with `afterID`, the id of the last row
+    /// written (`afterID` itself when there was none).
+    public static func exportWithLastID(_ r: ExportRequest, store: Store, to fd: Int32) throws(StoreError) -> (
+        rows: Int, lastID: Int64?
+    ) {
         // One read transaction: the fields and the rows of one snapshot, beside a running writer.
         try store.withReader { db throws(StoreError) in try export(r, db, to: fd) }
     }
 
-    static func export(_ r: ExportRequest, _ db: SQLiteConnection, to fd: Int32) throws(StoreError) -> Int {
+    static func export(_ r: ExportRequest, _ db: SQLiteConnection, to fd: Int32) throws(StoreError) -> (
+        rows: Int, lastID: Int64?
+    ) {
         let fields = r.table == .readings ? try Store.fields(db).map(\.name) : []
         let plan = ExportPlan.of(table(r.table), central: false)!
         let (sql, args) = query(r, plan)
@@ -129,8 +151,11 @@ public enum Exporter {
         let nested = fields.map { r.jsonFields.contains($0) }
         var found = [Range<Int>?](repeating: nil, count: fields.count)
         var rows = 0
+        var lastID = r.afterID
+        let idColumn = formats.count + (r.table == .readings ? 1 : 0)
         while try s.step() {
             rows += 1
+            if r.afterID != nil { lastID = s.int64(idColumn) }
             w.beginRow(&out.bytes)
             for (i, format) in formats.enumerated() {
                 let type = s.type(i)
@@ -177,7 +202,7 @@ public enum Exporter {
         }
         out.flush()
         if let e = out.error { throw StoreError("cannot write the export: \(String(cString: strerror(e)))") }
-        return rows
+        return (rows, lastID)
     }
 }
 

@@ -26,6 +26,10 @@ struct Export: AsyncParsableCommand {
             --source postgres reads the central database of [sync] instead: the same tables, options and columns \
             across every gateway (or one, with --gateway); tags and audit_results gain a gateway column there. \
             The asset register is not synced, so --table assets is local only.
+
+            --after-id N (readings, events, writes) exports the rows after local id N in id order, which is commit \
+            order, and prints `last-id M` on stderr: a program that polls passes M to its next call and gets every \
+            row once, none twice (`vlogger export --after-id 0` the first time). --since is optional with it.
             """
     )
 
@@ -34,7 +38,12 @@ struct Export: AsyncParsableCommand {
     @Option(
         help:
             "From this time: ISO 8601 (2026-11-22T08:00:00Z; without a zone UTC is assumed), or an age (24h, 7d, 30m).")
-    var since: String
+    var since: String?
+
+    @Option(
+        name: .customLong("after-id"),
+        help: "Only rows after this local id, in commit order; prints `last-id N` on stderr for the next call.")
+    var afterID: Int64?
 
     @Option(help: "Up to (not including) this time; same forms as --since. Default: no end.")
     var until: String?
@@ -75,16 +84,31 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         let now = Millis.now()
         var request: ExportRequest
+        if let afterID {
+            guard afterID >= 0 else { throw ValidationError("--after-id: \(afterID) is not a row id (0 or more)") }
+            guard ExportRequest.afterIDTables.contains(table) else {
+                throw ValidationError(
+                    "--after-id: the \(table.rawValue) table is not exported by id; it works with \(ExportRequest.afterIDTables.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+            guard source == .local else {
+                throw ValidationError("--after-id: ids are the local store's; use it without --source postgres")
+            }
+        } else if since == nil {
+            throw ValidationError("--since is needed (or --after-id, for a program that polls)")
+        }
         do {
-            let s = try TimeSpec.parse(since, now: now)
-            if let note = s.note { FileHandle.standardError.write(Data("note: --since \(note)\n".utf8)) }
-            request = ExportRequest(since: s.millis)
+            let s = try since.map { try TimeSpec.parse($0, now: now) }
+            if let note = s?.note { FileHandle.standardError.write(Data("note: --since \(note)\n".utf8)) }
+            request = ExportRequest(since: s?.millis ?? 0)
+            request.afterID = afterID
             if let until {
                 let u = try TimeSpec.parse(until, now: now)
                 if let note = u.note { FileHandle.standardError.write(Data("note: --until \(note)\n".utf8)) }
-                guard u.millis > s.millis else {
+                guard u.millis > request.since else {
                     throw ValidationError(
-                        "--until (\(TimeSpec.format(u.millis))) is not after --since (\(TimeSpec.format(s.millis)))")
+                        "--until (\(TimeSpec.format(u.millis))) is not after --since (\(TimeSpec.format(request.since)))"
+                    )
                 }
                 request.until = u.millis
             }
@@ -148,9 +172,15 @@ struct Export: AsyncParsableCommand {
             FileHandle.standardError.write(
                 Data("note: the store's folder is read-only and no writer has it open: read as the file is\n".utf8))
         }
+        var last: Int64?
         try await write(to: output) { fd in
-            do { return try Exporter.export(request, store: store, to: fd) } catch { throw VLoggerError("\(error)") }
+            do {
+                let r = try Exporter.exportWithLastID(request, store: store, to: fd)
+                last = r.lastID
+                return r.rows
+            } catch { throw VLoggerError("\(error)") }
         }
+        if let last { FileHandle.standardError.write(Data("last-id \(last)\n".utf8)) }
     }
 
     /// Runs `body` on stdout, or on `output + ".partial"` that is synced and renamed to `output` when it

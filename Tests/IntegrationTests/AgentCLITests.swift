@@ -23,6 +23,50 @@ import VLoggerCore
         return (dir, config, dir.appendingPathComponent("vlogger.db").path)
     }
 
+    /// `export --after-id` as a program that polls uses it: 20 calls while the gateway runs, each starting at the
+    /// `last-id` the one before printed; together they hold every stored reading exactly once (compared line by
+    /// line with one export of the finished store), in id order; a table without ids and a negative id are usage
+    /// errors.
+    @Test func exportAfterIDPollsWithoutLosingOrRepeating() throws {
+        let s = try Self.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let gateway = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --duration 8s"#,
+            [s.dir.path, try CLITests.binary().path, s.config],
+            stdout: "/dev/null", stderr: s.dir.appendingPathComponent("gw.log").path)
+        var last: Int64 = 0
+        var polled: [String] = []
+        var calls = 0
+        for _ in 0..<20 {
+            Thread.sleep(forTimeInterval: 0.35)
+            let r = try CLITests.run([
+                "export", "--config", s.config, "--after-id", String(last), "--format", "jsonl",
+            ])
+            #expect(r.code == 0, "\(r.err)")
+            let line = r.err.split(separator: "\n").first { $0.hasPrefix("last-id ") }
+            let next = try #require(line.flatMap { Int64($0.dropFirst("last-id ".count)) }, "\(r.err)")
+            #expect(next >= last)
+            polled += r.out.split(separator: "\n").map(String.init)
+            last = next
+            calls += 1
+        }
+        #expect(SyncFaultTests.wait(gateway) == 0)
+        // Everything up to the last id seen, exported once from the finished store.
+        let all = try CLITests.run(["export", "--config", s.config, "--after-id", "0", "--format", "jsonl"])
+        let lines = all.out.split(separator: "\n").map(String.init)
+        let upTo = Int(last)
+        #expect(upTo > 20 && polled.count == upTo, "\(polled.count) polled rows, last id \(upTo)")
+        #expect(polled == Array(lines.prefix(upTo)), "the polled rows are the store's first \(upTo), in id order")
+        #expect(Set(polled).count == polled.count, "a row twice")
+        print("export --after-id: \(calls) calls during the run, \(polled.count) rows, none missing or twice")
+        let tags = try CLITests.run(["export", "--config", s.config, "--after-id", "0", "--table", "tags"])
+        #expect(tags.code != 0 && tags.err.contains("not exported by id"), "\(tags.err)")
+        let negative = try CLITests.run(["export", "--config", s.config, "--after-id=-1"])
+        #expect(negative.code != 0 && negative.err.contains("not a row id"), "\(negative.err)")
+        let none = try CLITests.run(["export", "--config", s.config])
+        #expect(none.code != 0 && none.err.contains("--since is needed"), "\(none.err)")
+    }
+
     @Test func twoReadersEachWithItsIdAndLocationInTheStoreAndTheExport() throws {
         // The example configuration as shipped: reader cage-room on demo-field (1 s), dock-3 on demo-field-dock (2 s).
         let dir = try CLITests.scratch(
