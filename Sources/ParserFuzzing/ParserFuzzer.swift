@@ -283,6 +283,22 @@ public struct ParserFuzzer {
                     Array($0.utf8)
                 }
             ) { b in SparkplugPayloads.hostState(b) != nil },
+            // The live stream's query string (name=value pairs split on & and =, as a router would) and its
+            // Last-Event-ID.
+            Target(
+                name: "stream-query",
+                seeds: [
+                    "reader=dock-3&uid=E008010000004212&kind=reading,violation", "kind=event&last_event_id=12-3",
+                    "last_event_id=-1-2", "kind=bogus",
+                ].map { Array($0.utf8) }
+            ) { b in
+                let t = text(b)
+                let pairs = t.split(separator: "&").map { p -> (String, String) in
+                    let kv = p.split(separator: "=", maxSplits: 1)
+                    return (String(kv.first ?? ""), kv.count > 1 ? String(kv[1]) : "")
+                }
+                return (try? StreamQuery.parse(pairs, lastEventID: pairs.last?.1)) != nil
+            },
             Target(name: "values", seeds: values) { b in
                 let t = text(b)
                 var ok = 0

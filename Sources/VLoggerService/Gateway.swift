@@ -404,6 +404,8 @@ public final class Gateway: @unchecked Sendable {
         }
         // The routes are always there; without a token (no api-token-file, or removed by a reload) the
         // middleware answers 404 before them.
+        StreamAPI.add(
+            to: router, store: store, gateway: config.gatewayID, wakeup: outputWakeup, loopback: address.isLoopback)
         WriteAPI.add(
             to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger,
             refusals: refusals)
@@ -505,7 +507,9 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         let apiOn = token.isSet
-        if !apiOn && request.uri.path.hasPrefix("/api/") {
+        // The write API's paths (the read API under /api/v1/ is not gated by its token).
+        let writeAPI = request.uri.path.hasPrefix("/api/") && !request.uri.path.hasPrefix("/api/v1/")
+        if !apiOn && writeAPI {
             return Response(
                 status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n"))
@@ -515,7 +519,7 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
             request.method == .get || request.method == .head
                 || (request.method == .post && writablePaths.contains(request.uri.path))
         else {
-            if request.uri.path.hasPrefix("/api/") && !apiOn {
+            if writeAPI && !apiOn {
                 return Response(
                     status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
                     body: .init(

@@ -181,6 +181,16 @@ extension Store {
     }
 
     /// Rows `consumer` has not had acknowledged yet, and the time of the oldest of them (its backlog).
+    /// The newest row's local id of `table` (0 when it is empty): where a live stream that resumes nothing starts.
+    public func newestID(_ table: SyncTable) throws(StoreError) -> Int64 {
+        guard table.tableDescription.hasRowID else { return 0 }
+        return try withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT COALESCE(MAX(id), 0) FROM \(table.tableDescription.name)")
+            guard try s.step() else { return 0 }
+            return s.int64(0)
+        }
+    }
+
     public func outboxBacklog(_ consumer: String, _ table: SyncTable) throws(StoreError) -> (
         rows: Int, oldest: Millis?
     ) {

@@ -23,6 +23,74 @@ import VLoggerCore
         return (dir, config, dir.appendingPathComponent("vlogger.db").path)
     }
 
+    /// `GET /api/v1/stream` (Server-Sent Events) read by a client written to the WHATWG parsing rules
+    /// (Support/sse_client.py): one client reads from the start (`Last-Event-ID: 0-0`) for 3 s and goes; a
+    /// second comes back 2 s later with the last id the first got and reads for 3 s; together they got every
+    /// reading and event of the store up to the last id the second saw, each once. A bad parameter is a 400
+    /// naming it.
+    @Test func theStreamResumesFromLastEventIDWithNothingLostOrTwice() throws {
+        let s = try Self.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let log = s.dir.appendingPathComponent("gw.log")
+        let gateway = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 10s"#,
+            [s.dir.path, try CLITests.binary().path, s.config], stdout: "/dev/null", stderr: log.path)
+        var port: Int?
+        let end = Date().addingTimeInterval(15)
+        while port == nil && Date() < end {
+            Thread.sleep(forTimeInterval: 0.1)
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            port = text.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
+                Int(text[r].dropFirst("http://127.0.0.1:".count).dropLast())
+            }
+        }
+        let p = try #require(port)
+        let script = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Support/sse_client.py").path
+        let first = s.dir.appendingPathComponent("first.jsonl").path
+        let second = s.dir.appendingPathComponent("second.jsonl").path
+        let a = try SyncFaultTests.shell(
+            #"python3 "$1" "$2" /api/v1/stream 3 "$3" 0-0"#, [script, String(p), first])
+        #expect(a.code == 0, "\(a.err)")
+        func events(_ path: String) -> [[String: Any]] {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+        let got = events(first)
+        let lastID = try #require(got.last?["id"] as? String, "the first client got no event")
+        Thread.sleep(forTimeInterval: 2)
+        let b = try SyncFaultTests.shell(
+            #"python3 "$1" "$2" /api/v1/stream 3 "$3" "$4""#, [script, String(p), second, lastID])
+        #expect(b.code == 0, "\(b.err)")
+        let bad = try ServiceTests.get(p, "/api/v1/stream?uid=E0zz")
+        #expect(bad.status == 400 && bad.body.contains(#""parameter":"uid""#), "\(bad)")
+        #expect(SyncFaultTests.wait(gateway) == 0)
+        let later = events(second)
+        let endID = try #require((later.last ?? got.last)?["id"] as? String)
+        let ids = endID.split(separator: "-").compactMap { Int64($0) }
+        #expect(ids.count == 2)
+        let keys = (got + later).compactMap { $0["key"] as? String }
+        let store = try Store(path: s.store, readOnly: true)
+        defer { store.close() }
+        var expected = Set<String>()
+        for r in try store.outbox(.readings, after: 0, limit: 1_000_000) where r.id <= ids.first ?? 0 {
+            expected.insert("gw-demo-01/readings/\(r.id)")
+        }
+        for e in try store.outbox(.events, after: 0, limit: 1_000_000) where e.id <= ids.last ?? 0 {
+            expected.insert("gw-demo-01/events/\(e.id)")
+        }
+        #expect(later.count > 0 && expected.count > got.count)
+        let missing = expected.subtracting(keys)
+        #expect(missing.isEmpty, "missing: \(missing.sorted().prefix(5))")
+        #expect(
+            Set(keys).subtracting(expected).isEmpty,
+            "beyond the last id: \(Set(keys).subtracting(expected).sorted().prefix(5))")
+        #expect(keys.count == Set(keys).count, "\(keys.count - Set(keys).count) rows twice")
+        print(
+            "SSE resume: \(got.count) events before the disconnect (last id \(lastID)), \(later.count) after it up to \(endID), \(expected.count) rows stored up to there, none missing or twice"
+        )
+    }
+
     /// `export --after-id` as a program that polls uses it: 20 calls while the gateway runs, each starting at the
     /// `last-id` the one before printed; together they hold every stored reading exactly once (compared line by
     /// line with one export of the finished store), in id order; a table without ids and a negative id are usage

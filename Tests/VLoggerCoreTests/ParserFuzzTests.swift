@@ -15,7 +15,8 @@ import ParserFuzzing
             Set(targets.map(\.name)) == [
                 "toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
                 "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame",
-                "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "values",
+                "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "stream-query",
+                "values",
             ])
         for target in targets {
             #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")
