@@ -30,6 +30,8 @@ public struct GatewayOptions: Sendable {
     public var clockStart: Millis?
     /// How long the last commit may keep failing at shutdown before giving up with an error.
     public var finalCommitTimeoutMs: Millis = 10_000
+    /// Readings and events also to stdout as JSON lines as they are committed (`run --emit jsonl`).
+    public var emit = false
 
     public init(configPath: String) { self.configPath = configPath }
 }
@@ -187,6 +189,14 @@ public final class Gateway: @unchecked Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // Shut down in reverse order: the writer after the polling jobs, so it commits what they made; the outputs
         // after the writer, so their last round sends what it committed last.
+        if options.emit {
+            // First in the list: it stops last, after the writer's last commit, and prints that too.
+            let start = ((try? store.newestID(.readings)) ?? 0, (try? store.newestID(.events)) ?? 0)
+            services.append(
+                .init(
+                    service: EmitJob(store: store, gateway: config.gatewayID, wakeup: outputWakeup, start: start),
+                    serviceName: "emit"))
+        }
         services.append(.init(service: outputsJob, serviceName: "outputs"))
         services.append(.init(service: WriterJob(gateway: self), serviceName: "store writer"))
         if let listen = config.listen {

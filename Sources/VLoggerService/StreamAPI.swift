@@ -74,42 +74,24 @@ enum StreamAPI {
         _ q: StreamQuery, from: (Int64, Int64), store: Store, gateway: String, wakeup: Wakeup,
         to writer: inout any ResponseBodyWriter
     ) async throws {
-        var (r, e) = from
+        var follower = RowFollower(readings: q.readings, events: q.events, after: from)
         // The retry hint (ms) and a first comment, so that the client sees the stream open at once.
-        try await writer.write(ByteBuffer(string: "retry: 2000\n: vlogger stream from \(r)-\(e)\n\n"))
+        try await writer.write(ByteBuffer(string: "retry: 2000\n: vlogger stream from \(from.0)-\(from.1)\n\n"))
         var lastSent = ContinuousClock.now
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let seen = wakeup.current
-            let (afterR, afterE) = (r, e)
-            let (readings, events) = await Blocking.run { () -> ([OutboxRow], [OutboxRow]) in
-                let rr = q.readings ? ((try? store.outbox(.readings, after: afterR, limit: 500)) ?? []) : []
-                let ee = q.events ? ((try? store.outbox(.events, after: afterE, limit: 500)) ?? []) : []
-                return (rr, ee)
-            }
-            // Both tables in time order (readings first at the same millisecond), each in its own id order.
-            var i = 0, j = 0
+            let batch = await follower.next(store)
             var out: [UInt8] = []
-            while i < readings.count || j < events.count {
-                let takeReading =
-                    j >= events.count || (i < readings.count && readings[i].time <= events[j].time)
-                let row = takeReading ? readings[i] : events[j]
-                let table: SyncTable = takeReading ? .readings : .events
-                if takeReading {
-                    r = row.id
-                    i += 1
-                } else {
-                    e = row.id
-                    j += 1
-                }
-                guard wanted(q, table, row) else { continue }
-                out += Array("id: \(r)-\(e)\nevent: \(takeReading ? "reading" : "event")\ndata: ".utf8)
+            for (table, row, position) in batch.rows where wanted(q, table, row) {
+                out += Array(
+                    "id: \(position.0)-\(position.1)\nevent: \(table == .readings ? "reading" : "event")\ndata: ".utf8)
                 OutboxJSON.append(table, row, gateway: gateway, jsonFields: [NDEFFields.records], to: &out)
                 out += [0x0A, 0x0A]
             }
             // Rows filtered out: a comment says where the stream is (EventSource resumes from the last event it
             // got, so a resume scans those rows again; none is sent twice).
-            if out.isEmpty && (!readings.isEmpty || !events.isEmpty) {
-                out = Array(": at \(r)-\(e)\n\n".utf8)
+            if out.isEmpty && !batch.rows.isEmpty {
+                out = Array(": at \(follower.after.0)-\(follower.after.1)\n\n".utf8)
             }
             if !out.isEmpty {
                 try await writer.write(ByteBuffer(bytes: out))
@@ -118,9 +100,7 @@ enum StreamAPI {
                 try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
                 lastSent = .now
             }
-            if readings.count < 500 && events.count < 500 {
-                await wakeup.wait(after: seen, timeoutMs: 1000)
-            }
+            if !batch.full { await wakeup.wait(after: seen, timeoutMs: 1000) }
         }
     }
 
@@ -131,5 +111,80 @@ enum StreamAPI {
             guard let k = row.value("kind", in: table).text, kinds.contains(k) else { return false }
         }
         return true
+    }
+}
+
+/// Follows the store's readings and events in commit order from a pair of cursors (the local ids of the last
+/// reading and event passed): each `next` gives the rows committed since, both tables merged by time (readings
+/// first at the same millisecond), each row with the cursors after it. The live stream and `run --emit` use it.
+struct RowFollower {
+    let readings: Bool
+    let events: Bool
+    private(set) var after: (Int64, Int64)
+    let limit = 500
+
+    init(readings: Bool, events: Bool, after: (Int64, Int64)) {
+        self.readings = readings
+        self.events = events
+        self.after = after
+    }
+
+    /// The next rows; `full` when a table gave a whole batch (more may be waiting: ask again at once).
+    mutating func next(_ store: Store) async -> (
+        rows: [(table: SyncTable, row: OutboxRow, position: (Int64, Int64))], full: Bool
+    ) {
+        let (afterR, afterE, wantR, wantE, limit) = (after.0, after.1, readings, events, limit)
+        let (rr, ee) = await Blocking.run { () -> ([OutboxRow], [OutboxRow]) in
+            (
+                wantR ? ((try? store.outbox(.readings, after: afterR, limit: limit)) ?? []) : [],
+                wantE ? ((try? store.outbox(.events, after: afterE, limit: limit)) ?? []) : []
+            )
+        }
+        var out: [(table: SyncTable, row: OutboxRow, position: (Int64, Int64))] = []
+        var i = 0, j = 0
+        while i < rr.count || j < ee.count {
+            let takeReading = j >= ee.count || (i < rr.count && rr[i].time <= ee[j].time)
+            if takeReading {
+                after.0 = rr[i].id
+                out.append((.readings, rr[i], after))
+                i += 1
+            } else {
+                after.1 = ee[j].id
+                out.append((.events, ee[j], after))
+                j += 1
+            }
+        }
+        return (out, rr.count == limit || ee.count == limit)
+    }
+}
+
+/// `vlogger run --emit jsonl`: the rows this run commits, also on stdout, one JSON line each (the same JSON as
+/// the stream, MQTT and webhooks), for a program that reads the gateway's output (Telegraf's `inputs.execd`,
+/// Node-RED's exec node). It stops after the store writer and prints what the last commit brought.
+struct EmitJob: Service {
+    let store: Store
+    let gateway: String
+    let wakeup: Wakeup
+    let start: (Int64, Int64)
+
+    func run() async {
+        var follower = RowFollower(readings: true, events: true, after: start)
+        func pass() async -> Bool {
+            let batch = await follower.next(store)
+            guard !batch.rows.isEmpty else { return false }
+            var out: [UInt8] = []
+            for (table, row, _) in batch.rows {
+                OutboxJSON.append(table, row, gateway: gateway, jsonFields: [NDEFFields.records], to: &out)
+                out.append(0x0A)
+            }
+            FileHandle.standardOutput.write(Data(out))
+            return batch.full
+        }
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let seen = wakeup.current
+            if await pass() { continue }
+            await cancelWhenGracefulShutdown { await wakeup.wait(after: seen, timeoutMs: 1000) }
+        }
+        while await pass() {}
     }
 }

@@ -72,15 +72,21 @@ public enum OutboxJSON {
 
     static let layouts = Dictionary(uniqueKeysWithValues: SyncTable.allCases.map { ($0, Layout($0)) })
 
-    /// Appends the object for `row` of `table`; `gateway` fills in where the row has none.
+    /// Appends the object for `row` of `table`; `gateway` fills in where the row has none. `keyed` false: `key`
+    /// is null (a row of a scratch store, whose ids are not the gateway's).
     public static func append(
-        _ table: SyncTable, _ row: OutboxRow, gateway: String, jsonFields: Set<String> = [], to out: inout [UInt8]
+        _ table: SyncTable, _ row: OutboxRow, gateway: String, jsonFields: Set<String> = [], keyed: Bool = true,
+        to out: inout [UInt8]
     ) {
         guard let layout = layouts[table] else { return }
         var w = layout.writer
         let rowGateway = row.gateway.isEmpty ? gateway : row.gateway
         w.beginRow(&out)
-        w.text(Array("\(rowGateway)/\(table.rawValue)/\(row.id)".utf8), &out)
+        if keyed {
+            w.text(Array("\(rowGateway)/\(table.rawValue)/\(row.id)".utf8), &out)
+        } else {
+            w.null(&out)
+        }
         w.text(Array(table.rawValue.utf8), &out)
         if !layout.hasGateway { w.text(Array(rowGateway.utf8), &out) }
         if layout.exportsID { w.integer(row.id, &out) }

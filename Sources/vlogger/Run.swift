@@ -90,7 +90,35 @@ struct Run: AsyncParsableCommand {
             discussion: "Read-only; bind to a loopback address unless a reverse proxy or firewall guards it."))
     var listen: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Also print each reading and event to stdout as it is committed: jsonl (one JSON object per line).",
+            discussion:
+                "For a program that reads the gateway's output (Telegraf's inputs.execd, Node-RED's exec node); the closing summary then goes to stderr."
+        ))
+    var emit: LineFormat?
+
+    @Flag(
+        help: "One cycle of each reader, with plans and rules applied; nothing stored, nothing sent (use with --print)."
+    )
+    var once = false
+
+    @Option(help: "With --once: print the cycle's readings and events to stdout: jsonl.")
+    var print: LineFormat?
+
+    enum LineFormat: String, ExpressibleByArgument, CaseIterable { case jsonl }
+
     func validate() throws {
+        if print != nil && !once { throw ValidationError("--print is for --once (the running service has --emit)") }
+        if once {
+            if print == nil { throw ValidationError("--once needs --print jsonl (what to do with the cycle's rows)") }
+            for (given, name) in [
+                (emit != nil, "--emit"), (duration != nil, "--duration"), (cycles != nil, "--cycles"),
+                (listen != nil, "--listen"), (clockRate != nil, "--clock-rate"), (fastClock, "--fast-clock"),
+            ] where given {
+                throw ValidationError("\(name) does not go with --once (one cycle of each reader, nothing kept)")
+            }
+        }
         if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
         if let duration {
             do { _ = try DurationText.parse(duration) } catch { throw ValidationError("--duration: \(error)") }
@@ -116,7 +144,12 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if once {
+            try runOnce()
+            return
+        }
         var o = GatewayOptions(configPath: options.config)
+        o.emit = emit != nil
         o.overrides = RunOverrides(
             reader: reader, field: field, intervalMs: try interval.map(DurationText.parse), store: options.store,
             listen: listen)
@@ -165,7 +198,12 @@ struct Run: AsyncParsableCommand {
         out.append(
             "store \(s.storePath): \(s.store.committedReadings) readings and \(s.store.committedEvents) events committed in \(s.store.commits) batches"
                 + (s.store.droppedReadings > 0 ? ", \(s.store.droppedReadings) readings dropped (queue limit)" : ""))
-        print(out.joined(separator: "\n"))
+        // With --emit, stdout is the rows' and the summary goes beside the log.
+        if emit != nil {
+            FileHandle.standardError.write(Data((out.joined(separator: "\n") + "\n").utf8))
+        } else {
+            Swift.print(out.joined(separator: "\n"))
+        }
         if let problem = s.problem { throw VLoggerError(problem) }
         if !s.committedAll {
             throw VLoggerError(
@@ -176,3 +214,67 @@ struct Run: AsyncParsableCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+extension Run {
+    /// `--once --print jsonl`: each reader's one cycle, with the configuration's plans and rules, into a scratch
+    /// store that is removed afterwards; its readings and events printed in commit order as the stream and the
+    /// outputs have them. Nothing is kept and nothing is sent (no outputs, no listener, no queued writes).
+    func runOnce() throws {
+        let overrides = RunOverrides(
+            reader: reader, field: field, intervalMs: try interval.map(DurationText.parse), store: nil, listen: nil)
+        let (c, rules, register): (AgentConfig, RuleSet, AssetRegister?)
+        do { (c, rules, register) = try overrides.load(options.config) } catch { throw VLoggerError("\(error)") }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-once-\(getpid())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let store: Store
+        do { store = try Store(path: scratch.appendingPathComponent("once.db").path) } catch {
+            throw VLoggerError("\(error)")
+        }
+        defer { store.close() }
+        try? store.registerFields(c.fieldInfos)
+        // The register's asset ids, so the rows carry them as the service's would.
+        do { _ = try AssetRegister.importConfigured(c, into: store) } catch { throw VLoggerError("\(error)") }
+        let writer = StoreWriter(store: store, gateway: c.gatewayID, batchSize: 100_000, flushIntervalMs: 3_600_000)
+        var failed: [String] = []
+        for rc in c.readers {
+            let session: ReaderSession
+            do { session = try ReaderSession.open(rc) } catch {
+                failed.append("reader \(rc.id): \(error)")
+                continue
+            }
+            let agent = Agent(
+                config: c, reader: rc, rules: rules, register: register, session: session, writer: writer,
+                clock: SystemClock())
+            let report = agent.cycle()
+            agent.wakeQuietTags()
+            if report.readerFailed { failed.append("reader \(rc.id): the cycle failed (see the events)") }
+        }
+        guard writer.commitNow() else { throw VLoggerError("the scratch store did not commit") }
+        var rows: [(SyncTable, OutboxRow)] = []
+        do {
+            let readings = try store.outbox(.readings, after: 0, limit: 10_000_000)
+            let events = try store.outbox(.events, after: 0, limit: 10_000_000)
+            var i = 0, j = 0
+            while i < readings.count || j < events.count {
+                if j >= events.count || (i < readings.count && readings[i].time <= events[j].time) {
+                    rows.append((.readings, readings[i]))
+                    i += 1
+                } else {
+                    rows.append((.events, events[j]))
+                    j += 1
+                }
+            }
+        } catch { throw VLoggerError("\(error)") }
+        var out: [UInt8] = []
+        for (table, row) in rows {
+            // No key: the scratch store's ids are not the gateway's (a key would clash with a stored row's).
+            OutboxJSON.append(
+                table, row, gateway: c.gatewayID, jsonFields: [NDEFFields.records], keyed: false, to: &out)
+            out.append(0x0A)
+        }
+        FileHandle.standardOutput.write(Data(out))
+        for f in failed { FileHandle.standardError.write(Data("\(f)\n".utf8)) }
+        if !failed.isEmpty { throw ExitCode(1) }
+    }
+}

@@ -91,6 +91,44 @@ import VLoggerCore
         )
     }
 
+    /// `run --emit jsonl`: every reading and event the run commits is on stdout once, as the store has it (the
+    /// keys equal the store's rows); the closing summary goes to stderr. `run --once --print jsonl`: one cycle of
+    /// each reader with the plans and rules, the same reads as a stored one-cycle run (tag, block and count of
+    /// each reading), with the register's asset ids, no key (its scratch ids are not the gateway's), and no store
+    /// file left.
+    @Test func emitAndOncePrintJSONLines() throws {
+        let s = try Self.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let once = try CLITests.run(["run", "--config", s.config, "--once", "--print", "jsonl"])
+        #expect(once.code == 0, "\(once.err)")
+        #expect(!FileManager.default.fileExists(atPath: s.store), "--once left a store")
+        func objects(_ text: String) -> [[String: Any]] {
+            text.split(separator: "\n").compactMap { MQTTTests.object(String($0)) }
+        }
+        let printed = objects(once.out)
+        #expect(printed.count == once.out.split(separator: "\n").count && !printed.isEmpty)
+        #expect(printed.allSatisfy { $0["key"] is NSNull })
+        #expect(printed.contains { $0["asset_id"] as? String == "CAGE-12" }, "the register's asset id")
+        func reads(_ rows: [[String: Any]]) -> [String] {
+            rows.filter { $0["table"] as? String == "readings" || $0["block"] != nil && $0["kind"] == nil }
+                .map { "\($0["uid"] ?? "")@\($0["block"] ?? "")+\($0["count"] ?? "")" }.sorted()
+        }
+        let stored = try CLITests.run(["run", "--config", s.config, "--cycles", "1"])
+        #expect(stored.code == 0, "\(stored.err)")
+        let export = try CLITests.run(["export", "--config", s.config, "--since", "1h", "--format", "jsonl"])
+        #expect(reads(printed) == reads(objects(export.out)), "once: \(reads(printed))")
+        try FileManager.default.removeItem(atPath: s.store)
+
+        let emit = try CLITests.run(["run", "--config", s.config, "--duration", "3s", "--emit", "jsonl"])
+        #expect(emit.code == 0, "\(emit.err)")
+        #expect(emit.err.contains("readings and") && emit.err.contains("events committed"), "summary on stderr")
+        let keys = objects(emit.out).compactMap { $0["key"] as? String }
+        let all = try MQTTTests.storedKeys(s.store, gateway: "gw-demo-01")
+        #expect(keys.count == Set(keys).count && Set(keys) == all, "emitted \(keys.count), stored \(all.count)")
+        let bad = try CLITests.run(["run", "--config", s.config, "--once"])
+        #expect(bad.code != 0 && bad.err.contains("--once needs --print jsonl"), "\(bad.err)")
+    }
+
     /// `export --after-id` as a program that polls uses it: 20 calls while the gateway runs, each starting at the
     /// `last-id` the one before printed; together they hold every stored reading exactly once (compared line by
     /// line with one export of the finished store), in id order; a table without ids and a negative id are usage
