@@ -77,7 +77,10 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         return try await body(Session(output: self))
     }
 
-    public func describe(_ error: any Error) -> OutboxFailure {
+    public func describe(_ error: any Error) -> OutboxFailure { Self.failure(error) }
+
+    /// A round's failure as an MQTT output tells it (the kind of an `MQTTError`, or `other`).
+    static func failure(_ error: any Error) -> OutboxFailure {
         if let e = error as? OutboxFailure { return e }
         if let e = error as? MQTTError { return OutboxFailure(kind: e.kind.rawValue, message: e.message) }
         return OutboxFailure(kind: "other", message: "\(error)")
@@ -141,7 +144,10 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     }
 
     /// Whether a row passes the output's filters (readers, event kinds).
-    func wanted(_ table: SyncTable, _ row: OutboxRow) -> Bool {
+    func wanted(_ table: SyncTable, _ row: OutboxRow) -> Bool { Self.wanted(settings, table, row) }
+
+    /// Whether a row passes an MQTT output's filters (`readers`, `event-kinds`).
+    static func wanted(_ settings: MQTTSettings, _ table: SyncTable, _ row: OutboxRow) -> Bool {
         if let readers = settings.readers, table == .readings || table == .events {
             guard let r = row.value("reader", in: table).text, readers.contains(r) else { return false }
         }

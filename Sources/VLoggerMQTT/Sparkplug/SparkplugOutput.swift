@@ -266,11 +266,7 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         }
     }
 
-    public func describe(_ error: any Error) -> OutboxFailure {
-        if let e = error as? OutboxFailure { return e }
-        if let e = error as? MQTTError { return OutboxFailure(kind: e.kind.rawValue, message: e.message) }
-        return OutboxFailure(kind: "other", message: "\(error)")
-    }
+    public func describe(_ error: any Error) -> OutboxFailure { MQTTOutput.failure(error) }
 
     /// A clean leave: NDEATH published first (Sparkplug 3.0, intentional disconnect), then DISCONNECT.
     public func shutdown() async {
@@ -382,15 +378,7 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         return published
     }
 
-    func wanted(_ table: SyncTable, _ row: OutboxRow) -> Bool {
-        if let readers = settings.readers {
-            guard let r = row.value("reader", in: table).text, readers.contains(r) else { return false }
-        }
-        if let kinds = settings.eventKinds, table == .events {
-            guard let k = row.value("kind", in: table).text, kinds.contains(k) else { return false }
-        }
-        return true
-    }
+    func wanted(_ table: SyncTable, _ row: OutboxRow) -> Bool { MQTTOutput.wanted(settings, table, row) }
 
     /// How much older than this connection's NBIRTH a row must be to count as a backlog (`is_historical`): rows
     /// taken while the connection came up are live.
