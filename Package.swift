@@ -142,7 +142,9 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]),
+            ],
+            // The read API's OpenAPI document: served from API/OpenAPIDocument.swift (.ci/openapi-document.sh).
+            exclude: ["API/openapi.json"]),
         .executableTarget(
             name: "vlogger",
             dependencies: [

@@ -299,6 +299,20 @@ public struct ParserFuzzer {
                 }
                 return (try? StreamQuery.parse(pairs, lastEventID: pairs.last?.1)) != nil
             },
+            // The read API's list queries (the same splitting as the stream's).
+            Target(
+                name: "read-query",
+                seeds: [
+                    "uid=E008010000004212&since=2026-11-26T00:00:00Z&until=now&after_id=5&limit=10",
+                    "kind=violation&reader=dock-3&since=1h", "limit=1001", "after_id=-1",
+                ].map { Array($0.utf8) }
+            ) { b in
+                let pairs = text(b).split(separator: "&").map { p -> (String, String) in
+                    let kv = p.split(separator: "=", maxSplits: 1)
+                    return (String(kv.first ?? ""), kv.count > 1 ? String(kv[1]) : "")
+                }
+                return (try? ReadQuery.parse(pairs, events: true, now: 1_763_800_000_000)) != nil
+            },
             Target(name: "values", seeds: values) { b in
                 let t = text(b)
                 var ok = 0

@@ -84,6 +84,12 @@ public struct TimeSpec: Sendable, Equatable {
                     ms = frac
                 }
             }
+            // Second 60 is a leap second (RFC 3339 §5.6 allows it at the end of a minute); Unix time has none, so
+            // it is taken as the last millisecond of second 59, which keeps the order of times.
+            if second == 60 {
+                second = 59
+                ms = 999
+            }
             guard hour < 24, minute < 60, second < 60 else {
                 throw Invalid(text: original, reason: "time of day out of range")
             }

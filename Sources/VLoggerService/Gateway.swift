@@ -416,6 +416,8 @@ public final class Gateway: @unchecked Sendable {
         // middleware answers 404 before them.
         StreamAPI.add(
             to: router, store: store, gateway: config.gatewayID, wakeup: outputWakeup, loopback: address.isLoopback)
+        ReadAPI.add(
+            to: router, store: store, metrics: metrics, gateway: config.gatewayID, loopback: address.isLoopback)
         WriteAPI.add(
             to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger,
             refusals: refusals)

@@ -116,26 +116,10 @@ public struct OutboxRow: Sendable, Equatable {
 extension Store {
     /// Up to `limit` rows of `table` after the cursor `after`, in commit order.
     public func outbox(_ table: SyncTable, after: Int64, limit: Int) throws(StoreError) -> [OutboxRow] {
-        let columns = table.columns
-        return try withReader { db throws(StoreError) in
+        try withReader { db throws(StoreError) in
             let s = try db.prepare(table.outboxSQL)
             try s.bind([.integer(after), .integer(Int64(max(1, limit)))])
-            var out: [OutboxRow] = []
-            while try s.step() {
-                var values: [OutboxValue] = []
-                values.reserveCapacity(columns.count)
-                for (i, c) in columns.enumerated() {
-                    let k = i + 3
-                    if s.type(k) == 5 { values.append(.null); continue }  // 5: SQLITE_NULL
-                    switch c.kind {
-                    case .integer, .time, .bool: values.append(.integer(s.int64(k)))
-                    case .text, .json: values.append(.text(s.text(k) ?? ""))
-                    case .blob: values.append(.blob(s.blob(k)))
-                    }
-                }
-                out.append(OutboxRow(id: s.int64(0), time: s.int64(1), gateway: s.text(2) ?? "", values: values))
-            }
-            return out
+            return try Self.rows(s, table)
         }
     }
 

@@ -1,0 +1,126 @@
+import Foundation
+import GRDB
+import ISO15693
+import VLoggerModel
+
+/// What a read of stored readings or events is limited to (the read API's query parameters).
+public struct RowFilter: Sendable, Equatable {
+    public var uid: UID?
+    public var reader: String?
+    /// From this time (inclusive) and up to this time (exclusive), in ms since the epoch.
+    public var since: Millis?
+    public var until: Millis?
+    /// Events of this kind only.
+    public var kind: String?
+
+    public init(
+        uid: UID? = nil, reader: String? = nil, since: Millis? = nil, until: Millis? = nil, kind: String? = nil
+    ) {
+        self.uid = uid
+        self.reader = reader
+        self.since = since
+        self.until = until
+        self.kind = kind
+    }
+}
+
+/// A tag as the store's tags table has it.
+public struct StoredTag: Sendable, Equatable {
+    public var uid: UID
+    public var firstSeen: Millis
+    public var lastSeen: Millis
+    public var manufacturer: String
+    public var model: String?
+    public var lastReader: String?
+    public var lastLocation: String?
+}
+
+extension Store {
+    /// A page of `table` (readings or events) in id order, the rows after `afterID` that pass `filter`, at most
+    /// `limit`: the rows as the outbox has them (the same JSON everywhere).
+    public func page(_ table: SyncTable, _ filter: RowFilter, afterID: Int64, limit: Int) throws(StoreError)
+        -> [OutboxRow]
+    {
+        precondition(table == .readings || table == .events, "pages of readings or events")
+        var sql = table.selectSQL + " WHERE id > ?1"
+        var args: [SQLValue] = [.integer(afterID)]
+        func add(_ clause: String, _ value: SQLValue) {
+            args.append(value)
+            sql += " AND \(clause) ?\(args.count)"
+        }
+        if let uid = filter.uid { add("uid =", .text(uid.description)) }
+        if let reader = filter.reader { add("reader =", .text(reader)) }
+        if let since = filter.since { add("time >=", .integer(since)) }
+        if let until = filter.until { add("time <", .integer(until)) }
+        if let kind = filter.kind, table == .events { add("kind =", .text(kind)) }
+        args.append(.integer(Int64(max(1, limit))))
+        sql += " ORDER BY id LIMIT ?\(args.count)"
+        let statement = sql
+        let bound = args
+        return try withReader { db throws(StoreError) in
+            let s = try db.prepare(statement)
+            try s.bind(bound)
+            return try Self.rows(s, table)
+        }
+    }
+
+    /// The newest row of `table` (readings or events) of a tag.
+    public func newest(_ table: SyncTable, uid: UID) throws(StoreError) -> OutboxRow? {
+        let sql = table.selectSQL + " WHERE uid = ?1 ORDER BY id DESC LIMIT 1"
+        return try withReader { db throws(StoreError) in
+            let s = try db.prepare(sql)
+            try s.bind([.text(uid.description)])
+            return try Self.rows(s, table).first
+        }
+    }
+
+    /// The tags table's row of a tag; nil when the store has never seen it.
+    public func storedTag(_ uid: UID) throws(StoreError) -> StoredTag? {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare(
+                "SELECT first_seen, last_seen, manufacturer, model, last_reader, last_location FROM tags WHERE uid = ?1"
+            )
+            try s.bind([.text(uid.description)])
+            guard try s.step() else { return nil }
+            return StoredTag(
+                uid: uid, firstSeen: s.int64(0), lastSeen: s.int64(1), manufacturer: s.text(2) ?? "",
+                model: s.text(3), lastReader: s.text(4), lastLocation: s.text(5))
+        }
+    }
+
+    /// The asset register's row of a tag.
+    public func asset(_ uid: UID) throws(StoreError) -> AssetRow? {
+        try read { db in try StoredAsset.filter(Column("uid") == uid.description).fetchOne(db)?.row }
+    }
+
+    /// Reads the rows of an outbox-shaped statement (id, time, gateway, then the table's outbox columns).
+    static func rows(_ s: SQLStatement, _ table: SyncTable) throws(StoreError) -> [OutboxRow] {
+        let columns = table.columns
+        var out: [OutboxRow] = []
+        while try s.step() {
+            var values: [OutboxValue] = []
+            values.reserveCapacity(columns.count)
+            for (i, c) in columns.enumerated() {
+                let k = i + 3
+                if s.type(k) == SQLStatement.nullType {
+                    values.append(.null)
+                    continue
+                }
+                switch c.kind {
+                case .integer, .time, .bool: values.append(.integer(s.int64(k)))
+                case .text, .json: values.append(.text(s.text(k) ?? ""))
+                case .blob: values.append(.blob(s.blob(k)))
+                }
+            }
+            out.append(OutboxRow(id: s.int64(0), time: s.int64(1), gateway: s.text(2) ?? "", values: values))
+        }
+        return out
+    }
+}
+
+extension SyncTable {
+    /// `SELECT id, time, gateway, <outbox columns> FROM <table>` of readings, events or writes.
+    var selectSQL: String {
+        "SELECT id, time, gateway, " + columns.map(\.name).joined(separator: ", ") + " FROM \(rawValue)"
+    }
+}

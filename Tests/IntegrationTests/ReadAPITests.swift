@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+/// Whether the API checkers are here (always in CI, where VLOGGER_REQUIRE_API_TOOLS=1 makes a missing one a
+/// failure): schemathesis and openapi-spec-validator, from PyPI.
+func apiToolsAvailable() -> Bool {
+    if ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_API_TOOLS"] == "1" { return true }
+    return (try? SyncFaultTests.shell("command -v schemathesis && python3 -c 'import openapi_spec_validator'", []).code)
+        == 0
+}
+
+/// The read API (`/api/v1/`) against tools nobody here wrote: the document is valid OpenAPI 3.1 by
+/// openapi-spec-validator, and schemathesis, reading the document the service serves, sends hundreds of
+/// generated requests (valid and not) and checks every answer against it: no 5xx, every status and body as
+/// documented, schema-valid requests not refused.
+@Suite(.serialized, .enabled(if: apiToolsAvailable(), "no schemathesis or openapi-spec-validator here"))
+struct ReadAPITests {
+    typealias CLI = CLITests
+
+    /// The service on a free loopback port over the demo field; its port.
+    static func service(_ s: (dir: URL, config: String, store: String), seconds: Int) throws -> (pid_t, Int) {
+        let log = s.dir.appendingPathComponent("gw.log")
+        let pid = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration "$4""#,
+            [s.dir.path, try CLI.binary().path, s.config, "\(seconds)s"], stdout: "/dev/null", stderr: log.path)
+        var port: Int?
+        let end = Date().addingTimeInterval(15)
+        while port == nil && Date() < end {
+            Thread.sleep(forTimeInterval: 0.1)
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            port = text.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
+                Int(text[r].dropFirst("http://127.0.0.1:".count).dropLast())
+            }
+        }
+        guard let port else {
+            kill(pid, SIGKILL)
+            _ = SyncFaultTests.wait(pid)
+            throw CLI.CLIFailure("the service did not listen")
+        }
+        return (pid, port)
+    }
+
+    @Test func theDocumentIsValidAndTheServiceKeepsToIt() throws {
+        let doc = CLI.root.appendingPathComponent("Sources/VLoggerService/API/openapi.json").path
+        let valid = try SyncFaultTests.shell(
+            #"python3 -c 'import json, sys; from openapi_spec_validator import validate; validate(json.load(open(sys.argv[1]))); print("valid")' "$1""#,
+            [doc])
+        #expect(valid.code == 0 && valid.out.contains("valid"), "\(valid.out)\(valid.err)")
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let (pid, port) = try Self.service(s, seconds: 60)
+        defer {
+            kill(pid, SIGTERM)
+            _ = SyncFaultTests.wait(pid)
+        }
+        Thread.sleep(forTimeInterval: 2)
+        // The served document is the file.
+        let served = try ServiceTests.get(port, "/api/v1/openapi.json")
+        let file = try String(contentsOfFile: doc, encoding: .utf8)
+        #expect(
+            served.status == 200
+                && served.body.trimmingCharacters(in: .whitespacesAndNewlines)
+                    == file.trimmingCharacters(in: .whitespacesAndNewlines)
+        )
+        let run = try SyncFaultTests.shell(
+            #"cd "$1" && schemathesis run "http://127.0.0.1:$2/api/v1/openapi.json" --url "http://127.0.0.1:$2/api/v1" --checks all --max-examples 100 --seed 20261126 2>&1"#,
+            [s.dir.path, String(port)])
+        let summary = run.out.split(separator: "\n").filter {
+            $0.contains("generated") || $0.contains("No issues found") || $0.contains("failures in")
+                || $0.contains("ST")
+        }
+        print("schemathesis: " + summary.joined(separator: " | "))
+        #expect(run.code == 0 && run.out.contains("No issues found"), "\(run.out.suffix(3000))")
+    }
+
+    /// One reading, the same on every surface: the API's page, the live stream's event and the JSON-lines export
+    /// (which has no key and table, and leaves out nothing else) give the same members with the same values.
+    @Test func oneReadingIsTheSameEverywhere() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let (pid, port) = try Self.service(s, seconds: 4)
+        Thread.sleep(forTimeInterval: 2)
+        let page = try ServiceTests.get(port, "/api/v1/readings?uid=E008010000004212&limit=1")
+        let tag = try ServiceTests.get(port, "/api/v1/tags/E008010000004212")
+        let missing = try ServiceTests.get(port, "/api/v1/tags/E0FFFFFFFFFFFFFF")
+        let bad = try ServiceTests.get(port, "/api/v1/readings?limit=0")
+        let script = CLI.root.appendingPathComponent("Tests/IntegrationTests/Support/sse_client.py").path
+        let streamed = s.dir.appendingPathComponent("stream.jsonl").path
+        _ = try SyncFaultTests.shell(
+            #"python3 "$1" "$2" "/api/v1/stream?uid=E008010000004212&kind=reading" 1 "$3" 0-0"#,
+            [script, String(port), streamed])
+        #expect(SyncFaultTests.wait(pid) == 0)
+        #expect(missing.status == 404 && bad.status == 400 && bad.body.contains(#""parameter":"limit""#))
+        let api = try #require(MQTTTests.object(page.body)?["items"] as? [[String: Any]])
+        let first = try #require(api.first, "\(page.body)")
+        #expect(first["key"] as? String == "gw-demo-01/readings/1" && first["asset_id"] as? String == "CAGE-12")
+        let tagObject = try #require(MQTTTests.object(tag.body))
+        #expect((tagObject["asset"] as? [String: Any])?["asset_id"] as? String == "CAGE-12", "\(tag.body)")
+        #expect(tagObject["last_reading"] is [String: Any])
+        // The stream's first event of that tag is the same object.
+        let firstStreamed = try String(contentsOfFile: streamed, encoding: .utf8).split(separator: "\n").first
+        #expect(firstStreamed.flatMap { MQTTTests.object(String($0))?["key"] as? String } == "gw-demo-01/readings/1")
+        // The export's line of the same reading: the same members and values, but key and table.
+        let export = try CLI.run([
+            "export", "--config", s.config, "--after-id", "0", "--uid", "E008010000004212", "--format", "jsonl",
+        ])
+        let row = try #require(export.out.split(separator: "\n").first.flatMap { MQTTTests.object(String($0)) })
+        var fromAPI = first
+        fromAPI.removeValue(forKey: "key")
+        fromAPI.removeValue(forKey: "table")
+        let present = row.filter { !($0.value is NSNull) || fromAPI[$0.key] != nil }
+        #expect(NSDictionary(dictionary: fromAPI).isEqual(to: present), "\(fromAPI)\n\(row)")
+        print("one reading: API \(page.body.prefix(400))")
+    }
+}
