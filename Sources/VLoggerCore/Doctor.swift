@@ -85,7 +85,7 @@ public struct Doctor {
     func secrets(_ config: AgentConfig) -> Check {
         let (errors, warnings) = config.secretFileProblems()
         let named =
-            ([config.apiTokenFile, config.sync?.passwordFile, config.sync?.caFile]
+            ([config.apiTokenFile, config.readTokenFile, config.sync?.passwordFile, config.sync?.caFile]
             + config.webhooks.flatMap { [$0.secretFile, $0.caFile] }
             + config.mqtt.flatMap { [$0.passwordFile, $0.keyFile, $0.caFile, $0.certFile] }).compactMap { $0 }
         if let e = errors.first {

@@ -81,6 +81,8 @@ public final class Gateway: @unchecked Sendable {
     let group = NIOLockedValueBox<ServiceGroup?>(nil)
     /// The write API's token, replaced on SIGHUP.
     let apiToken = APIToken(nil)
+    /// The read API's token (`[service] read-token-file`), replaced on SIGHUP.
+    let readToken = APIToken(nil)
     /// Requests the write API refused (wrong or missing token), counted and logged at most once a minute.
     let refusals = RefusalLog()
     /// Whether the listener may serve the write API at all (a loopback address).
@@ -277,6 +279,8 @@ public final class Gateway: @unchecked Sendable {
             // A token file that cannot be read fails the whole reload, before anything is swapped in; so do outputs
             // that cannot be made (a password file gone).
             let newToken = config.listen != nil && apiTokenAllowed ? try Self.apiToken(fresh.apiTokenFile) : nil
+            let newReadToken =
+                config.listen != nil ? try Self.apiToken(fresh.readTokenFile, key: "read-token-file") : nil
             let metrics = self.metrics
             let freshOutputs = try Self.outputs(
                 fresh, store: store, logger: logger, readerUp: { metrics.readersUp() })
@@ -295,6 +299,13 @@ public final class Gateway: @unchecked Sendable {
                 tokenNote =
                     fresh.apiTokenFile.map { "; write API token read again from \($0)" }
                     ?? (was ? "; write API off (no api-token-file)" : "")
+            }
+            if config.listen != nil {
+                let was = readToken.isSet
+                readToken.replace(newReadToken)
+                tokenNote +=
+                    fresh.readTokenFile.map { "; read API token read again from \($0)" }
+                    ?? (was ? "; read API token removed (no read-token-file)" : "")
             }
             let outputsNote = outputsJob.apply(freshOutputs)
             metrics.reloaded(ok: true)
@@ -338,16 +349,17 @@ public final class Gateway: @unchecked Sendable {
 
     // MARK: HTTP
 
-    /// The write API's token: the first line of the file, at least 16 characters; nil without a file.
-    static func apiToken(_ file: String?) throws -> String? {
+    /// An API token (the write API's `api-token-file`, the read API's `read-token-file`): the first line of the
+    /// file, at least 16 characters; nil without a file.
+    static func apiToken(_ file: String?, key: String = "api-token-file") throws -> String? {
         guard let file else { return nil }
         let text: String
         do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
-            throw VLoggerError("[service] api-token-file \(file): cannot read it (\(error.localizedDescription))")
+            throw VLoggerError("[service] \(key) \(file): cannot read it (\(error.localizedDescription))")
         }
         let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         guard token.count >= 16 else {
-            throw VLoggerError("[service] api-token-file \(file): the token must be at least 16 characters")
+            throw VLoggerError("[service] \(key) \(file): the token must be at least 16 characters")
         }
         return token
     }
@@ -368,6 +380,12 @@ public final class Gateway: @unchecked Sendable {
             )
         }
         apiToken.replace(apiTokenAllowed ? try Self.apiToken(config.apiTokenFile) : nil)
+        readToken.replace(try Self.apiToken(config.readTokenFile, key: "read-token-file"))
+        if !address.isLoopback && config.readTokenFile != nil {
+            logger.warning(
+                "the read API on \(address) takes its bearer token over plain HTTP (vlogger serves no TLS): anyone on the path can read the token; put a TLS reverse proxy in front"
+            )
+        }
         router.add(
             middleware: HostAllowListMiddleware(allowed: HostAllowList(address: address, extra: config.allowedHosts)))
         router.add(middleware: ReadOnlyMiddleware(token: apiToken, writablePaths: ["/api/writes"]))
@@ -414,10 +432,9 @@ public final class Gateway: @unchecked Sendable {
         }
         // The routes are always there; without a token (no api-token-file, or removed by a reload) the
         // middleware answers 404 before them.
-        StreamAPI.add(
-            to: router, store: store, gateway: config.gatewayID, wakeup: outputWakeup, loopback: address.isLoopback)
-        ReadAPI.add(
-            to: router, store: store, metrics: metrics, gateway: config.gatewayID, loopback: address.isLoopback)
+        let access = ReadAccess(loopback: address.isLoopback, token: readToken)
+        StreamAPI.add(to: router, store: store, gateway: config.gatewayID, wakeup: outputWakeup, access: access)
+        ReadAPI.add(to: router, store: store, metrics: metrics, gateway: config.gatewayID, access: access)
         WriteAPI.add(
             to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger,
             refusals: refusals)

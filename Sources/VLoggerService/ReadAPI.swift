@@ -18,18 +18,15 @@ import VLoggerStore
 /// itself by openapi-spec-validator (Tests/IntegrationTests/ReadAPITests.swift).
 enum ReadAPI {
     static func add(
-        to router: Router<BasicRequestContext>, store: Store, metrics: ServiceMetrics, gateway: String, loopback: Bool
+        to router: Router<BasicRequestContext>, store: Store, metrics: ServiceMetrics, gateway: String,
+        access: ReadAccess
     ) {
-        let forbidden = failure(
-            .forbidden,
-            "the read API is served on a loopback listener only; put a reverse proxy with TLS and authentication in front"
-        )
 
-        router.get("/api/v1/openapi.json") { _, _ -> Response in
-            loopback ? json(Array(OpenAPIDocument.json.utf8)) : forbidden
+        router.get("/api/v1/openapi.json") { request, _ -> Response in
+            access.refusal(request) ?? json(Array(OpenAPIDocument.json.utf8))
         }
         router.get("/api/v1/tags") { request, _ -> Response in
-            guard loopback else { return forbidden }
+            if let refused = access.refusal(request) { return refused }
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
@@ -61,7 +58,7 @@ enum ReadAPI {
             return json(body)
         }
         router.get("/api/v1/tags/:uid") { request, context -> Response in
-            guard loopback else { return forbidden }
+            if let refused = access.refusal(request) { return refused }
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
@@ -108,7 +105,7 @@ enum ReadAPI {
         }
         for table in [SyncTable.readings, .events] {
             router.get(RouterPath("/api/v1/\(table.rawValue)")) { request, _ -> Response in
-                guard loopback else { return forbidden }
+                if let refused = access.refusal(request) { return refused }
                 let q: ReadQuery
                 do throws(StreamQuery.BadRequest) {
                     q = try ReadQuery.parse(params(request), events: table == .events, now: Millis.now())
@@ -172,5 +169,29 @@ enum ReadAPI {
         } else {
             b += Array("null".utf8)
         }
+    }
+}
+
+/// Who may read: any client of a loopback listener; on another address, a request with the read token
+/// (`[service] read-token-file`, `Authorization: Bearer …`; the write API's token is not a read token), else 401,
+/// or 403 when no read token is configured.
+struct ReadAccess: Sendable {
+    let loopback: Bool
+    let token: APIToken
+
+    /// Nil when the request may read; else the answer.
+    func refusal(_ request: Request) -> Response? {
+        if loopback { return nil }
+        guard token.isSet else {
+            return ReadAPI.failure(
+                .forbidden,
+                "the read API on a network address needs [service] read-token-file (or listen on loopback behind a reverse proxy with TLS)"
+            )
+        }
+        if token.accepts(request.headers[.authorization]) { return nil }
+        var r = ReadAPI.failure(
+            .unauthorized, "a read token is needed: Authorization: Bearer <read-token-file's token>")
+        r.headers[.wwwAuthenticate] = "Bearer realm=\"vlogger read API\""
+        return r
     }
 }

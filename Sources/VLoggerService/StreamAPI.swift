@@ -27,21 +27,12 @@ enum StreamAPI {
             body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    /// `loopback`: whether the listener is on a loopback address; elsewhere the read API answers 403 (vlogger serves
-    /// no TLS: put a reverse proxy with TLS and authentication in front, on the same machine).
+    /// `access`: who may read (loopback, or the read token on another address).
     static func add(
-        to router: Router<BasicRequestContext>, store: Store, gateway: String, wakeup: Wakeup, loopback: Bool
+        to router: Router<BasicRequestContext>, store: Store, gateway: String, wakeup: Wakeup, access: ReadAccess
     ) {
         router.get("/api/v1/stream") { request, _ -> Response in
-            guard loopback else {
-                return Response(
-                    status: .forbidden, headers: [.contentType: "application/json"],
-                    body: .init(
-                        byteBuffer: ByteBuffer(
-                            string:
-                                "{\"error\":\"the read API is served on a loopback listener only; put a reverse proxy with TLS and authentication in front\"}\n"
-                        )))
-            }
+            if let refused = access.refusal(request) { return refused }
             let params = request.uri.queryParameters.map { (String($0.key), String($0.value)) }
             let q: StreamQuery
             do {

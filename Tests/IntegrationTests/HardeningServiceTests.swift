@@ -224,6 +224,59 @@ import VLoggerModel
         #expect(r.out.hasSuffix("1\n"), "\(r.out)")
     }
 
+    /// The read API on a network address: without read-token-file it is closed (403); with it, a request needs
+    /// the read token (401 without it, and the write API's token is not one), SIGHUP rotates it (the old one stops
+    /// working at once), and /healthz stays open.
+    @Test func theReadAPIOnANetworkAddressNeedsTheReadToken() throws {
+        let work = try CLI.scratch("read-net", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        let base = try CLI.oneReaderConfig()
+        try base.write(to: work.appendingPathComponent("closed.toml"), atomically: true, encoding: .utf8)
+        try base.replacingOccurrences(
+            of: "[service]\n", with: "[service]\nread-token-file = \"read-token\"\napi-token-file = \"api-token\"\n"
+        ).write(to: work.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+        try "read-token-0123456789\n".write(
+            to: work.appendingPathComponent("read-token"), atomically: true, encoding: .utf8)
+        try "write-token-0123456789\n".write(
+            to: work.appendingPathComponent("api-token"), atomically: true, encoding: .utf8)
+        let r = try ServiceTests.shell(
+            #"""
+            code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+            start() {
+              rm -f svc.log
+              "$1" run --config "$2" --store net.db --listen 0.0.0.0:0 --interval 200ms 2>svc.log >/dev/null &
+              pid=$!
+              for _ in $(seq 100); do grep -q 'status page on' svc.log && break; sleep 0.1; done
+              port=$(grep -oE 'http://0\.0\.0\.0:[0-9]+' svc.log | head -1 | sed 's/.*://')
+            }
+            start "$1" closed.toml
+            echo "closed $(code "http://127.0.0.1:$port/api/v1/tags")"
+            kill -TERM $pid; wait $pid
+            start "$1" vlogger.toml
+            u="http://127.0.0.1:$port/api/v1/readings?limit=1"
+            echo "none $(code "$u")"
+            echo "write $(code -H 'Authorization: Bearer write-token-0123456789' "$u")"
+            echo "read $(code -H 'Authorization: Bearer read-token-0123456789' "$u")"
+            echo "scheme $(code -H 'authorization: bearer read-token-0123456789' "$u")"
+            echo "rotated-token-98765432" > read-token
+            kill -HUP $pid
+            for _ in $(seq 50); do grep -q 'read API token read again' svc.log && break; sleep 0.1; done
+            echo "old $(code -H 'Authorization: Bearer read-token-0123456789' "$u")"
+            echo "new $(code -H 'Authorization: Bearer rotated-token-98765432' "$u")"
+            echo "health $(code "http://127.0.0.1:$port/healthz")"
+            echo "www $(curl -s -D - -o /dev/null "$u" | grep -ci '^www-authenticate: bearer')"
+            kill -TERM $pid; wait $pid
+            grep -c 'takes its bearer token over plain HTTP' svc.log
+            """#, [try CLI.binary().path], in: work)
+        for line in [
+            "closed 403", "none 401", "write 401", "read 200", "scheme 200", "old 401", "new 200", "health 200",
+            "www 1",
+        ] {
+            #expect(r.out.contains(line + "\n"), "\(line): \(r.out)\(r.err)")
+        }
+        #expect(r.out.hasSuffix("1\n"), "the warning about plain HTTP: \(r.out)")
+    }
+
     /// The rescue a damaged store's message names is one that works: a truncated file (its last third gone)
     /// refuses a plain export ("database disk image is malformed", SQLite code 11), and `store salvage` saves the
     /// rows before the damage, which then export.

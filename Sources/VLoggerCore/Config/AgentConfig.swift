@@ -258,6 +258,9 @@ public struct AgentConfig: Sendable {
     public var chartField: String?
     /// A file holding the bearer token of the HTTP write API (`[service] api-token-file`); nil: no API.
     public var apiTokenFile: String?
+    /// A file holding the bearer token of the read API (`[service] read-token-file`): required on a listener that
+    /// is not a loopback address; nil: the read API on loopback only.
+    public var readTokenFile: String?
     /// Host names the listener answers besides IP literals, localhost and this machine's name (`Host` header;
     /// DNS rebinding). `*` answers any.
     public var allowedHosts: [String] = []
@@ -325,6 +328,7 @@ public struct AgentConfig: Sendable {
             }
         }
         check("service.api-token-file", apiTokenFile, minLength: 16)
+        check("service.read-token-file", readTokenFile, minLength: 16)
         check("sync.password-file", sync?.passwordFile)
         check("sync.ca-file", sync?.caFile, secret: false)
         for w in webhooks {
@@ -493,8 +497,11 @@ public struct AgentConfig: Sendable {
                 c.audit.schedules.append(schedule)
             }
         }
-        if let s = top.subsection("service", keys: ["listen", "chart-field", "api-token-file", "allowed-hosts"]) {
+        if let s = top.subsection(
+            "service", keys: ["listen", "chart-field", "api-token-file", "read-token-file", "allowed-hosts"])
+        {
             c.apiTokenFile = s.string("api-token-file").map(c.resolve)
+            c.readTokenFile = s.string("read-token-file").map(c.resolve)
             if let hosts = s.strings("allowed-hosts") {
                 for h in hosts where h.isEmpty || h.contains(where: { $0 == "/" || $0 == " " || $0 == "@" }) {
                     r.issue(

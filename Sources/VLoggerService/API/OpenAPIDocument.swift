@@ -4,16 +4,20 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "b7cd649b94dde33fbd5a17305c5052354634f2ca50ce4790e42ddce1d31ac0e0"
+    static let sha256 = "c1047de414d07075ecfa9ceed22de0726ed5998a8af04d2c1697fa1ad851dbf1"
     static let json = """
 {
   "openapi": "3.1.0",
   "info": {
     "title": "vlogger read API",
     "version": "1.0.0",
-    "description": "What a vlogger gateway knows, read over HTTP: the tags in each reader's field with their last reading, one tag, and the stored readings and events with cursor paging. Rows have the same JSON as the live stream, the MQTT output and the webhooks (the export's names and formats, plus key and table). Served on a loopback listener only. docs/api.md has examples."
+    "description": "What a vlogger gateway knows, read over HTTP: the tags in each reader's field with their last reading, one tag, and the stored readings and events with cursor paging. Rows have the same JSON as the live stream, the MQTT output and the webhooks (the export's names and formats, plus key and table). Open to clients of a loopback listener; on a network address a request needs the read token ([service] read-token-file) as a bearer token. docs/api.md has examples."
   },
-  "servers": [{ "url": "/api/v1" }],
+  "servers": [
+    {
+      "url": "/api/v1"
+    }
+  ],
   "paths": {
     "/tags": {
       "get": {
@@ -22,7 +26,19 @@ enum OpenAPIDocument {
         "responses": {
           "200": {
             "description": "Each configured reader, whether it works, and the tags its last cycle found",
-            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Field" } } }
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Field"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
           }
         }
       }
@@ -33,20 +49,45 @@ enum OpenAPIDocument {
         "summary": "One tag: what the store knows of it, its asset, its last reading",
         "parameters": [
           {
-            "name": "uid", "in": "path", "required": true,
+            "name": "uid",
+            "in": "path",
+            "required": true,
             "description": "The tag's UID, 16 hex digits, most-significant byte (E0) first",
-            "schema": { "type": "string", "pattern": "^[Ee]0[0-9A-Fa-f]{14}$" }
+            "schema": {
+              "type": "string",
+              "pattern": "^[Ee]0[0-9A-Fa-f]{14}$"
+            }
           }
         ],
         "responses": {
           "200": {
             "description": "The tag",
-            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Tag" } } }
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Tag"
+                }
+              }
+            }
           },
-          "400": { "$ref": "#/components/responses/BadRequest" },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
           "404": {
             "description": "The store has never seen this tag",
-            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
           }
         }
       }
@@ -56,19 +97,45 @@ enum OpenAPIDocument {
         "operationId": "listReadings",
         "summary": "Stored readings in commit order, a page at a time",
         "parameters": [
-          { "$ref": "#/components/parameters/uid" },
-          { "$ref": "#/components/parameters/reader" },
-          { "$ref": "#/components/parameters/since" },
-          { "$ref": "#/components/parameters/until" },
-          { "$ref": "#/components/parameters/after_id" },
-          { "$ref": "#/components/parameters/limit" }
+          {
+            "$ref": "#/components/parameters/uid"
+          },
+          {
+            "$ref": "#/components/parameters/reader"
+          },
+          {
+            "$ref": "#/components/parameters/since"
+          },
+          {
+            "$ref": "#/components/parameters/until"
+          },
+          {
+            "$ref": "#/components/parameters/after_id"
+          },
+          {
+            "$ref": "#/components/parameters/limit"
+          }
         ],
         "responses": {
           "200": {
             "description": "A page of readings",
-            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ReadingPage" } } }
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReadingPage"
+                }
+              }
+            }
           },
-          "400": { "$ref": "#/components/responses/BadRequest" }
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          }
         }
       }
     },
@@ -77,24 +144,62 @@ enum OpenAPIDocument {
         "operationId": "listEvents",
         "summary": "Stored events in commit order, a page at a time",
         "parameters": [
-          { "$ref": "#/components/parameters/uid" },
-          { "$ref": "#/components/parameters/reader" },
           {
-            "name": "kind", "in": "query", "required": false,
-            "description": "Only events of this kind",
-            "schema": { "type": "string", "enum": ["arrival", "departure", "violation", "error", "start", "stop"] }
+            "$ref": "#/components/parameters/uid"
           },
-          { "$ref": "#/components/parameters/since" },
-          { "$ref": "#/components/parameters/until" },
-          { "$ref": "#/components/parameters/after_id" },
-          { "$ref": "#/components/parameters/limit" }
+          {
+            "$ref": "#/components/parameters/reader"
+          },
+          {
+            "name": "kind",
+            "in": "query",
+            "required": false,
+            "description": "Only events of this kind",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "arrival",
+                "departure",
+                "violation",
+                "error",
+                "start",
+                "stop"
+              ]
+            }
+          },
+          {
+            "$ref": "#/components/parameters/since"
+          },
+          {
+            "$ref": "#/components/parameters/until"
+          },
+          {
+            "$ref": "#/components/parameters/after_id"
+          },
+          {
+            "$ref": "#/components/parameters/limit"
+          }
         ],
         "responses": {
           "200": {
             "description": "A page of events",
-            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/EventPage" } } }
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/EventPage"
+                }
+              }
+            }
           },
-          "400": { "$ref": "#/components/responses/BadRequest" }
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          }
         }
       }
     }
@@ -102,160 +207,478 @@ enum OpenAPIDocument {
   "components": {
     "parameters": {
       "uid": {
-        "name": "uid", "in": "query", "required": false,
+        "name": "uid",
+        "in": "query",
+        "required": false,
         "description": "Only rows of this tag (16 hex digits, E0 first)",
-        "schema": { "type": "string", "pattern": "^[Ee]0[0-9A-Fa-f]{14}$" }
+        "schema": {
+          "type": "string",
+          "pattern": "^[Ee]0[0-9A-Fa-f]{14}$"
+        }
       },
       "reader": {
-        "name": "reader", "in": "query", "required": false,
+        "name": "reader",
+        "in": "query",
+        "required": false,
         "description": "Only rows of this reader (its [[reader]] id)",
-        "schema": { "type": "string", "minLength": 1, "maxLength": 64 }
+        "schema": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 64
+        }
       },
       "since": {
-        "name": "since", "in": "query", "required": false,
+        "name": "since",
+        "in": "query",
+        "required": false,
         "description": "From this time (RFC 3339: 2026-11-22T08:00:00Z; an age such as 1h or 7d is taken too)",
-        "schema": { "type": "string", "format": "date-time" }
+        "schema": {
+          "type": "string",
+          "format": "date-time"
+        }
       },
       "until": {
-        "name": "until", "in": "query", "required": false,
+        "name": "until",
+        "in": "query",
+        "required": false,
         "description": "Up to (not including) this time; the same forms as since",
-        "schema": { "type": "string", "format": "date-time" }
+        "schema": {
+          "type": "string",
+          "format": "date-time"
+        }
       },
       "after_id": {
-        "name": "after_id", "in": "query", "required": false,
+        "name": "after_id",
+        "in": "query",
+        "required": false,
         "description": "Only rows after this local id (a page's next_after_id)",
-        "schema": { "type": "integer", "format": "int64", "minimum": 0 }
+        "schema": {
+          "type": "integer",
+          "format": "int64",
+          "minimum": 0
+        }
       },
       "limit": {
-        "name": "limit", "in": "query", "required": false,
+        "name": "limit",
+        "in": "query",
+        "required": false,
         "description": "Rows per page, 1 to 1000 (default 100)",
-        "schema": { "type": "integer", "format": "int32", "minimum": 1, "maximum": 1000 }
+        "schema": {
+          "type": "integer",
+          "format": "int32",
+          "minimum": 1,
+          "maximum": 1000
+        }
       }
     },
     "responses": {
       "BadRequest": {
         "description": "A parameter the API cannot take",
-        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        }
+      },
+      "Unauthorized": {
+        "description": "No read token, or a wrong one (a listener on a network address)",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        }
+      },
+      "Forbidden": {
+        "description": "The read API is not open on this listener (a network address without read-token-file)",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        }
       }
     },
     "schemas": {
       "Error": {
         "type": "object",
-        "required": ["error"],
+        "required": [
+          "error"
+        ],
         "properties": {
-          "error": { "type": "string", "description": "What is wrong" },
-          "parameter": { "type": "string", "description": "The parameter it is about" }
+          "error": {
+            "type": "string",
+            "description": "What is wrong"
+          },
+          "parameter": {
+            "type": "string",
+            "description": "The parameter it is about"
+          }
         }
       },
       "Reading": {
         "type": "object",
         "description": "A stored reading as every surface has it; its decoded fields are members of their own",
-        "required": ["key", "table", "time", "gateway", "uid", "block", "count", "data"],
+        "required": [
+          "key",
+          "table",
+          "time",
+          "gateway",
+          "uid",
+          "block",
+          "count",
+          "data"
+        ],
         "properties": {
-          "key": { "type": "string", "description": "gateway/table/local id: the same row always has the same key" },
-          "table": { "type": "string", "enum": ["readings"] },
-          "time": { "type": "string", "format": "date-time" },
-          "gateway": { "type": "string" },
-          "reader": { "type": ["string", "null"] },
-          "location": { "type": ["string", "null"] },
-          "uid": { "type": "string" },
-          "asset_id": { "type": ["string", "null"] },
-          "block": { "type": "string", "description": "The first block, 0xF8 or 0x0100" },
-          "count": { "type": "integer" },
-          "data": { "type": "string", "description": "The blocks' bytes in hex" },
-          "security": { "type": ["string", "null"], "description": "One block security status byte per block, hex" }
+          "key": {
+            "type": "string",
+            "description": "gateway/table/local id: the same row always has the same key"
+          },
+          "table": {
+            "type": "string",
+            "enum": [
+              "readings"
+            ]
+          },
+          "time": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "gateway": {
+            "type": "string"
+          },
+          "reader": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "location": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "uid": {
+            "type": "string"
+          },
+          "asset_id": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "block": {
+            "type": "string",
+            "description": "The first block, 0xF8 or 0x0100"
+          },
+          "count": {
+            "type": "integer"
+          },
+          "data": {
+            "type": "string",
+            "description": "The blocks' bytes in hex"
+          },
+          "security": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "One block security status byte per block, hex"
+          }
         },
         "additionalProperties": true
       },
       "Event": {
         "type": "object",
-        "required": ["key", "table", "time", "gateway", "kind", "name", "severity", "detail"],
+        "required": [
+          "key",
+          "table",
+          "time",
+          "gateway",
+          "kind",
+          "name",
+          "severity",
+          "detail"
+        ],
         "properties": {
-          "key": { "type": "string" },
-          "table": { "type": "string", "enum": ["events"] },
-          "time": { "type": "string", "format": "date-time" },
-          "gateway": { "type": "string" },
-          "reader": { "type": ["string", "null"] },
-          "location": { "type": ["string", "null"] },
-          "uid": { "type": ["string", "null"] },
-          "asset_id": { "type": ["string", "null"] },
-          "kind": { "type": "string" },
-          "name": { "type": "string" },
-          "severity": { "type": "string", "enum": ["info", "warning", "critical"] },
-          "detail": { "type": "string" }
+          "key": {
+            "type": "string"
+          },
+          "table": {
+            "type": "string",
+            "enum": [
+              "events"
+            ]
+          },
+          "time": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "gateway": {
+            "type": "string"
+          },
+          "reader": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "location": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "uid": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "asset_id": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "kind": {
+            "type": "string"
+          },
+          "name": {
+            "type": "string"
+          },
+          "severity": {
+            "type": "string",
+            "enum": [
+              "info",
+              "warning",
+              "critical"
+            ]
+          },
+          "detail": {
+            "type": "string"
+          }
         }
       },
       "ReadingPage": {
         "type": "object",
-        "required": ["items"],
+        "required": [
+          "items"
+        ],
         "properties": {
-          "items": { "type": "array", "items": { "$ref": "#/components/schemas/Reading" } },
+          "items": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/Reading"
+            }
+          },
           "next_after_id": {
-            "type": ["integer", "null"], "format": "int64",
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int64",
             "description": "Pass it as after_id for the next page; null when this page was the last"
           }
         }
       },
       "EventPage": {
         "type": "object",
-        "required": ["items"],
+        "required": [
+          "items"
+        ],
         "properties": {
-          "items": { "type": "array", "items": { "$ref": "#/components/schemas/Event" } },
-          "next_after_id": { "type": ["integer", "null"], "format": "int64" }
+          "items": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/Event"
+            }
+          },
+          "next_after_id": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int64"
+          }
         }
       },
       "Asset": {
         "type": "object",
-        "required": ["asset_id"],
+        "required": [
+          "asset_id"
+        ],
         "properties": {
-          "asset_id": { "type": "string" },
-          "name": { "type": ["string", "null"] },
-          "location": { "type": ["string", "null"] }
+          "asset_id": {
+            "type": "string"
+          },
+          "name": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "location": {
+            "type": [
+              "string",
+              "null"
+            ]
+          }
         }
       },
       "Tag": {
         "type": "object",
-        "required": ["uid", "manufacturer", "first_seen", "last_seen"],
+        "required": [
+          "uid",
+          "manufacturer",
+          "first_seen",
+          "last_seen"
+        ],
         "properties": {
-          "uid": { "type": "string" },
-          "manufacturer": { "type": "string" },
-          "model": { "type": ["string", "null"] },
-          "first_seen": { "type": "string", "format": "date-time" },
-          "last_seen": { "type": "string", "format": "date-time" },
-          "last_reader": { "type": ["string", "null"] },
-          "last_location": { "type": ["string", "null"] },
-          "asset": { "oneOf": [{ "$ref": "#/components/schemas/Asset" }, { "type": "null" }] },
-          "last_reading": { "oneOf": [{ "$ref": "#/components/schemas/Reading" }, { "type": "null" }] }
+          "uid": {
+            "type": "string"
+          },
+          "manufacturer": {
+            "type": "string"
+          },
+          "model": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "first_seen": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "last_seen": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "last_reader": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "last_location": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "asset": {
+            "oneOf": [
+              {
+                "$ref": "#/components/schemas/Asset"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "last_reading": {
+            "oneOf": [
+              {
+                "$ref": "#/components/schemas/Reading"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          }
         }
       },
       "TagInField": {
         "type": "object",
-        "required": ["uid"],
+        "required": [
+          "uid"
+        ],
         "properties": {
-          "uid": { "type": "string" },
-          "asset_id": { "type": ["string", "null"] },
-          "last_reading": { "oneOf": [{ "$ref": "#/components/schemas/Reading" }, { "type": "null" }] }
+          "uid": {
+            "type": "string"
+          },
+          "asset_id": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "last_reading": {
+            "oneOf": [
+              {
+                "$ref": "#/components/schemas/Reading"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          }
         }
       },
       "ReaderField": {
         "type": "object",
-        "required": ["id", "up", "tags"],
+        "required": [
+          "id",
+          "up",
+          "tags"
+        ],
         "properties": {
-          "id": { "type": "string" },
-          "location": { "type": ["string", "null"] },
-          "up": { "type": "boolean", "description": "Whether its last cycle worked" },
-          "tags": { "type": "array", "items": { "$ref": "#/components/schemas/TagInField" } }
+          "id": {
+            "type": "string"
+          },
+          "location": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "up": {
+            "type": "boolean",
+            "description": "Whether its last cycle worked"
+          },
+          "tags": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/TagInField"
+            }
+          }
         }
       },
       "Field": {
         "type": "object",
-        "required": ["readers"],
+        "required": [
+          "readers"
+        ],
         "properties": {
-          "readers": { "type": "array", "items": { "$ref": "#/components/schemas/ReaderField" } }
+          "readers": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ReaderField"
+            }
+          }
         }
       }
+    },
+    "securitySchemes": {
+      "readToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "[service] read-token-file's token; needed on a listener that is not a loopback address"
+      }
     }
-  }
+  },
+  "security": [
+    {},
+    {
+      "readToken": []
+    }
+  ]
 }
 """
 }
