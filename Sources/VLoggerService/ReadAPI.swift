@@ -17,6 +17,9 @@ import VLoggerStore
 /// handlers keep to the document is checked in CI by schemathesis against the served document, and the document
 /// itself by openapi-spec-validator (Tests/IntegrationTests/ReadAPITests.swift).
 enum ReadAPI {
+    /// The longest a list's query may run (a reader connection is not held longer by one request).
+    static let queryLimit: Duration = .seconds(2)
+
     static func add(
         to router: Router<BasicRequestContext>, store: Store, metrics: ServiceMetrics, gateway: String,
         access: ReadAccess
@@ -114,12 +117,17 @@ enum ReadAPI {
                 }
                 let page = await Blocking.run { () -> Result<[OutboxRow], StoreError> in
                     do throws(StoreError) {
-                        return .success(try store.page(table, q.filter, afterID: q.afterID, limit: q.limit))
+                        return .success(
+                            try store.page(table, q.filter, afterID: q.afterID, limit: q.limit, within: queryLimit))
                     } catch {
                         return .failure(error)
                     }
                 }
                 switch page {
+                case .failure(let e) where e.isInterrupted:
+                    return failure(
+                        .serviceUnavailable,
+                        "the query took longer than \(queryLimit); narrow it (uid, reader, since, until)")
                 case .failure(let e):
                     return failure(.serviceUnavailable, "the store: \(e)")
                 case .success(let rows):

@@ -37,10 +37,11 @@ public struct StoredTag: Sendable, Equatable {
 
 extension Store {
     /// A page of `table` (readings or events) in id order, the rows after `afterID` that pass `filter`, at most
-    /// `limit`: the rows as the outbox has them (the same JSON everywhere).
-    public func page(_ table: SyncTable, _ filter: RowFilter, afterID: Int64, limit: Int) throws(StoreError)
-        -> [OutboxRow]
-    {
+    /// `limit`: the rows as the outbox has them (the same JSON everywhere). `within`: a time limit (a query past it
+    /// ends with `StoreError.isInterrupted`), so that no request can hold a reader connection for long.
+    public func page(
+        _ table: SyncTable, _ filter: RowFilter, afterID: Int64, limit: Int, within: Duration? = nil
+    ) throws(StoreError) -> [OutboxRow] {
         precondition(table == .readings || table == .events, "pages of readings or events")
         var sql = table.selectSQL + " WHERE id > ?1"
         var args: [SQLValue] = [.integer(afterID)]
@@ -57,10 +58,12 @@ extension Store {
         sql += " ORDER BY id LIMIT ?\(args.count)"
         let statement = sql
         let bound = args
+        let deadline = within.map { ContinuousClock.now + $0 }
         return try withReader { db throws(StoreError) in
             let s = try db.prepare(statement)
             try s.bind(bound)
-            return try Self.rows(s, table)
+            guard let deadline else { return try Self.rows(s, table) }
+            return try db.withDeadline(deadline) { () throws(StoreError) in try Self.rows(s, table) }
         }
     }
 

@@ -14,6 +14,8 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         self.isFatal = isFatal
     }
     public var description: String { message }
+    /// A statement ended by its time limit (`SQLiteConnection.withDeadline`).
+    public var isInterrupted: Bool { code.map { $0 & 0xFF == SQLITE_INTERRUPT } ?? false }
     /// Another connection holds the lock (an export beside the agent): wait and try again.
     public var isBusy: Bool { code.map { $0 & 0xFF == SQLITE_BUSY || $0 & 0xFF == SQLITE_LOCKED } ?? false }
 }
@@ -25,6 +27,13 @@ public enum SQLValue: Equatable, Sendable {
     case real(Double)
     case text(String)
     case blob([UInt8])
+}
+
+/// A deadline SQLite's progress handler reads.
+final class DeadlineBox {
+    let deadline: ContinuousClock.Instant
+    init(_ deadline: ContinuousClock.Instant) { self.deadline = deadline }
+    var passed: Bool { ContinuousClock.now >= deadline }
 }
 
 /// One SQLite connection (the C API, Debian's libsqlite3). Not thread-safe: one owner at a time. Either
@@ -39,6 +48,28 @@ final class SQLiteConnection {
         self.handle = handle
         self.path = path
         owned = false
+    }
+
+    /// Runs `body` with a time limit: SQLite checks the deadline every 1,000 virtual machine steps
+    /// (`sqlite3_progress_handler`) and ends a statement that runs past it with `SQLITE_INTERRUPT`, which `step`
+    /// throws (`StoreError.isInterrupted`). The handler is removed afterwards (a borrowed connection goes back to
+    /// GRDB as it came).
+    func withDeadline<T>(_ deadline: ContinuousClock.Instant, _ body: () throws(StoreError) -> T) throws(StoreError)
+        -> T
+    {
+        guard let handle else { return try body() }
+        let box = Unmanaged.passRetained(DeadlineBox(deadline))
+        defer {
+            sqlite3_progress_handler(handle, 0, nil, nil)
+            box.release()
+        }
+        sqlite3_progress_handler(
+            handle, 1000,
+            { ctx in
+                guard let ctx else { return 0 }
+                return Unmanaged<DeadlineBox>.fromOpaque(ctx).takeUnretainedValue().passed ? 1 : 0
+            }, box.toOpaque())
+        return try body()
     }
 
     /// The `file:` URI that opens `path` as an immutable file: RFC 3986 percent-encoding of the path

@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "c1047de414d07075ecfa9ceed22de0726ed5998a8af04d2c1697fa1ad851dbf1"
+    static let sha256 = "908950813f3feb8bd0dc953d1d291d8075ec003d156a669a9285a6b93724137c"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -135,6 +135,9 @@ enum OpenAPIDocument {
           },
           "403": {
             "$ref": "#/components/responses/Forbidden"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
           }
         }
       }
@@ -199,6 +202,9 @@ enum OpenAPIDocument {
           },
           "403": {
             "$ref": "#/components/responses/Forbidden"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
           }
         }
       }
@@ -294,6 +300,16 @@ enum OpenAPIDocument {
       },
       "Forbidden": {
         "description": "The read API is not open on this listener (a network address without read-token-file)",
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        }
+      },
+      "Unavailable": {
+        "description": "The query ran past its time limit (2 s), or the store failed",
         "content": {
           "application/json": {
             "schema": {
