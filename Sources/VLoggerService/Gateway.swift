@@ -388,7 +388,7 @@ public final class Gateway: @unchecked Sendable {
         }
         router.add(
             middleware: HostAllowListMiddleware(allowed: HostAllowList(address: address, extra: config.allowedHosts)))
-        router.add(middleware: ReadOnlyMiddleware(token: apiToken, writablePaths: ["/api/writes"]))
+        router.add(middleware: ReadOnlyMiddleware(token: apiToken, writablePaths: ["/api/writes", "/api/v1/writes"]))
         let (metrics, store, config) = (self.metrics, self.store, self.config)
         let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
         let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
@@ -536,8 +536,11 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         let apiOn = token.isSet
-        // The write API's paths (the read API under /api/v1/ is not gated by its token).
-        let writeAPI = request.uri.path.hasPrefix("/api/") && !request.uri.path.hasPrefix("/api/v1/")
+        // The write API's paths: the old ones under /api/ and POST /api/v1/writes (the read API under /api/v1/ is
+        // not gated by the write token).
+        let writeAPI =
+            (request.uri.path.hasPrefix("/api/") && !request.uri.path.hasPrefix("/api/v1/"))
+            || (request.method == .post && request.uri.path == "/api/v1/writes")
         if !apiOn && writeAPI {
             return Response(
                 status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],

@@ -106,6 +106,152 @@ enum ReadAPI {
             guard let body else { return failure(.notFound, "the store has never seen \(uid)", parameter: "uid") }
             return json(body)
         }
+        router.get("/api/v1/assets") { request, _ -> Response in
+            if let refused = access.refusal(request) { return refused }
+            var location: String?
+            for (name, value) in params(request) {
+                guard name == "location", location == nil, (1...200).contains(value.utf8.count) else {
+                    return failure(.badRequest, "location (1 to 200 characters), once; nothing else", parameter: name)
+                }
+                location = value
+            }
+            let place = location
+            let body = await Blocking.run { () -> [UInt8]? in
+                guard let assets = try? store.assets(location: place) else { return nil }
+                var b: [UInt8] = Array("{\"items\":[".utf8)
+                for (i, a) in assets.enumerated() {
+                    if i > 0 { b.append(0x2C) }
+                    b += Array("{\"uid\":".utf8)
+                    JSONText.appendQuoted(a.uid.description, to: &b)
+                    b += Array(",\"asset_id\":".utf8)
+                    JSONText.appendQuoted(a.assetID, to: &b)
+                    b += Array(",\"name\":".utf8)
+                    quotedOrNull(a.name, &b)
+                    b += Array(",\"location\":".utf8)
+                    quotedOrNull(a.location, &b)
+                    b += Array(",\"expected\":{".utf8)
+                    for (j, k) in a.extra.keys.sorted().enumerated() {
+                        if j > 0 { b.append(0x2C) }
+                        JSONText.appendQuoted(k, to: &b)
+                        b.append(0x3A)
+                        JSONText.appendQuoted(a.extra[k] ?? "", to: &b)
+                    }
+                    b += Array("}}".utf8)
+                }
+                b += Array("]}\n".utf8)
+                return b
+            }
+            return body.map { json($0) } ?? failure(.serviceUnavailable, "the store did not answer")
+        }
+        router.get("/api/v1/audits") { request, _ -> Response in
+            if let refused = access.refusal(request) { return refused }
+            var location: String?
+            var limit = 20
+            var seen = Set<String>()
+            for (name, value) in params(request) {
+                guard seen.insert(name).inserted else { return failure(.badRequest, "given twice", parameter: name) }
+                switch name {
+                case "location" where (1...200).contains(value.utf8.count): location = value
+                case "limit":
+                    guard let n = Int(value), (1...100).contains(n) else {
+                        return failure(.badRequest, "1 to 100", parameter: "limit")
+                    }
+                    limit = n
+                default:
+                    return failure(.badRequest, "unknown parameter or bad value (location, limit)", parameter: name)
+                }
+            }
+            let (place, count) = (location, limit)
+            let rows = await Blocking.run { try? store.auditRows(location: place, limit: count) }
+            guard let rows else { return failure(.serviceUnavailable, "the store did not answer") }
+            var b: [UInt8] = Array("{\"items\":[".utf8)
+            for (i, r) in rows.enumerated() {
+                if i > 0 { b.append(0x2C) }
+                OutboxJSON.append(.audits, r, gateway: gateway, to: &b)
+            }
+            b += Array("]}\n".utf8)
+            return json(b)
+        }
+        router.get("/api/v1/audits/:id") { request, context -> Response in
+            if let refused = access.refusal(request) { return refused }
+            if let (name, _) = params(request).first {
+                return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
+            }
+            guard let id = context.parameters.get("id").flatMap({ Int64($0) }), id >= 1 else {
+                return failure(.badRequest, "an audit id (1 or more)", parameter: "id")
+            }
+            let found = await Blocking.run { () -> Result<(audit: OutboxRow, results: [OutboxRow])?, StoreError> in
+                do throws(StoreError) { return .success(try store.auditRows(id)) } catch { return .failure(error) }
+            }
+            guard case .success(let one) = found else {
+                return failure(.serviceUnavailable, "the store did not answer")
+            }
+            guard let (audit, results) = one else { return failure(.notFound, "no audit \(id)", parameter: "id") }
+            var b: [UInt8] = Array("{\"audit\":".utf8)
+            OutboxJSON.append(.audits, audit, gateway: gateway, to: &b)
+            b += Array(",\"results\":[".utf8)
+            for (i, r) in results.enumerated() {
+                if i > 0 { b.append(0x2C) }
+                OutboxJSON.append(.auditResults, r, gateway: gateway, to: &b)
+            }
+            b += Array("]}\n".utf8)
+            return json(b)
+        }
+        router.get("/api/v1/writes") { request, _ -> Response in
+            if let refused = access.refusal(request) { return refused }
+            var state: QueuedWrite.State?
+            var limit = 100
+            var seen = Set<String>()
+            for (name, value) in params(request) {
+                guard seen.insert(name).inserted else { return failure(.badRequest, "given twice", parameter: name) }
+                switch name {
+                case "state":
+                    guard let s = QueuedWrite.State(rawValue: value) else {
+                        return failure(
+                            .badRequest,
+                            "one of \(QueuedWrite.State.allCases.map(\.rawValue).joined(separator: ", "))",
+                            parameter: "state")
+                    }
+                    state = s
+                case "limit":
+                    guard let n = Int(value), (1...1000).contains(n) else {
+                        return failure(.badRequest, "1 to 1000", parameter: "limit")
+                    }
+                    limit = n
+                default: return failure(.badRequest, "unknown parameter (state, limit)", parameter: name)
+                }
+            }
+            let (which, count) = (state, limit)
+            let writes = await Blocking.run { try? store.queuedWrites(state: which, limit: count) }
+            guard let writes else { return failure(.serviceUnavailable, "the store did not answer") }
+            var b: [UInt8] = Array("{\"items\":[".utf8)
+            for (i, w) in writes.enumerated() {
+                if i > 0 { b.append(0x2C) }
+                queuedWrite(w, &b)
+            }
+            b += Array("]}\n".utf8)
+            return json(b)
+        }
+        router.get("/api/v1/writes/:id") { request, context -> Response in
+            if let refused = access.refusal(request) { return refused }
+            if let (name, _) = params(request).first {
+                return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
+            }
+            guard let id = context.parameters.get("id").flatMap({ Int64($0) }), id >= 1 else {
+                return failure(.badRequest, "a write id (1 or more)", parameter: "id")
+            }
+            let found = await Blocking.run { () -> Result<QueuedWrite?, StoreError> in
+                do throws(StoreError) { return .success(try store.queuedWrite(id)) } catch { return .failure(error) }
+            }
+            guard case .success(let one) = found else {
+                return failure(.serviceUnavailable, "the store did not answer")
+            }
+            guard let w = one else { return failure(.notFound, "no write \(id)", parameter: "id") }
+            var b: [UInt8] = []
+            queuedWrite(w, &b)
+            b.append(0x0A)
+            return json(b)
+        }
         for table in [SyncTable.readings, .events] {
             router.get(RouterPath("/api/v1/\(table.rawValue)")) { request, _ -> Response in
                 if let refused = access.refusal(request) { return refused }
@@ -165,6 +311,31 @@ enum ReadAPI {
 
     static func params(_ request: Request) -> [(String, String)] {
         request.uri.queryParameters.map { (String($0.key), String($0.value)) }
+    }
+
+    /// A queued write as the read API has it (snake_case, times ISO 8601 UTC with ms, block as `0xF9`, data hex).
+    static func queuedWrite(_ w: QueuedWrite, _ b: inout [UInt8]) {
+        b += Array("{\"id\":\(w.id),\"operation\":".utf8)
+        JSONText.appendQuoted(w.operation.rawValue, to: &b)
+        b += Array(",\"uid\":".utf8)
+        JSONText.appendQuoted(w.uid.description, to: &b)
+        b += Array(",\"block\":".utf8)
+        JSONText.appendQuoted(w.first.description, to: &b)
+        b += Array(",\"data\":".utf8)
+        JSONText.appendQuoted(Hex.format(w.data, separator: ""), to: &b)
+        b += Array(",\"reader\":".utf8)
+        quotedOrNull(w.reader, &b)
+        b += Array(",\"created\":".utf8)
+        JSONText.appendQuoted(TimeSpec.format(w.created), to: &b)
+        b += Array(",\"expires\":".utf8)
+        quotedOrNull(w.expires.map(TimeSpec.format), &b)
+        b += Array(",\"state\":".utf8)
+        JSONText.appendQuoted(w.state.rawValue, to: &b)
+        b += Array(",\"result\":".utf8)
+        quotedOrNull(w.result, &b)
+        b += Array(",\"finished\":".utf8)
+        quotedOrNull(w.finished.map(TimeSpec.format), &b)
+        b.append(0x7D)
     }
 
     static func quotedOrNull(_ s: String?, _ b: inout [UInt8]) {

@@ -121,7 +121,8 @@ enum WriteAPI {
             if let n = refusals.record(what) { logger.warning("\(RefusalLog.line(n, what))") }
             return false
         }
-        router.post("/api/writes") { request, context -> Response in
+        // POST /api/v1/writes, and its old path /api/writes, kept as an alias for one release.
+        let queue: @Sendable (Request, BasicRequestContext) async -> Response = { request, context in
             guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
             var request = request
             let body: ByteBuffer
@@ -162,6 +163,9 @@ enum WriteAPI {
                     ["error": e.message], e.code == nil && !e.isFatal ? .unprocessableContent : .serviceUnavailable)
             }
         }
+        router.post("/api/v1/writes", use: queue)
+        router.post("/api/writes", use: queue)
+        // The old path of one write (with the write token; /api/v1/writes/ID is the read API's).
         router.get("/api/writes/:id") { request, context -> Response in
             guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
             guard let id = context.parameters.get("id", as: Int64.self) else {

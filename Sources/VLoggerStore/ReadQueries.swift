@@ -96,6 +96,43 @@ extension Store {
         try read { db in try StoredAsset.filter(Column("uid") == uid.description).fetchOne(db)?.row }
     }
 
+    /// Audits as the outbox has them (newest first, at most `limit`, of one location when given).
+    public func auditRows(location: String? = nil, limit: Int) throws(StoreError) -> [OutboxRow] {
+        var sql =
+            "SELECT id, finished, gateway, " + SyncTable.audits.columns.map(\.name).joined(separator: ", ")
+            + " FROM audits"
+        var args: [SQLValue] = []
+        if let location {
+            sql += " WHERE location = ?1"
+            args.append(.text(location))
+        }
+        args.append(.integer(Int64(max(1, limit))))
+        sql += " ORDER BY id DESC LIMIT ?\(args.count)"
+        let (statement, bound) = (sql, args)
+        return try withReader { db throws(StoreError) in
+            let s = try db.prepare(statement)
+            try s.bind(bound)
+            return try Self.rows(s, .audits)
+        }
+    }
+
+    /// One audit and its results as the outbox has them; nil when there is no such audit.
+    public func auditRows(_ id: Int64) throws(StoreError) -> (audit: OutboxRow, results: [OutboxRow])? {
+        try withReader { db throws(StoreError) in
+            let a = try db.prepare(
+                "SELECT id, finished, gateway, " + SyncTable.audits.columns.map(\.name).joined(separator: ", ")
+                    + " FROM audits WHERE id = ?1")
+            try a.bind([.integer(id)])
+            guard let audit = try Self.rows(a, .audits).first else { return nil }
+            let r = try db.prepare(
+                "SELECT r.id, a.finished, a.gateway, "
+                    + SyncTable.auditResults.columns.map { "r.\($0.name)" }.joined(separator: ", ")
+                    + " FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.audit = ?1 ORDER BY r.id")
+            try r.bind([.integer(id)])
+            return (audit, try Self.rows(r, .auditResults))
+        }
+    }
+
     /// Reads the rows of an outbox-shaped statement (id, time, gateway, then the table's outbox columns).
     static func rows(_ s: SQLStatement, _ table: SyncTable) throws(StoreError) -> [OutboxRow] {
         let columns = table.columns

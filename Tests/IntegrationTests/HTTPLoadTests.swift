@@ -153,6 +153,8 @@ import Testing
             done
             echo "get $got"
             echo "getnone $(curl -s -o /dev/null -w '%{http_code}' "$base/api/writes/1")"
+            echo "v1 $(curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $2" -d "$body" "$base/api/v1/writes")"
+            echo "v1get $(curl -s "$base/api/v1/writes/1")"
             kill -TERM $pid; wait $pid
             echo "log $(grep -c 'write API: refused' svc.log) $(grep -c "$2" svc.log)"
             echo "counted $(grep -c 'write API: refused 2 requests' svc.log)"
@@ -168,6 +170,9 @@ import Testing
             r.out.contains("\"state\":\"done\"") && r.out.contains("\"data\":\"A1A2A3A4A5A6A7A8\"")
                 && r.out.contains(" 200"), "\(r.out)")
         #expect(r.out.contains("getnone 401"), "\(r.out)")
+        // The write endpoint under v1 (the old path stays an alias), and the write read back through the read API.
+        #expect(r.out.contains("v1 {\"id\":2,\"state\":\"queued\"} 201"), "\(r.out)")
+        #expect(r.out.contains("v1get {\"id\":1,\"operation\":\"write\""), "\(r.out)")
         // Three refusals: the first logged at once, the other two counted and said in one line at shutdown (at
         // most one line a minute while running); the token never.
         #expect(r.out.contains("log 2 0") && r.out.contains("counted 1"), "\(r.out)")
