@@ -557,9 +557,12 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
                     body: .init(
                         byteBuffer: ByteBuffer(string: "no write API: set [service] api-token-file to enable it\n")))
             }
+            // Allow lists what the path takes (RFC 9110 §10.2.1): POST too where the write API is.
+            let post = writablePaths.contains(request.uri.path)
             return Response(
-                status: .methodNotAllowed, headers: [.allow: "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: "read-only: GET or HEAD\n")))
+                status: .methodNotAllowed,
+                headers: [.allow: post ? "GET, HEAD, POST" : "GET, HEAD", .contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: post ? "GET, HEAD or POST\n" : "read-only: GET or HEAD\n")))
         }
         let response = try await next(request, context)
         return response

@@ -177,13 +177,10 @@ enum ReadAPI {
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
-            guard let id = context.parameters.get("id").flatMap({ Int64($0) }), id >= 1 else {
+            guard let id = pathID(context) else {
                 return failure(.badRequest, "an audit id (1 or more)", parameter: "id")
             }
-            let found = await Blocking.run { () -> Result<(audit: OutboxRow, results: [OutboxRow])?, StoreError> in
-                do throws(StoreError) { return .success(try store.auditRows(id)) } catch { return .failure(error) }
-            }
-            guard case .success(let one) = found else {
+            guard case .success(let one) = await lookup({ () throws(StoreError) in try store.auditRows(id) }) else {
                 return failure(.serviceUnavailable, "the store did not answer")
             }
             guard let (audit, results) = one else { return failure(.notFound, "no audit \(id)", parameter: "id") }
@@ -237,13 +234,10 @@ enum ReadAPI {
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
-            guard let id = context.parameters.get("id").flatMap({ Int64($0) }), id >= 1 else {
+            guard let id = pathID(context) else {
                 return failure(.badRequest, "a write id (1 or more)", parameter: "id")
             }
-            let found = await Blocking.run { () -> Result<QueuedWrite?, StoreError> in
-                do throws(StoreError) { return .success(try store.queuedWrite(id)) } catch { return .failure(error) }
-            }
-            guard case .success(let one) = found else {
+            guard case .success(let one) = await lookup({ () throws(StoreError) in try store.queuedWrite(id) }) else {
                 return failure(.serviceUnavailable, "the store did not answer")
             }
             guard let w = one else { return failure(.notFound, "no write \(id)", parameter: "id") }
@@ -307,6 +301,21 @@ enum ReadAPI {
         }
         b += Array("}\n".utf8)
         return json(b, status: status)
+    }
+
+    /// The `{id}` of a path: 1 or more.
+    static func pathID(_ context: BasicRequestContext) -> Int64? {
+        guard let id = context.parameters.get("id").flatMap({ Int64($0) }), id >= 1 else { return nil }
+        return id
+    }
+
+    /// A store lookup off the event loop: the value (nil: not found), or the store's failure.
+    static func lookup<T: Sendable>(_ body: @escaping @Sendable () throws(StoreError) -> T?) async -> Result<
+        T?, StoreError
+    > {
+        await Blocking.run {
+            do throws(StoreError) { return .success(try body()) } catch { return .failure(error) }
+        }
     }
 
     static func params(_ request: Request) -> [(String, String)] {

@@ -35,15 +35,7 @@ import VLoggerCore
         let gateway = try SyncFaultTests.spawn(
             #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 10s"#,
             [s.dir.path, try CLITests.binary().path, s.config], stdout: "/dev/null", stderr: log.path)
-        var port: Int?
-        let end = Date().addingTimeInterval(15)
-        while port == nil && Date() < end {
-            Thread.sleep(forTimeInterval: 0.1)
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            port = text.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
-                Int(text[r].dropFirst("http://127.0.0.1:".count).dropLast())
-            }
-        }
+        let port = ServiceTests.listenPort(log)
         let p = try #require(port)
         let script = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Support/sse_client.py").path
         let first = s.dir.appendingPathComponent("first.jsonl").path

@@ -288,17 +288,8 @@ struct MQTTTests {
                 _ = Fault.wait(gateway)
             }
         }
-        var text = ""
-        var port: Int?
-        let end = Date().addingTimeInterval(15)
-        while port == nil && Date() < end {
-            Thread.sleep(forTimeInterval: 0.1)
-            text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            port = text.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
-                Int(text[r].dropFirst("http://127.0.0.1:".count).dropLast())
-            }
-        }
-        let p = try #require(port, "\(text)")
+        let p = try #require(
+            ServiceTests.listenPort(log), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         func metric(_ needle: String, seconds: Double = 15) -> Bool {
             let end = Date().addingTimeInterval(seconds)
             while Date() < end {

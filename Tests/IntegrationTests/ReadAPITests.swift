@@ -23,15 +23,7 @@ struct ReadAPITests {
         let pid = try SyncFaultTests.spawn(
             #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration "$4""#,
             [s.dir.path, try CLI.binary().path, s.config, "\(seconds)s"], stdout: "/dev/null", stderr: log.path)
-        var port: Int?
-        let end = Date().addingTimeInterval(15)
-        while port == nil && Date() < end {
-            Thread.sleep(forTimeInterval: 0.1)
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            port = text.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression).flatMap { r in
-                Int(text[r].dropFirst("http://127.0.0.1:".count).dropLast())
-            }
-        }
+        let port = ServiceTests.listenPort(log)
         guard let port else {
             kill(pid, SIGKILL)
             _ = SyncFaultTests.wait(pid)
@@ -63,12 +55,15 @@ struct ReadAPITests {
                     == file.trimmingCharacters(in: .whitespacesAndNewlines)
         )
         let run = try SyncFaultTests.shell(
-            #"cd "$1" && schemathesis run "http://127.0.0.1:$2/api/v1/openapi.json" --url "http://127.0.0.1:$2/api/v1" --checks all --max-examples 100 --seed 20261126 2>&1"#,
+            #"cd "$1" && schemathesis run "http://127.0.0.1:$2/api/v1/openapi.json" --url "http://127.0.0.1:$2/api/v1" --checks all --max-examples 100 --seed 20261126 --exclude-method POST 2>&1"#,
             [s.dir.path, String(port)])
         let summary = run.out.split(separator: "\n").filter {
             $0.contains("generated,") || $0.contains("==== ") || $0.contains("Selected:")
         }
         print("schemathesis: " + summary.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " | "))
+        // POST /writes (the write API, documented) is left out: without api-token-file it answers 404 where the
+        // checks expect 401 for a missing token, and with one it would queue generated writes; its own tests are
+        // HTTPLoadTests.writeAPIWithABearerTokenCheckedWithCurl and theWriteAPIUnderRotationAndOddBodies.
         // "N generated, N passed": every generated case passed (warnings, such as ids that answer 404, are not
         // failures); the exit code is 0 only without failures.
         let counts = run.out.split(separator: "\n").first { $0.contains("generated,") }.map {

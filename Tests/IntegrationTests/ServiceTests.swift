@@ -25,6 +25,22 @@ import Testing
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
+    /// The port a service started with `--listen 127.0.0.1:0` says it serves on (its log line "… on
+    /// http://127.0.0.1:PORT/"), waiting up to `seconds` for it; nil when it never says.
+    static func listenPort(_ log: URL, seconds: Double = 15) -> Int? {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let r = text.range(of: #"http://127\.0\.0\.1:(\d+)/"#, options: .regularExpression),
+                let port = Int(text[r].dropFirst("http://127.0.0.1:".count).dropLast())
+            {
+                return port
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return nil
+    }
+
     /// GET a path; prints "status\nbody".
     static func get(_ port: Int, _ path: String) throws -> (status: Int, body: String) {
         let r = try shell(

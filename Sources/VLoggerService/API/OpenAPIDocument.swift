@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "e719fe4860c6b2b9ab2213df32264f261f852999554250755f6ec6fd38ce0813"
+    static let sha256 = "a9f5df8ec3bd02404777c30670f4e5dcf0ed5bc22923d288377fda442d681616"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -448,6 +448,221 @@ enum OpenAPIDocument {
           },
           "403": {
             "$ref": "#/components/responses/Forbidden"
+          }
+        }
+      },
+      "post": {
+        "operationId": "queueWrite",
+        "summary": "Queue a write for a tag, carried out when the tag is next in a reader's field (the write API)",
+        "description": "Needs the write token; without [service] api-token-file the write API does not exist (404). An Idempotency-Key header queues a write once. POST /api/writes is an alias kept for one release.",
+        "security": [
+          {
+            "writeToken": []
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "uid"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                  "uid": {
+                    "type": "string",
+                    "description": "The tag, E0 first"
+                  },
+                  "block": {
+                    "oneOf": [
+                      {
+                        "type": "string"
+                      },
+                      {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 65535
+                      }
+                    ],
+                    "description": "The first block, 0xF9 or 249"
+                  },
+                  "data": {
+                    "type": "string",
+                    "description": "Hex bytes, whole blocks"
+                  },
+                  "flags": {
+                    "type": "string",
+                    "description": "Request flags (option, high-data-rate, …)"
+                  },
+                  "expires": {
+                    "type": "string",
+                    "description": "How long it may wait, 7d or 12h"
+                  },
+                  "reader": {
+                    "type": "string",
+                    "description": "Only this reader carries it out"
+                  },
+                  "lock": {
+                    "type": "boolean",
+                    "description": "Lock the blocks after writing them (irreversible; needs yes)"
+                  },
+                  "yes": {
+                    "type": "boolean"
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "Queued",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "id",
+                    "state"
+                  ],
+                  "properties": {
+                    "id": {
+                      "type": "integer"
+                    },
+                    "state": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "200": {
+            "description": "The same Idempotency-Key again: the first write's id",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "id",
+                    "state"
+                  ],
+                  "properties": {
+                    "id": {
+                      "type": "integer"
+                    },
+                    "state": {
+                      "type": "string"
+                    },
+                    "replayed": {
+                      "type": "boolean"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "Not a valid request (the reason names the key)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "No write token, or a wrong one",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No write API here ([service] api-token-file not set)",
+            "content": {
+              "text/plain": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "A body over 64 KiB",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "A valid request that cannot be carried out (an unknown reader, a block past the end, a full queue)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "The store failed (worth a retry)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "error"
+                  ],
+                  "properties": {
+                    "error": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
           }
         }
       }
@@ -1152,6 +1367,11 @@ enum OpenAPIDocument {
         "type": "http",
         "scheme": "bearer",
         "description": "[service] read-token-file's token; needed on a listener that is not a loopback address"
+      },
+      "writeToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "[service] api-token-file's token (the write API; served on a loopback listener only)"
       }
     }
   },
