@@ -26,16 +26,8 @@ public struct ReadQuery: Equatable, Sendable {
                 throw StreamQuery.BadRequest(parameter: name, message: "given twice")
             }
             switch name {
-            case "uid":
-                do { q.filter.uid = try UID(parsing: value) } catch {
-                    throw StreamQuery.BadRequest(
-                        parameter: "uid", message: "not a UID (16 hex digits, E0 first): \(error)")
-                }
-            case "reader":
-                guard !value.isEmpty, value.utf8.count <= 64 else {
-                    throw StreamQuery.BadRequest(parameter: "reader", message: "a reader id is 1 to 64 characters")
-                }
-                q.filter.reader = value
+            case "uid": q.filter.uid = try StreamQuery.uid(value)
+            case "reader": q.filter.reader = try StreamQuery.reader(value)
             case "since", "until":
                 guard !value.isEmpty, value.utf8.count <= 40 else {
                     throw StreamQuery.BadRequest(parameter: name, message: "1 to 40 characters")

@@ -38,15 +38,8 @@ public struct StreamQuery: Equatable, Sendable {
         var q = StreamQuery()
         for (name, value) in params {
             switch name {
-            case "reader":
-                guard !value.isEmpty, value.utf8.count <= 64 else {
-                    throw BadRequest(parameter: "reader", message: "a reader id is 1 to 64 characters")
-                }
-                q.reader = value
-            case "uid":
-                do { q.uid = try UID(parsing: value) } catch {
-                    throw BadRequest(parameter: "uid", message: "not a UID (16 hex digits, E0 first): \(error)")
-                }
+            case "reader": q.reader = try reader(value)
+            case "uid": q.uid = try uid(value)
             case "kind":
                 var readings = false, events = false
                 var kinds = Set<String>()
@@ -77,6 +70,21 @@ public struct StreamQuery: Equatable, Sendable {
             q.after = try cursor(lastEventID, parameter: "Last-Event-ID")
         }
         return q
+    }
+
+    /// A `uid` parameter: a UID, E0 first.
+    public static func uid(_ value: String) throws(BadRequest) -> UID {
+        do { return try UID(parsing: value) } catch {
+            throw BadRequest(parameter: "uid", message: "not a UID (16 hex digits, E0 first): \(error)")
+        }
+    }
+
+    /// A `reader` parameter: a reader id of 1 to 64 characters.
+    public static func reader(_ value: String) throws(BadRequest) -> String {
+        guard !value.isEmpty, value.utf8.count <= 64 else {
+            throw BadRequest(parameter: "reader", message: "a reader id is 1 to 64 characters")
+        }
+        return value
     }
 
     public static func cursor(_ text: String, parameter: String) throws(BadRequest) -> (Int64, Int64) {

@@ -132,18 +132,9 @@ struct RowFollower {
             )
         }
         var out: [(table: SyncTable, row: OutboxRow, position: (Int64, Int64))] = []
-        var i = 0, j = 0
-        while i < rr.count || j < ee.count {
-            let takeReading = j >= ee.count || (i < rr.count && rr[i].time <= ee[j].time)
-            if takeReading {
-                after.0 = rr[i].id
-                out.append((.readings, rr[i], after))
-                i += 1
-            } else {
-                after.1 = ee[j].id
-                out.append((.events, ee[j], after))
-                j += 1
-            }
+        for (table, row) in OutboxRow.mergedByTime(readings: rr, events: ee) {
+            if table == .readings { after.0 = row.id } else { after.1 = row.id }
+            out.append((table, row, after))
         }
         return (out, rr.count == limit || ee.count == limit)
     }

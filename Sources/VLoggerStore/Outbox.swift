@@ -188,3 +188,24 @@ extension Store {
         }
     }
 }
+
+extension OutboxRow {
+    /// Readings and events, each in its own id order, merged into one sequence by time (a reading first at the
+    /// same millisecond): the order the live stream, `run --emit` and `run --once` print them in.
+    public static func mergedByTime(readings: [OutboxRow], events: [OutboxRow]) -> [(table: SyncTable, row: OutboxRow)]
+    {
+        var out: [(table: SyncTable, row: OutboxRow)] = []
+        out.reserveCapacity(readings.count + events.count)
+        var i = 0, j = 0
+        while i < readings.count || j < events.count {
+            if j >= events.count || (i < readings.count && readings[i].time <= events[j].time) {
+                out.append((.readings, readings[i]))
+                i += 1
+            } else {
+                out.append((.events, events[j]))
+                j += 1
+            }
+        }
+        return out
+    }
+}

@@ -251,20 +251,11 @@ extension Run {
             if report.readerFailed { failed.append("reader \(rc.id): the cycle failed (see the events)") }
         }
         guard writer.commitNow() else { throw VLoggerError("the scratch store did not commit") }
-        var rows: [(SyncTable, OutboxRow)] = []
+        let rows: [(table: SyncTable, row: OutboxRow)]
         do {
-            let readings = try store.outbox(.readings, after: 0, limit: 10_000_000)
-            let events = try store.outbox(.events, after: 0, limit: 10_000_000)
-            var i = 0, j = 0
-            while i < readings.count || j < events.count {
-                if j >= events.count || (i < readings.count && readings[i].time <= events[j].time) {
-                    rows.append((.readings, readings[i]))
-                    i += 1
-                } else {
-                    rows.append((.events, events[j]))
-                    j += 1
-                }
-            }
+            rows = OutboxRow.mergedByTime(
+                readings: try store.outbox(.readings, after: 0, limit: 10_000_000),
+                events: try store.outbox(.events, after: 0, limit: 10_000_000))
         } catch { throw VLoggerError("\(error)") }
         var out: [UInt8] = []
         for (table, row) in rows {
