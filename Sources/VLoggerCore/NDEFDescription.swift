@@ -52,45 +52,63 @@ public enum NDEFDescription {
         }
     }
 
-    /// A JSON-ready object for a record: tnf, type, id, payload (hex), and what it means.
-    public static func object(_ r: NDEFRecord) -> [String: Any] {
-        var o: [String: Any] = [
-            "tnf": tnfName(r.tnf), "type": r.typeText, "payload": Hex.format(r.payload, separator: ""),
-        ]
-        if !r.id.isEmpty { o["id"] = String(decoding: r.id, as: UTF8.self) }
+    /// A record as JSON: tnf, type, id, payload (hex), and what it means.
+    public static func object(_ r: NDEFRecord) -> NDEFRecordJSON {
+        var o = NDEFRecordJSON(tnf: tnfName(r.tnf), type: r.typeText, payload: WireHex(r.payload))
+        if !r.id.isEmpty { o.id = String(decoding: r.id, as: UTF8.self) }
         do {
             let meaning = try r.interpret()
             switch meaning {
             case let .text(t, lang, utf16):
-                o["kind"] = "text"; o["text"] = t; o["lang"] = lang; o["encoding"] = utf16 ? "UTF-16" : "UTF-8"
-            case let .uri(u): o["kind"] = "uri"; o["uri"] = u
+                o.kind = "text"; o.text = t; o.lang = lang; o.encoding = utf16 ? "UTF-16" : "UTF-8"
+            case let .uri(u): o.kind = "uri"; o.uri = u
             case let .smartPoster(inner):
-                o["kind"] = "smart-poster"; o["records"] = inner.map(object)
-                if let problem = meaning.smartPosterProblem { o["warning"] = problem }
+                o.kind = "smart-poster"; o.records = inner.map(object)
+                if let problem = meaning.smartPosterProblem { o.warning = problem }
             case let .mime(type, data):
-                o["kind"] = "mime"; o["mime"] = type
-                if let s = printable(data) { o["text"] = s }
+                o.kind = "mime"; o.mime = type
+                if let s = printable(data) { o.text = s }
             case let .external(type, data):
-                o["kind"] = "external"; o["external"] = type
-                if let s = printable(data) { o["text"] = s }
-            case let .absoluteURI(u, _): o["kind"] = "absolute-uri"; o["uri"] = u
-            case .empty: o["kind"] = "empty"
-            case .other: o["kind"] = "other"
+                o.kind = "external"; o.external = type
+                if let s = printable(data) { o.text = s }
+            case let .absoluteURI(u, _): o.kind = "absolute-uri"; o.uri = u
+            case .empty: o.kind = "empty"
+            case .other: o.kind = "other"
             }
         } catch {
-            o["kind"] = "invalid"
-            o["error"] = "\(error)"
+            o.kind = "invalid"
+            o.error = "\(error)"
         }
         return o
     }
 
-    /// The records as one compact JSON array (keys sorted), as stored with readings.
+    /// The records as one compact JSON array, as stored with readings.
     public static func json(_ records: [NDEFRecord]) -> String {
-        let data =
-            (try? JSONSerialization.data(
-                withJSONObject: records.map(object), options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("[]".utf8)
-        return String(decoding: data, as: UTF8.self)
+        String(decoding: WireJSON.encode(records.map(object)), as: UTF8.self)
+    }
+}
+
+/// One NDEF record as JSON. Members in the order of their names (as stored with readings before this type).
+public struct NDEFRecordJSON: Encodable, Sendable, Equatable {
+    public var encoding: String?
+    public var error: String?
+    public var external: String?
+    public var id: String?
+    public var kind = "invalid"
+    public var lang: String?
+    public var mime: String?
+    public var payload: WireHex
+    public var records: [NDEFRecordJSON]?
+    public var text: String?
+    public var tnf: String
+    public var type: String
+    public var uri: String?
+    public var warning: String?
+
+    init(tnf: String, type: String, payload: WireHex) {
+        self.tnf = tnf
+        self.type = type
+        self.payload = payload
     }
 }
 

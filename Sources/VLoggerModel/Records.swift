@@ -108,8 +108,28 @@ public struct TagRecord: Equatable, Sendable {
 
 /// Something worth an operator's attention.
 public struct Event: Equatable, Sendable {
+    /// The closed set of event kinds (docs/json.md). `name` says which rule, error, write or audit an event is
+    /// about; it is empty where the kind says all (start, stop, arrival, departure, reader down and up).
     public enum Kind: String, Sendable, CaseIterable {
-        case arrival, departure, violation, error, start, stop
+        /// The agent of a reader started or stopped polling.
+        case start, stop
+        /// A tag entered or left a reader's field.
+        case arrival, departure
+        /// A rule started to be violated by a tag (`name`: the rule), and stopped being violated (it passes
+        /// again, or the tag left the field).
+        case violation
+        case violationEnded = "violation_ended"
+        /// Something failed (`name`: what, e.g. `read-timeout`).
+        case error
+        /// A queued write's outcome (`name`: the write's id).
+        case writeDone = "write_done"
+        case writeFailed = "write_failed"
+        case writeExpired = "write_expired"
+        /// An audit finished and was stored (`name`: the audit's id).
+        case auditFinished = "audit_finished"
+        /// A reader failed a whole cycle after working, and works again.
+        case readerDown = "reader_down"
+        case readerUp = "reader_up"
     }
     public enum Severity: String, Sendable, CaseIterable {
         case info, warning, critical
@@ -118,7 +138,8 @@ public struct Event: Equatable, Sendable {
     public var gateway: String
     public var uid: UID?
     public var kind: Kind
-    /// The rule's name for a violation, the error's kind for an error.
+    /// The rule's name for a violation, the error's kind for an error, the write's or audit's id; empty where
+    /// the kind says all.
     public var name: String
     public var severity: Severity
     public var detail: String

@@ -6,7 +6,8 @@
 /// CSV follows RFC 4180: a header row, cells with a comma, quote, CR or LF quoted, quotes doubled, CRLF line ends
 /// (or LF). Text cells that begin with `=`, `+`, `-`, `@`, tab or CR get a leading `'` so spreadsheets show them
 /// rather than run them (OWASP "CSV injection"); numbers are left alone. JSON lines: one object per row, keys in
-/// column order, text as JSON strings, numbers as numbers, a missing value as `null`.
+/// column order, text as JSON strings, numbers as numbers; a missing value leaves its member out (a field that does
+/// not apply to a row is not in its object).
 public enum ValueText {
     static let digits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
@@ -119,6 +120,8 @@ public struct RowWriter: Sendable {
     /// Each column's JSON key with its colon (`"time":`).
     let keys: [[UInt8]]
     var column = 0
+    /// Members written in this JSON object (a null cell writes none).
+    var members = 0
 
     /// `names`: the columns, in order. `crlf`: CSV rows end in CR LF (RFC 4180) rather than LF.
     public init(format: Format, names: [String], crlf: Bool = true) {
@@ -147,6 +150,7 @@ public struct RowWriter: Sendable {
 
     public mutating func beginRow(_ out: inout [UInt8]) {
         column = 0
+        members = 0
         if format == .jsonl { out.append(0x7B) }
     }
 
@@ -161,8 +165,11 @@ public struct RowWriter: Sendable {
 
     /// Starts the next cell: the separator, and in JSON lines its key.
     mutating func next(_ out: inout [UInt8]) {
-        if column > 0 { out.append(0x2C) }
-        if format == .jsonl {
+        if format == .csv {
+            if column > 0 { out.append(0x2C) }
+        } else {
+            if members > 0 { out.append(0x2C) }
+            members += 1
             if let k = pendingKey {
                 out.append(contentsOf: k)
                 pendingKey = nil
@@ -184,10 +191,14 @@ public struct RowWriter: Sendable {
 
     var pendingKey: [UInt8]?
 
-    /// No value: an empty CSV cell, JSON `null`.
+    /// No value: an empty CSV cell; in JSON lines the member is left out.
     public mutating func null(_ out: inout [UInt8]) {
-        next(&out)
-        if format == .jsonl { out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
+        if format == .jsonl {
+            pendingKey = nil
+            column += 1
+        } else {
+            next(&out)
+        }
     }
 
     /// A number given as its text (digits, sign, point, exponent): as is in both formats.

@@ -24,6 +24,13 @@ enum ReadAPI {
         to router: Router<BasicRequestContext>, store: Store, metrics: ServiceMetrics, gateway: String,
         access: ReadAccess
     ) {
+        // A tag's newest reading as every output writes the row.
+        let lastReading = { @Sendable (uid: UID) -> [UInt8]? in
+            guard let r = (try? store.newest(.readings, uid: uid)) ?? nil else { return nil }
+            var b: [UInt8] = []
+            OutboxJSON.append(.readings, r, gateway: gateway, jsonFields: [NDEFFields.records], to: &b)
+            return b
+        }
 
         router.get("/api/v1/openapi.json") { request, _ -> Response in
             access.refusal(request) ?? json(Array(OpenAPIDocument.json.utf8))
@@ -38,22 +45,13 @@ enum ReadAPI {
                 var b: [UInt8] = Array("{\"readers\":[".utf8)
                 for (i, r) in readers.enumerated() {
                     if i > 0 { b.append(0x2C) }
-                    b += Array("{\"id\":".utf8)
-                    JSONText.appendQuoted(r.id, to: &b)
-                    b += Array(",\"location\":".utf8)
-                    quotedOrNull(r.location, &b)
-                    b += Array(",\"up\":\(r.up),\"tags\":[".utf8)
-                    for (j, uid) in r.tags.enumerated() {
-                        if j > 0 { b.append(0x2C) }
-                        b += Array("{\"uid\":".utf8)
-                        JSONText.appendQuoted(uid.description, to: &b)
-                        b += Array(",\"asset_id\":".utf8)
-                        quotedOrNull((try? store.asset(uid))??.assetID, &b)
-                        b += Array(",\"last_reading\":".utf8)
-                        row(.readings, (try? store.newest(.readings, uid: uid)) ?? nil, gateway, &b)
-                        b.append(0x7D)
+                    let tags = r.tags.map { uid -> [UInt8] in
+                        let asset = (try? store.asset(uid)) ?? nil
+                        return WireJSON.encode(
+                            FieldTagJSON(uid: uid, asset: asset), appending: [("last_reading", lastReading(uid))])
                     }
-                    b += Array("]}".utf8)
+                    b += WireJSON.encode(
+                        FieldReaderJSON(id: r.id, location: r.location, up: r.up), appending: [("tags", array(tags))])
                 }
                 b += Array("]}\n".utf8)
                 return b
@@ -72,36 +70,9 @@ enum ReadAPI {
             }
             let body = await Blocking.run { () -> [UInt8]? in
                 guard let t = (try? store.storedTag(uid)) ?? nil else { return nil }
-                var b: [UInt8] = Array("{\"uid\":".utf8)
-                JSONText.appendQuoted(t.uid.description, to: &b)
-                b += Array(",\"manufacturer\":".utf8)
-                JSONText.appendQuoted(t.manufacturer, to: &b)
-                b += Array(",\"model\":".utf8)
-                quotedOrNull(t.model, &b)
-                b += Array(",\"first_seen\":".utf8)
-                JSONText.appendQuoted(TimeSpec.format(t.firstSeen), to: &b)
-                b += Array(",\"last_seen\":".utf8)
-                JSONText.appendQuoted(TimeSpec.format(t.lastSeen), to: &b)
-                b += Array(",\"last_reader\":".utf8)
-                quotedOrNull(t.lastReader, &b)
-                b += Array(",\"last_location\":".utf8)
-                quotedOrNull(t.lastLocation, &b)
-                b += Array(",\"asset\":".utf8)
-                if let a = (try? store.asset(uid)) ?? nil {
-                    b += Array("{\"asset_id\":".utf8)
-                    JSONText.appendQuoted(a.assetID, to: &b)
-                    b += Array(",\"name\":".utf8)
-                    quotedOrNull(a.name, &b)
-                    b += Array(",\"location\":".utf8)
-                    quotedOrNull(a.location, &b)
-                    b.append(0x7D)
-                } else {
-                    b += Array("null".utf8)
-                }
-                b += Array(",\"last_reading\":".utf8)
-                row(.readings, (try? store.newest(.readings, uid: uid)) ?? nil, gateway, &b)
-                b += Array("}\n".utf8)
-                return b
+                let asset = (try? store.asset(uid)) ?? nil
+                return WireJSON.encode(TagJSON(t, asset: asset), appending: [("last_reading", lastReading(uid))])
+                    + [0x0A]
             }
             guard let body else { return failure(.notFound, "the store has never seen \(uid)", parameter: "uid") }
             return json(body)
@@ -118,28 +89,7 @@ enum ReadAPI {
             let place = location
             let body = await Blocking.run { () -> [UInt8]? in
                 guard let assets = try? store.assets(location: place) else { return nil }
-                var b: [UInt8] = Array("{\"items\":[".utf8)
-                for (i, a) in assets.enumerated() {
-                    if i > 0 { b.append(0x2C) }
-                    b += Array("{\"uid\":".utf8)
-                    JSONText.appendQuoted(a.uid.description, to: &b)
-                    b += Array(",\"asset_id\":".utf8)
-                    JSONText.appendQuoted(a.assetID, to: &b)
-                    b += Array(",\"name\":".utf8)
-                    quotedOrNull(a.name, &b)
-                    b += Array(",\"location\":".utf8)
-                    quotedOrNull(a.location, &b)
-                    b += Array(",\"expected\":{".utf8)
-                    for (j, k) in a.extra.keys.sorted().enumerated() {
-                        if j > 0 { b.append(0x2C) }
-                        JSONText.appendQuoted(k, to: &b)
-                        b.append(0x3A)
-                        JSONText.appendQuoted(a.extra[k] ?? "", to: &b)
-                    }
-                    b += Array("}}".utf8)
-                }
-                b += Array("]}\n".utf8)
-                return b
+                return WireJSON.encode(ItemsJSON(assets.map(AssetJSON.init))) + [0x0A]
             }
             return body.map { json($0) } ?? failure(.serviceUnavailable, "the store did not answer")
         }
@@ -162,15 +112,9 @@ enum ReadAPI {
                 }
             }
             let (place, count) = (location, limit)
-            let rows = await Blocking.run { try? store.auditRows(location: place, limit: count) }
-            guard let rows else { return failure(.serviceUnavailable, "the store did not answer") }
-            var b: [UInt8] = Array("{\"items\":[".utf8)
-            for (i, r) in rows.enumerated() {
-                if i > 0 { b.append(0x2C) }
-                OutboxJSON.append(.audits, r, gateway: gateway, to: &b)
-            }
-            b += Array("]}\n".utf8)
-            return json(b)
+            let body = await Blocking.run { try? store.auditsJSON(location: place, limit: count, gateway: gateway) }
+            guard let body else { return failure(.serviceUnavailable, "the store did not answer") }
+            return json(body + [0x0A])
         }
         router.get("/api/v1/audits/:id") { request, context -> Response in
             if let refused = access.refusal(request) { return refused }
@@ -180,19 +124,15 @@ enum ReadAPI {
             guard let id = pathID(context) else {
                 return failure(.badRequest, "an audit id (1 or more)", parameter: "id")
             }
-            guard case .success(let one) = await lookup({ () throws(StoreError) in try store.auditRows(id) }) else {
+            guard
+                case .success(let one) = await lookup({ () throws(StoreError) in
+                    try store.auditJSON(id, gateway: gateway)
+                })
+            else {
                 return failure(.serviceUnavailable, "the store did not answer")
             }
-            guard let (audit, results) = one else { return failure(.notFound, "no audit \(id)", parameter: "id") }
-            var b: [UInt8] = Array("{\"audit\":".utf8)
-            OutboxJSON.append(.audits, audit, gateway: gateway, to: &b)
-            b += Array(",\"results\":[".utf8)
-            for (i, r) in results.enumerated() {
-                if i > 0 { b.append(0x2C) }
-                OutboxJSON.append(.auditResults, r, gateway: gateway, to: &b)
-            }
-            b += Array("]}\n".utf8)
-            return json(b)
+            guard let body = one else { return failure(.notFound, "no audit \(id)", parameter: "id") }
+            return json(body + [0x0A])
         }
         router.get("/api/v1/writes") { request, _ -> Response in
             if let refused = access.refusal(request) { return refused }
@@ -221,13 +161,7 @@ enum ReadAPI {
             let (which, count) = (state, limit)
             let writes = await Blocking.run { try? store.queuedWrites(state: which, limit: count) }
             guard let writes else { return failure(.serviceUnavailable, "the store did not answer") }
-            var b: [UInt8] = Array("{\"items\":[".utf8)
-            for (i, w) in writes.enumerated() {
-                if i > 0 { b.append(0x2C) }
-                queuedWrite(w, &b)
-            }
-            b += Array("]}\n".utf8)
-            return json(b)
+            return json(WireJSON.encode(ItemsJSON(writes.map(QueuedWriteJSON.init))) + [0x0A])
         }
         router.get("/api/v1/writes/:id") { request, context -> Response in
             if let refused = access.refusal(request) { return refused }
@@ -241,10 +175,7 @@ enum ReadAPI {
                 return failure(.serviceUnavailable, "the store did not answer")
             }
             guard let w = one else { return failure(.notFound, "no write \(id)", parameter: "id") }
-            var b: [UInt8] = []
-            queuedWrite(w, &b)
-            b.append(0x0A)
-            return json(b)
+            return json(WireJSON.encode(QueuedWriteJSON(w)) + [0x0A])
         }
         for table in [SyncTable.readings, .events] {
             router.get(RouterPath("/api/v1/\(table.rawValue)")) { request, _ -> Response in
@@ -276,8 +207,9 @@ enum ReadAPI {
                         if i > 0 { b.append(0x2C) }
                         OutboxJSON.append(table, r, gateway: gateway, jsonFields: [NDEFFields.records], to: &b)
                     }
-                    b += Array("],\"next_after_id\":".utf8)
-                    b += Array((rows.count == q.limit ? rows.last.map { String($0.id) } ?? "null" : "null").utf8)
+                    b.append(0x5D)
+                    // The cursor of the next page; none after the last.
+                    if rows.count == q.limit, let last = rows.last { b += Array(",\"next_after_id\":\(last.id)".utf8) }
                     b += Array("}\n".utf8)
                     return json(b)
                 }
@@ -293,14 +225,7 @@ enum ReadAPI {
 
     /// 4xx/5xx with `{"error": …, "parameter": …}`.
     static func failure(_ status: HTTPResponse.Status, _ message: String, parameter: String? = nil) -> Response {
-        var b: [UInt8] = Array("{\"error\":".utf8)
-        JSONText.appendQuoted(message, to: &b)
-        if let parameter {
-            b += Array(",\"parameter\":".utf8)
-            JSONText.appendQuoted(parameter, to: &b)
-        }
-        b += Array("}\n".utf8)
-        return json(b, status: status)
+        json(WireJSON.encode(WireError(message, parameter: parameter)) + [0x0A], status: status)
     }
 
     /// The `{id}` of a path: 1 or more.
@@ -322,42 +247,23 @@ enum ReadAPI {
         request.uri.queryParameters.map { (String($0.key), String($0.value)) }
     }
 
-    /// A queued write as the read API has it (snake_case, times ISO 8601 UTC with ms, block as `0xF9`, data hex).
-    static func queuedWrite(_ w: QueuedWrite, _ b: inout [UInt8]) {
-        b += Array("{\"id\":\(w.id),\"operation\":".utf8)
-        JSONText.appendQuoted(w.operation.rawValue, to: &b)
-        b += Array(",\"uid\":".utf8)
-        JSONText.appendQuoted(w.uid.description, to: &b)
-        b += Array(",\"block\":".utf8)
-        JSONText.appendQuoted(w.first.description, to: &b)
-        b += Array(",\"data\":".utf8)
-        JSONText.appendQuoted(Hex.format(w.data, separator: ""), to: &b)
-        b += Array(",\"reader\":".utf8)
-        quotedOrNull(w.reader, &b)
-        b += Array(",\"created\":".utf8)
-        JSONText.appendQuoted(TimeSpec.format(w.created), to: &b)
-        b += Array(",\"expires\":".utf8)
-        quotedOrNull(w.expires.map(TimeSpec.format), &b)
-        b += Array(",\"state\":".utf8)
-        JSONText.appendQuoted(w.state.rawValue, to: &b)
-        b += Array(",\"result\":".utf8)
-        quotedOrNull(w.result, &b)
-        b += Array(",\"finished\":".utf8)
-        quotedOrNull(w.finished.map(TimeSpec.format), &b)
-        b.append(0x7D)
-    }
-
-    static func quotedOrNull(_ s: String?, _ b: inout [UInt8]) {
-        if let s { JSONText.appendQuoted(s, to: &b) } else { b += Array("null".utf8) }
-    }
-
-    static func row(_ table: SyncTable, _ r: OutboxRow?, _ gateway: String, _ b: inout [UInt8]) {
-        if let r {
-            OutboxJSON.append(table, r, gateway: gateway, jsonFields: [NDEFFields.records], to: &b)
-        } else {
-            b += Array("null".utf8)
+    /// JSON texts as one array.
+    static func array(_ items: [[UInt8]]) -> [UInt8] {
+        var b: [UInt8] = [0x5B]
+        for (i, item) in items.enumerated() {
+            if i > 0 { b.append(0x2C) }
+            b += item
         }
+        b.append(0x5D)
+        return b
     }
+}
+
+/// A reader in `/api/v1/tags` (its tags are added to it).
+struct FieldReaderJSON: Encodable {
+    var id: String
+    var location: String?
+    var up: Bool
 }
 
 /// Who may read: any client of a loopback listener; on another address, a request with the read token

@@ -308,101 +308,134 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// back-off), and the store commits.
     public func health(now: Millis = Millis.now()) -> (healthy: Bool, json: String) {
         locked {
-            var o: [UInt8] = []
             var allOK = writer.lastError == nil
-            func key(_ k: String) {
-                if let last = o.last, last != 0x7B, last != 0x5B { o.append(0x2C) }
-                JSONText.appendQuoted(k, to: &o)
-                o.append(0x3A)
-            }
-            func string(_ k: String, _ v: String?) {
-                key(k)
-                if let v { JSONText.appendQuoted(v, to: &o) } else { o += Array("null".utf8) }
-            }
-            func raw(_ k: String, _ v: String) {
-                key(k)
-                o += Array(v.utf8)
-            }
-            var parts: [(ReaderStatus, Bool)] = []
+            var parts: [HealthJSON.Reader] = []
             for r in readers {
                 let staleAfter = max(r.intervalMs * 3, 90_000)
                 let recent = r.lastGoodPollMs.map { now - $0 <= staleAfter } ?? (now - startedMs <= staleAfter)
                 let ok = r.up && recent
                 allOK = allOK && ok
-                parts.append((r, ok))
+                parts.append(
+                    .init(
+                        id: r.id, location: r.location, driver: r.name, status: ok ? "ok" : "unhealthy", up: r.up,
+                        lastSuccessfulPoll: WireTime(r.lastGoodPollMs), cycles: r.counters.cycles,
+                        tagsInField: r.tags.count))
             }
-            o.append(0x7B)
-            string("status", allOK ? "ok" : "unhealthy")
-            // The first reader's fields at the top level, as before several readers.
-            if let (first, _) = parts.first {
-                string("reader", first.name)
-                raw("readerUp", first.up ? "true" : "false")
-                string("lastSuccessfulPoll", first.lastGoodPollMs.map(TimeSpec.format))
-            }
-            string("store", writer.lastError == nil ? "ok" : writer.lastError?.description)
-            raw("queueDepth", String(writer.queued))
-            raw("readingsDropped", String(writer.droppedReadings))
-            if let writesQueued { raw("writesQueued", String(writesQueued())) }
-            raw("cycles", String(readers.reduce(0) { $0 + $1.counters.cycles }))
-            raw("tagsInField", String(readers.reduce(0) { $0 + $1.tags.count }))
             // Outputs (fleet sync, …): their own status; a failing output does not make the gateway unhealthy (it
             // keeps logging locally and the output catches up by itself), but the backlog is here for whoever
             // watches it. An output with a legacy name is also shown under it, as before outputs.
-            func output(_ st: OutputStatus) {
-                o.append(0x7B)
-                string("status", st.up ? "ok" : st.lastSuccessMs == nil && st.lastError == nil ? "starting" : "failing")
-                raw("backlogRows", String(st.backlog.values.reduce(0) { $0 + $1.rows }))
-                let oldest = st.backlog.values.compactMap(\.oldest).min()
-                raw("oldestUnsentSeconds", oldest.map { String(max(0, now - $0) / 1000) } ?? "null")
-                if st.legacyName != nil {
-                    raw("oldestUnsyncedSeconds", oldest.map { String(max(0, now - $0) / 1000) } ?? "null")
-                }
-                string("lastSuccess", st.lastSuccessMs.map(TimeSpec.format))
-                string("lastError", st.lastError)
-                if let c = st.connected { raw("connected", c ? "true" : "false") }
-                if st.refused > 0 { raw("refusedRows", String(st.refused)) }
-                key("failures")
-                o.append(0x7B)
-                for (kind, n) in st.failures.sorted(by: { $0.key < $1.key }) { raw(kind, String(n)) }
-                o.append(0x7D)
-                o.append(0x7D)
+            func output(_ st: OutputStatus) -> HealthJSON.Output {
+                let oldest = st.backlog.values.compactMap(\.oldest).min().map { max(0, now - $0) / 1000 }
+                return .init(
+                    status: st.up ? "ok" : st.lastSuccessMs == nil && st.lastError == nil ? "starting" : "failing",
+                    backlogRows: st.backlog.values.reduce(0) { $0 + $1.rows }, oldestUnsentSeconds: oldest,
+                    oldestUnsyncedSeconds: st.legacyName != nil ? oldest : nil,
+                    lastSuccess: WireTime(st.lastSuccessMs), lastError: st.lastError, connected: st.connected,
+                    refusedRows: st.refused > 0 ? st.refused : nil, failures: st.failures)
             }
-            for st in outputs {
-                if let legacy = st.legacyName {
-                    key(legacy)
-                    output(st)
-                }
-            }
-            if !outputs.isEmpty {
-                key("outputs")
-                o.append(0x7B)
-                for st in outputs {
-                    key(st.name)
-                    output(st)
-                }
-                o.append(0x7D)
-            }
-            key("readers")
-            o.append(0x5B)
-            for (r, ok) in parts {
-                if o.last != 0x5B { o.append(0x2C) }
-                o.append(0x7B)
-                string("id", r.id)
-                string("location", r.location)
-                string("driver", r.name)
-                string("status", ok ? "ok" : "unhealthy")
-                raw("up", r.up ? "true" : "false")
-                string("lastSuccessfulPoll", r.lastGoodPollMs.map(TimeSpec.format))
-                raw("cycles", String(r.counters.cycles))
-                raw("tagsInField", String(r.tags.count))
-                o.append(0x7D)
-            }
-            o.append(0x5D)
-            o.append(0x7D)
-            return (allOK, String(decoding: o, as: UTF8.self))
+            let h = HealthJSON(
+                status: allOK ? "ok" : "unhealthy", reader: parts.first?.driver, readerUp: parts.first?.up,
+                lastSuccessfulPoll: parts.first?.lastSuccessfulPoll,
+                store: writer.lastError == nil ? "ok" : writer.lastError?.description ?? "failing",
+                queueDepth: writer.queued, readingsDropped: writer.droppedReadings, writesQueued: writesQueued?(),
+                cycles: readers.reduce(0) { $0 + $1.counters.cycles },
+                tagsInField: readers.reduce(0) { $0 + $1.tags.count },
+                legacy: outputs.compactMap { st in st.legacyName.map { ($0, output(st)) } },
+                outputs: outputs.isEmpty ? nil : outputs.map { ($0.name, output($0)) }, readers: parts)
+            return (allOK, String(decoding: WireJSON.encode(h), as: UTF8.self))
         }
     }
 
     /// The Prometheus text exposition format (version 0.0.4).
     public func prometheusText() -> [UInt8] { registry.emitToBuffer() }
+}
+
+/// `/healthz`: the gateway's state (snake_case like every JSON of vlogger; docs/json.md).
+struct HealthJSON: Encodable {
+    struct Reader: Encodable {
+        var id: String
+        var location: String?
+        var driver: String
+        var status: String
+        var up: Bool
+        var lastSuccessfulPoll: WireTime?
+        var cycles: Int
+        var tagsInField: Int
+        enum CodingKeys: String, CodingKey {
+            case id, location, driver, status, up, lastSuccessfulPoll = "last_successful_poll", cycles
+            case tagsInField = "tags_in_field"
+        }
+    }
+    struct Output: Encodable {
+        var status: String
+        var backlogRows: Int
+        var oldestUnsentSeconds: Int64?
+        var oldestUnsyncedSeconds: Int64?
+        var lastSuccess: WireTime?
+        var lastError: String?
+        var connected: Bool?
+        var refusedRows: Int?
+        var failures: [String: Int]
+        enum CodingKeys: String, CodingKey {
+            case status, backlogRows = "backlog_rows", oldestUnsentSeconds = "oldest_unsent_seconds"
+            case oldestUnsyncedSeconds = "oldest_unsynced_seconds", lastSuccess = "last_success"
+            case lastError = "last_error", connected, refusedRows = "refused_rows", failures
+        }
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(status, forKey: .status)
+            try c.encode(backlogRows, forKey: .backlogRows)
+            try c.encodeIfPresent(oldestUnsentSeconds, forKey: .oldestUnsentSeconds)
+            try c.encodeIfPresent(oldestUnsyncedSeconds, forKey: .oldestUnsyncedSeconds)
+            try c.encodeIfPresent(lastSuccess, forKey: .lastSuccess)
+            try c.encodeIfPresent(lastError, forKey: .lastError)
+            try c.encodeIfPresent(connected, forKey: .connected)
+            try c.encodeIfPresent(refusedRows, forKey: .refusedRows)
+            var f = c.nestedContainer(keyedBy: HealthKey.self, forKey: .failures)
+            for (k, n) in failures.sorted(by: { $0.key < $1.key }) { try f.encode(n, forKey: HealthKey(k)) }
+        }
+    }
+    var status: String
+    /// The first reader's, at the top level as before several readers.
+    var reader: String?
+    var readerUp: Bool?
+    var lastSuccessfulPoll: WireTime?
+    var store: String
+    var queueDepth: Int
+    var readingsDropped: Int
+    var writesQueued: Int?
+    var cycles: Int
+    var tagsInField: Int
+    /// Outputs with a name from before outputs (`sync`), under it too.
+    var legacy: [(String, Output)]
+    var outputs: [(String, Output)]?
+    var readers: [Reader]
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: HealthKey.self)
+        try c.encode(status, forKey: HealthKey("status"))
+        try c.encodeIfPresent(reader, forKey: HealthKey("reader"))
+        try c.encodeIfPresent(readerUp, forKey: HealthKey("reader_up"))
+        try c.encodeIfPresent(lastSuccessfulPoll, forKey: HealthKey("last_successful_poll"))
+        try c.encode(store, forKey: HealthKey("store"))
+        try c.encode(queueDepth, forKey: HealthKey("queue_depth"))
+        try c.encode(readingsDropped, forKey: HealthKey("readings_dropped"))
+        try c.encodeIfPresent(writesQueued, forKey: HealthKey("writes_queued"))
+        try c.encode(cycles, forKey: HealthKey("cycles"))
+        try c.encode(tagsInField, forKey: HealthKey("tags_in_field"))
+        for (name, o) in legacy { try c.encode(o, forKey: HealthKey(name)) }
+        if let outputs {
+            var o = c.nestedContainer(keyedBy: HealthKey.self, forKey: HealthKey("outputs"))
+            for (name, out) in outputs { try o.encode(out, forKey: HealthKey(name)) }
+        }
+        try c.encode(readers, forKey: HealthKey("readers"))
+    }
+}
+
+struct HealthKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ s: String) { stringValue = s }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
 }

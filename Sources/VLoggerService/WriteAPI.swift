@@ -123,24 +123,27 @@ enum WriteAPI {
         }
         // POST /api/v1/writes, and its old path /api/writes, kept as an alias for one release.
         let queue: @Sendable (Request, BasicRequestContext) async -> Response = { request, context in
-            guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
+            guard authorised(request) else { return json(WireJSON.encode(WireError("unauthorized")), .unauthorized) }
             var request = request
             let body: ByteBuffer
             do { body = try await request.collectBody(upTo: 65_536) } catch {
-                return json(["error": "the body is larger than 64 KiB"], .contentTooLarge)
+                return json(WireJSON.encode(WireError("the body is larger than 64 KiB")), .contentTooLarge)
             }
             let write: QueuedWrite
             do throws(WriteRequest.Invalid) {
                 write = try WriteRequest.parse(Data(body.readableBytesView), readers: readers)
             } catch {
-                return json(["error": error.description], error.impossible ? .unprocessableContent : .badRequest)
+                return json(
+                    WireJSON.encode(WireError(error.description)),
+                    error.impossible ? .unprocessableContent : .badRequest)
             }
             var key: String?
             if let k = request.headers.first(where: { $0.name.canonicalName == "idempotency-key" })?.value {
                 guard (1...200).contains(k.utf8.count),
                     k.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
                 else {
-                    return json(["error": "Idempotency-Key: 1 to 200 visible ASCII characters"], .badRequest)
+                    return json(
+                        WireJSON.encode(WireError("Idempotency-Key: 1 to 200 visible ASCII characters")), .badRequest)
                 }
                 key = k
             }
@@ -152,46 +155,44 @@ enum WriteAPI {
             }
             switch result {
             case let .success((id, replayed, state)):
-                if replayed { return json(["id": id, "state": state.rawValue, "replayed": true], .ok) }
+                if replayed {
+                    return json(WireJSON.encode(QueuedJSON(id: id, state: state.rawValue, replayed: true)), .ok)
+                }
                 logger.notice(
                     "write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))"
                 )
-                return json(["id": id, "state": "queued"], .created)
+                return json(WireJSON.encode(QueuedJSON(id: id, state: "queued", replayed: nil)), .created)
             case let .failure(e):
                 // SQLite's own failures (code set) may pass; the store's refusals (no code) will not.
                 return json(
-                    ["error": e.message], e.code == nil && !e.isFatal ? .unprocessableContent : .serviceUnavailable)
+                    WireJSON.encode(WireError(e.message)),
+                    e.code == nil && !e.isFatal ? .unprocessableContent : .serviceUnavailable)
             }
         }
         router.post("/api/v1/writes", use: queue)
         router.post("/api/writes", use: queue)
         // The old path of one write (with the write token; /api/v1/writes/ID is the read API's).
         router.get("/api/writes/:id") { request, context -> Response in
-            guard authorised(request) else { return json(["error": "unauthorized"], .unauthorized) }
+            guard authorised(request) else { return json(WireJSON.encode(WireError("unauthorized")), .unauthorized) }
             guard let id = context.parameters.get("id", as: Int64.self) else {
-                return json(["error": "not a write id"], .badRequest)
+                return json(WireJSON.encode(WireError("not a write id")), .badRequest)
             }
             let found = await Blocking.run { try? store.queuedWrite(id) }
-            guard let w = found ?? nil else { return json(["error": "no write \(id)"], .notFound) }
-            var o: [String: Any] = [
-                "id": w.id, "uid": w.uid.description, "block": w.first.description,
-                "data": Hex.format(w.data, separator: ""),
-                "operation": w.operation.rawValue, "state": w.state.rawValue, "created": TimeSpec.format(w.created),
-            ]
-            if let r = w.result { o["result"] = r }
-            if let f = w.finished { o["finished"] = TimeSpec.format(f) }
-            if let e = w.expires { o["expires"] = TimeSpec.format(e) }
-            if let r = w.reader { o["reader"] = r }
-            return json(o, .ok)
+            guard let w = found ?? nil else { return json(WireJSON.encode(WireError("no write \(id)")), .notFound) }
+            return json(WireJSON.encode(QueuedWriteJSON(w)), .ok)
         }
     }
 
-    static func json(_ object: [String: Any], _ status: HTTPResponse.Status) -> Response {
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("{}".utf8)
-        return Response(
+    static func json(_ bytes: [UInt8], _ status: HTTPResponse.Status) -> Response {
+        Response(
             status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes + [0x0A])))
     }
+}
+
+/// What POST /api/v1/writes answers: the write's id and state (`replayed` when the idempotency key was seen).
+struct QueuedJSON: Encodable {
+    var id: Int64
+    var state: String
+    var replayed: Bool?
 }

@@ -74,6 +74,15 @@ public struct AuditRecord: Sendable {
 
     public func count(_ s: AuditResult.Status) -> Int { counts[s] ?? 0 }
 
+    /// What it found, in one line: `3 present, 1 missing, 0 wrong location, 0 unexpected, 0 failed checks (2
+    /// rounds, readers dock-3; schedule nightly)`.
+    public var summary: String {
+        "\(count(.present)) present, \(count(.missing)) missing, \(count(.wrongLocation)) wrong location, "
+            + "\(count(.unexpected)) unexpected, \(failedChecks) failed check\(failedChecks == 1 ? "" : "s") "
+            + "(\(rounds) round\(rounds == 1 ? "" : "s"), reader\(readers.count == 1 ? "" : "s") "
+            + "\(readers.joined(separator: ", ")), \(trigger))"
+    }
+
     /// Sets the counts from the results.
     public mutating func summarise() {
         counts = Dictionary(grouping: results, by: \.status).mapValues(\.count)
@@ -93,6 +102,26 @@ extension Store {
                 var r = StoredAuditResult(x, audit: id)
                 try r.insert(db)
             }
+            // The audit's event, in the same transaction: outputs that follow events learn of it.
+            let e = Event(
+                time: a.finished, gateway: a.gateway, reader: nil, location: a.location, uid: nil, kind: .auditFinished,
+                name: "\(id)",
+                severity: a.count(.missing) + a.count(.wrongLocation) + a.count(.unexpected) + a.failedChecks > 0
+                    ? .warning : .info,
+                detail: a.summary)
+            let values: [DatabaseValue] = TableDescription.events.names.map { name in
+                switch name {
+                case "time": return e.time.databaseValue
+                case "gateway": return e.gateway.databaseValue
+                case "location": return e.location.databaseValue
+                case "kind": return e.kind.rawValue.databaseValue
+                case "name": return e.name.databaseValue
+                case "severity": return e.severity.rawValue.databaseValue
+                case "detail": return e.detail.databaseValue
+                default: return .null
+                }
+            }
+            try db.execute(sql: TableDescription.events.insertSQL, arguments: StatementArguments(values))
             return id
         }
     }

@@ -106,7 +106,7 @@ public enum Exporter {
             switch c.format {
             case .time: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE \(time) END"
             case .block: expression = "CASE WHEN \(v) < 256 THEN printf('0x%02X', \(v)) ELSE printf('0x%04X', \(v)) END"
-            case .hex: expression = "hex(\(v))"
+            case .hex: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE hex(\(v)) END"
             case .flags: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE printf('0x%02X', \(v)) END"
             case .text, .integer: expression = v
             }
@@ -160,8 +160,8 @@ public enum Exporter {
             for (i, format) in formats.enumerated() {
                 let type = s.type(i)
                 if type == SQLStatement.nullType {
-                    // No bytes are hex of nothing, an empty text (as SQLite's hex() has always given the export).
-                    if format == .hex { w.hex(EmptyCollection(), &out.bytes) } else { w.null(&out.bytes) }
+                    // NULL (a field that does not apply): an empty CSV cell, no member in JSON lines.
+                    w.null(&out.bytes)
                     continue
                 }
                 switch format {

@@ -116,7 +116,6 @@ public enum OutboxJSON {
 
     static func cell(_ v: OutboxValue, _ format: ExportFormat, _ w: inout RowWriter, _ out: inout [UInt8]) {
         switch (v, format) {
-        case (.null, .hex): w.hex(EmptyCollection(), &out)
         case (.null, _): w.null(&out)
         case (.integer(let n), .time): w.time(n, &out)
         case (.integer(let n), .block): w.block(n, &out)

@@ -266,6 +266,20 @@ public final class Store: @unchecked Sendable {
             ALTER TABLE events ADD COLUMN asset_id TEXT;
             """
         ),
+        // Event kinds as a closed set (docs/json.md): a queued write's outcome was an event of kind `start` (done)
+        // or `error` named `queued-write-<state>`; it is `write_done`, `write_failed` or `write_expired` named by
+        // the write's id (from the detail, `queued write <id> (…`). A name that repeated its kind is empty.
+        (
+            "015-event-kinds",
+            """
+            UPDATE events SET
+                kind = 'write_' || substr(name, 14),
+                name = CASE WHEN detail LIKE 'queued write % (%'
+                    THEN substr(detail, 14, instr(substr(detail, 14), ' ') - 1) ELSE '' END
+            WHERE name IN ('queued-write-done', 'queued-write-failed', 'queued-write-expired');
+            UPDATE events SET name = '' WHERE kind IN ('start', 'stop', 'arrival', 'departure') AND name = kind;
+            """
+        ),
     ]
 
     /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.

@@ -127,7 +127,7 @@ public enum CentralExport {
     /// One planned column's value, as `select` gave its text, formatted like the local export's.
     static func cell(_ value: [UInt8]?, _ format: ExportFormat, _ w: inout RowWriter, _ out: inout [UInt8]) {
         guard let value else {
-            if format == .hex { w.hex(EmptyCollection(), &out) } else { w.null(&out) }
+            w.null(&out)
             return
         }
         let number = { Int64(String(decoding: value, as: UTF8.self)) }

@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import Foundation
 import ISO15693
@@ -68,14 +69,7 @@ struct AssetsList: ParsableCommand {
         let rows: [AssetRow]
         do { rows = try store.assets(location: location) } catch { throw VLoggerError("\(error)") }
         if json {
-            printJSON(
-                rows.map { r -> [String: Any] in
-                    var o: [String: Any] = ["uid": r.uid.description, "asset_id": r.assetID]
-                    if let n = r.name { o["name"] = n }
-                    if let l = r.location { o["location"] = l }
-                    if !r.extra.isEmpty { o["expected"] = r.extra }
-                    return o
-                })
+            printLine(WireJSON.encode(ItemsJSON(rows.map(AssetJSON.init))))
             return
         }
         for r in rows {

@@ -60,7 +60,7 @@ struct AuditRun: ParsableCommand {
         do { register = try store.assets() } catch { throw VLoggerError("\(error)") }
         var lastSeen: [UID: (time: Millis, reader: String?, location: String?)]
         do { lastSeen = try store.lastSeen(register.map(\.uid)) } catch { throw VLoggerError("\(error)") }
-        var out: [[String: Any]] = []
+        var out: [[UInt8]] = []
         for loc in locations {
             let configs = config.readers.filter { Auditor.location(of: $0) == loc }
             guard !configs.isEmpty else {
@@ -79,9 +79,16 @@ struct AuditRun: ParsableCommand {
             for r in record.results where r.seenRounds > 0 {
                 if let t = r.lastSeen { lastSeen[r.uid] = (t, r.seenBy, r.seenLocation) }
             }
-            if json { out.append(AuditPrint.object(record)) } else { say(AuditPrint.summary(record)) }
+            if json {
+                do { out.append(try store.auditJSON(record.id, gateway: config.gatewayID) ?? []) } catch {
+                    throw VLoggerError("\(error)")
+                }
+            } else {
+                say(AuditPrint.summary(record))
+            }
         }
-        if json { printJSON(out) }
+        // As GET /api/v1/audits/{id} answers, one per location.
+        if json { printLine(Array("{\"items\":[".utf8) + Array(out.joined(separator: [0x2C])) + Array("]}".utf8)) }
     }
 }
 
@@ -93,9 +100,18 @@ struct AuditList: ParsableCommand {
     @Option(help: "Only the audits of this location.")
     var location: String?
 
+    @Flag(help: "JSON (as GET /api/v1/audits answers): {\"items\":[…]}, the newest 100.")
+    var json = false
+
     func run() throws {
         let store = try options.openStore(readOnly: true)
         defer { store.close() }
+        if json {
+            do {
+                return printLine(
+                    try store.auditsJSON(location: location, limit: 100, gateway: options.gatewayID))
+            } catch { throw VLoggerError("\(error)") }
+        }
         let audits: [AuditRecord]
         do { audits = try store.audits(location: location) } catch { throw VLoggerError("\(error)") }
         for a in audits { say(AuditPrint.summary(a)) }
@@ -118,7 +134,12 @@ struct AuditShow: ParsableCommand {
         let store = try options.openStore(readOnly: true)
         defer { store.close() }
         let a = try store.auditOrFail(id)
-        if json { printJSON(AuditPrint.object(a)); return }
+        if json {
+            // As GET /api/v1/audits/{id} answers.
+            do { return printLine(try store.auditJSON(id, gateway: options.gatewayID) ?? []) } catch {
+                throw VLoggerError("\(error)")
+            }
+        }
         say(AuditPrint.summary(a))
         for r in a.results {
             var line =
@@ -212,31 +233,6 @@ extension Store {
 
 enum AuditPrint {
     static func summary(_ a: AuditRecord) -> String {
-        "audit \(a.id)  \(TimeSpec.format(a.started))  \(a.location)  \(a.count(.present)) present, \(a.count(.missing)) missing, "
-            + "\(a.count(.wrongLocation)) wrong location, \(a.count(.unexpected)) unexpected, \(a.failedChecks) failed checks  "
-            + "(\(a.rounds) rounds, readers \(a.readers.joined(separator: ", ")), \(a.trigger))"
-    }
-
-    static func object(_ a: AuditRecord) -> [String: Any] {
-        [
-            "id": a.id, "started": TimeSpec.format(a.started), "finished": TimeSpec.format(a.finished),
-            "gateway": a.gateway, "location": a.location,
-            "readers": a.readers, "rounds": a.rounds, "trigger": a.trigger,
-            "counts": Dictionary(uniqueKeysWithValues: AuditResult.Status.allCases.map { ($0.rawValue, a.count($0)) }),
-            "failedChecks": a.failedChecks,
-            "results": a.results.map { r -> [String: Any] in
-                var o: [String: Any] = [
-                    "uid": r.uid.description, "status": r.status.rawValue, "seenRounds": r.seenRounds,
-                ]
-                if let v = r.assetID { o["assetId"] = v }
-                if let v = r.registeredLocation { o["registeredLocation"] = v }
-                if let v = r.seenLocation { o["seenLocation"] = v }
-                if let v = r.seenBy { o["seenBy"] = v }
-                if let v = r.firstSeen { o["firstSeen"] = TimeSpec.format(v) }
-                if let v = r.lastSeen { o["lastSeen"] = TimeSpec.format(v) }
-                if !r.failedChecks.isEmpty { o["failedChecks"] = r.failedChecks }
-                return o
-            },
-        ]
+        "audit \(a.id)  \(TimeSpec.format(a.started))  \(a.location)  \(a.summary)"
     }
 }

@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import FEIG
 import ISO15693
@@ -94,7 +95,7 @@ struct Decode: ParsableCommand {
             }
         }
         if json {
-            printJSON(["frame": Hex.format(bytes, separator: ""), "crc": crcNote, "meaning": meaning])
+            printJSON(DecodeJSON(frame: WireHex(bytes), crc: crcNote, meaning: meaning))
         } else {
             print("\(meaning)\n\(crcNote)")
         }

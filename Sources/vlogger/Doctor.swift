@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import Foundation
 import VLoggerCore
@@ -54,11 +55,14 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         let ok = checks.allSatisfy { $0.status == .pass }
         if json {
-            let list: [[String: Any]] = checks.map {
-                ["name": $0.name, "status": $0.status.rawValue, "detail": $0.detail, "advice": $0.advice]
-            }
-            let data = try JSONSerialization.data(withJSONObject: ["ok": ok, "checks": list], options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            printJSON(
+                DoctorJSON(
+                    ok: ok,
+                    checks: checks.map {
+                        .init(
+                            name: $0.name, status: $0.status == .pass ? "ok" : "fail", detail: $0.detail,
+                            advice: $0.status == .pass ? nil : $0.advice)
+                    }))
         } else {
             let width = checks.map(\.name.count).max() ?? 0
             for c in checks {

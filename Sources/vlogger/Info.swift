@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import ISO15693
 import VLoggerCore
@@ -13,17 +14,13 @@ struct Info: ParsableCommand {
         let uid = try options.target(session)
         let m = try session.client.memory(of: uid)
         if options.json {
-            var o: [String: Any] = [
-                "uid": uid.description, "manufacturer": uid.manufacturer.name ?? "unregistered",
-                "manufacturerCode": Hex.format([uid.manufacturer.rawValue]),
-                "blockCount": m.blockCount, "blockSize": m.blockSize, "source": m.source.rawValue,
-                "addressing": m.addressing.rawValue, "writeNeedsOption": m.writeNeedsOption,
-            ]
-            if let model = m.model { o["model"] = model.name }
-            if let d = m.info.dsfid { o["dsfid"] = Hex.format([d]) }
-            if let a = m.info.afi { o["afi"] = Hex.format([a]) }
-            if let ic = m.info.icReference { o["icReference"] = Hex.format([ic]) }
-            printJSON(o)
+            printJSON(
+                InfoJSON(
+                    uid: uid.description, manufacturerCode: WireByte(uid.manufacturer.rawValue),
+                    manufacturer: uid.manufacturer.name, model: m.model?.name, blockCount: m.blockCount,
+                    blockSize: m.blockSize, source: m.source.rawValue, addressing: m.addressing.rawValue,
+                    writeNeedsOption: m.writeNeedsOption, dsfid: m.info.dsfid.map(WireByte.init),
+                    afi: m.info.afi.map(WireByte.init), icReference: m.info.icReference.map(WireByte.init)))
             return
         }
         print("UID            \(uid)")

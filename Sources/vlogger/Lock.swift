@@ -35,7 +35,7 @@ struct Lock: ParsableCommand {
         try session.checkPersisted()
         let status = try session.client.securityStatus(uid, first: b, count: 1)
         if options.json {
-            printJSON(["uid": uid.description, "block": b.description, "locked": status.first?.isLocked ?? false])
+            printJSON(LockJSON(uid: uid.description, block: WireBlock(b.int), locked: status.first?.isLocked ?? false))
             return
         }
         print(

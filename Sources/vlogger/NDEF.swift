@@ -171,16 +171,12 @@ struct NDEFRead: ParsableCommand {
             do { records = try state.records() } catch { problem = "\(error)" }
         }
         if options.json {
-            var o: [String: Any] = [
-                "uid": uid.description, "status": state.status.rawValue, "capacity": state.capacity,
-                "messageBytes": state.message.count, "message": Hex.format(state.message, separator: ""),
-                "records": records.map(NDEFDescription.object),
-                "airTimeMicroseconds": session.reader.airTime.microseconds,
-            ]
-            if let cc = state.area?.cc { o["cc"] = Hex.format(cc.encode(), separator: "") }
-            if let r = state.reason { o["reason"] = r }
-            if let problem { o["error"] = problem }
-            printJSON(o)
+            printJSON(
+                NDEFJSON(
+                    uid: uid.description, status: state.status.rawValue, cc: state.area.map { WireHex($0.cc.encode()) },
+                    capacity: state.capacity, reason: state.reason, message: WireHex(state.message),
+                    messageBytes: state.message.count, records: records.map(NDEFDescription.object), error: problem,
+                    airTimeUs: airMicroseconds(session)))
             if problem != nil { throw ExitCode.failure }
             return
         }
@@ -230,12 +226,11 @@ struct NDEFWrite: ParsableCommand {
             )
         }
         if options.json {
-            printJSON([
-                "uid": uid.description, "messageBytes": bytes.count, "capacity": report.capacity,
-                "blocksWritten": report.blocksWritten,
-                "option": report.option, "message": Hex.format(bytes, separator: ""), "verified": true,
-                "airTimeMicroseconds": session.reader.airTime.microseconds,
-            ])
+            printJSON(
+                NDEFJSON(
+                    uid: uid.description, capacity: report.capacity, message: WireHex(bytes), messageBytes: bytes.count,
+                    blocksWritten: report.blocksWritten, option: report.option, verified: true,
+                    airTimeUs: airMicroseconds(session)))
             return
         }
         print(
@@ -264,10 +259,10 @@ struct NDEFFormat: ParsableCommand {
         try session.checkPersisted()
         let state = try session.client.readNDEF(uid)
         if options.json {
-            printJSON([
-                "uid": uid.description, "cc": Hex.format(cc.encode(), separator: ""), "status": state.status.rawValue,
-                "capacity": state.capacity, "airTimeMicroseconds": session.reader.airTime.microseconds,
-            ])
+            printJSON(
+                NDEFJSON(
+                    uid: uid.description, status: state.status.rawValue, cc: WireHex(cc.encode()),
+                    capacity: state.capacity, airTimeUs: airMicroseconds(session)))
             return
         }
         print(
@@ -301,14 +296,11 @@ struct NDEFLock: ParsableCommand {
         try session.checkPersisted()
         let state = try session.client.readNDEF(uid, lockStatus: true)
         if options.json {
-            var o: [String: Any] = [
-                "uid": uid.description, "cc": Hex.format(report.cc.encode(), separator: ""),
-                "status": state.status.rawValue,
-                "blocksLocked": report.locked, "alreadyLocked": report.alreadyLocked,
-                "airTimeMicroseconds": session.reader.airTime.microseconds,
-            ]
-            if let p = report.lockProblem { o["lockProblem"] = p }
-            printJSON(o)
+            printJSON(
+                NDEFJSON(
+                    uid: uid.description, status: state.status.rawValue, cc: WireHex(report.cc.encode()),
+                    blocksLocked: report.locked, alreadyLocked: report.alreadyLocked, lockProblem: report.lockProblem,
+                    airTimeUs: airMicroseconds(session)))
         } else {
             print(
                 "\(uid): NDEF \(state.status.rawValue); CC \(Hex.format(report.cc.encode())); \(report.locked) block(s) locked"
@@ -361,15 +353,15 @@ struct NDEFDecode: ParsableCommand {
             guard !hex.isEmpty else { throw ValidationError("give the bytes in hex, or --input FILE") }
             do { bytes = try Hex.parse(hex.joined(separator: " ")) } catch { throw ValidationError("\(error)") }
         }
-        var out: [String: Any] = [:]
+        var out = NDEFJSON()
         var lines: [String] = []
         if memory {
             let area: NDEFArea
             do { (area, bytes) = try NDEFArea.decode(image: bytes) } catch { throw VLoggerError("\(error)") }
             let cc = area.cc
-            out["cc"] = Hex.format(cc.encode(), separator: "")
-            out["status"] = area.status.rawValue
-            out["capacity"] = area.capacity
+            out.cc = WireHex(cc.encode())
+            out.status = area.status.rawValue
+            out.capacity = area.capacity
             lines.append(
                 "CC \(Hex.format(cc.encode())): mapping \(cc.majorVersion).\(cc.minorVersion), \(cc.length)-byte, \(cc.twoByteAddressing ? "2-byte block numbers (E2)" : "1-byte block numbers (E1)"), "
                     + "data area \(area.areaBytes) bytes, \(area.status.rawValue)"
@@ -384,8 +376,8 @@ struct NDEFDecode: ParsableCommand {
         let records: [NDEFRecord]
         do { records = try NDEFMessage.decode(bytes) } catch { throw VLoggerError("\(error)") }
         if json {
-            out["messageBytes"] = bytes.count
-            out["records"] = records.map(NDEFDescription.object)
+            out.messageBytes = bytes.count
+            out.records = records.map(NDEFDescription.object)
             printJSON(out)
             return
         }
@@ -420,10 +412,8 @@ struct NDEFEncode: ParsableCommand {
         let bytes = NDEFMessage.encode(records)
         let shown = tlv ? TLV.encode(bytes) : bytes
         if json {
-            printJSON([
-                "hex": Hex.format(shown, separator: ""), "messageBytes": bytes.count,
-                "records": records.map(NDEFDescription.object),
-            ])
+            printJSON(
+                NDEFJSON(hex: WireHex(shown), messageBytes: bytes.count, records: records.map(NDEFDescription.object)))
             return
         }
         print(Hex.format(shown, separator: ""))

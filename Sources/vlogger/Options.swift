@@ -79,20 +79,8 @@ func parseBlock(_ text: String) throws -> BlockNumber {
     do { return try BlockNumber(parsing: text) } catch { throw ValidationError("\(error)") }
 }
 
-func printJSON(_ object: Any) {
-    if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
-        print(String(decoding: data, as: UTF8.self))
-    }
-}
-
 func airLine(_ session: ReaderSession) -> String {
     "air time \(session.reader.airTime) in \(session.client.exchanges) exchange(s)"
-}
-
-func blockJSON(_ b: BlockRead) -> [String: Any] {
-    var o: [String: Any] = ["block": b.number.description, "data": Hex.format(b.data, separator: "")]
-    if let s = b.security { o["locked"] = s.isLocked }
-    return o
 }
 
 /// Prints one line for a person: text that came from outside (a tag, an API client, a register) cannot move

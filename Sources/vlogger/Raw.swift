@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import ISO15693
 import Readers
@@ -37,10 +38,8 @@ struct Raw: ParsableCommand {
         let answer = try session.client.raw(bytes, wait: wait)
         let meaning = (try? Request.decode(bytes)).flatMap { try? Response.decode(answer, to: $0).summary } ?? ""
         if options.json {
-            printJSON([
-                "request": Hex.format(bytes, separator: ""), "response": Hex.format(answer, separator: ""),
-                "meaning": meaning,
-            ])
+            printJSON(
+                RawJSON(request: WireHex(bytes), response: WireHex(answer), meaning: meaning.isEmpty ? nil : meaning))
         } else {
             print("<< \(Hex.format(answer))\(meaning.isEmpty ? "" : "  (\(meaning))")")
         }

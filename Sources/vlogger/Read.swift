@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import ISO15693
 import VLoggerCore
@@ -27,10 +28,8 @@ struct Read: ParsableCommand {
         let blocks = try session.client.readBlocks(
             uid, first: first, count: count, security: security || options.wantsOption)
         if options.json {
-            printJSON([
-                "uid": uid.description, "blocks": blocks.map(blockJSON),
-                "airTimeMicroseconds": session.reader.airTime.microseconds,
-            ])
+            printJSON(
+                ReadJSON(uid: uid.description, blocks: blocks.map(BlockJSON.init), airTimeUs: airMicroseconds(session)))
             return
         }
         for b in blocks {

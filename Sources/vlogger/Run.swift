@@ -27,6 +27,9 @@ struct ConfigOptions: ParsableArguments {
         }
     }
 
+    /// The gateway id of the configuration (for rows of a store that lack it), or empty without one.
+    var gatewayID: String { (try? AgentConfig.load(config))?.gatewayID ?? "" }
+
     /// The store path: --store, else the configuration's (when the file exists), else vlogger.db.
     func storePath() throws -> String {
         if let store { return store }

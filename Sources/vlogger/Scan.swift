@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import ISO15693
 import VLoggerCore
@@ -20,17 +21,14 @@ struct Scan: ParsableCommand {
         // One slot first, as the agent does: a lone tag is found in one exchange (silence ends the scan).
         let tags = try session.client.inventory(afi: afiValue, oneSlotFirst: true)
         if options.json {
-            printJSON([
-                "tags": tags.map { t -> [String: Any] in
-                    var o: [String: Any] = [
-                        "uid": t.uid.description, "dsfid": Hex.format([t.dsfid]),
-                        "manufacturer": t.uid.manufacturer.name ?? "unregistered",
-                        "manufacturerCode": Hex.format([t.uid.manufacturer.rawValue]),
-                    ]
-                    if let m = ICModel.identify(uid: t.uid) { o["model"] = m.name }
-                    return o
-                }, "airTimeMicroseconds": session.reader.airTime.microseconds,
-            ])
+            printJSON(
+                ScanJSON(
+                    tags: tags.map { t in
+                        ScanJSON.Tag(
+                            uid: t.uid.description, dsfid: WireByte(t.dsfid),
+                            manufacturerCode: WireByte(t.uid.manufacturer.rawValue),
+                            manufacturer: t.uid.manufacturer.name, model: ICModel.identify(uid: t.uid)?.name)
+                    }, airTimeUs: airMicroseconds(session)))
             return
         }
         for t in tags {

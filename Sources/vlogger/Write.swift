@@ -114,11 +114,10 @@ struct Write: ParsableCommand {
         }
         try record(uid, first, bytes, flags, result: "ok", verified: report.verified, exchanges: report.exchanges)
         if options.json {
-            printJSON([
-                "uid": uid.description, "first": first.description, "blocks": report.blocks,
-                "verified": report.verified,
-                "retries": report.retries, "airTimeMicroseconds": session.reader.airTime.microseconds,
-            ])
+            printJSON(
+                WriteJSON(
+                    uid: uid.description, first: WireBlock(first.int), blocks: report.blocks,
+                    verified: report.verified, retries: report.retries, airTimeUs: airMicroseconds(session)))
             return
         }
         print(

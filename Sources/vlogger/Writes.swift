@@ -21,6 +21,9 @@ struct WritesList: ParsableCommand {
     @Option(help: "Only writes in this state: queued, done, failed, expired, cancelled.")
     var state: String?
 
+    @Flag(help: "JSON (as GET /api/v1/writes answers): {\"items\":[…]}.")
+    var json = false
+
     func run() throws {
         var wanted: QueuedWrite.State?
         if let state {
@@ -34,6 +37,7 @@ struct WritesList: ParsableCommand {
         defer { store.close() }
         let list: [QueuedWrite]
         do { list = try store.queuedWrites(state: wanted) } catch { throw VLoggerError("\(error)") }
+        if json { return printLine(WireJSON.encode(ItemsJSON(list.map(QueuedWriteJSON.init)))) }
         for w in list {
             let what =
                 w.operation == .lock

@@ -213,7 +213,7 @@ import VLoggerCore
         #expect(run.code == 0, "\(run.err)")
         #expect(
             run.out.contains(
-                "Cold room, cage 12  2 present, 0 missing, 1 wrong location, 5 unexpected, 0 failed checks  (3 rounds, readers cage-room, manual)"
+                "Cold room, cage 12  2 present, 0 missing, 1 wrong location, 5 unexpected, 0 failed checks (3 rounds, reader cage-room, manual)"
             ), "\(run.out)")
         #expect(
             run.out.contains("Dock door 3  1 present, 1 missing, 1 wrong location, 1 unexpected, 0 failed checks"),

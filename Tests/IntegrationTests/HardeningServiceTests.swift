@@ -148,7 +148,7 @@ import VLoggerModel
             echo "absent1 $(post old-token-0123456789 '{"uid": "E00401000000BEEF", "block": 1, "data": "11223344"}')"
             echo "absent2 $(post old-token-0123456789 '{"uid": "E00401000000BEEF", "block": 2, "data": "11223344"}')"
             for _ in $(seq 100); do
-                n=$(curl -s "$base/healthz" | grep -oE '"writesQueued":[0-9]+' | cut -d: -f2)
+                n=$(curl -s "$base/healthz" | grep -oE '"writes_queued":[0-9]+' | cut -d: -f2)
                 [ "${n:-0}" -ge 2 ] && break; sleep 0.1
             done
             echo "health $(curl -s "$base/healthz")"
@@ -184,8 +184,8 @@ import VLoggerModel
             out.contains("key3 {\"error\":") && out.contains("order-77") && out.contains("} 422"), "\(out)")
         #expect(out.contains("absent1 {\"id\":") && out.contains("absent2 {\"id\":"), "\(out)")
         // The two writes for the absent tag never run; the others may have been made already.
-        let queued = out.firstMatch(of: /"writesQueued":([0-9]+)/).flatMap { Int($0.1) }
-        #expect(queued.map { (2...4).contains($0) } == true, "writesQueued \(String(describing: queued)): \(out)")
+        let queued = out.firstMatch(of: /"writes_queued":([0-9]+)/).flatMap { Int($0.1) }
+        #expect(queued.map { (2...4).contains($0) } == true, "writes_queued \(String(describing: queued)): \(out)")
         // DNS rebinding: a page on attacker.example pointed at 127.0.0.1 is answered 421 Misdirected Request.
         #expect(out.contains("rebind 421"), "\(out)")
         #expect(

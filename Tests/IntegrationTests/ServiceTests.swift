@@ -434,13 +434,13 @@ struct ServiceSyncTests {
         let end = Date().addingTimeInterval(15)
         while Date() < end {
             health = try ServiceTests.get(httpPort, "/healthz")
-            if health.body.contains("\"sync\":{\"status\":\"ok\"") && !health.body.contains("\"lastSuccess\":null") {
+            if health.body.contains("\"sync\":{\"status\":\"ok\"") && health.body.contains("\"last_success\":") {
                 break
             }
             Thread.sleep(forTimeInterval: 0.2)
         }
         #expect(
-            health.body.contains("\"sync\":{\"status\":\"ok\"") && health.body.contains("\"backlogRows\":"),
+            health.body.contains("\"sync\":{\"status\":\"ok\"") && health.body.contains("\"backlog_rows\":"),
             "\(health.body)")
         #expect(
             !health.body.contains(

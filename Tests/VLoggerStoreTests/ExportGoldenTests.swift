@@ -98,6 +98,14 @@ import VLoggerModel
         return (lines.joined(separator: "\n"), ids)
     }
 
+    /// JSON lines as written before a missing value left its member out (docs/json.md): the same lines without
+    /// their `"name":null` members (a quoted "null" is text and stays), and without a security status that was not
+    /// read (an empty text before, no member now).
+    static func withoutNulls(jsonl: String) -> String {
+        jsonl.replacing(#/,"security":""/#, with: "").replacing(/,"[^"\\]+":null(?=[,}])/, with: "").replacing(
+            /\{"[^"\\]+":null,/, with: "{")
+    }
+
     @Test(arguments: [ExportRequest.Table.readings, .events])
     func exportsAreAsBeforeExceptTheAssetIDColumn(table: ExportRequest.Table) throws {
         let s = try Self.store()
@@ -109,11 +117,13 @@ import VLoggerModel
             if ProcessInfo.processInfo.environment["VLOGGER_WRITE_GOLDEN"] == "1" {
                 try rest.write(to: golden, atomically: true, encoding: .utf8)
             }
-            #expect(rest == (try String(contentsOf: golden, encoding: .utf8)), "\(table) \(format):\n\(out)")
+            let before = try String(contentsOf: golden, encoding: .utf8)
+            #expect(rest == (format == .csv ? before : Self.withoutNulls(jsonl: before)), "\(table) \(format):\n\(out)")
             // A registered tag's rows carry its asset id; an unregistered tag's (and a row without a UID) none.
             let expected = format == .csv ? "CAGE-12" : "\"CAGE-12\""
             #expect(ids.filter { $0 == expected }.count == registered, "\(ids)")
-            #expect(ids.count == (table == .readings ? 6 : 3), "\(ids)")
+            // In CSV every row has the column; in JSON lines only the rows that have an asset id.
+            #expect(ids.count == (format == .jsonl ? registered : table == .readings ? 6 : 3), "\(ids)")
         }
     }
 }

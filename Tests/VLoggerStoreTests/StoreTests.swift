@@ -406,10 +406,11 @@ extension Store {
         #expect(held.deleted == [.readings: 300, .events: 0, .writes: 0, .audits: 0, .auditResults: 0], "\(held)")
         #expect(
             held.heldForConsumers[.readings] == 400 && held.heldForConsumers[.writes] == 10
-                && held.heldForConsumers[.events] == 0 && held.heldForConsumers[.audits] == 8)
+                // Each saved audit stored its audit_finished event (ids 41…80): days 0…9's are past the cursor.
+                && held.heldForConsumers[.events] == 10 && held.heldForConsumers[.audits] == 8)
         #expect(try s.outboxCursors()["late"]?[.readings] == 300)
         #expect(
-            try s.count("readings") == 3400 && s.count("events") == 30 && s.count("writes") == 40
+            try s.count("readings") == 3400 && s.count("events") == 70 && s.count("writes") == 40
                 && s.count("audits") == 38 && s.count("audit_results") == 38)
         // Nothing unsynced went: the rows after each cursor are all there.
         #expect(

@@ -136,7 +136,7 @@ public final class Agent {
         startMs = clock.now()
         let firstCycle = counters.cycles
         event(
-            .start, uid: nil, name: "start", severity: .info,
+            .start, uid: nil, name: "", severity: .info,
             detail:
                 "gateway \(config.gatewayID), reader \(readerConfig.id) (\(session.reader.name)\(readerConfig.location.map { ", " + $0 } ?? "")), \(config.plans.count) plans, \(rules.rules.count) rules"
         )
@@ -162,15 +162,19 @@ public final class Agent {
                 }
                 wait = readerBackoff.failed()
                 if readerHealthy {
-                    logger.error(
-                        "reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))"
+                    event(
+                        .readerDown, uid: nil, name: "", severity: .critical,
+                        detail:
+                            "reader \(readerConfig.id) (\(session.reader.name)) is failing; retrying with back-off (next in \(DurationText.format(wait)))"
                     )
                 }
                 readerHealthy = false
             } else {
                 if !readerHealthy {
-                    logger.notice(
-                        "reader \(readerConfig.id) (\(session.reader.name)) works again after \(readerFailures) failed cycle(s)"
+                    event(
+                        .readerUp, uid: nil, name: "", severity: .info,
+                        detail:
+                            "reader \(readerConfig.id) (\(session.reader.name)) works again after \(readerFailures) failed cycle\(readerFailures == 1 ? "" : "s")"
                     )
                 }
                 readerHealthy = true
@@ -194,7 +198,7 @@ public final class Agent {
         // a restart) until they leave the field.
         wakeQuietTags()
         event(
-            .stop, uid: nil, name: "stop", severity: .info,
+            .stop, uid: nil, name: "", severity: .info,
             detail:
                 "\(counters.cycles) cycles, \(counters.readings) readings, \(counters.violations) violations, \(counters.errorTotal) errors"
         )
@@ -325,7 +329,7 @@ public final class Agent {
             if present[uid] == nil {
                 counters.arrivals += 1
                 event(
-                    .arrival, uid: uid, name: "arrival", severity: .info,
+                    .arrival, uid: uid, name: "", severity: .info,
                     detail: "\(uid) entered the field (\(uid.manufacturer))")
             }
             present[uid] = 0
@@ -349,14 +353,18 @@ public final class Agent {
         for (uid, missed) in present where !seen.contains(uid) {
             if missed + 1 >= config.departureCycles {
                 present[uid] = nil
-                violating[uid] = nil
+                for rule in (violating.removeValue(forKey: uid) ?? []).sorted() {
+                    event(
+                        .violationEnded, uid: uid, name: rule, severity: .info,
+                        detail: "\(uid) left the field while violating '\(rule)'")
+                }
                 // A quiet tag that is still powered but was not heard (at the edge of the field) would stay
                 // quiet, and so invisible to the inventory, until it loses power: tell it to be Ready.
                 if quieted.remove(uid) != nil { try? client.resetToReady(uid) }
                 ndefDecoded[uid] = nil
                 counters.departures += 1
                 event(
-                    .departure, uid: uid, name: "departure", severity: .info,
+                    .departure, uid: uid, name: "", severity: .info,
                     detail:
                         "\(uid) not seen for \(config.departureCycles) cycle\(config.departureCycles == 1 ? "" : "s")")
             } else {
@@ -731,7 +739,11 @@ public final class Agent {
         for rule in applicable {
             switch rule.evaluate(facts, register: register) {
             case .pass:
-                current.remove(rule.name)
+                if current.remove(rule.name) != nil {
+                    event(
+                        .violationEnded, uid: facts.uid, name: rule.name, severity: .info,
+                        detail: "\(facts.uid) passes '\(rule.name)' again")
+                }
             case let .violation(why):
                 if current.insert(rule.name).inserted {
                     counters.violations += 1
@@ -774,8 +786,12 @@ public final class Agent {
                 metadata: ["uid": "\(uid?.description ?? "-")", "rule": "\(name)"])
         case .error:
             logger.warning("\(uid?.description ?? "reader"): \(detail)", metadata: uid.map { ["uid": "\($0)"] })
-        case .arrival, .departure: logger.info("\(detail)", metadata: uid.map { ["uid": "\($0)"] })
-        case .start, .stop: logger.info("\(kind.rawValue): \(detail)")
+        case .readerDown: logger.error("\(detail)")
+        case .readerUp: logger.notice("\(detail)")
+        case .arrival, .departure, .violationEnded:
+            logger.info("\(detail)", metadata: uid.map { ["uid": "\($0)"] })
+        case .start, .stop, .writeDone, .writeFailed, .writeExpired, .auditFinished:
+            logger.info("\(kind.rawValue): \(detail)")
         }
     }
 }

@@ -59,7 +59,8 @@ extension Agent {
                     Event(
                         time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
                         uid: uid,
-                        kind: state == .done ? .start : .error, name: "queued-write-\(state.rawValue)",
+                        kind: state == .done ? .writeDone : state == .expired ? .writeExpired : .writeFailed,
+                        name: "\(w.id)",
                         severity: severity,
                         detail: "queued write \(w.id) (\(w.data.count) bytes from \(w.first)): \(result)"))
                 logger.notice(

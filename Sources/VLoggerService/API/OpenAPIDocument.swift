@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "a9f5df8ec3bd02404777c30670f4e5dcf0ed5bc22923d288377fda442d681616"
+    static let sha256 = "6ff5bfb0abc0a8f6758b84aec3df09b3f1f85b6bc290061a6240f0e2c0deb9c3"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -161,12 +161,19 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string",
               "enum": [
+                "start",
+                "stop",
                 "arrival",
                 "departure",
                 "violation",
+                "violation_ended",
                 "error",
-                "start",
-                "stop"
+                "write_done",
+                "write_failed",
+                "write_expired",
+                "audit_finished",
+                "reader_down",
+                "reader_up"
               ]
             }
           },
@@ -970,10 +977,27 @@ enum OpenAPIDocument {
             ]
           },
           "kind": {
-            "type": "string"
+            "type": "string",
+            "enum": [
+              "start",
+              "stop",
+              "arrival",
+              "departure",
+              "violation",
+              "violation_ended",
+              "error",
+              "write_done",
+              "write_failed",
+              "write_expired",
+              "audit_finished",
+              "reader_down",
+              "reader_up"
+            ],
+            "description": "What happened (docs/json.md lists the kinds)"
           },
           "name": {
-            "type": "string"
+            "type": "string",
+            "description": "The rule (violation, violation_ended), the error (error), the write's id (write_*), the audit's id (audit_finished); empty for the other kinds"
           },
           "severity": {
             "type": "string",
