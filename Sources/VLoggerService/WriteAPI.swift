@@ -186,7 +186,7 @@ enum WriteAPI {
     static func json(_ bytes: [UInt8], _ status: HTTPResponse.Status) -> Response {
         Response(
             status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes + [0x0A])))
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }
 

@@ -172,7 +172,7 @@ import Testing
         #expect(r.out.contains("getnone 401"), "\(r.out)")
         // The write endpoint under v1 (the old path stays an alias), and the write read back through the read API.
         #expect(r.out.contains("v1 {\"id\":2,\"state\":\"queued\"} 201"), "\(r.out)")
-        #expect(r.out.contains("v1get {\"id\":1,\"operation\":\"write\""), "\(r.out)")
+        #expect(r.out.contains("v1get {\"block\":") && r.out.contains("\"id\":1,\"operation\":\"write\""), "\(r.out)")
         // Three refusals: the first logged at once, the other two counted and said in one line at shutdown (at
         // most one line a minute while running); the token never.
         #expect(r.out.contains("log 2 0") && r.out.contains("counted 1"), "\(r.out)")

@@ -434,14 +434,12 @@ struct ServiceSyncTests {
         let end = Date().addingTimeInterval(15)
         while Date() < end {
             health = try ServiceTests.get(httpPort, "/healthz")
-            if health.body.contains("\"sync\":{\"status\":\"ok\"") && health.body.contains("\"last_success\":") {
-                break
-            }
+            let sync = MQTTTests.object(health.body)?["sync"] as? [String: Any]
+            if sync?["status"] as? String == "ok" && sync?["last_success"] != nil { break }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        #expect(
-            health.body.contains("\"sync\":{\"status\":\"ok\"") && health.body.contains("\"backlog_rows\":"),
-            "\(health.body)")
+        let sync = MQTTTests.object(health.body)?["sync"] as? [String: Any]
+        #expect(sync?["status"] as? String == "ok" && sync?["backlog_rows"] is Int, "\(health.body)")
         #expect(
             !health.body.contains(
                 try String(contentsOfFile: pw, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))

@@ -9,7 +9,7 @@ import VLoggerStore
 public struct WebhookSettings: Equatable, Sendable {
     public var name = "webhook"
     public var url: String
-    /// Event kinds (arrival, departure, violation, error, start, stop), `audit` (an audit finished) and `write` (a
+    /// Event kinds (the kinds of docs/json.md), `audit` (an audit finished) and `write` (a
     /// write made, queued or direct).
     public var events: [String] = ["violation"]
     /// The HMAC-SHA256 key (first line of the file): the signature header is made with it.

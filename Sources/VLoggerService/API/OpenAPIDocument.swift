@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "6ff5bfb0abc0a8f6758b84aec3df09b3f1f85b6bc290061a6240f0e2c0deb9c3"
+    static let sha256 = "d5f0a8c855fb74d2ff2f688af32448bf782e0661587f7df41a9921d910b0e7e8"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -1082,7 +1082,7 @@ enum OpenAPIDocument {
         "type": "object",
         "required": [
           "uid",
-          "manufacturer",
+          "manufacturer_code",
           "first_seen",
           "last_seen"
         ],
@@ -1090,8 +1090,13 @@ enum OpenAPIDocument {
           "uid": {
             "type": "string"
           },
+          "manufacturer_code": {
+            "type": "string",
+            "description": "The IC manufacturer's code (UID byte 6, ISO/IEC 7816-6), as 0x and two hex digits"
+          },
           "manufacturer": {
-            "type": "string"
+            "type": "string",
+            "description": "The manufacturer's registered name (absent for a code without one)"
           },
           "model": {
             "type": [
@@ -1156,6 +1161,10 @@ enum OpenAPIDocument {
               "null"
             ]
           },
+          "asset_name": {
+            "type": "string",
+            "description": "The register's name of the asset"
+          },
           "last_reading": {
             "oneOf": [
               {
@@ -1215,8 +1224,7 @@ enum OpenAPIDocument {
         "type": "object",
         "required": [
           "uid",
-          "asset_id",
-          "expected"
+          "asset_id"
         ],
         "properties": {
           "uid": {
@@ -1342,6 +1350,10 @@ enum OpenAPIDocument {
           },
           "data": {
             "type": "string"
+          },
+          "flags": {
+            "type": "string",
+            "description": "Request flags the write asked for, as 0x and two hex digits"
           },
           "reader": {
             "type": [
