@@ -54,6 +54,10 @@ let package = Package(
         // Tag images and their dump formats (project JSON, Proxmark3, Flipper): dump and restore on any reader use them.
         .target(name: "TagImages", dependencies: ["ISO15693"]),
         .target(name: "TagSimulator", dependencies: ["ISO15693", "TagImages"]),
+        // Tag security: originality signatures (secp128r1 ECDSA written here; SHA-256 from swift-crypto).
+        .target(
+            name: "TagSecurity",
+            dependencies: ["ISO15693", .product(name: "Crypto", package: "swift-crypto")]),
         .systemLibrary(
             name: "CLibNFC",
             pkgConfig: "libnfc",
@@ -206,6 +210,7 @@ let package = Package(
                 "VLoggerStore",
             ]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
+        .testTarget(name: "TagSecurityTests", dependencies: ["TagSecurity", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(
             name: "ReadersTests",
@@ -249,7 +254,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook",
+                "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook", "TagSecurity",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
     ]

@@ -1,0 +1,43 @@
+import Foundation
+import ISO15693
+import Testing
+
+@testable import TagSecurity
+
+/// Whether python-ecdsa is here (always in CI, where VLOGGER_REQUIRE_ECDSA=1 makes a missing one a failure).
+func ecdsaAvailable() -> Bool {
+    if ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_ECDSA"] == "1" { return true }
+    return (try? SyncFaultTests.shell("python3 -c 'import ecdsa'", []).code) == 0
+}
+
+/// vlogger's secp128r1 ECDSA verification (written here) against python-ecdsa, an implementation nobody here
+/// wrote (Support/originality_check.py): the same curve constants, the same verdict on the real NXP and ST
+/// signatures, and every signature python-ecdsa makes with a fresh random key verifies here — and fails with one
+/// bit flipped.
+@Suite(.enabled(if: ecdsaAvailable(), "no python-ecdsa here"))
+struct OriginalityTests {
+    @Test func pythonEcdsaAgrees() throws {
+        let script = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Support/originality_check.py").path
+        let r = try SyncFaultTests.shell(#"python3 "$1" 40"#, [script])
+        #expect(r.code == 0, "\(r.out)\(r.err)")
+        let lines = r.out.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        let curve = try #require(lines.first { $0.first == "curve" })
+        let ours = [Secp128r1.p, Secp128r1.a, Secp128r1.b, Secp128r1.g.x, Secp128r1.g.y, Secp128r1.n]
+        #expect(curve.dropFirst().map { UInt128($0, radix: 16) } == ours, "\(curve)")
+        #expect(lines.filter { $0.first == "sample" && $0.last == "ok" }.count == 6, "\(r.out)")
+        let signed = lines.filter { $0.first == "signed" && $0.count == 4 }
+        #expect(signed.count == 40)
+        var verified = 0
+        for line in signed {
+            let key = try Hex.parse(line[1]), digest = try Hex.parse(line[2]), signature = try Hex.parse(line[3])
+            #expect(Secp128r1.verify(digest: digest, signature: signature, publicKey: key), "\(line)")
+            var flipped = signature
+            flipped[signature.count - 1] ^= 0x80
+            #expect(!Secp128r1.verify(digest: digest, signature: flipped, publicKey: key), "\(line)")
+            verified += 1
+        }
+        print(
+            "python-ecdsa: curve constants equal; 6 real signatures verify in both; \(verified) random signatures (half unhashed, half SHA-256) verify here, and fail with a bit flipped"
+        )
+    }
+}
