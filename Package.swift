@@ -94,6 +94,7 @@ let package = Package(
             dependencies: [
                 "VLoggerModel",
                 "CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore", "FEIG",
+                "TagSecurity",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Fleet sync: the local store as outbox, idempotent batches into a central PostgreSQL (postgres-nio), the
@@ -182,7 +183,7 @@ let package = Package(
             dependencies: [
                 "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
-                "VLoggerStore",
+                "VLoggerStore", "TagSecurity",
                 "VLoggerCore", "VLoggerMQTT",
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.

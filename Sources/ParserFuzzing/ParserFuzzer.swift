@@ -3,6 +3,7 @@ import FEIG
 import Foundation
 import ISO15693
 import Readers
+import TagSecurity
 import TagSimulator
 import Type5NDEF
 import ISO15693Fuzzing
@@ -184,6 +185,32 @@ public struct ParserFuzzer {
                 ].map { Array($0.utf8) }
             ) { b in
                 (try? WriteRequest.parse(Data(b), now: 1_763_800_000_000, readers: ["dock-3", "cage-room"])) != nil
+            },
+            // What a chip answers for its originality (docs/reference/originality-signatures.md): READ SIGNATURE's
+            // 32 bytes, GET NXP SYSTEM INFO's 7, the TruST25 blocks 0x3F–0x4F; verified against every known key.
+            Target(
+                name: "originality",
+                seeds: [
+                    "32D9E7579CD77E6F1FA11419231E874826984C5F189FDE1421684563A9663377",
+                    "00000101000000", "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
+                ].compactMap { try? Hex.parse($0) }
+                    + [
+                        Array("K04S".utf8)
+                            + Array("FE458A550ACD30B45B9C4D10676FC63E30AC69027217547FBDF04A8F7942AD3B".utf8)
+                    ]
+            ) { b in
+                // Accepted: a well-formed answer (whether its signature verifies or not).
+                let uid = UID(manufacturer: .nxp, serial: 0x0118_009B_5FEE)
+                let info = NXPSecurity.SystemInfo(b)
+                let nxp = Originality.verify(uid, signature: b, scheme: .nxpReadSignature)
+                _ = Originality.verify(uid, signature: b, scheme: .stTruST25)
+                var trust25 = false
+                if case .success(let s) = Originality.trust25Signature(b) {
+                    trust25 = true
+                    _ = Originality.verify(uid, signature: s, scheme: .stTruST25)
+                }
+                if case .malformed = nxp { return info != nil || trust25 }
+                return true
             },
             // The strict JSON reader on its own (the write API's bodies), with numbers, escapes and nesting.
             Target(

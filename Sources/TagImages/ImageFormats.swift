@@ -96,7 +96,7 @@ enum VLoggerImageCodec {
         }
         let known: Set<String> = [
             "format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
-            "icReference", "blockSize", "blocks", "lockedBlocks", "comment",
+            "icReference", "blockSize", "blocks", "lockedBlocks", "comment", "signature",
         ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
@@ -129,12 +129,21 @@ enum VLoggerImageCodec {
         }
         // Which profiles exist is the simulator's to say (FieldFolder checks the name when it loads the image).
         let profile = o["profile"] as? String
-        return try TagImage(
+        var signature: [UInt8]?
+        if let s = o["signature"] {
+            guard let text = s as? String, let bytes = try? Hex.parse(text), bytes.count == 32 else {
+                throw TagImageError("'signature' must be 32 bytes in hex (an originality signature, r then s)")
+            }
+            signature = bytes
+        }
+        var image = try TagImage(
             uid: uid, dsfid: try hexByte(o["dsfid"] ?? "00", "dsfid"), dsfidLocked: o["dsfidLocked"] as? Bool ?? false,
             afi: try hexByte(o["afi"] ?? "00", "afi"), afiLocked: o["afiLocked"] as? Bool ?? false,
             blockSize: blockSize, blocks: blocks, locked: locked,
             icReference: o["icReference"] == nil ? nil : try hexByte(o["icReference"], "icReference"),
             profileID: profile)
+        image.signature = signature
+        return image
     }
 
     static func encode(_ image: TagImage) throws(TagImageError) -> String {
@@ -149,6 +158,7 @@ enum VLoggerImageCodec {
         ]
         if let p = image.profileID { o["profile"] = p }
         if let ic = image.icReference { o["icReference"] = Hex.format([ic]) }
+        if let s = image.signature { o["signature"] = Hex.format(s, separator: "") }
         return try serialize(o)
     }
 }

@@ -19,6 +19,9 @@ public struct TagImage: Equatable, Sendable {
     /// Whether the tag reported (or the file had) a DSFID and an AFI; a format writes only what is known.
     public var dsfidKnown = true
     public var afiKnown = true
+    /// The chip's originality signature as READ SIGNATURE (NXP 0xBD) answers it, 32 bytes; nil when the image has
+    /// none (a chip without one, or a dump that did not read it).
+    public var signature: [UInt8]?
 
     public var blockCount: Int { blocks.count }
 

@@ -227,6 +227,17 @@ public final class SimulatedTag {
             guard inRange(first, n) else { return answer(.error(p.blockOutOfRangeError)) }
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
             return answer(blocks(first, n))
+        case let .custom(code, manufacturer, parameters)
+        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.readSignature:
+            guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
+            guard let signature = image.signature else { return unsupported() }
+            return answer(.data(signature))
+        case let .custom(code, manufacturer, parameters)
+        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.getSystemInfo:
+            guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
+            let locks: UInt8 = (image.afiLocked ? 0x01 : 0) | (image.dsfidLocked ? 0x04 : 0)
+            let features: UInt32 = image.signature == nil ? 0 : 1 << 8
+            return answer(.data([0x00, 0x00, locks] + (0..<4).map { UInt8(truncatingIfNeeded: features >> (8 * $0)) }))
         case .custom, .proprietary, .other:
             return unsupported()
         }

@@ -89,11 +89,15 @@ public struct TagRecord: Equatable, Sendable {
     /// The reader that saw it last, and its location.
     public var reader: String?
     public var location: String?
+    /// The verdict on its originality signature, once checked ("verified (NXP key …)", "signature does not verify …").
+    public var originality: String?
 
     public init(
         uid: UID, seen: Millis, manufacturer: String, model: String? = nil, blockCount: Int? = nil,
-        blockSize: Int? = nil, memorySource: String? = nil, reader: String? = nil, location: String? = nil
+        blockSize: Int? = nil, memorySource: String? = nil, reader: String? = nil, location: String? = nil,
+        originality: String? = nil
     ) {
+        self.originality = originality
         self.reader = reader
         self.location = location
         self.uid = uid

@@ -33,6 +33,8 @@ public struct StoredTag: Sendable, Equatable {
     public var model: String?
     public var lastReader: String?
     public var lastLocation: String?
+    /// The verdict on its originality signature, when a rule had it checked.
+    public var originality: String?
 }
 
 extension Store {
@@ -81,13 +83,13 @@ extension Store {
     public func storedTag(_ uid: UID) throws(StoreError) -> StoredTag? {
         try withReader { db throws(StoreError) in
             let s = try db.prepare(
-                "SELECT first_seen, last_seen, manufacturer, model, last_reader, last_location FROM tags WHERE uid = ?1"
+                "SELECT first_seen, last_seen, manufacturer, model, last_reader, last_location, originality FROM tags WHERE uid = ?1"
             )
             try s.bind([.text(uid.description)])
             guard try s.step() else { return nil }
             return StoredTag(
                 uid: uid, firstSeen: s.int64(0), lastSeen: s.int64(1), manufacturer: s.text(2) ?? "",
-                model: s.text(3), lastReader: s.text(4), lastLocation: s.text(5))
+                model: s.text(3), lastReader: s.text(4), lastLocation: s.text(5), originality: s.text(6))
         }
     }
 

@@ -280,6 +280,9 @@ public final class Store: @unchecked Sendable {
             UPDATE events SET name = '' WHERE kind IN ('start', 'stop', 'arrival', 'departure') AND name = kind;
             """
         ),
+        // A tag's originality verdict, once its signature was checked (docs/reference/originality-signatures.md).
+        // Kept locally: not exported, not sent to outputs or the central database.
+        ("016-tag-originality", "ALTER TABLE tags ADD COLUMN originality TEXT;"),
     ]
 
     /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.
@@ -733,8 +736,8 @@ public final class Store: @unchecked Sendable {
                 let s = try prepared(
                     &upsertTag, db,
                     """
-                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location, seq)
-                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT coalesce(max(seq), 0) + 1 FROM tags))
+                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location, originality, seq)
+                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, (SELECT coalesce(max(seq), 0) + 1 FROM tags))
                     ON CONFLICT(uid) DO UPDATE SET
                         seq = excluded.seq,
                         last_reader = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_reader ELSE last_reader END,
@@ -743,7 +746,8 @@ public final class Store: @unchecked Sendable {
                         first_seen = min(first_seen, excluded.first_seen),
                         manufacturer = excluded.manufacturer,
                         model = coalesce(excluded.model, model), block_count = coalesce(excluded.block_count, block_count),
-                        block_size = coalesce(excluded.block_size, block_size), memory_source = coalesce(excluded.memory_source, memory_source)
+                        block_size = coalesce(excluded.block_size, block_size), memory_source = coalesce(excluded.memory_source, memory_source),
+                        originality = coalesce(excluded.originality, originality)
                     """)
                 for t in batch.tags {
                     s.reset()
@@ -753,7 +757,7 @@ public final class Store: @unchecked Sendable {
                         t.blockCount.map { .integer(Int64($0)) } ?? .null,
                         t.blockSize.map { .integer(Int64($0)) } ?? .null,
                         t.memorySource.map(SQLValue.text) ?? .null, t.reader.map(SQLValue.text) ?? .null,
-                        t.location.map(SQLValue.text) ?? .null,
+                        t.location.map(SQLValue.text) ?? .null, t.originality.map(SQLValue.text) ?? .null,
                     ])
                     try s.step()
                 }
@@ -1035,6 +1039,7 @@ public struct Batch: Sendable {
         if let i = tags.firstIndex(where: { $0.uid == tag.uid }) {
             var t = tag
             t.seen = max(t.seen, tags[i].seen)
+            t.originality = t.originality ?? tags[i].originality
             tags[i] = t
         } else {
             tags.append(tag)

@@ -153,6 +153,7 @@ public struct TableDescription: Sendable {
             .init("last_reader", "TEXT", "text", nullable: true, export: .text, outbox: .text),
             .init("last_location", "TEXT", "text", nullable: true, export: .text, outbox: .text),
             .init("seq", "INTEGER", nil, export: nil, outbox: nil),
+            .init("originality", "TEXT", nil, nullable: true, export: nil, outbox: nil),
         ],
         centralOnly: [.init("gateway", "", "text", export: .text, outbox: nil)],
         shape: .init(

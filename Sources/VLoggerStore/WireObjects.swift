@@ -61,10 +61,11 @@ public struct TagJSON: Encodable, Sendable, Equatable {
     public var lastReader: String?
     public var lastLocation: String?
     public var asset: TagAssetJSON?
+    public var originality: String?
 
     enum CodingKeys: String, CodingKey {
         case uid, manufacturerCode = "manufacturer_code", manufacturer, model, firstSeen = "first_seen"
-        case lastSeen = "last_seen", lastReader = "last_reader", lastLocation = "last_location", asset
+        case lastSeen = "last_seen", lastReader = "last_reader", lastLocation = "last_location", asset, originality
     }
 
     public init(_ t: StoredTag, asset: AssetRow?) {
@@ -77,6 +78,7 @@ public struct TagJSON: Encodable, Sendable, Equatable {
         lastReader = t.lastReader
         lastLocation = t.lastLocation
         self.asset = asset.map(TagAssetJSON.init)
+        originality = t.originality
     }
 }
 

@@ -13,6 +13,11 @@ struct Info: ParsableCommand {
         let session = try options.open()
         let uid = try options.target(session)
         let m = try session.client.memory(of: uid)
+        // The originality signature, read the way the chip keeps it and verified offline (only reads).
+        let originality: String
+        do { originality = try OriginalityCheck.check(session.client, uid, model: m.model).description } catch {
+            originality = "not read (\(error))"
+        }
         if options.json {
             printJSON(
                 InfoJSON(
@@ -20,7 +25,8 @@ struct Info: ParsableCommand {
                     manufacturer: uid.manufacturer.name, model: m.model?.name, blockCount: m.blockCount,
                     blockSize: m.blockSize, source: m.source.rawValue, addressing: m.addressing.rawValue,
                     writeNeedsOption: m.writeNeedsOption, dsfid: m.info.dsfid.map(WireByte.init),
-                    afi: m.info.afi.map(WireByte.init), icReference: m.info.icReference.map(WireByte.init)))
+                    afi: m.info.afi.map(WireByte.init), icReference: m.info.icReference.map(WireByte.init),
+                    originality: originality))
             return
         }
         print("UID            \(uid)")
@@ -32,6 +38,7 @@ struct Info: ParsableCommand {
         print("Memory         \(m.blockCount) blocks × \(m.blockSize) bytes = \(m.blockCount * m.blockSize) bytes")
         print("Found by       \(m.source.rawValue)")
         print("Addressing     \(m.addressing.rawValue)\(m.writeNeedsOption ? "; writes need the Option flag" : "")")
+        say("Originality    \(originality)")
         print(airLine(session))
     }
 }

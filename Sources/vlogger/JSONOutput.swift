@@ -106,10 +106,11 @@ struct InfoJSON: Encodable {
     var dsfid: WireByte?
     var afi: WireByte?
     var icReference: WireByte?
+    var originality: String
     enum CodingKeys: String, CodingKey {
         case uid, manufacturerCode = "manufacturer_code", manufacturer, model, blockCount = "block_count"
         case blockSize = "block_size", source, addressing, writeNeedsOption = "write_needs_option", dsfid, afi
-        case icReference = "ic_reference"
+        case icReference = "ic_reference", originality
     }
 }
 

@@ -41,3 +41,22 @@ struct OriginalityTests {
         )
     }
 }
+
+/// `vlogger info` says whether a tag's originality signature verifies (Fixtures/originality-field: a genuine
+/// SLIX2 with a real chip's UID and signature, and a clone with another chip's signature copied onto its UID).
+@Suite struct OriginalityInfoTests {
+    @Test func infoOnAGenuineAndAClonedSLIX2() throws {
+        let field = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/originality-field").path
+        let genuine = try CLITests.run(["info", "--field", field, "--uid", "E00401082AD28E83"])
+        #expect(
+            genuine.code == 0 && genuine.out.contains("Originality    verified (NXP key for ICODE SLIX2/DNA/3)"),
+            "\(genuine.out)\(genuine.err)")
+        let clone = try CLITests.run(["info", "--field", field, "--uid", "E00401086FC2621F", "--json"])
+        let object = try #require(MQTTTests.object(clone.out), "\(clone.out)")
+        #expect(object["originality"] as? String == "signature does not verify (a clone, or an unknown key)")
+        // The demo field's SLIX2 image has no signature: the simulated chip answers READ SIGNATURE with an error.
+        let demo = try CLITests.run(["info", "--uid", "E004010812345601"])
+        #expect(demo.out.contains("Originality    no signature (READ SIGNATURE: "), "\(demo.out)\(demo.err)")
+        print("info, genuine:\n\(genuine.out)info --json, clone: \(object["originality"] ?? "-")")
+    }
+}

@@ -16,7 +16,7 @@ import ParserFuzzing
                 "toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
                 "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame",
                 "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "stream-query",
-                "read-query",
+                "read-query", "originality",
                 "values",
             ])
         for target in targets {

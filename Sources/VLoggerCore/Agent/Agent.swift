@@ -4,6 +4,7 @@ import VLoggerModel
 import Logging
 import ISO15693
 import Readers
+import TagSecurity
 import Type5NDEF
 
 /// Counts of a run, for the summary (and the metrics of a later issue).
@@ -65,6 +66,8 @@ public final class Agent {
     private var quietLostCycles = 0
     /// Rules each tag is violating now (a violation is recorded when it starts, not every cycle).
     private var violating: [UID: Set<String>] = [:]
+    /// Originality verdicts by UID (`originality(_:_:)`).
+    private var originalityVerdicts: [UID: Originality.Verdict] = [:]
     /// What each tag needs read, worked out once per UID (plan, rules and layout do not change in a run).
     private var work: [UID: TagWork] = [:]
     /// The NDEF problem each tag has now (not formatted, malformed), so it is reported once.
@@ -523,7 +526,8 @@ public final class Agent {
                 TagRecord(
                     uid: uid, seen: now, manufacturer: uid.manufacturer.description, model: memory.model?.name,
                     blockCount: memory.blockCount, blockSize: memory.blockSize, memorySource: memory.source.rawValue,
-                    reader: readerConfig.id, location: readerConfig.location))
+                    reader: readerConfig.id, location: readerConfig.location,
+                    originality: originalityVerdicts[uid]?.description))
         }
         if !presence { seenNow() }
         let w = work[uid] ?? plan(uid, memory)
@@ -600,6 +604,7 @@ public final class Agent {
         }
         counters.readings += readings.count
         answerCommands(uid, applicable, &facts)
+        if applicable.contains(where: \.needsOriginality) { facts.originality = originality(uid, memory) }
         evaluate(applicable, facts, now: now)
         performQueuedWrites(uid, memory: memory)
         seenNow()
@@ -732,6 +737,16 @@ public final class Agent {
                 facts.answers[command.name] = answer
             }
         }
+    }
+
+    /// The verdict on a tag's originality signature: checked once per UID while the agent runs (a signature does not
+    /// change), again next cycle when the tag did not answer cleanly.
+    private func originality(_ uid: UID, _ memory: TagMemory) -> Originality.Verdict? {
+        if let known = originalityVerdicts[uid] { return known }
+        guard let verdict = try? OriginalityCheck.check(client, uid, model: memory.model) else { return nil }
+        if originalityVerdicts.count >= 100_000 { originalityVerdicts.removeAll() }  // bounded over months
+        originalityVerdicts[uid] = verdict
+        return verdict
     }
 
     private func evaluate(_ applicable: [Rule], _ facts: TagFacts, now: Millis) {

@@ -122,8 +122,8 @@ public struct AuditReader {
 /// registered there gets one result: present, missing, or wrong location (seen by another location's
 /// reader); every tag seen here that is registered elsewhere is wrong-location too, and every unregistered
 /// tag seen is unexpected. Present assets are checked against the register's expected columns:
-/// `model`, `manufacturer`, `block_0xNN` (the block starts with these hex bytes) and `locked_0xNN` (yes: the
-/// block must be locked).
+/// `model`, `manufacturer`, `block_0xNN` (the block starts with these hex bytes), `locked_0xNN` (yes: the
+/// block must be locked) and `originality` (genuine: the originality signature must verify).
 public enum Auditor {
     /// The location a reader stands for in audits: its `location`, else its id.
     public static func location(of r: ReaderConfig) -> String { r.location ?? r.id }
@@ -252,6 +252,15 @@ public enum Auditor {
                         || $0.rawValue.lowercased() == expected.lowercased()
                 }) != true {
                     failed.append("model: \(model?.name ?? "unknown"), registered \(expected)")
+                }
+            case "originality":
+                // "genuine": the originality signature must verify (docs/reference/originality-signatures.md).
+                let model = (try? client.memory(of: asset.uid))?.model
+                do {
+                    let verdict = try OriginalityCheck.check(client, asset.uid, model: model)
+                    if !verdict.isGenuine { failed.append("originality: \(verdict), registered \(expected)") }
+                } catch {
+                    failed.append("originality: not read (\(error))")
                 }
             case "manufacturer":
                 if ManufacturerCode.lookup(expected) != asset.uid.manufacturer {

@@ -5,7 +5,7 @@ import VLoggerModel
 
 /// One kind of rule (`kind = "…"` in a rules file), the way a subcommand owns its options: its name, the keys it
 /// takes, how it parses them (problems with their line), what it needs from the tag, and how it judges the tag.
-/// The built-in kinds are six small types (`UIDRule`, `ManufacturerRule`, `ModelRule`, `LockRule`, `RangeRule`,
+/// The built-in kinds are seven small types (`UIDRule`, `ManufacturerRule`, `ModelRule`, `LockRule`, `RangeRule`,
 /// `EqualsRule`); a new kind is one more type and one `RuleKinds.register` (docs/design.md, "Rule kinds").
 public protocol RuleKind: Sendable, Equatable {
     /// The `kind` value that selects it.
@@ -38,6 +38,9 @@ public enum RuleNeed: Equatable, Sendable {
     case blocks(PlanRead)
     /// A custom command's answer (its bytes after the flags), kept in `TagFacts.answers[name]`.
     case command(TagCommand)
+    /// The verdict on the tag's originality signature (`OriginalityCheck`), kept in `TagFacts.originality`: read
+    /// once per UID, the way its chip keeps it.
+    case originality
 }
 
 /// A custom command a rule needs answered (ISO/IEC 15693-3 custom commands: a code of 0xA0–0xDF and the IC
@@ -108,6 +111,7 @@ public struct RuleSection {
 public enum RuleKinds {
     public static let builtIn: [any RuleKind.Type] = [
         UIDRule.self, ManufacturerRule.self, ModelRule.self, LockRule.self, RangeRule.self, EqualsRule.self,
+        OriginalityRule.self,
     ]
     private static let extra = Mutex<[any RuleKind.Type]>([])
 

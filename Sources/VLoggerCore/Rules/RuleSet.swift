@@ -1,6 +1,7 @@
 import Foundation
 import ISO15693
 import VLoggerModel
+import TagSecurity
 import VLoggerStore
 
 /// One rule of a rules file: its name, severity, which tags it applies to, and its check (a value of one of the
@@ -34,6 +35,9 @@ public struct Rule: Equatable, Sendable {
     public var neededCommands: [TagCommand] {
         check.needs.compactMap { if case let .command(c) = $0 { return c } else { return nil } }
     }
+
+    /// Whether the rule needs the tag's originality verdict.
+    public var needsOriginality: Bool { check.needs.contains(.originality) }
 
     public func evaluate(_ t: TagFacts, register: AssetRegister?) -> RuleOutcome {
         check.evaluate(t, register: register)
@@ -154,6 +158,8 @@ public struct TagFacts: Sendable {
     public var fields: [String: FieldValue] = [:]
     /// Answers to the custom commands rules need this cycle, by `TagCommand.name` (the bytes after the flags).
     public var answers: [String: [UInt8]] = [:]
+    /// The verdict on its originality signature, when a rule needs it and it was read.
+    public var originality: Originality.Verdict?
 
     public init(uid: UID, model: ICModel?, blockSize: Int) {
         self.uid = uid

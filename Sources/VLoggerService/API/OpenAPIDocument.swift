@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "d5f0a8c855fb74d2ff2f688af32448bf782e0661587f7df41a9921d910b0e7e8"
+    static let sha256 = "200b2e02777f83074db7ba62091a113a140350ce11d68916aac717e33aca4ebc"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -1143,6 +1143,10 @@ enum OpenAPIDocument {
                 "type": "null"
               }
             ]
+          },
+          "originality": {
+            "type": "string",
+            "description": "The verdict on its originality signature, once an originality rule had it checked, e.g. verified (NXP key for ICODE SLIX2/DNA/3)"
           }
         }
       },
