@@ -243,6 +243,7 @@ public struct Request: Hashable, Sendable {
     /// One line of meaning, e.g. `Read Single Block 0xF8, addressed to E004…, flags 0x22 (high,address)`.
     public var summary: String {
         var s = command.code.name
+        if case let .custom(code, m, _) = command, let name = CustomCommands.name(code, m) { s = name }
         switch command {
         case let .inventory(afi, mask):
             s += ", \(inventorySlots ?? 16) slot(s)"
@@ -260,7 +261,16 @@ public struct Request: Hashable, Sendable {
         case let .writeAFI(v): s += " 0x\(Hex.format([v]))"
         case let .writeDSFID(v): s += " 0x\(Hex.format([v]))"
         case let .extendedGetSystemInformation(p): s += " fields 0x\(Hex.format([p]))"
-        case let .custom(_, m, p): s += " for manufacturer \(m)" + (p.isEmpty ? "" : ", parameters \(Hex.format(p))")
+        case let .custom(code, m, p):
+            s += " for manufacturer \(m)"
+            if let laid = CustomCommands.parameters(code, m, p, flags: flags) {
+                s += ", " + laid
+            } else if !p.isEmpty {
+                // A password in a command whose layout is not known is not printed either.
+                s +=
+                    CustomCommands.name(code, m)?.lowercased().contains("password") == true
+                    ? ", parameters ** (\(p.count) bytes)" : ", parameters \(Hex.format(p))"
+            }
         case let .proprietary(_, p), let .other(_, p): if !p.isEmpty { s += ", parameters \(Hex.format(p))" }
         default: break
         }
