@@ -24,12 +24,22 @@ enum ReadAPI {
         to router: Router<BasicRequestContext>, store: Store, metrics: ServiceMetrics, gateway: String,
         access: ReadAccess
     ) {
-        // A tag's newest reading as every output writes the row.
+        // Rows do not change once stored: each one's JSON (as every output writes it) is kept by id, so a page that
+        // many clients ask for is written once (docs/api.md, "Latency").
+        let caches: [SyncTable: RowJSONCache] = [.readings: RowJSONCache(), .events: RowJSONCache()]
+        let render = { @Sendable (table: SyncTable) -> (OutboxRow) -> [UInt8] in
+            { row in
+                var b: [UInt8] = []
+                OutboxJSON.append(table, row, gateway: gateway, jsonFields: [NDEFFields.records], to: &b)
+                return b
+            }
+        }
+        // A tag's newest reading.
         let lastReading = { @Sendable (uid: UID) -> [UInt8]? in
-            guard let r = (try? store.newest(.readings, uid: uid)) ?? nil else { return nil }
-            var b: [UInt8] = []
-            OutboxJSON.append(.readings, r, gateway: gateway, jsonFields: [NDEFFields.records], to: &b)
-            return b
+            guard let id = (try? store.newestID(.readings, uid: uid)) ?? nil, let cache = caches[.readings] else {
+                return nil
+            }
+            return (try? store.rowJSON(.readings, id: id, cache: cache, render: render(.readings))) ?? nil
         }
 
         router.get("/api/v1/openapi.json") { request, _ -> Response in
@@ -41,14 +51,19 @@ enum ReadAPI {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
             let readers = metrics.readerStatus
-            let body = await Blocking.run { () -> [UInt8] in
+            let body = await Blocking.run { () -> [UInt8]? in
+                guard let cache = caches[.readings],
+                    let known = try? store.fieldTags(
+                        readers.flatMap(\.tags), cache: cache, render: render(.readings))
+                else { return nil }
                 var b: [UInt8] = Array("{\"readers\":[".utf8)
                 for (i, r) in readers.enumerated() {
                     if i > 0 { b.append(0x2C) }
                     let tags = r.tags.map { uid -> [UInt8] in
-                        let asset = (try? store.asset(uid)) ?? nil
+                        let k = known[uid]
                         return WireJSON.encode(
-                            FieldTagJSON(uid: uid, asset: asset), appending: [("last_reading", lastReading(uid))])
+                            FieldTagJSON(uid: uid, asset: k?.asset ?? nil),
+                            appending: [("last_reading", k?.lastReading ?? nil)])
                     }
                     b += WireJSON.encode(
                         FieldReaderJSON(id: r.id, location: r.location, up: r.up), appending: [("tags", array(tags))])
@@ -56,6 +71,7 @@ enum ReadAPI {
                 b += Array("]}\n".utf8)
                 return b
             }
+            guard let body else { return failure(.serviceUnavailable, "the store did not answer") }
             return json(body)
         }
         router.get("/api/v1/tags/:uid") { request, context -> Response in
@@ -186,10 +202,13 @@ enum ReadAPI {
                 } catch {
                     return failure(.badRequest, error.message, parameter: error.parameter)
                 }
-                let page = await Blocking.run { () -> Result<[OutboxRow], StoreError> in
+                let cache = caches[table] ?? RowJSONCache()
+                let page = await Blocking.run { () -> Result<[(id: Int64, json: [UInt8])], StoreError> in
                     do throws(StoreError) {
                         return .success(
-                            try store.page(table, q.filter, afterID: q.afterID, limit: q.limit, within: queryLimit))
+                            try store.pageJSON(
+                                table, q.filter, afterID: q.afterID, limit: q.limit, within: queryLimit, cache: cache,
+                                render: render(table)))
                     } catch {
                         return .failure(error)
                     }
@@ -203,9 +222,10 @@ enum ReadAPI {
                     return failure(.serviceUnavailable, "the store: \(e)")
                 case .success(let rows):
                     var b: [UInt8] = Array("{\"items\":[".utf8)
+                    b.reserveCapacity(rows.reduce(64) { $0 + $1.json.count + 1 })
                     for (i, r) in rows.enumerated() {
                         if i > 0 { b.append(0x2C) }
-                        OutboxJSON.append(table, r, gateway: gateway, jsonFields: [NDEFFields.records], to: &b)
+                        b += r.json
                     }
                     b.append(0x5D)
                     // The cursor of the next page; none after the last.

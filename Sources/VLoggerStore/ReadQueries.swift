@@ -166,3 +166,172 @@ extension SyncTable {
         "SELECT id, time, gateway, " + columns.map(\.name).joined(separator: ", ") + " FROM \(rawValue)"
     }
 }
+
+/// Rows' JSON by row id, for a table whose rows do not change once stored (readings, events): a page of the read
+/// API asks the store for ids only and writes the rows it has written before from here. Bounded (the oldest
+/// entries go first); shared by the request threads.
+public final class RowJSONCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var rows: [Int64: [UInt8]] = [:]
+    private var order: [Int64] = []
+    private var head = 0
+    public let capacity: Int
+    public private(set) var hits = 0
+    public private(set) var misses = 0
+
+    public init(capacity: Int = 20_000) {
+        self.capacity = max(1, capacity)
+        order.reserveCapacity(self.capacity)
+    }
+
+    func get(_ id: Int64) -> [UInt8]? {
+        lock.withLock {
+            let r = rows[id]
+            if r == nil { misses += 1 } else { hits += 1 }
+            return r
+        }
+    }
+
+    func put(_ id: Int64, _ json: [UInt8]) {
+        lock.withLock {
+            guard rows.updateValue(json, forKey: id) == nil else { return }
+            if order.count < capacity {
+                order.append(id)
+            } else {
+                rows[order[head]] = nil
+                order[head] = id
+                head = (head + 1) % capacity
+            }
+        }
+    }
+}
+
+extension Store {
+    /// A page of `table` (readings or events) as `page` has it, each row's JSON from `cache` when it was written
+    /// before, else by `render` (and kept). The query reads ids only; the rows not in the cache are read by id.
+    public func pageJSON(
+        _ table: SyncTable, _ filter: RowFilter, afterID: Int64, limit: Int, within: Duration? = nil,
+        cache: RowJSONCache, render: (OutboxRow) -> [UInt8]
+    ) throws(StoreError) -> [(id: Int64, json: [UInt8])] {
+        precondition(table == .readings || table == .events, "pages of readings or events")
+        var sql = "SELECT id FROM \(table.rawValue) WHERE id > ?1"
+        var args: [SQLValue] = [.integer(afterID)]
+        func add(_ clause: String, _ value: SQLValue) {
+            args.append(value)
+            sql += " AND \(clause) ?\(args.count)"
+        }
+        if let uid = filter.uid { add("uid =", .text(uid.description)) }
+        if let reader = filter.reader { add("reader =", .text(reader)) }
+        if let since = filter.since { add("time >=", .integer(since)) }
+        if let until = filter.until { add("time <", .integer(until)) }
+        if let kind = filter.kind, table == .events { add("kind =", .text(kind)) }
+        args.append(.integer(Int64(max(1, limit))))
+        sql += " ORDER BY id LIMIT ?\(args.count)"
+        let (statement, bound) = (sql, args)
+        let deadline = within.map { ContinuousClock.now + $0 }
+        return try withReader { db throws(StoreError) in
+            func run() throws(StoreError) -> [(id: Int64, json: [UInt8])] {
+                let s = try db.prepare(statement)
+                try s.bind(bound)
+                var ids: [Int64] = []
+                while try s.step() { ids.append(s.int64(0)) }
+                var out: [(id: Int64, json: [UInt8])] = []
+                out.reserveCapacity(ids.count)
+                var one: SQLStatement?
+                for id in ids {
+                    if let json = cache.get(id) {
+                        out.append((id, json))
+                        continue
+                    }
+                    let q: SQLStatement
+                    if let one {
+                        q = one
+                    } else {
+                        q = try db.prepare(table.selectSQL + " WHERE id = ?1")
+                        one = q
+                    }
+                    q.reset()
+                    try q.bind([.integer(id)])
+                    guard let row = try Self.rows(q, table).first else { continue }
+                    let json = render(row)
+                    cache.put(id, json)
+                    out.append((id, json))
+                }
+                return out
+            }
+            guard let deadline else { return try run() }
+            return try db.withDeadline(deadline) { () throws(StoreError) in try run() }
+        }
+    }
+
+    /// The id of a tag's newest row of `table` (readings or events), or nil.
+    public func newestID(_ table: SyncTable, uid: UID) throws(StoreError) -> Int64? {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT max(id) FROM \(table.rawValue) WHERE uid = ?1")
+            try s.bind([.text(uid.description)])
+            guard try s.step(), s.type(0) != SQLStatement.nullType else { return nil }
+            return s.int64(0)
+        }
+    }
+
+    /// One row's JSON from `cache`, else read by id and rendered (and kept); nil when there is no such row.
+    public func rowJSON(_ table: SyncTable, id: Int64, cache: RowJSONCache, render: (OutboxRow) -> [UInt8])
+        throws(StoreError) -> [UInt8]?
+    {
+        if let json = cache.get(id) { return json }
+        return try withReader { db throws(StoreError) in
+            let q = try db.prepare(table.selectSQL + " WHERE id = ?1")
+            try q.bind([.integer(id)])
+            guard let row = try Self.rows(q, table).first else { return nil }
+            let json = render(row)
+            cache.put(id, json)
+            return json
+        }
+    }
+}
+
+extension Store {
+    /// For each UID: its register entry and the JSON of its newest reading (from `cache`, else read and rendered),
+    /// in one read transaction (the read API's tags in the field).
+    public func fieldTags(_ uids: [UID], cache: RowJSONCache, render: (OutboxRow) -> [UInt8]) throws(StoreError)
+        -> [UID: (asset: AssetRow?, lastReading: [UInt8]?)]
+    {
+        guard !uids.isEmpty else { return [:] }
+        let assets = try read { db in
+            try StoredAsset.filter(uids.map(\.description).contains(Column("uid"))).fetchAll(db).compactMap(\.row)
+        }
+        let byUID = Dictionary(assets.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+        return try withReader { db throws(StoreError) in
+            let newest = try db.prepare("SELECT max(id) FROM readings WHERE uid = ?1")
+            var row: SQLStatement?
+            var out: [UID: (asset: AssetRow?, lastReading: [UInt8]?)] = [:]
+            for uid in uids {
+                newest.reset()
+                try newest.bind([.text(uid.description)])
+                var json: [UInt8]?
+                if try newest.step(), newest.type(0) != SQLStatement.nullType {
+                    let id = newest.int64(0)
+                    if let cached = cache.get(id) {
+                        json = cached
+                    } else {
+                        let q: SQLStatement
+                        if let row {
+                            q = row
+                        } else {
+                            q = try db.prepare(SyncTable.readings.selectSQL + " WHERE id = ?1")
+                        }
+                        row = q
+                        q.reset()
+                        try q.bind([.integer(id)])
+                        if let r = try Self.rows(q, .readings).first {
+                            json = render(r)
+                            cache.put(id, json ?? [])
+                        }
+                    }
+                }
+                out[uid] = (byUID[uid], json)
+            }
+            return out
+        }
+    }
+}

@@ -18,7 +18,7 @@ public struct StatusData: Sendable {
 extension Store {
     /// Through one of the store's reader connections (never waiting for the writer): the latest reading of
     /// each block of the tags seen since `since` (at most `maxTags` tags, by the
-    /// tags table's last_seen, each through the readings_by_uid index), the last 25 events, and up to 2000
+    /// tags table's last_seen, each through the readings_by_uid_time index), the last 25 events, and up to 2000
     /// points of `chartField` since `since`.
     public func statusData(since: Millis, chartField: String?, maxTags: Int = 50) throws(StoreError) -> StatusData {
         try read { db in try Self.statusData(db, since: since, chartField: chartField, maxTags: maxTags) }
@@ -30,7 +30,7 @@ extension Store {
             .select(Column("uid"), as: String.self).fetchAll(db)
         let latest = try db.cachedStatement(
             sql: """
-                SELECT time, block, data, decoded, coalesce(reader, '') FROM readings INDEXED BY readings_by_uid
+                SELECT time, block, data, decoded, coalesce(reader, '') FROM readings INDEXED BY readings_by_uid_time
                 WHERE uid = ?1 AND time >= ?2 ORDER BY id DESC LIMIT 32
                 """)
         for uid in uids {

@@ -56,4 +56,43 @@ import VLoggerModel
         // The connection goes back without the handler: a later query without a limit is not interrupted.
         #expect(try store.page(.readings, RowFilter(), afterID: 0, limit: 5).count == 5)
     }
+
+    /// The page of the read API (ids from the `(uid, id, time)` index, each row's JSON kept by id) has the same rows
+    /// as the page query, and the same JSON as `OutboxJSON` writes for them; asked again, it writes none of them
+    /// again. The cache is bounded: past its capacity the oldest entries go.
+    @Test func pagesOfCachedJSONAreThePagesRows() throws {
+        let store = try Self.store(300)
+        defer { store.close() }
+        let uid = try UID(parsing: "E004010812345602")
+        let filter = RowFilter(uid: uid, since: 1_763_800_000_050)
+        func render(_ row: OutboxRow) -> [UInt8] {
+            var b: [UInt8] = []
+            OutboxJSON.append(.readings, row, gateway: "gw", to: &b)
+            return b
+        }
+        let cache = RowJSONCache(capacity: 60)
+        let rows = try store.page(.readings, filter, afterID: 0, limit: 50)
+        let first = try store.pageJSON(.readings, filter, afterID: 0, limit: 50, cache: cache, render: render)
+        #expect(first.map(\.id) == rows.map(\.id) && first.map(\.json) == rows.map(render))
+        #expect(cache.misses == 50 && cache.hits == 0)
+        let again = try store.pageJSON(.readings, filter, afterID: 0, limit: 50, cache: cache, render: render)
+        #expect(again.map(\.json) == first.map(\.json) && cache.hits == 50)
+        // 50 more rows: 40 past the capacity of 60, so the 40 oldest entries went; the page is still right.
+        let next = try store.pageJSON(
+            .readings, filter, afterID: first.last?.id ?? 0, limit: 50, cache: cache, render: render)
+        #expect(next.count == 50 && next.first.map(\.id) == rows.last.map { $0.id + 2 })
+        let third = try store.pageJSON(.readings, filter, afterID: 0, limit: 50, cache: cache, render: render)
+        #expect(third.map(\.json) == first.map(\.json))
+        // Written again: its first 40 rows were gone, and putting them back pushed out the 10 still kept (the
+        // oldest entries go first), so all 50 were written again.
+        #expect(cache.hits == 50 && cache.misses == 150, "\(cache.hits) hits, \(cache.misses) misses")
+        // The migrated store has the covering index and not the one it replaces.
+        let indexes = try store.withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'readings'")
+            var names: [String] = []
+            while try s.step() { names.append(s.text(0) ?? "") }
+            return names
+        }
+        #expect(indexes.contains("readings_by_uid_time") && !indexes.contains("readings_by_uid"))
+    }
 }
