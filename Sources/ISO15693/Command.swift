@@ -265,8 +265,9 @@ public struct CommandCode: Hashable, Sendable, CustomStringConvertible {
             }
             let maker = ManufacturerCode(frame[2])
             if readOnlyCustom[maker]?.contains(frame[1]) == true { return nil }
+            let named = CustomCommands.name(frame[1], maker).map { "\($0), " } ?? ""
             return
-                "custom command 0x\(Hex.format([frame[1]])) for manufacturer 0x\(Hex.format([frame[2]])), which is not a known read: it may change the tag, some such commands for ever"
+                "\(named)custom command 0x\(Hex.format([frame[1]])) for manufacturer 0x\(Hex.format([frame[2]])), which is not a known read: it may change the tag, some such commands for ever"
         default:
             return nil
         }

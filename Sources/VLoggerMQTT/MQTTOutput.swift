@@ -198,16 +198,16 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                 topic = topic.replacingOccurrences(of: "{\(k)}", with: Self.level(v))
             }
             let object = Self.level("vlogger_\(gateway)_\(r.id)").replacingOccurrences(of: ".", with: "_")
-            var payload: [UInt8] = [0x7B]
-            JSONText.appendQuoted("topic", to: &payload)
-            payload.append(0x3A)
-            JSONText.appendQuoted(topic, to: &payload)
-            payload.append(0x2C)
-            JSONText.appendQuoted("value_template", to: &payload)
-            payload.append(0x3A)
-            JSONText.appendQuoted("{{ value_json.uid }}", to: &payload)
-            payload.append(0x7D)
+            // Home Assistant's MQTT tag scanner: the topic, and how to take the tag id from a message.
+            let payload = WireJSON.encode(TagScannerDiscovery(topic: topic, valueTemplate: "{{ value_json.uid }}"))
             return ("homeassistant/tag/\(object)/config", String(decoding: payload, as: UTF8.self))
         }
     }
+}
+
+/// Home Assistant's discovery message of an MQTT tag scanner (its `topic` and `value_template`).
+struct TagScannerDiscovery: Encodable {
+    var topic: String
+    var valueTemplate: String
+    enum CodingKeys: String, CodingKey { case topic, valueTemplate = "value_template" }
 }

@@ -17,11 +17,7 @@ import VLoggerStore
 /// from closing an idle stream.
 enum StreamAPI {
     static func badRequest(_ e: StreamQuery.BadRequest) -> Response {
-        var body: [UInt8] = Array("{\"error\":".utf8)
-        JSONText.appendQuoted(e.message, to: &body)
-        body += Array(",\"parameter\":".utf8)
-        JSONText.appendQuoted(e.parameter, to: &body)
-        body += Array("}\n".utf8)
+        let body = WireJSON.encode(WireError(e.message, parameter: e.parameter)) + [0x0A]
         return Response(
             status: .badRequest, headers: [.contentType: "application/json"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

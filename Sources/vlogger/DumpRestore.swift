@@ -1,3 +1,4 @@
+import VLoggerModel
 import ArgumentParser
 import Foundation
 import ISO15693
@@ -101,6 +102,9 @@ struct Devices: ParsableCommand {
     @Option(help: "A FEIG reader to ask: /dev/ttyUSB0[,baud=…,parity=…,address=…] or tcp://HOST[:PORT]. Repeatable.")
     var feig: [String] = []
 
+    @Flag(help: "JSON: {\"items\":[{\"driver\",\"name\",\"detail\"}]}.")
+    var json = false
+
     func run() throws {
         var feigDevices = feig
         if let config {
@@ -109,20 +113,29 @@ struct Devices: ParsableCommand {
             feigDevices += c.readers.filter { $0.driver == .feig }.compactMap(\.device)
         }
         var unanswered = 0
+        var found: [DeviceJSON] = []
         for driver in ReaderDrivers.all {
-            let pad = driver.name.padding(toLength: 8, withPad: " ", startingAt: 0)
             if driver.name == ReaderKind.feig.rawValue, !feigDevices.isEmpty {
                 for device in feigDevices {
                     let d = FEIGDriver.describe(device: device)
                     if d.detail.hasPrefix("not answering") { unanswered += 1 }
-                    print("\(pad) \(d.name)  \(d.detail)")
+                    found.append(DeviceJSON(driver: driver.name, name: d.name, detail: d.detail))
                 }
                 continue
             }
             do {
-                for d in try driver.devices(field: field) { print("\(pad) \(d.name)  \(d.detail)") }
+                for d in try driver.devices(field: field) {
+                    found.append(DeviceJSON(driver: driver.name, name: d.name, detail: d.detail))
+                }
             } catch {
-                print("\(pad) \(error)")
+                found.append(DeviceJSON(driver: driver.name, name: "-", detail: "\(error)"))
+            }
+        }
+        if json {
+            printLine(WireJSON.encode(DevicesJSON(items: found)))
+        } else {
+            for d in found {
+                say("\(d.driver.padding(toLength: 8, withPad: " ", startingAt: 0)) \(d.name)  \(d.detail)")
             }
         }
         if unanswered > 0 { throw VLoggerError("\(unanswered) FEIG reader(s) did not answer") }

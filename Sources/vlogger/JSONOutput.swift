@@ -139,3 +139,31 @@ struct NDEFJSON: Encodable {
         case alreadyLocked = "already_locked", lockProblem = "lock_problem", error, airTimeUs = "air_time_us"
     }
 }
+
+/// `devices --json`: every driver's devices.
+struct DeviceJSON: Encodable {
+    var driver: String
+    var name: String
+    var detail: String
+}
+
+struct DevicesJSON: Encodable {
+    var items: [DeviceJSON]
+}
+
+/// `outputs status --json`: each output's backlog per table and its destination's answer.
+struct OutputStatusJSON: Encodable {
+    struct Backlog: Encodable {
+        var rows: Int
+        var oldest: WireTime?
+    }
+    var name: String
+    var title: String
+    var backlog: [String: Backlog]
+    var destination: String
+    var failure: String?
+    var failureKind: String?
+    enum CodingKeys: String, CodingKey {
+        case name, title, backlog, destination, failure, failureKind = "failure_kind"
+    }
+}

@@ -48,31 +48,48 @@ struct OutputsCommand: AsyncParsableCommand {
         )
         @OptionGroup var options: ConfigOptions
         @Argument(help: "Only this output (its name: postgres, mqtt, …).") var name: String?
+        @Flag(help: "JSON: {\"items\":[{name, title, backlog per table, destination}]}.") var json = false
 
         func run() async throws {
             let (store, outputs) = try OutputsCommand.outputs(options, name: name, probe: true)
             defer { store.close() }
             var failed = 0
+            var items: [OutputStatusJSON] = []
             for o in outputs {
                 let c = o.consumer
-                print("\(c.name): \(c.title)")
-                for (t, b) in OutboxPump(store: store, consumer: c).backlog().sorted(by: {
-                    $0.key.rawValue < $1.key.rawValue
-                }) {
-                    let age =
-                        b.oldest.map { ", oldest " + DurationText.format(max(0, Millis.now() - $0)) + " old" } ?? ""
-                    print("  \(t.rawValue): \(b.rows) rows not yet acknowledged\(age)")
+                if !json { print("\(c.name): \(c.title)") }
+                let backlog = OutboxPump(store: store, consumer: c).backlog()
+                var item = OutputStatusJSON(
+                    name: c.name, title: c.title,
+                    backlog: Dictionary(
+                        uniqueKeysWithValues: backlog.map {
+                            (
+                                $0.key.rawValue,
+                                OutputStatusJSON.Backlog(rows: $0.value.rows, oldest: WireTime($0.value.oldest))
+                            )
+                        }), destination: "answers")
+                if !json {
+                    for (t, b) in backlog.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                        let age =
+                            b.oldest.map { ", oldest " + DurationText.format(max(0, Millis.now() - $0)) + " old" } ?? ""
+                        print("  \(t.rawValue): \(b.rows) rows not yet acknowledged\(age)")
+                    }
                 }
                 do {
                     try await c.withSession { _ in }
-                    print("  destination: answers")
+                    if !json { print("  destination: answers") }
                 } catch {
                     let f = c.describe(error)
-                    print("  destination: failed (\(f.kind)): \(f.message)")
+                    if !json { print("  destination: failed (\(f.kind)): \(f.message)") }
+                    item.destination = "failed"
+                    item.failure = f.message
+                    item.failureKind = f.kind
                     failed += 1
                 }
+                items.append(item)
                 await c.shutdown()
             }
+            if json { printLine(WireJSON.encode(ItemsJSON(items))) }
             if failed > 0 { throw ExitCode(1) }
         }
     }

@@ -60,3 +60,29 @@ struct OriginalityTests {
         print("info, genuine:\n\(genuine.out)info --json, clone: \(object["originality"] ?? "-")")
     }
 }
+
+/// The security commands that change a tag — passwords, page protection, privacy, destroy, the 64-bit password mode,
+/// ST's password and area security registers — are sent only by an operator with `vlogger raw … --yes`: without
+/// it each is refused before the reader is opened (`--trace` shows nothing on air) with a non-zero exit.
+@Suite struct SecurityCommandTests {
+    @Test func irreversibleSecurityCommandsNeedYes() throws {
+        let nxp = "01 56 34 12 08 01 04 E0"  // the demo SLIX2, E004010812345601, on-air order
+        let st = "02 01 00 00 00 26 02 E0"
+        let frames: [(String, String)] = [
+            ("22 B4 04 \(nxp) 02 00 00 00 00", "NXP Write Password"),
+            ("22 B5 04 \(nxp) 02", "NXP Lock Password"),
+            ("22 B6 04 \(nxp) 10 22", "NXP Protect Page"),
+            ("22 B7 04 \(nxp) 10", "NXP Lock Page Protection Condition"),
+            ("22 BA 04 \(nxp) 01 02 03 04", "NXP Enable Privacy"),
+            ("22 B9 04 \(nxp) 01 02 03 04", "NXP Destroy"),
+            ("22 BB 04 \(nxp)", "NXP 64-bit Password Protection"),
+            ("22 B1 02 \(st) 01 00 00 00 00 00 00 00 00", "ST Write Password"),
+            ("22 A1 02 \(st) 04 0C", "ST Write Configuration"),
+        ]
+        for (frame, name) in frames {
+            let r = try CLITests.run(["raw", "--trace"] + frame.split(separator: " ").map(String.init))
+            #expect(r.code != 0 && r.err.contains(name) && r.err.contains("add --yes"), "\(frame): \(r.err)")
+            #expect(!r.out.contains(">>") && !r.err.contains(">>"), "\(frame): something was sent: \(r.out)\(r.err)")
+        }
+    }
+}

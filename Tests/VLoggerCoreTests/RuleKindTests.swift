@@ -43,7 +43,30 @@ struct SignaturePresentRule: RuleKind {
     }
 }
 
+/// A kind that would send NXP's WRITE PASSWORD (0xB4): rules only read, so a rules file that uses it is refused.
+struct WritesPasswordRule: RuleKind {
+    static let kind = "test-writes-password"
+    static let keys: [String] = []
+    static func parse(_ s: RuleSection) -> WritesPasswordRule? { WritesPasswordRule() }
+    var needs: [RuleNeed] {
+        [.command(TagCommand(name: "pw", code: 0xB4, manufacturer: .nxp, parameters: [2, 0, 0, 0, 0]))]
+    }
+    func evaluate(_ t: TagFacts, register: AssetRegister?) -> RuleOutcome { .pass }
+}
+
 @Suite struct RuleKindTests {
+    /// Security commands that change a tag (WRITE PASSWORD here) are never sent by the agent: a rule kind that
+    /// asks for one is refused when the rules are read, with the rule's line.
+    @Test func aKindThatWouldWriteIsRefused() {
+        RuleKinds.register(WritesPasswordRule.self)
+        #expect {
+            try RuleSet.parse("[[rule]]\nname = \"pw\"\nkind = \"test-writes-password\"\n", file: "r.toml")
+        } throws: {
+            "\($0)".contains("r.toml:1") && "\($0)".contains("NXP Write Password")
+                && "\($0)".contains("rules only read")
+        }
+    }
+
     /// Registered once, parsed from a rules file like a built-in kind (its keys checked, a key of another kind
     /// refused with its line), planned into the tag's reads and evaluated by the agent on the demo field: the
     /// cage tag's block 0xF8 is 66 08 C2 01 42 37 00 01 (Config/demo-field), so byte 1 (0x08) is even and byte 3

@@ -93,6 +93,14 @@ public struct RuleSet: Sendable {
                 )
             }
             if let check = type.parse(RuleSection(section: s, file: file)) {
+                // Rules only read: a kind that asks for a custom command that is not a known read (a password,
+                // a lock, privacy, destroy …) is refused; such commands are sent only by an operator (`raw --yes`).
+                for need in check.needs {
+                    guard case let .command(c) = need,
+                        let why = CommandCode.confirmationNeeded(for: [0x22, c.code, c.manufacturer.rawValue])
+                    else { continue }
+                    r.issue(s.line, "\(s.name): a \(kind) rule would send \(why); rules only read")
+                }
                 rules.append(Rule(name: name, severity: severity, match: match, check: check, line: s.line))
             }
         }
