@@ -6,6 +6,31 @@ public enum NXPSecurity {
     /// GET NXP SYSTEM INFO: protection pointer, protection condition, lock bits, feature flags (4 bytes, least
     /// significant first; bit 8 = the chip has an originality signature). Flipper `slix_i.h`, Proxmark3 `NxpSysInfo`.
     public static let getSystemInfo: UInt8 = 0xAB
+    /// GET RANDOM NUMBER: 2 bytes, the key of the next SET PASSWORD.
+    public static let getRandomNumber: UInt8 = 0xB2
+    /// SET PASSWORD: password id, then the password XORed with the random number (4 bytes).
+    public static let setPassword: UInt8 = 0xB3
+    /// GET MULTIPLE BLOCK PROTECTION STATUS: first block, count − 1; a status byte per block.
+    public static let getMultipleBlockProtectionStatus: UInt8 = 0xB8
+
+    /// Password ids (Proxmark3 PR #1606 quoting the SLIX-L data sheet; Flipper `SlixPasswordType`).
+    public static let readPassword: UInt8 = 0x01, writePassword: UInt8 = 0x02, privacyPassword: UInt8 = 0x04
+
+    /// SET PASSWORD's value: the password XORed with the random number repeated (`p0^r0 p1^r1 p2^r0 p3^r1`, r0 the
+    /// first byte GET RANDOM NUMBER answered; NXP Reader Library `phalICode_Sw.c`, Proxmark3
+    /// `init_password_15693_Slix`, Flipper `slix_poller_set_password`).
+    public static func xor(_ password: [UInt8], random: [UInt8]) -> [UInt8] {
+        guard password.count == 4, random.count == 2 else { return password }
+        return [password[0] ^ random[0], password[1] ^ random[1], password[2] ^ random[0], password[3] ^ random[1]]
+    }
+
+    /// The password from SET PASSWORD's value (XOR is its own inverse).
+    public static func unxor(_ value: [UInt8], random: [UInt8]) -> [UInt8] { xor(value, random: random) }
+
+    /// Bit 2 of a GET MULTIPLE BLOCK PROTECTION STATUS byte: writing the block needs the write password; bit 1:
+    /// reading it needs the read password.
+    public static func writeProtected(_ status: UInt8) -> Bool { status & 0x04 != 0 }
+    public static func readProtected(_ status: UInt8) -> Bool { status & 0x02 != 0 }
 
     /// GET NXP SYSTEM INFO's answer (after the flags byte).
     public struct SystemInfo: Equatable, Sendable {

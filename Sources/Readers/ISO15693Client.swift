@@ -360,10 +360,13 @@ public final class ISO15693Client {
 
     /// A custom command (ISO/IEC 15693-3: codes 0xA0–0xDF, the IC manufacturer's code after the command code),
     /// addressed to `uid` as the client addresses; returns the bytes of the answer after its flags.
-    public func custom(_ uid: UID, code: UInt8, manufacturer: ManufacturerCode, parameters: [UInt8] = [])
-        throws(ClientError) -> [UInt8]
-    {
-        let r = try send(request(.custom(code: code, manufacturer: manufacturer, parameters: parameters), uid))
+    /// A custom command's answer (its bytes after the flags). `retries`: how often a command that got no clean answer
+    /// is sent again (nil: the client's setting; 0 for a command that must be sent once, such as SET PASSWORD).
+    public func custom(
+        _ uid: UID, code: UInt8, manufacturer: ManufacturerCode, parameters: [UInt8] = [], retries: Int? = nil
+    ) throws(ClientError) -> [UInt8] {
+        let r = try send(
+            request(.custom(code: code, manufacturer: manufacturer, parameters: parameters), uid), retries: retries)
         switch r.body {
         case .data(let bytes): return bytes
         case .done: return []

@@ -87,6 +87,10 @@ private func serialize(_ obj: [String: Any]) throws(TagImageError) -> String {
 /// ```
 enum VLoggerImageCodec {
     static let formatName = "vlogger-tag-image"
+    /// NXP password ids by name (Proxmark3 PR #1606 quoting the SLIX-L data sheet; Flipper `SlixPasswordType`).
+    static let nxpPasswordIDs: [String: UInt8] = [
+        "read": 0x01, "write": 0x02, "privacy": 0x04, "destroy": 0x08, "eas-afi": 0x10,
+    ]
 
     static func decode(_ text: String) throws(TagImageError) -> TagImage {
         let o = try parseJSONObject(text)
@@ -96,7 +100,8 @@ enum VLoggerImageCodec {
         }
         let known: Set<String> = [
             "format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
-            "icReference", "blockSize", "blocks", "lockedBlocks", "comment", "signature",
+            "icReference", "blockSize", "blocks", "lockedBlocks", "comment", "signature", "nxpPasswords",
+            "protectionPointer", "protectionCondition",
         ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
@@ -143,6 +148,26 @@ enum VLoggerImageCodec {
             icReference: o["icReference"] == nil ? nil : try hexByte(o["icReference"], "icReference"),
             profileID: profile)
         image.signature = signature
+        if let p = o["nxpPasswords"] {
+            guard let passwords = p as? [String: Any] else {
+                throw TagImageError("'nxpPasswords' must be an object: {\"write\": \"0F0F0F0F\", …}")
+            }
+            for (name, value) in passwords {
+                guard let id = Self.nxpPasswordIDs[name] else {
+                    throw TagImageError(
+                        "'nxpPasswords': '\(name)' is not one of \(Self.nxpPasswordIDs.keys.sorted().joined(separator: ", "))"
+                    )
+                }
+                guard let text = value as? String, let bytes = try? Hex.parse(text), bytes.count == 4 else {
+                    throw TagImageError("'nxpPasswords.\(name)' must be 4 bytes in hex")
+                }
+                image.nxpPasswords[id] = bytes
+            }
+        }
+        if o["protectionPointer"] != nil {
+            image.protectionPointer = try hexByte(o["protectionPointer"], "protectionPointer")
+            image.protectionCondition = try hexByte(o["protectionCondition"] ?? "00", "protectionCondition")
+        }
         return image
     }
 
@@ -159,6 +184,17 @@ enum VLoggerImageCodec {
         if let p = image.profileID { o["profile"] = p }
         if let ic = image.icReference { o["icReference"] = Hex.format([ic]) }
         if let s = image.signature { o["signature"] = Hex.format(s, separator: "") }
+        if !image.nxpPasswords.isEmpty {
+            var passwords: [String: String] = [:]
+            for (name, id) in Self.nxpPasswordIDs {
+                if let p = image.nxpPasswords[id] { passwords[name] = Hex.format(p, separator: "") }
+            }
+            o["nxpPasswords"] = passwords
+        }
+        if let p = image.protectionPointer {
+            o["protectionPointer"] = Hex.format([p])
+            o["protectionCondition"] = Hex.format([image.protectionCondition])
+        }
         return try serialize(o)
     }
 }

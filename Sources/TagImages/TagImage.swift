@@ -22,6 +22,14 @@ public struct TagImage: Equatable, Sendable {
     /// The chip's originality signature as READ SIGNATURE (NXP 0xBD) answers it, 32 bytes; nil when the image has
     /// none (a chip without one, or a dump that did not read it).
     public var signature: [UInt8]?
+    /// NXP ICODE passwords the chip holds, by password id (0x01 read, 0x02 write, 0x04 privacy, 0x08 destroy,
+    /// 0x10 EAS/AFI), 4 bytes each as written in hex (the simulator checks SET PASSWORD against them).
+    public var nxpPasswords: [UInt8: [UInt8]] = [:]
+    /// NXP page protection (SLIX2): the protection pointer (blocks below it are the low page, the rest the high
+    /// page) and the condition bits (0x01 low read, 0x02 low write, 0x10 high read, 0x20 high write protected by
+    /// the read or write password); nil: no page protection.
+    public var protectionPointer: UInt8?
+    public var protectionCondition: UInt8 = 0
 
     public var blockCount: Int { blocks.count }
 

@@ -4,13 +4,29 @@ import ISO15693
 /// ISO/IEC 15693-3 tag states (§7.1: power-off, ready, quiet, selected).
 public enum TagState: String, Sendable {
     case powerOff = "power-off", ready, quiet, selected
+    /// An NXP ICODE chip after a wrong password: it answers nothing until its power is reset (docs/reference/
+    /// tag-passwords.md).
+    case muted
 }
 
 /// One virtual tag: an image (memory, locks, AFI/DSFID) running on a chip profile, with its state.
 public final class SimulatedTag {
     public private(set) var image: TagImage
     public let profile: ChipProfile
-    public internal(set) var state: TagState = .powerOff
+    public internal(set) var state: TagState = .powerOff {
+        didSet {
+            // A power-on reset ends every password session.
+            if state == .powerOff { unlocked = [] }
+        }
+    }
+    /// NXP passwords given right (SET PASSWORD) since the last power-on, by id.
+    public private(set) var unlocked: Set<UInt8> = []
+    /// The last GET RANDOM NUMBER's answer (the key SET PASSWORD's value is XORed with).
+    var random: [UInt8] = [0, 0]
+    /// Answers to GET RANDOM NUMBER come from this generator (seeded by the UID: a run is repeatable).
+    var randomState: UInt64 = 0
+    /// SET PASSWORD requests received (a test counts attempts).
+    public private(set) var passwordAttempts = 0
     /// Added to the profile's programming time (to inject a write slower than the reader waits).
     public var extraProgrammingTime: AirTime = .zero
 
@@ -97,7 +113,7 @@ public final class SimulatedTag {
     /// Whether this tag processes a (non-inventory) request at all, from its state and the addressing.
     func isAddressed(by request: Request) -> Bool {
         switch state {
-        case .powerOff: return false
+        case .powerOff, .muted: return false
         case .quiet:
             guard case let .addressed(u) = request.addressing else { return false }
             return u == uid
@@ -138,6 +154,9 @@ public final class SimulatedTag {
         }
         func write(_ first: BlockNumber, _ count: Int, _ data: [UInt8]) -> Reply {
             guard inRange(first, count) else { return answer(.error(p.blockOutOfRangeError)) }
+            if (first.int..<(first.int + count)).contains(where: { !mayWrite($0) }) {
+                return answer(.error(.unknownError))
+            }
             guard data.count == count * image.blockSize else { return answer(.error(.commandNotRecognized)) }
             if image.locked[first.int..<(first.int + count)].contains(true) { return answer(.error(.blockLocked)) }
             let commit = { [self] in
@@ -157,6 +176,7 @@ public final class SimulatedTag {
         }
         func lock(_ b: BlockNumber) -> Reply {
             guard inRange(b, 1) else { return answer(.error(p.blockOutOfRangeError)) }
+            if !mayWrite(b.int) { return answer(.error(.unknownError)) }
             return writeAlike(
                 { image.locked[b.int] ? .blockAlreadyLocked : nil }, { [self] in image.locked[b.int] = true })
         }
@@ -175,12 +195,14 @@ public final class SimulatedTag {
             return answer(.done)
         case let .readSingleBlock(b), let .extendedReadSingleBlock(b):
             guard inRange(b, 1) else { return answer(.error(p.blockOutOfRangeError)) }
+            if !mayRead(b.int) { return answer(.error(.unknownError)) }
             return answer(blocks(b, 1))
         case let .readMultipleBlocks(f, n), let .extendedReadMultipleBlocks(f, n):
             // A chip that reads one block at a time has no Read Multiple Blocks at all.
             if p.maxBlocksPerRead == 1 { return unsupported() }
             guard inRange(f, n) else { return answer(.error(p.blockOutOfRangeError)) }
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
+            if (f.int..<(f.int + n)).contains(where: { !mayRead($0) }) { return answer(.error(.unknownError)) }
             return answer(blocks(f, n))
         case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d):
             return write(b, 1, d)
@@ -228,6 +250,33 @@ public final class SimulatedTag {
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
             return answer(blocks(first, n))
         case let .custom(code, manufacturer, parameters)
+        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.getRandomNumber:
+            guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
+            if randomState == 0 { randomState = uid.value | 1 }
+            randomState = randomState &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            random = [UInt8(truncatingIfNeeded: randomState >> 33), UInt8(truncatingIfNeeded: randomState >> 41)]
+            return answer(.data(random))
+        case let .custom(code, manufacturer, parameters)
+        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.setPassword:
+            guard parameters.count == 5 else { return answer(.error(.commandNotRecognized)) }
+            let id = parameters[0]
+            guard let expected = image.nxpPasswords[id] else { return unsupported() }
+            passwordAttempts += 1
+            let given = NXPSecurity.unxor(Array(parameters[1...]), random: random)
+            guard given == expected else {
+                // A wrong password: the chip answers nothing more until a power-on reset.
+                state = .muted
+                return .silent
+            }
+            unlocked.insert(id)
+            return answer(.done)
+        case let .custom(code, manufacturer, parameters)
+        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.getMultipleBlockProtectionStatus:
+            guard parameters.count == 2 else { return answer(.error(.commandNotRecognized)) }
+            let first = Int(parameters[0]), count = Int(parameters[1]) + 1
+            guard first + count <= image.blockCount else { return answer(.error(p.blockOutOfRangeError)) }
+            return answer(.data((first..<(first + count)).map { protectionStatus($0) }))
+        case let .custom(code, manufacturer, parameters)
         where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.readSignature:
             guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
             guard let signature = image.signature else { return unsupported() }
@@ -241,6 +290,28 @@ public final class SimulatedTag {
         case .custom, .proprietary, .other:
             return unsupported()
         }
+    }
+
+    /// NXP page protection of a block (docs/reference/tag-passwords.md): which password guards reading (0x01) and
+    /// writing (0x02) it, from the protection pointer and condition.
+    func guarded(_ block: Int) -> (read: Bool, write: Bool) {
+        guard profile.nxpSecurity, let pointer = image.protectionPointer else { return (false, false) }
+        let c = image.protectionCondition
+        return Int(pointer) > block ? (c & 0x01 != 0, c & 0x02 != 0) : (c & 0x10 != 0, c & 0x20 != 0)
+    }
+
+    func mayRead(_ block: Int) -> Bool { !guarded(block).read || unlocked.contains(0x01) }
+
+    func mayWrite(_ block: Int) -> Bool {
+        let g = guarded(block)
+        return (!g.read || unlocked.contains(0x01)) && (!g.write || unlocked.contains(0x02))
+    }
+
+    /// GET MULTIPLE BLOCK PROTECTION STATUS's byte for a block: bit 0 locked, bit 1 read and bit 2 write protected by a
+    /// password.
+    func protectionStatus(_ block: Int) -> UInt8 {
+        let g = guarded(block)
+        return (image.locked[block] ? 0x01 : 0) | (g.read ? 0x02 : 0) | (g.write ? 0x04 : 0)
     }
 
     func systemInformation(_ fields: ChipProfile.SystemInfoFields, requested: UInt8) -> SystemInformation {

@@ -5,7 +5,9 @@ import ISO15693
 
 /// A write that waits in the store until its tag is in a reader's field.
 public struct QueuedWrite: Equatable, Sendable {
-    public enum State: String, Sendable, CaseIterable { case queued, done, failed, expired, cancelled }
+    /// `rejected`: the tag refused the password the write needed (an NXP chip is then mute until its power is
+    /// reset); the write is not tried again until an operator asks (`vlogger writes retry ID`).
+    public enum State: String, Sendable, CaseIterable { case queued, done, failed, expired, cancelled, rejected }
     /// What is done to the tag: write the blocks; write them and then lock them (irreversible); or lock the
     /// one block `first` (`data` empty). Locks are queued only when the person or system asked with `--yes`.
     public enum Operation: String, Sendable, CaseIterable { case write, writeLock = "write-lock", lock }
@@ -156,6 +158,20 @@ extension Store {
                 .updateAll(
                     db, Column("state").set(to: QueuedWrite.State.cancelled.rawValue),
                     Column("result").set(to: "cancelled"), Column("finished").set(to: now)) > 0
+        }
+    }
+
+    /// Queues again a write that failed or whose password was rejected (an operator's decision); false if it is in
+    /// another state or there is no such id.
+    public func retryWrite(_ id: Int64) throws(StoreError) -> Bool {
+        try write { db in
+            try StoredQueuedWrite.filter(key: id)
+                .filter(
+                    [QueuedWrite.State.rejected.rawValue, QueuedWrite.State.failed.rawValue].contains(Column("state"))
+                )
+                .updateAll(
+                    db, Column("state").set(to: QueuedWrite.State.queued.rawValue), Column("result").set(to: nil),
+                    Column("finished").set(to: nil)) > 0
         }
     }
 

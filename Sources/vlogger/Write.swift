@@ -38,6 +38,12 @@ struct Write: ParsableCommand {
     @Option(help: "Gateway id for the recorded write.")
     var gateway = "cli"
 
+    @Option(
+        help:
+            "A secrets file (mode 0600) with the tag's NXP passwords, for blocks a password protects (docs/reference/tag-passwords.md). A wrong password is tried once: the chip is then mute until its power is reset."
+    )
+    var secrets: String?
+
     @OptionGroup var queue: QueueOptions
 
     @Flag(help: "With --when-seen: lock the blocks once written and read back (irreversible: needs --yes).")
@@ -102,6 +108,19 @@ struct Write: ParsableCommand {
         let before = session.client.exchanges
         var flags = session.client.baseFlags.union(.address)
         if option ?? m.writeNeedsOption { flags.insert(.option) }
+        let unlock: PasswordUnlock.Outcome
+        do {
+            unlock = try PasswordUnlock.forWrite(
+                session.client, uid, first: first, count: blocks.count, secretsFile: secrets, asset: nil)
+        } catch { throw VLoggerError("\(uid): \(error)") }
+        switch unlock {
+        case .open, .unlocked: break
+        case .refused(let why): throw VLoggerError("\(uid): \(why)")
+        case .rejected(let why):
+            try? session.reader.fieldOff()
+            try? session.reader.fieldOn()
+            throw VLoggerError("\(uid): \(why); the field was reset, nothing written")
+        }
         do {
             report = try session.client.writeBlocks(
                 uid, first: first, blocks: blocks, verify: !noVerify, option: option)

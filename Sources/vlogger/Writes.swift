@@ -9,7 +9,7 @@ struct WritesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "writes",
         abstract: "Queued writes (vlogger write --when-seen): the queue and what became of each.",
-        subcommands: [WritesList.self, WritesCancel.self])
+        subcommands: [WritesList.self, WritesCancel.self, WritesRetry.self])
 }
 
 struct WritesList: ParsableCommand {
@@ -68,5 +68,32 @@ struct WritesCancel: ParsableCommand {
         do { cancelled = try store.cancelWrite(id) } catch { throw VLoggerError("\(error)") }
         guard cancelled else { throw VLoggerError("write \(id) is not queued (vlogger writes list shows its state)") }
         print("write \(id) cancelled")
+    }
+}
+
+struct WritesRetry: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry",
+        abstract: "Queue again a write that failed or whose password the tag rejected.",
+        discussion: """
+            A write whose password the tag rejected is never tried again by itself: an NXP chip that was given a \
+            wrong password answers nothing until its power is reset, and repeated wrong passwords look like an \
+            attack. Correct the secrets file ([security] secrets-file) first, then retry.
+            """)
+
+    @OptionGroup var options: ConfigOptions
+
+    @Argument(help: "The write's id (vlogger writes list).")
+    var id: Int64
+
+    func run() throws {
+        let store = try options.openStore()
+        defer { store.close() }
+        let queued: Bool
+        do { queued = try store.retryWrite(id) } catch { throw VLoggerError("\(error)") }
+        guard queued else {
+            throw VLoggerError("write \(id) did not fail and was not rejected (vlogger writes list shows its state)")
+        }
+        print("write \(id) queued again")
     }
 }

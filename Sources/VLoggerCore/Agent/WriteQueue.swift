@@ -101,6 +101,22 @@ extension Agent {
                         "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)");
                     continue
                 }
+                // NXP page protection: the password session opens before the first read of a protected page.
+                switch try unlockForWrite(uid, first: w.first, count: blocks.count) {
+                case .open, .unlocked: break
+                case .refused(let why):
+                    finish(.failed, why)
+                    continue
+                case .rejected(let why):
+                    // The chip is mute until its power is reset: reset the field, and try nothing more.
+                    try? session.reader.fieldOff()
+                    try? session.reader.fieldOn()
+                    finish(
+                        .rejected,
+                        "\(why); the field was reset; not tried again until an operator runs `vlogger writes retry \(w.id)`"
+                    )
+                    continue
+                }
                 let current = try session.client.readBlocks(uid, first: w.first, count: blocks.count, security: true)
                 let lockAfter = w.operation == .writeLock
                 var done: [String] = []
@@ -151,5 +167,14 @@ extension Agent {
                 finish(.failed, "\(error)")
             }
         }
+    }
+}
+
+extension Agent {
+    /// `PasswordUnlock.forWrite` with the configuration's secrets file and the register's asset id of the tag.
+    func unlockForWrite(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> PasswordUnlock.Outcome {
+        try PasswordUnlock.forWrite(
+            session.client, uid, first: first, count: count, secretsFile: config.secretsFile,
+            asset: register?.rows[uid.description]?["asset_id"])
     }
 }

@@ -272,6 +272,8 @@ public struct AgentConfig: Sendable {
     public var webhooks: [WebhookSettings] = []
     /// How audits run (`[audit]`).
     public var audit = AuditSettings()
+    /// `[security] secrets-file`: the tags' passwords (`TagSecrets`), read when a write needs one; nil: none.
+    public var secretsFile: String?
 
     public init(file: String) { self.file = file }
 
@@ -350,7 +352,10 @@ public struct AgentConfig: Sendable {
         var c = AgentConfig(file: file)
         let top = Section(
             r, table, name: "",
-            keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync", "output"])
+            keys: [
+                "gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync", "output",
+                "security",
+            ])
         if table.entries.isEmpty {
             r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key")
         }
@@ -521,6 +526,9 @@ public struct AgentConfig: Sendable {
                 }
             }
             c.chartField = s.string("chart-field")
+        }
+        if let s = top.subsection("security", keys: ["secrets-file"]) {
+            c.secretsFile = s.string("secrets-file").map(c.resolve)
         }
         if let s = top.subsection("sync", keys: SyncSettings.keys) {
             c.sync = SyncSettings.read(s, r, resolve: c.resolve)

@@ -117,8 +117,9 @@ public struct RuleSet: Sendable {
         var rules = RuleSet()
         var register: AssetRegister?
         if let f = rulesFile { do { rules = try RuleSet.load(f) } catch { issues += error.issues } }
-        // Only the columns the rules compare with are kept in memory (none when no rule reads the register).
-        let used = Set(rules.rules.compactMap(\.check.registerColumn))
+        // Only the columns the rules compare with are kept in memory.
+        // And the asset id: the secrets file may name a tag by its asset.
+        let used = Set(rules.rules.compactMap(\.check.registerColumn)).union(["asset_id"])
         if let f = registerFile {
             do { register = try AssetRegister.load(f, keeping: used) } catch { issues += error.issues }
         }

@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "200b2e02777f83074db7ba62091a113a140350ce11d68916aac717e33aca4ebc"
+    static let sha256 = "7ded57c61d72a0fac7244e7e08c256aade4f550c7fb240bfc447d1e35fac904a"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -409,7 +409,8 @@ enum OpenAPIDocument {
                 "done",
                 "failed",
                 "expired",
-                "cancelled"
+                "cancelled",
+                "rejected"
               ]
             }
           },
@@ -1383,7 +1384,8 @@ enum OpenAPIDocument {
               "done",
               "failed",
               "expired",
-              "cancelled"
+              "cancelled",
+              "rejected"
             ]
           },
           "result": {

@@ -1,0 +1,50 @@
+import ISO15693
+
+/// NXP ICODE passwords on the air (docs/reference/tag-passwords.md): the protection status of blocks, and opening a
+/// password session — GET RANDOM NUMBER, then SET PASSWORD with the password XORed with it, in one RF session (the
+/// field stays on until the protected command that follows). A wrong password mutes the chip until its power is
+/// reset, so SET PASSWORD is sent once, never retried.
+extension ISO15693Client {
+    /// GET MULTIPLE BLOCK PROTECTION STATUS: one status byte per block (bit 0 locked, bit 1 read and bit 2 write
+    /// protected by a password), blocks `first` … (at most 256, below block 256).
+    public func nxpProtectionStatus(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> [UInt8] {
+        guard first.int + count <= 256, (1...256).contains(count) else {
+            throw ClientError.invalid("GET MULTIPLE BLOCK PROTECTION STATUS covers blocks 0x00…0xFF")
+        }
+        let answer = try custom(
+            uid, code: NXPSecurity.getMultipleBlockProtectionStatus, manufacturer: .nxp,
+            parameters: [UInt8(first.int), UInt8(count - 1)])
+        guard answer.count == count else {
+            throw ClientError.invalid(
+                "GET MULTIPLE BLOCK PROTECTION STATUS: \(answer.count) status bytes for \(count) blocks")
+        }
+        return answer
+    }
+
+    /// What became of SET PASSWORD.
+    public enum PasswordOutcome: Equatable, Sendable {
+        case accepted
+        /// No answer: a wrong password (the chip is mute until its power is reset), or an answer lost on the air.
+        case rejected(String)
+    }
+
+    /// GET RANDOM NUMBER, then SET PASSWORD (`id`: 0x01 read, 0x02 write, …) with `password` (4 bytes) XORed with it.
+    /// Throws when GET RANDOM NUMBER fails (nothing was tried); `.rejected` when SET PASSWORD got no answer.
+    public func nxpSetPassword(_ uid: UID, id: UInt8, password: [UInt8]) throws(ClientError) -> PasswordOutcome {
+        guard password.count == 4 else { throw ClientError.invalid("an NXP password is 4 bytes") }
+        let random = try custom(uid, code: NXPSecurity.getRandomNumber, manufacturer: .nxp)
+        guard random.count == 2 else {
+            throw ClientError.invalid("GET RANDOM NUMBER answered \(random.count) bytes, not 2")
+        }
+        do {
+            _ = try custom(
+                uid, code: NXPSecurity.setPassword, manufacturer: .nxp,
+                parameters: [id] + NXPSecurity.xor(password, random: random), retries: 0)
+            return .accepted
+        } catch {
+            if case .reader(.timeout, _) = error { return .rejected("no answer to SET PASSWORD") }
+            if case .tag(let code, _) = error { return .rejected("the tag refused SET PASSWORD (\(code))") }
+            throw error
+        }
+    }
+}

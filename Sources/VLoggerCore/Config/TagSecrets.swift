@@ -1,0 +1,104 @@
+import Foundation
+import ISO15693
+
+/// The tags' passwords (`[security] secrets-file`, docs/reference/tag-passwords.md): a TOML file of `[[tag]]`
+/// tables, each naming its tags by `uid` (a UID, or a prefix ending in `*`) or by `asset` (the register's id), with
+/// the NXP ICODE passwords `nxp-read`, `nxp-write`, `nxp-privacy` (4 bytes in hex each). The file must be mode 0600
+/// or stricter, and owned by root when vlogger runs as root; it is refused otherwise. A password is never printed:
+/// this type's description says how many entries it has, errors name the file and the line.
+public struct TagSecrets: Sendable, CustomStringConvertible {
+    struct Entry: Sendable {
+        var uid: UID?
+        var prefix: String?
+        var asset: String?
+        var nxp: [UInt8: [UInt8]]
+    }
+    var entries: [Entry] = []
+
+    public var description: String { "\(entries.count) tag secret\(entries.count == 1 ? "" : "s") (values not shown)" }
+
+    static let nxpKeys: [String: UInt8] = [
+        "nxp-read": NXPSecurity.readPassword, "nxp-write": NXPSecurity.writePassword,
+        "nxp-privacy": NXPSecurity.privacyPassword,
+    ]
+
+    /// The NXP password `id` for a tag: an entry for its UID first, then one for its asset, then the longest prefix.
+    public func nxpPassword(_ id: UInt8, uid: UID, asset: String?) -> [UInt8]? {
+        if let e = entries.first(where: { $0.uid == uid && $0.nxp[id] != nil }) { return e.nxp[id] }
+        if let asset, let e = entries.first(where: { $0.asset == asset && $0.nxp[id] != nil }) { return e.nxp[id] }
+        let text = uid.description
+        return entries.filter { e in e.prefix.map { text.hasPrefix($0) } == true && e.nxp[id] != nil }
+            .max { ($0.prefix?.count ?? 0) < ($1.prefix?.count ?? 0) }?.nxp[id]
+    }
+
+    /// Reads and checks the file (its mode and owner first, then its content; every problem with its line).
+    public static func load(_ path: String) throws(ConfigError) -> TagSecrets {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw ConfigError(issues: [
+                ConfigIssue(file: path, line: 0, message: "cannot read the secrets file ([security] secrets-file)")
+            ])
+        }
+        let mode = st.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 0,
+                    message:
+                        "the secrets file is mode \(String(mode, radix: 8)): others may read it; make it 0600 or stricter (chmod 600 \(path))"
+                )
+            ])
+        }
+        if geteuid() == 0, st.st_uid != 0 {
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 0,
+                    message: "vlogger runs as root: the secrets file must be owned by root (uid \(st.st_uid))")
+            ])
+        }
+        return try parse(try ConfigReader.load(path), file: path)
+    }
+
+    /// Parses the content (no file checks; the tests and the fuzzer use it).
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> TagSecrets {
+        let table = try ConfigReader.parse(text: text, file: file)
+        let r = ConfigReader(file: file)
+        let top = Section(r, table, name: "", keys: ["tag"])
+        var out = TagSecrets()
+        for s in top.tables("tag", keys: ["uid", "asset", "comment"] + nxpKeys.keys.sorted()) {
+            var e = Entry(nxp: [:])
+            if let u = s.string("uid") {
+                if u.hasSuffix("*") {
+                    let p = String(u.dropLast()).uppercased()
+                    if p.count < 4 || !p.hasPrefix("E0") || p.contains(where: { !$0.isHexDigit }) {
+                        r.issue(
+                            s.node("uid")?.line ?? s.line,
+                            "\(s.name).uid: a prefix is E0 and at least 2 more hex digits, then *")
+                    }
+                    e.prefix = p
+                } else {
+                    do { e.uid = try UID(parsing: u) } catch {
+                        r.issue(s.node("uid")?.line ?? s.line, "\(s.name).uid: \(error)")
+                    }
+                }
+            }
+            e.asset = s.string("asset")
+            if (e.uid == nil && e.prefix == nil) == (e.asset == nil) {
+                r.issue(s.line, "\(s.name): give uid (a UID or a prefix*) or asset, one of them")
+            }
+            for (key, id) in nxpKeys {
+                guard let v = s.string(key) else { continue }
+                // The value is never repeated in a message.
+                guard let bytes = try? Hex.parse(v), bytes.count == 4 else {
+                    r.issue(s.node(key)?.line ?? s.line, "\(s.name).\(key): 4 bytes in hex (8 hex digits)")
+                    continue
+                }
+                e.nxp[id] = bytes
+            }
+            if e.nxp.isEmpty { r.issue(s.line, "\(s.name): no password (nxp-read, nxp-write, nxp-privacy)") }
+            out.entries.append(e)
+        }
+        try r.finish()
+        return out
+    }
+}

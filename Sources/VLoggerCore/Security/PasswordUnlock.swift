@@ -1,0 +1,59 @@
+import ISO15693
+import Readers
+
+/// Opening an NXP ICODE password session before a write to password-protected blocks (docs/reference/
+/// tag-passwords.md): the blocks' protection status first (GET MULTIPLE BLOCK PROTECTION STATUS), then for each
+/// password they need (read, then write) GET RANDOM NUMBER and SET PASSWORD, in the RF session the write follows
+/// in. Passwords never leave this code: not in outcomes, events, logs or traces (`TraceFormatter.masked`).
+public enum PasswordUnlock {
+    public enum Outcome: Equatable, Sendable {
+        /// No password needed (not an NXP chip, no protected block, or a chip without page protection).
+        case open
+        /// The passwords the blocks need were accepted: the write goes ahead in the same RF session.
+        case unlocked
+        /// A password is needed and none is configured (or the secrets file is refused): none was tried.
+        case refused(String)
+        /// The tag did not accept a password (an NXP chip is then mute until its power is reset).
+        case rejected(String)
+    }
+
+    public static func forWrite(
+        _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, secretsFile: String?, asset: String?
+    ) throws(ClientError) -> Outcome {
+        guard uid.manufacturer == .nxp, first.int + count <= 256 else { return .open }
+        let status: [UInt8]
+        do { status = try client.nxpProtectionStatus(uid, first: first, count: count) } catch {
+            if error.isTransient { throw error }
+            return .open  // the chip has no GET MULTIPLE BLOCK PROTECTION STATUS: no page protection
+        }
+        var needed: [(id: UInt8, name: String)] = []
+        if status.contains(where: NXPSecurity.readProtected) { needed.append((NXPSecurity.readPassword, "read")) }
+        if status.contains(where: NXPSecurity.writeProtected) { needed.append((NXPSecurity.writePassword, "write")) }
+        guard !needed.isEmpty else { return .open }
+        let names = needed.map(\.name).joined(separator: " and ")
+        guard let secretsFile else {
+            return .refused(
+                "blocks \(first)+\(count) are protected by the NXP \(names) password, and no secrets file is configured ([security] secrets-file)"
+            )
+        }
+        let secrets: TagSecrets
+        do { secrets = try TagSecrets.load(secretsFile) } catch {
+            return .refused("blocks \(first)+\(count) need the NXP \(names) password; the secrets file: \(error)")
+        }
+        var passwords: [(id: UInt8, name: String, password: [UInt8])] = []
+        for n in needed {
+            guard let p = secrets.nxpPassword(n.id, uid: uid, asset: asset) else {
+                return .refused(
+                    "blocks \(first)+\(count) are protected by the NXP \(n.name) password; the secrets file has none for \(uid)"
+                )
+            }
+            passwords.append((n.id, n.name, p))
+        }
+        for p in passwords {
+            if case .rejected(let why) = try client.nxpSetPassword(uid, id: p.id, password: p.password) {
+                return .rejected("password rejected: the NXP \(p.name) password (\(why))")
+            }
+        }
+        return .unlocked
+    }
+}

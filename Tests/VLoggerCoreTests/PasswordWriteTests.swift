@@ -1,0 +1,159 @@
+import Foundation
+import ISO15693
+import Readers
+import TagImages
+import Testing
+import VLoggerModel
+import VLoggerStore
+
+@testable import TagSimulator
+@testable import VLoggerCore
+
+/// Queued writes to an NXP ICODE SLIX2 page that a password protects (docs/reference/tag-passwords.md): the
+/// simulated chip follows the data sheet's semantics — SET PASSWORD with the password XORed with GET RANDOM
+/// NUMBER's answer opens the session; a wrong one mutes the chip until its power is reset — and the agent writes
+/// with the right password (done, read back), stops at once on a wrong one (one attempt, the field reset, the
+/// write "rejected" until an operator retries), and refuses before trying when no password is configured. No
+/// password appears in the trace, the store or the export.
+@Suite(.serialized) struct PasswordWriteTests {
+    static let uid = "E004010812345699"
+    static let password = "A1B2C3D4"
+
+    struct Rig {
+        let agent: Agent
+        let store: Store
+        let tag: SimulatedTag
+        let trace: () -> [String]
+        let dir: URL
+    }
+
+    /// A SLIX2 whose high page (blocks 0x10…) needs the write password, a queued write to block 0x12, and a
+    /// secrets file holding `secret` (nil: no secrets file).
+    static func rig(secret: String?) throws -> Rig {
+        let dir = URL(fileURLWithPath: scratchPath("passwords"))
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var image = try TagImage(
+            uid: UID(parsing: uid), blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 80), icReference: 0x01,
+            profileID: "icode-slix2")
+        image.nxpPasswords[NXPSecurity.writePassword] = try Hex.parse(password)
+        image.protectionPointer = 0x10
+        image.protectionCondition = 0x20
+        let tag = SimulatedTag(image: image, profile: .icodeSLIX2)
+        let field = SimulatedField()
+        field.add(tag)
+        let session = try ReaderSession.simulated(field: field)
+        var text = AgentTests.config
+        if let secret {
+            let file = dir.appendingPathComponent("secrets.toml").path
+            try "[[tag]]\nuid = \"\(uid)\"\nnxp-write = \"\(secret)\"\n".write(
+                toFile: file, atomically: true, encoding: .utf8)
+            chmod(file, 0o600)
+            text += "\n[security]\nsecrets-file = \"\(file)\"\n"
+        }
+        let config = try AgentConfig.parse(text, file: dir.appendingPathComponent("test.toml").path)
+        let store = try Store(path: dir.appendingPathComponent("pw.db").path)
+        _ = try store.enqueue(
+            QueuedWrite(
+                created: 1_763_800_000_000, uid: UID(parsing: uid), first: 0x12, data: [0xCA, 0xFE, 0xF0, 0x0D]))
+        let agent = Agent(
+            config: config, rules: RuleSet(), register: nil, session: session,
+            writer: StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000),
+            clock: SimulatedClock(start: 1_763_800_000_000))
+        let pending = PendingWrites()
+        try pending.refresh(from: store)
+        agent.writeQueue = pending
+        var lines: [String] = []
+        let formatter = TraceFormatter { lines.append($0) }
+        agent.session.reader.trace = { formatter.handle($0) }
+        return Rig(agent: agent, store: store, tag: tag, trace: { lines }, dir: dir)
+    }
+
+    /// No trace line, and no byte of the store file, holds the password, plainly or XORed with the last random number.
+    static func expectNoPassword(_ r: Rig) throws {
+        let plain = try Hex.parse(password)
+        let xored = NXPSecurity.xor(plain, random: r.tag.random)
+        for secret in [plain, xored] {
+            let hex = Hex.format(secret)
+            #expect(!r.trace().contains { $0.contains(hex) }, "\(hex) in the trace")
+            let file = try Data(contentsOf: URL(fileURLWithPath: r.store.path))
+            #expect(file.range(of: Data(secret)) == nil && file.range(of: Data(hex.utf8)) == nil)
+        }
+        // SET PASSWORD's line: the id, then the value and the CRC not shown.
+        #expect(r.trace().contains { $0.contains("NXP Set Password") && $0.contains("XORed value **") })
+        #expect(r.trace().contains { $0.contains("** (6 bytes)") })
+    }
+
+    @Test func theRightPasswordWritesAndReadsBack() throws {
+        let r = try Self.rig(secret: Self.password)
+        r.agent.run(cycles: 2, stop: StopSignal())
+        r.agent.writer.commitNow()
+        let w = try #require(try r.store.queuedWrite(1))
+        #expect(w.state == .done, "\(w.result ?? "-")")
+        #expect(r.tag.image.blocks[0x12] == [0xCA, 0xFE, 0xF0, 0x0D] && r.tag.passwordAttempts == 1)
+        try Self.expectNoPassword(r)
+        #expect(try r.store.events(kind: .writeDone).first?.name == "1")
+        print(
+            "password write, trace:\n"
+                + r.trace().filter { $0.contains("NXP") || $0.contains("Write Single") }.joined(separator: "\n"))
+    }
+
+    @Test func aWrongPasswordIsTriedOnceThenRejected() throws {
+        let r = try Self.rig(secret: "00000000")
+        r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.writer.commitNow()
+        let w = try #require(try r.store.queuedWrite(1))
+        #expect(
+            w.state == .rejected && w.result?.contains("password rejected: the NXP write password") == true,
+            "\(w.result ?? "-")")
+        #expect(w.result?.contains("vlogger writes retry 1") == true)
+        // One attempt in three cycles; the field was reset, so the chip answers again (it is not left mute).
+        #expect(r.tag.passwordAttempts == 1 && r.tag.state != .muted)
+        #expect(r.tag.image.blocks[0x12] == [0, 0, 0, 0])
+        let failed = try r.store.events(kind: .writeFailed)
+        #expect(failed.count == 1 && failed.first?.detail.contains("password rejected") == true)
+        try Self.expectNoPassword(r)
+        // An operator's retry queues it again.
+        #expect(try r.store.retryWrite(1) && r.store.queuedWrite(1)?.state == .queued)
+    }
+
+    @Test func noPasswordConfiguredIsRefusedBeforeTheAir() throws {
+        let r = try Self.rig(secret: nil)
+        r.agent.run(cycles: 1, stop: StopSignal())
+        r.agent.writer.commitNow()
+        let w = try #require(try r.store.queuedWrite(1))
+        #expect(w.state == .failed && w.result?.contains("no secrets file is configured") == true, "\(w.result ?? "-")")
+        #expect(r.tag.passwordAttempts == 0 && !r.trace().contains { $0.contains("NXP Get Random Number") })
+    }
+
+    /// The secrets file: mode 0600 or stricter, UIDs, prefixes and assets; a bad value is named by its line without
+    /// repeating it.
+    @Test func theSecretsFileIsCheckedAndNeverShown() throws {
+        let dir = URL(fileURLWithPath: scratchPath("secrets"))
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("s.toml").path
+        try """
+        [[tag]]
+        uid = "E0040108*"
+        nxp-write = "11111111"
+        [[tag]]
+        uid = "E004010812345699"
+        nxp-write = "22222222"
+        [[tag]]
+        asset = "PAL-7"
+        nxp-read = "33333333"
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o644)
+        #expect { try TagSecrets.load(file) } throws: { "\($0)".contains("mode 644") && "\($0)".contains("chmod 600") }
+        chmod(file, 0o600)
+        let s = try TagSecrets.load(file)
+        #expect(s.nxpPassword(0x02, uid: try UID(parsing: "E004010812345699"), asset: nil) == [0x22, 0x22, 0x22, 0x22])
+        #expect(s.nxpPassword(0x02, uid: try UID(parsing: "E004010800000001"), asset: nil) == [0x11, 0x11, 0x11, 0x11])
+        #expect(
+            s.nxpPassword(0x01, uid: try UID(parsing: "E004010800000001"), asset: "PAL-7") == [0x33, 0x33, 0x33, 0x33])
+        #expect(s.nxpPassword(0x01, uid: try UID(parsing: "E004010800000001"), asset: nil) == nil)
+        #expect(!"\(s)".contains("1111") && "\(s)" == "3 tag secrets (values not shown)")
+        #expect {
+            try TagSecrets.parse("[[tag]]\nuid = \"E004010812345699\"\nnxp-write = \"SECRETXY\"\n", file: "s.toml")
+        } throws: { "\($0)".contains("s.toml:3") && !"\($0)".contains("SECRETXY") }
+    }
+}
