@@ -198,7 +198,11 @@ extension ISO15693Client {
     /// refused without the Option flag, it is written again with it and the CC asks for Special Frame
     /// (RFAL `ndefT5TPollerTagFormat`).
     @discardableResult
-    public func formatNDEF(_ uid: UID, force: Bool = false) throws(NDEFTagError) -> CapabilityContainer {
+    /// `eightByte`: the NFC Forum 8-byte CC where a 4-byte one with the MLEN-overflow bit would do
+    /// (`CapabilityContainer.forFormatting`).
+    public func formatNDEF(_ uid: UID, force: Bool = false, eightByte: Bool = false) throws(NDEFTagError)
+        -> CapabilityContainer
+    {
         let m = try ndefMemory(uid)
         if !force {
             var head: [UInt8] = []
@@ -217,7 +221,7 @@ extension ISO15693Client {
             }
         var cc = CapabilityContainer.forFormatting(
             blocks: m.blockCount, blockSize: m.blockSize, readMultiple: m.maxBlocksPerRead > 1,
-            specialFrame: m.writeNeedsOption, twoByteAddressing: addressing)
+            specialFrame: m.writeNeedsOption, twoByteAddressing: addressing, eightByte: eightByte)
         func blocks(_ cc: CapabilityContainer) -> [[UInt8]] {
             var b = cc.formattedBytes
             b += [UInt8](repeating: 0, count: (m.blockSize - b.count % m.blockSize) % m.blockSize)

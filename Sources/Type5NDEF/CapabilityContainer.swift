@@ -108,11 +108,25 @@ public struct CapabilityContainer: Equatable, Sendable {
     /// - byte 3: Read Multiple Blocks only when the chip has it, Lock Block left clear (RFAL sets neither
     ///   unless asked; AOSP's NfcV format writes byte 3 = 0), Special Frame for chips whose writes need the
     ///   Option flag (RFAL sets it when a plain CC write fails).
+    ///
+    /// Except (`eightByte` false, the default) on a tag of exactly 2048 bytes reached with 1-byte block numbers (256
+    /// blocks of 8 bytes: the MB89R118): there the 4-byte CC `E1 40 FF 05` (MLEN 0xFF with the MLEN-overflow bit,
+    /// as Android's `rw_i93` formats) followed by four NULL TLVs, so that the NDEF TLV starts at byte 8. That is the
+    /// one layout every stack with a Type 5 reader we could read accepts — Android's and NXP's Linux `rw_i93`
+    /// (both branches), neard, ST's RFAL, vlogger — where the 8-byte CC is rejected by NXP's Linux `master` and
+    /// neard, and the plain 4-byte CC is missed by neard on 8-byte blocks (docs/reference/t5t-cc-layouts.md).
     public static func forFormatting(
         blocks: Int, blockSize: Int, readMultiple: Bool, lockBlock: Bool = false,
-        specialFrame: Bool = false, twoByteAddressing: Bool? = nil
+        specialFrame: Bool = false, twoByteAddressing: Bool? = nil, eightByte: Bool = false
     ) -> CapabilityContainer {
         let units = blocks * blockSize / 8
+        let e2 = twoByteAddressing ?? (blocks > 256)
+        // Larger memories keep the 8-byte CC: only it can say their size (the stacks were compared at 2048 bytes).
+        if units == 256, !e2, !eightByte {
+            return CapabilityContainer(
+                twoByteAddressing: false, dataAreaBytes: 0xFF * 8, readMultipleBlocks: readMultiple,
+                lockBlock: lockBlock, specialFrame: specialFrame, mlenOverflow: true, length: 4)
+        }
         let eight = units >= 256
         let area = min(max(units - 1, 0), eight ? 0xFFFF : 0xFF) * 8
         return CapabilityContainer(

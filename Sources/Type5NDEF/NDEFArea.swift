@@ -113,7 +113,13 @@ public struct NDEFWritePlan: Equatable, Sendable {
 
 extension CapabilityContainer {
     /// The first bytes of a freshly formatted tag: this CC, an empty NDEF Message TLV (03 00), a Terminator.
-    public var formattedBytes: [UInt8] { encode() + [TLV.ndef, 0x00, TLV.terminator] }
+    /// A 4-byte CC with the MLEN-overflow bit is followed by four NULL TLVs, so that the NDEF TLV is at byte 8
+    /// (where neard looks on 8-byte blocks; `forFormatting`).
+    public var formattedBytes: [UInt8] {
+        encode() + (length == 4 && mlenOverflow ? [UInt8](repeating: TLV.null, count: 4) : []) + [
+            TLV.ndef, 0x00, TLV.terminator,
+        ]
+    }
 
     /// This CC with write access "never" (how the mapping marks a read-only tag, docs/reference/iso15693.md Part 3 §5.3).
     public var readOnly: CapabilityContainer {

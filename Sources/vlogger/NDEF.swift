@@ -252,10 +252,18 @@ struct NDEFFormat: ParsableCommand {
     @Flag(help: "Format even when the tag already holds an NDEF capability container.")
     var force = false
 
+    @Flag(
+        help:
+            "On a tag of exactly 2048 bytes with 1-byte block numbers, write the NFC Forum 8-byte CC (E1 40 00 01 00 00 00 FF) instead of the 4-byte one with the MLEN-overflow bit that every stack reads (docs/reference/t5t-cc-layouts.md)."
+    )
+    var eightByteCC = false
+
     func run() throws {
         let session = try options.open()
         let uid = try options.target(session)
-        let cc = try ndefCall(uid) { () throws(NDEFTagError) in try session.client.formatNDEF(uid, force: force) }
+        let cc = try ndefCall(uid) { () throws(NDEFTagError) in
+            try session.client.formatNDEF(uid, force: force, eightByte: eightByteCC)
+        }
         try session.checkPersisted()
         let state = try session.client.readNDEF(uid)
         if options.json {

@@ -36,7 +36,7 @@ import Testing
         } throws: { ($0 as? NDEFError)?.description.contains(reason) == true }
     }
 
-    @Test func formattingSizes() {
+    @Test func formattingSizes() throws {
         // SLIX2: 80 × 4 = 320 bytes → MLEN (320 − 4) / 8 = 39. ST25DV64K: 2048 × 4 = 8192 bytes → 8-byte CC,
         // E2 (more than 256 blocks), MLEN (8192 − 8) / 8 = 1023 = 0x03FF.
         // As ST's RFAL formats (ndefT5TPollerTagFormat, NFC Forum option): MLEN = memory / 8 − 1 unit for the CC;
@@ -49,11 +49,24 @@ import Testing
             CapabilityContainer.forFormatting(blocks: 2048, blockSize: 4, readMultiple: true).encode() == [
                 0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF,
             ])
-        // Exactly 2048 bytes (an MB89R118: 256 blocks of 8 bytes): 256 units do not fit byte 2, so 8 bytes, MLEN 255, 0xE1.
+        // Exactly 2048 bytes (an MB89R118: 256 blocks of 8 bytes): 256 units do not fit byte 2. RFAL's NFC Forum
+        // option writes the 8-byte CC, MLEN 255, 0xE1 (kept behind eightByte) …
         #expect(
-            CapabilityContainer.forFormatting(blocks: 256, blockSize: 8, readMultiple: true).encode() == [
-                0xE1, 0x40, 0x00, 0x01, 0x00, 0x00, 0x00, 0xFF,
-            ])
+            CapabilityContainer.forFormatting(blocks: 256, blockSize: 8, readMultiple: true, eightByte: true).encode()
+                == [
+                    0xE1, 0x40, 0x00, 0x01, 0x00, 0x00, 0x00, 0xFF,
+                ])
+        // … which NXP's Linux rw_i93 (master, rw_i93.c:1630–1668) rejects and neard misreads (nfctype5.c:729–730);
+        // the default is Android's 4-byte CC E1 40 FF 05 (rw_i93.cc:2855–2913: MLEN 0xFF, b2 the MLEN overflow)
+        // with four NULL TLVs before the NDEF TLV at byte 8, which every one of them reads
+        // (docs/reference/t5t-cc-layouts.md §1).
+        let l4p = CapabilityContainer.forFormatting(blocks: 256, blockSize: 8, readMultiple: true)
+        #expect(l4p.encode() == [0xE1, 0x40, 0xFF, 0x05])
+        #expect(l4p.formattedBytes == [0xE1, 0x40, 0xFF, 0x05, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0xFE])
+        // vlogger reads it back: the whole memory after the CC (overflow bit with MLEN 0xFF), the TLV at byte 8.
+        let memory = l4p.formattedBytes + [UInt8](repeating: 0, count: 2048 - 11)
+        let (area, message) = try NDEFArea.decode(image: memory)
+        #expect(area.tlvOffset == 8 && area.areaBytes == 2044 && message.isEmpty, "\(area)")
         #expect(
             CapabilityContainer.forFormatting(blocks: 255, blockSize: 8, readMultiple: false).encode() == [
                 0xE1, 0x40, 254, 0x00,
