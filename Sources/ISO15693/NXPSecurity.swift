@@ -41,6 +41,17 @@ public enum NXPSecurity {
         /// Feature flag bit 8: READ SIGNATURE is supported.
         public var hasSignature: Bool { features & (1 << 8) != 0 }
 
+        /// The page protection in words: which password guards reading and writing the low page (blocks below the
+        /// pointer) and the high page (docs/reference/tag-passwords.md).
+        public var protectionText: String {
+            func page(_ read: UInt8, _ write: UInt8) -> String {
+                let r = protectionCondition & read != 0, w = protectionCondition & write != 0
+                return r && w ? "read and write password" : r ? "read password" : w ? "write password" : "none"
+            }
+            return
+                "pointer 0x\(Hex.format([protectionPointer])); low page \(page(0x01, 0x02)), high page \(page(0x10, 0x20))"
+        }
+
         /// Parses the 7 bytes after the flags; nil when there are not exactly 7.
         public init?(_ bytes: [UInt8]) {
             guard bytes.count == 7 else { return nil }

@@ -47,4 +47,32 @@ extension ISO15693Client {
             throw error
         }
     }
+
+    /// Makes a tag in NXP privacy mode answer again until its power is reset: GET RANDOM NUMBER and SET PASSWORD
+    /// (privacy, 0x04), both non-addressed (the UID of a tag in privacy mode is not known). With several such tags
+    /// in the field their answers collide: one tag at a time (docs/reference/tag-passwords.md).
+    public func nxpLeavePrivacy(password: [UInt8]) throws(ClientError) -> PasswordOutcome {
+        guard password.count == 4 else { throw ClientError.invalid("an NXP password is 4 bytes") }
+        let flags = baseFlags
+        let random = try send(
+            Request(
+                .custom(code: NXPSecurity.getRandomNumber, manufacturer: .nxp, parameters: []), flags: flags,
+                addressing: .nonAddressed))
+        guard case .data(let r) = random.body, r.count == 2 else {
+            throw ClientError.invalid("GET RANDOM NUMBER: no 2-byte answer (is a tag in privacy mode in the field?)")
+        }
+        do {
+            _ = try send(
+                Request(
+                    .custom(
+                        code: NXPSecurity.setPassword, manufacturer: .nxp,
+                        parameters: [NXPSecurity.privacyPassword] + NXPSecurity.xor(password, random: r)),
+                    flags: flags, addressing: .nonAddressed), retries: 0)
+            return .accepted
+        } catch {
+            if case .reader(.timeout, _) = error { return .rejected("no answer to SET PASSWORD") }
+            if case .tag(let code, _) = error { return .rejected("the tag refused SET PASSWORD (\(code))") }
+            throw error
+        }
+    }
 }

@@ -101,7 +101,7 @@ enum VLoggerImageCodec {
         let known: Set<String> = [
             "format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
             "icReference", "blockSize", "blocks", "lockedBlocks", "comment", "signature", "nxpPasswords",
-            "protectionPointer", "protectionCondition",
+            "protectionPointer", "protectionCondition", "privacy",
         ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
@@ -164,6 +164,10 @@ enum VLoggerImageCodec {
                 image.nxpPasswords[id] = bytes
             }
         }
+        if let p = o["privacy"] {
+            guard let b = p as? Bool else { throw TagImageError("'privacy' must be true or false") }
+            image.privacy = b
+        }
         if o["protectionPointer"] != nil {
             image.protectionPointer = try hexByte(o["protectionPointer"], "protectionPointer")
             image.protectionCondition = try hexByte(o["protectionCondition"] ?? "00", "protectionCondition")
@@ -191,6 +195,7 @@ enum VLoggerImageCodec {
             }
             o["nxpPasswords"] = passwords
         }
+        if image.privacy { o["privacy"] = true }
         if let p = image.protectionPointer {
             o["protectionPointer"] = Hex.format([p])
             o["protectionCondition"] = Hex.format([image.protectionCondition])

@@ -30,6 +30,9 @@ public struct TagImage: Equatable, Sendable {
     /// the read or write password); nil: no page protection.
     public var protectionPointer: UInt8?
     public var protectionCondition: UInt8 = 0
+    /// NXP privacy mode (SLIX-L, SLIX2): the chip answers nothing but GET RANDOM NUMBER and SET PASSWORD until the
+    /// privacy password is given (for that power-on).
+    public var privacy = false
 
     public var blockCount: Int { blocks.count }
 

@@ -77,7 +77,7 @@ public final class SimulatedTag {
         } else {
             return nil
         }
-        guard state == .ready || state == .selected else { return nil }
+        guard state == .ready || state == .selected, !hidden else { return nil }
         if let afi, !Self.afiMatches(request: afi, tag: image.afi) { return nil }
         guard mask.matches(uid) else { return nil }
         if request.inventorySlots == 1 { return 0 }
@@ -110,6 +110,10 @@ public final class SimulatedTag {
         return request == tag
     }
 
+    /// In privacy mode and not opened by the privacy password since power-on: silent to all but GET RANDOM NUMBER
+    /// and SET PASSWORD (NXP SLIX2 data sheet SL2S2602 §9.5.3.9 ENABLE PRIVACY).
+    var hidden: Bool { image.privacy && profile.nxpSecurity && !unlocked.contains(NXPSecurity.privacyPassword) }
+
     /// Whether this tag processes a (non-inventory) request at all, from its state and the addressing.
     func isAddressed(by request: Request) -> Bool {
         switch state {
@@ -133,6 +137,11 @@ public final class SimulatedTag {
         func unsupported() -> Reply { p.unsupportedCommandError.map { answer(.error($0)) } ?? .silent }
 
         let code = request.command.code
+        if hidden {
+            guard case let .custom(c, m, _) = request.command, m == .nxp,
+                c == NXPSecurity.getRandomNumber || c == NXPSecurity.setPassword
+            else { return .silent }
+        }
         if code.takesProtocolExtension && p.requiresProtocolExtension && !protoExt {
             return answer(.error(p.protocolExtensionError))
         }
@@ -286,7 +295,10 @@ public final class SimulatedTag {
             guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
             let locks: UInt8 = (image.afiLocked ? 0x01 : 0) | (image.dsfidLocked ? 0x04 : 0)
             let features: UInt32 = image.signature == nil ? 0 : 1 << 8
-            return answer(.data([0x00, 0x00, locks] + (0..<4).map { UInt8(truncatingIfNeeded: features >> (8 * $0)) }))
+            let protection = [
+                image.protectionPointer ?? 0, image.protectionPointer == nil ? 0 : image.protectionCondition,
+            ]
+            return answer(.data(protection + [locks] + (0..<4).map { UInt8(truncatingIfNeeded: features >> (8 * $0)) }))
         case .custom, .proprietary, .other:
             return unsupported()
         }

@@ -15,7 +15,28 @@ public enum TagDump {
         // What Get System Information did not report is not invented in the dump.
         image.dsfidKnown = m.info.dsfid != nil
         image.afiKnown = m.info.afi != nil
+        // NXP ICODE: the page protection and the originality signature, where the chip says it has them (GET NXP
+        // SYSTEM INFO, READ SIGNATURE; both only read). A chip that refuses GET NXP SYSTEM INFO has neither.
+        if let nxp = nxpSystemInfo(client, uid) {
+            if nxp.protectionCondition != 0 {
+                image.protectionPointer = nxp.protectionPointer
+                image.protectionCondition = nxp.protectionCondition
+            }
+            if nxp.hasSignature,
+                let s = try? client.custom(uid, code: NXPSecurity.readSignature, manufacturer: .nxp), s.count == 32
+            {
+                image.signature = s
+            }
+        }
         return image
+    }
+
+    /// GET NXP SYSTEM INFO of an NXP chip, or nil (another manufacturer, or a chip that refuses it).
+    public static func nxpSystemInfo(_ client: ISO15693Client, _ uid: UID) -> NXPSecurity.SystemInfo? {
+        guard uid.manufacturer == .nxp,
+            let raw = try? client.custom(uid, code: NXPSecurity.getSystemInfo, manufacturer: .nxp)
+        else { return nil }
+        return NXPSecurity.SystemInfo(raw)
     }
 
     public struct RestoreReport: Sendable {

@@ -18,6 +18,7 @@ struct Info: ParsableCommand {
         do { originality = try OriginalityCheck.check(session.client, uid, model: m.model).description } catch {
             originality = "not read (\(error))"
         }
+        let nxp = TagDump.nxpSystemInfo(session.client, uid)
         if options.json {
             printJSON(
                 InfoJSON(
@@ -26,7 +27,12 @@ struct Info: ParsableCommand {
                     blockSize: m.blockSize, source: m.source.rawValue, addressing: m.addressing.rawValue,
                     writeNeedsOption: m.writeNeedsOption, dsfid: m.info.dsfid.map(WireByte.init),
                     afi: m.info.afi.map(WireByte.init), icReference: m.info.icReference.map(WireByte.init),
-                    originality: originality))
+                    originality: originality,
+                    pageProtection: nxp.map {
+                        PageProtectionJSON(
+                            pointer: WireBlock(Int($0.protectionPointer)), condition: WireByte($0.protectionCondition),
+                            text: $0.protectionText)
+                    }, nxpFeatures: nxp.map { WireHex(withUnsafeBytes(of: $0.features.littleEndian) { Array($0) }) }))
             return
         }
         print("UID            \(uid)")
@@ -39,6 +45,7 @@ struct Info: ParsableCommand {
         print("Found by       \(m.source.rawValue)")
         print("Addressing     \(m.addressing.rawValue)\(m.writeNeedsOption ? "; writes need the Option flag" : "")")
         say("Originality    \(originality)")
+        if let nxp { say("Protection     \(nxp.protectionText) (GET NXP SYSTEM INFO)") }
         print(airLine(session))
     }
 }

@@ -107,10 +107,13 @@ struct InfoJSON: Encodable {
     var afi: WireByte?
     var icReference: WireByte?
     var originality: String
+    /// NXP ICODE: GET NXP SYSTEM INFO's page protection and feature flags (4 bytes, least significant first).
+    var pageProtection: PageProtectionJSON?
+    var nxpFeatures: WireHex?
     enum CodingKeys: String, CodingKey {
         case uid, manufacturerCode = "manufacturer_code", manufacturer, model, blockCount = "block_count"
         case blockSize = "block_size", source, addressing, writeNeedsOption = "write_needs_option", dsfid, afi
-        case icReference = "ic_reference", originality
+        case icReference = "ic_reference", originality, pageProtection = "page_protection", nxpFeatures = "nxp_features"
     }
 }
 
@@ -166,4 +169,10 @@ struct OutputStatusJSON: Encodable {
     enum CodingKeys: String, CodingKey {
         case name, title, backlog, destination, failure, failureKind = "failure_kind"
     }
+}
+
+struct PageProtectionJSON: Encodable {
+    var pointer: WireBlock
+    var condition: WireByte
+    var text: String
 }

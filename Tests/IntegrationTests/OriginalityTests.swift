@@ -86,3 +86,38 @@ struct OriginalityTests {
         }
     }
 }
+
+/// NXP privacy mode (Fixtures/privacy-field: a SLIX2 in privacy mode, privacy password 0F0F0F0F): the tag does not
+/// answer an inventory; `read --privacy-password-file` with the right password makes it answer for the session
+/// (GET RANDOM NUMBER and SET PASSWORD, non-addressed); with a wrong one the read fails, once, and the field is reset;
+/// a password file others may read is refused.
+@Suite struct PrivacyModeTests {
+    @Test func aTagInPrivacyModeAnswersOnlyAfterItsPassword() throws {
+        let field = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/privacy-field").path
+        let dir = try CLITests.scratch("privacy", copying: [])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var made = 0
+        func passwordFile(_ value: String, mode: mode_t = 0o600) throws -> String {
+            made += 1
+            let f = dir.appendingPathComponent("password-\(made)").path
+            try "\(value)\n".write(toFile: f, atomically: true, encoding: .utf8)
+            chmod(f, mode)
+            return f
+        }
+        let hidden = try CLITests.run(["scan", "--field", field])
+        #expect(hidden.out.contains("0 tag(s)"), "\(hidden.out)\(hidden.err)")
+        let opened = try CLITests.run([
+            "read", "--field", field, "--privacy-password-file", try passwordFile("0F0F0F0F"), "--trace",
+        ])
+        #expect(opened.code == 0 && opened.out.contains("50 52 49 56"), "\(opened.out)\(opened.err)")
+        #expect(!opened.out.contains("0F 0F 0F 0F") && opened.out.contains("password privacy (0x04), XORed value **"))
+        let wrong = try CLITests.run([
+            "read", "--field", field, "--privacy-password-file", try passwordFile("01020304"),
+        ])
+        #expect(wrong.code != 0 && wrong.err.contains("the privacy password was rejected"), "\(wrong.err)")
+        let open = try CLITests.run([
+            "read", "--field", field, "--privacy-password-file", try passwordFile("0F0F0F0F", mode: 0o644),
+        ])
+        #expect(open.code != 0 && open.err.contains("chmod 600") && !open.err.contains("0F0F0F0F"), "\(open.err)")
+    }
+}

@@ -157,3 +157,29 @@ import VLoggerStore
         } throws: { "\($0)".contains("s.toml:3") && !"\($0)".contains("SECRETXY") }
     }
 }
+
+/// `dump` keeps what GET NXP SYSTEM INFO and READ SIGNATURE say of a SLIX2 (its page protection and originality
+/// signature) in the project's image, so that a restore or a simulated copy knows them; `info` prints the protection.
+@Suite struct NXPDumpTests {
+    @Test func theDumpKeepsPageProtectionAndTheSignature() throws {
+        var image = try TagImage(
+            uid: UID(parsing: OriginalityRuleTests.genuine.uid), blockSize: 4,
+            blocks: Array(repeating: [1, 2, 3, 4], count: 80), icReference: 0x01, profileID: "icode-slix2")
+        image.signature = try Hex.parse(OriginalityRuleTests.genuine.signature)
+        image.protectionPointer = 0x20
+        image.protectionCondition = 0x20
+        let field = SimulatedField()
+        field.add(SimulatedTag(image: image, profile: .icodeSLIX2))
+        let session = try ReaderSession.simulated(field: field)
+        let dumped = try TagDump.dump(session.client, uid: image.uid)
+        #expect(dumped.signature == image.signature)
+        #expect(dumped.protectionPointer == 0x20 && dumped.protectionCondition == 0x20)
+        let nxp = try #require(TagDump.nxpSystemInfo(session.client, image.uid))
+        #expect(nxp.protectionText == "pointer 0x20; low page none, high page write password" && nxp.hasSignature)
+        // The project's JSON keeps both, and reads them back.
+        let text = try TagImageFormat.vlogger.encode(dumped)
+        #expect(text.contains("\"protectionPointer\"") && text.contains("\"signature\""))
+        let back = try TagImageFormat.vlogger.decode(text)
+        #expect(back.signature == dumped.signature && back.protectionCondition == 0x20)
+    }
+}

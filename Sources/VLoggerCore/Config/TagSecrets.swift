@@ -59,6 +59,37 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
         return try parse(try ConfigReader.load(path), file: path)
     }
 
+    /// A file holding one NXP password (8 hex digits on its first line), with the secrets file's checks (mode 0600
+    /// or stricter, root-owned under root). The value is never repeated in an error.
+    public static func passwordFile(_ path: String) throws(ConfigError) -> [UInt8] {
+        var st = stat()
+        guard stat(path, &st) == 0, let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "cannot read the password file")])
+        }
+        guard st.st_mode & 0o077 == 0 else {
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 0,
+                    message:
+                        "the password file is mode \(String(st.st_mode & 0o777, radix: 8)): make it 0600 (chmod 600 \(path))"
+                )
+            ])
+        }
+        if geteuid() == 0, st.st_uid != 0 {
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: 0, message: "vlogger runs as root: the password file must be owned by root")
+            ])
+        }
+        let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        guard let bytes = try? Hex.parse(line.trimmingCharacters(in: .whitespaces)), bytes.count == 4 else {
+            throw ConfigError(issues: [
+                ConfigIssue(file: path, line: 1, message: "an NXP password is 4 bytes in hex (8 hex digits)")
+            ])
+        }
+        return bytes
+    }
+
     /// Parses the content (no file checks; the tests and the fuzzer use it).
     public static func parse(_ text: String, file: String) throws(ConfigError) -> TagSecrets {
         let table = try ConfigReader.parse(text: text, file: file)
