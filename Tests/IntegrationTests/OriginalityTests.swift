@@ -57,6 +57,13 @@ struct OriginalityTests {
         // The demo field's SLIX2 image has no signature: the simulated chip answers READ SIGNATURE with an error.
         let demo = try CLITests.run(["info", "--uid", "E004010812345601"])
         #expect(demo.out.contains("Originality    no signature (READ SIGNATURE: "), "\(demo.out)\(demo.err)")
+        // ST TruST25 (Fixtures/trust25-field: a real ST25TV02KC's UID and signature laid out as Proxmark3's
+        // StCheckSig reads them): read from blocks 0x3F–0x4F and verified with ST's key 04.
+        let st = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/trust25-field").path
+        let trust25 = try CLITests.run(["info", "--field", st, "--uid", "E00208000A227AAA"])
+        #expect(
+            trust25.out.contains("Originality    verified (ST TruST25 key 04 for ST25TV02KC/512C)"),
+            "\(trust25.out)\(trust25.err)")
         print("info, genuine:\n\(genuine.out)info --json, clone: \(object["originality"] ?? "-")")
     }
 }
