@@ -107,6 +107,10 @@ set +e; wait $svc; code=$?; set -e
 [ $code -eq 0 ] || { cat "$log"; fail "the service exited $code on SIGTERM"; }
 grep -q "stop" "$log" || { cat "$log"; fail "no stop line in the service's log"; }
 [ -s /var/lib/vlogger/vlogger.db ] || fail "no store in /var/lib/vlogger"
+# Without --config, from any folder, a command finds the installed configuration (and through it the store).
+events=$(cd / && hidden /usr/bin/vlogger export --table events --since 1d) || fail "cd / && vlogger export did not find /etc/vlogger/vlogger.toml"
+echo "$events" | grep -q ",start," || fail "cd / && vlogger export: no start event in $events"
+echo "cd / && vlogger export (no --config): $(echo "$events" | wc -l) lines from the installed gateway's store"
 
 step "dpkg -r: the configuration and the store stay"
 dpkg -r vlogger

@@ -20,8 +20,8 @@ struct ConfigCheck: ParsableCommand {
     @Argument(help: "The file (default: Config/vlogger.toml, or --config).")
     var file: String?
 
-    @Option(help: "Configuration file (TOML).")
-    var config = "Config/vlogger.toml"
+    @Option(help: ConfigPath.help)
+    var config = ConfigPath.found
 
     func run() throws {
         let path = file ?? config
@@ -68,8 +68,8 @@ struct ConfigNetwork: ParsableCommand {
             (systemd takes addresses only). Without --output the drop-in is printed.
             """)
 
-    @Option(help: "Configuration file (TOML).")
-    var config = "Config/vlogger.toml"
+    @Option(help: ConfigPath.help)
+    var config = ConfigPath.found
 
     @Option(
         help: "Write the drop-in here (e.g. /etc/systemd/system/vlogger.service.d/network.conf), creating the folder.")
@@ -77,7 +77,7 @@ struct ConfigNetwork: ParsableCommand {
 
     func run() throws {
         let c: AgentConfig
-        do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+        c = try ConfigPath.load(config)
         let (text, unresolved) = NetworkAllowance.dropIn(c.remotes, source: config)
         if let output {
             let dir = (output as NSString).deletingLastPathComponent
@@ -115,14 +115,14 @@ struct RulesCheck: ParsableCommand {
     var file: String?
 
     @Option(help: "Configuration file (TOML), for the default rules file and the register.")
-    var config = "Config/vlogger.toml"
+    var config = ConfigPath.found
 
     func run() throws {
         var registerFile: String?
         var path = file
         if FileManager.default.fileExists(atPath: config) {
             let c: AgentConfig
-            do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+            c = try ConfigPath.load(config)
             path = path ?? c.rulesFile
             registerFile = c.registerFile
         }

@@ -21,8 +21,8 @@ struct DoctorCommand: AsyncParsableCommand {
             Exit code 0 only when every check passes, 1 otherwise.
             """)
 
-    @Option(help: "Configuration file (TOML).")
-    var config = "Config/vlogger.toml"
+    @Option(help: ConfigPath.help)
+    var config = ConfigPath.found
 
     @Flag(help: "Skip the readers (for instance while the service holds them).")
     var noReaders = false

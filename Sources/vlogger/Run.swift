@@ -10,14 +10,14 @@ import VLoggerService
 
 /// `--config` and `--store`, shared by the agent and every command that reads the store.
 struct ConfigOptions: ParsableArguments {
-    @Option(help: "Configuration file (TOML).")
-    var config = "Config/vlogger.toml"
+    @Option(help: ConfigPath.help)
+    var config = ConfigPath.found
 
     @Option(help: "Store file (SQLite); overrides [store] path of the configuration.")
     var store: String?
 
     func load() throws -> AgentConfig {
-        do { return try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+        return try ConfigPath.load(config)
     }
 
     /// Opens the store (read-only for commands that only read it), with a one-line error.
@@ -30,11 +30,13 @@ struct ConfigOptions: ParsableArguments {
     /// The gateway id of the configuration (for rows of a store that lack it), or empty without one.
     var gatewayID: String { (try? AgentConfig.load(config))?.gatewayID ?? "" }
 
-    /// The store path: --store, else the configuration's (when the file exists), else vlogger.db.
+    /// The store path: --store, else the configuration's; without either, an error that names the file looked for.
     func storePath() throws -> String {
         if let store { return store }
         if FileManager.default.fileExists(atPath: config) { return try load().storePath }
-        return "vlogger.db"
+        throw VLoggerError(
+            "\(config): no such configuration file (\(ConfigPath.origin(config))), and no --store: which store is meant?"
+        )
     }
 }
 

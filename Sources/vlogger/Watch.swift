@@ -23,7 +23,7 @@ struct Watch: ParsableCommand {
             """)
 
     @Option(help: "Configuration file (TOML): plans, rules and readers.")
-    var config = "Config/vlogger.toml"
+    var config = ConfigPath.found
 
     @Option(
         name: .customLong("reader-id"), help: "Which configured reader to watch (its [[reader]] id; default the first)."
@@ -59,7 +59,7 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         var c: AgentConfig
-        do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+        c = try ConfigPath.load(config)
         let (rules, register): (RuleSet, AssetRegister?)
         do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch {
             throw VLoggerError("\(error)")

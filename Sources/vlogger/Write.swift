@@ -176,7 +176,7 @@ struct QueueOptions: ParsableArguments {
     var whenSeen = false
 
     @Option(help: "With --when-seen: the configuration whose store holds the queue (when --store is not given).")
-    var config = "Config/vlogger.toml"
+    var config = ConfigPath.found
 
     @Option(help: "With --when-seen: give up after this long (e.g. 7d); default: never.")
     var expires: String?
@@ -212,7 +212,7 @@ struct QueueOptions: ParsableArguments {
         let loaded: AgentConfig? =
             FileManager.default.fileExists(atPath: config) || store == nil
             ? try { () throws -> AgentConfig in
-                do { return try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
+                return try ConfigPath.load(config)
             }() : nil
         if let onlyReader, let loaded, !loaded.readers.contains(where: { $0.id == onlyReader }) {
             throw ValidationError(

@@ -89,7 +89,8 @@ import TagSimulator
 
     @Test func prefixesLevelsAndOneLinePerMessage() {
         let sink = Lines()
-        let logger = Logger(label: "t") { _ in JournalLogHandler(level: .notice) { sink.add($0) } }
+        let logger = Logger(label: "t") { _ in JournalLogHandler(level: .notice, journal: true, write: { sink.add($0) })
+        }
         logger.error("reader gone")
         logger.warning("read-timeout", metadata: ["uid": "E008010000004212"])
         logger.notice("two\nlines")
@@ -104,6 +105,24 @@ import TagSimulator
             [Logger.Level.critical, .error, .warning, .notice, .info, .debug].map(JournalLogHandler.prefix) == [
                 "<2>critical", "<3>error", "<4>warning", "<5>notice", "<6>info", "<7>debug",
             ])
+    }
+
+    /// Not the journal (a terminal, a file): the local time instead of the priority prefix (systemd.exec(5): the
+    /// journal is recognised by JOURNAL_STREAM naming stderr's device and inode).
+    @Test func aTerminalGetsTheTimeNotThePriority() {
+        let sink = Lines()
+        let when = Date(timeIntervalSince1970: 1_763_800_000.25)
+        let logger = Logger(label: "t") { _ in
+            JournalLogHandler(level: .notice, journal: false, now: { when }, write: { sink.add($0) })
+        }
+        logger.warning("read-timeout", metadata: ["uid": "E008010000004212"])
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.dateFormat = "yyyy-MM-dd HH:mm:ss.SSS"
+        #expect(sink.lines == ["\(f.string(from: when)) warning: read-timeout uid=E008010000004212\n"])
+        #expect(sink.lines.first?.hasSuffix(".250 warning: read-timeout uid=E008010000004212\n") == true)
+        // Under a test runner stderr is no journal stream.
+        #expect(!JournalLogHandler.stderrIsTheJournal || ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil)
     }
 }
 
