@@ -642,6 +642,15 @@ public final class PollingJob: Service, @unchecked Sendable {
                 }
             }
         }
+        // The plant's values and alarm state for /metrics (docs/operating.md).
+        let units = Dictionary(
+            agent.config.fieldInfos.map { ($0.name, $0.unit ?? "") }, uniquingKeysWith: { a, _ in a })
+        agent.onReading = { [unowned self] r in
+            metrics.readingTaken(r, asset: self.agent.register?.rows[r.uid.description]?["asset_id"], units: units)
+        }
+        agent.onEvent = { [unowned self] e in
+            metrics.eventRecorded(e, asset: e.uid.flatMap { self.agent.register?.rows[$0.description]?["asset_id"] })
+        }
         agent.duringWait = { [unowned self] in runQueuedWork() }
         agent.betweenCycles = { [unowned self] in
             runQueuedWork()

@@ -46,6 +46,10 @@ public final class ServiceMetrics: @unchecked Sendable {
         var errors: [String: Counter] = [:]
     }
     private var handles: [String: ReaderHandles] = [:]
+    /// `vlogger_field_value` per reader, tag and numeric field, while the tag is in that reader's field.
+    private var fieldGauges: [String: (uid: UID, gauge: Gauge)] = [:]
+    /// `vlogger_rule_violation` per rule and tag, while the violation lasts.
+    private var violationGauges: [String: Gauge] = [:]
     private let committed, droppedReadings, droppedEvents, failedCommits: Counter
     private let queueDepth, storeUp: Gauge
     private let commitTime: Metrics.Timer
@@ -282,6 +286,63 @@ public final class ServiceMetrics: @unchecked Sendable {
             readers[i].name = name
             readers[i].intervalMs = interval
             readers[i].location = location
+        }
+    }
+
+    /// A reading's numeric decoded fields as `vlogger_field_value{reader,uid,asset,field,unit}` (the plant's values,
+    /// for Grafana and alerts), from the reader's polling thread.
+    public func readingTaken(_ r: Reading, asset: String?, units: [String: String]) {
+        locked {
+            for (name, value) in r.decoded {
+                let v: Double
+                switch value {
+                case .integer(let n): v = Double(n)
+                case .number(let d) where d.isFinite: v = d
+                default: continue
+                }
+                let reader = r.reader ?? ""
+                let key = "\(reader)|\(r.uid)|\(name)"
+                let gauge =
+                    fieldGauges[key]?.gauge
+                    ?? Gauge(
+                        label: "vlogger_field_value",
+                        dimensions: [
+                            ("reader", reader), ("uid", r.uid.description), ("asset", asset ?? ""), ("field", name),
+                            ("unit", units[name] ?? ""),
+                        ], factory: factory)
+                fieldGauges[key] = (r.uid, gauge)
+                gauge.record(v)
+            }
+        }
+    }
+
+    /// Events that change the plant's state: a violation sets `vlogger_rule_violation{rule,uid,asset}` to 1, its end
+    /// removes it; a departure removes the tag's `vlogger_field_value` series of that reader.
+    public func eventRecorded(_ e: Event, asset: String?) {
+        guard let uid = e.uid else { return }
+        locked {
+            let key = "\(e.name)|\(uid)"
+            switch e.kind {
+            case .violation:
+                let gauge =
+                    violationGauges[key]
+                    ?? Gauge(
+                        label: "vlogger_rule_violation",
+                        dimensions: [("rule", e.name), ("uid", uid.description), ("asset", asset ?? "")],
+                        factory: factory)
+                violationGauges[key] = gauge
+                gauge.record(1)
+            case .violationEnded:
+                violationGauges.removeValue(forKey: key)?.destroy()
+            case .departure:
+                let prefix = "\(e.reader ?? "")|\(uid)|"
+                for (k, f) in fieldGauges where k.hasPrefix(prefix) {
+                    f.gauge.destroy()
+                    fieldGauges[k] = nil
+                }
+            default:
+                break
+            }
         }
     }
 

@@ -132,7 +132,8 @@ import Testing
             }
         }
         #expect(exprs.count >= 10 && asked.count >= 12, "\(asked)")
-        for name in asked.sorted() {
+        // vlogger_rule_violation has a series only while a violation lasts (ServiceMetricsTests checks it).
+        for name in asked.sorted() where name != "vlogger_rule_violation" {
             #expect(samples.contains(name), "the dashboard asks for \(name), which /metrics does not export")
         }
         for panel in [

@@ -130,4 +130,38 @@ import VLoggerCore
         m.storeUpdated(s)
         #expect(String(decoding: m.prometheusText(), as: UTF8.self).contains("vlogger_readings_dropped_total 7"))
     }
+
+    /// The plant's state in /metrics: a numeric decoded field as `vlogger_field_value` with its reader, tag, asset and
+    /// unit (gone when the tag leaves that reader's field), a violation as `vlogger_rule_violation` = 1 until it
+    /// ends. Read back with Prometheus's text format rules (a sample line: name{labels} value).
+    @Test func fieldValuesAndViolationsAreSeries() throws {
+        let c = try AgentConfig.parse(Self.config, file: "t.toml")
+        let m = ServiceMetrics(readers: c.readers, intervalMs: { _ in 1000 })
+        let uid = try UID(parsing: "E008010000004212")
+        let r = Reading(
+            time: 1, gateway: "gw", reader: "dock-1", location: nil, uid: uid, first: 0xF8, count: 1, data: [0],
+            decoded: [("temperature", .number(24.5)), ("cage", .text("B7")), ("record", .integer(3))])
+        m.readingTaken(r, asset: "CAGE-12", units: ["temperature": "°C"])
+        var text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(
+            text.contains(
+                #"vlogger_field_value{reader="dock-1",uid="E008010000004212",asset="CAGE-12",field="temperature",unit="°C"} 24.5"#
+            ), "\(text)")
+        #expect(text.contains(#"field="record",unit=""} 3"#) && !text.contains(#"field="cage""#))
+        func event(_ kind: Event.Kind, _ name: String) -> Event {
+            Event(
+                time: 2, gateway: "gw", reader: "dock-1", uid: uid, kind: kind, name: name, severity: .critical,
+                detail: "")
+        }
+        m.eventRecorded(event(.violation, "cold room temperature"), asset: "CAGE-12")
+        text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(
+            text.contains(
+                #"vlogger_rule_violation{rule="cold room temperature",uid="E008010000004212",asset="CAGE-12"} 1"#),
+            "\(text)")
+        m.eventRecorded(event(.violationEnded, "cold room temperature"), asset: "CAGE-12")
+        m.eventRecorded(event(.departure, ""), asset: "CAGE-12")
+        text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(!text.contains("vlogger_rule_violation{") && !text.contains("vlogger_field_value{"), "\(text)")
+    }
 }
