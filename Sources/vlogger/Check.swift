@@ -6,8 +6,9 @@ import VLoggerCore
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "config", abstract: "Check the configuration.",
-        subcommands: [ConfigCheck.self, ConfigNetwork.self])
+        commandName: "config",
+        abstract: "The configuration: check it, print a starter (sample), write the network drop-in.",
+        subcommands: [ConfigCheck.self, ConfigNetwork.self, ConfigSample.self])
 }
 
 struct ConfigCheck: ParsableCommand {
@@ -133,5 +134,82 @@ struct RulesCheck: ParsableCommand {
         }
         print("\(path): ok — \(rules.rules.count) rules")
         for r in rules.rules { print("  \(r.name) (\(r.severity.rawValue))") }
+    }
+}
+
+struct ConfigSample: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sample",
+        abstract: "Print a commented starter configuration for a reader driver (sim, pcsc or feig).",
+        discussion: """
+            vlogger config sample --driver pcsc > /etc/vlogger/vlogger.toml, then edit the marked lines and run \
+            vlogger config check. Config/vlogger.toml in the repository documents every key.
+            """)
+
+    enum Driver: String, ExpressibleByArgument, CaseIterable { case sim, pcsc, feig }
+
+    @Option(
+        help: "The reader driver: sim (the simulated demo field), pcsc (a PC/SC reader), feig (a FEIG ID ISC reader).")
+    var driver: Driver = .sim
+
+    static func text(_ driver: Driver) -> String {
+        let reader: String
+        switch driver {
+        case .sim:
+            reader = """
+                driver = "sim"
+                field = "demo-field"              # EDIT: a folder of tag images (Config/demo-field in the repository)
+                """
+        case .pcsc:
+            reader = """
+                driver = "pcsc"
+                device = "0"                      # EDIT: the reader's name, part of it, or its index (vlogger devices)
+                """
+        case .feig:
+            reader = """
+                driver = "feig"
+                device = "tcp://192.0.2.21"       # EDIT: tcp://HOST[:10001], or a serial port /dev/ttyUSB0,baud=38400
+                """
+        }
+        return """
+            # vlogger configuration (vlogger config sample --driver \(driver.rawValue)). Paths are relative to this file.
+            # Unknown keys are errors; `vlogger config check FILE` checks it. Durations: 500ms, 2s, 5m, 1h.
+
+            [gateway]
+            id = "gw-01"                          # EDIT: this gateway's id, in every row it stores; no spaces
+            # site = "Plant, hall 2"
+
+            [[reader]]
+            id = "reader-1"                       # EDIT: letters, digits, '-', '_', '.'
+            \(reader)
+            location = "Dock door 1"              # EDIT: where the reader is (audits and reports use it)
+
+            [polling]
+            interval = "1s"
+            departure-cycles = 3
+
+            [store]
+            path = "vlogger.db"                   # an installed gateway: /var/lib/vlogger/vlogger.db
+            # keep = "30d"                        # delete older rows (never rows an output has not acknowledged)
+
+            # [rules]
+            # file = "rules.toml"
+            # register = "assets.csv"             # the asset register: a CSV with uid and asset_id columns
+
+            # [service]
+            # listen = "127.0.0.1:9715"           # /healthz, /metrics, the status page and the read API
+
+            # [[plan]]                            # what to read from which tags
+            # name = "sensor"
+            # match.manufacturer = "NXP"
+            #   [[plan.read]]
+            #   first = 0xF8
+            #   count = 1
+
+            """
+    }
+
+    func run() throws {
+        print(Self.text(driver), terminator: "")
     }
 }

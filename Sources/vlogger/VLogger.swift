@@ -11,12 +11,21 @@ struct VLogger: AsyncParsableCommand {
             Block numbers are accepted as 0xF8 or 248; UIDs are written most-significant byte first (E004015012345678).
             """,
         version: BuildInfo.description,
-        subcommands: [
-            Scan.self, Watch.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Raw.self, Decode.self,
-            Dump.self, Restore.self, Devices.self, DoctorCommand.self,
-            Run.self, Export.self, AssetsCommand.self, AuditCommand.self, WritesCommand.self, SyncCommand.self,
-            OutputsCommand.self,
-            StoreCommand.self, ConfigCommand.self, RulesCommand.self,
+        groupedSubcommands: [
+            // The gateway's own commands first: what an operator runs on an installed gateway.
+            CommandGroup(
+                name: "Gateway",
+                subcommands: [
+                    Run.self, Export.self, AuditCommand.self, AssetsCommand.self, WritesCommand.self,
+                    OutputsCommand.self, SyncCommand.self, DoctorCommand.self, Watch.self, ConfigCommand.self,
+                    RulesCommand.self, StoreCommand.self,
+                ]),
+            CommandGroup(
+                name: "Tag",
+                subcommands: [
+                    Scan.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Dump.self, Restore.self,
+                ]),
+            CommandGroup(name: "Frame and reader", subcommands: [Raw.self, Decode.self, Devices.self]),
         ]
     )
 }

@@ -8,7 +8,11 @@ import VLoggerCore
 
 struct Write: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write blocks (read back and verified), with the Option flag where the chip needs it.")
+        abstract: "Write blocks (read back and verified), with the Option flag where the chip needs it.",
+        usage: """
+            vlogger write --block <block> --data <hex> [--uid <uid>] [--secrets <file>] [reader options]
+              vlogger write --when-seen --uid <uid> (--block <block> --data <hex> | --blocks-from <file>) [--lock --yes]
+            """)
 
     @OptionGroup var options: ReaderOptions
 

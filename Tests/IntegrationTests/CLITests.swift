@@ -356,3 +356,19 @@ enum FEIGFrameHex {
         return (bytes + [UInt8(crc & 0xFF), UInt8(crc >> 8)]).map { String(format: "%02X", $0) }.joined(separator: " ")
     }
 }
+
+/// `vlogger config sample` prints a starter configuration that `config check` takes, for each driver.
+@Suite struct ConfigSampleTests {
+    @Test func eachDriversSampleChecks() throws {
+        for driver in ["sim", "pcsc", "feig"] {
+            let dir = try CLITests.scratch("sample-\(driver)", copying: ["demo-field"])
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let sample = try CLITests.run(["config", "sample", "--driver", driver])
+            #expect(sample.code == 0 && sample.out.contains("driver = \"\(driver)\""), "\(sample.out)\(sample.err)")
+            let file = dir.appendingPathComponent("vlogger.toml").path
+            try sample.out.write(toFile: file, atomically: true, encoding: .utf8)
+            let check = try CLITests.run(["config", "check", file])
+            #expect(check.code == 0, "\(driver): \(check.out)\(check.err)")
+        }
+    }
+}
