@@ -13,7 +13,16 @@ struct ReaderOptions: ParsableArguments {
         help: ArgumentHelp(
             "Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")).",
             discussion: ReaderDrivers.all.map { "\($0.name): \($0.summary)" }.joined(separator: "; ")))
-    var reader: ReaderKind = .sim
+    var reader: ReaderKind?
+
+    @Option(
+        name: .customLong("reader-id"),
+        help: ArgumentHelp(
+            "A configured reader (its [[reader]] id) to use.",
+            discussion:
+                "Without --reader, --field, --device or --reader-id, a tag command uses the configuration's reader when it has only one (the configuration: $VLOGGER_CONFIG, else /etc/vlogger/vlogger.toml when it exists, else Config/vlogger.toml); otherwise the built-in simulated reader."
+        ))
+    var readerID: String?
 
     @Option(help: "Folder of tag images for --reader sim (default: $VLOGGER_FIELD or Config/demo-field).")
     var field: String?
@@ -49,7 +58,12 @@ struct ReaderOptions: ParsableArguments {
 
     /// Opens the reader, applies flags and tracing, and returns the session.
     func open() throws -> ReaderSession {
-        let session = try ReaderSession.open(kind: reader, field: field, device: device)
+        let session: ReaderSession
+        if let rc = try configuredReader() {
+            session = try ReaderSession.open(rc)
+        } else {
+            session = try ReaderSession.open(kind: reader ?? .sim, field: field, device: device)
+        }
         if let f = try parsedFlags() {
             session.client.baseFlags = f.intersection([.highDataRate, .dualSubcarrier])
             if f.contains(.select) {
@@ -63,6 +77,33 @@ struct ReaderOptions: ParsableArguments {
             session.reader.trace = formatter.handle
         }
         return session
+    }
+
+    /// The configured reader a tag command uses: --reader-id's, else the configuration's only reader when no
+    /// --reader, --field or --device is given; nil: the reader the options name (the simulator by default).
+    func configuredReader() throws -> ReaderConfig? {
+        guard reader == nil, field == nil, device == nil else {
+            if readerID != nil {
+                throw ValidationError(
+                    "--reader-id names a configured reader: give it without --reader, --field or --device")
+            }
+            return nil
+        }
+        let path = ConfigPath.found
+        guard FileManager.default.fileExists(atPath: path) else {
+            if let id = readerID { throw VLoggerError("--reader-id \(id): \(path): no such configuration file") }
+            return nil
+        }
+        if readerID == nil, path == ConfigPath.checkout { return nil }  // a checkout's demo: the simulator, as before
+        let c = try ConfigPath.load(path)
+        if let id = readerID {
+            guard let rc = c.readers.first(where: { $0.id == id }) else {
+                throw VLoggerError(
+                    "--reader-id \(id): \(path) has no such reader (\(c.readers.map(\.id).joined(separator: ", ")))")
+            }
+            return rc
+        }
+        return c.readers.count == 1 ? c.readers[0] : nil
     }
 
     /// The target tag; sends Select first when --flags asks for the selected mode.

@@ -51,10 +51,15 @@ import Testing
             from: "Config/demo-field")
     }
 
-    static func run(_ args: [String]) throws -> (code: Int32, out: String, err: String) {
+    static func run(_ args: [String], environment extra: [String: String] = [:]) throws -> (
+        code: Int32, out: String, err: String
+    ) {
         let p = Process()
         p.executableURL = try binary()
         p.arguments = args
+        if !extra.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        }
         p.currentDirectoryURL = root
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
@@ -370,5 +375,36 @@ enum FEIGFrameHex {
             let check = try CLITests.run(["config", "check", file])
             #expect(check.code == 0, "\(driver): \(check.out)\(check.err)")
         }
+    }
+}
+
+/// On a gateway the tag commands use the configured reader: with `VLOGGER_CONFIG` (or /etc/vlogger/vlogger.toml)
+/// naming a configuration of one reader, `info` needs no `--reader`/`--field`; `--reader-id` picks one of several and
+/// an unknown id is an error naming the configured ones.
+@Suite struct ConfiguredReaderTests {
+    @Test func tagCommandsUseTheConfiguredReader() throws {
+        let dir = try CLITests.scratch("configured-reader", copying: [])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let field = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/originality-field").path
+        let config = dir.appendingPathComponent("vlogger.toml").path
+        try """
+        [gateway]
+        id = "gw-test"
+        [[reader]]
+        id = "bench-1"
+        driver = "sim"
+        field = "\(field)"
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let env = ["VLOGGER_CONFIG": config]
+        let info = try CLITests.run(["info", "--uid", "E00401082AD28E83"], environment: env)
+        #expect(info.code == 0 && info.out.contains("NXP ICODE SLIX2"), "\(info.out)\(info.err)")
+        let picked = try CLITests.run(["scan", "--reader-id", "bench-1"], environment: env)
+        #expect(picked.code == 0 && picked.out.contains("E00401082AD28E83"), "\(picked.out)\(picked.err)")
+        let unknown = try CLITests.run(["scan", "--reader-id", "dock-9"], environment: env)
+        #expect(unknown.code != 0 && unknown.err.contains("no such reader (bench-1)"), "\(unknown.err)")
+        // --field still overrides the configuration.
+        let demo = CLITests.root.appendingPathComponent("Config/demo-field").path
+        let over = try CLITests.run(["scan", "--field", demo], environment: env)
+        #expect(over.code == 0 && over.out.contains("E008010000004212"), "\(over.out)\(over.err)")
     }
 }
