@@ -36,15 +36,10 @@ extension ISO15693Client {
         guard random.count == 2 else {
             throw ClientError.invalid("GET RANDOM NUMBER answered \(random.count) bytes, not 2")
         }
-        do {
+        return try Self.passwordOutcome { () throws(ClientError) in
             _ = try custom(
                 uid, code: NXPSecurity.setPassword, manufacturer: .nxp,
                 parameters: [id] + NXPSecurity.xor(password, random: random), retries: 0)
-            return .accepted
-        } catch {
-            if case .reader(.timeout, _) = error { return .rejected("no answer to SET PASSWORD") }
-            if case .tag(let code, _) = error { return .rejected("the tag refused SET PASSWORD (\(code))") }
-            throw error
         }
     }
 
@@ -61,13 +56,21 @@ extension ISO15693Client {
         guard case .data(let r) = random.body, r.count == 2 else {
             throw ClientError.invalid("GET RANDOM NUMBER: no 2-byte answer (is a tag in privacy mode in the field?)")
         }
-        do {
+        return try Self.passwordOutcome { () throws(ClientError) in
             _ = try send(
                 Request(
                     .custom(
                         code: NXPSecurity.setPassword, manufacturer: .nxp,
                         parameters: [NXPSecurity.privacyPassword] + NXPSecurity.xor(password, random: r)),
                     flags: flags, addressing: .nonAddressed), retries: 0)
+        }
+    }
+
+    /// What became of a SET PASSWORD sent once by `send`: no answer (the chip went mute) or an error answer is a
+    /// rejection; any other failure is thrown.
+    static func passwordOutcome(_ send: () throws(ClientError) -> Void) throws(ClientError) -> PasswordOutcome {
+        do {
+            try send()
             return .accepted
         } catch {
             if case .reader(.timeout, _) = error { return .rejected("no answer to SET PASSWORD") }

@@ -103,3 +103,12 @@ public struct WireError: Encodable, Sendable, Equatable {
         self.parameter = parameter
     }
 }
+
+/// A coding key made at run time (a register's column names, an output's name in `/healthz`).
+public struct WireKey: CodingKey {
+    public var stringValue: String
+    public var intValue: Int? { nil }
+    public init(_ s: String) { stringValue = s }
+    public init?(stringValue: String) { self.stringValue = stringValue }
+    public init?(intValue: Int) { nil }
+}

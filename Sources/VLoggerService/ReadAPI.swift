@@ -34,14 +34,6 @@ enum ReadAPI {
                 return b
             }
         }
-        // A tag's newest reading.
-        let lastReading = { @Sendable (uid: UID) -> [UInt8]? in
-            guard let id = (try? store.newestID(.readings, uid: uid)) ?? nil, let cache = caches[.readings] else {
-                return nil
-            }
-            return (try? store.rowJSON(.readings, id: id, cache: cache, render: render(.readings))) ?? nil
-        }
-
         router.get("/api/v1/openapi.json") { request, _ -> Response in
             access.refusal(request) ?? json(Array(OpenAPIDocument.json.utf8))
         }
@@ -86,8 +78,11 @@ enum ReadAPI {
             }
             let body = await Blocking.run { () -> [UInt8]? in
                 guard let t = (try? store.storedTag(uid)) ?? nil else { return nil }
-                let asset = (try? store.asset(uid)) ?? nil
-                return WireJSON.encode(TagJSON(t, asset: asset), appending: [("last_reading", lastReading(uid))])
+                let k = caches[.readings].flatMap {
+                    try? store.fieldTags([uid], cache: $0, render: render(.readings))
+                }?[uid]
+                return WireJSON.encode(
+                    TagJSON(t, asset: k?.asset ?? nil), appending: [("last_reading", k?.lastReading ?? nil)])
                     + [0x0A]
             }
             guard let body else { return failure(.notFound, "the store has never seen \(uid)", parameter: "uid") }

@@ -452,8 +452,8 @@ struct HealthJSON: Encodable {
             try c.encodeIfPresent(lastError, forKey: .lastError)
             try c.encodeIfPresent(connected, forKey: .connected)
             try c.encodeIfPresent(refusedRows, forKey: .refusedRows)
-            var f = c.nestedContainer(keyedBy: HealthKey.self, forKey: .failures)
-            for (k, n) in failures.sorted(by: { $0.key < $1.key }) { try f.encode(n, forKey: HealthKey(k)) }
+            var f = c.nestedContainer(keyedBy: WireKey.self, forKey: .failures)
+            for (k, n) in failures.sorted(by: { $0.key < $1.key }) { try f.encode(n, forKey: WireKey(k)) }
         }
     }
     var status: String
@@ -473,30 +473,22 @@ struct HealthJSON: Encodable {
     var readers: [Reader]
 
     func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: HealthKey.self)
-        try c.encode(status, forKey: HealthKey("status"))
-        try c.encodeIfPresent(reader, forKey: HealthKey("reader"))
-        try c.encodeIfPresent(readerUp, forKey: HealthKey("reader_up"))
-        try c.encodeIfPresent(lastSuccessfulPoll, forKey: HealthKey("last_successful_poll"))
-        try c.encode(store, forKey: HealthKey("store"))
-        try c.encode(queueDepth, forKey: HealthKey("queue_depth"))
-        try c.encode(readingsDropped, forKey: HealthKey("readings_dropped"))
-        try c.encodeIfPresent(writesQueued, forKey: HealthKey("writes_queued"))
-        try c.encode(cycles, forKey: HealthKey("cycles"))
-        try c.encode(tagsInField, forKey: HealthKey("tags_in_field"))
-        for (name, o) in legacy { try c.encode(o, forKey: HealthKey(name)) }
+        var c = encoder.container(keyedBy: WireKey.self)
+        try c.encode(status, forKey: WireKey("status"))
+        try c.encodeIfPresent(reader, forKey: WireKey("reader"))
+        try c.encodeIfPresent(readerUp, forKey: WireKey("reader_up"))
+        try c.encodeIfPresent(lastSuccessfulPoll, forKey: WireKey("last_successful_poll"))
+        try c.encode(store, forKey: WireKey("store"))
+        try c.encode(queueDepth, forKey: WireKey("queue_depth"))
+        try c.encode(readingsDropped, forKey: WireKey("readings_dropped"))
+        try c.encodeIfPresent(writesQueued, forKey: WireKey("writes_queued"))
+        try c.encode(cycles, forKey: WireKey("cycles"))
+        try c.encode(tagsInField, forKey: WireKey("tags_in_field"))
+        for (name, o) in legacy { try c.encode(o, forKey: WireKey(name)) }
         if let outputs {
-            var o = c.nestedContainer(keyedBy: HealthKey.self, forKey: HealthKey("outputs"))
-            for (name, out) in outputs { try o.encode(out, forKey: HealthKey(name)) }
+            var o = c.nestedContainer(keyedBy: WireKey.self, forKey: WireKey("outputs"))
+            for (name, out) in outputs { try o.encode(out, forKey: WireKey(name)) }
         }
-        try c.encode(readers, forKey: HealthKey("readers"))
+        try c.encode(readers, forKey: WireKey("readers"))
     }
-}
-
-struct HealthKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(_ s: String) { stringValue = s }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
 }

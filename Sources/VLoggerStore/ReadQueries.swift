@@ -44,22 +44,7 @@ extension Store {
     public func page(
         _ table: SyncTable, _ filter: RowFilter, afterID: Int64, limit: Int, within: Duration? = nil
     ) throws(StoreError) -> [OutboxRow] {
-        precondition(table == .readings || table == .events, "pages of readings or events")
-        var sql = table.selectSQL + " WHERE id > ?1"
-        var args: [SQLValue] = [.integer(afterID)]
-        func add(_ clause: String, _ value: SQLValue) {
-            args.append(value)
-            sql += " AND \(clause) ?\(args.count)"
-        }
-        if let uid = filter.uid { add("uid =", .text(uid.description)) }
-        if let reader = filter.reader { add("reader =", .text(reader)) }
-        if let since = filter.since { add("time >=", .integer(since)) }
-        if let until = filter.until { add("time <", .integer(until)) }
-        if let kind = filter.kind, table == .events { add("kind =", .text(kind)) }
-        args.append(.integer(Int64(max(1, limit))))
-        sql += " ORDER BY id LIMIT ?\(args.count)"
-        let statement = sql
-        let bound = args
+        let (statement, bound) = Self.pageSQL(table, select: table.selectSQL, filter, afterID: afterID, limit: limit)
         let deadline = within.map { ContinuousClock.now + $0 }
         return try withReader { db throws(StoreError) in
             let s = try db.prepare(statement)
@@ -211,10 +196,67 @@ extension Store {
     /// before, else by `render` (and kept). The query reads ids only; the rows not in the cache are read by id.
     public func pageJSON(
         _ table: SyncTable, _ filter: RowFilter, afterID: Int64, limit: Int, within: Duration? = nil,
-        cache: RowJSONCache, render: (OutboxRow) -> [UInt8]
+        cache: RowJSONCache, render: @escaping (OutboxRow) -> [UInt8]
     ) throws(StoreError) -> [(id: Int64, json: [UInt8])] {
+        let (statement, bound) = Self.pageSQL(
+            table, select: "SELECT id FROM \(table.rawValue)", filter, afterID: afterID, limit: limit)
+        let deadline = within.map { ContinuousClock.now + $0 }
+        return try withReader { db throws(StoreError) in
+            func run() throws(StoreError) -> [(id: Int64, json: [UInt8])] {
+                let s = try db.prepare(statement)
+                try s.bind(bound)
+                var ids: [Int64] = []
+                while try s.step() { ids.append(s.int64(0)) }
+                var rows = CachedRows(db: db, table: table, cache: cache, render: render)
+                var out: [(id: Int64, json: [UInt8])] = []
+                out.reserveCapacity(ids.count)
+                for id in ids {
+                    if let json = try rows.json(id) { out.append((id, json)) }
+                }
+                return out
+            }
+            guard let deadline else { return try run() }
+            return try db.withDeadline(deadline) { () throws(StoreError) in try run() }
+        }
+    }
+}
+
+extension Store {
+    /// For each UID: its register entry and the JSON of its newest reading (from `cache`, else read and rendered),
+    /// in two reads for all of them (the read API's tags in the field, and one tag).
+    public func fieldTags(_ uids: [UID], cache: RowJSONCache, render: @escaping (OutboxRow) -> [UInt8])
+        throws(StoreError)
+        -> [UID: (asset: AssetRow?, lastReading: [UInt8]?)]
+    {
+        guard !uids.isEmpty else { return [:] }
+        let assets = try read { db in
+            try StoredAsset.filter(uids.map(\.description).contains(Column("uid"))).fetchAll(db).compactMap(\.row)
+        }
+        let byUID = Dictionary(assets.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+        return try withReader { db throws(StoreError) in
+            let newest = try db.prepare("SELECT max(id) FROM readings WHERE uid = ?1")
+            var rows = CachedRows(db: db, table: .readings, cache: cache, render: render)
+            var out: [UID: (asset: AssetRow?, lastReading: [UInt8]?)] = [:]
+            for uid in uids {
+                newest.reset()
+                try newest.bind([.text(uid.description)])
+                var json: [UInt8]?
+                if try newest.step(), newest.type(0) != SQLStatement.nullType { json = try rows.json(newest.int64(0)) }
+                out[uid] = (byUID[uid], json)
+            }
+            return out
+        }
+    }
+}
+
+extension Store {
+    /// `select` (the row's columns, or its id) of the page of `table` after `afterID` that passes `filter`, at most
+    /// `limit` rows in id order, and its parameters: the one query of the read API's pages.
+    static func pageSQL(_ table: SyncTable, select: String, _ filter: RowFilter, afterID: Int64, limit: Int) -> (
+        String, [SQLValue]
+    ) {
         precondition(table == .readings || table == .events, "pages of readings or events")
-        var sql = "SELECT id FROM \(table.rawValue) WHERE id > ?1"
+        var sql = select + " WHERE id > ?1"
         var args: [SQLValue] = [.integer(afterID)]
         func add(_ clause: String, _ value: SQLValue) {
             args.append(value)
@@ -226,112 +268,41 @@ extension Store {
         if let until = filter.until { add("time <", .integer(until)) }
         if let kind = filter.kind, table == .events { add("kind =", .text(kind)) }
         args.append(.integer(Int64(max(1, limit))))
-        sql += " ORDER BY id LIMIT ?\(args.count)"
-        let (statement, bound) = (sql, args)
-        let deadline = within.map { ContinuousClock.now + $0 }
-        return try withReader { db throws(StoreError) in
-            func run() throws(StoreError) -> [(id: Int64, json: [UInt8])] {
-                let s = try db.prepare(statement)
-                try s.bind(bound)
-                var ids: [Int64] = []
-                while try s.step() { ids.append(s.int64(0)) }
-                var out: [(id: Int64, json: [UInt8])] = []
-                out.reserveCapacity(ids.count)
-                var one: SQLStatement?
-                for id in ids {
-                    if let json = cache.get(id) {
-                        out.append((id, json))
-                        continue
-                    }
-                    let q: SQLStatement
-                    if let one {
-                        q = one
-                    } else {
-                        q = try db.prepare(table.selectSQL + " WHERE id = ?1")
-                        one = q
-                    }
-                    q.reset()
-                    try q.bind([.integer(id)])
-                    guard let row = try Self.rows(q, table).first else { continue }
-                    let json = render(row)
-                    cache.put(id, json)
-                    out.append((id, json))
-                }
-                return out
-            }
-            guard let deadline else { return try run() }
-            return try db.withDeadline(deadline) { () throws(StoreError) in try run() }
-        }
-    }
-
-    /// The id of a tag's newest row of `table` (readings or events), or nil.
-    public func newestID(_ table: SyncTable, uid: UID) throws(StoreError) -> Int64? {
-        try withReader { db throws(StoreError) in
-            let s = try db.prepare("SELECT max(id) FROM \(table.rawValue) WHERE uid = ?1")
-            try s.bind([.text(uid.description)])
-            guard try s.step(), s.type(0) != SQLStatement.nullType else { return nil }
-            return s.int64(0)
-        }
-    }
-
-    /// One row's JSON from `cache`, else read by id and rendered (and kept); nil when there is no such row.
-    public func rowJSON(_ table: SyncTable, id: Int64, cache: RowJSONCache, render: (OutboxRow) -> [UInt8])
-        throws(StoreError) -> [UInt8]?
-    {
-        if let json = cache.get(id) { return json }
-        return try withReader { db throws(StoreError) in
-            let q = try db.prepare(table.selectSQL + " WHERE id = ?1")
-            try q.bind([.integer(id)])
-            guard let row = try Self.rows(q, table).first else { return nil }
-            let json = render(row)
-            cache.put(id, json)
-            return json
-        }
+        return (sql + " ORDER BY id LIMIT ?\(args.count)", args)
     }
 }
 
-extension Store {
-    /// For each UID: its register entry and the JSON of its newest reading (from `cache`, else read and rendered),
-    /// in one read transaction (the read API's tags in the field).
-    public func fieldTags(_ uids: [UID], cache: RowJSONCache, render: (OutboxRow) -> [UInt8]) throws(StoreError)
-        -> [UID: (asset: AssetRow?, lastReading: [UInt8]?)]
-    {
-        guard !uids.isEmpty else { return [:] }
-        let assets = try read { db in
-            try StoredAsset.filter(uids.map(\.description).contains(Column("uid"))).fetchAll(db).compactMap(\.row)
+/// Rows' JSON by id on one reader connection: from the cache, else read (one statement, prepared once) and
+/// rendered, and kept.
+struct CachedRows {
+    let db: SQLiteConnection
+    let table: SyncTable
+    let cache: RowJSONCache
+    let render: (OutboxRow) -> [UInt8]
+    private var byID: SQLStatement?
+
+    init(db: SQLiteConnection, table: SyncTable, cache: RowJSONCache, render: @escaping (OutboxRow) -> [UInt8]) {
+        self.db = db
+        self.table = table
+        self.cache = cache
+        self.render = render
+    }
+
+    /// Nil when there is no such row.
+    mutating func json(_ id: Int64) throws(StoreError) -> [UInt8]? {
+        if let json = cache.get(id) { return json }
+        let q: SQLStatement
+        if let byID {
+            q = byID
+        } else {
+            q = try db.prepare(table.selectSQL + " WHERE id = ?1")
+            byID = q
         }
-        let byUID = Dictionary(assets.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
-        return try withReader { db throws(StoreError) in
-            let newest = try db.prepare("SELECT max(id) FROM readings WHERE uid = ?1")
-            var row: SQLStatement?
-            var out: [UID: (asset: AssetRow?, lastReading: [UInt8]?)] = [:]
-            for uid in uids {
-                newest.reset()
-                try newest.bind([.text(uid.description)])
-                var json: [UInt8]?
-                if try newest.step(), newest.type(0) != SQLStatement.nullType {
-                    let id = newest.int64(0)
-                    if let cached = cache.get(id) {
-                        json = cached
-                    } else {
-                        let q: SQLStatement
-                        if let row {
-                            q = row
-                        } else {
-                            q = try db.prepare(SyncTable.readings.selectSQL + " WHERE id = ?1")
-                        }
-                        row = q
-                        q.reset()
-                        try q.bind([.integer(id)])
-                        if let r = try Self.rows(q, .readings).first {
-                            json = render(r)
-                            cache.put(id, json ?? [])
-                        }
-                    }
-                }
-                out[uid] = (byUID[uid], json)
-            }
-            return out
-        }
+        q.reset()
+        try q.bind([.integer(id)])
+        guard let row = try Store.rows(q, table).first else { return nil }
+        let json = render(row)
+        cache.put(id, json)
+        return json
     }
 }

@@ -31,8 +31,8 @@ public struct AssetJSON: Encodable, Sendable, Equatable {
         try c.encodeIfPresent(location, forKey: .location)
         // Sorted, so the same register gives the same bytes.
         if let expected {
-            var e = c.nestedContainer(keyedBy: AnyKey.self, forKey: .expected)
-            for k in expected.keys.sorted() { try e.encode(expected[k], forKey: AnyKey(k)) }
+            var e = c.nestedContainer(keyedBy: WireKey.self, forKey: .expected)
+            for k in expected.keys.sorted() { try e.encode(expected[k], forKey: WireKey(k)) }
         }
     }
 }
@@ -138,15 +138,6 @@ public struct QueuedWriteJSON: Encodable, Sendable, Equatable {
 public struct ItemsJSON<Item: Encodable & Sendable>: Encodable, Sendable {
     public var items: [Item]
     public init(_ items: [Item]) { self.items = items }
-}
-
-/// A coding key made at run time (a register's column names).
-struct AnyKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(_ s: String) { stringValue = s }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
 }
 
 extension Store {

@@ -33,53 +33,16 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
 
     /// Reads and checks the file (its mode and owner first, then its content; every problem with its line).
     public static func load(_ path: String) throws(ConfigError) -> TagSecrets {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            throw ConfigError(issues: [
-                ConfigIssue(file: path, line: 0, message: "cannot read the secrets file ([security] secrets-file)")
-            ])
-        }
-        let mode = st.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw ConfigError(issues: [
-                ConfigIssue(
-                    file: path, line: 0,
-                    message:
-                        "the secrets file is mode \(String(mode, radix: 8)): others may read it; make it 0600 or stricter (chmod 600 \(path))"
-                )
-            ])
-        }
-        if geteuid() == 0, st.st_uid != 0 {
-            throw ConfigError(issues: [
-                ConfigIssue(
-                    file: path, line: 0,
-                    message: "vlogger runs as root: the secrets file must be owned by root (uid \(st.st_uid))")
-            ])
-        }
+        try requirePrivate(path, "the secrets file ([security] secrets-file)")
         return try parse(try ConfigReader.load(path), file: path)
     }
 
     /// A file holding one NXP password (8 hex digits on its first line), with the secrets file's checks (mode 0600
     /// or stricter, root-owned under root). The value is never repeated in an error.
     public static func passwordFile(_ path: String) throws(ConfigError) -> [UInt8] {
-        var st = stat()
-        guard stat(path, &st) == 0, let data = FileManager.default.contents(atPath: path) else {
+        try requirePrivate(path, "the password file")
+        guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(issues: [ConfigIssue(file: path, line: 0, message: "cannot read the password file")])
-        }
-        guard st.st_mode & 0o077 == 0 else {
-            throw ConfigError(issues: [
-                ConfigIssue(
-                    file: path, line: 0,
-                    message:
-                        "the password file is mode \(String(st.st_mode & 0o777, radix: 8)): make it 0600 (chmod 600 \(path))"
-                )
-            ])
-        }
-        if geteuid() == 0, st.st_uid != 0 {
-            throw ConfigError(issues: [
-                ConfigIssue(
-                    file: path, line: 0, message: "vlogger runs as root: the password file must be owned by root")
-            ])
         }
         let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         guard let bytes = try? Hex.parse(line.trimmingCharacters(in: .whitespaces)), bytes.count == 4 else {
@@ -88,6 +51,25 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
             ])
         }
         return bytes
+    }
+
+    /// A file of secrets is readable by its owner only (mode 0600 or stricter), and owned by root when vlogger runs as
+    /// root; `what` names it in the error.
+    static func requirePrivate(_ path: String, _ what: String) throws(ConfigError) {
+        func refuse(_ message: String) -> ConfigError {
+            ConfigError(issues: [ConfigIssue(file: path, line: 0, message: message)])
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw refuse("cannot read \(what)") }
+        let mode = st.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw refuse(
+                "\(what) is mode \(String(mode, radix: 8)): others may read it; make it 0600 or stricter (chmod 600 \(path))"
+            )
+        }
+        if geteuid() == 0, st.st_uid != 0 {
+            throw refuse("vlogger runs as root: \(what) must be owned by root (uid \(st.st_uid))")
+        }
     }
 
     /// Parses the content (no file checks; the tests and the fuzzer use it).
