@@ -1,8 +1,10 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-// Layers, bottom up (see docs/design.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (+ CLibNFC,
-// CPCSCLite); VLoggerModel → VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerSync → VLoggerService → vlogger.
+// Layers, bottom up (see docs/design.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (the seam, the
+// client, the driver registry) → the drivers (DriverSim, DriverPCSC, DriverLibNFC, DriverFEIG: one target each,
+// registered by the executable); VLoggerModel → VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerSync →
+// VLoggerService → vlogger. Nothing above Readers but the executable names a driver.
 let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],
@@ -78,8 +80,15 @@ let package = Package(
             pkgConfig: "libpcsclite",
             providers: [.apt(["libpcsclite-dev"])]
         ),
+        // The reader seam (TagReader, ReaderDriver and its registry) and the ISO 15693 client over it.
+        .target(name: "Readers", dependencies: ["ISO15693", "Type5NDEF"]),
+        // The drivers, one target each: a new driver is a target here and one line in Sources/vlogger/Drivers.swift.
         .target(
-            name: "Readers", dependencies: ["ISO15693", "Type5NDEF", "TagSimulator", "CLibNFC", "CPCSCLite", "FEIG"]),
+            name: "DriverSim", dependencies: ["Readers", "ISO15693", "TagSimulator"], path: "Sources/Drivers/Sim"),
+        .target(name: "DriverPCSC", dependencies: ["Readers", "ISO15693", "CPCSCLite"], path: "Sources/Drivers/PCSC"),
+        .target(
+            name: "DriverLibNFC", dependencies: ["Readers", "ISO15693", "CLibNFC"], path: "Sources/Drivers/LibNFC"),
+        .target(name: "DriverFEIG", dependencies: ["Readers", "ISO15693", "FEIG"], path: "Sources/Drivers/FEIG"),
         // The domain values every layer above shares (readings, events, tags, writes, field values, times and
         // durations, safe text) and how each is formatted. No I/O.
         .target(name: "VLoggerModel", dependencies: ["ISO15693"]),
@@ -93,8 +102,7 @@ let package = Package(
             name: "VLoggerCore",
             dependencies: [
                 "VLoggerModel",
-                "CHost", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "VLoggerStore", "FEIG",
-                "TagSecurity",
+                "CHost", "ISO15693", "Type5NDEF", "TagImages", "Readers", "VLoggerStore", "TagSecurity",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Fleet sync: the local store as outbox, idempotent batches into a central PostgreSQL (postgres-nio), the
@@ -162,17 +170,18 @@ let package = Package(
                 "Type5NDEF",
                 "VLoggerService",
                 "VLoggerSync",
-                "FEIG",
                 "CHost",
+                "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The PC/SC test bench's virtual reader-and-tag for vsmartcard vpcd (bench/pcsc/bench.sh). Not shipped.
-        .executableTarget(name: "vlogger-vcard", dependencies: ["Readers", "TagSimulator", "ISO15693"]),
+        .executableTarget(
+            name: "vlogger-vcard", dependencies: ["Readers", "DriverSim", "DriverPCSC", "TagSimulator", "ISO15693"]),
         // A FEIG ID ISC reader emulated in front of a simulated field (host protocol over a pty or loopback TCP, with
         // injectable faults): the feig driver's test bench. Not shipped.
-        .target(name: "FEIGEmulator", dependencies: ["FEIG", "ISO15693", "Readers", "TagSimulator"]),
+        .target(name: "FEIGEmulator", dependencies: ["FEIG", "ISO15693", "Readers", "DriverSim", "TagSimulator"]),
         .executableTarget(
             name: "vlogger-feig-reader", dependencies: ["FEIGEmulator", "FEIG", "TagSimulator", "ISO15693", "CHost"]),
         // Fuzz targets live outside the shipped libraries: the decoders' fuzzer (ISO15693Fuzzing) and the fuzzer of
@@ -183,6 +192,7 @@ let package = Package(
             dependencies: [
                 "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
+                "DriverFEIG", "DriverSim",
                 "VLoggerStore", "TagSecurity",
                 "VLoggerCore", "VLoggerMQTT",
             ]),
@@ -201,21 +211,32 @@ let package = Package(
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(
             name: "air-bench",
-            dependencies: ["VLoggerCore", "VLoggerStore", "Readers", "TagSimulator", "TagImages", "ISO15693"],
+            dependencies: [
+                "VLoggerCore", "VLoggerStore", "Readers", "DriverSim", "TagSimulator", "TagImages", "ISO15693",
+            ],
             path: "bench/AirBench"),
+        // The drivers registered for the test suites (the `.drivers` trait), as the executable registers them.
+        .target(
+            name: "TestDrivers", dependencies: ["Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG"],
+            path: "Tests/TestDrivers"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693", "ISO15693Fuzzing"]),
         .testTarget(
             name: "FEIGTests",
             dependencies: [
-                "FEIG", "FEIGEmulator", "Readers", "TagSimulator", "TagImages", "ISO15693", "CHost", "VLoggerCore",
-                "VLoggerStore",
+                "TestDrivers",
+                "FEIG", "FEIGEmulator", "Readers", "DriverFEIG", "DriverSim", "TagSimulator", "TagImages", "ISO15693",
+                "CHost", "VLoggerCore", "VLoggerStore",
             ]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
         .testTarget(name: "TagSecurityTests", dependencies: ["TagSecurity", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(
             name: "ReadersTests",
-            dependencies: ["Readers", "Type5NDEF", "TagSimulator", "TagImages", "ISO15693", "ISO15693Fuzzing"]),
+            dependencies: [
+                "TestDrivers",
+                "Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG", "Type5NDEF", "TagSimulator",
+                "TagImages", "ISO15693", "ISO15693Fuzzing",
+            ]),
         .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel", "ISO15693Fuzzing"]),
         .testTarget(
             name: "VLoggerStoreTests",
@@ -226,9 +247,11 @@ let package = Package(
         .testTarget(
             name: "VLoggerCoreTests",
             dependencies: [
+                "TestDrivers",
                 "VLoggerModel",
-                "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "TagSimulator", "TagImages",
-                "ParserFuzzing", .product(name: "Logging", package: "swift-log"),
+                "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "DriverSim", "DriverPCSC",
+                "DriverFEIG", "TagSimulator", "TagImages", "ParserFuzzing",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "VLoggerMQTTTests",
@@ -239,8 +262,10 @@ let package = Package(
         .testTarget(
             name: "VLoggerServiceTests",
             dependencies: [
+                "TestDrivers",
                 "VLoggerModel",
-                "VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "ISO15693",
+                "VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "DriverSim", "DriverFEIG",
+                "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

@@ -5,6 +5,7 @@ import Foundation
 import FEIG
 import ISO15693
 import Readers
+import DriverSim
 import TagSimulator
 
 /// A FEIG OBID ID ISC reader in front of a simulated field: it takes host frames, does what a reader does on

@@ -3,6 +3,8 @@ import FEIG
 import Foundation
 import ISO15693
 import Readers
+import DriverFEIG
+import DriverSim
 import TagSecurity
 import TagSimulator
 import Type5NDEF
@@ -100,8 +102,11 @@ public struct ParserFuzzer {
 
     // MARK: The targets
 
-    /// Every target, seeded from the files under `config` (the repository's `Config/`).
+    /// Every target, seeded from the files under `config` (the repository's `Config/`). The configuration's
+    /// `[[reader]]` checks need drivers: the simulator and FEIG (whose device strings are parsed) are registered
+    /// when nothing is.
     public static func targets(config: URL) -> [Target] {
+        if ReaderDrivers.all.isEmpty { ReaderDrivers.bootstrap([SimulatorDriver(), FEIGDriver()]) }
         func files(_ dir: String, _ suffix: String) -> [[UInt8]] {
             let d = config.appendingPathComponent(dir)
             let names = ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).filter {

@@ -1,8 +1,8 @@
 import Foundation
 import ISO15693
-import TagSimulator
 
-/// What a kind of reader can do, as the client, the agent and `vlogger devices` need to know it.
+/// What a kind of reader can do, as the client, the agent, the configuration check and `vlogger devices` need
+/// to know it. Everything above `Readers` asks these instead of naming a driver.
 public struct DriverCapabilities: OptionSet, Sendable {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
@@ -12,18 +12,37 @@ public struct DriverCapabilities: OptionSet, Sendable {
     public static let slotMarkers = DriverCapabilities(rawValue: 1 << 1)
     /// The reader resolves collisions itself and returns the UIDs (a long-range reader's own inventory).
     public static let readerSideInventory = DriverCapabilities(rawValue: 1 << 2)
-    /// A folder of tag images stands for the field (`field`, not `device`).
+    /// A folder of tag images stands for the field (`field`, not `device`; `max-response` models a reader).
     public static let simulatedField = DriverCapabilities(rawValue: 1 << 3)
+    /// The reader keeps reading tags by itself into a buffer the host drains (`read-mode = "buffer"`).
+    public static let bufferedRead = DriverCapabilities(rawValue: 1 << 4)
+    /// It hears ST's double-rate answers (fast reads).
+    public static let fastResponses = DriverCapabilities(rawValue: 1 << 5)
+    /// Its tags live on the run's clock, not the wall's: a scaled clock may drive them (`run --clock-rate`).
+    public static let drivenClock = DriverCapabilities(rawValue: 1 << 6)
+    /// The host talks to the reader in a protocol of its own, whose frames `vlogger decode --protocol NAME`
+    /// explains (`explainHostFrame`).
+    public static let hostProtocol = DriverCapabilities(rawValue: 1 << 7)
 }
 
 /// One device a driver sees.
 public struct DeviceListing: Sendable {
     public var name: String
     public var detail: String
-    public init(name: String, detail: String) {
+    /// The device was asked and did not answer (a configured network reader that is off).
+    public var unanswered: Bool
+    public init(name: String, detail: String, unanswered: Bool = false) {
         self.name = name
         self.detail = detail
+        self.unanswered = unanswered
     }
+}
+
+/// What a reader is opened with besides its field or device.
+public struct DriverOptions: Sendable, Equatable {
+    /// A simulated reader's receive limit in bytes (`max-response`): it models the reader it stands for.
+    public var maxResponseBytes: Int?
+    public init(maxResponseBytes: Int? = nil) { self.maxResponseBytes = maxResponseBytes }
 }
 
 /// A reader a driver opened, with its field switched on.
@@ -42,9 +61,25 @@ public struct OpenedReader {
     }
 }
 
-/// A kind of reader: how to open one and how to list the devices there are. A new driver is one type
-/// conforming to this and one entry in `ReaderDrivers.all`; `--reader`, `[[reader]] driver`, the
-/// configuration check and `vlogger devices` all read the registry.
+/// One thing a driver needs on the host before its readers open (pcscd for PC/SC), as `vlogger doctor` shows it.
+public struct DriverCheck: Sendable, Equatable {
+    public var name: String
+    public var passed: Bool
+    public var detail: String
+    /// What to do when it fails (empty when it passes).
+    public var advice: String
+    public init(name: String, passed: Bool, detail: String, advice: String = "") {
+        self.name = name
+        self.passed = passed
+        self.detail = detail
+        self.advice = advice
+    }
+}
+
+/// A kind of reader. A driver is a target of its own (Sources/Drivers/…) with one type conforming to this; the
+/// executable registers the drivers once at start (`ReaderDrivers.bootstrap`), the way swift-log chooses its
+/// backend. `--reader`, `[[reader]] driver`, the configuration check, `doctor`, `devices`, `decode --protocol`
+/// and `config sample` all read the registry; nothing above `Readers` names a driver.
 public protocol ReaderDriver: Sendable {
     /// The name in `--reader` and `[[reader]] driver`.
     var name: String { get }
@@ -52,137 +87,104 @@ public protocol ReaderDriver: Sendable {
     var summary: String { get }
     var capabilities: DriverCapabilities { get }
     /// Opens the reader (`field` for a simulating driver, `device` for hardware) and switches its field on.
-    func open(field: String?, device: String?) throws -> OpenedReader
-    /// The devices this driver sees now (`field`: the simulator's folder).
-    func devices(field: String?) throws -> [DeviceListing]
+    func open(field: String?, device: String?, options: DriverOptions) throws -> OpenedReader
+    /// The devices this driver sees now (`field`: the simulator's folder). `configured`: the devices the
+    /// configuration names for this driver, for drivers whose readers announce themselves nowhere (they are asked).
+    func devices(field: String?, configured: [String]) throws -> [DeviceListing]
+    /// What is wrong with a `[[reader]]`'s device for this driver (nil: nothing), checked when the configuration
+    /// loads; the text follows "reader[N].device: ".
+    func checkDevice(_ device: String?) -> String?
+    /// What is wrong on this machine with a configured reader's field or device (a missing folder), for
+    /// `vlogger config check`; nil: nothing found.
+    func preflight(field: String?, device: String?) -> String?
+    /// The host and port a device names, when it is a reader on the network (the service's network allowance).
+    func remote(device: String) -> (host: String, port: Int)?
+    /// What the driver needs on the host (a daemon), checked by `vlogger doctor` when a reader uses it.
+    func hostChecks(environment: [String: String]) -> [DriverCheck]
+    /// What to do when one of its readers cannot be opened.
+    func openAdvice(device: String?) -> String
+    /// The `[[reader]]` lines `vlogger config sample --driver NAME` prints (driver, field or device, with EDIT
+    /// marks); nil for a driver that cannot poll tags.
+    var sampleReader: String? { get }
+    /// With `.hostProtocol`: the lines that explain one host frame (`reply`: from the reader).
+    func explainHostFrame(_ bytes: [UInt8], reply: Bool) throws -> [String]
 }
 
-/// The registered drivers.
+extension ReaderDriver {
+    public func checkDevice(_ device: String?) -> String? { nil }
+    public func preflight(field: String?, device: String?) -> String? { nil }
+    public func remote(device: String) -> (host: String, port: Int)? { nil }
+    public func hostChecks(environment: [String: String]) -> [DriverCheck] { [] }
+    public func openAdvice(device: String?) -> String {
+        "check the reader's device and driver in the configuration (`vlogger devices`)"
+    }
+    public var sampleReader: String? { nil }
+    public func explainHostFrame(_ bytes: [UInt8], reply: Bool) throws -> [String] {
+        throw ReaderError.notSupported("the \(name) driver has no host protocol of its own")
+    }
+    /// Opens with no options.
+    public func open(field: String?, device: String?) throws -> OpenedReader {
+        try open(field: field, device: device, options: DriverOptions())
+    }
+}
+
+/// The registered drivers. Empty until the program registers its own: the executable registers every driver it
+/// links (the first is the default of a `[[reader]]` that names none), a test registers what it tests.
 public enum ReaderDrivers {
-    public static let all: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var registered: [any ReaderDriver] = []
+
+    /// Registers `drivers`, in the order help texts list them, replacing any earlier list. Called once at the
+    /// start of the program, before a configuration is read or a reader opened.
+    public static func bootstrap(_ drivers: [any ReaderDriver]) {
+        lock.lock()
+        defer { lock.unlock() }
+        var seen = Set<String>()
+        registered = drivers.filter { seen.insert($0.name).inserted }
+    }
+
+    public static var all: [any ReaderDriver] {
+        lock.lock()
+        defer { lock.unlock() }
+        return registered
+    }
 
     public static func named(_ name: String) -> (any ReaderDriver)? { all.first { $0.name == name } }
+
+    /// The names of the drivers with `capability`, for messages ("driver = \"sim\"").
+    public static func names(with capability: DriverCapabilities) -> String {
+        let names = all.filter { $0.capabilities.contains(capability) }.map { "driver = \"\($0.name)\"" }
+        return names.isEmpty ? "no registered driver" : names.joined(separator: " or ")
+    }
 }
 
-/// A driver's name, as configuration and arguments give it: one of the registered drivers.
+/// A driver as configuration and arguments name it: one of the registered drivers.
 public struct ReaderKind: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
-    public let rawValue: String
+    public let driver: any ReaderDriver
+    public var rawValue: String { driver.name }
     public init?(rawValue: String) {
-        guard ReaderDrivers.named(rawValue) != nil else { return nil }
-        self.rawValue = rawValue
+        guard let d = ReaderDrivers.named(rawValue) else { return nil }
+        driver = d
     }
-    private init(known: String) { rawValue = known }
+    public init(_ driver: any ReaderDriver) { self.driver = driver }
 
-    public static var allCases: [ReaderKind] { ReaderDrivers.all.map { ReaderKind(known: $0.name) } }
-    public static let sim = ReaderKind(known: "sim")
-    public static let pcsc = ReaderKind(known: "pcsc")
-    public static let libnfc = ReaderKind(known: "libnfc")
-    public static let feig = ReaderKind(known: "feig")
-
-    public var driver: any ReaderDriver { ReaderDrivers.named(rawValue) ?? SimulatorDriver() }
+    public static var allCases: [ReaderKind] { ReaderDrivers.all.map(ReaderKind.init) }
+    /// The first registered driver: a `[[reader]]` that names none, and the tag commands without a configured
+    /// reader, use it (the executable registers the simulator first).
+    public static var `default`: ReaderKind { ReaderDrivers.all.first.map(ReaderKind.init) ?? ReaderKind(NoDriver()) }
     public var description: String { rawValue }
+
+    public static func == (a: ReaderKind, b: ReaderKind) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into h: inout Hasher) { h.combine(rawValue) }
 }
 
-// MARK: The built-in drivers
-
-/// The simulator: a folder of tag images (and its scenario) as the field.
-public struct SimulatorDriver: ReaderDriver {
-    public init() {}
-    public var name: String { "sim" }
-    public var summary: String {
-        "simulated field: a folder of tag images (project JSON, Proxmark3 JSON, Flipper .nfc) and its scenario.json"
+/// What `ReaderKind.default` is when no driver was registered: every use says so.
+struct NoDriver: ReaderDriver {
+    var name: String { "none" }
+    var summary: String { "no reader driver is registered" }
+    var capabilities: DriverCapabilities { [] }
+    func open(field: String?, device: String?, options: DriverOptions) throws -> OpenedReader {
+        throw ReaderError.device("no reader driver is registered in this program (ReaderDrivers.bootstrap)")
     }
-    public var capabilities: DriverCapabilities { [.iso15693, .slotMarkers, .simulatedField] }
-
-    /// The default simulated field: `$VLOGGER_FIELD`, else `Config/demo-field` under the current folder.
-    public static func defaultFieldPath() -> String {
-        if let env = ProcessInfo.processInfo.environment["VLOGGER_FIELD"], !env.isEmpty { return env }
-        return "Config/demo-field"
-    }
-
-    public func open(field: String?, device: String?) throws -> OpenedReader {
-        let path = field ?? Self.defaultFieldPath()
-        let folder: FieldFolder
-        do { folder = try FieldFolder(url: URL(fileURLWithPath: path)) } catch {
-            throw ReaderError.device(
-                "simulated field: \(error)"
-                    + (field == nil ? " (run from the repository root, or pass --field DIR)" : ""))
-        }
-        let reader = SimulatorReader(field: folder.field, name: "simulator (\(path))")
-        try reader.fieldOn()
-        // The scenario plays only where the run's time is given (the polling agent), from its first cycle.
-        var player: ScenarioPlayer?
-        let runTime: (Int64) -> Void = { ms in
-            if player == nil, let scenario = folder.scenario {
-                player = ScenarioPlayer(scenario: scenario, field: folder.field)
-            }
-            player?.advance(toMs: ms)
-        }
-        return OpenedReader(reader: reader, runTime: runTime, deferredError: { folder.persistError.map { "\($0)" } })
-    }
-
-    public func devices(field: String?) throws -> [DeviceListing] {
-        let path = field ?? Self.defaultFieldPath()
-        guard let folder = try? FieldFolder(url: URL(fileURLWithPath: path)) else {
-            return [DeviceListing(name: path, detail: "not a field folder")]
-        }
-        return [DeviceListing(name: path, detail: "\(folder.field.tags.count) simulated tag(s)  ISO 15693: yes")]
-    }
-}
-
-/// PC/SC readers through pcscd: transparent exchange, or the storage-card commands (`storage:` prefix).
-public struct PCSCDriver: ReaderDriver {
-    public init() {}
-    public var name: String { "pcsc" }
-    public var summary: String {
-        "PC/SC readers through pcscd (transparent exchange; 'storage:' before the device forces the storage-card commands)"
-    }
-    public var capabilities: DriverCapabilities { [.iso15693] }
-
-    public func open(field: String?, device: String?) throws -> OpenedReader {
-        var want = device
-        var storage = false
-        if let d = want, d.hasPrefix("storage:") {
-            storage = true
-            want = String(d.dropFirst("storage:".count))
-            if want?.isEmpty == true { want = nil }
-        }
-        let reader = PCSCReader(reader: want)
-        reader.forceStorageMode = storage
-        do { try reader.fieldOn() } catch { throw ReaderError.device("PC/SC: \(error)") }
-        return OpenedReader(reader: reader)
-    }
-
-    public func devices(field: String?) throws -> [DeviceListing] {
-        let names = try PCSCReader.listReaders()
-        if names.isEmpty { return [DeviceListing(name: "-", detail: "no PC/SC readers (pcscd lists none)")] }
-        return names.enumerated().map { i, name in
-            let r = PCSCReader(reader: name)
-            defer { try? r.fieldOff() }
-            let card = (try? r.cardPresent()) ?? false
-            return DeviceListing(
-                name: "\(i): \(name)",
-                detail:
-                    "\(card ? "card present (a tag in the field)" : "no card")  ISO 15693: through the transparent exchange, or storage-card commands"
-            )
-        }
-    }
-}
-
-/// libnfc: devices are listed, but none can carry ISO 15693 (see LibNFC).
-public struct LibNFCDriver: ReaderDriver {
-    public init() {}
-    public var name: String { "libnfc" }
-    public var summary: String { "libnfc devices: listed only; libnfc cannot carry ISO 15693" }
-    public var capabilities: DriverCapabilities { [] }
-
-    public func open(field: String?, device: String?) throws -> OpenedReader {
-        try LibNFC.openAsISO15693Reader(connstring: device)
-    }
-
-    public func devices(field: String?) throws -> [DeviceListing] {
-        let found = try LibNFC.listDevices()
-        if found.isEmpty { return [DeviceListing(name: "-", detail: "no devices found (libnfc \(LibNFC.version))")] }
-        return found.map { DeviceListing(name: $0, detail: "ISO 15693: no (libnfc has no ISO 15693 modulation)") }
-    }
+    func devices(field: String?, configured: [String]) throws -> [DeviceListing] { [] }
 }

@@ -106,22 +106,18 @@ public final class ISO15693Client {
     /// `ClientError.tag`. Timeouts and garbled answers are retried `retries` times (not for Inventory).
     public func send(_ request: Request, blockSize: Int? = nil, retries: Int? = nil) throws(ClientError) -> Response {
         let name = request.command.code.name
-        let frame: [UInt8]
-        do { frame = try request.encode() } catch { throw ClientError.invalid("\(name): \(error)") }
-        let wait: ResponseWait =
-            request.command.code.isWriteAlike ? .writeAlike(optionFlag: request.flags.contains(.option)) : .standard
         var attempt = 0
         let limit = retries ?? self.retries
         while true {
             do throws(ClientError) {
                 exchanges += 1
-                let answer: [UInt8]
-                do { answer = try reader.transceive(frame, wait: wait) } catch {
-                    throw ClientError.reader(error, command: name)
-                }
                 let response: Response
-                do { response = try Response.decode(answer, to: request, blockSize: blockSize) } catch {
-                    throw ClientError.malformed(error, command: name)
+                do { response = try reader.execute(request, blockSize: blockSize) } catch {
+                    switch error {
+                    case let .invalid(m): throw ClientError.invalid("\(name): \(m)")
+                    case let .reader(e): throw ClientError.reader(e, command: name)
+                    case let .malformed(e): throw ClientError.malformed(e, command: name)
+                    }
                 }
                 if case let .error(code) = response.body { throw ClientError.tag(code, command: name) }
                 return response
@@ -346,15 +342,15 @@ public final class ISO15693Client {
 
     /// Stay Quiet (addressed; the tag does not answer).
     public func stayQuiet(_ uid: UID) throws(ClientError) {
-        do {
-            exchanges += 1
-            _ = try reader.transceive(try request(.stayQuiet, uid).encode(), wait: .standard)
-        } catch let e as ReaderError where e == .timeout {
-            return
-        } catch let e as ReaderError {
-            throw ClientError.reader(e, command: "Stay Quiet")
-        } catch {
-            throw ClientError.invalid("Stay Quiet: \(error)")
+        exchanges += 1
+        do { _ = try reader.execute(request(.stayQuiet, uid), blockSize: nil) } catch {
+            switch error {
+            case .reader(.timeout): return
+            case let .reader(e): throw ClientError.reader(e, command: "Stay Quiet")
+            case let .invalid(m): throw ClientError.invalid("Stay Quiet: \(m)")
+            // An answer to Stay Quiet (it should have none) changes nothing: the tag is quiet or will be asked again.
+            case .malformed: return
+            }
         }
     }
 

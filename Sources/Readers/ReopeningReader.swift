@@ -56,4 +56,10 @@ public final class ReopeningReader: TagReader {
         try real().transceive(frame, wait: wait)
     }
     public func nextSlot() throws(ReaderError) -> [UInt8] { try real().nextSlot() }
+    public func execute(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response {
+        let r: TagReader
+        do { r = try real() } catch { throw .reader(error) }
+        return try r.execute(request, blockSize: blockSize)
+    }
+    public var buffer: (any BufferedReader)? { opened?.reader.buffer }
 }

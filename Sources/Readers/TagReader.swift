@@ -103,6 +103,11 @@ public protocol TagReader: AnyObject {
     func fieldOff() throws(ReaderError)
     /// Sends a request frame (without CRC) and returns the tag's answer (without CRC, CRC checked).
     func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8]
+    /// The command-level entry: sends one request and returns the tag's answer, decoded (an error answer is a
+    /// `Response` with an error body). The default encodes the request, `transceive`s the frame and decodes the
+    /// answer; a reader that takes commands rather than frames (FEIG's host commands, PC/SC's storage-card
+    /// APDUs) answers the request as it is, without decoding a frame the client has just encoded.
+    func execute(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response
     /// During a 16-slot Inventory: sends the EOF that opens the next slot and returns its answer.
     func nextSlot() throws(ReaderError) -> [UInt8]
     /// Whether `nextSlot` works. Readers that only send whole frames (PC/SC) say false, and inventory then
@@ -117,6 +122,26 @@ public protocol TagReader: AnyObject {
     /// The tags the reader's own inventory found (with `afi`, only tags of that family); nil on readers
     /// without one.
     func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]?
+    /// The reader's own buffer of tags it read by itself (`read-mode = "buffer"`); nil on readers without one.
+    var buffer: (any BufferedReader)? { get }
+}
+
+/// Why `TagReader.execute` has no answer to give.
+public enum CommandFailure: Error, Equatable, Sendable {
+    /// The request cannot be encoded (a parameter out of range).
+    case invalid(String)
+    /// The reader reported no usable answer.
+    case reader(ReaderError)
+    /// The answer does not follow ISO/IEC 15693-3.
+    case malformed(FrameError)
+}
+
+extension ResponseWait {
+    /// How long a reader waits for the answer to `request`: write-alike commands wait for programming.
+    public init(for request: Request) {
+        self =
+            request.command.code.isWriteAlike ? .writeAlike(optionFlag: request.flags.contains(.option)) : .standard
+    }
 }
 
 extension TagReader {
@@ -124,6 +149,21 @@ extension TagReader {
     public var receivesFastResponses: Bool { false }
     public var hasReaderInventory: Bool { false }
     public func readerInventory(afi: UInt8?) throws(ReaderError) -> [InventoryEntry]? { nil }
+    public var buffer: (any BufferedReader)? { nil }
+
+    public func execute(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response {
+        try encodeAndTransceive(request, blockSize: blockSize)
+    }
+
+    /// `execute` over frames: encode, `transceive`, decode. Readers that answer some commands themselves call it for
+    /// the others.
+    public func encodeAndTransceive(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response {
+        let frame: [UInt8]
+        do { frame = try request.encode() } catch { throw .invalid("\(error)") }
+        let answer: [UInt8]
+        do { answer = try transceive(frame, wait: ResponseWait(for: request)) } catch { throw .reader(error) }
+        do { return try Response.decode(answer, to: request, blockSize: blockSize) } catch { throw .malformed(error) }
+    }
 }
 
 /// One record of a reader's own buffer (a reader that keeps reading tags by itself, e.g. FEIG's buffered read

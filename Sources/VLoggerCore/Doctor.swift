@@ -28,8 +28,8 @@ public struct Doctor {
     }
 
     public var configPath: String
-    /// Where pcscd listens (`$PCSCLITE_CSOCK_NAME`, else Debian's /run/pcscd/pcscd.comm).
-    public var pcscdSocket = ProcessInfo.processInfo.environment["PCSCLITE_CSOCK_NAME"] ?? "/run/pcscd/pcscd.comm"
+    /// The environment the drivers' host checks read (pcscd's socket: `$PCSCLITE_CSOCK_NAME`).
+    public var environment = ProcessInfo.processInfo.environment
     /// Less free space than this under the store's folder fails the disk check.
     public var minimumFreeBytes: Int64 = 100 * 1024 * 1024
     /// Whether to check the readers (off: `--no-readers`, when the service holds them).
@@ -67,7 +67,13 @@ public struct Doctor {
             return out
         }
         if readers {
-            if config.readers.contains(where: { $0.driver.rawValue == "pcsc" }) { out.append(pcscd()) }
+            var checked = Set<String>()
+            for rc in config.readers where checked.insert(rc.driver.rawValue).inserted {
+                for c in rc.driver.driver.hostChecks(environment: environment) {
+                    out.append(
+                        Check(name: c.name, status: c.passed ? .pass : .fail, detail: c.detail, advice: c.advice))
+                }
+            }
             for rc in config.readers { out.append(reader(rc)) }
         }
         out += store(config.storePath)
@@ -175,9 +181,7 @@ public struct Doctor {
         do { session = try ReaderSession.open(rc) } catch {
             return .fail(
                 name, "\(rc.driver.rawValue)\(rc.device.map { " " + $0 } ?? ""): cannot open: \(error)",
-                rc.driver.rawValue == "pcsc"
-                    ? "check the reader is plugged in and listed by `vlogger devices --reader pcsc`, that pcscd runs, and that no other program (the vlogger service: `systemctl stop vlogger`, or use --no-readers) holds it"
-                    : "check the reader's device and driver in the configuration (`vlogger devices`)")
+                rc.driver.driver.openAdvice(device: rc.device))
         }
         defer { try? session.reader.fieldOff() }
         do {
@@ -192,22 +196,6 @@ public struct Doctor {
                 name, "\(session.reader.name): opened, but the inventory failed: \(error)",
                 "check the antenna and its cable, keep metal away from it, and try `vlogger scan --reader \(rc.driver.rawValue)\(rc.device.map { " --device '\($0)'" } ?? "") --trace`"
             )
-        }
-    }
-
-    func pcscd() -> Check {
-        let path = pcscdSocket
-        guard FileManager.default.fileExists(atPath: path) else {
-            return .fail(
-                "pcscd", "no socket at \(path): pcscd is not running",
-                "install and start it: `apt install pcscd && systemctl enable --now pcscd.socket`")
-        }
-        switch Self.connectUnix(path) {
-        case nil: return .pass("pcscd", "\(path) accepts connections")
-        case let e?:
-            return .fail(
-                "pcscd", "\(path) exists but refuses connections (\(e)): a stale socket or a stopped daemon",
-                "restart it: `systemctl restart pcscd.socket pcscd.service`")
         }
     }
 
@@ -397,31 +385,6 @@ public struct Doctor {
             return out.isEmpty ? nil : String(decoding: out, as: UTF8.self)
         #else
             return nil
-        #endif
-    }
-
-    /// nil when a stream connection to the Unix socket succeeds, else why not.
-    static func connectUnix(_ path: String) -> String? {
-        #if canImport(Glibc)
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { return String(cString: strerror(errno)) }
-            defer { close(fd) }
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(path.utf8)
-            guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return "path too long" }
-            withUnsafeMutableBytes(of: &addr.sun_path) { p in
-                for (i, b) in bytes.enumerated() { p[i] = b }
-                p[bytes.count] = 0
-            }
-            let rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            return rc == 0 ? nil : String(cString: strerror(errno))
-        #else
-            return "not on Linux"
         #endif
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import ISO15693
 import Readers
-import TagSimulator
 
 /// An error that ends a command: one line that says what happened and what to do.
 public struct VLoggerError: Error, CustomStringConvertible, Sendable {
@@ -22,24 +21,12 @@ public final class ReaderSession {
         client = ISO15693Client(reader: opened.reader)
     }
 
-    /// The default simulated field: `$VLOGGER_FIELD`, else `Config/demo-field` under the current folder.
-    public static func defaultFieldPath() -> String { SimulatorDriver.defaultFieldPath() }
-
-    /// A session over an in-memory simulated field (tests, benchmarks), field switched on.
-    public static func simulated(field: SimulatedField) throws -> ReaderSession {
-        let reader = SimulatorReader(field: field, name: "simulator (in memory)")
-        try reader.fieldOn()
-        return ReaderSession(OpenedReader(reader: reader))
-    }
-
     /// A session over a reader made elsewhere (tests), field already on.
     public convenience init(reader: TagReader) { self.init(OpenedReader(reader: reader)) }
 
     /// Opens a configured reader (`[[reader]]`), with a simulated reader's frame limit when it gives one.
     public static func open(_ rc: ReaderConfig) throws -> ReaderSession {
-        let session = try open(kind: rc.driver, field: rc.field, device: rc.device)
-        if let n = rc.maxResponseBytes, let sim = session.reader as? SimulatorReader { sim.limits.maxResponseBytes = n }
-        return session
+        try open(kind: rc.driver, field: rc.field, device: rc.device, options: rc.options)
     }
 
     /// Opens a configured reader for the service: a hardware reader that cannot be opened now (pcscd not up
@@ -47,15 +34,11 @@ public final class ReaderSession {
     /// works (`ReopeningReader`), with the reason it failed; a simulated field that cannot be opened is a
     /// configuration error and throws.
     public static func openOrRetry(_ rc: ReaderConfig) throws -> (ReaderSession, notYet: String?) {
-        do { return (try open(rc), nil) } catch  where rc.driver != .sim {
-            let kind = rc.driver, field = rc.field, device = rc.device, limit = rc.maxResponseBytes
+        do { return (try open(rc), nil) } catch  where !rc.driver.driver.capabilities.contains(.simulatedField) {
+            let kind = rc.driver, field = rc.field, device = rc.device, options = rc.options
             let reader = ReopeningReader(
                 name: "\(kind.rawValue)\(device.map { " " + $0 } ?? "") (not opened yet)", error: "\(error)"
-            ) {
-                let o = try kind.driver.open(field: field, device: device)
-                if let limit, let sim = o.reader as? SimulatorReader { sim.limits.maxResponseBytes = limit }
-                return o
-            }
+            ) { try kind.driver.open(field: field, device: device, options: options) }
             let opened = OpenedReader(
                 reader: reader, runTime: { [weak reader] ms in reader?.opened?.runTime?(ms) },
                 deferredError: { [weak reader] in reader?.opened?.deferredError?() })
@@ -64,8 +47,12 @@ public final class ReaderSession {
     }
 
     /// Opens a reader of the driver `kind` and switches its field on.
-    public static func open(kind: ReaderKind, field: String?, device: String?) throws -> ReaderSession {
-        do { return ReaderSession(try kind.driver.open(field: field, device: device)) } catch let e as ReaderError {
+    public static func open(kind: ReaderKind, field: String?, device: String?, options: DriverOptions = DriverOptions())
+        throws -> ReaderSession
+    {
+        do { return ReaderSession(try kind.driver.open(field: field, device: device, options: options)) } catch let e
+            as ReaderError
+        {
             throw VLoggerError("\(e)")
         }
     }

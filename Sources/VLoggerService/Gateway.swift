@@ -125,7 +125,7 @@ public final class Gateway: @unchecked Sendable {
         var jobs: [PollingJob] = []
         var shared: ScaledClock?
         if let rate = options.clockRate {
-            if let real = config.readers.first(where: { $0.driver != .sim }) {
+            if let real = config.readers.first(where: { !$0.driver.driver.capabilities.contains(.drivenClock) }) {
                 throw VLoggerError(
                     "--clock-rate is for simulated readers; reader \(real.id) uses the \(real.driver) driver, whose tags live in real time"
                 )

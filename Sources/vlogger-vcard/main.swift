@@ -11,6 +11,8 @@
 import Foundation
 import ISO15693
 import Readers
+import DriverSim
+import DriverPCSC
 import TagSimulator
 
 struct Options {

@@ -34,11 +34,9 @@ struct ConfigCheck: ParsableCommand {
         do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch {
             issues.append("\(error)")
         }
-        for r in c.readers where r.driver == .sim {
-            guard let f = r.field else { continue }
-            var isDir: ObjCBool = false
-            if !FileManager.default.fileExists(atPath: f, isDirectory: &isDir) || !isDir.boolValue {
-                issues.append("\(path):\(r.line): reader '\(r.id)' field: \(f) is not a folder")
+        for r in c.readers {
+            if let problem = r.driver.driver.preflight(field: r.field, device: r.device) {
+                issues.append("\(path):\(r.line): reader '\(r.id)' \(problem)")
             }
         }
         let secrets = c.secretFileProblems()
@@ -146,31 +144,24 @@ struct ConfigSample: ParsableCommand {
             vlogger config check. Config/vlogger.toml in the repository documents every key.
             """)
 
-    enum Driver: String, ExpressibleByArgument, CaseIterable { case sim, pcsc, feig }
-
     @Option(
-        help: "The reader driver: sim (the simulated demo field), pcsc (a PC/SC reader), feig (a FEIG ID ISC reader).")
-    var driver: Driver = .sim
+        help: ArgumentHelp(
+            "The reader driver: \(Self.samples.map(\.name).joined(separator: ", ")).",
+            discussion: Self.samples.map { "\($0.name): \($0.summary)" }.joined(separator: "; ")))
+    var driver: ReaderKind = .default
 
-    static func text(_ driver: Driver) -> String {
-        let reader: String
-        switch driver {
-        case .sim:
-            reader = """
-                driver = "sim"
-                field = "demo-field"              # EDIT: a folder of tag images (Config/demo-field in the repository)
-                """
-        case .pcsc:
-            reader = """
-                driver = "pcsc"
-                device = "0"                      # EDIT: the reader's name, part of it, or its index (vlogger devices)
-                """
-        case .feig:
-            reader = """
-                driver = "feig"
-                device = "tcp://192.0.2.21"       # EDIT: tcp://HOST[:10001], or a serial port /dev/ttyUSB0,baud=38400
-                """
+    /// The drivers that can poll tags (they have a sample `[[reader]]`).
+    static var samples: [any ReaderDriver] { ReaderDrivers.all.filter { $0.sampleReader != nil } }
+
+    func validate() throws {
+        guard driver.driver.sampleReader != nil else {
+            throw ValidationError(
+                "--driver \(driver): it cannot poll tags; choose \(Self.samples.map(\.name).joined(separator: ", "))")
         }
+    }
+
+    static func text(_ driver: ReaderKind) -> String {
+        let reader = driver.driver.sampleReader ?? ""
         return """
             # vlogger configuration (vlogger config sample --driver \(driver.rawValue)). Paths are relative to this file.
             # Unknown keys are errors; `vlogger config check FILE` checks it. Durations: 500ms, 2s, 5m, 1h.

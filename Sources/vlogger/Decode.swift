@@ -1,7 +1,7 @@
 import VLoggerModel
 import ArgumentParser
-import FEIG
 import ISO15693
+import Readers
 import VLoggerCore
 
 struct Decode: ParsableCommand {
@@ -35,17 +35,27 @@ struct Decode: ParsableCommand {
     var json = false
 
     @Option(
-        help:
-            "iso15693 (a frame on air) or feig (a FEIG ID ISC host-protocol frame, standard or advanced, its CRC checked)."
-    )
-    var `protocol`: FrameProtocol = .iso15693
+        help: ArgumentHelp(
+            "iso15693 (a frame on air), or a driver's host protocol: \(Self.hostProtocols.joined(separator: ", ")).",
+            discussion: ReaderDrivers.all.filter { $0.capabilities.contains(.hostProtocol) }.map {
+                "\($0.name): \($0.summary); the frame's CRC is checked"
+            }.joined(separator: "; ")))
+    var `protocol`: String = "iso15693"
 
-    @Flag(help: "With --protocol feig: the frame is the reader's reply (it has a STATUS byte).")
+    @Flag(help: "With a host protocol: the frame is the reader's reply (it has a STATUS byte).")
     var reply = false
 
-    enum FrameProtocol: String, ExpressibleByArgument, CaseIterable { case iso15693, feig }
+    /// The drivers with a host protocol of their own.
+    static var hostProtocols: [String] {
+        ReaderDrivers.all.filter { $0.capabilities.contains(.hostProtocol) }.map(\.name)
+    }
 
     func validate() throws {
+        guard `protocol` == "iso15693" || Self.hostProtocols.contains(`protocol`) else {
+            throw ValidationError(
+                "--protocol: '\(`protocol`)' is not iso15693 or a host protocol (\(Self.hostProtocols.joined(separator: ", ")))"
+            )
+        }
         guard (1...65536).contains(count) else {
             throw ValidationError("--count must be 1…65536 (ISO 15693 numbers blocks with at most 16 bits)")
         }
@@ -54,20 +64,20 @@ struct Decode: ParsableCommand {
     func run() throws {
         var bytes: [UInt8]
         do { bytes = try Hex.parse(frame.joined(separator: " ")) } catch { throw ValidationError("frame: \(error)") }
-        if `protocol` == .feig {
+        if `protocol` != "iso15693", let driver = ReaderDrivers.named(`protocol`) {
             guard !response, !noCrc else {
                 throw ValidationError(
-                    "--protocol feig: use --reply for a reader's reply; FEIG frames always carry their CRC")
+                    "--protocol \(`protocol`): use --reply for a reader's reply; host frames always carry their CRC")
             }
-            let f: FEIGFrame
-            do { f = try FEIGFrame.decode(bytes, direction: reply ? .reply : .request) } catch {
+            do { print(try driver.explainHostFrame(bytes, reply: reply).joined(separator: "\n")) } catch {
                 throw VLoggerError("\(error)")
             }
-            print(f.explanation.joined(separator: "\n"))
             return
         }
         guard !reply else {
-            throw ValidationError("--reply is for --protocol feig; an ISO 15693 answer is --response --command CODE")
+            throw ValidationError(
+                "--reply is for a host protocol (--protocol \(Self.hostProtocols.first ?? "NAME")); an ISO 15693 answer is --response --command CODE"
+            )
         }
         var crcNote = "no CRC (--no-crc)"
         if !noCrc {

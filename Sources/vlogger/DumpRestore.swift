@@ -87,7 +87,7 @@ struct Restore: ParsableCommand {
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices, and the FEIG readers a configuration names (asked for their type and firmware)."
+            "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices, and the network or serial readers a configuration names (a FEIG reader is asked for its type and firmware)."
     )
 
     @Option(help: "Folder of tag images for the simulator.")
@@ -95,36 +95,42 @@ struct Devices: ParsableCommand {
 
     @Option(
         help:
-            "Configuration whose [[reader]] tables with driver = \"feig\" are asked for their type and firmware (FEIG readers cannot be discovered)."
+            "Configuration whose [[reader]] devices are asked (readers that announce themselves nowhere, such as FEIG's)."
     )
     var config: String?
 
-    @Option(help: "A FEIG reader to ask: /dev/ttyUSB0[,baud=…,parity=…,address=…] or tcp://HOST[:PORT]. Repeatable.")
-    var feig: [String] = []
+    @Option(help: "Only this driver's devices: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")).")
+    var reader: ReaderKind?
+
+    @Option(
+        help:
+            "A device to ask, as --reader's driver names devices (with --reader feig: /dev/ttyUSB0[,baud=…] or tcp://HOST[:PORT]). Repeatable."
+    )
+    var device: [String] = []
 
     @Flag(help: "JSON: {\"items\":[{\"driver\",\"name\",\"detail\"}]}.")
     var json = false
 
+    func validate() throws {
+        if !device.isEmpty, reader == nil {
+            throw ValidationError("--device needs --reader: the driver that knows the device (--reader feig)")
+        }
+    }
+
     func run() throws {
-        var feigDevices = feig
+        var configured: [String: [String]] = [:]
+        if let reader { configured[reader.rawValue, default: []] += device }
         if let config {
             let c: AgentConfig
             do { c = try AgentConfig.load(config) } catch { throw VLoggerError("\(error)") }
-            feigDevices += c.readers.filter { $0.driver == .feig }.compactMap(\.device)
+            for r in c.readers { if let d = r.device { configured[r.driver.rawValue, default: []].append(d) } }
         }
         var unanswered = 0
         var found: [DeviceJSON] = []
-        for driver in ReaderDrivers.all {
-            if driver.name == ReaderKind.feig.rawValue, !feigDevices.isEmpty {
-                for device in feigDevices {
-                    let d = FEIGDriver.describe(device: device)
-                    if d.detail.hasPrefix("not answering") { unanswered += 1 }
-                    found.append(DeviceJSON(driver: driver.name, name: d.name, detail: d.detail))
-                }
-                continue
-            }
+        for driver in ReaderDrivers.all where reader == nil || reader?.rawValue == driver.name {
             do {
-                for d in try driver.devices(field: field) {
+                for d in try driver.devices(field: field, configured: configured[driver.name] ?? []) {
+                    if d.unanswered { unanswered += 1 }
                     found.append(DeviceJSON(driver: driver.name, name: d.name, detail: d.detail))
                 }
             } catch {
@@ -138,6 +144,8 @@ struct Devices: ParsableCommand {
                 say("\(d.driver.padding(toLength: 8, withPad: " ", startingAt: 0)) \(d.name)  \(d.detail)")
             }
         }
-        if unanswered > 0 { throw VLoggerError("\(unanswered) FEIG reader(s) did not answer") }
+        if unanswered > 0 {
+            throw VLoggerError("\(unanswered) reader\(unanswered == 1 ? "" : "s") did not answer")
+        }
     }
 }

@@ -62,7 +62,7 @@ struct ReaderOptions: ParsableArguments {
         if let rc = try configuredReader() {
             session = try ReaderSession.open(rc)
         } else {
-            session = try ReaderSession.open(kind: reader ?? .sim, field: field, device: device)
+            session = try ReaderSession.open(kind: reader ?? .default, field: field, device: device)
         }
         if let f = try parsedFlags() {
             session.client.baseFlags = f.intersection([.highDataRate, .dualSubcarrier])

@@ -5,13 +5,15 @@ import ISO15693
 import Readers
 import TagImages
 import TagSimulator
+import TestDrivers
 import Testing
 import VLoggerCore
 import VLoggerStore
+import DriverFEIG
 
 /// FEIG buffered read mode: the reader's own records drained into the store, cleared only after the commit,
 /// nothing lost or stored twice across a gateway that stops anywhere between the steps.
-@Suite struct BufferedReadTests {
+@Suite(.drivers) struct BufferedReadTests {
     /// A Read Buffer reply in the layout of the manuals (ID ISC.LRU3000 pp. 174–177: TR-DATA1, DATA-SETS, records
     /// of REC-LEN, IDD, DB, TIME) parses, and every length is checked against what is left.
     @Test func recordLayout() throws {

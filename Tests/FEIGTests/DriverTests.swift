@@ -9,7 +9,9 @@ import ISO15693
 import Readers
 import TagImages
 import TagSimulator
+import TestDrivers
 import Testing
+import DriverFEIG
 
 /// A link that records what the host sends and hands back canned replies (bytes of real traffic).
 final class ScriptedLink: FEIGLink {
@@ -30,7 +32,7 @@ final class ScriptedLink: FEIGLink {
     func close() {}
 }
 
-@Suite struct DriverTests {
+@Suite(.drivers) struct DriverTests {
     static func hex(_ s: String) -> [UInt8] { (try? Hex.parse(s)) ?? [] }
 
     /// The driver's host frames are byte for byte those of real ID ISC.LR1002 traffic (ST community forum,

@@ -1,12 +1,13 @@
 import FEIG
 import ISO15693
+import TestDrivers
 import Testing
 
 /// FEIG host-protocol frames. The four real frames are advanced frames of FEIG's buffered read mode as sent by
 /// an independent implementation (shahu1200/FastGate, components/python-itek-feig/itekfeig/common/
 /// feig_buffer_read.py, quoted in docs/reference/feig-host-protocol.md): their CRC bytes were computed by
 /// that code, not by ours.
-@Suite struct FEIGFrameTests {
+@Suite(.drivers) struct FEIGFrameTests {
     static let realFrames: [(hex: String, command: UInt8, data: [UInt8])] = [
         ("02 00 07 FF 33 DD 56", 0x33, []),  // Initialize Buffer
         ("02 00 07 FF 32 54 47", 0x32, []),  // Clear Data Buffer

@@ -2,6 +2,7 @@ import CHost
 import FEIG
 import Foundation
 import ISO15693
+import TestDrivers
 import Testing
 #if canImport(Glibc)
     import Glibc
@@ -11,7 +12,7 @@ import Testing
 /// as a serial port with termios, a thread here plays the reader on the master) and over loopback TCP. The
 /// reader's behaviours are the faults a real line shows: a reply, a damaged CRC, silence, a reply cut short, a
 /// reply in single bytes, a reply to another command.
-@Suite(.serialized) struct FEIGLinkTests {
+@Suite(.serialized, .drivers) struct FEIGLinkTests {
     enum Behaviour { case answer, badCRC, silence, truncate, trickle, otherCommand }
 
     static let reply = FEIGFrame(

@@ -42,7 +42,7 @@ import Testing
     /// Scan and read through the driver: the demo field's tags are found by the reader's inventory and read,
     /// also past block 255 (the ST25DV64K's asset ID "AS-00042" at blocks 0x100–0x101, Config/demo-field: FEIG's
     /// extended form, MODE 0x21 (addressed, EXT_ADR) with BANK 03 and DB-ADR 01 00 in the host frame); the trace shows each ISO 15693
-    /// frame with the host frame that carried it; `devices --feig` names the reader and its firmware.
+    /// frame with the host frame that carried it; `devices --reader feig --device …` names the reader and its firmware.
     @Test func scanReadTraceAndDevices() throws {
         let f = try CLITests.field()
         defer { try? FileManager.default.removeItem(at: f) }
@@ -68,12 +68,17 @@ import Testing
         #expect(
             wide.out.contains("B0 23 21 E0 02 26 00 00 C0 FF EE 03 01 00 02"),
             "the extended form on the wire: \(wide.out)")
-        let devices = try CLITests.run(["devices", "--feig", emu.address])
+        let devices = try CLITests.run(["devices", "--reader", "feig", "--device", emu.address])
         #expect(
             devices.code == 0 && devices.out.contains("ID ISC.MR102 (type 77), firmware 03.05.00"),
             "\(devices.out)\(devices.err)")
-        let gone = try CLITests.run(["devices", "--feig", "tcp://127.0.0.1:1"])
-        #expect(gone.code != 0 && gone.out.contains("not answering"), "\(gone.out)")
+        let gone = try CLITests.run(["devices", "--reader", "feig", "--device", "tcp://127.0.0.1:1"])
+        #expect(
+            gone.code != 0 && gone.out.contains("not answering") && gone.err.contains("1 reader did not answer"),
+            "\(gone.out)\(gone.err)")
+        // A device without the driver that knows it is an argument error.
+        let bare = try CLITests.run(["devices", "--device", "tcp://127.0.0.1:1"])
+        #expect(bare.code == 64 && bare.err.contains("--device needs --reader"), "\(bare.err)")
     }
 
     /// The tag commands through the driver, over a real pseudo-terminal (the serial path: 38400 baud, even

@@ -1,12 +1,15 @@
 import TagImages
 import Foundation
+import TestDrivers
 import Testing
 import ISO15693
 import ISO15693Fuzzing
 import TagSimulator
 @testable import Readers
+import DriverLibNFC
+import DriverSim
 
-@Suite struct ClientTests {
+@Suite(.drivers) struct ClientTests {
     func session(_ tags: [TagImage]) throws -> (SimulatedField, ISO15693Client) {
         let field = SimulatedField(tags: tags.map { SimulatedTag(image: $0) })
         let reader = SimulatorReader(field: field)
@@ -198,7 +201,7 @@ import TagSimulator
 /// ST's fast reads (0xC0/0xC3/0xC4/0xC5, IC manufacturer code 0x02): layouts from ST's RFAL
 /// (`rfal_st25xv.c`), the answer at twice the data rate ("for the Fast commands using one subcarrier, all pulse
 /// numbers and times are divided by 2", M24LR64-R datasheet §11–12).
-@Suite struct FastReadTests {
+@Suite(.drivers) struct FastReadTests {
     func session(_ tags: [SimulatedTag]) throws -> (SimulatedField, SimulatorReader, ISO15693Client) {
         let field = SimulatedField(tags: tags)
         let reader = SimulatorReader(field: field)
@@ -287,7 +290,7 @@ import TagSimulator
 
 /// A dump's own IC Reference is what the simulated tag reports, not its chip profile's (issue 15): the real
 /// Flipper SLIX dump (Tests/Fixtures/public, IC Reference 01) with its IC Reference changed to 03.
-@Suite struct DumpICReferenceTests {
+@Suite(.drivers) struct DumpICReferenceTests {
     @Test func theFilesICReferenceIsWhatTheTagAnswers() throws {
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/public")
@@ -309,7 +312,7 @@ import TagSimulator
 /// SL2S2002 Rev 3.4 Tables 23–25 (request: flags, code, 0x04, [AFI], mask length, mask, first block, count − 1;
 /// answer with the Option flag: the UID bytes the mask and slot do not give, then the blocks), and the
 /// answer at twice the data rate for 0xA1 (same datasheet; NXP Reader Library `phpalSli15693.h`).
-@Suite struct InventoryReadTests {
+@Suite(.drivers) struct InventoryReadTests {
     func session(_ tags: [SimulatedTag]) throws -> (SimulatedField, SimulatorReader, ISO15693Client) {
         let field = SimulatedField(tags: tags)
         let reader = SimulatorReader(field: field)
@@ -403,7 +406,7 @@ import TagSimulator
 }
 
 /// A reader that is not there at start is opened again at each exchange, and works once it can be opened.
-@Suite struct ReopeningReaderTests {
+@Suite(.drivers) struct ReopeningReaderTests {
     @Test func aReaderThatAppearsLaterIsUsedThen() throws {
         let field = SimulatedField(tags: [
             SimulatedTag(image: .blank(profile: .icodeSLIX2, uid: ChipProfile.icodeSLIX2.makeUID(serial: 5)))

@@ -1,14 +1,16 @@
 import TagImages
+import TestDrivers
 import Testing
 import ISO15693
 import TagSimulator
 import Type5NDEF
 @testable import Readers
+import DriverSim
 
 /// NDEF on simulated tags through the ordinary client. Facts: NFC Forum Type 5 mapping as implemented by ST
 /// RFAL `ndef_t5t` and AOSP `rw_i93` (`docs/reference/iso15693.md` Part 3 §5); Core NFC's status
 /// values (Part 4 §1.4).
-@Suite struct NDEFTagTests {
+@Suite(.drivers) struct NDEFTagTests {
     func session(_ tags: [SimulatedTag]) throws -> (SimulatedField, ISO15693Client) {
         let field = SimulatedField(tags: tags)
         let reader = SimulatorReader(field: field)

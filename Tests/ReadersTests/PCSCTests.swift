@@ -1,13 +1,16 @@
 import TagImages
+import TestDrivers
 import Testing
 import ISO15693
 import ISO15693Fuzzing
 import TagSimulator
 @testable import Readers
+import DriverPCSC
+import DriverSim
 
 /// The PC/SC pseudo-APDUs as values. Facts: `docs/reference/reader-paths.md` §2.3 (PC/SC 2.02 Part 3
 /// transparent exchange; ACR1552 driver: timer DO 5F 46 04 in µs big-endian) and the transcript of §3.6.
-@Suite struct PCSCFrameTests {
+@Suite(.drivers) struct PCSCFrameTests {
     @Test func commandAPDUsOfTheTranscript() {
         #expect(PCSC.startSessionAPDU == [0xFF, 0xC2, 0x00, 0x00, 0x02, 0x81, 0x00, 0x00])
         #expect(PCSC.endSessionAPDU == [0xFF, 0xC2, 0x00, 0x00, 0x02, 0x82, 0x00, 0x00])
@@ -79,7 +82,7 @@ final class WholeFrameReader: TagReader {
     var supportsSlotMarkers: Bool { false }
 }
 
-@Suite struct OneSlotInventoryTests {
+@Suite(.drivers) struct OneSlotInventoryTests {
     @Test func theUIDTreeWalkFindsEveryTag() throws {
         // One-slot Inventory with the mask grown a bit per collision (ISO/IEC 15693-3: a one-slot request
         // with a mask is answered by the tags whose UID ends in it), including UIDs equal in their low 56 bits.

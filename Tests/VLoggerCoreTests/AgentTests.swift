@@ -5,9 +5,11 @@ import VLoggerModel
 import ISO15693
 import Readers
 import TagSimulator
+import TestDrivers
 import Testing
 import Type5NDEF
 @testable import VLoggerCore
+import DriverSim
 
 /// The agent against simulated fields, with a simulated clock (no real sleeping).
 /// A store file in a new scratch folder.
@@ -17,7 +19,7 @@ func scratchPath(_ name: String) -> String {
     return dir.appendingPathComponent(name).path
 }
 
-@Suite struct AgentTests {
+@Suite(.drivers) struct AgentTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -84,7 +86,7 @@ func scratchPath(_ name: String) -> String {
         let folder = try FieldFolder(url: Self.root.appendingPathComponent("Config/demo-field"))
         let field = SimulatedField()
         for t in folder.field.tags where pick(t.image) { field.add(SimulatedTag(image: t.image)) }
-        let session = try ReaderSession.simulated(field: field)
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         let config = try AgentConfig.parse(text, file: "test.toml")
         let store = try Store(path: scratchPath("agent.db"))
         try store.registerFields(config.fieldInfos)
@@ -448,7 +450,7 @@ final class FieldResettingReader: TagReader {
 /// `[polling] inventory-read`: NXP's (Fast) Inventory Read brings an ICODE newcomer's plan blocks with its
 /// inventory answer (ICODE SLIX datasheet SL2S2002 Tables 23–25), so a pallet of ICODE tags needs no separate
 /// reads; other chips are found by the Inventory after it.
-@Suite struct InventoryReadAgentTests {
+@Suite(.drivers) struct InventoryReadAgentTests {
     static func config(inventoryRead: Bool) -> String {
         """
         [polling]
@@ -491,7 +493,7 @@ final class FieldResettingReader: TagReader {
     func run(inventoryRead: Bool) throws -> (first: CycleReport, steady: CycleReport, readings: [String], agent: Agent)
     {
         let field = field()
-        let session = try ReaderSession.simulated(field: field)
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         let config = try AgentConfig.parse(Self.config(inventoryRead: inventoryRead), file: "test.toml")
         let store = try Store(path: scratchPath("agent.db"))
         try store.registerFields(config.fieldInfos)

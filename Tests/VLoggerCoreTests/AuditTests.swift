@@ -2,13 +2,15 @@ import Foundation
 import ISO15693
 import Readers
 import TagSimulator
+import TestDrivers
 import Testing
 import VLoggerStore
 import VLoggerModel
 @testable import VLoggerCore
+import DriverSim
 
 /// Audits on two simulated fields (a cage room and a dock door), with the demo tags.
-@Suite struct AuditTests {
+@Suite(.drivers) struct AuditTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -21,7 +23,8 @@ import VLoggerModel
         }
         return (
             AuditReader(
-                config: ReaderConfig(id: id, location: location), session: try ReaderSession.simulated(field: field)),
+                config: ReaderConfig(id: id, location: location),
+                session: ReaderSession(reader: SimulatorReader.switchedOn(field))),
             field
         )
     }
@@ -116,7 +119,7 @@ import VLoggerModel
 }
 
 /// The blocks file of `vlogger write --when-seen --blocks-from` and the write API's lock keys.
-@Suite struct BlockFileTests {
+@Suite(.drivers) struct BlockFileTests {
     @Test func consecutiveBlocksBecomeOneWriteInBlockOrder() throws {
         let runs = try BlockFile.parse(
             "# label\n0x11: 30303432\n0x10  41 53 2D 30\n\n20,DEADBEEF   # the serial\n21=00000000\r\n")

@@ -2,11 +2,12 @@ import Foundation
 import VLoggerModel
 import ISO15693
 import Readers
+import TestDrivers
 import Testing
 @testable import VLoggerCore
 
 /// TOML facts come from the TOML 1.0.0 specification (toml.io/en/v1.0.0); its examples are used as given.
-@Suite struct TOMLTests {
+@Suite(.drivers) struct TOMLTests {
     func value(_ t: TOMLTable, _ path: String...) -> TOMLValue? {
         var table = t
         for (i, k) in path.enumerated() {
@@ -157,7 +158,7 @@ import Testing
     }
 }
 
-@Suite struct ConfigTests {
+@Suite(.drivers) struct ConfigTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -182,7 +183,8 @@ import Testing
         let c = try AgentConfig.load(path)
         #expect(c.readers.count == 1)
         #expect(
-            c.readers[0].id == ReaderConfig.defaultID && c.readers[0].driver == .sim && c.readers[0].location == nil)
+            c.readers[0].id == ReaderConfig.defaultID && c.readers[0].driver.rawValue == "sim"
+                && c.readers[0].location == nil)
         #expect(
             c.readers[0].field?.hasSuffix("Fixtures/demo-field") == true && c.plans.count == 6 && c.intervalMs == 1000)
     }
@@ -394,7 +396,7 @@ import Testing
     }
 }
 
-@Suite struct DecoderAndRuleTests {
+@Suite(.drivers) struct DecoderAndRuleTests {
     /// The demo cage sensor's block 0xF8: 66 08 C2 01 42 37 00 01.
     let block: [UInt8] = [0x66, 0x08, 0xC2, 0x01, 0x42, 0x37, 0x00, 0x01]
 
@@ -531,7 +533,7 @@ import Testing
 }
 
 /// Time facts: the Unix epoch (1970-01-01T00:00:00Z = 0) and 2000-01-01T00:00:00Z = 946684800 s (POSIX time).
-@Suite struct TimeTests {
+@Suite(.drivers) struct TimeTests {
     @Test func iso8601() throws {
         #expect(try TimeSpec.parse("1970-01-01T00:00:00Z", now: 0).millis == 0)
         #expect(try TimeSpec.parse("2000-01-01T00:00:00Z", now: 0).millis == 946_684_800_000)
@@ -555,7 +557,7 @@ import Testing
 }
 
 /// `[service] listen` and `--listen`: HOST:PORT or [IPv6]:PORT (RFC 3986 §3.2.2 brackets an IPv6 literal).
-@Suite struct ListenAddressTests {
+@Suite(.drivers) struct ListenAddressTests {
     @Test func formsThatParse() throws {
         #expect(try ListenAddress(parsing: "127.0.0.1:9715") == ListenAddress(host: "127.0.0.1", port: 9715))
         #expect(try ListenAddress(parsing: "[::1]:0") == ListenAddress(host: "::1", port: 0))

@@ -1,13 +1,15 @@
 import TagImages
 import Foundation
 import Logging
+import TestDrivers
 import Testing
 import ISO15693
 import Readers
 import TagSimulator
 @testable import VLoggerCore
+import DriverSim
 
-@Suite struct CoreTests {
+@Suite(.drivers) struct CoreTests {
     func session(_ images: [TagImage]) throws -> ISO15693Client {
         let field = SimulatedField(tags: images.map { SimulatedTag(image: $0) })
         let reader = SimulatorReader(field: field)
@@ -73,14 +75,14 @@ import TagSimulator
 
     @Test func readerSessionErrorsAreReadable() {
         #expect(throws: VLoggerError.self) {
-            try ReaderSession.open(kind: .sim, field: "/nonexistent-field", device: nil)
+            try ReaderSession.open(kind: ReaderKind(SimulatorDriver()), field: "/nonexistent-field", device: nil)
         }
     }
 }
 
 /// Log lines for journald: sd-daemon(3) priority prefixes (<3> LOG_ERR, <4> LOG_WARNING, <5> LOG_NOTICE,
 /// <6> LOG_INFO, <7> LOG_DEBUG), one line per message, filtered by the level.
-@Suite struct JournalLogTests {
+@Suite(.drivers) struct JournalLogTests {
     final class Lines: @unchecked Sendable {
         let lock = NSLock()
         var lines: [String] = []
@@ -129,7 +131,7 @@ import TagSimulator
 /// The inventory's ideal against the worked numbers of docs/reference/iso15693.md §1.7 (derived from ISO/IEC 15693-2/-3
 /// timing: one-slot exchange with one answer 6180.5 µs; 16-slot round with k tags alone T16(k): 0 → 9.78 ms,
 /// 2 → 17.94, 8 → 42.44, 16 → 75.10).
-@Suite struct InventoryIdealTests {
+@Suite(.drivers) struct InventoryIdealTests {
     @Test func idealIsTheLesserOfOneSlotEachAndFull16SlotRounds() {
         let f: RequestFlags = [.highDataRate]
         func ms(_ n: Int) -> Double { (PollCost.inventory(tags: n, flags: f).milliseconds * 100).rounded() / 100 }
@@ -145,7 +147,7 @@ import TagSimulator
 
 /// A simulated reader stands for a reader with its own frame limit (`[[reader]] max-response`). ST25DV64K:
 /// 2048 blocks of 4 bytes, at most 256 blocks per Read Multiple Blocks (the chip profile, from ST's datasheet).
-@Suite struct ReaderFrameLimitTests {
+@Suite(.drivers) struct ReaderFrameLimitTests {
     @Test func aWholeST25DV64KIsEightReadsWhenTheReaderTakesTheChipsMaximum() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

@@ -1,4 +1,5 @@
 import Foundation
+import TestDrivers
 import Testing
 import VLoggerModel
 @testable import VLoggerCore
@@ -6,7 +7,7 @@ import VLoggerModel
 /// Cron expressions as POSIX crontab(5) defines the fields; time-zone facts from the IANA tz database:
 /// Europe/Berlin moves from CET (UTC+1) to CEST (UTC+2) at 01:00 UTC on the last Sunday of March
 /// (2026-03-29) and back at 01:00 UTC on the last Sunday of October (2026-10-25).
-@Suite struct CronTests {
+@Suite(.drivers) struct CronTests {
     func date(_ iso: String) -> Date { ISO8601DateFormatter().date(from: iso) ?? Date.distantPast }
     func iso(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "nil" }
 
@@ -55,7 +56,7 @@ import VLoggerModel
     }
 }
 
-@Suite struct AuditScheduleTests {
+@Suite(.drivers) struct AuditScheduleTests {
     @Test func oneCatchUpHoweverManySlotsWereMissed() throws {
         let s = AuditSchedule(name: "nightly", cron: try CronSchedule("0 2 * * *"))
         let day: Millis = 86_400_000
@@ -69,7 +70,7 @@ import VLoggerModel
 
 /// Shift windows. Calendar facts: 2026-11-20 is a Friday, 2026-11-21 a Saturday, 2026-11-23 a Monday;
 /// Europe/Berlin is on CET (UTC+1) in November and moves to CEST at 01:00 UTC on 2026-03-29 (IANA tz).
-@Suite struct ShiftWindowTests {
+@Suite(.drivers) struct ShiftWindowTests {
     func date(_ iso: String) -> Date { ISO8601DateFormatter().date(from: iso) ?? Date.distantPast }
     func iso(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "nil" }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestDrivers
 import Testing
 #if canImport(Glibc)
     import Glibc
@@ -6,7 +7,7 @@ import Testing
 @testable import VLoggerCore
 
 /// `vlogger doctor`: each check passes on a good gateway and fails, with advice, on the fault it is for.
-@Suite struct DoctorTests {
+@Suite(.drivers) struct DoctorTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -75,7 +76,7 @@ import Testing
         let (_, c4) = try setup(
             extra: "[[reader]]\nid = \"desk\"\ndriver = \"pcsc\"\ndevice = \"no such reader 4711\"\n")
         var pcsc = Doctor(configPath: c4)
-        pcsc.pcscdSocket = dir.appendingPathComponent("no-pcscd.comm").path
+        pcsc.environment["PCSCLITE_CSOCK_NAME"] = dir.appendingPathComponent("no-pcscd.comm").path
         let checks = pcsc.run()
         #expect(
             status(checks, "pcscd") == .fail && status(checks, "reader desk") == .fail

@@ -1,12 +1,13 @@
 import Foundation
 import ISO15693
+import TestDrivers
 import Testing
 import VLoggerStore
 import VLoggerModel
 @testable import VLoggerCore
 
 /// Outside input that was accepted silently or read wrongly before (issue "Nothing lost, nobody in").
-@Suite struct ScheduleHardeningTests {
+@Suite(.drivers) struct ScheduleHardeningTests {
     func date(_ iso: String) -> Date { ISO8601DateFormatter().date(from: iso) ?? Date.distantPast }
     func iso(_ d: Date?) -> String { d.map { ISO8601DateFormatter().string(from: $0) } ?? "nil" }
     let base = """
@@ -102,7 +103,7 @@ import VLoggerModel
 
 /// RFC 8259: the JSON grammar (§2–§7); §4: "The names within an object SHOULD be unique", and implementations
 /// differ on duplicates, so a request that writes a tag refuses them.
-@Suite struct StrictJSONTests {
+@Suite(.drivers) struct StrictJSONTests {
     func parse(_ s: String) throws(StrictJSON.Invalid) -> StrictJSON { try StrictJSON.parse(Array(s.utf8)) }
 
     @Test func typesAreKeptApart() throws {
@@ -131,7 +132,7 @@ import VLoggerModel
     }
 }
 
-@Suite struct WriteRequestTests {
+@Suite(.drivers) struct WriteRequestTests {
     func parse(_ s: String, readers: Set<String>? = ["dock-3"]) -> Result<QueuedWrite, WriteRequest.Invalid> {
         do throws(WriteRequest.Invalid) {
             return .success(try WriteRequest.parse(Data(s.utf8), now: 0, readers: readers))
@@ -180,7 +181,7 @@ import VLoggerModel
     }
 }
 
-@Suite struct OutsideTextTests {
+@Suite(.drivers) struct OutsideTextTests {
     /// ECMA-48: ESC (0x1B) starts control sequences, 0x9B is the 8-bit CSI; Unicode UAX #9: U+202E RIGHT-TO-LEFT
     /// OVERRIDE reorders what follows (CVE-2021-42574).
     @Test func controlsNeverReachATerminal() {
@@ -242,7 +243,7 @@ import VLoggerModel
 
 /// Loopback: 127.0.0.0/8 (RFC 1122 §3.2.1.3), ::1 and the IPv4-mapped ::ffff:127.0.0.1 (RFC 4291 §2.5.3,
 /// §2.5.5.2), the name localhost (RFC 6761 §6.3). A name that merely starts with "127." is not an address.
-@Suite struct LoopbackTests {
+@Suite(.drivers) struct LoopbackTests {
     @Test func loopbackIsDecidedOnTheParsedAddress() throws {
         for yes in [
             "127.0.0.1:9715", "127.1.2.3:1", "[::1]:9715", "[::ffff:127.0.0.1]:9715", "localhost:9715", "LOCALHOST:1",
@@ -258,7 +259,7 @@ import VLoggerModel
     }
 }
 
-@Suite struct SecretFileTests {
+@Suite(.drivers) struct SecretFileTests {
     func config(_ service: String, _ sync: String = "") throws -> AgentConfig {
         try AgentConfig.parse("[[reader]]\nid = \"r\"\nfield = \"f\"\n[service]\n\(service)\n\(sync)", file: "t.toml")
     }
@@ -339,7 +340,7 @@ import VLoggerModel
 
 /// The register's cells that audits read are checked when it is imported, with the line; an asset id names one
 /// tag; a NUL byte is no text.
-@Suite struct RegisterImportTests {
+@Suite(.drivers) struct RegisterImportTests {
     func importing(_ csv: String) throws -> String? {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-reg-\(UUID().uuidString).db")
             .path
@@ -415,7 +416,7 @@ import VLoggerModel
 
 /// systemd.resource-control(5): IPAddressAllow=/IPAddressDeny= apply to every socket of the unit, outgoing ones
 /// too, and take addresses (with an optional prefix length), not names.
-@Suite struct NetworkAllowanceTests {
+@Suite(.drivers) struct NetworkAllowanceTests {
     let text = """
         [[reader]]
         id = "dock-1"
@@ -436,7 +437,7 @@ import VLoggerModel
         let c = try AgentConfig.parse(text, file: "t.toml")
         #expect(
             c.remotes == [
-                Remote(what: "reader dock-1 (FEIG)", host: "10.0.0.21", port: 10001),
+                Remote(what: "reader dock-1 (feig)", host: "10.0.0.21", port: 10001),
                 Remote(what: "fleet sync", host: "db.plant.example", port: 5433),
                 Remote(what: "output mqtt (MQTT broker)", host: "10.0.0.30", port: 8883),
                 Remote(what: "output webhook (webhook)", host: "2001:db8::40", port: 443),
@@ -449,7 +450,7 @@ import VLoggerModel
             NetworkAllowance.allowed(inDropIn: dropIn) == [
                 "10.0.0.21", "192.0.2.7", "2001:db8::7", "10.0.0.30", "2001:db8::40",
             ])
-        #expect(dropIn.contains("[Service]\n# reader dock-1 (FEIG): 10.0.0.21:10001\nIPAddressAllow=10.0.0.21\n"))
+        #expect(dropIn.contains("[Service]\n# reader dock-1 (feig): 10.0.0.21:10001\nIPAddressAllow=10.0.0.21\n"))
         let none = NetworkAllowance.dropIn(c.remotes, source: "t.toml") { _ in [] }
         #expect(
             none.unresolved == ["10.0.0.21", "db.plant.example", "10.0.0.30", "2001:db8::40"]

@@ -1,4 +1,5 @@
 import Foundation
+import TestDrivers
 import Testing
 
 @testable import VLoggerCore
@@ -6,7 +7,7 @@ import Testing
 /// `[[output.mqtt]]` as the configuration gives it: URLs in the mqtt:// and mqtts:// forms (default ports 1883 and
 /// 8883, the IANA registrations for MQTT and secure MQTT), no credentials in a URL, topics without wildcards
 /// (MQTT 3.1.1 §4.7.1: `+` and `#` are for subscriptions, not for a topic published to), typed errors with lines.
-@Suite struct MQTTSettingsTests {
+@Suite(.drivers) struct MQTTSettingsTests {
     @Test func urls() throws {
         let plain = try MQTTSettings(url: "mqtt://broker.plant.example")
         #expect(plain.host == "broker.plant.example" && plain.port == 1883 && !plain.tls)

@@ -3,17 +3,19 @@ import ISO15693
 import Readers
 import TagImages
 import TagSimulator
+import TestDrivers
 import Testing
 import VLoggerModel
 import VLoggerStore
 
 @testable import VLoggerCore
+import DriverSim
 
 /// The `originality` rule on simulated ICODE SLIX2s (docs/reference/originality-signatures.md): a genuine chip
 /// (a UID and signature from Proxmark3's `tools/recover_pk.py`) passes; a clone that copied a genuine chip's
 /// signature onto its own UID, and a clone that has none, are violations; the signature is read once per UID
 /// (READ SIGNATURE, 0xBD 0x04, addressed), and the verdict is kept in the store's tags table.
-@Suite struct OriginalityRuleTests {
+@Suite(.drivers) struct OriginalityRuleTests {
     static let genuine = (
         uid: "E00401082AD28E83", signature: "CAE8183CB4823C765AFDEB78C9D66C959990FD52A5820E76E1D6E025D76EAD79"
     )
@@ -32,7 +34,7 @@ import VLoggerStore
         // A clone with the genuine chip's signature on another UID, and one that answers no signature.
         field.add(try Self.slix2("E00401086FC2621F", signature: Self.genuine.signature))
         field.add(try Self.slix2("E004010812345678", signature: nil))
-        let session = try ReaderSession.simulated(field: field)
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         let config = try AgentConfig.parse(AgentTests.config, file: "test.toml")
         let store = try Store(path: scratchPath("originality.db"))
         let rules = """
@@ -84,7 +86,7 @@ import VLoggerStore
         let unsigned = try Self.slix2("E004010812345678", signature: nil)
         field.add(signed)
         field.add(unsigned)
-        let session = try ReaderSession.simulated(field: field)
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         let a = try #require(
             NXPSecurity.SystemInfo(
                 try session.client.custom(signed.uid, code: NXPSecurity.getSystemInfo, manufacturer: .nxp)))

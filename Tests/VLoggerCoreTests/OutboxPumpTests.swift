@@ -1,6 +1,7 @@
 import Foundation
 import ISO15693
 import Synchronization
+import TestDrivers
 import Testing
 import VLoggerModel
 import VLoggerStore
@@ -9,7 +10,7 @@ import VLoggerStore
 
 /// How a round walks a consumer's tables and paces a backlog (issue "Readings and events pushed to the plant",
 /// item 2: a backlog replayed in order at a bounded rate that does not starve live data).
-@Suite struct OutboxPumpTests {
+@Suite(.drivers) struct OutboxPumpTests {
     /// Records each batch it is given, in order.
     final class Recorder: OutboxConsumer, @unchecked Sendable {
         let name = "recorder"

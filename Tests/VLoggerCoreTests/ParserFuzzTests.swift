@@ -1,11 +1,12 @@
 import Foundation
+import TestDrivers
 import Testing
 @testable import VLoggerCore
 import ParserFuzzing
 
 /// A few thousand mutated inputs per parser of outside input (the stand-alone `vlogger-fuzz` runs a
 /// million per target). Reaching the end is the assertion: a trap ends the test process.
-@Suite struct ParserFuzzTests {
+@Suite(.drivers) struct ParserFuzzTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

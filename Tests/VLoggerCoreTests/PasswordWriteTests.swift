@@ -2,12 +2,14 @@ import Foundation
 import ISO15693
 import Readers
 import TagImages
+import TestDrivers
 import Testing
 import VLoggerModel
 import VLoggerStore
 
 @testable import TagSimulator
 @testable import VLoggerCore
+import DriverSim
 
 /// Queued writes to an NXP ICODE SLIX2 page that a password protects (docs/reference/tag-passwords.md): the
 /// simulated chip follows the data sheet's semantics — SET PASSWORD with the password XORed with GET RANDOM
@@ -15,7 +17,7 @@ import VLoggerStore
 /// with the right password (done, read back), stops at once on a wrong one (one attempt, the field reset, the
 /// write "rejected" until an operator retries), and refuses before trying when no password is configured. No
 /// password appears in the trace, the store or the export.
-@Suite(.serialized) struct PasswordWriteTests {
+@Suite(.serialized, .drivers) struct PasswordWriteTests {
     static let uid = "E004010812345699"
     static let password = "A1B2C3D4"
 
@@ -41,7 +43,7 @@ import VLoggerStore
         let tag = SimulatedTag(image: image, profile: .icodeSLIX2)
         let field = SimulatedField()
         field.add(tag)
-        let session = try ReaderSession.simulated(field: field)
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         var text = AgentTests.config
         if let secret {
             let file = dir.appendingPathComponent("secrets.toml").path
@@ -160,7 +162,7 @@ import VLoggerStore
 
 /// `dump` keeps what GET NXP SYSTEM INFO and READ SIGNATURE say of a SLIX2 (its page protection and originality
 /// signature) in the project's image, so that a restore or a simulated copy knows them; `info` prints the protection.
-@Suite struct NXPDumpTests {
+@Suite(.drivers) struct NXPDumpTests {
     @Test func theDumpKeepsPageProtectionAndTheSignature() throws {
         var image = try TagImage(
             uid: UID(parsing: OriginalityRuleTests.genuine.uid), blockSize: 4,
@@ -170,7 +172,7 @@ import VLoggerStore
         image.protectionCondition = 0x20
         let field = SimulatedField()
         field.add(SimulatedTag(image: image, profile: .icodeSLIX2))
-        let session = try ReaderSession.simulated(field: field)
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         let dumped = try TagDump.dump(session.client, uid: image.uid)
         #expect(dumped.signature == image.signature)
         #expect(dumped.protectionPointer == 0x20 && dumped.protectionCondition == 0x20)

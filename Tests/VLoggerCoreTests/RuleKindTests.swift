@@ -1,6 +1,7 @@
 import Foundation
 import ISO15693
 import Readers
+import TestDrivers
 import Testing
 import VLoggerModel
 import VLoggerStore
@@ -54,7 +55,7 @@ struct WritesPasswordRule: RuleKind {
     func evaluate(_ t: TagFacts, register: AssetRegister?) -> RuleOutcome { .pass }
 }
 
-@Suite struct RuleKindTests {
+@Suite(.drivers) struct RuleKindTests {
     /// Security commands that change a tag (WRITE PASSWORD here) are never sent by the agent: a rule kind that
     /// asks for one is refused when the rules are read, with the rule's line.
     @Test func aKindThatWouldWriteIsRefused() {

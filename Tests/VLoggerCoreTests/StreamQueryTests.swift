@@ -1,3 +1,4 @@
+import TestDrivers
 import Testing
 
 @testable import VLoggerCore
@@ -5,7 +6,7 @@ import Testing
 /// The live stream's request: filters, where to resume (`R-E`, the ids of the last reading and event an
 /// EventSource got, which browsers send back as Last-Event-ID when they reconnect), and a 400 naming the
 /// parameter for anything else.
-@Suite struct StreamQueryTests {
+@Suite(.drivers) struct StreamQueryTests {
     @Test func filtersAndResume() throws {
         let q = try StreamQuery.parse(
             [("reader", "dock-3"), ("uid", "E008010000004212"), ("kind", "reading,violation")], lastEventID: "12-3")
@@ -34,7 +35,7 @@ import Testing
 
 /// The read API's list queries: filters, cursor and page size, each checked (a page is 1 to 1000 rows, a cursor
 /// 0 or more, times ISO 8601 with RFC 3339's leap second taken, kinds the event kinds).
-@Suite struct ReadQueryTests {
+@Suite(.drivers) struct ReadQueryTests {
     @Test func filtersCursorAndPage() throws {
         let q = try ReadQuery.parse(
             [

@@ -1,10 +1,11 @@
 import Foundation
+import TestDrivers
 import Testing
 @testable import VLoggerCore
 
 /// `[sync]`: libpq's URI form (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS),
 /// the password only from a file or a variable, never in the URL or a message.
-@Suite struct SyncSettingsTests {
+@Suite(.drivers) struct SyncSettingsTests {
     @Test func libpqURIs() throws {
         let s = try SyncSettings(url: "postgresql://vlogger@db.plant.example:6432/fleet")
         #expect(

@@ -1,3 +1,4 @@
+import TestDrivers
 import Testing
 import VLoggerCore
 @testable import VLoggerService
@@ -5,7 +6,7 @@ import VLoggerCore
 /// DNS rebinding: a page on attacker.example whose name resolves to 127.0.0.1 reaches the gateway with
 /// `Host: attacker.example` (RFC 9110 §7.2: Host carries the name the client used). IP literals, localhost,
 /// this machine's own name and the configured names are answered.
-@Suite struct HostAllowListTests {
+@Suite(.drivers) struct HostAllowListTests {
     @Test func onlyOurNamesAndAddressesAreAnswered() throws {
         let list = HostAllowList(
             address: try ListenAddress(parsing: "127.0.0.1:9715"),

@@ -1,11 +1,12 @@
 import Foundation
+import TestDrivers
 import Testing
 
 @testable import VLoggerService
 
 /// The document the service serves is the repository's openapi.json, as .ci/openapi-document.sh wrote it: a
 /// change of the file without running the script again fails here.
-@Suite struct OpenAPIDocumentTests {
+@Suite(.drivers) struct OpenAPIDocumentTests {
     @Test func theServedDocumentIsTheFile() throws {
         let file = ServiceMetricsTests.root.appendingPathComponent("Sources/VLoggerService/API/openapi.json")
         let text = try String(contentsOf: file, encoding: .utf8)

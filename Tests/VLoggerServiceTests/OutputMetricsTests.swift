@@ -1,4 +1,5 @@
 import Foundation
+import TestDrivers
 import Testing
 import VLoggerCore
 import VLoggerModel
@@ -10,7 +11,7 @@ import VLoggerStore
 /// kind, in /healthz and /metrics, from the same code (issue "One description per table, and outputs as
 /// consumers of the store's outbox", item 4). The fleet sync keeps its older names (`"sync"` in /healthz,
 /// `vlogger_sync_*`) beside the new ones.
-@Suite struct OutputMetricsTests {
+@Suite(.drivers) struct OutputMetricsTests {
     @Test func twoOutputsAreShownApartByTheSameCode() throws {
         let m = ServiceMetrics(readers: [], intervalMs: { _ in 1000 }, startedMs: 1_763_800_000_000)
         m.enableOutput(name: "postgres", title: "Fleet sync to PostgreSQL", legacyName: "sync", tables: [.readings])

@@ -1,12 +1,13 @@
 import Foundation
 import Synchronization
+import TestDrivers
 import Testing
 
 @testable import VLoggerService
 
 /// The write API's refusals are logged at most once a minute with a count, and a burst is never left
 /// unreported (issue 27, item 14): the clock is injected, nothing sleeps.
-@Suite struct RefusalLogTests {
+@Suite(.drivers) struct RefusalLogTests {
     final class Clock: Sendable {
         let ms = Atomic<Int64>(1_000_000)
         func advance(_ d: Int64) { ms.add(d, ordering: .relaxed) }

@@ -5,12 +5,14 @@ import ISO15693
 import Logging
 import Readers
 import TagSimulator
+import TestDrivers
 import Testing
 import VLoggerCore
 @testable import VLoggerService
+import DriverSim
 
 /// Health and metrics of the service, per reader, from real agent cycles on the simulator.
-@Suite struct ServiceMetricsTests {
+@Suite(.drivers) struct ServiceMetricsTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let config = """

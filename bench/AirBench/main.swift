@@ -2,6 +2,7 @@ import TagImages
 import Foundation
 import ISO15693
 import Readers
+import DriverSim
 import TagSimulator
 import VLoggerCore
 import VLoggerStore
@@ -49,7 +50,7 @@ func demoCycle(stayQuiet: Bool) throws -> (
     try FileManager.default.copyItem(
         at: root.appendingPathComponent("Config/demo-field"), to: tmp.appendingPathComponent("field"))
     let folder = try FieldFolder(url: tmp.appendingPathComponent("field"))
-    let session = try ReaderSession.simulated(field: folder.field)
+    let session = ReaderSession(reader: SimulatorReader.switchedOn(folder.field))
     var config = try AgentConfig.load(root.appendingPathComponent("Config/vlogger.toml").path)
     config.stayQuiet = stayQuiet
     let rules = try RuleSet.load(config.rulesFile ?? root.appendingPathComponent("Config/rules.toml").path)
@@ -91,7 +92,7 @@ struct SplitMix {
 func inventory(of uids: [UID]) throws -> (AirTime, Int, Bool) {
     let field = SimulatedField()
     for u in uids { field.add(SimulatedTag(image: TagImage.blank(profile: .icodeSLIX2, uid: u))) }
-    let session = try ReaderSession.simulated(field: field)
+    let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
     let before = session.reader.airTime
     let found = try session.client.inventory(oneSlotFirst: true)
     return (session.reader.airTime - before, session.client.exchanges, Set(found.map(\.uid)) == Set(uids))
@@ -119,7 +120,7 @@ func arrival(of uids: [UID], inventoryRead: Bool) throws -> (AirTime, Int, Int) 
         image.blocks[1] = Array("0001".utf8)
         field.add(SimulatedTag(image: image))
     }
-    let session = try ReaderSession.simulated(field: field)
+    let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
     let config = try AgentConfig.parse(
         palletConfig.replacingOccurrences(of: "INVENTORY_READ", with: "\(inventoryRead)"), file: "bench.toml")
     let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("air-bench-pallet-\(getpid()).db").path

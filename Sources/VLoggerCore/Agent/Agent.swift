@@ -401,10 +401,8 @@ public final class Agent {
     public private(set) var bufferTotals = BufferDrain.Report()
 
     private func drainBuffer(_ report: inout CycleReport, now: Millis) {
-        /// The reader's own buffer, behind the ReopeningReader that keeps it open (nil while it is closed).
-        func bufferedReader() -> BufferedReader? {
-            ((session.reader as? ReopeningReader)?.opened?.reader ?? session.reader) as? BufferedReader
-        }
+        /// The reader's own buffer (nil while a reader that is opened again at each command is closed).
+        func bufferedReader() -> (any BufferedReader)? { session.reader.buffer }
         if bufferedReader() == nil {
             // A reader not open yet (ReopeningReader): any command opens it.
             do { try session.reader.fieldOn() } catch {
@@ -417,7 +415,7 @@ public final class Agent {
             recordError(
                 uid: nil, kind: "buffer",
                 ClientError.invalid(
-                    "reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs a FEIG reader"
+                    "reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs \(ReaderDrivers.names(with: .bufferedRead))"
                 ), now: now)
             report.readerFailed = true
             return

@@ -183,9 +183,9 @@ public struct ReaderConfig: Equatable, Sendable {
     /// Names the reader in the store, the logs and the metrics: letters, digits, '-', '_', '.'.
     public var id: String
     public var driver: ReaderKind
-    /// The simulated field folder (driver sim).
+    /// The simulated field folder (a driver with `.simulatedField`).
     public var field: String?
-    /// The hardware reader (driver pcsc: a name, part of one, or an index).
+    /// The hardware reader, as its driver names devices.
     public var device: String?
     /// Where the reader is (a dock door, a line station); audits are per location.
     public var location: String?
@@ -193,8 +193,8 @@ public struct ReaderConfig: Equatable, Sendable {
     /// drivers have their own (PC/SC pseudo-APDUs: 236).
     public var maxResponseBytes: Int?
     public var polling = PollingOverrides()
-    /// How the tags' data reach the gateway: `poll` (the agent's inventory and reads) or `buffer` (a FEIG reader
-    /// in buffered read mode reads by itself; the gateway drains its buffer).
+    /// How the tags' data reach the gateway: `poll` (the agent's inventory and reads) or `buffer` (a reader with
+    /// `.bufferedRead`, such as FEIG's buffered read mode, reads by itself; the gateway drains its buffer).
     public var readMode: ReadMode = .poll
     /// With `read-mode = "buffer"`: the block the buffered records' data start at (the reader's configuration
     /// chooses which blocks it reads).
@@ -203,15 +203,18 @@ public struct ReaderConfig: Equatable, Sendable {
 
     public enum ReadMode: String, Sendable, CaseIterable { case poll, buffer }
 
+    /// What the driver opens the reader with besides its field or device.
+    public var options: DriverOptions { DriverOptions(maxResponseBytes: maxResponseBytes) }
+
     /// The id of the reader of a configuration with a single `[reader]` table.
     public static let defaultID = "reader"
 
     public init(
-        id: String = ReaderConfig.defaultID, driver: ReaderKind = .sim, field: String? = nil, device: String? = nil,
+        id: String = ReaderConfig.defaultID, driver: ReaderKind? = nil, field: String? = nil, device: String? = nil,
         location: String? = nil
     ) {
         self.id = id
-        self.driver = driver
+        self.driver = driver ?? .default
         self.field = field
         self.device = device
         self.location = location
@@ -665,31 +668,30 @@ public struct AgentConfig: Sendable {
             rc.field = s.string("field").map(c.resolve)
             rc.device = s.string("device")
             rc.location = s.string("location")
-            let simulates = rc.driver.driver.capabilities.contains(.simulatedField)
+            let caps = rc.driver.driver.capabilities
+            let simulates = caps.contains(.simulatedField)
             if !simulates, let n = s.node("field") {
-                r.issue(n.line, "\(s.name).field is for a simulated reader (driver = \"sim\") only")
+                r.issue(
+                    n.line,
+                    "\(s.name).field is for a simulated reader (\(ReaderDrivers.names(with: .simulatedField))) only")
             }
             if simulates, let n = s.node("device") {
                 r.issue(n.line, "\(s.name).device is for hardware readers; a simulated reader takes 'field'")
             }
-            if rc.driver == .feig {
-                if let d = rc.device {
-                    do { _ = try FEIGDevice.parse(d) } catch {
-                        r.issue(s.node("device")?.line ?? s.line, "\(s.name).device: \(error)")
-                    }
+            if !simulates, let problem = rc.driver.driver.checkDevice(rc.device) {
+                if rc.device == nil {
+                    r.issue(s.line, "\(s.name): \(problem)")
                 } else {
-                    r.issue(
-                        s.line,
-                        "\(s.name): a feig reader needs device = \"/dev/ttyUSB0\" (a serial port, options after commas: baud=38400,parity=even,address=0) or \"tcp://HOST[:10001]\""
-                    )
+                    r.issue(s.node("device")?.line ?? s.line, "\(s.name).device: \(problem)")
                 }
             }
             rc.readMode = s.choice("read-mode", ReaderConfig.ReadMode.self) ?? .poll
             rc.bufferBlock = s.block("buffer-block") ?? 0
-            if rc.readMode == .buffer, rc.driver != .feig {
+            if rc.readMode == .buffer, !caps.contains(.bufferedRead) {
                 r.issue(
                     s.node("read-mode")?.line ?? s.line,
-                    "\(s.name).read-mode = \"buffer\" needs a reader with a buffer of its own (driver = \"feig\")")
+                    "\(s.name).read-mode = \"buffer\" needs a reader with a buffer of its own (\(ReaderDrivers.names(with: .bufferedRead)))"
+                )
             }
             if rc.readMode != .buffer, let n = s.node("buffer-block") {
                 r.issue(n.line, "\(s.name).buffer-block goes with read-mode = \"buffer\"")

@@ -1,12 +1,11 @@
-import FEIG
 import Foundation
 import Readers
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A host the gateway connects to, named by the configuration: the fleet-sync server, a FEIG reader on the
-/// LAN (`tcp://HOST:PORT`), an MQTT broker, a webhook's host.
+/// A host the gateway connects to, named by the configuration: the fleet-sync server, a reader on the
+/// LAN (FEIG's `tcp://HOST:PORT`), an MQTT broker, a webhook's host.
 public struct Remote: Equatable, Sendable {
     public var what: String
     public var host: String
@@ -17,9 +16,9 @@ extension AgentConfig {
     /// Every remote host the configuration names, in the order of the file.
     public var remotes: [Remote] {
         var out: [Remote] = []
-        for r in readers where r.driver == .feig {
-            if let d = r.device, let dev = try? FEIGDevice.parse(d), case let .tcp(host, port) = dev.port {
-                out.append(Remote(what: "reader \(r.id) (FEIG)", host: host, port: port))
+        for r in readers {
+            if let d = r.device, let (host, port) = r.driver.driver.remote(device: d) {
+                out.append(Remote(what: "reader \(r.id) (\(r.driver))", host: host, port: port))
             }
         }
         if let s = sync { out.append(Remote(what: "fleet sync", host: s.host, port: s.port)) }

@@ -1,5 +1,6 @@
 import CPCSCLite
 import ISO15693
+import Readers
 
 /// The PC/SC driver (pcsc-lite through `CPCSCLite`): ISO 15693 frames through the PC/SC 2.02 Part 3
 /// transparent exchange (`FF C2`), or, on readers without it, a translation of the few commands the
@@ -124,6 +125,39 @@ public final class PCSCReader: TagReader {
     }
 
     public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+        try exchange(frame) { () throws(ReaderError) -> ([UInt8], [UInt8]) in
+            if mode == .storage {
+                // A raw frame (`vlogger raw`, the client's inventory rounds): the command it carries, translated.
+                let request: Request
+                do { request = try Request.decode(frame) } catch {
+                    throw ReaderError.notSupported("cannot translate this frame for storage-card mode: \(error)")
+                }
+                let bytes = try storageAnswer(request).encode()
+                return (bytes, bytes)
+            }
+            let bytes = try transparentExchange(frame, wait: wait)
+            return (bytes, bytes)
+        }
+    }
+
+    /// In storage-card mode the command is translated as it is; in transparent mode it goes as its frame.
+    public func execute(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response {
+        let connected: Bool
+        do { connected = try connect() } catch { throw .reader(error) }
+        guard connected, mode == .storage else { return try encodeAndTransceive(request, blockSize: blockSize) }
+        let frame: [UInt8]
+        do { frame = try request.encode() } catch { throw .invalid("\(error)") }
+        do {
+            return try exchange(frame) { () throws(ReaderError) -> (Response, [UInt8]) in
+                let r = try storageAnswer(request)
+                return (r, r.encode())
+            }
+        } catch { throw .reader(error) }
+    }
+
+    /// One exchange with its trace and air time: `body` gives the result and the answer's bytes as on air.
+    private func exchange<T>(_ frame: [UInt8], _ body: () throws(ReaderError) -> (T, [UInt8])) throws(ReaderError) -> T
+    {
         guard frame.count <= limits.maxRequestBytes else {
             throw ReaderError.frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes)
         }
@@ -135,18 +169,14 @@ public final class PCSCReader: TagReader {
         airTime = airTime + AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)
         do throws(ReaderError) {
             guard try connect() else { throw ReaderError.timeout }
-            let answer: [UInt8]
-            switch mode {
-            case .storage?: answer = try storageExchange(frame)
-            default: answer = try transparentExchange(frame, wait: wait)
-            }
+            let (result, answer) = try body()
             let shown = CRC16.appending(to: answer)
             let t =
                 AirTiming.t1 + AirTiming.tagFrame(bytes: shown.count, flags: RequestFlags(rawValue: frame.first ?? 0))
                 + AirTiming.t2
             airTime = airTime + t
             trace?(TraceEvent(direction: .tagToReader, bytes: shown, airTime: t))
-            return answer
+            return result
         } catch {
             trace?(TraceEvent(direction: .nothing, bytes: [], airTime: AirTiming.t1Max, note: "\(error)"))
             airTime = airTime + AirTiming.t1Max
@@ -349,13 +379,9 @@ public final class PCSCReader: TagReader {
 
     // MARK: Storage-card fallback
 
-    /// Translates the few ISO 15693 commands the storage-card APDUs carry; every other command is refused
-    /// with `storageLimits`.
-    private func storageExchange(_ frame: [UInt8]) throws(ReaderError) -> [UInt8] {
-        let request: Request
-        do { request = try Request.decode(frame) } catch {
-            throw ReaderError.notSupported("cannot translate this frame for storage-card mode: \(error)")
-        }
+    /// Answers the few ISO 15693 commands the storage-card APDUs carry; every other command is refused with
+    /// `storageLimits`.
+    private func storageAnswer(_ request: Request) throws(ReaderError) -> Response {
         let uid = try storageCardUID()
         if case let .addressed(target) = request.addressing, target != uid { throw ReaderError.timeout }
         if request.flags.contains(.option), request.command.code.rawValue != 0x01 {
@@ -365,13 +391,13 @@ public final class PCSCReader: TagReader {
         switch request.command {
         case let .inventory(_, mask):
             guard mask.matches(uid) else { throw ReaderError.timeout }
-            return [0x00, 0x00] + uid.onAirBytes
+            return Response(body: .inventory(dsfid: 0, uid: uid))
         case let .readSingleBlock(b):
             return try storageRead([b])
         case let .readMultipleBlocks(first, count):
             return try storageRead((first.int..<(first.int + count)).compactMap { BlockNumber(exactly: $0) })
         case let .writeSingleBlock(b, data):
-            return try storageWrite(b, data) ?? [0x00]
+            return try storageWrite(b, data) ?? Response(body: .done)
         case let .writeMultipleBlocks(first, count, data):
             let size = data.count / max(1, count)
             for i in 0..<count {
@@ -381,7 +407,7 @@ public final class PCSCReader: TagReader {
                     return failed
                 }
             }
-            return [0x00]
+            return Response(body: .done)
         default:
             throw ReaderError.notSupported("\(request.command.code.name): \(Self.storageLimits)")
         }
@@ -398,29 +424,29 @@ public final class PCSCReader: TagReader {
     }
 
     /// A storage-card error as the ISO 15693 error answer the client understands (the tag's own code is lost).
-    private func storageError(_ sw: UInt16) -> [UInt8] {
+    private func storageError(_ sw: UInt16) -> Response {
         switch sw {
-        case 0x6A82, 0x6B00: return [0x01, 0x10]  // block not available
-        case 0x6A81: return [0x01, 0x01]  // not supported
-        default: return [0x01, 0x0F]  // unknown error
+        case 0x6A82, 0x6B00: return Response(body: .error(ISOErrorCode(0x10)))  // block not available
+        case 0x6A81: return Response(body: .error(ISOErrorCode(0x01)))  // not supported
+        default: return Response(body: .error(ISOErrorCode(0x0F)))  // unknown error
         }
     }
 
     /// Reads blocks with FF B0; an error status becomes the ISO 15693 error answer.
-    private func storageRead(_ blocks: [BlockNumber]) throws(ReaderError) -> [UInt8] {
-        var out: [UInt8] = [0x00]
+    private func storageRead(_ blocks: [BlockNumber]) throws(ReaderError) -> Response {
+        var out: [BlockRead] = []
         for b in blocks {
             let r = try transmit([0xFF, 0xB0, UInt8(b.value >> 8), UInt8(b.value & 0xFF), 0x00])
             guard r.count >= 2 else { throw ReaderError.device("empty answer to FF B0") }
             let sw = UInt16(r[r.count - 2]) << 8 | UInt16(r[r.count - 1])
             guard sw == 0x9000 else { return storageError(sw) }
-            out += r[0..<(r.count - 2)]
+            out.append(BlockRead(number: b, data: Array(r[0..<(r.count - 2)]), security: nil))
         }
-        return out
+        return Response(body: .blocks(out))
     }
 
     /// Writes one block with FF D6; nil when it worked, else the ISO 15693 error answer.
-    private func storageWrite(_ b: BlockNumber, _ data: [UInt8]) throws(ReaderError) -> [UInt8]? {
+    private func storageWrite(_ b: BlockNumber, _ data: [UInt8]) throws(ReaderError) -> Response? {
         let r = try transmit([0xFF, 0xD6, UInt8(b.value >> 8), UInt8(b.value & 0xFF), UInt8(data.count)] + data)
         guard r.count >= 2 else { throw ReaderError.device("empty answer to FF D6") }
         let sw = UInt16(r[r.count - 2]) << 8 | UInt16(r[r.count - 1])

@@ -1,4 +1,5 @@
 import CLibNFC
+import Readers
 import ISO15693
 
 /// libnfc devices. libnfc (Debian libnfc-dev 1.8) has no ISO 15693 modulation (`nfc_modulation_type` ends
@@ -9,7 +10,7 @@ public enum LibNFC {
     public static let unsupportedMessage = """
         libnfc cannot carry ISO 15693: its API has no ISO 15693 modulation and PN53x readers (ACR122U, PN532) \
         have no ISO 15693 radio. Use a PC/SC reader with transparent exchange (ACS ACR1552U, HID OMNIKEY 5022) \
-        once the PC/SC driver lands, or --reader sim for the simulator.
+        (--reader pcsc), a FEIG reader (--reader feig), or --reader sim for the simulator.
         """
 
     /// The libnfc version string.
@@ -49,5 +50,23 @@ public enum LibNFC {
         let deviceName = String(cString: nfc_device_get_name(device))
         nfc_close(device)
         throw ReaderError.notSupported("libnfc opened '\(deviceName)', but " + unsupportedMessage)
+    }
+}
+
+/// libnfc: devices are listed, but none can carry ISO 15693 (see LibNFC).
+public struct LibNFCDriver: ReaderDriver {
+    public init() {}
+    public var name: String { "libnfc" }
+    public var summary: String { "libnfc devices: listed only; libnfc cannot carry ISO 15693" }
+    public var capabilities: DriverCapabilities { [] }
+
+    public func open(field: String?, device: String?, options: DriverOptions) throws -> OpenedReader {
+        try LibNFC.openAsISO15693Reader(connstring: device)
+    }
+
+    public func devices(field: String?, configured: [String]) throws -> [DeviceListing] {
+        let found = try LibNFC.listDevices()
+        if found.isEmpty { return [DeviceListing(name: "-", detail: "no devices found (libnfc \(LibNFC.version))")] }
+        return found.map { DeviceListing(name: $0, detail: "ISO 15693: no (libnfc has no ISO 15693 modulation)") }
     }
 }

@@ -4,6 +4,7 @@
 import Foundation
 import FEIG
 import ISO15693
+import Readers
 
 /// Where a FEIG reader is and how to talk to it: `/dev/ttyUSB0` (38400 baud, even parity: the readers' factory
 /// setting) or `tcp://HOST[:PORT]` (port 10001 by default), then options after commas:
@@ -347,6 +348,14 @@ public final class FEIGReader: TagReader {
 
     // MARK: ISO 15693 frames through host commands
 
+    /// A command answered through host commands: the reply becomes the `Response` directly.
+    public func execute(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response {
+        let frame: [UInt8]
+        do { frame = try request.encode() } catch { throw .invalid("\(error)") }
+        do { return try answer(request, frame: frame).response } catch { throw .reader(error) }
+    }
+
+    /// A raw frame (`vlogger raw`, the client's slotted rounds): decoded into the command it carries.
     public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
         guard frame.count <= limits.maxRequestBytes else {
             throw .frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes)
@@ -356,17 +365,33 @@ public final class FEIGReader: TagReader {
             throw .notSupported(
                 "FEIG readers take ISO 15693 commands as host commands; this frame does not decode as one (\(error))")
         }
+        return try answer(request, frame: frame).bytes
+    }
+
+    /// `request` (whose frame is `frame`) through host commands, with its air time and trace; `bytes` is the
+    /// answer as the tag's frame (what the trace shows and the air time counts).
+    private func answer(_ request: Request, frame: [UInt8]) throws(ReaderError) -> (response: Response, bytes: [UInt8])
+    {
+        guard frame.count <= limits.maxRequestBytes else {
+            throw .frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes)
+        }
         let onAir = CRC16.appending(to: frame)
         let out = AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)
         airTime = airTime + out
         do throws(ReaderError) {
-            let (answer, hostFrames) = try exchange(request)
+            let (response, hostFrames) = try exchange(request)
+            let answer: [UInt8]
+            switch request.command {
+            // Answered in 0x3B's layout for 0x3B, in 0x2B's (with the Protocol Extension flag's count) for 0x2B.
+            case .extendedGetSystemInformation: answer = response.encode(extendedSystemInformation: true)
+            default: answer = response.encode(protocolExtension: request.flags.contains(.protocolExtension))
+            }
             trace?(TraceEvent(direction: .readerToTag, bytes: onAir, airTime: out, note: hostFrames.request))
             let shown = CRC16.appending(to: answer)
             let t = AirTiming.t1 + AirTiming.tagFrame(bytes: shown.count, flags: request.flags) + AirTiming.t2
             airTime = airTime + t
             trace?(TraceEvent(direction: .tagToReader, bytes: shown, airTime: t, note: hostFrames.reply))
-            return answer
+            return (response, answer)
         } catch {
             trace?(TraceEvent(direction: .readerToTag, bytes: onAir, airTime: out))
             trace?(TraceEvent(direction: .nothing, bytes: [], airTime: AirTiming.t1Max, note: "\(error)"))
@@ -390,7 +415,7 @@ public final class FEIGReader: TagReader {
     }
 
     /// The answer the tag gave, and the host frames (for the trace).
-    private func exchange(_ request: Request) throws(ReaderError) -> ([UInt8], (request: String, reply: String)) {
+    private func exchange(_ request: Request) throws(ReaderError) -> (Response, (request: String, reply: String)) {
         let adr = addressing(request)
         let sec = request.flags.contains(.option) ? FEIGISO.secBit : 0
         // FEIG's extended form (MODE EXT_ADR, BANK, two-byte DB-ADR) for whatever needs a block number past 255:
@@ -424,10 +449,7 @@ public final class FEIGReader: TagReader {
             let matching = found.filter { mask.matches($0.uid) }
             guard let lone = matching.first else { throw .timeout }
             guard matching.count == 1 else { throw .collision }
-            return (
-                Response(body: .inventory(dsfid: lone.dsfid, uid: lone.uid)).encode(),
-                ("via the reader's inventory", "")
-            )
+            return (Response(body: .inventory(dsfid: lone.dsfid, uid: lone.uid)), ("via the reader's inventory", ""))
         case .stayQuiet: data = FEIGISO.request(0x02, adr)
         case let .readSingleBlock(b), let .extendedReadSingleBlock(b): data = try blocks(0x23, b, 1, mode: sec, [1])
         case let .readMultipleBlocks(first, n), let .extendedReadMultipleBlocks(first, n):
@@ -467,7 +489,7 @@ public final class FEIGReader: TagReader {
             guard let code = reply.data.first else {
                 throw .crcError(.invalidField("FEIG reader \(device): STATUS 0x95 without the tag's error code"))
             }
-            return (Response(body: .error(ISOErrorCode(code))).encode(), frames)
+            return (Response(body: .error(ISOErrorCode(code))), frames)
         }
         guard status == FEIGStatus.ok.rawValue else {
             throw Self.error(status: status, command: request.command.code.name)
@@ -503,14 +525,7 @@ public final class FEIGReader: TagReader {
             let info = SystemInformation(
                 uid: uid, dsfid: i.dsfid, afi: i.afi, blockCount: i.blockCount, blockSize: i.blockSize,
                 icReference: i.icReference)
-            if case .extendedGetSystemInformation = request.command {
-                // Answered in 0x3B's layout, which is how the client decodes it.
-                return (Response(body: .systemInformation(info)).encode(extendedSystemInformation: true), frames)
-            }
-            return (
-                Response(body: .systemInformation(info)).encode(
-                    protocolExtension: request.flags.contains(.protocolExtension)), frames
-            )
+            body = .systemInformation(info)
         case let .getMultipleBlockSecurityStatus(_, n), let .extendedGetMultipleBlockSecurityStatus(_, n):
             do {
                 body = .securityStatus(
@@ -521,13 +536,15 @@ public final class FEIGReader: TagReader {
         default:
             body = .done
         }
-        return (Response(body: body).encode(), frames)
+        return (Response(body: body), frames)
     }
 }
 
 // MARK: Buffered read mode
 
 extension FEIGReader: BufferedReader {
+    public var buffer: (any BufferedReader)? { self }
+
     /// [0x22] Read Buffer: up to `maxRecords` of the oldest records (the same ones again until `clearBuffer`);
     /// none when the buffer is empty (STATUS 0x92).
     public func readBuffer(maxRecords: Int) throws(ReaderError) -> [BufferedRecord] {
@@ -557,50 +574,6 @@ extension FEIGReader: BufferedReader {
         let reply = try command(FEIGCommand.clearBuffer, [])
         guard reply.status == FEIGStatus.ok.rawValue else {
             throw Self.error(status: reply.status ?? 0, command: "Clear Data Buffer")
-        }
-    }
-}
-
-/// FEIG OBID ID ISC readers over serial or TCP (`device`: see `FEIGDevice`).
-public struct FEIGDriver: ReaderDriver {
-    public init() {}
-    public var name: String { "feig" }
-    public var summary: String {
-        "FEIG OBID ID ISC readers (ID ISC.MR101/MR102, LR1002, LRU…): host protocol over a serial port (/dev/ttyUSB0,baud=38400,parity=even) or tcp://HOST[:10001]"
-    }
-    public var capabilities: DriverCapabilities { [.iso15693, .readerSideInventory] }
-
-    public func open(field: String?, device: String?) throws -> OpenedReader {
-        guard let device else {
-            throw ReaderError.device(
-                "the feig driver needs a device: a serial port (/dev/ttyUSB0) or tcp://HOST[:PORT]")
-        }
-        let parsed: FEIGDevice
-        do { parsed = try FEIGDevice.parse(device) } catch { throw ReaderError.device("\(error)") }
-        return OpenedReader(reader: try FEIGReader.open(parsed))
-    }
-
-    /// FEIG readers announce themselves nowhere: a configured device is asked ([0x66] Get Reader Info).
-    public func devices(field: String?) throws -> [DeviceListing] {
-        [
-            DeviceListing(
-                name: "-",
-                detail:
-                    "FEIG readers are not discovered; configure one ([[reader]] driver = \"feig\", device = \"/dev/ttyUSB0\" or \"tcp://HOST\") and `vlogger devices --config FILE` asks it"
-            )
-        ]
-    }
-
-    /// What the reader at `device` says about itself.
-    public static func describe(device: String) -> DeviceListing {
-        do {
-            let parsed = try FEIGDevice.parse(device)
-            let reader = FEIGReader(device: parsed)
-            defer { reader.close() }
-            let info = try reader.identify()
-            return DeviceListing(name: "\(parsed)", detail: "\(info.summary)  ISO 15693: through [0xB0] host commands")
-        } catch {
-            return DeviceListing(name: device, detail: "not answering: \(error)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import ISO15693
+import Readers
 import TagSimulator
 
 /// The reader driver for a simulated field: frames go through the same CRC, timing and error paths a
@@ -16,6 +17,13 @@ public final class SimulatorReader: TagReader {
         self.field = field
         self.name = name
         self.limits = limits
+    }
+
+    /// A reader over `field` with the field switched on (tests, benchmarks: a field made in memory).
+    public static func switchedOn(_ field: SimulatedField, name: String = "simulator (in memory)") -> SimulatorReader {
+        let reader = SimulatorReader(field: field, name: name)
+        field.powerOn()
+        return reader
     }
 
     /// The simulated receiver hears double-rate answers (the field charges them at that rate).

@@ -1,0 +1,35 @@
+import DriverFEIG
+import Foundation
+import DriverLibNFC
+import DriverPCSC
+import DriverSim
+import Readers
+import Testing
+
+/// The drivers the executable registers (Sources/vlogger/Drivers.swift), registered for the tests. swift-testing has no
+/// set-up for a whole target: every suite of a test target that reads a configuration or opens a reader by its
+/// driver's name carries `.drivers`. Every suite registers the same list (the test targets share one process), so none
+/// sees fewer drivers than it needs while another registers; `extra` adds a test's own driver to it, for good (the
+/// list only grows, so a suite running beside it keeps the test's driver too).
+public struct RegisteredDrivers: SuiteTrait, TestTrait, TestScoping {
+    public static let linked: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
+    public var extra: [any ReaderDriver] = []
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var added: [any ReaderDriver] = []
+
+    public init(extra: [any ReaderDriver] = []) { self.extra = extra }
+
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        Self.lock.withLock {
+            Self.added += extra.filter { d in !Self.added.contains { $0.name == d.name } }
+            ReaderDrivers.bootstrap(Self.linked + Self.added)
+        }
+        try await function()
+    }
+}
+
+extension Trait where Self == RegisteredDrivers {
+    public static var drivers: Self { RegisteredDrivers() }
+}
