@@ -192,14 +192,14 @@ let package = Package(
             dependencies: [
                 "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
-                "DriverFEIG", "DriverSim",
+                "DriverFEIG", "DriverSim", "DriverPCSC", "DriverLibNFC",
                 "VLoggerStore", "TagSecurity",
                 "VLoggerCore", "VLoggerMQTT",
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693Fuzzing"], path: "bench/Fuzz"),
         // Stand-alone fuzzer of every parser of outside input: `swift run -c release vlogger-fuzz 1000000`. Not part of `swift test`.
-        .executableTarget(name: "vlogger-fuzz", dependencies: ["ParserFuzzing"], path: "bench/ParserFuzz"),
+        .executableTarget(name: "vlogger-fuzz", dependencies: ["ParserFuzzing", "Readers"], path: "bench/ParserFuzz"),
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
         .executableTarget(
             name: "store-bench",

@@ -4,6 +4,8 @@ import Foundation
 import ISO15693
 import Readers
 import DriverFEIG
+import DriverLibNFC
+import DriverPCSC
 import DriverSim
 import TagSecurity
 import TagSimulator
@@ -102,11 +104,12 @@ public struct ParserFuzzer {
 
     // MARK: The targets
 
-    /// Every target, seeded from the files under `config` (the repository's `Config/`). The configuration's
-    /// `[[reader]]` checks need drivers: the simulator and FEIG (whose device strings are parsed) are registered
-    /// when nothing is.
+    /// The drivers the executable registers: the configuration target's `[[reader]]` checks go through them. A
+    /// fuzz executable registers them before it runs the targets (tests register the same list).
+    public static let drivers: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
+
+    /// Every target, seeded from the files under `config` (the repository's `Config/`).
     public static func targets(config: URL) -> [Target] {
-        if ReaderDrivers.all.isEmpty { ReaderDrivers.bootstrap([SimulatorDriver(), FEIGDriver()]) }
         func files(_ dir: String, _ suffix: String) -> [[UInt8]] {
             let d = config.appendingPathComponent(dir)
             let names = ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).filter {

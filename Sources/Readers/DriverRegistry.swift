@@ -108,6 +108,8 @@ public protocol ReaderDriver: Sendable {
     var sampleReader: String? { get }
     /// With `.hostProtocol`: the lines that explain one host frame (`reply`: from the reader).
     func explainHostFrame(_ bytes: [UInt8], reply: Bool) throws -> [String]
+    /// How its `--device` and `[[reader]] device` are written, for help texts; nil for a driver that takes none.
+    var deviceHelp: String? { get }
 }
 
 extension ReaderDriver {
@@ -119,6 +121,7 @@ extension ReaderDriver {
         "check the reader's device and driver in the configuration (`vlogger devices`)"
     }
     public var sampleReader: String? { nil }
+    public var deviceHelp: String? { nil }
     public func explainHostFrame(_ bytes: [UInt8], reply: Bool) throws -> [String] {
         throw ReaderError.notSupported("the \(name) driver has no host protocol of its own")
     }

@@ -201,6 +201,29 @@ public final class StoreWriter: @unchecked Sendable {
         return commitLocked()
     }
 
+    /// Commits `batch` on the calling thread after what is queued before it, and returns once it is committed: for
+    /// work that may go on only when its rows are stored (the buffer drain tells its reader to clear the records
+    /// only then). It is counted and reported (`onCommit`) like the writer's own batches. Throws when the queued
+    /// records or `batch` cannot be committed; `batch` is then not stored, and not kept either (its owner still
+    /// has it).
+    public func commit(_ batch: Batch) throws(StoreError) {
+        cond.lock()
+        let earlier = commitLocked()
+        let failure = fatal ?? totals.lastError
+        cond.unlock()
+        guard earlier else { throw failure ?? StoreError("the store writer cannot commit") }
+        let started = DispatchTime.now().uptimeNanoseconds
+        let last = try store.write(batch)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        let onCommit = locked { () -> (@Sendable (Int, Int, Int64, Double) -> Void)? in
+            totals.committedReadings += batch.readings.count
+            totals.committedEvents += batch.events.count
+            totals.commits += 1
+            return self.onCommit
+        }
+        onCommit?(batch.readings.count, batch.events.count, last, seconds)
+    }
+
     /// With the lock held (released during the database work): commits everything queued.
     private func commitLocked() -> Bool {
         if fatal != nil { return false }

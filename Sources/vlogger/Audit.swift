@@ -12,7 +12,7 @@ struct AuditCommand: ParsableCommand {
         subcommands: [AuditRun.self, AuditList.self, AuditShow.self, AuditDiff.self, AuditReportCommand.self])
 }
 
-struct AuditRun: ParsableCommand {
+struct AuditRun: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run", abstract: "Run an audit now, of one location or of every location with a reader.",
         discussion: """
@@ -47,7 +47,7 @@ struct AuditRun: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let config = try options.load()
         var settings = config.audit
         if let rounds { settings.rounds = rounds }
@@ -68,11 +68,20 @@ struct AuditRun: ParsableCommand {
                     "no reader at location '\(loc)'; readers: \(config.readers.map { "\($0.id) (\(Auditor.location(of: $0)))" }.joined(separator: ", "))"
                 )
             }
-            let readers = try configs.map { AuditReader(config: $0, session: try ReaderSession.open($0)) }
             let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
-            var record = Auditor.run(
-                location: loc, readers: readers, register: register, lastSeen: lastSeen, gateway: config.gatewayID,
-                settings: settings, clock: clock)
+            let readers = try configs.map {
+                AuditParticipant(AuditReader(config: $0, session: try ReaderSession.open($0)), now: clock.now)
+            }
+            // The command owns its readers and waits on its own clock; nothing stops it but the process's end.
+            guard
+                var record = await Auditor.run(
+                    location: loc, readers: readers, register: register, lastSeen: lastSeen,
+                    gateway: config.gatewayID, settings: settings, now: clock.now,
+                    wait: { ms in
+                        clock.sleep(untilMs: ms, stop: StopSignal())
+                        return true
+                    })
+            else { throw VLoggerError("the audit of \(loc) was stopped before its last round; nothing stored") }
             do { record.id = try store.saveAudit(record) } catch { throw VLoggerError("\(error)") }
             // What this location's readers saw informs the next location's audit (an asset seen here is not
             // missing there, but at the wrong location).

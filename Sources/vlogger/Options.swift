@@ -24,13 +24,14 @@ struct ReaderOptions: ParsableArguments {
         ))
     var readerID: String?
 
-    @Option(help: "Folder of tag images for --reader sim (default: $VLOGGER_FIELD or Config/demo-field).")
+    @Option(help: "Folder of tag images for a simulated reader (default: $VLOGGER_FIELD or Config/demo-field).")
     var field: String?
 
     @Option(
-        help:
-            "Hardware reader: for pcsc a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands); for feig a serial port (/dev/ttyUSB0,baud=38400,parity=even,address=0) or tcp://HOST[:10001]; for libnfc a connection string."
-    )
+        help: ArgumentHelp(
+            "Hardware reader, as its driver names devices.",
+            discussion: ReaderDrivers.all.compactMap { d in d.deviceHelp.map { "for \(d.name): \($0)" } }.joined(
+                separator: "; ")))
     var device: String?
 
     @Option(help: "UID of the tag, most-significant byte first (E004015012345678). Default: the only tag in the field.")

@@ -73,8 +73,11 @@ import DriverFEIG
 
         let failing = FailingClear(reader)
         failing.failClears = 1
+        let writer = StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000)
+        let commits = CommitCount()
+        writer.onCommit = { _, _, _, _ in commits.add() }
         let drain = BufferDrain(
-            reader: failing, store: store, gateway: "gw", readerID: "feig-1", location: "dock", firstBlock: 0,
+            reader: failing, writer: writer, gateway: "gw", readerID: "feig-1", location: "dock", firstBlock: 0,
             maxRecords: 10)
         // Stop 1: the first 10 records committed, the clear never reached the reader.
         #expect(throws: BufferDrain.Failure.self) { try drain.drain(now: 1_000) }
@@ -87,6 +90,8 @@ import DriverFEIG
         #expect(try store.count("readings") == 3 * images.count)
         #expect(try store.bufferMark(reader: "feig-1") == nil)
         #expect(emulator.bufferedRecords == 0)
+        // Every batch went through the store writer and is in its totals (the drain waits for each commit).
+        #expect(writer.stats.committedReadings == 3 * images.count && commits.value == writer.stats.commits)
         // Each reading is the tag's memory (blocks 0 and 1, in memory order after the per-block reversal).
         for image in images {
             let rows = try store.readings(uid: image.uid)
@@ -117,4 +122,12 @@ import DriverFEIG
         #expect(try drain.drain(now: 4_000).records == 0)
         #expect(try store.count("readings") == 4 * images.count)
     }
+}
+
+/// A count shared with the store writer's commit callback.
+final class CommitCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.withLock { n += 1 } }
+    var value: Int { lock.withLock { n } }
 }

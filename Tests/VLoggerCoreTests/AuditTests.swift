@@ -29,7 +29,27 @@ import DriverSim
         )
     }
 
-    @Test func everyAssetGetsOneResultAndUnregisteredTagsAreUnexpected() throws {
+    /// The one orchestration abandons an audit whose wait between rounds is cut short (the service's shutdown): no
+    /// record, so nothing half-done is stored; the first round's inventory was made.
+    @Test func anAuditStoppedBetweenRoundsGivesNoRecord() async throws {
+        let (cage, _) = try reader("r1", "cage", ["E008010000004212"])
+        var settings = AuditSettings()
+        settings.rounds = 2
+        let clock = SimulatedClock(start: 1_763_800_000_000)
+        var inventories = 0
+        let counting = AuditParticipant(
+            id: "r1",
+            inventory: {
+                inventories += 1
+                return ((try? cage.session.client.inventory())?.map(\.uid) ?? [], clock.now())
+            }, check: { _ in [] })
+        let record = await Auditor.run(
+            location: "cage", readers: [counting], register: [], lastSeen: [:], gateway: "gw", settings: settings,
+            now: clock.now, wait: { _ in false })
+        #expect(record == nil && inventories == 1)
+    }
+
+    @Test func everyAssetGetsOneResultAndUnregisteredTagsAreUnexpected() async throws {
         let uid = { (s: String) in try UID(parsing: s) }
         let register = [
             AssetRow(
@@ -59,9 +79,18 @@ import DriverSim
         let lastSeen: [UID: (time: Millis, reader: String?, location: String?)] = [
             try uid("E004010812345602"): (clock.now() - 60_000, "r2", "dock")
         ]
-        let a = Auditor.run(
-            location: "cage", readers: [cage], register: register, lastSeen: lastSeen, gateway: "gw",
-            settings: settings, clock: clock)
+        var waits: [Millis] = []
+        let a = try #require(
+            await Auditor.run(
+                location: "cage", readers: [AuditParticipant(cage, now: clock.now)], register: register,
+                lastSeen: lastSeen, gateway: "gw", settings: settings, now: clock.now,
+                wait: { ms in
+                    waits.append(ms)
+                    clock.sleep(untilMs: ms, stop: StopSignal())
+                    return true
+                }))
+        // Rounds 2 and 3 start 500 ms and 1000 ms after the audit's start.
+        #expect(waits == [1_763_800_000_500, 1_763_800_001_000])
         let by = Dictionary(uniqueKeysWithValues: a.results.map { ($0.uid.description, $0) })
         #expect(a.results.count == 6)
         #expect(

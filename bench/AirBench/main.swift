@@ -22,6 +22,8 @@ import VLoggerStore
 //    with `inventory-read` off (Inventory, then Get System Information and a read per tag) and on (NXP's
 //    Fast Inventory Read brings the label with each answer), median over the seeds.
 
+// The drivers the configurations below name (the executable registers the same way).
+ReaderDrivers.bootstrap([SimulatorDriver()])
 let seeds = CommandLine.arguments.count > 1 ? max(1, Int(CommandLine.arguments[1]) ?? 25) : 25
 let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 let flags: RequestFlags = [.highDataRate]

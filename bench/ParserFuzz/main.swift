@@ -5,11 +5,13 @@
 // exit, the target's name is the last line on stderr); a clean run prints one tally per target (stderr, unbuffered).
 import Foundation
 import ParserFuzzing
+import Readers
 
 let args = CommandLine.arguments
 let count = args.count > 1 ? Int(args[1]) ?? 1_000_000 : 1_000_000
 let seed = args.count > 2 ? UInt64(args[2]) ?? 15693 : 15693
 let only = Set(args.dropFirst(3))
+ReaderDrivers.bootstrap(ParserFuzzer.drivers)
 let config = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Config")
 for target in ParserFuzzer.targets(config: config) where only.isEmpty || only.contains(target.name) {
     FileHandle.standardError.write(Data("\(target.name): running \(count) inputs …\n".utf8))

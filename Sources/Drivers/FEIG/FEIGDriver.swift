@@ -9,6 +9,9 @@ public struct FEIGDriver: ReaderDriver {
     public var summary: String {
         "FEIG OBID ID ISC readers (ID ISC.MR101/MR102, LR1002, LRU…): host protocol over a serial port (/dev/ttyUSB0,baud=38400,parity=even) or tcp://HOST[:10001]"
     }
+    public var deviceHelp: String? {
+        "a serial port (/dev/ttyUSB0,baud=38400,parity=even,address=0) or tcp://HOST[:10001]"
+    }
     public var capabilities: DriverCapabilities { [.iso15693, .readerSideInventory, .bufferedRead, .hostProtocol] }
 
     public func open(field: String?, device: String?, options: DriverOptions) throws -> OpenedReader {

@@ -352,7 +352,7 @@ public final class FEIGReader: TagReader {
     public func execute(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response {
         let frame: [UInt8]
         do { frame = try request.encode() } catch { throw .invalid("\(error)") }
-        do { return try answer(request, frame: frame).response } catch { throw .reader(error) }
+        do { return try answer(request, frame: frame, blockSize: blockSize).response } catch { throw .reader(error) }
     }
 
     /// A raw frame (`vlogger raw`, the client's slotted rounds): decoded into the command it carries.
@@ -365,13 +365,15 @@ public final class FEIGReader: TagReader {
             throw .notSupported(
                 "FEIG readers take ISO 15693 commands as host commands; this frame does not decode as one (\(error))")
         }
-        return try answer(request, frame: frame).bytes
+        return try answer(request, frame: frame, blockSize: nil).bytes
     }
 
     /// `request` (whose frame is `frame`) through host commands, with its air time and trace; `bytes` is the
-    /// answer as the tag's frame (what the trace shows and the air time counts).
-    private func answer(_ request: Request, frame: [UInt8]) throws(ReaderError) -> (response: Response, bytes: [UInt8])
-    {
+    /// answer as the tag's frame (what the trace shows and the air time counts). `blockSize`: the size the client
+    /// expects of each block read (a reply of another size is a malformed answer).
+    private func answer(_ request: Request, frame: [UInt8], blockSize: Int?) throws(ReaderError) -> (
+        response: Response, bytes: [UInt8]
+    ) {
         guard frame.count <= limits.maxRequestBytes else {
             throw .frameTooLong(bytes: frame.count, limit: limits.maxRequestBytes)
         }
@@ -379,7 +381,7 @@ public final class FEIGReader: TagReader {
         let out = AirTiming.readerFrame(bytes: onAir.count, coding: .oneOfFour)
         airTime = airTime + out
         do throws(ReaderError) {
-            let (response, hostFrames) = try exchange(request)
+            let (response, hostFrames) = try exchange(request, blockSize: blockSize)
             let answer: [UInt8]
             switch request.command {
             // Answered in 0x3B's layout for 0x3B, in 0x2B's (with the Protocol Extension flag's count) for 0x2B.
@@ -415,7 +417,9 @@ public final class FEIGReader: TagReader {
     }
 
     /// The answer the tag gave, and the host frames (for the trace).
-    private func exchange(_ request: Request) throws(ReaderError) -> (Response, (request: String, reply: String)) {
+    private func exchange(_ request: Request, blockSize: Int?) throws(ReaderError) -> (
+        Response, (request: String, reply: String)
+    ) {
         let adr = addressing(request)
         let sec = request.flags.contains(.option) ? FEIGISO.secBit : 0
         // FEIG's extended form (MODE EXT_ADR, BANK, two-byte DB-ADR) for whatever needs a block number past 255:
@@ -509,6 +513,9 @@ public final class FEIGReader: TagReader {
             }
             let read: (size: Int, blocks: [FEIGISO.Block])
             do { read = try FEIGISO.blocks(reply.data, expected: n) } catch { throw malformed(error) }
+            if let blockSize, read.size != blockSize {
+                throw malformed(.malformed("blocks of \(read.size) bytes where the tag's are \(blockSize)"))
+            }
             body = .blocks(
                 read.blocks.enumerated().map { i, blk in
                     BlockRead(
@@ -522,9 +529,21 @@ public final class FEIGReader: TagReader {
             guard let uid = try? UID(onAir: FEIGISO.readerOrder(i.uid)) else {
                 throw malformed(.malformed("Get System Information reply with UID \(Hex.format(i.uid))"))
             }
-            let info = SystemInformation(
+            guard (1...32).contains(i.blockSize), i.blockCount >= 1 else {
+                throw malformed(
+                    .malformed("Get System Information reply with \(i.blockCount) blocks of \(i.blockSize) bytes"))
+            }
+            var info = SystemInformation(
                 uid: uid, dsfid: i.dsfid, afi: i.afi, blockCount: i.blockCount, blockSize: i.blockSize,
                 icReference: i.icReference)
+            // What the air command's answer could carry: 0x2B without the Protocol Extension flag counts up to 256
+            // blocks (one byte), so the client goes on to ask 0x3B for a larger tag; 0x3B says whether the tag
+            // takes two-byte block numbers.
+            switch request.command {
+            case .extendedGetSystemInformation: info.twoByteAddressing = false
+            default:
+                if !request.flags.contains(.protocolExtension) { info.blockCount = min(i.blockCount, 256) }
+            }
             body = .systemInformation(info)
         case let .getMultipleBlockSecurityStatus(_, n), let .extendedGetMultipleBlockSecurityStatus(_, n):
             do {

@@ -58,6 +58,7 @@ public struct LibNFCDriver: ReaderDriver {
     public init() {}
     public var name: String { "libnfc" }
     public var summary: String { "libnfc devices: listed only; libnfc cannot carry ISO 15693" }
+    public var deviceHelp: String? { "a libnfc connection string" }
     public var capabilities: DriverCapabilities { [] }
 
     public func open(field: String?, device: String?, options: DriverOptions) throws -> OpenedReader {

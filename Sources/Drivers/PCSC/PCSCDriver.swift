@@ -12,6 +12,9 @@ public struct PCSCDriver: ReaderDriver {
     public var summary: String {
         "PC/SC readers through pcscd (transparent exchange; 'storage:' before the device forces the storage-card commands)"
     }
+    public var deviceHelp: String? {
+        "a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands)"
+    }
     public var capabilities: DriverCapabilities { [.iso15693] }
 
     public func open(field: String?, device: String?, options: DriverOptions) throws -> OpenedReader {

@@ -142,9 +142,9 @@ public final class PCSCReader: TagReader {
 
     /// In storage-card mode the command is translated as it is; in transparent mode it goes as its frame.
     public func execute(_ request: Request, blockSize: Int?) throws(CommandFailure) -> Response {
-        let connected: Bool
-        do { connected = try connect() } catch { throw .reader(error) }
-        guard connected, mode == .storage else { return try encodeAndTransceive(request, blockSize: blockSize) }
+        // Not connected yet: the frame path connects (traced) and learns the mode; the first command of a
+        // storage-mode connection is translated from its frame there.
+        guard card != nil, mode == .storage else { return try encodeAndTransceive(request, blockSize: blockSize) }
         let frame: [UInt8]
         do { frame = try request.encode() } catch { throw .invalid("\(error)") }
         do {
@@ -440,7 +440,14 @@ public final class PCSCReader: TagReader {
             guard r.count >= 2 else { throw ReaderError.device("empty answer to FF B0") }
             let sw = UInt16(r[r.count - 2]) << 8 | UInt16(r[r.count - 1])
             guard sw == 0x9000 else { return storageError(sw) }
-            out.append(BlockRead(number: b, data: Array(r[0..<(r.count - 2)]), security: nil))
+            let data = Array(r[0..<(r.count - 2)])
+            // A block is 1 to 32 bytes (ISO/IEC 15693-3's block size field) and every block of a tag has one size.
+            guard (1...32).contains(data.count), out.first.map({ $0.data.count == data.count }) ?? true else {
+                throw ReaderError.crcError(
+                    .invalidField(
+                        "FF B0 answered \(data.count) bytes for block \(b) (a block is 1 to 32 bytes, all alike)"))
+            }
+            out.append(BlockRead(number: b, data: data, security: nil))
         }
         return Response(body: .blocks(out))
     }

@@ -7,7 +7,8 @@ import VLoggerModel
 /// doubling one, across gateway crashes and restarts:
 ///
 /// 1. the oldest records are read (the reader keeps returning the same head until it is cleared);
-/// 2. their readings and a mark (how many records, their bytes) are committed in one transaction;
+/// 2. their readings and a mark (how many records, their bytes) are committed in one transaction, through the store
+///    writer, whose commit the drain waits for (`StoreWriter.commit`: it is the point of the order);
 /// 3. the reader is told to clear what it returned;
 /// 4. the mark goes.
 ///
@@ -37,7 +38,9 @@ public final class BufferDrain {
     }
 
     public let reader: BufferedReader
-    public let store: Store
+    /// The store writer: a drain's batches go through it (the one write path), each committed before the reader
+    /// is told to clear what it returned.
+    public let writer: StoreWriter
     public let gateway: String
     public let readerID: String
     public let location: String?
@@ -53,12 +56,12 @@ public final class BufferDrain {
     public var decode: (@Sendable (UID, [UInt8], Int) -> [(name: String, value: FieldValue)])?
 
     public init(
-        reader: BufferedReader, store: Store, gateway: String, readerID: String, location: String?,
+        reader: BufferedReader, writer: StoreWriter, gateway: String, readerID: String, location: String?,
         firstBlock: BlockNumber,
         maxRecords: Int = 100, maxRounds: Int = 50
     ) {
         self.reader = reader
-        self.store = store
+        self.writer = writer
         self.gateway = gateway
         self.readerID = readerID
         self.location = location
@@ -81,7 +84,7 @@ public final class BufferDrain {
     public func drain(now: Millis) throws(Failure) -> Report {
         var report = Report()
         do {
-            if let mark = try store.bufferMark(reader: readerID) {
+            if let mark = try writer.store.bufferMark(reader: readerID) {
                 let head = try reader.readBuffer(maxRecords: mark.records)
                 if head.count == mark.records && head.flatMap(\.raw) == mark.raw {
                     try reader.clearBuffer()
@@ -89,7 +92,7 @@ public final class BufferDrain {
                 } else {
                     report.staleMark = true
                 }
-                try store.write(Self.batch(marks: [.cleared(readerID, time: now)]))
+                try writer.commit(Self.batch(marks: [.cleared(readerID, time: now)]))
             }
             for _ in 0..<maxRounds {
                 let records = try reader.readBuffer(maxRecords: maxRecords)
@@ -117,11 +120,11 @@ public final class BufferDrain {
                 batch.bufferMarks = [
                     BufferMark(reader: readerID, records: records.count, raw: records.flatMap(\.raw), time: now)
                 ]
-                try store.write(batch)
+                try writer.commit(batch)
                 report.records += records.count
                 report.readings += batch.readings.count
                 try reader.clearBuffer()
-                try store.write(Self.batch(marks: [.cleared(readerID, time: now)]))
+                try writer.commit(Self.batch(marks: [.cleared(readerID, time: now)]))
                 if records.count < maxRecords { break }
             }
         } catch let e as ReaderError {
@@ -138,5 +141,92 @@ public final class BufferDrain {
         var b = Batch()
         b.bufferMarks = marks
         return b
+    }
+}
+
+/// The buffered read mode of one reader (`read-mode = "buffer"`): each cycle drains the reader's own buffer through
+/// a `BufferDrain` and evaluates the rules on what the records hold.
+final class BufferedPolling {
+    private var drain: BufferDrain?
+    /// What the buffer drains did so far.
+    private(set) var totals = BufferDrain.Report()
+
+    /// One cycle of a reader in buffered read mode: its buffer drained into the store, the rules on what the
+    /// records hold.
+    func cycle(_ report: inout CycleReport, now: Millis, agent: Agent) {
+        let (session, readerConfig, config, log) = (agent.session, agent.readerConfig, agent.config, agent.log)
+        /// The reader's own buffer (nil while a reader that is opened again at each command is closed).
+        func bufferedReader() -> (any BufferedReader)? { session.reader.buffer }
+        if bufferedReader() == nil {
+            // A reader not open yet (ReopeningReader): any command opens it.
+            do { try session.reader.fieldOn() } catch {
+                log.error(uid: nil, kind: "buffer", ClientError.reader(error, command: "open"))
+                report.readerFailed = true
+                return
+            }
+        }
+        guard let buffered = bufferedReader() else {
+            log.error(
+                uid: nil, kind: "buffer",
+                ClientError.invalid(
+                    "reader \(readerConfig.id) (\(session.reader.name)) has no buffer of its own; read-mode = \"buffer\" needs \(ReaderDrivers.names(with: .bufferedRead))"
+                ))
+            report.readerFailed = true
+            return
+        }
+        if drain == nil || drain?.reader !== buffered {
+            drain = BufferDrain(
+                reader: buffered, writer: agent.writer, gateway: config.gatewayID, readerID: readerConfig.id,
+                location: readerConfig.location, firstBlock: readerConfig.bufferBlock)
+        }
+        // The plan's fields that lie in the records' blocks are decoded as in polling (the plan as configured now).
+        let plans = config
+        let first = readerConfig.bufferBlock
+        drain?.decode = { uid, data, blockSize in
+            plans.plan(for: uid, model: ICModel.identify(uid: uid))?
+                .decodedFields(memory: data, first: first, count: data.count / max(1, blockSize), blockSize: blockSize)
+                ?? []
+        }
+        do {
+            guard let drain else { return }
+            let r = try drain.drain(now: now)
+            totals.records += r.records
+            totals.readings += r.readings
+            totals.alreadyStored += r.alreadyStored
+            if r.staleMark { totals.staleMark = true }
+            report.tags = r.uids
+            report.readings = r.readings
+            log.counters.readings += r.readings
+            // The rules, on what the records hold: UID, manufacturer and model rules, block values and decoded
+            // fields of the blocks the reader was set to read. Lock rules are not evaluated (a buffered record has
+            // no lock status), nor are rules on blocks outside the records.
+            for uid in r.uids {
+                // A record without blocks still gives the UID.
+                let latest = r.latest[uid] ?? BufferDrain.Latest(blocks: [], decoded: [:])
+                let model = ICModel.identify(uid: uid)
+                var facts = TagFacts(uid: uid, model: model, blockSize: latest.blocks.first?.count ?? 0)
+                for (i, b) in latest.blocks.enumerated() { facts.blocks[readerConfig.bufferBlock.int + i] = b }
+                facts.fields = latest.decoded
+                agent.evaluation.evaluate(agent.evaluation.applicable(uid: uid, model: model), facts)
+            }
+            if r.alreadyStored > 0 {
+                log.logger.notice(
+                    "reader \(readerConfig.id): \(r.alreadyStored) record(s) at the head of the reader's buffer were stored before the gateway stopped; cleared, not stored again"
+                )
+            }
+        } catch {
+            switch error {
+            case .reader(let e):
+                log.error(uid: nil, kind: "buffer", ClientError.reader(e, command: "Read Buffer"))
+                switch e {
+                case .device, .notSupported, .fieldOff, .readerStatus: report.readerFailed = true
+                default: break
+                }
+            case .store(let e):
+                log.logger.error(
+                    "reader \(readerConfig.id): buffer drain: \(e); the records stay in the reader's buffer")
+                report.readerFailed = true
+            }
+        }
     }
 }

@@ -118,6 +118,34 @@ public struct AuditReader {
     }
 }
 
+/// One reader taking part in an audit, as the orchestration (`Auditor.run`) uses it: an inventory round in which
+/// every tag answers (what was found, and when), and the register's checks of assets it saw. Each runs where the
+/// reader may be used: a command owns its readers and uses them at once; the service borrows a polling job's
+/// reader between two of its cycles.
+public struct AuditParticipant {
+    public let id: String
+    public let inventory: () async -> (found: [UID], at: Millis)
+    public let check: ([AssetRow]) async -> [(UID, [String])]
+
+    public init(
+        id: String, inventory: @escaping () async -> (found: [UID], at: Millis),
+        check: @escaping ([AssetRow]) async -> [(UID, [String])]
+    ) {
+        self.id = id
+        self.inventory = inventory
+        self.check = check
+    }
+
+    /// A reader the caller owns (a command): used at once, on the calling thread.
+    public init(_ reader: AuditReader, now: @escaping () -> Millis) {
+        let session = reader.session
+        self.init(
+            id: reader.config.id,
+            inventory: { ((try? session.client.inventory())?.map(\.uid) ?? [], now()) },
+            check: { assets in assets.map { ($0.uid, Auditor.checks($0, session)) } })
+    }
+}
+
 /// Compares what a location's readers see with the asset register for that location. Every asset
 /// registered there gets one result: present, missing, or wrong location (seen by another location's
 /// reader); every tag seen here that is registered elsewhere is wrong-location too, and every unregistered
@@ -136,15 +164,6 @@ public enum Auditor {
         public var reader: String
     }
 
-    /// One inventory round of one reader, added to `seen` (a tag counts once a round however many readers
-    /// see it: `round` holds the UIDs this round has counted).
-    public static func inventoryRound(
-        _ reader: AuditReader, now: () -> Millis, round: inout Set<UID>, into seen: inout [UID: Sighting]
-    ) {
-        guard let found = try? reader.session.client.inventory() else { return }
-        merge(found.map(\.uid), at: now(), by: reader.config.id, round: &round, into: &seen)
-    }
-
     /// Adds one reader's answers of one round to `seen`.
     public static func merge(
         _ found: [UID], at t: Millis, by reader: String, round: inout Set<UID>, into seen: inout [UID: Sighting]
@@ -161,37 +180,36 @@ public enum Auditor {
         }
     }
 
-    /// Runs the rounds on `readers` (waiting `spacingMs` between them on `clock`), checks the present assets
-    /// and returns the audit. For commands, which own their readers; the service goes round by round.
+    /// The one audit orchestration, for the command and the service's scheduler: `settings.rounds` inventory rounds
+    /// with every reader, `spacingMs` apart on the run's time (`wait` returns false when the audit must stop: it is
+    /// then abandoned and nil returned, nothing half-done is stored), then the register's checks of each present
+    /// asset by the reader that saw it last, then the record.
     public static func run(
-        location: String, readers: [AuditReader], register: [AssetRow],
-        lastSeen: [UID: (time: Millis, reader: String?, location: String?)],
-        gateway: String, settings: AuditSettings, clock: AgentClock, stop: StopSignal = StopSignal(),
-        trigger: String = "manual"
-    ) -> AuditRecord {
-        let started = clock.now()
+        location: String, readers: [AuditParticipant], register: [AssetRow],
+        lastSeen: [UID: (time: Millis, reader: String?, location: String?)], gateway: String,
+        settings: AuditSettings, trigger: String = "manual", now: () -> Millis,
+        wait: (_ untilMs: Millis) async -> Bool
+    ) async -> AuditRecord? {
+        let started = now()
         var seen: [UID: Sighting] = [:]
-        var next = started
         for round in 0..<max(1, settings.rounds) {
-            if round > 0 {
-                next += settings.spacingMs
-                clock.sleep(untilMs: next, stop: stop)
-                if stop.isRequested { break }
-            }
+            if round > 0, await !wait(started + Millis(round) * settings.spacingMs) { return nil }
             var counted = Set<UID>()
-            for r in readers { inventoryRound(r, now: clock.now, round: &counted, into: &seen) }
-        }
-        let sessions = Dictionary(readers.map { ($0.config.id, $0.session) }, uniquingKeysWith: { a, _ in a })
-        var checks: [UID: [String]] = [:]
-        for asset in register where asset.location == location {
-            if let s = seen[asset.uid], let session = sessions[s.reader] {
-                checks[asset.uid] = Self.checks(asset, session)
+            for r in readers {
+                let (found, t) = await r.inventory()
+                merge(found, at: t, by: r.id, round: &counted, into: &seen)
             }
+        }
+        var checks: [UID: [String]] = [:]
+        for r in readers {
+            let mine = register.filter { $0.location == location && seen[$0.uid]?.reader == r.id }
+            guard !mine.isEmpty else { continue }
+            for (uid, c) in await r.check(mine) { checks[uid] = c }
         }
         return result(
-            location: location, readers: readers.map(\.config.id), register: register, seen: seen, checks: checks,
-            lastSeen: lastSeen,
-            started: started, finished: clock.now(), gateway: gateway, settings: settings, trigger: trigger)
+            location: location, readers: readers.map(\.id), register: register, seen: seen, checks: checks,
+            lastSeen: lastSeen, started: started, finished: now(), gateway: gateway, settings: settings,
+            trigger: trigger)
     }
 
     /// The audit from what the rounds saw and the checks made on the present assets.
