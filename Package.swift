@@ -46,6 +46,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", exact: "1.8.1"),
         // Sparkplug B payloads (the generated code is committed: the protoc plugin is not built in CI).
         .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
+        // The operator's pages: templates that escape by default, replaceable from a folder.
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", exact: "2.1.1"),
     ],
     targets: [
         // Host facts Glibc's Swift module lacks (the kernel's clock sync state) and the commit a binary was built
@@ -155,6 +157,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
             // The read API's OpenAPI document: served from API/OpenAPIDocument.swift (.ci/openapi-document.sh).
             exclude: ["API/openapi.json"]),

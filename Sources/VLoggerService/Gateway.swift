@@ -87,6 +87,8 @@ public final class Gateway: @unchecked Sendable {
     /// The audit settings and schedules in force, and how often they were replaced (SIGHUP): the audit
     /// scheduler plans again when the count moves.
     let audits: NIOLockedValueBox<(settings: AuditSettings, version: Int)>
+    /// What the pages are made with: the configuration's names, units, limits and time zone, and the templates.
+    let pages: NIOLockedValueBox<(PageContext, PageTemplates)>
 
     public init(options: GatewayOptions, logger: Logger) throws(VLoggerError) {
         self.options = options
@@ -97,6 +99,8 @@ public final class Gateway: @unchecked Sendable {
         } catch { throw VLoggerError("\(error)") }
         self.config = config
         audits = NIOLockedValueBox((config.audit, 0))
+        pages = NIOLockedValueBox(
+            (PageContext(config: config, rules: rules), try PageTemplates(folder: config.templatesFolder)))
         for w in config.warnings + config.secretFileProblems().warnings { logger.warning("\(w)") }
         do {
             // The lock first: a second run must not check or migrate the store the first one is using.
@@ -208,7 +212,8 @@ public final class Gateway: @unchecked Sendable {
             apiTokenAllowed = address.isLoopback
             let listener = HTTPListener(
                 config: config, store: store, metrics: metrics, apiToken: apiToken, readToken: readToken,
-                refusals: refusals, wakeup: outputWakeup, logger: logger, bound: { [self] in listenerUp($0) })
+                refusals: refusals, wakeup: outputWakeup, logger: logger, bound: { [self] in listenerUp($0) },
+                pages: pages, now: { [clock] in clock.now() })
             services.append(.init(service: try listener.make(address), serviceName: "HTTP listener"))
             services.append(
                 .init(service: RefusalLogJob(refusals: refusals, logger: logger), serviceName: "refusal log"))
@@ -293,6 +298,9 @@ public final class Gateway: @unchecked Sendable {
         logger.notice("signal SIGHUP: reloading the configuration before the next cycle")
         do {
             let (fresh, rules, register) = try options.overrides.load(path)
+            let freshPages = (
+                PageContext(config: fresh, rules: rules), try PageTemplates(folder: fresh.templatesFolder)
+            )
             // A token file that cannot be read fails the whole reload, before anything is swapped in; so do outputs
             // that cannot be made (a password file gone).
             let newToken =
@@ -305,6 +313,7 @@ public final class Gateway: @unchecked Sendable {
             writer.register(fields: fresh.fieldInfos)
             Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
+            pages.withLockedValue { $0 = freshPages }
             let schedulesChanged = audits.withLockedValue { a -> Bool in
                 guard a.settings != fresh.audit else { return false }
                 a = (fresh.audit, a.version + 1)

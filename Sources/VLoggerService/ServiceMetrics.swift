@@ -50,6 +50,36 @@ public final class ServiceMetrics: @unchecked Sendable {
     private var fieldGauges: [String: (uid: UID, gauge: Gauge)] = [:]
     /// `vlogger_rule_violation` per rule and tag, while the violation lasts.
     private var violationGauges: [String: Gauge] = [:]
+    /// The violations going on now, by rule and tag (the status page's alarms).
+    private var active: [String: ActiveViolation] = [:]
+    /// Each tag's latest decoded values while it is in a field (a violation starts with them).
+    private var decodedNow: [UID: [(name: String, value: FieldValue)]] = [:]
+
+    /// A rule violation as a state: when it started, what started it, and the tag's latest values since.
+    public struct ActiveViolation: Sendable {
+        public var rule: String
+        public var uid: UID
+        public var asset: String?
+        public var reader: String?
+        public var location: String?
+        public var severity: Event.Severity
+        public var since: Millis
+        /// The violation event's detail (the value that started it).
+        public var detail: String
+        /// The tag's latest decoded values (updated with each of its readings while the violation lasts).
+        public var latest: [(name: String, value: FieldValue)] = []
+    }
+
+    /// The violations going on now: critical first, then the oldest.
+    public var activeViolations: [ActiveViolation] {
+        locked {
+            active.values.sorted {
+                ($0.severity == .critical ? 0 : 1, $0.since, $0.rule) < (
+                    $1.severity == .critical ? 0 : 1, $1.since, $1.rule
+                )
+            }
+        }
+    }
     private let committed, droppedReadings, droppedEvents, failedCommits: Counter
     private let queueDepth, storeUp: Gauge
     private let commitTime: Metrics.Timer
@@ -198,6 +228,9 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// Every output's state, in the order they were enabled.
     public var outputStatus: [OutputStatus] { locked { outputs } }
 
+    /// Why the store does not commit now (nil: it does), and how many records wait.
+    public var storeState: (problem: String?, queued: Int) { locked { (writer.lastError?.description, writer.queued) } }
+
     public init(readers: [ReaderConfig], intervalMs: (ReaderConfig) -> Millis, startedMs: Millis = Millis.now()) {
         self.startedMs = startedMs
         var f = PrometheusMetricsFactory(registry: registry)
@@ -293,6 +326,14 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// for Grafana and alerts), from the reader's polling thread.
     public func readingTaken(_ r: Reading, asset: String?, units: [String: String]) {
         locked {
+            if !r.decoded.isEmpty {
+                var merged = r.decoded
+                for old in decodedNow[r.uid] ?? [] where !merged.contains(where: { $0.name == old.name }) {
+                    merged.append(old)
+                }
+                decodedNow[r.uid] = merged
+                for (k, v) in active where v.uid == r.uid { active[k]?.latest = merged }
+            }
             for (name, value) in r.decoded {
                 let v: Double
                 switch value {
@@ -332,9 +373,14 @@ public final class ServiceMetrics: @unchecked Sendable {
                         factory: factory)
                 violationGauges[key] = gauge
                 gauge.record(1)
+                active[key] = ActiveViolation(
+                    rule: e.name, uid: uid, asset: asset, reader: e.reader, location: e.location, severity: e.severity,
+                    since: e.time, detail: e.detail, latest: decodedNow[uid] ?? [])
             case .violationEnded:
                 violationGauges.removeValue(forKey: key)?.destroy()
+                active[key] = nil
             case .departure:
+                decodedNow[uid] = nil
                 let prefix = "\(e.reader ?? "")|\(uid)|"
                 for (k, f) in fieldGauges where k.hasPrefix(prefix) {
                     f.gauge.destroy()

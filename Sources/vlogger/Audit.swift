@@ -5,6 +5,7 @@ import Readers
 import VLoggerCore
 import VLoggerStore
 import VLoggerModel
+import VLoggerService
 
 struct AuditCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -220,9 +221,22 @@ struct AuditReportCommand: ParsableCommand {
         defer { store.close() }
         let a = try store.auditOrFail(id)
         let history: [AuditRecord]
-        do { history = try store.audits(location: a.location, limit: 30) } catch { throw VLoggerError("\(error)") }
+        let assets: [AssetRow]
         do {
-            try Data(AuditReport.html(a, history: history).utf8).write(to: URL(fileURLWithPath: html), options: .atomic)
+            history = try store.audits(location: a.location, limit: 30)
+            assets = try store.assets()
+        } catch { throw VLoggerError("\(error)") }
+        // The names, the time zone and the schedules of the configuration; its templates when it names a folder.
+        let config = try options.load()
+        let rules: RuleSet
+        do { rules = try RuleSet.load(rulesFile: config.rulesFile, registerFile: config.registerFile).0 } catch {
+            throw VLoggerError("\(error)")
+        }
+        let page = Pages.auditReport(
+            a, history: history, assets: assets, context: PageContext(config: config, rules: rules), links: false,
+            templates: try PageTemplates(folder: config.templatesFolder))
+        do {
+            try Data(page.utf8).write(to: URL(fileURLWithPath: html), options: .atomic)
         } catch {
             throw VLoggerError("cannot write \(html): \(error.localizedDescription)")
         }

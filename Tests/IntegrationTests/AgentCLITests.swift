@@ -248,8 +248,9 @@ import VLoggerCore
         let page = (try? String(contentsOf: html, encoding: .utf8)) ?? ""
         #expect(
             report.code == 0 && page.contains("<h1>Audit 2: Dock door 3</h1>")
-                && page.contains("<td>E00401000000BEEF</td><td>PAL-0099</td>")
-                && page.contains("<svg") && !page.contains("<script"), "\(report.err)")
+                && page.contains(">PAL-0099 — Pallet 99</td><td data-label=\"UID\" class=\"uid\">E00401000000BEEF</td>")
+                && page.contains("<svg") && !page.contains("<script") && page.contains("Checked by"),
+            "\(report.err)\(page)")
         let none = try CLITests.run(["audit", "run", "--config", config, "--location", "Roof", "--fast-clock"])
         #expect(none.code == 1 && none.err.contains("no reader at location 'Roof'"), "\(none.err)")
         let missing = try CLITests.run(["audit", "show", "--config", config, "99"])

@@ -78,7 +78,9 @@ struct ReadAPITests {
     @Test func oneReadingIsTheSameEverywhere() throws {
         let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
         defer { try? FileManager.default.removeItem(at: s.dir) }
-        let (pid, port) = try Self.service(s, seconds: 4)
+        // Stopped by SIGTERM once everything is asked (a run that ends by itself could end before a loaded machine
+        // has made the requests).
+        let (pid, port) = try Self.service(s, seconds: 120)
         Thread.sleep(forTimeInterval: 2)
         let page = try ServiceTests.get(port, "/api/v1/readings?uid=E008010000004212&limit=1")
         let tag = try ServiceTests.get(port, "/api/v1/tags/E008010000004212")
@@ -91,6 +93,7 @@ struct ReadAPITests {
         _ = try SyncFaultTests.shell(
             #"python3 "$1" "$2" "/api/v1/stream?uid=E008010000004212&kind=reading" 1 "$3" 0-0"#,
             [script, String(port), streamed])
+        kill(pid, SIGTERM)
         #expect(SyncFaultTests.wait(pid) == 0)
         #expect(missing.status == 404 && bad.status == 400 && bad.body.contains(#""parameter":"limit""#))
         let api = try #require(MQTTTests.object(page.body)?["items"] as? [[String: Any]])

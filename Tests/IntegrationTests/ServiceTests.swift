@@ -164,12 +164,20 @@ import Testing
             "audit", "run", "--config", config.path, "--store", store.path, "--location", "Dock door 3", "--fast-clock",
         ])
         #expect(audit.code == 0, "\(audit.err)")
-        // The status page: HTML with the chart of the first numeric field (temperature); POST is refused.
+        // The status page: HTML with the chart of the first numeric field (temperature), the tags in each field by
+        // their assets (Config/assets.csv: E008010000004212 is CAGE-12, "Cold cage 12"), the latest audit; POST is
+        // refused.
         let page = try Self.get(port, "/")
         #expect(
-            page.status == 200 && page.body.contains("<svg") && page.body.contains("Tags in the field")
-                && page.body.contains("Recent events"))
-        #expect(page.body.contains("<a href=\"/audits/1\">Dock door 3: audit 1"), "\(page.body.suffix(3000))")
+            page.status == 200 && page.body.contains("<svg") && page.body.contains("In the field of")
+                && page.body.contains("Recent events") && page.body.contains("name=\"viewport\""))
+        #expect(
+            page.body.contains("<a href=\"/tags/E008010000004212\">CAGE-12 — Cold cage 12</a>"),
+            "\(page.body.suffix(3000))")
+        #expect(page.body.contains("<a href=\"/audits/1\">#1, "), "\(page.body.suffix(3000))")
+        let tagPage = try Self.get(port, "/tags/E008010000004212")
+        #expect(tagPage.status == 200 && tagPage.body.contains("temperature (°C)"), "\(tagPage.body.suffix(2000))")
+        #expect(try Self.get(port, "/tags/nonsense").status == 400)
         let report = try Self.get(port, "/audits/1")
         #expect(report.status == 200 && report.body.contains("<h1>Audit 1: Dock door 3</h1>"))
         #expect(try Self.get(port, "/audits/99").status == 404 && Self.get(port, "/audits/x").status == 400)

@@ -228,6 +228,9 @@ public struct AgentConfig: Sendable {
     public var warnings: [String] = []
     public var gatewayID = "gateway"
     public var site: String?
+    /// `[gateway] time-zone`: how pages, reports and the commands' human output show times (JSON and exports stay
+    /// UTC). The system's zone when not given.
+    public var localTime = LocalTime(zone: TimeZone.current)
     /// The readers, each polled by its own job (at least one).
     public var readers = [ReaderConfig()]
     public var intervalMs: Millis = 1000
@@ -259,6 +262,8 @@ public struct AgentConfig: Sendable {
     public var listen: String?
     /// The decoded field the status page charts.
     public var chartField: String?
+    /// `[service] templates`: a folder whose `.mustache` files replace the pages' shipped templates of the same name.
+    public var templatesFolder: String?
     /// A file holding the bearer token of the HTTP write API (`[service] api-token-file`); nil: no API.
     public var apiTokenFile: String?
     /// A file holding the bearer token of the read API (`[service] read-token-file`): required on a listener that
@@ -362,7 +367,7 @@ public struct AgentConfig: Sendable {
         if table.entries.isEmpty {
             r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key")
         }
-        if let g = top.subsection("gateway", keys: ["id", "site"]) {
+        if let g = top.subsection("gateway", keys: ["id", "site", "time-zone"]) {
             if let id = g.string("id") {
                 if !Self.isIdentifier(id) {
                     r.issue(
@@ -374,6 +379,11 @@ public struct AgentConfig: Sendable {
                 }
             }
             c.site = g.string("site")
+            if let zone = g.string("time-zone") {
+                do { c.localTime = try LocalTime(identifier: zone) } catch {
+                    r.issue(g.node("time-zone")?.line ?? g.line, "gateway.time-zone: \(error)")
+                }
+            }
         }
         if let s = top.subsection("polling", keys: PollingOverrides.keys) {
             PollingOverrides.read(s, r).apply(to: &c)
@@ -506,7 +516,8 @@ public struct AgentConfig: Sendable {
             }
         }
         if let s = top.subsection(
-            "service", keys: ["listen", "chart-field", "api-token-file", "read-token-file", "allowed-hosts"])
+            "service",
+            keys: ["listen", "chart-field", "api-token-file", "read-token-file", "allowed-hosts", "templates"])
         {
             c.apiTokenFile = s.string("api-token-file").map(c.resolve)
             c.readTokenFile = s.string("read-token-file").map(c.resolve)
@@ -529,6 +540,7 @@ public struct AgentConfig: Sendable {
                 }
             }
             c.chartField = s.string("chart-field")
+            c.templatesFolder = s.string("templates").map(c.resolve)
         }
         if let s = top.subsection("security", keys: ["secrets-file"]) {
             c.secretsFile = s.string("secrets-file").map(c.resolve)

@@ -20,7 +20,7 @@ public enum FieldType: String, Sendable, CaseIterable {
         }
     }
 
-    var isNumeric: Bool { width != nil }
+    public var isNumeric: Bool { width != nil }
 }
 
 /// A named value at a place in a tag's memory: `block` and `byte` give where it starts (it may run on into

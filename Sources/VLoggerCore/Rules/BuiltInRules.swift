@@ -139,6 +139,8 @@ public struct RangeRule: RuleKind {
     public var min: Double?
     public var max: Double?
 
+    public var watchedField: (name: String, min: Double?, max: Double?)? { (field, min, max) }
+
     public init(field: String, min: Double?, max: Double?) {
         self.field = field
         self.min = min
@@ -183,6 +185,11 @@ public struct EqualsRule: RuleKind {
     }
     public var target: Target
     public var expected: Expected
+
+    public var watchedField: (name: String, min: Double?, max: Double?)? {
+        if case let .field(f) = target { return (f, nil, nil) }
+        return nil
+    }
 
     public init(target: Target, expected: Expected) {
         self.target = target

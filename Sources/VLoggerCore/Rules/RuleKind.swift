@@ -19,12 +19,16 @@ public protocol RuleKind: Sendable, Equatable {
     var needs: [RuleNeed] { get }
     /// The asset register column it compares with, if any (the register keeps only such columns).
     var registerColumn: String? { get }
+    /// The decoded field it judges, if any, and the limits it holds that field to (the pages draw them on the
+    /// field's chart and show the field's latest value beside an active violation).
+    var watchedField: (name: String, min: Double?, max: Double?)? { get }
     func evaluate(_ tag: TagFacts, register: AssetRegister?) -> RuleOutcome
 }
 
 extension RuleKind {
     public var needs: [RuleNeed] { [] }
     public var registerColumn: String? { nil }
+    public var watchedField: (name: String, min: Double?, max: Double?)? { nil }
 
     func isEqual(to other: any RuleKind) -> Bool {
         guard let o = other as? Self else { return false }

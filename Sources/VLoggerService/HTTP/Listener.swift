@@ -27,6 +27,10 @@ struct HTTPListener {
     let logger: Logger
     /// Called once the socket is bound, with its address (the port the system chose when 0 was asked).
     let bound: @Sendable (ListenAddress) -> Void
+    /// What the pages are made with (replaced on SIGHUP).
+    let pages: NIOLockedValueBox<(PageContext, PageTemplates)>
+    /// The run's time (the records' clock: the wall's, or `--clock-rate`'s).
+    let now: @Sendable () -> Millis
 
     /// An API token (the write API's `api-token-file`, the read API's `read-token-file`): the first line of the
     /// file, at least 16 characters; nil without a file.
@@ -70,7 +74,6 @@ struct HTTPListener {
             middleware: HostAllowListMiddleware(allowed: HostAllowList(address: address, extra: config.allowedHosts)))
         router.add(middleware: ReadOnlyMiddleware(token: apiToken, writablePaths: ["/api/writes", "/api/v1/writes"]))
         let (metrics, store, config, wakeup, bound) = (self.metrics, self.store, self.config, self.wakeup, self.bound)
-        let unit = config.fieldInfos.first { $0.name == config.chartField }?.unit
         let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
             let (ok, json) = metrics.health()
             return .text(json + "\n", status: ok ? .ok : .serviceUnavailable, type: "application/json")
@@ -80,14 +83,31 @@ struct HTTPListener {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
         }
-        let page: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
-            // The store is read on a worker thread, never on the event loop.
+        let (pages, now) = (self.pages, self.now)
+        // The pages read the store on a worker thread, never on the event loop.
+        let page: @Sendable (Request, BasicRequestContext) async -> Response = { request, _ in
+            let q = request.uri.queryParameters
+            let (field, range) = (q["field"].map(String.init), q["range"].map(String.init))
             let html = await Blocking.run {
-                StatusPage.render(
-                    metrics: metrics, store: store, gateway: config.gatewayID, chartField: config.chartField, unit: unit
-                )
+                let (context, templates) = pages.withLockedValue { $0 }
+                return templates.render(
+                    Pages.status(
+                        metrics: metrics, store: store, context: context, field: field, range: range, now: now()),
+                    "status")
             }
-            return .text(html, type: "text/html; charset=utf-8")
+            return .html(html)
+        }
+        let tag: @Sendable (Request, BasicRequestContext) async -> Response = { request, context in
+            guard let text = context.parameters.get("uid"), let uid = try? UID(parsing: text) else {
+                return .text("not a UID (16 hex digits, E0 first)\n", status: .badRequest)
+            }
+            let range = request.uri.queryParameters["range"].map(String.init)
+            let html = await Blocking.run {
+                let (context, templates) = pages.withLockedValue { $0 }
+                return templates.render(
+                    Pages.tag(uid, metrics: metrics, store: store, context: context, range: range, now: now()), "tag")
+            }
+            return .html(html)
         }
         let audit: @Sendable (Request, BasicRequestContext) async -> Response = { _, context in
             guard let id = context.parameters.get("id", as: Int64.self) else {
@@ -95,13 +115,16 @@ struct HTTPListener {
             }
             let html = await Blocking.run { () -> String? in
                 guard let a = try? store.audit(id) else { return nil }
-                return AuditReport.html(a, history: (try? store.audits(location: a.location, limit: 30)) ?? [])
+                let (context, templates) = pages.withLockedValue { $0 }
+                return Pages.auditReport(
+                    a, history: (try? store.audits(location: a.location, limit: 30)) ?? [],
+                    assets: (try? store.assets()) ?? [], context: context, links: true, templates: templates)
             }
-            return html.map { .text($0, type: "text/html; charset=utf-8") }
-                ?? .text("no audit \(id)\n", status: .notFound)
+            return html.map { .html($0) } ?? .text("no audit \(id)\n", status: .notFound)
         }
         for (path, handler) in [
             ("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page), ("/audits/:id", audit),
+            ("/tags/:uid", tag),
         ] {
             router.get(RouterPath(path), use: handler)
             // HEAD: the same status and headers, no body.
@@ -250,6 +273,13 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 extension Response {
+    /// A page: HTML, not cached (each load shows the state now).
+    static func html(_ s: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: s)))
+    }
+
     static func text(_ s: String, status: HTTPResponse.Status = .ok, type: String = "text/plain; charset=utf-8")
         -> Response
     {
