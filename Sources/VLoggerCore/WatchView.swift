@@ -15,8 +15,30 @@ public struct WatchView {
     private var errors: [(time: Millis, text: String)] = []
     private var lastAir = AirTime.zero, lastBound = AirTime.zero, lastExchanges = 0
     private var airHistory: [AirTime] = []
+    /// The register's names of tags (`CAGE-12 Cold cage 12`), the fields' units, and the zone times are shown in.
+    private let assets: [UID: String]
+    private let units: [String: String]
+    private let time: LocalTime
 
-    public init(window: Int) { self.window = max(1, window) }
+    public init(
+        window: Int, assets: [UID: String] = [:], units: [String: String] = [:], time: LocalTime = .utc
+    ) {
+        self.window = max(1, window)
+        self.assets = assets
+        self.units = units
+        self.time = time
+    }
+
+    /// The asset names of a register file (`asset_id`, then its `name` or `description`), by UID; none when there
+    /// is no file or it has no asset ids.
+    public static func assetNames(registerFile: String?) -> [UID: String] {
+        guard let file = registerFile, let text = try? String(contentsOfFile: file, encoding: .utf8),
+            let rows = try? AssetRegister.assetRows(text, file: file)
+        else { return [:] }
+        var out: [UID: String] = [:]
+        for r in rows { out[r.uid] = r.name.map { "\(r.assetID) \($0)" } ?? r.assetID }
+        return out
+    }
 
     /// One cycle's report, with the readings and events it produced and the model of each tag seen.
     public mutating func record(
@@ -43,7 +65,9 @@ public struct WatchView {
         }
         for (uid, m) in newModels { models[uid] = m }
         for r in readings where !r.decoded.isEmpty {
-            values[r.uid] = r.decoded.map { "\($0.name)=\(Self.text($0.value))" }.joined(separator: " ")
+            values[r.uid] = r.decoded.filter { $0.name != "ndef" }.map {
+                "\($0.name)=\(Self.text($0.value))" + (units[$0.name].map { " " + $0 } ?? "")
+            }.joined(separator: " ")
         }
         for r in readings where r.decoded.isEmpty && values[r.uid] == nil {
             values[r.uid] = "\(r.first): " + Hex.format(r.data)
@@ -52,7 +76,7 @@ public struct WatchView {
             errors.append(
                 (
                     e.time,
-                    "\(e.uid.map { "\($0) " } ?? "")\(e.kind == .violation ? "violation " : "")\(e.name): \(e.detail)"
+                    "\(e.uid.map { "\(assets[$0] ?? $0.description) " } ?? "")\(e.kind == .violation ? "violation " : "")\(e.name): \(e.detail)"
                 ))
         }
         if errors.count > 50 { errors.removeFirst(errors.count - 50) }
@@ -94,7 +118,9 @@ public struct WatchView {
                 + " (its reads' bound \(String(format: "%.2f", lastBound.milliseconds)) ms, \(lastExchanges) exchanges; median of the window \(String(format: "%.2f", median.milliseconds)) ms)"
                 + " · q: quit",
             "",
-            pad("UID", 17) + " " + pad("MODEL", 26) + " " + pad("SEEN", 7) + " " + pad("RATE", 6) + " LAST VALUES",
+            pad("UID", 17) + " " + pad("ASSET", 22) + " " + pad("MODEL", 18) + " " + pad("SEEN", 7) + " "
+                + pad("RATE", 6)
+                + " LAST VALUES",
         ]
         let errorLines = min(errors.count, 8)
         let room = max(1, height - lines.count - 3 - errorLines)
@@ -102,7 +128,8 @@ public struct WatchView {
             let r = rate(uid)
             let pct = r.of == 0 ? 0 : (100 * r.seen) / r.of
             lines.append(
-                pad(uid.description, 17) + " " + pad(models[uid] ?? uid.manufacturer.description, 26) + " "
+                pad(uid.description, 17) + " " + pad(assets[uid] ?? "-", 22) + " "
+                    + pad(models[uid] ?? uid.manufacturer.description, 18) + " "
                     + pad("\(r.seen)/\(r.of)", 7) + " " + pad("\(pct) %", 6) + " " + (values[uid] ?? ""))
         }
         if order.count > room { lines.append("… and \(order.count - room) more (a taller terminal shows them)") }
@@ -110,8 +137,7 @@ public struct WatchView {
         lines.append("")
         lines.append(errors.isEmpty ? "no errors" : "errors and violations, latest first:")
         for e in errors.suffix(errorLines).reversed() {
-            let day = Int((e.time / 1000) % 86_400 + 86_400) % 86_400  // UTC time of day
-            lines.append("  " + String(format: "%02d:%02d:%02dZ  ", day / 3600, day / 60 % 60, day % 60) + e.text)
+            lines.append("  " + time.time(e.time) + "  " + e.text)
         }
         return lines.prefix(max(1, height)).map(cut)
     }

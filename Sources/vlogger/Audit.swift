@@ -94,7 +94,7 @@ struct AuditRun: AsyncParsableCommand {
                     throw VLoggerError("\(error)")
                 }
             } else {
-                say(AuditPrint.summary(record))
+                say(AuditPrint.summary(record, config.localTime))
             }
         }
         // As GET /api/v1/audits/{id} answers, one per location.
@@ -124,7 +124,8 @@ struct AuditList: ParsableCommand {
         }
         let audits: [AuditRecord]
         do { audits = try store.audits(location: location) } catch { throw VLoggerError("\(error)") }
-        for a in audits { say(AuditPrint.summary(a)) }
+        let time = options.localTime
+        for a in audits { say(AuditPrint.summary(a, time)) }
         if audits.isEmpty { print("no audits\(location.map { " of \($0)" } ?? "")") }
     }
 }
@@ -150,16 +151,18 @@ struct AuditShow: ParsableCommand {
                 throw VLoggerError("\(error)")
             }
         }
-        say(AuditPrint.summary(a))
+        let time = options.localTime
+        let assets = Dictionary(((try? store.assets()) ?? []).map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+        say(AuditPrint.summary(a, time))
         for r in a.results {
             var line =
-                "  \(r.status.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)) \(r.uid)  \(r.assetID ?? "-")"
+                "  \(r.status.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)) \(r.uid)  \(AuditPrint.asset(r, assets))"
             switch r.status {
             case .present, .unexpected: line += "  seen in \(r.seenRounds)/\(a.rounds) rounds by \(r.seenBy ?? "-")"
             case .wrongLocation:
                 line +=
                     "  registered at \(r.registeredLocation ?? "-"), seen at \(r.seenLocation ?? "-")\(r.seenBy.map { " by \($0)" } ?? "")"
-            case .missing: line += r.lastSeen.map { "  last seen \(TimeSpec.format($0))" } ?? "  never seen"
+            case .missing: line += r.lastSeen.map { "  last seen \(time.dateTime($0))" } ?? "  never seen"
             }
             say(line)
             for c in r.failedChecks { say("      check failed: \(c)") }
@@ -189,8 +192,9 @@ struct AuditDiff: ParsableCommand {
                     "note: audit \(first) is of \(audits[0].location), audit \(second) of \(audits[1].location)\n".utf8)
             )
         }
-        print(AuditPrint.summary(audits[0]))
-        print(AuditPrint.summary(audits[1]))
+        let time = options.localTime
+        print(AuditPrint.summary(audits[0], time))
+        print(AuditPrint.summary(audits[1], time))
         let changes = AuditChange.between(audits[0], audits[1])
         for c in changes {
             say(
@@ -200,7 +204,7 @@ struct AuditDiff: ParsableCommand {
                         : "  checks: \(c.checksBefore.isEmpty ? "none" : c.checksBefore.joined(separator: "; ")) -> \(c.checksAfter.isEmpty ? "none" : c.checksAfter.joined(separator: "; "))")
             )
         }
-        print("\(changes.count) change(s)")
+        print("\(changes.count) change\(changes.count == 1 ? "" : "s")")
     }
 }
 
@@ -255,7 +259,14 @@ extension Store {
 }
 
 enum AuditPrint {
-    static func summary(_ a: AuditRecord) -> String {
-        "audit \(a.id)  \(TimeSpec.format(a.started))  \(a.location)  \(a.summary)"
+    /// One line per audit, its start in local time with the offset.
+    static func summary(_ a: AuditRecord, _ time: LocalTime) -> String {
+        "audit \(a.id)  \(time.dateTime(a.started))  \(a.location)  \(a.summary)"
+    }
+
+    /// The register's name of an asset (`PAL-0099 Pallet 99`), else its id as stored with the result.
+    static func asset(_ r: AuditResult, _ assets: [UID: AssetRow]) -> String {
+        if let a = assets[r.uid] { return a.name.map { "\(a.assetID) \($0)" } ?? a.assetID }
+        return r.assetID ?? "-"
     }
 }

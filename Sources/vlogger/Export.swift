@@ -219,6 +219,11 @@ struct Export: AsyncParsableCommand {
             unlink(partial)
             throw VLoggerError("cannot rename \(partial) to \(output): \(reason)")
         }
-        FileHandle.standardError.write(Data("\(rows) \(table.rawValue) rows written to \(output)\n".utf8))
+        let noun = table.rawValue.hasSuffix("s") ? String(table.rawValue.dropLast()) : table.rawValue
+        FileHandle.standardError.write(
+            Data(
+                "\(rows) \(rows == 1 ? noun : noun + "s") written to \(output)\n".replacingOccurrences(
+                    of: "_", with: " "
+                ).utf8))
     }
 }

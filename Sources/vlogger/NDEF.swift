@@ -183,7 +183,7 @@ struct NDEFRead: ParsableCommand {
         if let problem { throw VLoggerError("\(uid): \(problem)") }
         let head =
             "\(uid): NDEF \(state.status.rawValue)" + (state.reason.map { " (\($0))" } ?? "")
-            + ", capacity \(state.capacity) bytes; message \(state.message.count) bytes, \(records.count) record(s)"
+            + ", capacity \(state.capacity) bytes; message \(state.message.count) bytes, \(records.count) record\(records.count == 1 ? "" : "s")"
         print(head)
         describe(records).forEach { print($0) }
         print(airLine(session))

@@ -122,7 +122,7 @@ func parseBlock(_ text: String) throws -> BlockNumber {
 }
 
 func airLine(_ session: ReaderSession) -> String {
-    "air time \(session.reader.airTime) in \(session.client.exchanges) exchange(s)"
+    "air time \(session.reader.airTime) in \(session.client.exchanges) exchange\(session.client.exchanges == 1 ? "" : "s")"
 }
 
 /// Prints one line for a person: text that came from outside (a tag, an API client, a register) cannot move

@@ -30,6 +30,9 @@ struct ConfigOptions: ParsableArguments {
     /// The gateway id of the configuration (for rows of a store that lack it), or empty without one.
     var gatewayID: String { (try? AgentConfig.load(config))?.gatewayID ?? "" }
 
+    /// How times are shown to a person: the configuration's `[gateway] time-zone`, else the system's zone.
+    var localTime: LocalTime { (try? AgentConfig.load(config))?.localTime ?? LocalTime(zone: TimeZone.current) }
+
     /// The store path: --store, else the configuration's; without either, an error that names the file looked for.
     func storePath() throws -> String {
         if let store { return store }
@@ -56,7 +59,12 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
-    @Option(help: "Stop after this long (e.g. 30s, 10m, 2h).")
+    @Option(
+        help: ArgumentHelp(
+            "Stop after this long (e.g. 30s, 10m, 2h) of the run's time.",
+            discussion:
+                "The run's time is the wall clock's, but under --clock-rate N it is the fast clock's: --duration 1h --clock-rate 60 stops after one minute of wall time; under --fast-clock it is the virtual clock's."
+        ))
     var duration: String?
 
     @Option(help: "Stop each reader after this many poll cycles.")
@@ -77,7 +85,9 @@ struct Run: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Run time N times faster (e.g. 60: a minute a second) for readers, scenario and audit schedules alike; simulated readers only.",
-            discussion: "For demos and tests of schedules: readings and audits are stamped with the fast clock's time.")
+            discussion:
+                "For demos and tests of schedules: readings and audits are stamped with the fast clock's time, and --duration counts it (--duration 1h --clock-rate 60: one minute of wall time)."
+        )
     )
     var clockRate: Double?
 

@@ -97,7 +97,11 @@ struct Watch: ParsableCommand {
             agent.wakeQuietTags()
             terminal.leave()
         }
-        var view = WatchView(window: window)
+        var view = WatchView(
+            window: window, assets: WatchView.assetNames(registerFile: c.registerFile),
+            units: Dictionary(
+                c.fieldInfos.compactMap { f in f.unit.map { (f.name, $0) } }, uniquingKeysWith: { a, _ in a }),
+            time: c.localTime)
         let title =
             "vlogger watch — reader \(rc.id): \(session.reader.name)\(rc.location.map { ", " + $0 } ?? "")"
             + " · every \(DurationText.format(c.intervalMs))"
@@ -116,7 +120,10 @@ struct Watch: ParsableCommand {
             }
             view.record(report, readings: readings, events: events, models: models)
             let (w, h) = terminal.size()
-            terminal.draw(view.render(title: title + " · " + TimeSpec.format(start), width: w, height: h, now: start))
+            terminal.draw(
+                view.render(
+                    title: title + " · " + c.localTime.dateTime(start) + " (\(c.localTime.name))", width: w, height: h,
+                    now: start))
             n += 1
             if let cycles, n >= cycles { return }
             let wait = max(0, c.intervalMs - (Millis.now() - start))

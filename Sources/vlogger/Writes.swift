@@ -48,7 +48,7 @@ struct WritesList: ParsableCommand {
                     + (w.expires.map { "  expires \(TimeSpec.format($0))" } ?? "")
                     + (w.finished.map { "  \(TimeSpec.format($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
         }
-        print("\(list.count) write(s)")
+        print("\(list.count) write\(list.count == 1 ? "" : "s")")
     }
 }
 

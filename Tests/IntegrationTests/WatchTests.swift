@@ -46,8 +46,13 @@ import Testing
             Thread.sleep(forTimeInterval: 0.1)
         }
         #expect(screen.contains("vlogger watch — reader cage-room"), "\(screen)")
-        #expect(screen.contains("E008010000004212  Fujitsu MB89R118") && screen.contains("5/5     100 %"), "\(screen)")
+        // The register's names (Config/assets.csv: CAGE-12, "Cold cage 12") and the plan's units (°C).
+        #expect(
+            screen.contains("E008010000004212  CAGE-12 Cold cage 12   Fujitsu MB89R118")
+                && screen.contains("5/5     100 %"),
+            "\(screen)")
         #expect(screen.contains("label=TOOL-077") && screen.contains("tag_asset_id=AS-00042"), "\(screen)")
+        #expect(screen.contains(" °C") && screen.contains("(Europe/Berlin)"), "\(screen)")
         #expect(screen.contains("air time") && screen.contains("q: quit"))
         // Redrawn in place: one title line on the screen, not one per cycle.
         #expect(screen.components(separatedBy: "vlogger watch — ").count == 2, "\(screen)")
