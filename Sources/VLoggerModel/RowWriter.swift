@@ -123,8 +123,9 @@ public struct RowWriter: Sendable {
     /// Members written in this JSON object (a null cell writes none).
     var members = 0
 
-    /// `names`: the columns, in order. `crlf`: CSV rows end in CR LF (RFC 4180) rather than LF.
-    public init(format: Format, names: [String], crlf: Bool = true) {
+    /// `names`: the columns, in order. `crlf`: CSV rows end in CR LF (RFC 4180) rather than LF. `header`: the CSV
+    /// header's cells when they differ from the names (units after decoded fields' names).
+    public init(format: Format, names: [String], crlf: Bool = true, header: [String]? = nil) {
         self.format = format
         eol = crlf ? [0x0D, 0x0A] : [0x0A]
         keys = names.map { name in
@@ -133,9 +134,10 @@ public struct RowWriter: Sendable {
             k.append(0x3A)
             return k
         }
-        self.names = names
+        self.names = header ?? names
     }
 
+    /// The CSV header's cells.
     let names: [String]
 
     /// The CSV header row (JSON lines have none).

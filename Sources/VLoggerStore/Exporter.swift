@@ -24,6 +24,10 @@ public struct ExportRequest: Sendable {
     /// Only rows after this local id, in id order (commit order), for a program that polls: `lastID` of the
     /// export is where its next call starts. Readings, events and writes.
     public var afterID: Int64?
+    /// For people: the register's `asset_name` beside the UID (readings, events, tags: the name in the store's asset
+    /// register now), decoded fields' units in the CSV header (`temperature [°C]`) and, in JSON lines, a reading's
+    /// `units` object (`{"temperature":"°C"}`).
+    public var labels = false
 
     /// The tables `afterID` applies to.
     public static let afterIDTables: [Table] = [.readings, .events, .writes]
@@ -56,9 +60,19 @@ public enum Exporter {
         return plan.columns.map(\.name) + fields.map { reserved.contains($0) ? "field_\($0)" : $0 }
     }
 
-    /// The query of stored values for a request, with its parameters (`decoded` last for readings).
+    /// Whether the request adds `asset_name` (a table with a UID column, asked for labels).
+    static func assetName(_ r: ExportRequest, _ plan: ExportPlan) -> String? {
+        guard r.labels, [.readings, .events, .tags].contains(r.table), let uid = plan.uid else { return nil }
+        // Qualified by its table: inside the subquery a bare `uid` would be the register's own.
+        let outer = uid.contains(".") ? uid : "\(table(r.table).name).\(uid)"
+        return "(SELECT name FROM assets AS register WHERE register.uid = \(outer))"
+    }
+
+    /// The query of stored values for a request, with its parameters (`asset_name` after the plan's columns when
+    /// asked, then `decoded` for readings).
     static func query(_ r: ExportRequest, _ plan: ExportPlan) -> (sql: String, args: [SQLValue]) {
         var columns = plan.columns.map(\.sql)
+        if let name = assetName(r, plan) { columns.append(name) }
         if r.table == .readings { columns.append("decoded") }
         if r.afterID != nil { columns.append("id") }
         return where_(r, plan, select: columns)
@@ -138,17 +152,31 @@ public enum Exporter {
     static func export(_ r: ExportRequest, _ db: SQLiteConnection, to fd: Int32) throws(StoreError) -> (
         rows: Int, lastID: Int64?
     ) {
-        let fields = r.table == .readings ? try Store.fields(db).map(\.name) : []
+        let infos = r.table == .readings ? try Store.fields(db) : []
+        let fields = infos.map(\.name)
         let plan = ExportPlan.of(table(r.table), central: false)!
         let (sql, args) = query(r, plan)
         let s = try db.prepare(sql)
         try s.bind(args)
         var out = OutputBuffer(fd: fd)
-        var w = RowWriter(format: r.format == .csv ? .csv : .jsonl, names: names(plan, fields: fields), crlf: r.crlf)
+        let withName = assetName(r, plan) != nil
+        var names = names(plan, fields: fields)
+        if withName { names.insert("asset_name", at: plan.columns.count) }
+        var header: [String]?
+        if r.labels {
+            header = names
+            for (k, f) in infos.enumerated() {
+                if let u = f.unit, !u.isEmpty { header?[names.count - infos.count + k] += " [\(u)]" }
+            }
+        }
+        var w = RowWriter(format: r.format == .csv ? .csv : .jsonl, names: names, crlf: r.crlf, header: header)
         w.header(to: &out.bytes)
-        let formats = plan.columns.map(\.format)
+        var formats = plan.columns.map(\.format)
+        if withName { formats.append(.text) }
         let fieldNames = fields.map { Array($0.utf8) }
         let nested = fields.map { r.jsonFields.contains($0) }
+        let units = infos.map { f in f.unit.flatMap { $0.isEmpty ? nil : $0 } }
+        let jsonUnits = r.labels && r.format == .jsonl && units.contains { $0 != nil }
         var found = [Range<Int>?](repeating: nil, count: fields.count)
         var rows = 0
         var lastID = r.afterID
@@ -194,6 +222,22 @@ public enum Exporter {
                         }
                     }
                     for k in fieldNames.indices { w.decoded(p, found[k], nested: nested[k], &out.bytes) }
+                    if jsonUnits {
+                        // The units of the fields this reading has.
+                        var object: [UInt8] = [0x7B]
+                        for k in fieldNames.indices where found[k] != nil {
+                            guard let u = units[k] else { continue }
+                            if object.count > 1 { object.append(0x2C) }
+                            JSONText.appendQuoted(fields[k], to: &object)
+                            object.append(0x3A)
+                            JSONText.appendQuoted(u, to: &object)
+                        }
+                        if object.count > 1 {
+                            object.append(0x7D)
+                            w.key("units")
+                            w.json(object, &out.bytes)
+                        }
+                    }
                 }
             }
             w.endRow(&out.bytes)

@@ -75,6 +75,14 @@ struct Export: AsyncParsableCommand {
     @Flag(help: "End CSV lines with LF instead of CRLF.")
     var lf = false
 
+    @Flag(
+        help: ArgumentHelp(
+            "For people: the register's asset_name beside the UID, units in the CSV header, a reading's units in JSON.",
+            discussion:
+                "CSV: decoded fields' columns are headed `temperature [°C]`; JSON lines: a reading has `\"units\":{\"temperature\":\"°C\"}`. readings, events and tags get an asset_name column (the name in the store's register now). Local store only."
+        ))
+    var labels = false
+
     @Option(help: "Read from: local (this gateway's store) or postgres (the fleet's central database of [sync]).")
     var source: ExportSource = .local
 
@@ -129,6 +137,13 @@ struct Export: AsyncParsableCommand {
             request.reader = reader
         }
         request.format = format
+        if labels {
+            guard source == .local else {
+                throw ValidationError(
+                    "--labels: the register and the units are the local store's; use it without --source postgres")
+            }
+            request.labels = true
+        }
         request.jsonFields = [NDEFFields.records]
         request.crlf = !lf
         if let gateway {
