@@ -198,6 +198,7 @@ let package = Package(
                 "DriverFEIG", "DriverSim", "DriverPCSC", "DriverLibNFC",
                 "VLoggerStore", "TagSecurity",
                 "VLoggerCore", "VLoggerMQTT",
+                .product(name: "Mustache", package: "swift-mustache"),
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693Fuzzing"], path: "bench/Fuzz"),

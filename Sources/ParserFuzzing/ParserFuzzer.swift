@@ -11,6 +11,7 @@ import TagSecurity
 import TagSimulator
 import Type5NDEF
 import ISO15693Fuzzing
+import Mustache
 import VLoggerCore
 import VLoggerModel
 import VLoggerMQTT
@@ -131,6 +132,10 @@ public struct ParserFuzzer {
             [0xE1, 0x40, 0x0A, 0x01, 0x03, 0x13] + ndef[0] + [0xFE],
             [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, 0x03, 0xFF, 0x03, 0x00, 0xFE],
         ]
+        let templates: [[UInt8]] = [
+            "<h1>{{gateway}}</h1>{{#alarms}}<tr class=\"alarm\"><td>{{rule}}</td></tr>{{/alarms}}{{^alarms}}none{{/alarms}}",
+            "{{! a comment }}{{{svg}}}{{#live}}<script>x()</script>{{/live}}{{> partial}}{{=<% %>=}}<% gateway %>",
+        ].map { Array($0.utf8) }
         let values = [
             "E004015012345678", "0xF8", "248", "high,address,option", "0x22", "500ms", "24h", "2026-11-22T08:00:00Z",
             "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*", "de-CH-1901", "es-419",
@@ -365,7 +370,14 @@ public struct ParserFuzzer {
                 if (try? SyncSettings(url: t)) != nil { ok += 1 }
                 if (try? MQTTSettings(url: t)) != nil { ok += 1 }
                 if MQTTSettings.topicProblem(t) == nil { ok += 1 }
+                if (try? LocalTime(identifier: t)) != nil { ok += 1 }
                 return ok > 0
+            },
+            // A page template from `[service] templates` (swift-mustache parses it), rendered with a small view.
+            Target(name: "template", seeds: templates) { b in
+                guard let t = try? MustacheTemplate(string: text(b)) else { return false }
+                _ = t.render(["gateway": "gw", "alarms": [["rule": "<r>"]], "live": true] as [String: Any])
+                return true
             },
         ]
     }
