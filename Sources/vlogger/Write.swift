@@ -235,7 +235,8 @@ struct QueueOptions: ParsableArguments {
         let ids: [Int64]
         do { ids = try s.enqueue(writes) } catch { throw VLoggerError("\(error)") }
         let whom =
-            (onlyReader.map { " by reader \($0)" } ?? "") + (expiry.map { ", until \(TimeSpec.format($0))" } ?? "")
+            (onlyReader.map { " by reader \($0)" } ?? "")
+            + (expiry.map { ", until \((loaded?.localTime ?? LocalTime(zone: TimeZone.current)).dateTime($0))" } ?? "")
         for (id, w) in zip(ids, writes) {
             switch operation {
             case .write: print("queued write \(id): \(w.data.count) bytes from \(w.first) of \(uid)\(whom)")

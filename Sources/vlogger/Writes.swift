@@ -38,15 +38,16 @@ struct WritesList: ParsableCommand {
         let list: [QueuedWrite]
         do { list = try store.queuedWrites(state: wanted) } catch { throw VLoggerError("\(error)") }
         if json { return printLine(WireJSON.encode(ItemsJSON(list.map(QueuedWriteJSON.init)))) }
+        let time = options.localTime
         for w in list {
             let what =
                 w.operation == .lock
                 ? "lock" : Hex.format(w.data, separator: "") + (w.operation == .writeLock ? " +lock" : "")
             say(
                 "\(w.id)  \(w.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(w.uid)  \(w.first)  \(what)"
-                    + "  queued \(TimeSpec.format(w.created))" + (w.reader.map { "  reader \($0)" } ?? "")
-                    + (w.expires.map { "  expires \(TimeSpec.format($0))" } ?? "")
-                    + (w.finished.map { "  \(TimeSpec.format($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
+                    + "  queued \(time.dateTime(w.created))" + (w.reader.map { "  reader \($0)" } ?? "")
+                    + (w.expires.map { "  expires \(time.dateTime($0))" } ?? "")
+                    + (w.finished.map { "  \(time.dateTime($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
         }
         print("\(list.count) write\(list.count == 1 ? "" : "s")")
     }
