@@ -139,12 +139,15 @@ struct ReadAPITests {
         try "0x20 0102030405060708\n".write(to: file, atomically: true, encoding: .utf8)
         let queued = try cli(["write", "--when-seen", "--uid", "E008010000004212", "--blocks-from", file.path])
         #expect(queued.code == 0, "\(queued.err)")
-        let (pid, port) = try Self.service(s, seconds: 3)
+        // Stopped by SIGTERM once everything is asked (a run that ends by itself could end before a loaded machine
+        // has made the requests).
+        let (pid, port) = try Self.service(s, seconds: 120)
         Thread.sleep(forTimeInterval: 2)
         let api = try [
             "/api/v1/audits/1", "/api/v1/audits", "/api/v1/assets", "/api/v1/writes", "/api/v1/events?kind=write_done",
             "/api/v1/events?kind=audit_finished",
         ].map { try ServiceTests.get(port, $0) }
+        kill(pid, SIGTERM)
         #expect(SyncFaultTests.wait(pid) == 0)
         #expect(api.allSatisfy { $0.status == 200 }, "\(api.map(\.status))")
         let commands = try [

@@ -457,9 +457,10 @@ struct ServiceSyncTests {
             metrics.contains("vlogger_sync_up 1") && metrics.contains("vlogger_sync_backlog_rows{table=\"readings\"}")
                 && metrics.contains("vlogger_sync_rows_sent_total{table=\"readings\"}"), "\(metrics.suffix(2000))")
         let page = try ServiceTests.get(httpPort, "/").body
+        // The status page's outputs: the fleet sync up, its backlog, its last success in local time.
         #expect(
-            page.contains("<h2>Fleet sync to PostgreSQL</h2>") && page.contains("rows not yet acknowledged")
-                && page.contains("last success: 20"), "\(page.prefix(3000))")
+            page.contains("<td data-label=\"output\">Fleet sync to PostgreSQL</td><td data-label=\"state\">up</td>")
+                && page.contains("<td data-label=\"last success\">20"), "\(page.prefix(6000))")
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
