@@ -12,7 +12,7 @@ struct Dump: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read a whole tag (blocks, lock status, DSFID/AFI) into a dump file.")
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Option(name: .shortAndLong, help: "Output file (default: stdout).")
     var output: String?
@@ -52,7 +52,7 @@ struct Restore: ParsableCommand {
             "Write a dump file (project JSON, Proxmark3 JSON or Flipper .nfc) back to a tag; only changed blocks are written."
     )
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Argument(help: "The dump file.")
     var file: String
@@ -87,8 +87,10 @@ struct Restore: ParsableCommand {
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices, and the network or serial readers a configuration names (a FEIG reader is asked for its type and firmware)."
-    )
+            "List reader devices of every driver: the simulated field, PC/SC readers (with card presence), libnfc devices, and the network or serial readers a configuration names (a FEIG reader is asked for its type and firmware).",
+        discussion: ReaderDrivers.all.map { d in
+            "\(d.name): \(d.summary)" + (d.deviceHelp.map { ". --device: \($0)" } ?? "")
+        }.joined(separator: "\n"))
 
     @Option(help: "Folder of tag images for the simulator.")
     var field: String?

@@ -7,7 +7,7 @@ struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a tag's system information, IC model and memory layout.")
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     func run() throws {
         let session = try options.open()

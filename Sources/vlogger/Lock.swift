@@ -7,7 +7,7 @@ struct Lock: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Lock a block for ever (irreversible: needs --yes); now, or queued with --when-seen.")
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Option(help: "Block to lock (0xF8 or 248).")
     var block: String

@@ -151,7 +151,7 @@ struct NDEFRead: ParsableCommand {
             "Reads the CC, then the NDEF TLV (one read for the first 32 bytes, one more for a longer message), and the lock bits of the blocks it occupies. Exits 1 when the tag is not NDEF-formatted or its message is malformed."
     )
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Flag(help: "Do not read the lock bits (the CC alone then decides read-only).")
     var noLockStatus = false
@@ -203,7 +203,7 @@ struct NDEFWrite: ParsableCommand {
               vlogger ndef write --external example.com:asset --data 0102
             """)
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
     @OptionGroup var message: RecordOptions
 
     func validate() throws {
@@ -247,7 +247,7 @@ struct NDEFFormat: ParsableCommand {
         abstract: "Format a tag for NDEF: a CC sized from its memory, an empty NDEF TLV and a Terminator.",
         discussion: "A tag that already holds a valid CC is refused unless --force (its message would be lost).")
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Flag(help: "Format even when the tag already holds an NDEF capability container.")
     var force = false
@@ -287,7 +287,7 @@ struct NDEFLock: ParsableCommand {
             "Make a tag's NDEF read-only for ever: CC write access 'never', then Lock Block on the CC and data area (needs --yes)."
     )
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Flag(help: "Confirm: a read-only tag can never be written again.")
     var yes = false

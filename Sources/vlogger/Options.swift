@@ -10,28 +10,22 @@ extension ReaderKind: ExpressibleByArgument {}
 /// Options shared by every command that talks to a tag.
 struct ReaderOptions: ParsableArguments {
     @Option(
-        help: ArgumentHelp(
-            "Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")).",
-            discussion: ReaderDrivers.all.map { "\($0.name): \($0.summary)" }.joined(separator: "; ")))
+        help:
+            "Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")) (`vlogger devices --help` says what each takes)."
+    )
     var reader: ReaderKind?
 
     @Option(
         name: .customLong("reader-id"),
-        help: ArgumentHelp(
-            "A configured reader (its [[reader]] id) to use.",
-            discussion:
-                "Without --reader, --field, --device or --reader-id, a tag command uses the configuration's reader when it has only one (the configuration: $VLOGGER_CONFIG, else /etc/vlogger/vlogger.toml when it exists, else Config/vlogger.toml); otherwise the built-in simulated reader."
-        ))
+        help:
+            "A configured reader (its [[reader]] id). Default: the configuration's only reader ($VLOGGER_CONFIG, else /etc/vlogger/vlogger.toml), else the simulator."
+    )
     var readerID: String?
 
     @Option(help: "Folder of tag images for a simulated reader (default: $VLOGGER_FIELD or Config/demo-field).")
     var field: String?
 
-    @Option(
-        help: ArgumentHelp(
-            "Hardware reader, as its driver names devices.",
-            discussion: ReaderDrivers.all.compactMap { d in d.deviceHelp.map { "for \(d.name): \($0)" } }.joined(
-                separator: "; ")))
+    @Option(help: "Hardware reader, as its driver names devices (`vlogger devices --help`).")
     var device: String?
 
     @Option(help: "UID of the tag, most-significant byte first (E004015012345678). Default: the only tag in the field.")

@@ -9,7 +9,7 @@ struct Raw: ParsableCommand {
         abstract: "Send a raw frame (flags, command, parameters in hex; the reader adds the CRC) and print the answer.",
         discussion: "Example: vlogger raw 26 01 00   (Inventory, 1 slot).  vlogger raw --write 02 21 05 01020304")
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Argument(help: "The frame in hex, without CRC.")
     var frame: [String]

@@ -8,7 +8,7 @@ struct Read: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read one block, or --count blocks with as few Read Multiple Blocks as the chip allows.")
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Option(help: "First block (0xF8 or 248).")
     var block: String = "0"

@@ -7,7 +7,7 @@ struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Find every tag in the field (a one-slot inventory first, then 16-slot rounds with anti-collision).")
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Option(help: "Only tags of this Application Family Identifier (hex, e.g. 0x00 = all).")
     var afi: String?

@@ -14,7 +14,7 @@ struct Write: ParsableCommand {
               vlogger write --when-seen --uid <uid> (--block <block> --data <hex> | --blocks-from <file>) [--lock --yes]
             """)
 
-    @OptionGroup var options: ReaderOptions
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
     @Option(help: "First block (0xF8 or 248).")
     var block: String?
