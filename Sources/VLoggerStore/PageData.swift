@@ -125,33 +125,42 @@ extension Store {
         }
     }
 
-    /// The numeric values of `field` since `since`, per tag (of `uid` only when given), oldest first, at most
-    /// `maxPoints` in all (the newest; a longer range is thinned evenly).
-    public func series(field: String, since: Millis, uid: UID? = nil, maxPoints: Int = 2000) throws(StoreError)
+    /// The numeric values of `field` since `since` of each tag in `uids`, oldest first, at most `maxPoints` per tag
+    /// (a longer range is thinned evenly). Bounded work on any store: each tag's readings are found through the
+    /// `(uid, id, time)` index (ids only), and only the chosen rows are read and their JSON looked at.
+    public func series(field: String, since: Millis, uids: [UID], maxPoints: Int = 600) throws(StoreError)
         -> [UID: [(Millis, Double)]]
     {
         try read { db in
             let path = "$.\"\(field.replacingOccurrences(of: "\"", with: ""))\""
-            let total =
-                try Int.fetchOne(
-                    db,
-                    sql: "SELECT count(*) FROM readings WHERE time >= ?1"
-                        + (uid == nil ? "" : " AND uid = ?3") + " AND json_type(decoded, ?2) IN ('integer', 'real')",
-                    arguments: uid == nil ? [since, path] : [since, path, uid?.description]) ?? 0
-            let step = max(1, (total + maxPoints - 1) / max(1, maxPoints))
-            let points = try Row.fetchCursor(
-                db,
+            let ids = try db.cachedStatement(
                 sql: """
-                    SELECT uid, time, json_extract(decoded, ?2) FROM readings
-                    WHERE time >= ?1\(uid == nil ? "" : " AND uid = ?3")
-                    AND json_type(decoded, ?2) IN ('integer', 'real') ORDER BY id
-                    """, arguments: uid == nil ? [since, path] : [since, path, uid?.description])
+                    SELECT id FROM readings INDEXED BY readings_by_uid_time WHERE uid = ?1 AND time >= ?2 ORDER BY id
+                    """)
             var out: [UID: [(Millis, Double)]] = [:]
-            var i = 0
-            while let p = try points.next() {
-                defer { i += 1 }
-                guard i % step == 0, let u = try? UID(parsing: (p[0] as String?) ?? "") else { continue }
-                out[u, default: []].append((p[1], p[2]))
+            for uid in uids {
+                let all = try Int64.fetchAll(ids, arguments: [uid.description, since])
+                guard !all.isEmpty else { continue }
+                let step = max(1, (all.count + maxPoints - 1) / max(1, maxPoints))
+                var chosen = stride(from: 0, to: all.count, by: step).map { all[$0] }
+                // The newest reading always: the chart ends where the tag is now.
+                if chosen.last != all.last, let last = all.last {
+                    if chosen.count >= maxPoints { chosen[chosen.count - 1] = last } else { chosen.append(last) }
+                }
+                var points: [(Millis, Double)] = []
+                for chunk in stride(from: 0, to: chosen.count, by: 500) {
+                    let part = Array(chosen[chunk..<min(chosen.count, chunk + 500)])
+                    let rows = try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT time, json_extract(decoded, ?) FROM readings
+                            WHERE id IN (\(part.map { _ in "?" }.joined(separator: ","))) AND json_type(decoded, ?) IN ('integer', 'real')
+                            ORDER BY id
+                            """,
+                        arguments: StatementArguments([path] + part.map { $0 as DatabaseValueConvertible } + [path]))
+                    for r in rows { points.append((r[0], r[1])) }
+                }
+                if !points.isEmpty { out[uid] = points }
             }
             return out
         }

@@ -240,10 +240,10 @@ import GRDB
     }
 }
 
-/// The status page's data from the store: the latest reading of each block of the tags in the window (time,
-/// block and bytes in the export's formats), the recent events, and the chart's points of a numeric field.
-@Suite struct StatusDataTests {
-    @Test func latestBlocksEventsAndChartPoints() throws {
+/// The pages' data from the store: a tag's latest values (the newest of each field), the recent events, where it
+/// was read, and the chart's points of a numeric field.
+@Suite struct PageDataTests {
+    @Test func latestValuesEventsPlacesAndChartPoints() throws {
         let s = try Store(path: scratchPath("status.db"))
         let uid = try UID(parsing: "E008010000004212")
         var b = Batch()
@@ -260,20 +260,17 @@ import GRDB
             Event(time: 1500, gateway: "gw", uid: uid, kind: .arrival, name: "arrival", severity: .info, detail: "in")
         ]
         try s.write(b)
-        let d = try s.statusData(since: 0, chartField: "temperature")
-        #expect(
-            d.latest.map(\.cells) == [
-                [
-                    "E008010000004212", "1970-01-01T00:00:02.000Z", "0xF8", "6608C201", #"{"temperature":21.5}"#,
-                    "dock-0",
-                ],
-                ["E008010000004212", "1970-01-01T00:00:01.500Z", "0x0100", "AB", "", ""],
-            ])
-        #expect(
-            d.events.map(\.cells) == [
-                ["1970-01-01T00:00:01.500Z", "", "E008010000004212", "arrival", "arrival", "info", "in"]
-            ])
-        #expect(d.series["E008010000004212"]?.map(\.1) == [21.5, 20.5])
-        #expect(try s.statusData(since: 2001, chartField: nil).latest.isEmpty)
+        let values = try #require(try s.latestValues([uid], since: 0)[uid])
+        // The newest reading (by id: the block 0x0100 one, stored last, at 1.5 s) gives the time; the fields come from
+        // the newest reading that has each.
+        #expect(values.time == 1500 && values.reader == nil)
+        #expect(values.fields.map(\.name) == ["temperature"] && values.fields.first?.value == .number(21.5))
+        let events = try s.recentEvents(limit: 25)
+        #expect(events.count == 1 && events[0].uid == uid && events[0].kind == "arrival" && events[0].detail == "in")
+        #expect(try s.recentEvents(limit: 25, uid: try UID(parsing: "E004015012345678")).isEmpty)
+        let places = try s.places(uid, since: 0)
+        #expect(places.map(\.readings) == [2, 1] && places.first?.reader == "dock-0" && places.first?.last == 2000)
+        #expect(try s.series(field: "temperature", since: 0, uids: [uid])[uid]?.map(\.1) == [20.5, 21.5])
+        #expect(try s.latestValues([uid], since: 2001).isEmpty)
     }
 }

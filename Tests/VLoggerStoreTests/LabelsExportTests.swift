@@ -52,3 +52,33 @@ import VLoggerModel
         #expect(plain[0] == "time,gateway,reader,location,uid,asset_id,block,count,data,security,temperature,cage")
     }
 }
+
+/// The pages' series: every tag's readings in the range through its index range, thinned evenly to at most
+/// `maxPoints` (the first and the last kept), readings without the field left out.
+@Suite struct PageSeriesTests {
+    @Test func aLongRangeIsThinnedEvenlyKeepingTheEnds() throws {
+        let s = try Store(path: scratchPath("series.db"))
+        let t0: Millis = 1_763_800_000_000
+        let a = try UID(parsing: "E008010000004212"), b = try UID(parsing: "E004015012345678")
+        var batch = Batch()
+        for i in 0..<5000 {
+            batch.readings.append(
+                Reading(
+                    time: t0 + Millis(i) * 1000, gateway: "gw", uid: a, first: 0xF8, count: 1, data: [0],
+                    decoded: [("temperature", .number(Double(i)))]))
+            if i % 2 == 0 {
+                batch.readings.append(
+                    Reading(
+                        time: t0 + Millis(i) * 1000, gateway: "gw", uid: b, first: 0, count: 1, data: [0],
+                        decoded: [("label", .text("no temperature"))]))
+            }
+        }
+        try s.write(batch)
+        let series = try s.series(field: "temperature", since: t0 + 1_000_000, uids: [a, b], maxPoints: 100)
+        let points = try #require(series[a])
+        // 4000 readings in the range (from the 1000th), every 40th kept, and the last.
+        #expect(points.count == 100 && points.first?.1 == 1000 && points.last?.1 == 4999, "\(points.count)")
+        #expect(zip(points, points.dropFirst()).allSatisfy { $0.0 < $1.0 })
+        #expect(series[b] == nil)
+    }
+}

@@ -139,7 +139,9 @@ extension Pages {
         let chosen = field.flatMap { c.numericFields.contains($0) ? $0 : nil } ?? c.chartField ?? c.numericFields.first
         if let f = chosen {
             let r = range.flatMap(ChartRange.init(rawValue:)) ?? .hour
-            let series = (try? store.series(field: f, since: now - r.ms)) ?? [:]
+            // The tags seen in the range (at most 12: a legend a person can read), each through its own index range.
+            let seen = (try? store.tagsSeen(since: now - r.ms, limit: 12)) ?? []
+            let series = (try? store.series(field: f, since: now - r.ms, uids: seen)) ?? [:]
             let lines = series.keys.sorted { $0.description < $1.description }.map { uid in
                 (label: names.name(uid), points: series[uid] ?? [])
             }

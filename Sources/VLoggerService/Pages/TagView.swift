@@ -68,7 +68,7 @@ extension Pages {
         }
         var charts: [TagView.Chart] = []
         for f in c.numericFields {
-            guard let points = (try? store.series(field: f, since: since, uid: uid))?[uid], !points.isEmpty else {
+            guard let points = (try? store.series(field: f, since: since, uids: [uid]))?[uid], !points.isEmpty else {
                 continue
             }
             charts.append(
