@@ -357,9 +357,14 @@ public final class ServiceMetrics: @unchecked Sendable {
         }
     }
 
+    /// How many events have been recorded: the pages' cache makes a page again when it moves.
+    public var eventCount: Int { locked { events } }
+    private var events = 0
+
     /// Events that change the plant's state: a violation sets `vlogger_rule_violation{rule,uid,asset}` to 1, its end
     /// removes it; a departure removes the tag's `vlogger_field_value` series of that reader.
     public func eventRecorded(_ e: Event, asset: String?) {
+        locked { events += 1 }
         guard let uid = e.uid else { return }
         locked {
             let key = "\(e.name)|\(uid)"

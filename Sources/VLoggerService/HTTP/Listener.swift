@@ -85,15 +85,21 @@ struct HTTPListener {
         }
         let (pages, now) = (self.pages, self.now)
         // The pages read the store on a worker thread, never on the event loop.
+        // A page is made at most once a second per address while no event happens, however many ask (a browser's
+        // live update, a reverse proxy's check, a flood): the others wait for it and get the same page. An event (an
+        // alarm's start or end, an arrival) makes the next request make it again.
+        let cache = PageCache()
         let page: @Sendable (Request, BasicRequestContext) async -> Response = { request, _ in
             let q = request.uri.queryParameters
             let (field, range) = (q["field"].map(String.init), q["range"].map(String.init))
-            let html = await Blocking.run {
-                let (context, templates) = pages.withLockedValue { $0 }
-                return templates.render(
-                    Pages.status(
-                        metrics: metrics, store: store, context: context, field: field, range: range, now: now()),
-                    "status")
+            let html = await cache.page("/?\(field ?? "")&\(range ?? "")#\(metrics.eventCount)") {
+                await Blocking.run {
+                    let (context, templates) = pages.withLockedValue { $0 }
+                    return templates.render(
+                        Pages.status(
+                            metrics: metrics, store: store, context: context, field: field, range: range, now: now()),
+                        "status")
+                }
             }
             return .html(html)
         }
@@ -102,10 +108,13 @@ struct HTTPListener {
                 return .text("not a UID (16 hex digits, E0 first)\n", status: .badRequest)
             }
             let range = request.uri.queryParameters["range"].map(String.init)
-            let html = await Blocking.run {
-                let (context, templates) = pages.withLockedValue { $0 }
-                return templates.render(
-                    Pages.tag(uid, metrics: metrics, store: store, context: context, range: range, now: now()), "tag")
+            let html = await cache.page("/tags/\(uid)?\(range ?? "")#\(metrics.eventCount)") {
+                await Blocking.run {
+                    let (context, templates) = pages.withLockedValue { $0 }
+                    return templates.render(
+                        Pages.tag(uid, metrics: metrics, store: store, context: context, range: range, now: now()),
+                        "tag")
+                }
             }
             return .html(html)
         }
@@ -151,6 +160,23 @@ struct HTTPListener {
             },
             logger: logger)
         return ListenerService(app: app, address: address)
+    }
+}
+
+/// Pages made in the last second, by address: a request within a second of the last making gets that page (and
+/// waits for it while it is being made), so a burst of requests costs one page, not one each. At most 256 addresses
+/// are kept (older ones go first).
+actor PageCache {
+    private var entries: [String: (at: UInt64, page: Task<String, Never>)] = [:]
+    private let maxAgeNs: UInt64 = 1_000_000_000
+
+    func page(_ key: String, make: @escaping @Sendable () async -> String) async -> String {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let e = entries[key], now - e.at < maxAgeNs { return await e.page.value }
+        let task = Task { await make() }
+        entries[key] = (now, task)
+        if entries.count > 256 { entries = entries.filter { now - $0.value.at < maxAgeNs } }
+        return await task.value
     }
 }
 
