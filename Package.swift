@@ -3,7 +3,7 @@ import PackageDescription
 
 // Layers, bottom up (see docs/design.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (the seam, the
 // client, the driver registry) → the drivers (DriverSim, DriverPCSC, DriverLibNFC, DriverFEIG: one target each,
-// registered by the executable); VLoggerModel → VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerSync →
+// listed once in LinkedDrivers, which the executable registers); VLoggerModel → VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerSync →
 // VLoggerService → vlogger. Nothing above Readers but the executable names a driver.
 let package = Package(
     name: "vlogger",
@@ -91,6 +91,11 @@ let package = Package(
         .target(
             name: "DriverLibNFC", dependencies: ["Readers", "ISO15693", "CLibNFC"], path: "Sources/Drivers/LibNFC"),
         .target(name: "DriverFEIG", dependencies: ["Readers", "ISO15693", "FEIG"], path: "Sources/Drivers/FEIG"),
+        // The one list of linked drivers: the executable, the tests and the fuzzers register it.
+        .target(
+            name: "LinkedDrivers",
+            dependencies: ["Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG"],
+            path: "Sources/Drivers/Linked"),
         // The domain values every layer above shares (readings, events, tags, writes, field values, times and
         // durations, safe text) and how each is formatted. No I/O.
         .target(name: "VLoggerModel", dependencies: ["ISO15693"]),
@@ -174,7 +179,7 @@ let package = Package(
                 "VLoggerService",
                 "VLoggerSync",
                 "CHost",
-                "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG",
+                "LinkedDrivers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -195,7 +200,7 @@ let package = Package(
             dependencies: [
                 "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
-                "DriverFEIG", "DriverSim", "DriverPCSC", "DriverLibNFC",
+                "DriverFEIG", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity",
                 "VLoggerCore", "VLoggerMQTT",
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -221,7 +226,7 @@ let package = Package(
             path: "bench/AirBench"),
         // The drivers registered for the test suites (the `.drivers` trait), as the executable registers them.
         .target(
-            name: "TestDrivers", dependencies: ["Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG"],
+            name: "TestDrivers", dependencies: ["Readers", "LinkedDrivers"],
             path: "Tests/TestDrivers"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693", "ISO15693Fuzzing"]),
         .testTarget(

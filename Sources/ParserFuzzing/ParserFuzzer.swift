@@ -4,9 +4,7 @@ import Foundation
 import ISO15693
 import Readers
 import DriverFEIG
-import DriverLibNFC
-import DriverPCSC
-import DriverSim
+import LinkedDrivers
 import TagSecurity
 import TagSimulator
 import Type5NDEF
@@ -107,7 +105,7 @@ public struct ParserFuzzer {
 
     /// The drivers the executable registers: the configuration target's `[[reader]]` checks go through them. A
     /// fuzz executable registers them before it runs the targets (tests register the same list).
-    public static let drivers: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
+    public static var drivers: [any ReaderDriver] { LinkedDrivers.all }
 
     /// Every target, seeded from the files under `config` (the repository's `Config/`).
     public static func targets(config: URL) -> [Target] {

@@ -35,9 +35,7 @@ public struct WatchView {
         guard let file = registerFile, let text = try? String(contentsOfFile: file, encoding: .utf8),
             let rows = try? AssetRegister.assetRows(text, file: file)
         else { return [:] }
-        var out: [UID: String] = [:]
-        for r in rows { out[r.uid] = r.name.map { "\(r.assetID) \($0)" } ?? r.assetID }
-        return out
+        return Dictionary(rows.map { ($0.uid, $0.label(separator: " ")) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// One cycle's report, with the readings and events it produced and the model of each tag seen.

@@ -74,16 +74,8 @@ public struct LocalTime: Sendable, Equatable {
         let local = TimeSpec.floorDiv(ms, 1000) + Int64(offsetSeconds(ms))
         let days = Int(TimeSpec.floorDiv(local, 86_400))
         let secondOfDay = Int(local - Int64(days) * 86_400)
-        // H. Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day, secondOfDay)
+        let (year, month, day) = TimeSpec.civilFromDays(days)
+        return (year, month, day, secondOfDay)
     }
 
     private func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }

@@ -13,18 +13,9 @@ public enum ValueText {
 
     /// Milliseconds since 1970 as ISO 8601 UTC with milliseconds: `2026-11-22T08:30:00.250Z`.
     public static func appendTime(_ ms: Millis, to out: inout [UInt8]) {
-        // Days from 1970-01-01 to a civil date (Howard Hinnant's "days_from_civil", inverted).
         let days = Int(TimeSpec.floorDiv(ms, 86_400_000))
         let rem = Int(ms - Int64(days) * 86_400_000)
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        let (y, m, d) = TimeSpec.civilFromDays(days)
         if y < 0 { out.append(0x2D) }
         appendPadded(abs(y), 4, &out)
         out.append(0x2D)

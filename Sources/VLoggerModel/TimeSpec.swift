@@ -133,6 +133,19 @@ public struct TimeSpec: Sendable, Equatable {
         return era * 146_097 + doe - 719_468
     }
 
+    /// The proleptic Gregorian date of a day counted from 1970-01-01 (H. Hinnant's civil_from_days).
+    package static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
     /// ISO 8601 UTC with milliseconds: `2026-11-22T08:30:00.250Z` (the export's format, and the logs').
     public static func format(_ ms: Millis) -> String {
         var out: [UInt8] = []

@@ -364,9 +364,9 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// Events that change the plant's state: a violation sets `vlogger_rule_violation{rule,uid,asset}` to 1, its end
     /// removes it; a departure removes the tag's `vlogger_field_value` series of that reader.
     public func eventRecorded(_ e: Event, asset: String?) {
-        locked { events += 1 }
-        guard let uid = e.uid else { return }
         locked {
+            events += 1
+            guard let uid = e.uid else { return }
             let key = "\(e.name)|\(uid)"
             switch e.kind {
             case .violation:

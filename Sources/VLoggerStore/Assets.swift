@@ -12,6 +12,9 @@ public struct AssetRow: Equatable, Sendable {
     /// The file's other columns (expected block values and fields an audit checks), by column name.
     public var extra: [String: String]
 
+    /// How a person reads it: its id and, when the register gives one, its name after `separator`.
+    public func label(separator: String = " — ") -> String { name.map { assetID + separator + $0 } ?? assetID }
+
     public init(uid: UID, assetID: String, name: String? = nil, location: String? = nil, extra: [String: String] = [:])
     {
         self.uid = uid

@@ -266,7 +266,6 @@ enum AuditPrint {
 
     /// The register's name of an asset (`PAL-0099 Pallet 99`), else its id as stored with the result.
     static func asset(_ r: AuditResult, _ assets: [UID: AssetRow]) -> String {
-        if let a = assets[r.uid] { return a.name.map { "\(a.assetID) \($0)" } ?? a.assetID }
-        return r.assetID ?? "-"
+        assets[r.uid]?.label(separator: " ") ?? r.assetID ?? "-"
     }
 }

@@ -1,17 +1,11 @@
-import DriverFEIG
-import DriverLibNFC
-import DriverPCSC
-import DriverSim
+import LinkedDrivers
 import Readers
 
-/// The reader drivers this program links, registered once at start (before the arguments are parsed: help texts
-/// list them), the way swift-log's backend is chosen. The first is the default driver. A new driver is a target
-/// under Sources/Drivers and one entry here.
-let linkedDrivers: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
-
 extension VLogger {
+    /// Registers the linked reader drivers before the arguments are parsed (help texts list them), the way
+    /// swift-log's backend is chosen once at start.
     static func main() async {
-        ReaderDrivers.bootstrap(linkedDrivers)
+        ReaderDrivers.bootstrap(LinkedDrivers.all)
         await main(nil)
     }
 }

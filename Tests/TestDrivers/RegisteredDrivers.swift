@@ -1,18 +1,15 @@
-import DriverFEIG
 import Foundation
-import DriverLibNFC
-import DriverPCSC
-import DriverSim
+import LinkedDrivers
 import Readers
 import Testing
 
-/// The drivers the executable registers (Sources/vlogger/Drivers.swift), registered for the tests. swift-testing has no
+/// The drivers the executable registers (LinkedDrivers), registered for the tests. swift-testing has no
 /// set-up for a whole target: every suite of a test target that reads a configuration or opens a reader by its
 /// driver's name carries `.drivers`. Every suite registers the same list (the test targets share one process), so none
 /// sees fewer drivers than it needs while another registers; `extra` adds a test's own driver to it, for good (the
 /// list only grows, so a suite running beside it keeps the test's driver too).
 public struct RegisteredDrivers: SuiteTrait, TestTrait, TestScoping {
-    public static let linked: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
+    public static var linked: [any ReaderDriver] { LinkedDrivers.all }
     public var extra: [any ReaderDriver] = []
     private static let lock = NSLock()
     nonisolated(unsafe) private static var added: [any ReaderDriver] = []

@@ -94,14 +94,8 @@ struct AssetNames {
     }
     init(store: Store) { self.init((try? store.assets()) ?? []) }
 
-    func name(_ uid: UID) -> String {
-        guard let a = rows[uid.description] else { return uid.description }
-        return a.name.map { "\(a.assetID) — \($0)" } ?? a.assetID
-    }
-    func name(assetID: String?, uid: UID) -> String {
-        if let a = rows[uid.description] { return a.name.map { "\(a.assetID) — \($0)" } ?? a.assetID }
-        return assetID ?? uid.description
-    }
+    func name(_ uid: UID) -> String { rows[uid.description]?.label() ?? uid.description }
+    func name(assetID: String?, uid: UID) -> String { rows[uid.description]?.label() ?? assetID ?? uid.description }
 }
 
 /// A choice in a page's form.
