@@ -132,7 +132,7 @@ import VLoggerStore
             to: dir.appendingPathComponent("tag.mustache"), atomically: true, encoding: .utf8)
         #expect {
             _ = try PageTemplates(folder: dir.path)
-        } throws: { "\($0)".contains("tag.mustache: not a Mustache template") }
+        } throws: { "\($0)".contains("tag.mustache:1:") && "\($0)".contains(": not a Mustache template: ") }
     }
 
     /// A reading's decoded JSON as the pages show it: members in the written order, numbers as numbers, escapes

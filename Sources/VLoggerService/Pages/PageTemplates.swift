@@ -38,11 +38,23 @@ public struct PageTemplates: Sendable {
                     throw VLoggerError("\(path): cannot read it (\(error.localizedDescription))")
                 }
                 do { try library.register(text, named: name) } catch {
-                    throw VLoggerError("\(path): not a Mustache template: \(error)")
+                    throw VLoggerError("\(path)\(Self.place(error)): not a Mustache template: \(Self.reason(error))")
                 }
             }
         }
         self.library = library
+    }
+
+    /// `:LINE:COLUMN` of a parser error, as editors read it.
+    static func place(_ error: Error) -> String {
+        guard let e = error as? MustacheTemplate.ParserError else { return "" }
+        return ":\(e.context.lineNumber):\(e.context.columnNumber)"
+    }
+
+    /// What the parser found wrong ("expectedSectionEnd").
+    static func reason(_ error: Error) -> String {
+        guard let e = error as? MustacheTemplate.ParserError else { return "\(error)" }
+        return "\(e.error)".components(separatedBy: ".").last ?? "\(e.error)"
     }
 
     /// The page `name` rendered with `view`.
