@@ -148,11 +148,16 @@ extension Store {
     }
 
     /// Moves `consumer`'s cursor on `table` after its destination acknowledged rows up to `id`; it never moves
-    /// back.
+    /// back. Without a disk sync of its own (`synchronous=NORMAL` for this one statement; the next batch's
+    /// commit syncs it): a power cut can lose the latest moves, and the batches after the cursor on disk are then
+    /// sent again, which every consumer takes (the fleet sync drops keys it has, MQTT and webhook subscribers
+    /// de-duplicate on `key`). A crashed process loses nothing: the WAL has the write.
     public func advanceOutboxCursor(_ consumer: String, _ table: SyncTable, to id: Int64, now: Millis = Millis.now())
         throws(StoreError)
     {
         try withWriter { db throws(StoreError) in
+            try db.execute("PRAGMA synchronous=NORMAL")
+            defer { try? db.execute("PRAGMA synchronous=FULL") }
             let s = try db.prepare(
                 """
                 INSERT INTO outbox_cursor(consumer, tbl, last_id, updated_at) VALUES (?, ?, ?, ?)

@@ -164,6 +164,8 @@ public enum CentralSchema {
     struct Month: Hashable, Comparable {
         let year: Int, month: Int
         static func < (a: Month, b: Month) -> Bool { (a.year, a.month) < (b.year, b.month) }
+        /// Its first millisecond.
+        var start: Millis { Millis(TimeSpec.daysFromCivil(year, month, 1)) * 86_400_000 }
         var tableName: String { String(format: "readings_y%04dm%02d", year, month) }
         var createStatement: String {
             let next = CentralSchema.nextMonth(self)
@@ -175,10 +177,21 @@ public enum CentralSchema {
     }
 
     static func month(of ms: Millis) -> Month {
-        var cal = Calendar(identifier: .gregorian)
-        cal.timeZone = TimeZone(identifier: "UTC")!
-        let c = cal.dateComponents([.year, .month], from: Date(timeIntervalSince1970: Double(ms) / 1000))
-        return Month(year: c.year ?? 1970, month: c.month ?? 1)
+        let (y, m, _) = TimeSpec.civilFromDays(Int(TimeSpec.floorDiv(ms, 86_400_000)))
+        return Month(year: y, month: m)
+    }
+
+    /// The months the times fall in (one calendar computation per change of month, not per time: rows come
+    /// mostly in time order).
+    static func months(of times: some Sequence<Millis>) -> Set<Month> {
+        var out = Set<Month>()
+        var range: Range<Millis> = 0..<0
+        for t in times where !range.contains(t) {
+            let m = month(of: t)
+            out.insert(m)
+            range = m.start..<nextMonth(m).start
+        }
+        return out
     }
 
     static func nextMonth(_ m: Month) -> Month {

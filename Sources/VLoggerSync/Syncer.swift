@@ -230,21 +230,29 @@ public final class Syncer: @unchecked Sendable {
     }
 
     /// Monthly partitions of `readings` for the batch's months and the next month, created when missing (under
-    /// a transaction-scoped advisory lock, so two gateways do not create the same one at once).
-    static func ensurePartitions(_ conn: PostgresConnection, times: [Millis], logger: Logger) async throws {
-        var months = Set(times.map { CentralSchema.month(of: $0) })
-        months.insert(CentralSchema.month(of: Millis.now()))
-        months.insert(CentralSchema.nextMonth(CentralSchema.month(of: Millis.now())))
+    /// a transaction-scoped advisory lock, so two gateways do not create the same one at once). `known` are the
+    /// months this session has already seen on the server (a partition is never dropped by vlogger); returns the
+    /// months that exist now.
+    static func ensurePartitions(
+        _ conn: PostgresConnection, times: [Millis], known: Set<CentralSchema.Month> = [], logger: Logger
+    ) async throws -> Set<CentralSchema.Month> {
+        var months = CentralSchema.months(of: times)
+        let now = CentralSchema.month(of: Millis.now())
+        months.insert(now)
+        months.insert(CentralSchema.nextMonth(now))
         var missing: [CentralSchema.Month] = []
-        for m in months.sorted() {
+        for m in months.subtracting(known).sorted() {
             let rows = try await conn.query("SELECT to_regclass(\(m.tableName)) IS NULL", logger: logger)
             for try await absent in rows.decode(Bool.self) where absent { missing.append(m) }
         }
-        guard !missing.isEmpty else { return }
-        try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey + 1))", logger: logger)
-        for m in missing {
-            try await conn.query(PostgresQuery(unsafeSQL: m.createStatement), logger: logger)
+        guard !missing.isEmpty else { return months.union(known) }
+        try await conn.withTransaction(logger: logger) { conn in
+            try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey + 1))", logger: logger)
+            for m in missing {
+                try await conn.query(PostgresQuery(unsafeSQL: m.createStatement), logger: logger)
+            }
         }
+        return months.union(known)
     }
 
     /// One multi-row INSERT of the batch; returns how many rows were new (tags: new or changed). Rows keyed by
@@ -359,26 +367,53 @@ extension Syncer: OutboxConsumer {
         return OutboxFailure(kind: e.kind.rawValue, message: e.message)
     }
 
-    struct Session: OutboxSession {
+    /// One round's connection, with what it has learnt of the server: the readings partitions that exist, and
+    /// whether this gateway's row in `gateways` was touched this round (once per round, not per batch).
+    final class Session: OutboxSession, @unchecked Sendable {
         let conn: PostgresConnection
         let gateway: String
         let site: String?
         let logger: Logger
+        private var months: Set<CentralSchema.Month> = []
+        private var gatewayRecorded = false
+        /// Batches that went by COPY straight into their table, and by the staging table (keys already there).
+        private(set) var direct = 0, staged = 0
 
+        init(conn: PostgresConnection, gateway: String, site: String?, logger: Logger) {
+            self.conn = conn
+            self.gateway = gateway
+            self.site = site
+            self.logger = logger
+        }
+
+        /// One batch, in as few round trips as the server allows: an append-only batch is one `COPY` straight
+        /// into its table, a statement that commits on its own (all its rows or none). When a key of the batch is
+        /// already there (a batch sent again after a lost acknowledgement or a crash before the local cursor
+        /// moved), the server refuses that COPY whole (unique_violation) and the batch goes through the staging
+        /// table instead, where ON CONFLICT DO NOTHING drops what is already there. Tags are one upsert.
         func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
-            let (gateway, site, logger) = (self.gateway, self.site, self.logger)
-            return try await conn.withTransaction(logger: logger) { conn in
+            if !gatewayRecorded {
                 try await conn.query(
                     """
                     INSERT INTO gateways(id, site) VALUES (\(gateway), \(site))
                     ON CONFLICT (id) DO UPDATE SET site = EXCLUDED.site, last_sync = now()
                     """, logger: logger)
-                if table == .readings {
-                    try await Syncer.ensurePartitions(conn, times: rows.map(\.time), logger: logger)
+                gatewayRecorded = true
+            }
+            if table == .readings {
+                months = try await Syncer.ensurePartitions(conn, times: rows.map(\.time), known: months, logger: logger)
+            }
+            if table.isUpserted { return try await Syncer.insert(table, rows, gateway: gateway, conn, logger) }
+            do {
+                try await Syncer.copyDirect(table, rows, gateway: gateway, conn, logger)
+                direct += 1
+                return rows.count
+            } catch let e as PSQLError where e.serverInfo?[.sqlState] == "23505" {
+                staged += 1
+                let (gateway, logger) = (self.gateway, self.logger)
+                return try await conn.withTransaction(logger: logger) { conn in
+                    try await Syncer.copyInsert(table, rows, gateway: gateway, conn, logger)
                 }
-                return table.isUpserted
-                    ? try await Syncer.insert(table, rows, gateway: gateway, conn, logger)
-                    : try await Syncer.copyInsert(table, rows, gateway: gateway, conn, logger)
             }
         }
     }
@@ -411,44 +446,22 @@ extension Syncer {
                     "CREATE TEMP TABLE IF NOT EXISTS \(stage)(\(stageColumns.joined(separator: ", "))) ON COMMIT DELETE ROWS"
             ),
             logger: logger)
-        // The rows in COPY's text format: tab between values, \N for NULL, backslash escapes (PostgreSQL COPY,
-        // "Text Format"); bytea in its hex form, whose backslash is itself escaped.
-        var out = ByteBuffer()
-        out.reserveCapacity(rows.count * 96)
-        func text(_ s: String) {
-            for b in s.utf8 {
-                switch b {
-                case 0x5C: out.writeBytes([0x5C, 0x5C])
-                case 0x09: out.writeBytes([0x5C, 0x74])
-                case 0x0A: out.writeBytes([0x5C, 0x6E])
-                case 0x0D: out.writeBytes([0x5C, 0x72])
-                default: out.writeInteger(b)
-                }
-            }
-        }
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = CopyText(capacity: rows.count * 160)
         for r in rows {
-            text(r.gateway.isEmpty ? gateway : r.gateway)
-            out.writeInteger(UInt8(0x09))
-            out.writeString(String(r.id))
-            out.writeInteger(UInt8(0x09))
-            out.writeString(String(r.time))
+            out.text(r.gateway.isEmpty ? gateway : r.gateway)
+            out.tab()
+            out.integer(r.id)
+            out.tab()
+            out.integer(r.time)
             for v in r.values {
-                out.writeInteger(UInt8(0x09))
-                switch v {
-                case .null: out.writeBytes([0x5C, 0x4E])
-                case .integer(let n): out.writeString(String(n))
-                case .text(let t): text(t)
-                case .blob(let b):
-                    out.writeBytes([0x5C, 0x5C, 0x78])
-                    for x in b { out.writeBytes([hex[Int(x >> 4)], hex[Int(x & 0x0F)]]) }
-                }
+                out.tab()
+                out.raw(v)
             }
-            out.writeInteger(UInt8(0x0A))
+            out.newline()
         }
         try await conn.copyFrom(
             table: stage, columns: ["gateway", "local_id", "time_ms"] + columns.map(\.name), logger: logger
-        ) { writer in try await writer.write(out) }
+        ) { writer in try await writer.write(out.buffer) }
         func time(_ expr: String) -> String { "TIMESTAMPTZ 'epoch' + \(expr) * INTERVAL '1 millisecond'" }
         let selected = columns.map { c -> String in
             let name = "\"\(c.name)\""
@@ -471,5 +484,126 @@ extension Syncer {
         var inserted = 0
         for try await n in result.decode(Int64.self) { inserted = Int(n) }
         return inserted
+    }
+}
+
+extension Syncer {
+    /// An append-only batch by `COPY … FROM STDIN` (text format) straight into its central table (readings: the
+    /// partitioned table, which routes each row to its month): times as ISO 8601 UTC text, booleans t/f, JSON
+    /// text as it is (the server checks it), bytea in hex. One statement: all rows or none. The text goes in
+    /// pieces of about 32 KiB as it is made, so the server parses the first while the rest is written.
+    static func copyDirect(
+        _ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger
+    ) async throws {
+        let columns = table.columns
+        try await conn.copyFrom(
+            table: table.rawValue, columns: ["gateway", "local_id", "time"] + columns.map(\.name), logger: logger
+        ) { writer in
+            var out = CopyText(capacity: 40 * 1024)
+            for r in rows {
+                out.text(r.gateway.isEmpty ? gateway : r.gateway)
+                out.tab()
+                out.integer(r.id)
+                out.tab()
+                out.time(r.time)
+                for (c, v) in zip(columns, r.values) {
+                    out.tab()
+                    switch (c.kind, v) {
+                    case (_, .null): out.null()
+                    case (.time, .integer(let ms)): out.time(ms)
+                    case (.bool, .integer(let n)): out.bool(n != 0)
+                    default: out.raw(v)
+                    }
+                }
+                out.newline()
+                if out.count >= 32 * 1024 {
+                    try await writer.write(out.buffer)
+                    out = CopyText(capacity: 40 * 1024)
+                }
+            }
+            if out.count > 0 { try await writer.write(out.buffer) }
+        }
+    }
+}
+
+/// Rows in `COPY`'s text format (PostgreSQL, COPY, "Text Format"): a tab between values, a newline after each
+/// row, `\N` for NULL, backslash escapes for backslash, tab, newline and carriage return; bytea in its hex form
+/// (`\x…`), whose backslash is itself escaped.
+struct CopyText {
+    private(set) var bytes: [UInt8] = []
+    var buffer: ByteBuffer { ByteBuffer(bytes: bytes) }
+    var count: Int { bytes.count }
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    mutating func tab() { bytes.append(0x09) }
+    mutating func newline() { bytes.append(0x0A) }
+    mutating func null() { bytes.append(0x5C); bytes.append(0x4E) }
+    mutating func integer(_ n: Int64) {
+        if n >= 0 && n < 10 { bytes.append(0x30 + UInt8(n)); return }
+        var v = n.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buf in
+            var i = 20
+            repeat {
+                i -= 1
+                buf[i] = 0x30 + UInt8(v % 10)
+                v /= 10
+            } while v > 0
+            if n < 0 { bytes.append(0x2D) }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
+        }
+    }
+    mutating func bool(_ b: Bool) { bytes.append(b ? UInt8(ascii: "t") : UInt8(ascii: "f")) }
+
+    mutating func text(_ s: String) {
+        var s = s
+        s.withUTF8 { u in
+            // Most values need no escape: one copy.
+            if !u.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+                bytes.append(contentsOf: u)
+                return
+            }
+            for b in u {
+                switch b {
+                case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+                case 0x09: bytes.append(0x5C); bytes.append(0x74)
+                case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+                case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+                default: bytes.append(b)
+                }
+            }
+        }
+    }
+
+    mutating func blob(_ b: [UInt8]) {
+        bytes.append(0x5C)
+        bytes.append(0x5C)
+        bytes.append(0x78)
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: b.count * 2))
+        Self.hex.withUnsafeBufferPointer { hex in
+            bytes.withUnsafeMutableBufferPointer { out in
+                var i = start
+                for x in b {
+                    out[i] = hex[Int(x >> 4)]
+                    out[i + 1] = hex[Int(x & 0x0F)]
+                    i += 2
+                }
+            }
+        }
+    }
+
+    /// Milliseconds since 1970 as ISO 8601 UTC (`2026-11-22T08:30:00.250Z`), which timestamptz reads.
+    mutating func time(_ ms: Millis) { ValueText.appendTime(ms, to: &bytes) }
+
+    /// A value as the local store has it (integers as numbers, text escaped, blobs in hex).
+    mutating func raw(_ v: OutboxValue) {
+        switch v {
+        case .null: null()
+        case .integer(let n): integer(n)
+        case .text(let t): text(t)
+        case .blob(let b): blob(b)
+        }
     }
 }

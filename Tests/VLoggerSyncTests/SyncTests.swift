@@ -252,6 +252,63 @@ struct CentralSyncTests {
         #expect((Int(parts.first?[0] ?? "") ?? 0) >= 3)
     }
 
+    /// A batch of which the server already has some rows (sent before a crash, with another batch size): COPY
+    /// straight into the table is refused whole (unique_violation), and the staging path inserts the new rows
+    /// only. Source of the behaviour: PostgreSQL's COPY is one statement, all rows or none.
+    @Test func aBatchPartlyOnTheServerInsertsOnlyItsNewRows() async throws {
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-a", readings: 60, events: 0)
+        var settings = TestServer.settings(database: db)
+        settings.batchSize = 40
+        let syncer = try Syncer(settings: settings, store: store, gateway: "gw-a", site: nil)
+        _ = try await syncer.initSchema()
+        struct Crash: Error {}
+        syncer.afterServerCommit = { _, _ in throw Crash() }
+        await #expect(throws: (any Error).self) { try await syncer.syncOnce() }
+        #expect(try store.outboxCursor("postgres", .readings) == 0)
+        #expect(try await syncer.serverCounts()[.readings] == 40)
+        syncer.afterServerCommit = nil
+        settings.batchSize = 100
+        let again = try Syncer(settings: settings, store: store, gateway: "gw-a", site: nil)
+        let report = try await again.syncOnce()
+        #expect(report.sent[.readings] == 60 && report.inserted[.readings] == 20)
+        let central = try await TestServer.query(
+            "SELECT count(*)::text, count(DISTINCT local_id)::text, min(local_id)::text, max(local_id)::text FROM readings",
+            database: db)
+        #expect(central.first == ["60", "60", "1", "60"])
+    }
+
+    /// Text that COPY's text format must escape (tab, newline, carriage return, backslash; PostgreSQL, COPY,
+    /// "Text Format") and JSON with escapes arrive as they were stored.
+    @Test func textThatCopyMustEscapeArrivesUnchanged() async throws {
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-a", readings: 0, events: 0)
+        let awkward = "tab\there\nnew line\r\\back\\slash \\N é ✓"
+        var b = Batch()
+        b.readings = [
+            Reading(
+                time: 1_763_900_000_000, gateway: "gw-a", reader: awkward, location: "\\N",
+                uid: try UID(parsing: "E004010800000001"), first: 0, count: 1, data: [0x5C, 0x09, 0x0A, 0],
+                decoded: [("note", .text("a \"quoted\" \\ value\twith tab"))])
+        ]
+        b.events = [
+            Event(
+                time: 1_763_900_000_001, gateway: "gw-a", reader: "dock-1", location: "Dock 1", uid: nil,
+                kind: .error, name: "", severity: .warning, detail: awkward)
+        ]
+        _ = try store.write(b)
+        let syncer = try Syncer(
+            settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: nil)
+        _ = try await syncer.initSchema()
+        _ = try await syncer.syncOnce()
+        let r = try await TestServer.query(
+            "SELECT reader, location, encode(data, 'hex'), decoded::text FROM readings", database: db)
+        let local = try store.outbox(.readings, after: 0, limit: 10)
+        #expect(r.first == [awkward, "\\N", "5c090a00", local.first?.value("decoded", in: .readings).text])
+        let e = try await TestServer.query("SELECT detail FROM events", database: db)
+        #expect(e.first == [awkward])
+    }
+
     @Test func writesAuditsAndTagsArriveColumnForColumnAndATagSeenAgainIsUpdated() async throws {
         let db = try await TestServer.database()
         let store = try localStore(gateway: "gw-a", readings: 0, events: 0)

@@ -23,7 +23,7 @@ public struct SyncSettings: Equatable, Sendable {
     public var passwordFile: String?
     public var passwordEnv: String?
     /// Rows per batch (one server transaction).
-    public var batchSize = 1000
+    public var batchSize = 5000
     /// Time between two sync rounds of the service's sync job.
     public var intervalMs: Millis = 10_000
     /// `postgresql://user@host:port/db`, without the password: safe to print.
@@ -157,7 +157,7 @@ public struct SyncSettings: Equatable, Sendable {
         if out.passwordFile != nil && out.passwordEnv != nil {
             r.issue(s.line, "sync: give password-file or password-env, not both")
         }
-        out.batchSize = s.integer("batch-size", in: 1...5000).map(Int.init) ?? out.batchSize
+        out.batchSize = s.integer("batch-size", in: 1...50_000).map(Int.init) ?? out.batchSize
         out.intervalMs = s.duration("interval") ?? out.intervalMs
         return out
     }

@@ -115,14 +115,31 @@ public struct OutboxPump: Sendable {
         let batchSize = max(1, consumer.batchSize)
         return try await consumer.withSession { session in
             var report = OutboxRound()
+            // The next batch of a table is read from the store while the destination takes the current one
+            // (its rows follow the current batch's last id, which the cursor will be once it is acknowledged):
+            // reading and delivering overlap instead of taking turns.
+            var ahead: [SyncTable: (after: Int64, rows: Task<[OutboxRow], any Error>)] = [:]
+            func read(_ table: SyncTable, after: Int64) throws -> [OutboxRow] {
+                do { return try store.outbox(table, after: after, limit: batchSize) } catch {
+                    throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+                }
+            }
             /// One batch of `table`; false when it was the table's last (fewer rows than a batch).
             func batch(_ table: SyncTable) async throws -> Bool {
+                let after: Int64
+                do { after = try store.outboxCursor(name, table) } catch {
+                    throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+                }
                 let rows: [OutboxRow]
-                do {
-                    let after = try store.outboxCursor(name, table)
-                    rows = try store.outbox(table, after: after, limit: batchSize)
-                } catch { throw OutboxFailure(kind: "store", message: "the local store: \(error)") }
+                if let a = ahead.removeValue(forKey: table), a.after == after {
+                    rows = try await a.rows.value
+                } else {
+                    rows = try read(table, after: after)
+                }
                 guard let last = rows.last?.id else { return false }
+                if rows.count == batchSize {
+                    ahead[table] = (last, Task { try read(table, after: last) })
+                }
                 let inserted = try await session.deliver(table, rows)
                 // The destination has the batch: only now does the cursor move.
                 try hook?(table, last)
