@@ -353,6 +353,9 @@ extension Syncer: OutboxConsumer {
     public var legacyName: String? { "sync" }
     public var tables: [SyncTable] { SyncTable.allCases }
     public var batchSize: Int { settings.batchSize }
+    /// A gateway back after a day offline sends its live rows at least every second (or every interval, when
+    /// shorter) while the backlog goes at full speed in between: rows are keyed, so order does not matter.
+    public var liveEvery: Duration? { .milliseconds(min(1000, max(1, settings.intervalMs))) }
 
     public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
         let (logger, gateway, site) = (self.logger, self.gateway, self.site)

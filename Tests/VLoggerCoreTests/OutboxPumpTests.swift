@@ -92,4 +92,100 @@ import VLoggerStore
         #expect(p.wait(afterRows: 3000, elapsed: .seconds(3)) == .zero)
         #expect(ReplayPace(rowsPerSecond: 0).rowsPerSecond == 1)
     }
+
+    /// A consumer that takes rows out of order (the fleet sync's `liveEvery`), whose every delivery takes 400 ms of
+    /// a test clock while the gateway commits 7 more readings: the rows committed during the catch-up reach it
+    /// within the live interval plus one delivery, not after the backlog, and every row arrives exactly once
+    /// (issue "Fleet sync at PostgreSQL's own speed", item 3).
+    final class LiveRecorder: OutboxConsumer, @unchecked Sendable {
+        let name = "live"
+        let title = "A test output that takes live rows first"
+        let tables: [SyncTable] = [.readings, .events]
+        let batchSize = 40
+        var liveEvery: Duration? { .seconds(1) }
+        let store: Store
+        let clock = Mutex<Duration>(.zero)
+        /// Readings by id: when each was committed and when it was delivered (test clock).
+        let committed = Mutex<[Int64: Duration]>([:])
+        let delivered = Mutex<[(id: Int64, at: Duration)]>([])
+        let batches = Mutex<[[Int64]]>([])
+        let stopAt: Int64
+        init(store: Store, stopAt: Int64) {
+            self.store = store
+            self.stopAt = stopAt
+        }
+
+        struct Session: OutboxSession {
+            let owner: LiveRecorder
+            func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
+                let at = owner.clock.withLock { c in
+                    c += .milliseconds(400)
+                    return c
+                }
+                if table == .readings {
+                    owner.delivered.withLock { d in d.append(contentsOf: rows.map { ($0.id, at) }) }
+                    owner.batches.withLock { $0.append(rows.map(\.id)) }
+                }
+                // The agent goes on: 7 readings a delivery, until the test has enough.
+                if try owner.store.newestID(.readings) < owner.stopAt {
+                    var b = Batch()
+                    let uid = try UID(parsing: "E004010800000002")
+                    for i in 0..<7 {
+                        b.readings.append(
+                            Reading(
+                                time: 1_763_990_000_000 + Millis(i), gateway: "gw-a", reader: "dock-1", location: nil,
+                                uid: uid, first: 0, count: 1, data: [9, 9, 9, UInt8(i)]))
+                    }
+                    _ = try owner.store.write(b)
+                    let newest = try owner.store.newestID(.readings)
+                    owner.committed.withLock { c in
+                        for id in (newest - 6)...newest { c[id] = at }
+                    }
+                }
+                return rows.count
+            }
+        }
+        func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
+            try await body(Session(owner: self))
+        }
+        func describe(_ error: any Error) -> OutboxFailure { OutboxFailure(kind: "other", message: "\(error)") }
+    }
+
+    @Test func liveRowsGoFirstDuringACatchUpAndEveryRowArrivesOnce() async throws {
+        let store = try Self.store()
+        defer { store.close() }
+        let consumer = LiveRecorder(store: store, stopAt: 350 + 7 * 30)
+        var pump = OutboxPump(store: store, consumer: consumer)
+        let base = ContinuousClock.now
+        pump.now = { base.advanced(by: consumer.clock.withLock { $0 }) }
+        let round = try await pump.round()
+        // What the gateway committed while the round was on its last table waits for the next round.
+        var later = OutboxRound()
+        while true {
+            let r = try await pump.round()
+            if r.batches == 0 { break }
+            later.batches += r.batches
+        }
+        let newest = try store.newestID(.readings)
+        #expect(newest >= 560)
+        let delivered = consumer.delivered.withLock { $0 }
+        // Every reading exactly once, and the cursor at the newest.
+        #expect(delivered.map(\.id).sorted() == Array(1...newest), "\(consumer.batches.withLock { $0 })")
+        #expect(try store.outboxCursor("live", .readings) == newest)
+        #expect(round.sent[.events] == 30 && (round.sent[.readings] ?? 0) > 350)
+        // Live rows went out before the backlog's last row (id 350).
+        let backlogDone = try #require(delivered.firstIndex { $0.id == 350 })
+        let firstLive = try #require(delivered.firstIndex { $0.id > 350 })
+        #expect(firstLive < backlogDone)
+        // Each live row committed during the backlog reached the consumer within 1 s (the live interval) and two
+        // deliveries (400 ms each: the backlog batch under way when the interval ends, and the live batch).
+        let committed = consumer.committed.withLock { $0 }
+        let backlogEnd = delivered[backlogDone].at
+        var worst = Duration.zero
+        for (id, at) in delivered where id > 350 {
+            guard let c = committed[id], c < backlogEnd else { continue }
+            worst = max(worst, at - c)
+        }
+        #expect(worst > .zero && worst <= .milliseconds(1800), "worst delay \(worst)")
+    }
 }

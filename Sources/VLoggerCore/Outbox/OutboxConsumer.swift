@@ -34,6 +34,10 @@ public protocol OutboxConsumer: Sendable {
     var isConnected: Bool? { get }
     /// At most this many rows per second when a round catches up with a backlog (nil: no bound).
     var replayRowsPerSecond: Int? { get }
+    /// While a round catches up with a backlog, how often it also sends the rows committed since it began, so
+    /// that live rows are not held back behind the backlog (nil: the backlog first, in order). Only for a
+    /// destination that takes rows out of order and a row twice (the fleet sync: keyed by (gateway, local id)).
+    var liveEvery: Duration? { get }
     /// Rows the destination refused for good since the start (a webhook's 4xx), not sent again: counted in
     /// `vlogger_output_refused_rows_total{output}` (each is also an event).
     var refusedRows: Int { get }
@@ -45,6 +49,7 @@ extension OutboxConsumer {
     public var tablesIndependent: Bool { false }
     public var isConnected: Bool? { nil }
     public var replayRowsPerSecond: Int? { nil }
+    public var liveEvery: Duration? { nil }
     public var refusedRows: Int { 0 }
 }
 
@@ -93,11 +98,20 @@ public struct OutboxRound: Sendable, Equatable {
 
 /// Moves rows from the store to one consumer: for each of its tables, the rows after its cursor, batch by
 /// batch, the cursor moved after each acknowledged batch, until nothing is left (or `maxBatches`).
+///
+/// Live rows during a catch-up (a consumer with `liveEvery`): the round notes each table's newest row when it
+/// begins; what is committed after that is live. Every `liveEvery`, before the next batch of the backlog, the live
+/// rows not yet sent go first (a "live pass"). The cursor still moves over the backlog only, batch by batch; when
+/// it reaches the live rows, it jumps over those the passes delivered (the destination has them) instead of
+/// sending them again. A crash in between loses only that knowledge: the next round sends those rows again, and
+/// the destination keeps one of each.
 public struct OutboxPump: Sendable {
     public let store: Store
     public let consumer: any OutboxConsumer
     /// Called after the destination acknowledged a batch and before the cursor moves (tests: a crash there).
     public var afterDelivery: (@Sendable (SyncTable, Int64) throws -> Void)?
+    /// The clock live passes are timed by (tests: one that the deliveries advance).
+    public var now: @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
 
     public init(store: Store, consumer: any OutboxConsumer) {
         self.store = store
@@ -110,47 +124,105 @@ public struct OutboxPump: Sendable {
     public func round(
         maxBatches: Int = .max, pace: (@Sendable (_ rowsSoFar: Int) async throws -> Void)? = nil
     ) async throws -> OutboxRound {
-        let (store, consumer, hook) = (self.store, self.consumer, self.afterDelivery)
+        let (store, consumer, hook, now) = (self.store, self.consumer, self.afterDelivery, self.now)
         let name = consumer.name
         let batchSize = max(1, consumer.batchSize)
+        func storeFailure(_ error: any Error) -> OutboxFailure {
+            OutboxFailure(kind: "store", message: "the local store: \(error)")
+        }
+        // Live passes: each append-only table's newest id when the round begins (rows after it are live).
+        var liveFrom: [SyncTable: Int64] = [:]
+        if consumer.liveEvery != nil {
+            do {
+                for t in consumer.tables where !t.isUpserted { liveFrom[t] = try store.newestID(t) }
+            } catch { throw storeFailure(error) }
+        }
         return try await consumer.withSession { session in
             var report = OutboxRound()
             // The next batch of a table is read from the store while the destination takes the current one
             // (its rows follow the current batch's last id, which the cursor will be once it is acknowledged):
             // reading and delivering overlap instead of taking turns.
             var ahead: [SyncTable: (after: Int64, rows: Task<[OutboxRow], any Error>)] = [:]
+            // The highest live id a live pass delivered, by table, and when the last pass was.
+            var liveSent: [SyncTable: Int64] = [:]
+            var lastLive = now()
             func read(_ table: SyncTable, after: Int64) throws -> [OutboxRow] {
                 do { return try store.outbox(table, after: after, limit: batchSize) } catch {
-                    throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+                    throw storeFailure(error)
                 }
+            }
+            func cursor(_ table: SyncTable) throws -> Int64 {
+                do { return try store.outboxCursor(name, table) } catch { throw storeFailure(error) }
+            }
+            func advance(_ table: SyncTable, to last: Int64) throws {
+                // The destination has the rows: only now does the cursor move.
+                try hook?(table, last)
+                do { try store.advanceOutboxCursor(name, table, to: last) } catch { throw storeFailure(error) }
+            }
+            func record(_ table: SyncTable, _ rows: Int, _ inserted: Int) async throws {
+                report.sent[table, default: 0] += rows
+                report.inserted[table, default: 0] += inserted
+                report.batches += 1
+                try await pace?(report.sent.values.reduce(0, +))
+            }
+            /// The rows committed since the round began that no pass has sent, of every table whose backlog has
+            /// not reached them yet, when `liveEvery` has passed since the last pass.
+            func livePass() async throws {
+                guard let every = consumer.liveEvery, now() - lastLive >= every else { return }
+                for table in consumer.tables {
+                    guard let from = liveFrom[table], try cursor(table) < from else { continue }
+                    var after = max(from, liveSent[table] ?? from)
+                    while report.batches < maxBatches {
+                        let rows = try read(table, after: after)
+                        guard let last = rows.last?.id else { break }
+                        let inserted = try await session.deliver(table, rows)
+                        liveSent[table] = last
+                        after = last
+                        try await record(table, rows.count, inserted)
+                        if rows.count < batchSize { break }
+                    }
+                }
+                lastLive = now()
             }
             /// One batch of `table`; false when it was the table's last (fewer rows than a batch).
             func batch(_ table: SyncTable) async throws -> Bool {
-                let after: Int64
-                do { after = try store.outboxCursor(name, table) } catch {
-                    throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+                try await livePass()
+                var after = try cursor(table)
+                // The backlog reached the live rows: those a pass delivered are there already.
+                if let from = liveFrom[table], after >= from {
+                    if let sent = liveSent.removeValue(forKey: table), sent > after {
+                        try advance(table, to: sent)
+                        after = sent
+                    }
+                    liveFrom[table] = nil
                 }
-                let rows: [OutboxRow]
+                var rows: [OutboxRow]
                 if let a = ahead.removeValue(forKey: table), a.after == after {
                     rows = try await a.rows.value
                 } else {
                     rows = try read(table, after: after)
                 }
-                guard let last = rows.last?.id else { return false }
-                if rows.count == batchSize {
+                var more = rows.count == batchSize
+                // The backlog's last batch stops where the live rows a pass delivered begin.
+                if let from = liveFrom[table], liveSent[table] != nil,
+                    let cut = rows.firstIndex(where: { $0.id > from })
+                {
+                    rows.removeSubrange(cut...)
+                    more = true
+                    // No backlog row is left before the live ones: the cursor goes to where they begin.
+                    if rows.isEmpty {
+                        try advance(table, to: from)
+                        return true
+                    }
+                }
+                guard let last = rows.last?.id else { return more }
+                if more && rows.count == batchSize {
                     ahead[table] = (last, Task { try read(table, after: last) })
                 }
                 let inserted = try await session.deliver(table, rows)
-                // The destination has the batch: only now does the cursor move.
-                try hook?(table, last)
-                do { try store.advanceOutboxCursor(name, table, to: last) } catch {
-                    throw OutboxFailure(kind: "store", message: "the local store: \(error)")
-                }
-                report.sent[table, default: 0] += rows.count
-                report.inserted[table, default: 0] += inserted
-                report.batches += 1
-                try await pace?(report.sent.values.reduce(0, +))
-                return rows.count == batchSize
+                try advance(table, to: last)
+                try await record(table, rows.count, inserted)
+                return more
             }
             if consumer.tablesIndependent {
                 // One batch of each table in turn, while any has more.
