@@ -217,6 +217,16 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "bench/StoreBench"),
+        // Many gateways into one central PostgreSQL, driven by bench/sync-fleet-bench.sh. Not part of `swift test`.
+        .executableTarget(
+            name: "sync-fleet-bench",
+            dependencies: [
+                "VLoggerModel", "VLoggerStore", "VLoggerCore", "VLoggerSync", "VLoggerService", "ISO15693",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "bench/SyncFleetBench"),
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(
             name: "air-bench",

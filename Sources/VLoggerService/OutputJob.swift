@@ -12,7 +12,7 @@ import VLoggerStore
 /// to `maxBackoffMs`, spread by jitter so that gateways which lost the same server do not come back in
 /// lock-step); polling and the local store go on meanwhile, and the backlog is in /metrics and /healthz. The
 /// first round after the destination is back catches up by itself. The same code runs every output.
-struct OutputJob: Service {
+package struct OutputJob: Service {
     let pump: OutboxPump
     let metrics: ServiceMetrics
     let logger: Logger
@@ -22,6 +22,25 @@ struct OutputJob: Service {
     var wakeup: Wakeup?
     /// How long the last round at shutdown may take.
     var finalRoundMs: Millis = 5000
+
+    init(
+        pump: OutboxPump, metrics: ServiceMetrics, logger: Logger, intervalMs: Millis, maxBackoffMs: Millis = 300_000,
+        wakeup: Wakeup? = nil, finalRoundMs: Millis = 5000
+    ) {
+        self.pump = pump
+        self.metrics = metrics
+        self.logger = logger
+        self.intervalMs = intervalMs
+        self.maxBackoffMs = maxBackoffMs
+        self.wakeup = wakeup
+        self.finalRoundMs = finalRoundMs
+    }
+
+    /// The job as the service runs it for an output without a commit wakeup (the fleet sync): the benchmarks'
+    /// way in.
+    package init(pump: OutboxPump, metrics: ServiceMetrics, logger: Logger, intervalMs: Millis) {
+        self.init(pump: pump, metrics: metrics, logger: logger, intervalMs: intervalMs, wakeup: nil)
+    }
 
     /// Sleeps between a round's batches so that a backlog goes at `rowsPerSecond` at most (`ReplayPace`).
     static func pace(_ rowsPerSecond: Int?) -> (@Sendable (Int) async throws -> Void)? {
@@ -34,7 +53,7 @@ struct OutputJob: Service {
         }
     }
 
-    func run() async {
+    package func run() async {
         let consumer = pump.consumer
         metrics.enableOutput(
             name: consumer.name, title: consumer.title, legacyName: consumer.legacyName, tables: consumer.tables)

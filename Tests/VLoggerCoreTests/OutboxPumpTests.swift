@@ -173,8 +173,10 @@ import VLoggerStore
         #expect(delivered.map(\.id).sorted() == Array(1...newest), "\(consumer.batches.withLock { $0 })")
         #expect(try store.outboxCursor("live", .readings) == newest)
         #expect(round.sent[.events] == 30 && (round.sent[.readings] ?? 0) > 350)
-        // Live rows went out before the backlog's last row (id 350).
-        let backlogDone = try #require(delivered.firstIndex { $0.id == 350 })
+        // The newest batch when the round began (ids 311–350) goes first, at once; the backlog is ids 1–310, and
+        // rows committed during the round went out before its last row.
+        #expect(consumer.batches.withLock { $0.first } == Array(311...350))
+        let backlogDone = try #require(delivered.firstIndex { $0.id == 310 })
         let firstLive = try #require(delivered.firstIndex { $0.id > 350 })
         #expect(firstLive < backlogDone)
         // Each live row committed during the backlog reached the consumer within 1 s (the live interval) and two

@@ -257,7 +257,7 @@ struct CentralSyncTests {
     /// only. Source of the behaviour: PostgreSQL's COPY is one statement, all rows or none.
     @Test func aBatchPartlyOnTheServerInsertsOnlyItsNewRows() async throws {
         let db = try await TestServer.database()
-        let store = try localStore(gateway: "gw-a", readings: 60, events: 0)
+        let store = try localStore(gateway: "gw-a", readings: 40, events: 0)
         var settings = TestServer.settings(database: db)
         settings.batchSize = 40
         let syncer = try Syncer(settings: settings, store: store, gateway: "gw-a", site: nil)
@@ -267,7 +267,15 @@ struct CentralSyncTests {
         await #expect(throws: (any Error).self) { try await syncer.syncOnce() }
         #expect(try store.outboxCursor("postgres", .readings) == 0)
         #expect(try await syncer.serverCounts()[.readings] == 40)
-        syncer.afterServerCommit = nil
+        // 20 more readings, and a larger batch: the first batch is now ids 1–60, 40 of them on the server.
+        var more = Batch()
+        for i in 0..<20 {
+            more.readings.append(
+                Reading(
+                    time: 1_763_900_000_000 + Millis(i), gateway: "gw-a", reader: "dock-1", location: nil,
+                    uid: try UID(parsing: "E004010800000001"), first: 0, count: 1, data: [1, 1, 1, UInt8(i)]))
+        }
+        _ = try store.write(more)
         settings.batchSize = 100
         let again = try Syncer(settings: settings, store: store, gateway: "gw-a", site: nil)
         let report = try await again.syncOnce()

@@ -5,6 +5,7 @@
 #
 #   eval "$(sudo bash bench/postgres/pg.sh start)"   # prints the export lines the tests read (VLOGGER_TEST_PG_*, VLOGGER_PG_DIR)
 #   sudo bash bench/postgres/pg.sh restart           # an immediate restart (fault tests)
+#   sudo bash bench/postgres/pg.sh outage SECONDS    # an immediate stop, SECONDS down, a start (fleet benchmark)
 #   sudo bash bench/postgres/pg.sh stop              # stops the cluster it started (pg_ctl: the postmaster's PID) and removes it
 #
 # Needs root (initdb runs as the postgres user) and Debian's postgresql package. VLOGGER_PG_DIR picks the folder
@@ -49,7 +50,7 @@ start)
     # The role vlogger_tls may connect over TLS only (first match wins in pg_hba.conf).
     { printf 'hostssl all vlogger_tls 127.0.0.1/32 scram-sha-256\nhost all vlogger_tls 127.0.0.1/32 reject\n'; cat "$DIR/data/pg_hba.conf"; } > "$DIR/pg_hba.new"
     install -o postgres -g postgres -m 0600 "$DIR/pg_hba.new" "$DIR/data/pg_hba.conf" && rm -f "$DIR/pg_hba.new"
-    echo "-p $port -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 -c ssl=on -c ssl_cert_file=$DIR/server.crt -c ssl_key_file=$DIR/server.key" > "$DIR/options"
+    echo "-p $port -k $DIR -c listen_addresses=127.0.0.1 -c fsync=${VLOGGER_PG_FSYNC:-off} -c max_connections=200 -c ssl=on -c ssl_cert_file=$DIR/server.crt -c ssl_key_file=$DIR/server.key" > "$DIR/options"
     as_postgres "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 -o "$(cat "$DIR/options")" start >/dev/null \
         || { cat "$DIR/server.log" >&2; exit 1; }
     PGPASSWORD=$(cat "$DIR/password") psql -X -q -h 127.0.0.1 -p "$port" -U vlogger -d postgres \
@@ -60,6 +61,14 @@ restart)
     as_postgres "$BIN/pg_ctl" -D "$DIR/data" -m immediate -w -t 30 restart -o "$(cat "$DIR/options")" -l "$DIR/server.log" \
         </dev/null >/dev/null 2>>"$DIR/restart.log"
     ;;
+outage)
+    # An immediate stop, SECONDS down, then a start on the same port and data (the fleet benchmark's outage).
+    secs=${2:?usage: pg.sh outage SECONDS}
+    as_postgres "$BIN/pg_ctl" -D "$DIR/data" -m immediate -w -t 30 stop </dev/null >/dev/null 2>>"$DIR/restart.log"
+    sleep "$secs"
+    as_postgres "$BIN/pg_ctl" -D "$DIR/data" -w -t 30 start -o "$(cat "$DIR/options")" -l "$DIR/server.log" \
+        </dev/null >/dev/null 2>>"$DIR/restart.log"
+    ;;
 stop)
     if [ -f "$DIR/data/postmaster.pid" ]; then
         as_postgres "$BIN/pg_ctl" -D "$DIR/data" -m fast -w -t 30 stop >/dev/null || kill "$(head -1 "$DIR/data/postmaster.pid")" 2>/dev/null || true
@@ -67,5 +76,5 @@ stop)
     rm -rf "$DIR"
     ;;
 *)
-    echo "usage: pg.sh start|restart|stop" >&2; exit 2 ;;
+    echo "usage: pg.sh start|restart|outage SECONDS|stop" >&2; exit 2 ;;
 esac

@@ -99,9 +99,9 @@ public struct OutboxRound: Sendable, Equatable {
 /// Moves rows from the store to one consumer: for each of its tables, the rows after its cursor, batch by
 /// batch, the cursor moved after each acknowledged batch, until nothing is left (or `maxBatches`).
 ///
-/// Live rows during a catch-up (a consumer with `liveEvery`): the round notes each table's newest row when it
-/// begins; what is committed after that is live. Every `liveEvery`, before the next batch of the backlog, the live
-/// rows not yet sent go first (a "live pass"). The cursor still moves over the backlog only, batch by batch; when
+/// Live rows during a catch-up (a consumer with `liveEvery`): the round notes where each table's newest batch
+/// begins when the round begins; that batch and what is committed after it are live. At once and then every
+/// `liveEvery`, before the next batch of the backlog, the live rows not yet sent go first (a "live pass"). The cursor still moves over the backlog only, batch by batch; when
 /// it reaches the live rows, it jumps over those the passes delivered (the destination has them) instead of
 /// sending them again. A crash in between loses only that knowledge: the next round sends those rows again, and
 /// the destination keeps one of each.
@@ -130,11 +130,16 @@ public struct OutboxPump: Sendable {
         func storeFailure(_ error: any Error) -> OutboxFailure {
             OutboxFailure(kind: "store", message: "the local store: \(error)")
         }
-        // Live passes: each append-only table's newest id when the round begins (rows after it are live).
+        // Live passes: where each append-only table's live rows begin. The newest batch when the round begins
+        // counts as live too (rows committed just before the round must not wait for the whole backlog); a table
+        // with no more than that after its cursor has no backlog, and no live pass.
         var liveFrom: [SyncTable: Int64] = [:]
         if consumer.liveEvery != nil {
             do {
-                for t in consumer.tables where !t.isUpserted { liveFrom[t] = try store.newestID(t) }
+                for t in consumer.tables where !t.isUpserted {
+                    let newest = try store.newestID(t)
+                    liveFrom[t] = max(try store.outboxCursor(name, t), newest - Int64(batchSize))
+                }
             } catch { throw storeFailure(error) }
         }
         return try await consumer.withSession { session in
@@ -145,7 +150,8 @@ public struct OutboxPump: Sendable {
             var ahead: [SyncTable: (after: Int64, rows: Task<[OutboxRow], any Error>)] = [:]
             // The highest live id a live pass delivered, by table, and when the last pass was.
             var liveSent: [SyncTable: Int64] = [:]
-            var lastLive = now()
+            // The first pass is due at once: the newest rows first, then the backlog.
+            var lastLive = now() - (consumer.liveEvery ?? .zero)
             func read(_ table: SyncTable, after: Int64) throws -> [OutboxRow] {
                 do { return try store.outbox(table, after: after, limit: batchSize) } catch {
                     throw storeFailure(error)
