@@ -31,7 +31,12 @@ sed -i 's/^interval = "2s" .*$/interval = "1s"/' "$work/vlogger.toml"
 eval "$(bash bench/postgres/pg.sh start)"
 echo "vlogger: $("$bin" --version)"
 echo "PostgreSQL: $(PGPASSWORD=$(cat "$VLOGGER_TEST_PG_PASSWORD_FILE") psql -X -At -h 127.0.0.1 -p "$VLOGGER_TEST_PG_PORT" -U vlogger -d postgres -c 'SHOW server_version')"
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Another job on the same cores (a build, a CI run) slows the sync 1.6-1.7x (docs/integrating.md): say so.
+load=$(cut -d' ' -f1 /proc/loadavg)
+if python3 -c "import sys; sys.exit(0 if float('$load') > 0.5 else 1)"; then
+    echo "sync-bench: WARNING: the 1-minute load average is $load: something else uses the cores, the figures will be low" >&2
+fi
 
 # 1. One simulated hour, then the day.
 t0=$(date +%s.%N)
@@ -76,7 +81,7 @@ fresh_db() {
     [ -n "${2:-}" ] && printf 'batch-size = %s\n' "$2" >> "$cfg"
     "$bin" sync --config "$cfg" --store "$work/day.db" --init-schema > /dev/null
 }
-for batch in 100 1000 5000; do
+for batch in 1000 5000 20000; do
     times=()
     for r in $(seq 1 "$runs"); do
         db="bench_${batch}_$r"
@@ -103,10 +108,11 @@ print(f"batch-size {batch}: one-day backlog ({rows} rows) caught up in median {m
 PY
 done
 
-# 4. The ceiling: PostgreSQL's own bulk path (needs the batch-size loop above to have run 1000). The same readings, as CSV in the central table's columns (Python's
+# 4. The ceiling: PostgreSQL's own bulk path. The same readings, as CSV in the central table's columns (Python's
 #    sqlite3 and csv), loaded by `psql \copy` into an empty table of the same shape (LIKE readings, not partitioned,
-#    with its primary key), `runs` times; medians, and the sync's readings rows/s at batch-size 1000 (the default)
-#    against it.
+#    with its primary key and indexes), `runs` times; then the same rows in COPY's binary format (written by the
+#    server from the loaded table) into another empty one: text against binary on the server's side. Medians, and
+#    the sync's rows/s at batch-size 5000 (the default) and 1000 against the text ceiling.
 python3 - "$work/day.db" "$work/readings.csv" <<'PY'
 import csv, sqlite3, sys, datetime
 db = sqlite3.connect(sys.argv[1])
@@ -120,26 +126,42 @@ with open(sys.argv[2], "w", newline="") as f:
                     None if sec is None else "\\x" + sec.hex(), dec])
 PY
 copy_times=()
+binary_times=()
+pgcopy() { PGPASSWORD=$(cat "$VLOGGER_TEST_PG_PASSWORD_FILE") psql -X -q -h 127.0.0.1 -p "$VLOGGER_TEST_PG_PORT" -U vlogger -d "$1" -c "$2"; }
+cols="gateway, local_id, time, reader, location, uid, asset_id, block, count, data, security, decoded"
 for r in $(seq 1 "$runs"); do
     db="bench_copy_$r"
     fresh_db "$db"
     pgq "$db" "CREATE TABLE readings_copy (LIKE readings INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"
+    pgq "$db" "CREATE TABLE readings_bin (LIKE readings INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)"
     t0=$(date +%s.%N)
-    PGPASSWORD=$(cat "$VLOGGER_TEST_PG_PASSWORD_FILE") psql -X -q -h 127.0.0.1 -p "$VLOGGER_TEST_PG_PORT" -U vlogger -d "$db" \
-        -c "\\copy readings_copy(gateway, local_id, time, reader, location, uid, asset_id, block, count, data, security, decoded) FROM '$work/readings.csv' CSV"
+    pgcopy "$db" "\\copy readings_copy($cols) FROM '$work/readings.csv' CSV"
     t1=$(date +%s.%N)
     copy_times+=("$(python3 -c "print($t1 - $t0)")")
     n=$(pgq "$db" "SELECT count(*) FROM readings_copy")
+    [ "$r" -eq 1 ] && pgcopy "$db" "\\copy (SELECT $cols FROM readings_copy ORDER BY local_id) TO '$work/readings.bin' (FORMAT binary)"
+    t0=$(date +%s.%N)
+    pgcopy "$db" "\\copy readings_bin($cols) FROM '$work/readings.bin' (FORMAT binary)"
+    t1=$(date +%s.%N)
+    binary_times+=("$(python3 -c "print($t1 - $t0)")")
+    nb=$(pgq "$db" "SELECT count(*) FROM readings_bin")
     pgq postgres "DROP DATABASE $db"
 done
 readings=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM readings').fetchone()[0])" "$work/day.db")
-python3 - "$readings" "$n" "$(cat "$work/median-1000")" "$rows" "${copy_times[@]}" <<'PY'
+python3 - "$readings" "$n" "$nb" "$(cat "$work/median-5000")" "$(cat "$work/median-1000")" "$rows" "$runs" "${copy_times[@]}" "${binary_times[@]}" <<'PY'
 import statistics, sys
-readings, loaded, sync_s, rows = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-times = [float(t) for t in sys.argv[5:]]
-m = statistics.median(times)
+readings, loaded, loaded_bin = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+sync5000, sync1000, rows, runs = float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+times = [float(t) for t in sys.argv[8:8 + runs]]
+binary = [float(t) for t in sys.argv[8 + runs:]]
+m, mb = statistics.median(times), statistics.median(binary)
 assert loaded == readings, f"psql \\copy loaded {loaded} of {readings} readings"
-print(f"psql \\copy of the {readings} readings into an empty table of the same shape: median {m:.2f} s "
+assert loaded_bin == readings, f"psql \\copy (binary) loaded {loaded_bin} of {readings} readings"
+print(f"psql \\copy of the {readings} readings (CSV) into an empty table of the same shape: median {m:.2f} s "
       f"({len(times)} runs): {readings / m:,.0f} rows/s")
-print(f"vlogger sync at batch-size 1000 against it: {rows / sync_s:,.0f} rows/s, ratio {(rows / sync_s) / (readings / m):.2f}x")
+print(f"psql \\copy of the same rows in COPY's binary format: median {mb:.2f} s ({len(binary)} runs): "
+      f"{readings / mb:,.0f} rows/s, {m / mb:.2f}x the text format")
+for batch, s in ((5000, sync5000), (1000, sync1000)):
+    print(f"vlogger sync at batch-size {batch}{' (the default)' if batch == 5000 else ''} against the text ceiling: "
+          f"{rows / s:,.0f} rows/s, ratio {(rows / s) / (readings / m):.2f}x")
 PY
