@@ -148,6 +148,7 @@ public struct OutboxPump: Sendable {
             // (its rows follow the current batch's last id, which the cursor will be once it is acknowledged):
             // reading and delivering overlap instead of taking turns.
             var ahead: [SyncTable: (after: Int64, rows: Task<[OutboxRow], any Error>)] = [:]
+            var spent: [OutboxRow] = []
             // The highest live id a live pass delivered, by table, and when the last pass was.
             var liveSent: [SyncTable: Int64] = [:]
             // The first pass is due at once: the newest rows first, then the backlog.
@@ -157,13 +158,22 @@ public struct OutboxPump: Sendable {
                     throw storeFailure(error)
                 }
             }
+            // Each table's cursor as this round moved it: read from the store once, then kept (a store read per
+            // batch cost the destination a millisecond of waiting each time).
+            var cursors: [SyncTable: Int64] = [:]
             func cursor(_ table: SyncTable) throws -> Int64 {
-                do { return try store.outboxCursor(name, table) } catch { throw storeFailure(error) }
+                if let c = cursors[table] { return c }
+                do {
+                    let c = try store.outboxCursor(name, table)
+                    cursors[table] = c
+                    return c
+                } catch { throw storeFailure(error) }
             }
             func advance(_ table: SyncTable, to last: Int64) throws {
                 // The destination has the rows: only now does the cursor move.
                 try hook?(table, last)
                 do { try store.advanceOutboxCursor(name, table, to: last) } catch { throw storeFailure(error) }
+                cursors[table] = max(cursors[table] ?? last, last)
             }
             func record(_ table: SyncTable, _ rows: Int, _ inserted: Int) async throws {
                 report.sent[table, default: 0] += rows
@@ -223,11 +233,22 @@ public struct OutboxPump: Sendable {
                 }
                 guard let last = rows.last?.id else { return more }
                 if more && rows.count == batchSize {
-                    ahead[table] = (last, Task { try read(table, after: last) })
+                    // The batch delivered before this one is freed by the task that reads the next (thousands
+                    // of values: a millisecond the destination would otherwise wait for the next batch).
+                    let old = spent
+                    spent = []
+                    ahead[table] = (
+                        last,
+                        Task {
+                            withExtendedLifetime(old) {}
+                            return try read(table, after: last)
+                        }
+                    )
                 }
                 let inserted = try await session.deliver(table, rows)
                 try advance(table, to: last)
                 try await record(table, rows.count, inserted)
+                spent = rows
                 return more
             }
             if consumer.tablesIndependent {
