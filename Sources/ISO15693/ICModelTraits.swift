@@ -22,10 +22,12 @@ extension ICModel {
     }
 
     /// Largest Write Multiple Blocks the chip takes; nil = write one block at a time.
-    /// ST25DV/ST25TV: at most 4 (datasheet, ST forum); MB89R118: 2 (FEIG).
+    /// ST25DV/ST25TV: at most 4 (datasheet, ST forum); MB89R118: 2 (FEIG); RF430FRL15xH: 24 bytes, 3 blocks of 8
+    /// (TI on TI E2E, docs/reference/sensor-tags.md).
     public var maxBlocksPerWrite: Int? {
         switch self {
         case .st25dv04k, .st25dv16k, .st25dv64k, .st25dv16kOr64k, .st25dvKC, .st25tv04kp, .st25tv16k64k: return 4
+        case .rf430frl15xh: return 3
         case .mb89r116, .mb89r118: return 2
         default: return nil
         }
@@ -36,11 +38,14 @@ extension ICModel {
     /// - TI Tag-it HF-I Standard/Pro: 1. AOSP `rw_i93.cc` (`rw_i93_get_product_version`: "these support only
     ///   Inventory, Stay Quiet, Read Single Block, Write Single Block, Lock Block"); FEIG's ID ISC.MR200 manual
     ///   §7.1.15 marks the reader's Read Multiple Blocks for them "Single Read".
-    /// - RF430FRL15xH, MB89R118, M24LR64: 32 (assumptions, see the simulator profiles).
+    /// - RF430FRL15xH: 3. "Limited to 24 bytes … due to a FIFO size limit on the device" (TI on TI E2E thread
+    ///   424601), 3 blocks of 8 bytes (docs/reference/sensor-tags.md).
+    /// - MB89R118, M24LR64: 32 (assumptions, see the simulator profiles).
     public var maxBlocksPerRead: Int? {
         switch self {
         case .tagitHFIStandard, .tagitHFIPro: return 1
-        case .rf430frl15xh, .mb89r116, .mb89r118, .m24lr64: return 32
+        case .rf430frl15xh: return 3
+        case .mb89r116, .mb89r118, .m24lr64: return 32
         default: return nil
         }
     }

@@ -134,21 +134,23 @@ public struct ChipProfile: Hashable, Sendable {
             "WR-OPTION = 1: FEIG (docs/reference/iso15693.md Part 2 §2.1)",
         ])
 
-    /// TI RF430FRL152H-like sensor transponder: 244 × 8-byte FRAM blocks; Get System Information returns the
-    /// memory size only (info flags 0x04, no IC reference).
+    /// TI RF430FRL152H sensor transponder: 243 × 8-byte FRAM blocks (Get System Information's memory size `F2 07`,
+    /// the bytes TI's own reader tests for); memory size only (info flags 0x04, no IC reference); Read and Write
+    /// Multiple Blocks of at most 24 bytes (3 blocks).
     public static let rf430frl152h = ChipProfile(
         id: "rf430frl152h", model: .rf430frl15xh, manufacturer: .texasInstruments, uidByte5: 0xA2, uidByte4Bits: 0,
-        blockCount: 244, blockSize: 8, icReference: nil,
+        blockCount: 243, blockSize: 8, icReference: nil,
         systemInfo: SystemInfoFields(dsfid: false, afi: false, memorySize: true, icReference: false),
         supportsExtendedCommands: false, requiresProtocolExtension: false,
-        maxBlocksPerRead: 32, maxBlocksPerWrite: nil, writeRequiresOption: false,
+        maxBlocksPerRead: 3, maxBlocksPerWrite: 3, writeRequiresOption: false,
         programmingTimePerBlock: .zero,
         unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
         protocolExtensionError: .optionNotSupported,
         sources: [
-            "244 × 8 bytes (memory size F3 07), info flags 0x04 only, UID E0 07 A2: TI E2E captures and a public RF430 project (docs/reference/iso15693.md Part 2 §2.1)",
-            "Block 9 = sampled ADC data, block 2 = sensor configuration: SLAU603B (docs/reference/iso15693.md Part 2 §2.3)",
-            "Read Multiple in chunks of 32 blocks: assumption (docs/reference/iso15693.md Part 2 §1.7 note)",
+            "243 × 8 bytes: TI's reader identifies the RF430FRL15xH by the raw memory size F2 07 (SLOA233 §4.3, nfc_app.c:314-321); info flags 0x04 only (SLOA233 §4.3); UID E0 07 A2 from a measured chip (docs/reference/sensor-tags.md)",
+            "Read/Write Multiple Blocks limited to 24 bytes (3 blocks): TI on TI E2E thread 424601 (docs/reference/sensor-tags.md)",
+            "The answer to a longer Read Multiple: error 0x0F here; a user saw 01 02 in 4-byte mode, the 8-byte answer is UNVERIFIED",
+            "Block 0 = start and status, block 2 = ADC configuration, block 9 = the sampled ADC values: SLOA233 nfc_app.c (docs/reference/sensor-tags.md)",
             "FRAM writes: no datasheet figure; modelled with no programming time beyond t1",
         ])
 

@@ -150,7 +150,7 @@ import Testing
         let f = try Self.field()
         defer { try? FileManager.default.removeItem(at: f) }
         let out = f.appendingPathComponent("dump.out")
-        // The RF430 (244 blocks of 8 bytes) in the vlogger and Flipper formats; Proxmark3's loader takes at most
+        // The RF430 (243 blocks of 8 bytes) in the vlogger and Flipper formats; Proxmark3's loader takes at most
         // 160 pages, so a Proxmark3 dump of it is refused and a SLIX2 (80 blocks) goes that way instead.
         for (format, uid, block, data) in [
             ("vlogger", "E007A20000001003", "9", "0000000000000000"),
