@@ -62,6 +62,9 @@ let package = Package(
         .target(
             name: "TagSecurity",
             dependencies: ["ISO15693", .product(name: "Crypto", package: "swift-crypto")]),
+        // Sensor and data-logger tags (Fudan FM13, TI RF430FRL152H, ST SmarTag, ams SL13A): their commands, answers
+        // and records as the vendors' own code has them (docs/reference/sensor-tags.md).
+        .target(name: "SensorTags", dependencies: ["ISO15693"]),
         .systemLibrary(
             name: "CLibNFC",
             pkgConfig: "libnfc",
@@ -201,7 +204,7 @@ let package = Package(
                 "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
                 "DriverFEIG", "LinkedDrivers",
-                "VLoggerStore", "TagSecurity",
+                "VLoggerStore", "TagSecurity", "SensorTags",
                 "VLoggerCore", "VLoggerMQTT",
                 .product(name: "Mustache", package: "swift-mustache"),
             ]),
@@ -239,6 +242,7 @@ let package = Package(
             name: "TestDrivers", dependencies: ["Readers", "LinkedDrivers"],
             path: "Tests/TestDrivers"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693", "ISO15693Fuzzing"]),
+        .testTarget(name: "SensorTagsTests", dependencies: ["SensorTags", "ISO15693"]),
         .testTarget(
             name: "FEIGTests",
             dependencies: [

@@ -2,6 +2,7 @@ import TagImages
 import FEIG
 import Foundation
 import ISO15693
+import SensorTags
 import Readers
 import DriverFEIG
 import LinkedDrivers
@@ -369,6 +370,34 @@ public struct ParserFuzzer {
                 if (try? MQTTSettings(url: t)) != nil { ok += 1 }
                 if MQTTSettings.topicProblem(t) == nil { ok += 1 }
                 if (try? LocalTime(identifier: t)) != nil { ok += 1 }
+                return ok > 0
+            },
+            // Sensor tags' answers (docs/reference/sensor-tags.md): every decoder of the four kinds on the same bytes.
+            Target(
+                name: "sensor-answers",
+                seeds: [
+                    [0x64, 0x00, 0x05, 0x00, 0xD7, 0x03, 0x00, 0x00], [0x00, 0x00, 0x11],
+                    [0x02, 0x29, 0x02, 0x29, 0, 0, 0, 0], [0x40, 0x4B, 0x00, 0x01, 0x04, 0x03, 0x02, 0x01],
+                    [UInt8](repeating: 0xFF, count: 96),
+                ]
+            ) { b in
+                var ok = 0
+                if (try? FM13.records(b)) != nil { ok += 1 }
+                if (try? FM13.Status(answer: b)) != nil { ok += 1 }
+                if (try? FM13.oneShotCelsius(b)) != nil { ok += 1 }
+                if (try? RF430.SampleStatus(block0: b)) != nil { ok += 1 }
+                if let s = try? RF430.Sample(block9: b) {
+                    _ = s.celsius
+                    ok += 1
+                }
+                if let h = try? SmarTag.Header(payload: b), (try? SmarTag.samples(payload: b, header: h)) != nil {
+                    ok += 1
+                }
+                for order in SL13A.ByteOrder.allCases {
+                    if (try? SL13A.LogState(answer: b, order: order)) != nil { ok += 1 }
+                    if (try? SL13A.MeasurementSetup(answer: b, order: order)) != nil { ok += 1 }
+                    if (try? SL13A.temperatureCode(b, order: order)) != nil { ok += 1 }
+                }
                 return ok > 0
             },
             // A page template from `[service] templates` (swift-mustache parses it), rendered with a small view.
