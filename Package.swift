@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "Type5NDEF", dependencies: ["ISO15693"]),
         // Tag images and their dump formats (project JSON, Proxmark3, Flipper): dump and restore on any reader use them.
         .target(name: "TagImages", dependencies: ["ISO15693"]),
-        .target(name: "TagSimulator", dependencies: ["ISO15693", "TagImages"]),
+        .target(name: "TagSimulator", dependencies: ["ISO15693", "TagImages", "SensorTags"]),
         // Tag security: originality signatures (secp128r1 ECDSA written here; SHA-256 from swift-crypto).
         .target(
             name: "TagSecurity",
@@ -112,7 +112,7 @@ let package = Package(
             name: "VLoggerCore",
             dependencies: [
                 "VLoggerModel",
-                "CHost", "ISO15693", "Type5NDEF", "TagImages", "Readers", "VLoggerStore", "TagSecurity",
+                "CHost", "ISO15693", "Type5NDEF", "TagImages", "Readers", "VLoggerStore", "TagSecurity", "SensorTags",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Fleet sync: the local store as outbox, idempotent batches into a central PostgreSQL (postgres-nio), the

@@ -101,7 +101,7 @@ enum VLoggerImageCodec {
         let known: Set<String> = [
             "format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
             "icReference", "blockSize", "blocks", "lockedBlocks", "comment", "signature", "nxpPasswords",
-            "protectionPointer", "protectionCondition", "privacy",
+            "protectionPointer", "protectionCondition", "privacy", "sensorLog",
         ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
@@ -172,7 +172,62 @@ enum VLoggerImageCodec {
             image.protectionPointer = try hexByte(o["protectionPointer"], "protectionPointer")
             image.protectionCondition = try hexByte(o["protectionCondition"] ?? "00", "protectionCondition")
         }
+        if let l = o["sensorLog"] { image.sensorLog = try sensorLog(l) }
         return image
+    }
+
+    /// `"sensorLog": {"kind": "fm13", "start": UNIX seconds, "interval": seconds, "delay": minutes, "logging": true,
+    /// "battery": true, "celsius": [21.5, …], "current": 21.25}`.
+    static func sensorLog(_ value: Any) throws(TagImageError) -> SensorLogImage {
+        guard let o = value as? [String: Any] else { throw TagImageError("'sensorLog' must be an object") }
+        let known: Set<String> = ["kind", "start", "interval", "delay", "logging", "battery", "celsius", "current"]
+        if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
+            throw TagImageError(
+                "'sensorLog': unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
+        }
+        guard let kind = o["kind"] as? String, kind == "fm13" else {
+            throw TagImageError("'sensorLog.kind' must be \"fm13\" (the simulated logger kinds so far)")
+        }
+        guard let start = o["start"] as? Int, let s = UInt32(exactly: start) else {
+            throw TagImageError("'sensorLog.start' must be UNIX seconds (0 to 4294967295)")
+        }
+        guard let interval = o["interval"] as? Int, let i = UInt16(exactly: interval), i > 0 else {
+            throw TagImageError("'sensorLog.interval' must be seconds, 1 to 65535")
+        }
+        var log = SensorLogImage(kind: kind, startSeconds: s, intervalSeconds: i)
+        if let d = o["delay"] {
+            guard let n = d as? Int, let m = UInt16(exactly: n) else {
+                throw TagImageError("'sensorLog.delay' must be minutes, 0 to 65535")
+            }
+            log.delayMinutes = m
+        }
+        if let b = o["logging"] {
+            guard let v = b as? Bool else { throw TagImageError("'sensorLog.logging' must be true or false") }
+            log.logging = v
+        }
+        if let b = o["battery"] {
+            guard let v = b as? Bool else {
+                throw TagImageError("'sensorLog.battery' must be true (ok) or false (low)")
+            }
+            log.batteryOK = v
+        }
+        if let c = o["celsius"] {
+            guard let list = c as? [Any] else { throw TagImageError("'sensorLog.celsius' must be an array of numbers") }
+            for item in list {
+                guard let n = (item as? NSNumber)?.doubleValue, n.isFinite, n >= -128, n <= 127.75 else {
+                    throw TagImageError("'sensorLog.celsius' entries must be numbers from -128 to 127.75")
+                }
+                log.celsius.append(n)
+            }
+            guard log.celsius.count <= 4864 else { throw TagImageError("'sensorLog.celsius': at most 4864 records") }
+        }
+        if let c = o["current"] {
+            guard let n = (c as? NSNumber)?.doubleValue, n.isFinite, n >= -128, n <= 127.75 else {
+                throw TagImageError("'sensorLog.current' must be a number from -128 to 127.75")
+            }
+            log.currentCelsius = n
+        }
+        return log
     }
 
     static func encode(_ image: TagImage) throws(TagImageError) -> String {
@@ -196,6 +251,14 @@ enum VLoggerImageCodec {
             o["nxpPasswords"] = passwords
         }
         if image.privacy { o["privacy"] = true }
+        if let l = image.sensorLog {
+            o["sensorLog"] =
+                [
+                    "kind": l.kind, "start": Int(l.startSeconds), "interval": Int(l.intervalSeconds),
+                    "delay": Int(l.delayMinutes), "logging": l.logging, "battery": l.batteryOK, "celsius": l.celsius,
+                    "current": l.currentCelsius,
+                ] as [String: Any]
+        }
         if let p = image.protectionPointer {
             o["protectionPointer"] = Hex.format([p])
             o["protectionCondition"] = Hex.format([image.protectionCondition])

@@ -33,6 +33,8 @@ public struct TagImage: Equatable, Sendable {
     /// NXP privacy mode (SLIX-L, SLIX2): the chip answers nothing but GET RANDOM NUMBER and SET PASSWORD until the
     /// privacy password is given (for that power-on).
     public var privacy = false
+    /// A sensor tag's own log, for the simulator (`"sensorLog"` in the JSON form); nil for other tags.
+    public var sensorLog: SensorLogImage?
 
     public var blockCount: Int { blocks.count }
 
@@ -86,4 +88,22 @@ public struct TagImageError: Error, CustomStringConvertible, Equatable, Sendable
     public init(_ message: String) { self.message = message }
     public var description: String { message }
     package func `in`(_ file: String) -> TagImageError { TagImageError("\(file): \(message)") }
+}
+
+/// A logger tag's log as an image keeps it: which kind of logger, its session (start, interval, delay), whether it
+/// logs, its battery, the temperatures it has taken, and what a one-shot measurement gives now.
+public struct SensorLogImage: Equatable, Sendable {
+    public var kind: String
+    public var startSeconds: UInt32
+    public var intervalSeconds: UInt16
+    public var delayMinutes: UInt16 = 0
+    public var logging = true
+    public var batteryOK = true
+    public var celsius: [Double] = []
+    public var currentCelsius: Double = 21.25
+    public init(kind: String, startSeconds: UInt32, intervalSeconds: UInt16) {
+        self.kind = kind
+        self.startSeconds = startSeconds
+        self.intervalSeconds = intervalSeconds
+    }
 }

@@ -186,8 +186,25 @@ public struct ChipProfile: Hashable, Sendable {
             "Fast reads 0xC0/0xC3 with 2-byte block numbers and the Protocol Extension flag at 53 kbit/s: M24LR64-R datasheet, RFAL rfal_st25xv.c",
         ], fastReads: true)
 
+    /// Fudan FM13HT160-T5T temperature logger: the 1 KB user area (0x0000–0x03FF) as 256 × 4-byte blocks; its log
+    /// and registers are reached by Fudan's custom commands (`FM13Logger`).
+    public static let fm13ht160 = ChipProfile(
+        id: "fm13ht160", model: nil, manufacturer: ManufacturerCode(0x1D), uidByte5: 0x70, uidByte4Bits: 0,
+        blockCount: 256, blockSize: 4, icReference: nil,
+        systemInfo: SystemInfoFields(dsfid: true, afi: true, memorySize: true, icReference: false),
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 32, maxBlocksPerWrite: nil, writeRequiresOption: false,
+        programmingTimePerBlock: AirTime(ticks: 18 * 4096),
+        unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "UID E0 1D 70, user area 0x0000–0x03FF in 4-byte units, log at 0x1000, 4864 records: Fudan FM13DT160 datasheet §1.2.1, §2.2 (docs/reference/sensor-tags.md)",
+            "B1/C6/CF/C0 answers as Fudan's SDK parses them (NFCUtils.java): docs/reference/sensor-tags.md; no air capture",
+            "Get System Information fields, 32-block reads, EEPROM programming time: assumptions (the SDK does not use them)",
+        ])
+
     public static let all: [ChipProfile] = [
-        icodeSLIX2, st25dv64k, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64,
+        icodeSLIX2, st25dv64k, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64, fm13ht160,
     ]
 
     public static func named(_ id: String) -> ChipProfile? { all.first { $0.id == id } }

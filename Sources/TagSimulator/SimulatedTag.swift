@@ -1,5 +1,6 @@
 import TagImages
 import ISO15693
+import SensorTags
 
 /// ISO/IEC 15693-3 tag states (§7.1: power-off, ready, quiet, selected).
 public enum TagState: String, Sendable {
@@ -47,9 +48,35 @@ public final class SimulatedTag {
         }
     }
 
+    /// A Fudan FM13 temperature logger's log (an image with a `sensorLog` of kind fm13).
+    public private(set) var fm13: FM13Logger?
+
     public init(image: TagImage, profile: ChipProfile? = nil) {
         self.image = image
         self.profile = profile ?? image.profile
+        if let l = image.sensorLog, l.kind == "fm13" {
+            let logger = FM13Logger(
+                startSeconds: l.startSeconds, intervalSeconds: l.intervalSeconds, delayMinutes: l.delayMinutes,
+                logging: l.logging)
+            logger.batteryOK = l.batteryOK
+            logger.currentCelsius = l.currentCelsius
+            logger.take(l.celsius)
+            attach(logger)
+        }
+    }
+
+    /// Makes this tag an FM13 logger with `logger`'s log (its bookkeeping written into user memory as the SDK
+    /// keeps it).
+    public func attach(_ logger: FM13Logger) {
+        fm13 = logger
+        logger.bookkeeping(into: self)
+    }
+
+    /// The FM13 log started again (a new session): the SDK's bookkeeping follows.
+    public func restartLog(startSeconds: UInt32, intervalSeconds: UInt16? = nil) {
+        guard let fm13 else { return }
+        fm13.restart(startSeconds: startSeconds, intervalSeconds: intervalSeconds)
+        fm13.bookkeeping(into: self)
     }
 
     /// What the tag does with a request.
@@ -299,6 +326,13 @@ public final class SimulatedTag {
                 image.protectionPointer ?? 0, image.protectionPointer == nil ? 0 : image.protectionCondition,
             ]
             return answer(.data(protection + [locks] + (0..<4).map { UInt8(truncatingIfNeeded: features >> (8 * $0)) }))
+        case let .custom(code, manufacturer, parameters) where manufacturer == FM13.manufacturer && fm13 != nil:
+            let memory = image.blocks.flatMap { $0 }
+            switch fm13?.answer(code: code, parameters: parameters, userMemory: memory) {
+            case .success(let bytes)?: return answer(.data(bytes))
+            case .failure(let error)?: return answer(.error(error))
+            case nil: return unsupported()
+            }
         case .custom, .proprietary, .other:
             return unsupported()
         }

@@ -24,6 +24,7 @@ struct VLogger: AsyncParsableCommand {
                 name: "Tag",
                 subcommands: [
                     Scan.self, Info.self, Read.self, Write.self, Lock.self, NDEF.self, Dump.self, Restore.self,
+                    SensorCommand.self,
                 ]),
             CommandGroup(name: "Frame and reader", subcommands: [Raw.self, Decode.self, Devices.self]),
         ]

@@ -1,0 +1,168 @@
+import ISO15693
+import Readers
+import SensorTags
+import VLoggerModel
+
+/// One value a sensor tag reports, with its unit.
+public struct SensorValue: Equatable, Sendable {
+    public let name: String
+    public let value: Double
+    public let unit: String
+    public init(_ name: String, _ value: Double, unit: String) {
+        self.name = name
+        self.value = value
+        self.unit = unit
+    }
+}
+
+/// What a sensor tag says about itself and its log.
+public struct SensorInfo: Equatable, Sendable {
+    public var kind: String
+    public var name: String
+    /// Whether it is logging now (nil: the kind cannot tell).
+    public var logging: Bool?
+    public var intervalSeconds: Int?
+    /// Records in its log.
+    public var recordCount: Int?
+    public var batteryOK: Bool?
+    /// When its logging session began, ms since 1970 (the session's key with `intervalSeconds`).
+    public var start: Millis?
+    /// A value measured now (only when asked for: a measurement takes the chip's time).
+    public var current: [SensorValue] = []
+    public init(kind: String, name: String) {
+        self.kind = kind
+        self.name = name
+    }
+}
+
+/// One record of a tag's log: its time on the tag (nil when the tag does not say), the decoded values and the
+/// bytes as the tag stores them (so that a decoder fixed later can decode them again).
+public struct SensorRecord: Equatable, Sendable {
+    public let index: Int
+    public let time: Millis?
+    public let values: [SensorValue]
+    public let raw: [UInt8]
+}
+
+/// A kind of sensor or logger tag: how it is recognised, and the commands that get its state and its log. Each
+/// kind is one type, registered once in `SensorKinds.builtIn`.
+public protocol SensorKind: Sendable {
+    /// The name configurations and commands use (`fm13`).
+    var id: String { get }
+    /// What an operator calls it.
+    var name: String { get }
+    func recognises(_ uid: UID) -> Bool
+    /// The tag's state; `measure`: also take a value now (`wait` sleeps the chip's measurement time).
+    func info(_ client: ISO15693Client, _ uid: UID, measure: Bool, wait: (Duration) -> Void) throws -> SensorInfo
+    /// The log's records from `from` on, read in the largest pieces the chip allows; `progress(read, total)` after
+    /// each piece.
+    func log(_ client: ISO15693Client, _ uid: UID, from: Int, progress: (Int, Int) -> Void) throws -> (
+        info: SensorInfo, records: [SensorRecord]
+    )
+}
+
+/// The sensor kinds vlogger knows.
+public enum SensorKinds {
+    public static let builtIn: [any SensorKind] = [FM13Kind()]
+
+    /// The kind of a tag, by its UID.
+    public static func kind(for uid: UID) -> (any SensorKind)? { builtIn.first { $0.recognises(uid) } }
+
+    public static func named(_ id: String) -> (any SensorKind)? { builtIn.first { $0.id == id } }
+}
+
+/// A sensor command that failed: what the tag answered, or that it did not.
+public struct SensorFailure: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Fudan FM13HT160-T5T (docs/reference/sensor-tags.md): status, record count and session from Fudan's commands and
+/// the SDK's bookkeeping in user memory; the log by Read Memory from 0x1000 in the SDK's 252-byte pieces.
+public struct FM13Kind: SensorKind {
+    public let id = "fm13"
+    public let name = "Fudan FM13HT160-T5T temperature logger"
+    public init() {}
+
+    public func recognises(_ uid: UID) -> Bool {
+        uid.manufacturer == FM13.manufacturer && UInt8(truncatingIfNeeded: uid.value >> 40) == FM13.uidByte5
+    }
+
+    func custom(_ client: ISO15693Client, _ uid: UID, _ code: UInt8, _ parameters: [UInt8]) throws -> [UInt8] {
+        do {
+            return try client.custom(uid, code: code, manufacturer: FM13.manufacturer, parameters: parameters)
+        } catch {
+            throw SensorFailure(
+                "FM13 command 0x\(Hex.format([code])) \(Hex.format(parameters, separator: " ")): \(error)")
+        }
+    }
+
+    func readMemory(_ client: ISO15693Client, _ uid: UID, _ address: UInt16, _ length: Int) throws -> [UInt8] {
+        let answer = try custom(
+            client, uid, FM13.Code.readMemory, try FM13.readMemory(address: address, length: length))
+        let expected = FM13.answerLength(forRead: length)
+        guard answer.count >= min(length, expected) else {
+            throw SensorFailure(
+                "FM13 Read Memory at 0x\(String(address, radix: 16, uppercase: true)): \(answer.count) bytes, \(expected) expected"
+            )
+        }
+        return answer
+    }
+
+    public func info(_ client: ISO15693Client, _ uid: UID, measure: Bool, wait: (Duration) -> Void) throws
+        -> SensorInfo
+    {
+        var info = SensorInfo(kind: id, name: name)
+        let status = try FM13.Status(answer: [0x00] + custom(client, uid, FM13.Code.status, FM13.statusParameters))
+        info.logging = status.logging
+        info.batteryOK = status.batteryOK
+        // The SDK counts count + 1 records in normal mode (register C091 while logging).
+        let count = try FM13.registerValue(
+            custom(client, uid, FM13.Code.readRegister, FM13.readRegister(FM13.Register.recordCount)))
+        info.recordCount = min(FM13.maxRecords, Int(count) + 1)
+        // The SDK's bookkeeping: delay (0x0110), interval (0x0114), start (0x0140), all big-endian.
+        let book = try readMemory(client, uid, FM13.UserArea.delayMinutes, 0x34)
+        let delay = UInt16(FM13.bigEndian(book[0..<2]))
+        let interval = UInt16(FM13.bigEndian(book[4..<6]))
+        let start = FM13.bigEndian(book[0x30..<0x34])
+        info.intervalSeconds = Int(interval)
+        info.start = FM13.recordTime(startSeconds: start, delayMinutes: delay, intervalSeconds: interval, index: 0)
+        if measure {
+            _ = try custom(client, uid, FM13.Code.measure, FM13.Measure.startTemperature)
+            wait(FM13.measurementTime)
+            let t = try FM13.oneShotCelsius(custom(client, uid, FM13.Code.measure, FM13.Measure.readTemperature))
+            info.current = [SensorValue("temperature", t, unit: "°C")]
+        }
+        return info
+    }
+
+    public func log(_ client: ISO15693Client, _ uid: UID, from: Int, progress: (Int, Int) -> Void) throws -> (
+        info: SensorInfo, records: [SensorRecord]
+    ) {
+        let info = try self.info(client, uid, measure: false, wait: { _ in })
+        let total = info.recordCount ?? 0
+        let book = try readMemory(client, uid, FM13.UserArea.delayMinutes, 0x34)
+        let delay = UInt16(FM13.bigEndian(book[0..<2]))
+        let interval = UInt16(FM13.bigEndian(book[4..<6]))
+        let start = FM13.bigEndian(book[0x30..<0x34])
+        var out: [SensorRecord] = []
+        out.reserveCapacity(max(0, total - from))
+        var index = max(0, from)
+        for read in FM13.logReads(from: index, to: total) {
+            let bytes = try readMemory(client, uid, read.address, read.length)
+            for r in try FM13.records(Array(bytes.prefix(read.records * FM13.recordSize))) {
+                // Erased EEPROM past the last record (0xFFFFFFFF) is not a record.
+                if r.word == 0xFFFF_FFFF { return (info, out) }
+                out.append(
+                    SensorRecord(
+                        index: index,
+                        time: FM13.recordTime(
+                            startSeconds: start, delayMinutes: delay, intervalSeconds: interval, index: index),
+                        values: [SensorValue("temperature", r.celsius, unit: "°C")], raw: r.bytes))
+                index += 1
+            }
+            progress(index, total)
+        }
+        return (info, out)
+    }
+}

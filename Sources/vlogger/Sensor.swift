@@ -1,0 +1,135 @@
+import ArgumentParser
+import Foundation
+import ISO15693
+import VLoggerCore
+import VLoggerModel
+
+struct SensorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sensor",
+        abstract: "A sensor or logger tag's state and its own log (Fudan FM13 so far).",
+        discussion: """
+            The tag's kind is recognised by its UID (docs/reference/sensor-tags.md). These commands only read: \
+            logging is started, stopped or configured by no command here, and never by a poll.
+            """,
+        subcommands: [SensorInfoCommand.self, SensorLogCommand.self])
+}
+
+/// The tag and its sensor kind.
+func sensorTarget(_ options: ReaderOptions) throws -> (ReaderSession, UID, any SensorKind) {
+    let session = try options.open()
+    let uid = try options.target(session)
+    guard let kind = SensorKinds.kind(for: uid) else {
+        throw ValidationError(
+            "\(uid) is not a sensor tag vlogger knows (kinds: \(SensorKinds.builtIn.map { "\($0.id) (\($0.name))" }.joined(separator: ", ")))"
+        )
+    }
+    return (session, uid, kind)
+}
+
+struct SensorInfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Show a sensor tag's kind, logging state, interval, record count and battery.")
+
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
+
+    @Flag(help: "Also take a measurement now (the chip's measurement time: 400 ms on an FM13).")
+    var measure = false
+
+    func run() throws {
+        let (session, uid, kind) = try sensorTarget(options)
+        let info = try kind.info(session.client, uid, measure: measure) { d in Thread.sleep(forTimeInterval: seconds(d))
+        }
+        if options.json {
+            printJSON(SensorInfoJSON(uid: uid.description, info))
+            return
+        }
+        say("UID            \(uid)")
+        say("Kind           \(info.kind) (\(info.name))")
+        print("Logging        \(info.logging.map { $0 ? "running" : "stopped" } ?? "unknown")")
+        print("Interval       \(info.intervalSeconds.map { "\($0) s" } ?? "unknown")")
+        print("Records        \(info.recordCount.map(String.init) ?? "unknown")")
+        print("Session start  \(info.start.map(TimeSpec.format) ?? "unknown")")
+        print("Battery        \(info.batteryOK.map { $0 ? "ok" : "low" } ?? "unknown")")
+        for v in info.current { print("Now            \(v.name) \(v.value) \(v.unit)") }
+        print(airLine(session))
+    }
+}
+
+struct SensorLogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Print a sensor tag's whole log: one row per record, its time on the tag, values and raw bytes.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case csv, jsonl }
+
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
+
+    @Option(help: "csv (RFC 4180, a header row) or jsonl (one JSON object per record).")
+    var format: Format = .csv
+
+    @Option(help: "The first record to read (0: the oldest).")
+    var from: Int = 0
+
+    func validate() throws {
+        guard from >= 0 && from < 1_000_000 else { throw ValidationError("--from: a record number, 0 or more") }
+    }
+
+    func run() throws {
+        let (session, uid, kind) = try sensorTarget(options)
+        let (info, records) = try kind.log(session.client, uid, from: from) { read, total in
+            FileHandle.standardError.write(Data("\rread \(read) of \(total) records".utf8))
+        }
+        FileHandle.standardError.write(Data("\n".utf8))
+        let names = records.first?.values.map { "\($0.name) [\($0.unit)]" } ?? ["temperature [°C]"]
+        switch format {
+        case .csv:
+            var out = "index,time," + names.joined(separator: ",") + ",raw\r\n"
+            for r in records {
+                out += "\(r.index),\(r.time.map(TimeSpec.format) ?? ""),"
+                out += r.values.map { String($0.value) }.joined(separator: ",")
+                out += ",\(Hex.format(r.raw, separator: ""))\r\n"
+            }
+            FileHandle.standardOutput.write(Data(out.utf8))
+        case .jsonl:
+            for r in records {
+                var o = "{\"uid\":\"\(uid)\",\"kind\":\"\(info.kind)\",\"index\":\(r.index)"
+                if let t = r.time { o += ",\"time\":\"\(TimeSpec.format(t))\"" }
+                for v in r.values { o += ",\"\(v.name)\":\(v.value)" }
+                o += ",\"units\":{" + r.values.map { "\"\($0.name)\":\"\($0.unit)\"" }.joined(separator: ",") + "}"
+                o += ",\"raw\":\"\(Hex.format(r.raw, separator: ""))\"}"
+                print(o)
+            }
+        }
+        FileHandle.standardError.write(
+            Data("\(records.count) records of \(info.recordCount ?? 0); \(airLine(session))\n".utf8))
+    }
+}
+
+func seconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+struct SensorInfoJSON: Encodable {
+    let uid: String
+    let kind: String
+    let name: String
+    let logging: Bool?
+    let intervalSeconds: Int?
+    let recordCount: Int?
+    let sessionStart: String?
+    let batteryOK: Bool?
+    let current: [String: Double]
+    init(uid: String, _ i: SensorInfo) {
+        self.uid = uid
+        kind = i.kind
+        name = i.name
+        logging = i.logging
+        intervalSeconds = i.intervalSeconds
+        recordCount = i.recordCount
+        sessionStart = i.start.map(TimeSpec.format)
+        batteryOK = i.batteryOK
+        current = Dictionary(i.current.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+/// `vlogger sensor` on a simulated Fudan FM13HT160-T5T (Tests/IntegrationTests/Fixtures/fm13-field): the log the
+/// command prints is the log the simulator holds, cell by cell, with each record's time on the tag worked out as
+/// Fudan's SDK does (start + index × interval, docs/reference/sensor-tags.md) and its raw bytes in the chip's
+/// normal-mode layout (10-bit quarter degrees in bits 9–0, the record number in bits 30–16, little-endian).
+@Suite struct SensorCLITests {
+    static let field = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/fm13-field")
+
+    /// The fixture's log: start, interval and temperatures, read from the image itself.
+    func fixture() throws -> (start: Int, interval: Int, celsius: [Double]) {
+        let data = try Data(contentsOf: Self.field.appendingPathComponent("fm13-pallet-07.json"))
+        let o = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let log = try #require(o["sensorLog"] as? [String: Any])
+        return (
+            try #require(log["start"] as? Int), try #require(log["interval"] as? Int),
+            try #require(log["celsius"] as? [Double])
+        )
+    }
+
+    @Test func theLogIsTheSimulatorsRecordForRecord() throws {
+        let (start, interval, celsius) = try fixture()
+        let r = try CLITests.run(["sensor", "log", "--field", Self.field.path, "--format", "csv"])
+        #expect(r.code == 0, "\(r.err)")
+        let lines = r.out.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        #expect(lines.first == "index,time,temperature [°C],raw")
+        let rows = lines.dropFirst().map { $0.components(separatedBy: ",") }
+        #expect(rows.count == celsius.count)
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for (i, row) in rows.enumerated() {
+            guard row.count == 4 else {
+                Issue.record("row \(i): \(row)")
+                continue
+            }
+            #expect(row[0] == String(i))
+            let t = try #require(iso.date(from: row[1]))
+            #expect(Int(t.timeIntervalSince1970) == start + i * interval, "row \(i): \(row[1])")
+            #expect(Double(row[2]) == celsius[i], "row \(i)")
+            let q = Int((celsius[i] * 4).rounded())
+            let word = UInt32(i) << 16 | UInt32((q < 0 ? q + 0x400 : q) & 0x3FF)
+            let raw = (0..<4).map { String(format: "%02X", (word >> (8 * UInt32($0))) & 0xFF) }.joined()
+            #expect(row[3] == raw, "row \(i)")
+        }
+        // Resumed from record 290: the last ten.
+        let tail = try CLITests.run(["sensor", "log", "--field", Self.field.path, "--from", "290", "--format", "jsonl"])
+        let objects = tail.out.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(objects.count == 10 && objects.first?["index"] as? Int == 290)
+        #expect(objects.last?["temperature"] as? Double == celsius[299])
+        #expect((objects.first?["units"] as? [String: String])?["temperature"] == "°C")
+    }
+
+    @Test func infoSaysKindStateIntervalAndCount() throws {
+        let r = try CLITests.run(["sensor", "info", "--field", Self.field.path, "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        #expect(o["kind"] as? String == "fm13" && o["logging"] as? Bool == true && o["batteryOK"] as? Bool == true)
+        #expect(o["intervalSeconds"] as? Int == 300 && o["recordCount"] as? Int == 300)
+        #expect(o["sessionStart"] as? String == "2025-11-24T16:00:00.000Z")
+    }
+
+    /// A tag that is no sensor vlogger knows: a clear error naming the kinds, exit code 64 (usage), no trap.
+    @Test func aTagOfNoKnownKindIsRefused() throws {
+        let f = try CLITests.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let r = try CLITests.run(["sensor", "info", "--field", f.path, "--uid", "E004010812345601"])
+        #expect(r.code == 64 && r.err.contains("not a sensor tag vlogger knows") && r.err.contains("fm13"), "\(r.err)")
+    }
+}
