@@ -294,6 +294,22 @@ public final class Store: @unchecked Sendable {
             DROP INDEX readings_by_uid;
             """
         ),
+        // How far the gateway has read each sensor tag's log, by logging session (the kind's key: an FM13's start
+        // time and interval). Committed with the readings made of the records, so a record is stored once however
+        // often the tag comes and goes; a new session (logging restarted) starts at 0.
+        (
+            "018-sensor-sessions",
+            """
+            CREATE TABLE sensor_sessions(
+                uid TEXT NOT NULL,
+                session TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                records INTEGER NOT NULL,             -- records of the session stored as readings
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (uid, session)
+            ) WITHOUT ROWID;
+            """
+        ),
     ]
 
     /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.
@@ -856,6 +872,19 @@ public final class Store: @unchecked Sendable {
                 }
             }
             try Self.record(batch.outcomes, db)
+            for p in batch.sensorProgress {
+                let st = try db.prepare(
+                    """
+                    INSERT INTO sensor_sessions(uid, session, kind, records, updated_at) VALUES(?,?,?,?,?)
+                    ON CONFLICT(uid, session) DO UPDATE SET records = max(records, excluded.records),
+                        updated_at = excluded.updated_at
+                    """)
+                try st.bind([
+                    .text(p.uid.description), .text(p.session), .text(p.kind), .integer(Int64(p.records)),
+                    .integer(p.time),
+                ])
+                try st.step()
+            }
             for m in batch.bufferMarks {
                 if m.records > 0 {
                     let st = try prepared(
@@ -929,6 +958,15 @@ public final class Store: @unchecked Sendable {
             try st.bind([.text(reader)])
             guard try st.step() else { return nil }
             return BufferMark(reader: reader, records: Int(st.int64(0)), raw: st.blob(1), time: st.int64(2))
+        }
+    }
+
+    /// How many records of a sensor tag's logging session are stored (0: none yet).
+    public func sensorRecords(uid: UID, session: String) throws(StoreError) -> Int {
+        try withReader { db throws(StoreError) in
+            let st = try db.prepare("SELECT records FROM sensor_sessions WHERE uid = ? AND session = ?")
+            try st.bind([.text(uid.description), .text(session)])
+            return try st.step() ? Int(st.int64(0)) : 0
         }
     }
 
@@ -1030,6 +1068,23 @@ public struct BufferMark: Sendable, Equatable {
     }
 }
 
+/// How far a sensor tag's logging session has been read: committed with the readings of its records.
+public struct SensorProgress: Sendable, Equatable {
+    public var uid: UID
+    public var session: String
+    public var kind: String
+    /// Records of the session stored, counting these.
+    public var records: Int
+    public var time: Millis
+    public init(uid: UID, session: String, kind: String, records: Int, time: Millis) {
+        self.uid = uid
+        self.session = session
+        self.kind = kind
+        self.records = records
+        self.time = time
+    }
+}
+
 /// What one commit writes.
 public struct Batch: Sendable {
     public var readings: [Reading] = []
@@ -1040,9 +1095,12 @@ public struct Batch: Sendable {
     public var outcomes: [WriteOutcome] = []
     /// Records taken from (or cleared in) a reader's own buffer, committed with the readings made of them.
     public var bufferMarks: [BufferMark] = []
+    /// Sensor logs read this far, committed with the readings made of their records.
+    public var sensorProgress: [SensorProgress] = []
     public init() {}
     public var isEmpty: Bool {
         readings.isEmpty && events.isEmpty && tags.isEmpty && writes.isEmpty && outcomes.isEmpty && bufferMarks.isEmpty
+            && sensorProgress.isEmpty
     }
 
     /// One row per tag: a later update replaces the earlier one, keeping the latest time seen.
@@ -1065,6 +1123,7 @@ public struct Batch: Sendable {
         writes += later.writes
         outcomes += later.outcomes
         bufferMarks += later.bufferMarks
+        sensorProgress += later.sensorProgress
     }
     public var size: Int { readings.count + events.count + tags.count + writes.count + outcomes.count }
 }

@@ -25,8 +25,10 @@ public struct SensorInfo: Equatable, Sendable {
     /// Records in its log.
     public var recordCount: Int?
     public var batteryOK: Bool?
-    /// When its logging session began, ms since 1970 (the session's key with `intervalSeconds`).
+    /// When its logging session began, ms since 1970.
     public var start: Millis?
+    /// The logging session's key: a tag whose logging restarted has a new one (FM13: start and interval).
+    public var session: String?
     /// A value measured now (only when asked for: a measurement takes the chip's time).
     public var current: [SensorValue] = []
     public init(kind: String, name: String) {
@@ -42,6 +44,8 @@ public struct SensorRecord: Equatable, Sendable {
     public let time: Millis?
     public let values: [SensorValue]
     public let raw: [UInt8]
+    /// Where the record is in the chip's memory, as a block number of its size (a reading's block).
+    public let block: Int
 }
 
 /// A kind of sensor or logger tag: how it is recognised, and the commands that get its state and its log. Each
@@ -54,11 +58,28 @@ public protocol SensorKind: Sendable {
     func recognises(_ uid: UID) -> Bool
     /// The tag's state; `measure`: also take a value now (`wait` sleeps the chip's measurement time).
     func info(_ client: ISO15693Client, _ uid: UID, measure: Bool, wait: (Duration) -> Void) throws -> SensorInfo
-    /// The log's records from `from` on, read in the largest pieces the chip allows; `progress(read, total)` after
-    /// each piece.
-    func log(_ client: ISO15693Client, _ uid: UID, from: Int, progress: (Int, Int) -> Void) throws -> (
+    /// The log's records from `from` on (`info`: the tag's state as `info` just read it), read in the largest pieces
+    /// the chip allows: `piece(records)` gets each piece as it is read and returns false to stop (the tag's turn
+    /// is over; the rest waits for the next visit).
+    func log(
+        _ client: ISO15693Client, _ uid: UID, info: SensorInfo, from: Int, piece: ([SensorRecord]) throws -> Bool
+    ) throws
+}
+
+extension SensorKind {
+    /// The whole log from `from` on, at once (`progress(read, total)` after each piece).
+    public func log(_ client: ISO15693Client, _ uid: UID, from: Int, progress: (Int, Int) -> Void) throws -> (
         info: SensorInfo, records: [SensorRecord]
-    )
+    ) {
+        let info = try self.info(client, uid, measure: false, wait: { _ in })
+        var out: [SensorRecord] = []
+        try log(client, uid, info: info, from: from) { records in
+            out += records
+            progress(max(0, from) + out.count, info.recordCount ?? 0)
+            return true
+        }
+        return (info, out)
+    }
 }
 
 /// The sensor kinds vlogger knows.
@@ -127,6 +148,7 @@ public struct FM13Kind: SensorKind {
         let start = FM13.bigEndian(book[0x30..<0x34])
         info.intervalSeconds = Int(interval)
         info.start = FM13.recordTime(startSeconds: start, delayMinutes: delay, intervalSeconds: interval, index: 0)
+        info.session = "fm13:\(start):\(delay):\(interval)"
         if measure {
             _ = try custom(client, uid, FM13.Code.measure, FM13.Measure.startTemperature)
             wait(FM13.measurementTime)
@@ -136,33 +158,30 @@ public struct FM13Kind: SensorKind {
         return info
     }
 
-    public func log(_ client: ISO15693Client, _ uid: UID, from: Int, progress: (Int, Int) -> Void) throws -> (
-        info: SensorInfo, records: [SensorRecord]
-    ) {
-        let info = try self.info(client, uid, measure: false, wait: { _ in })
+    public func log(
+        _ client: ISO15693Client, _ uid: UID, info: SensorInfo, from: Int, piece: ([SensorRecord]) throws -> Bool
+    ) throws {
         let total = info.recordCount ?? 0
-        let book = try readMemory(client, uid, FM13.UserArea.delayMinutes, 0x34)
-        let delay = UInt16(FM13.bigEndian(book[0..<2]))
-        let interval = UInt16(FM13.bigEndian(book[4..<6]))
-        let start = FM13.bigEndian(book[0x30..<0x34])
-        var out: [SensorRecord] = []
-        out.reserveCapacity(max(0, total - from))
+        let interval = Millis(info.intervalSeconds ?? 0) * 1000
         var index = max(0, from)
         for read in FM13.logReads(from: index, to: total) {
             let bytes = try readMemory(client, uid, read.address, read.length)
+            var records: [SensorRecord] = []
+            var erased = false
             for r in try FM13.records(Array(bytes.prefix(read.records * FM13.recordSize))) {
                 // Erased EEPROM past the last record (0xFFFFFFFF) is not a record.
-                if r.word == 0xFFFF_FFFF { return (info, out) }
-                out.append(
+                if r.word == 0xFFFF_FFFF {
+                    erased = true
+                    break
+                }
+                records.append(
                     SensorRecord(
-                        index: index,
-                        time: FM13.recordTime(
-                            startSeconds: start, delayMinutes: delay, intervalSeconds: interval, index: index),
-                        values: [SensorValue("temperature", r.celsius, unit: "°C")], raw: r.bytes))
+                        index: index, time: info.start.map { $0 + Millis(index) * interval },
+                        values: [SensorValue("temperature", r.celsius, unit: "°C")], raw: r.bytes,
+                        block: (Int(FM13.logStart) + index * FM13.recordSize) / FM13.recordSize))
                 index += 1
             }
-            progress(index, total)
+            if !(try piece(records)) || erased { return }
         }
-        return (info, out)
     }
 }

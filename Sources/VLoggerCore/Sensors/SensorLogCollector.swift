@@ -1,0 +1,71 @@
+import ISO15693
+import Readers
+import VLoggerModel
+import VLoggerStore
+
+/// Collects sensor tags' own logs into the store, incrementally: each record becomes a reading whose time is the
+/// record's time on the tag (the gateway's read time kept beside it as `read_at`), whose block is the record's place
+/// in the chip's memory and whose data are the record's bytes as the tag stores them. The store remembers per tag
+/// and logging session how many records it holds (`sensor_sessions`, committed with the readings), so a tag seen
+/// at ten docks is read from where the last one stopped, every record is stored once, and a tag whose logging
+/// restarted begins a new session at its first record.
+public struct SensorLogCollector {
+    public let store: Store
+    public let writer: StoreWriter
+    public let gateway: String
+
+    public init(store: Store, writer: StoreWriter, gateway: String) {
+        self.store = store
+        self.writer = writer
+        self.gateway = gateway
+    }
+
+    /// What one visit collected.
+    public struct Outcome: Equatable, Sendable {
+        public var kind: String
+        public var session: String?
+        /// Records stored in this visit.
+        public var stored = 0
+        /// Records of the session stored in all, after this visit, and in the tag's log.
+        public var have = 0
+        public var total = 0
+        public var complete: Bool { have >= total }
+    }
+
+    /// Reads up to `maxPieces` pieces of the tag's log after what the store has of its session and commits each
+    /// piece with the session's progress (a tag that leaves mid-read loses nothing already committed).
+    public func collect(
+        _ client: ISO15693Client, _ uid: UID, kind: any SensorKind, reader: String?, location: String?,
+        now: () -> Millis, maxPieces: Int = .max
+    ) throws -> Outcome {
+        let info = try kind.info(client, uid, measure: false, wait: { _ in })
+        var outcome = Outcome(kind: kind.id, session: info.session, total: info.recordCount ?? 0)
+        guard let session = info.session else { return outcome }
+        var have = try store.sensorRecords(uid: uid, session: session)
+        outcome.have = have
+        guard have < outcome.total else { return outcome }
+        var pieces = 0
+        try kind.log(client, uid, info: info, from: have) { records in
+            guard !records.isEmpty else { return false }
+            let t = now()
+            var batch = Batch()
+            for r in records {
+                var decoded = r.values.map { (name: $0.name, value: FieldValue.number($0.value)) }
+                decoded.append((name: "log_record", value: .integer(Int64(r.index))))
+                decoded.append((name: "read_at", value: .text(TimeSpec.format(t))))
+                batch.readings.append(
+                    Reading(
+                        time: r.time ?? t, gateway: gateway, reader: reader, location: location, uid: uid,
+                        first: BlockNumber(exactly: r.block) ?? 0, count: 1, data: r.raw, decoded: decoded))
+            }
+            have = max(have, (records.last?.index ?? have) + 1)
+            batch.sensorProgress = [SensorProgress(uid: uid, session: session, kind: kind.id, records: have, time: t)]
+            try writer.commit(batch)
+            outcome.stored += records.count
+            outcome.have = have
+            pieces += 1
+            return pieces < maxPieces
+        }
+        return outcome
+    }
+}
