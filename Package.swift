@@ -273,7 +273,7 @@ let package = Package(
                 "TestDrivers",
                 "VLoggerModel",
                 "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "DriverSim", "DriverPCSC",
-                "DriverFEIG", "TagSimulator", "TagImages", "ParserFuzzing",
+                "DriverFEIG", "TagSimulator", "TagImages", "ParserFuzzing", "SensorTags",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
