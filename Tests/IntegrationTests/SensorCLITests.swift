@@ -70,3 +70,46 @@ import Testing
         #expect(r.code == 64 && r.err.contains("not a sensor tag vlogger knows") && r.err.contains("fm13"), "\(r.err)")
     }
 }
+
+/// The gateway collects a logger's log unattended (`vlogger run`, a plan with `sensor-log = true`): every record of
+/// the simulated FM13 becomes one reading at its time on the tag, and a second run stores nothing twice.
+@Suite struct SensorRunTests {
+    @Test func runCollectsTheLogOnceAcrossRuns() throws {
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try FileManager.default.copyItem(
+            at: SensorCLITests.field.appendingPathComponent("fm13-pallet-07.json"),
+            to: s.dir.appendingPathComponent("field/fm13-pallet-07.json"))
+        var text = try String(contentsOfFile: s.config, encoding: .utf8)
+        let first = try #require(text.range(of: "[[plan]]"))
+        text.insert(
+            contentsOf:
+                "[[plan]]\nname = \"cold-chain logger\"\nmatch.uid = \"E01D70*\"\nsensor-log = true\nsensor-log-pieces = 2\n\n",
+            at: first.lowerBound)
+        try text.write(toFile: s.config, atomically: true, encoding: .utf8)
+        // 300 records in pieces of 63, two pieces a visit: three cycles at least.
+        let run = try CLITests.run(["run", "--config", s.config, "--cycles", "4"])
+        #expect(run.code == 0, "\(run.err)")
+        func logReadings() throws -> [[String: Any]] {
+            let e = try CLITests.run([
+                "export", "--config", s.config, "--since", "2000-01-01", "--uid", "E01D7000AABBCC01", "--format",
+                "jsonl",
+            ])
+            #expect(e.code == 0, "\(e.err)")
+            return e.out.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+        var rows = try logReadings()
+        #expect(rows.count == 300, "\(rows.count) readings")
+        let indices = rows.compactMap { $0["log_record"] as? Int }
+        #expect(indices == Array(0..<300))
+        #expect(rows.first?["time"] as? String == "2025-11-24T16:00:00.000Z")
+        #expect(rows.last?["time"] as? String == "2025-11-25T16:55:00.000Z")
+        #expect(rows.first?["temperature"] as? Double == 4.0 && rows.first?["read_at"] != nil)
+        let again = try CLITests.run(["run", "--config", s.config, "--cycles", "2"])
+        #expect(again.code == 0, "\(again.err)")
+        rows = try logReadings()
+        #expect(rows.count == 300)
+    }
+}

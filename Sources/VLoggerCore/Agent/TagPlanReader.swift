@@ -160,6 +160,20 @@ final class TagPlanReader {
             }
         }
         seenNow()
+        if let plan, plan.sensorLog, let kind = SensorKinds.kind(for: uid) {
+            // The tag's own log, from where the store's copy of its session ends: each piece committed with the
+            // session's progress, so a tag that leaves mid-read is read on from there next time.
+            let collector = SensorLogCollector(store: log.writer.store, writer: log.writer, gateway: config.gatewayID)
+            do {
+                _ = try collector.collect(
+                    client, uid, kind: kind, reader: log.readerConfig.id, location: log.readerConfig.location,
+                    now: { now }, maxPieces: plan.sensorLogPieces)
+            } catch {
+                log.event(
+                    .error, uid: uid, name: "sensor-log", severity: .warning,
+                    detail: "\(kind.id) log: \(error); the records stored so far stay, the next visit reads on")
+            }
+        }
         return Outcome(readings: readings, bound: bound, answered: true, facts: facts, memory: memory, rules: w.rules)
     }
 

@@ -99,6 +99,10 @@ public struct ReadPlan: Equatable, Sendable {
     public var fields: [FieldDecoder]
     /// Read the NDEF message too (CC, then the NDEF TLV) and store its records with the readings.
     public var ndef: Bool = false
+    /// Collect the tag's own log (a sensor kind's, `SensorKinds`): each record a reading at its time on the tag,
+    /// read from where the store's copy of the session ends, `sensorLogPieces` pieces per visit at most.
+    public var sensorLog: Bool = false
+    public var sensorLogPieces: Int = 16
     public var line: Int
 
     /// The fields whose block lies in `first ..< first + count`, decoded from `memory` (the bytes of those blocks);
@@ -301,6 +305,17 @@ public struct AgentConfig: Sendable {
         }
         if plans.contains(where: \.ndef) {
             for name in NDEFFields.all where seen.insert(name).inserted { out.append(FieldInfo(name: name, unit: nil)) }
+        }
+        if plans.contains(where: \.sensorLog) {
+            // A log record's values (each sensor kind's), its number in the log and when the gateway read it.
+            for kind in SensorKinds.builtIn {
+                for f in kind.fields where seen.insert(f.name).inserted {
+                    out.append(FieldInfo(name: f.name, unit: f.unit))
+                }
+            }
+            for name in SensorLogCollector.fields where seen.insert(name).inserted {
+                out.append(FieldInfo(name: name, unit: nil))
+            }
         }
         return out
     }
@@ -570,7 +585,9 @@ public struct AgentConfig: Sendable {
             }
         }
         var names = Set<String>()
-        for p in top.tables("plan", keys: ["name", "match", "read", "field", "ndef"]) {
+        for p in top.tables(
+            "plan", keys: ["name", "match", "read", "field", "ndef", "sensor-log", "sensor-log-pieces"])
+        {
             guard let plan = readPlan(p, r) else { continue }
             if !names.insert(plan.name).inserted { r.issue(p.line, "plan '\(plan.name)' is defined twice") }
             c.plans.append(plan)
@@ -841,14 +858,20 @@ public struct AgentConfig: Sendable {
                     type: type, length: length, scale: scale, offset: offset, unit: s.string("unit")))
         }
         let ndef = p.bool("ndef") ?? false
-        if reads.isEmpty && fields.isEmpty && !ndef {
+        let sensorLog = p.bool("sensor-log") ?? false
+        if reads.isEmpty && fields.isEmpty && !ndef && !sensorLog {
             r.issue(
-                p.line, "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries, or ndef = true")
+                p.line,
+                "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries, ndef = true or sensor-log = true"
+            )
         }
         for f in fields where ndef && NDEFFields.all.contains(f.name) {
             r.issue(p.line, "\(p.name) ('\(name)'): field name '\(f.name)' is taken by the NDEF fields of ndef = true")
         }
-        return ReadPlan(name: name, match: match, reads: reads, fields: fields, ndef: ndef, line: p.line)
+        var plan = ReadPlan(name: name, match: match, reads: reads, fields: fields, ndef: ndef, line: p.line)
+        plan.sensorLog = sensorLog
+        plan.sensorLogPieces = p.integer("sensor-log-pieces", in: 1...1000).map(Int.init) ?? plan.sensorLogPieces
+        return plan
     }
 
     /// The first plan that matches a tag (plans are tried in file order).

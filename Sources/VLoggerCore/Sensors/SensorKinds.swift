@@ -55,6 +55,8 @@ public protocol SensorKind: Sendable {
     var id: String { get }
     /// What an operator calls it.
     var name: String { get }
+    /// The values its records carry, with their units (the store's export columns).
+    var fields: [(name: String, unit: String)] { get }
     func recognises(_ uid: UID) -> Bool
     /// The tag's state; `measure`: also take a value now (`wait` sleeps the chip's measurement time).
     func info(_ client: ISO15693Client, _ uid: UID, measure: Bool, wait: (Duration) -> Void) throws -> SensorInfo
@@ -103,6 +105,7 @@ public struct SensorFailure: Error, CustomStringConvertible, Sendable {
 public struct FM13Kind: SensorKind {
     public let id = "fm13"
     public let name = "Fudan FM13HT160-T5T temperature logger"
+    public var fields: [(name: String, unit: String)] { [("temperature", "°C")] }
     public init() {}
 
     public func recognises(_ uid: UID) -> Bool {

@@ -14,6 +14,10 @@ public struct SensorLogCollector {
     public let writer: StoreWriter
     public let gateway: String
 
+    /// The fields a log record's reading carries beside its values: its number in the log, and when the gateway
+    /// read it (ISO 8601 UTC).
+    public static let fields = ["log_record", "read_at"]
+
     public init(store: Store, writer: StoreWriter, gateway: String) {
         self.store = store
         self.writer = writer
