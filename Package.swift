@@ -235,6 +235,7 @@ let package = Package(
             name: "air-bench",
             dependencies: [
                 "VLoggerCore", "VLoggerStore", "Readers", "DriverSim", "TagSimulator", "TagImages", "ISO15693",
+                "SensorTags",
             ],
             path: "bench/AirBench"),
         // The drivers registered for the test suites (the `.drivers` trait), as the executable registers them.
