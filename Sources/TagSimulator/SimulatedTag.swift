@@ -199,6 +199,12 @@ public final class SimulatedTag {
                 for i in 0..<count {
                     image.blocks[first.int + i] = Array(data[(i * image.blockSize)..<((i + 1) * image.blockSize)])
                 }
+                // An RF430FRL152H's ROM firmware samples when block 0 is written with TI's start byte 0x01 (SLOA233
+                // writes `01 00 03 03 01 01 00 40`): here at once, its status "ready" (byte 1 bits 1–0 = 10), block 9
+                // holding the image's ADC values. Other contents of block 0 (an NDEF capability container) are kept.
+                if p.model == .rf430frl15xh, first.int == 0, image.blocks[0][0] == 0x01 {
+                    image.blocks[0][1] = (image.blocks[0][1] & ~0x03) | 0x02
+                }
             }
             return .answer(
                 Response(body: .done), programming: p.programmingTimePerBlock * count + extraProgrammingTime,

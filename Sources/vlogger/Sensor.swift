@@ -52,7 +52,12 @@ struct SensorInfoCommand: ParsableCommand {
         print("Records        \(info.recordCount.map(String.init) ?? "unknown")")
         print("Session start  \(info.start.map(TimeSpec.format) ?? "unknown")")
         print("Battery        \(info.batteryOK.map { $0 ? "ok" : "low" } ?? "unknown")")
-        for v in info.current { print("Now            \(v.name) \(v.value) \(v.unit)") }
+        for v in info.current {
+            let value =
+                v.value.rounded() == v.value && abs(v.value) < 1e15
+                ? String(Int(v.value)) : String(format: "%.2f", v.value)
+            print("Now            \(v.name) \(value)\(v.unit.isEmpty ? "" : " " + v.unit)")
+        }
         print(airLine(session))
     }
 }

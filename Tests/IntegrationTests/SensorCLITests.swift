@@ -113,3 +113,33 @@ import Testing
         #expect(rows.count == 300)
     }
 }
+
+/// `vlogger sensor info --measure` on the demo field's RF430FRL152H: the configuration written in TI's order (blocks
+/// 1–7, block 0 last: SLOA233 `nfc_app.c:397-422`), block 0 polled, block 9 read, and the temperature by TI's
+/// formula (`NFC_calculateTemperature`, lines 456-465) from block 9's ADC values (reference 0x1234, thermistor 0x0678
+/// in the image).
+@Suite struct RF430SensorCLITests {
+    @Test func measureWritesInTIsOrderAndConvertsAsTIDoes() throws {
+        let f = try CLITests.field()
+        defer { try? FileManager.default.removeItem(at: f) }
+        let r = try CLITests.run([
+            "sensor", "info", "--field", f.path, "--uid", "E007A20000001003", "--measure", "--json", "--trace",
+        ])
+        #expect(r.code == 0, "\(r.err)")
+        let writes = (r.out + r.err).components(separatedBy: "\n").filter { $0.contains("Write Single Block") }
+            .compactMap { line -> String? in
+                line.range(of: #"Write Single Block 0x[0-9A-F]+"#, options: .regularExpression).map {
+                    String(line[$0].suffix(4))
+                }
+            }
+        #expect(writes == ["0x01", "0x02", "0x03", "0x04", "0x05", "0x06", "0x07", "0x00"], "\(writes)")
+        let jsonText = r.out.components(separatedBy: "\n").drop { !$0.hasPrefix("{") }.joined(separator: "\n")
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(jsonText.utf8)) as? [String: Any])
+        let current = try #require(o["current"] as? [String: Double])
+        let (ref, therm) = (Double(0x1234), Double(0x0678))
+        let ohms = ((therm * 0.9 / 16384) / 2 / 0.0000024) * 8738.13 / ref
+        let celsius = 4330 / log(ohms / 0.049293) - 273.15
+        #expect(abs((current["temperature"] ?? 0) - celsius) < 0.001 && current["adc_reference"] == ref)
+        #expect(o["kind"] as? String == "rf430")
+    }
+}

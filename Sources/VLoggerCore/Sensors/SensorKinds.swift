@@ -86,7 +86,7 @@ extension SensorKind {
 
 /// The sensor kinds vlogger knows.
 public enum SensorKinds {
-    public static let builtIn: [any SensorKind] = [FM13Kind()]
+    public static let builtIn: [any SensorKind] = [FM13Kind(), RF430Kind()]
 
     /// The kind of a tag, by its UID.
     public static func kind(for uid: UID) -> (any SensorKind)? { builtIn.first { $0.recognises(uid) } }
