@@ -379,8 +379,6 @@ extension Syncer: OutboxConsumer {
         let logger: Logger
         private var months: Set<CentralSchema.Month> = []
         private var gatewayRecorded = false
-        /// Batches that went by COPY straight into their table, and by the staging table (keys already there).
-        private(set) var direct = 0, staged = 0
 
         init(conn: PostgresConnection, gateway: String, site: String?, logger: Logger) {
             self.conn = conn
@@ -409,10 +407,8 @@ extension Syncer: OutboxConsumer {
             if table.isUpserted { return try await Syncer.insert(table, rows, gateway: gateway, conn, logger) }
             do {
                 try await Syncer.copyDirect(table, rows, gateway: gateway, conn, logger)
-                direct += 1
                 return rows.count
             } catch let e as PSQLError where e.serverInfo?[.sqlState] == "23505" {
-                staged += 1
                 let (gateway, logger) = (self.gateway, self.logger)
                 return try await conn.withTransaction(logger: logger) { conn in
                     try await Syncer.copyInsert(table, rows, gateway: gateway, conn, logger)
@@ -450,18 +446,7 @@ extension Syncer {
             ),
             logger: logger)
         var out = CopyText(capacity: rows.count * 160)
-        for r in rows {
-            out.text(r.gateway.isEmpty ? gateway : r.gateway)
-            out.tab()
-            out.integer(r.id)
-            out.tab()
-            out.integer(r.time)
-            for v in r.values {
-                out.tab()
-                out.raw(v)
-            }
-            out.newline()
-        }
+        for r in rows { out.row(r, gateway: gateway, columns: columns, converted: false) }
         try await conn.copyFrom(
             table: stage, columns: ["gateway", "local_id", "time_ms"] + columns.map(\.name), logger: logger
         ) { writer in try await writer.write(out.buffer) }
@@ -504,21 +489,7 @@ extension Syncer {
         ) { writer in
             var out = CopyText(capacity: 40 * 1024)
             for r in rows {
-                out.text(r.gateway.isEmpty ? gateway : r.gateway)
-                out.tab()
-                out.integer(r.id)
-                out.tab()
-                out.time(r.time)
-                for (c, v) in zip(columns, r.values) {
-                    out.tab()
-                    switch (c.kind, v) {
-                    case (_, .null): out.null()
-                    case (.time, .integer(let ms)): out.time(ms)
-                    case (.bool, .integer(let n)): out.bool(n != 0)
-                    default: out.raw(v)
-                    }
-                }
-                out.newline()
+                out.row(r, gateway: gateway, columns: columns, converted: true)
                 if out.count >= 32 * 1024 {
                     try await writer.write(out.buffer)
                     out = CopyText(capacity: 40 * 1024)
@@ -536,27 +507,13 @@ struct CopyText {
     private(set) var bytes: [UInt8] = []
     var buffer: ByteBuffer { ByteBuffer(bytes: bytes) }
     var count: Int { bytes.count }
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
     mutating func tab() { bytes.append(0x09) }
     mutating func newline() { bytes.append(0x0A) }
     mutating func null() { bytes.append(0x5C); bytes.append(0x4E) }
-    mutating func integer(_ n: Int64) {
-        if n >= 0 && n < 10 { bytes.append(0x30 + UInt8(n)); return }
-        var v = n.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buf in
-            var i = 20
-            repeat {
-                i -= 1
-                buf[i] = 0x30 + UInt8(v % 10)
-                v /= 10
-            } while v > 0
-            if n < 0 { bytes.append(0x2D) }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
-        }
-    }
+    mutating func integer(_ n: Int64) { ValueText.appendInteger(n, to: &bytes) }
     mutating func bool(_ b: Bool) { bytes.append(b ? UInt8(ascii: "t") : UInt8(ascii: "f")) }
 
     mutating func text(_ s: String) {
@@ -580,25 +537,32 @@ struct CopyText {
     }
 
     mutating func blob(_ b: [UInt8]) {
-        bytes.append(0x5C)
-        bytes.append(0x5C)
-        bytes.append(0x78)
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: b.count * 2))
-        Self.hex.withUnsafeBufferPointer { hex in
-            bytes.withUnsafeMutableBufferPointer { out in
-                var i = start
-                for x in b {
-                    out[i] = hex[Int(x >> 4)]
-                    out[i + 1] = hex[Int(x & 0x0F)]
-                    i += 2
-                }
-            }
-        }
+        bytes.append(contentsOf: [0x5C, 0x5C, 0x78])
+        ValueText.appendHex(b, to: &bytes)
     }
 
     /// Milliseconds since 1970 as ISO 8601 UTC (`2026-11-22T08:30:00.250Z`), which timestamptz reads.
     mutating func time(_ ms: Millis) { ValueText.appendTime(ms, to: &bytes) }
+
+    /// One row: gateway, local id, time, then the table's columns, and its newline. `converted`: times as ISO 8601
+    /// text and booleans as t/f, for the central table's own types (COPY straight into it); otherwise as the local
+    /// store has them, milliseconds and 0/1 (the staging table's bigints).
+    mutating func row(_ r: OutboxRow, gateway: String, columns: [OutboxColumn], converted: Bool) {
+        text(r.gateway.isEmpty ? gateway : r.gateway)
+        tab()
+        integer(r.id)
+        tab()
+        if converted { time(r.time) } else { integer(r.time) }
+        for (c, v) in zip(columns, r.values) {
+            tab()
+            switch (converted, c.kind, v) {
+            case (true, .time, .integer(let ms)): time(ms)
+            case (true, .bool, .integer(let n)): bool(n != 0)
+            default: raw(v)
+            }
+        }
+        newline()
+    }
 
     /// A value as the local store has it (integers as numbers, text escaped, blobs in hex).
     mutating func raw(_ v: OutboxValue) {

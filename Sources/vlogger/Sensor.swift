@@ -87,26 +87,43 @@ struct SensorLogCommand: ParsableCommand {
             FileHandle.standardError.write(Data("\rread \(read) of \(total) records".utf8))
         }
         FileHandle.standardError.write(Data("\n".utf8))
-        let names = records.first?.values.map { "\($0.name) [\($0.unit)]" } ?? ["temperature [°C]"]
-        switch format {
-        case .csv:
-            var out = "index,time," + names.joined(separator: ",") + ",raw\r\n"
-            for r in records {
-                out += "\(r.index),\(r.time.map(TimeSpec.format) ?? ""),"
-                out += r.values.map { String($0.value) }.joined(separator: ",")
-                out += ",\(Hex.format(r.raw, separator: ""))\r\n"
+        // Through the export's row writer: the same CSV (RFC 4180, CRLF) and JSON lines, times and numbers.
+        let values = records.first?.values ?? []
+        let rowsFormat: RowWriter.Format = format == .csv ? .csv : .jsonl
+        var rows =
+            format == .csv
+            ? RowWriter(
+                format: .csv, names: ["index", "time"] + values.map(\.name) + ["raw"],
+                header: ["index", "time"]
+                    + (values.isEmpty ? ["temperature [°C]"] : values.map { "\($0.name) [\($0.unit)]" }) + ["raw"])
+            : RowWriter(
+                format: .jsonl, names: ["uid", "kind", "index", "time"] + values.map(\.name) + ["units", "raw"])
+        var out: [UInt8] = []
+        rows.header(to: &out)
+        for r in records {
+            rows.beginRow(&out)
+            if rowsFormat == .jsonl {
+                rows.text(uid.description.utf8, &out)
+                rows.text(info.kind.utf8, &out)
             }
-            FileHandle.standardOutput.write(Data(out.utf8))
-        case .jsonl:
-            for r in records {
-                var o = "{\"uid\":\"\(uid)\",\"kind\":\"\(info.kind)\",\"index\":\(r.index)"
-                if let t = r.time { o += ",\"time\":\"\(TimeSpec.format(t))\"" }
-                for v in r.values { o += ",\"\(v.name)\":\(v.value)" }
-                o += ",\"units\":{" + r.values.map { "\"\($0.name)\":\"\($0.unit)\"" }.joined(separator: ",") + "}"
-                o += ",\"raw\":\"\(Hex.format(r.raw, separator: ""))\"}"
-                print(o)
+            rows.integer(Int64(r.index), &out)
+            if let t = r.time { rows.time(t, &out) } else { rows.null(&out) }
+            for v in r.values { rows.number(JSONText.number(v.value).utf8, &out) }
+            if rowsFormat == .jsonl {
+                var units: [UInt8] = [0x7B]
+                for (i, v) in r.values.enumerated() {
+                    if i > 0 { units.append(0x2C) }
+                    JSONText.appendQuoted(v.name, to: &units)
+                    units.append(0x3A)
+                    JSONText.appendQuoted(v.unit, to: &units)
+                }
+                units.append(0x7D)
+                rows.json(units, &out)
             }
+            rows.hex(r.raw, &out)
+            rows.endRow(&out)
         }
+        FileHandle.standardOutput.write(Data(out))
         FileHandle.standardError.write(
             Data("\(records.count) records of \(info.recordCount ?? 0); \(airLine(session))\n".utf8))
     }

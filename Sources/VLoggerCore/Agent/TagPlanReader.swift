@@ -44,8 +44,15 @@ final class TagPlanReader {
         work.removeAll()
     }
 
+    /// When a tag in the field whose log was read to its end can next have a new record (its logging interval
+    /// after the check): until then a cycle does not ask it again.
+    private var sensorDue: [UID: Millis] = [:]
+
     /// A tag left the field.
-    func forget(_ uid: UID) { ndefDecoded[uid] = nil }
+    func forget(_ uid: UID) {
+        ndefDecoded[uid] = nil
+        sensorDue[uid] = nil
+    }
 
     /// Whether the tag has reads (it is then kept quiet).
     func hasReads(_ uid: UID) -> Bool { work[uid]?.ranges.isEmpty == false }
@@ -160,14 +167,15 @@ final class TagPlanReader {
             }
         }
         seenNow()
-        if let plan, plan.sensorLog, let kind = SensorKinds.kind(for: uid) {
+        if let plan, plan.sensorLog, now >= sensorDue[uid] ?? now, let kind = SensorKinds.kind(for: uid) {
             // The tag's own log, from where the store's copy of its session ends: each piece committed with the
             // session's progress, so a tag that leaves mid-read is read on from there next time.
             let collector = SensorLogCollector(store: log.writer.store, writer: log.writer, gateway: config.gatewayID)
             do {
-                _ = try collector.collect(
+                let o = try collector.collect(
                     client, uid, kind: kind, reader: log.readerConfig.id, location: log.readerConfig.location,
                     now: { now }, maxPieces: plan.sensorLogPieces)
+                sensorDue[uid] = o.complete ? o.intervalSeconds.map { now + Millis($0) * 1000 } : nil
             } catch {
                 log.event(
                     .error, uid: uid, name: "sensor-log", severity: .warning,

@@ -33,6 +33,8 @@ public struct SensorLogCollector {
         /// Records of the session stored in all, after this visit, and in the tag's log.
         public var have = 0
         public var total = 0
+        /// The tag's logging interval (nil: it does not say): no new record comes sooner.
+        public var intervalSeconds: Int?
         public var complete: Bool { have >= total }
     }
 
@@ -44,6 +46,7 @@ public struct SensorLogCollector {
     ) throws -> Outcome {
         let info = try kind.info(client, uid, measure: false, wait: { _ in })
         var outcome = Outcome(kind: kind.id, session: info.session, total: info.recordCount ?? 0)
+        outcome.intervalSeconds = info.intervalSeconds
         guard let session = info.session else { return outcome }
         var have = try store.sensorRecords(uid: uid, session: session)
         outcome.have = have
