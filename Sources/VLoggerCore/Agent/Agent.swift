@@ -63,6 +63,8 @@ public final class Agent {
     let presence: PresenceTracker
     let evaluation: RuleEvaluation
     let tags: TagPlanReader
+    /// Passwords the agent gave on its own (read, privacy), refused or rejected.
+    let passwords = PasswordMemory()
     let buffered = BufferedPolling()
     var client: ISO15693Client { session.client }
     /// `config.inventoryReadRange`, worked out once per configuration (it walks the plans).
@@ -116,7 +118,8 @@ public final class Agent {
         log = AgentLog(gatewayID: config.gatewayID, readerConfig: r, writer: writer, clock: clock, logger: l)
         presence = PresenceTracker(client: session.client, log: log)
         evaluation = RuleEvaluation(rules: rules, register: register, client: session.client, log: log)
-        tags = TagPlanReader(session: session, config: self.config, rules: evaluation, log: log)
+        tags = TagPlanReader(
+            session: session, config: self.config, rules: evaluation, log: log, passwords: passwords)
         session.client.retries = self.config.retries
         session.client.baseFlags = self.config.dataRate == .high ? [.highDataRate] : []
         inventoryReadRange = self.config.inventoryReadRange

@@ -31,7 +31,10 @@ final class TagPlanReader {
         var lowerBound: AirTime
     }
 
-    init(session: ReaderSession, config: AgentConfig, rules: RuleEvaluation, log: AgentLog) {
+    init(
+        session: ReaderSession, config: AgentConfig, rules: RuleEvaluation, log: AgentLog, passwords: PasswordMemory
+    ) {
+        self.passwords = passwords
         self.session = session
         self.config = config
         self.rules = rules
@@ -48,10 +51,14 @@ final class TagPlanReader {
     /// after the check): until then a cycle does not ask it again.
     private var sensorDue: [UID: Millis] = [:]
 
+    /// The read passwords given, refused or rejected (shared with the agent's privacy unlocking).
+    let passwords: PasswordMemory
+
     /// A tag left the field.
     func forget(_ uid: UID) {
         ndefDecoded[uid] = nil
         sensorDue[uid] = nil
+        passwords.left(uid)
     }
 
     /// Whether the tag has reads (it is then kept quiet).
@@ -108,6 +115,8 @@ final class TagPlanReader {
         }
         var facts = TagFacts(uid: uid, model: memory.model, blockSize: memory.blockSize)
         var readings: [Reading] = []
+        // The read password is given at most once per call (it opens every read-protected page until power-off).
+        var unlockTried = false
         for range in w.ranges {
             var attempt = 0
             while true {
@@ -142,6 +151,16 @@ final class TagPlanReader {
                             data: data, security: security, decoded: decoded))
                     break
                 } catch {
+                    if case .tag = error, !unlockTried, uid.manufacturer == .nxp {
+                        // An error answer from an NXP chip: a page the read password guards?
+                        unlockTried = true
+                        seenNow()
+                        switch unlockForRead(uid, range) {
+                        case .retry: continue
+                        case .stop: return Outcome(bound: bound, answered: answered, rules: w.rules)
+                        case .notProtected: break
+                        }
+                    }
                     attempt += 1
                     if attempt < config.readAttempts, error.isTransient { continue }
                     // A quiet tag that never answered has left (or lost power and returned to Ready): not seen.
@@ -183,6 +202,63 @@ final class TagPlanReader {
             }
         }
         return Outcome(readings: readings, bound: bound, answered: true, facts: facts, memory: memory, rules: w.rules)
+    }
+
+    enum ReadUnlock {
+        /// The read password was accepted: read again.
+        case retry
+        /// The blocks need a password that cannot be given (none configured, or one rejected): reported (once a
+        /// visit), and nothing of the cycle is stored.
+        case stop
+        /// The blocks are not protected by a password: the read failed for another reason.
+        case notProtected
+    }
+
+    /// A read of NXP blocks got an error answer: when the page is read-protected, the secrets file's read password
+    /// (docs/reference/tag-passwords.md) is given once, in this RF session, and the read is tried again. A rejected
+    /// password resets the field and is not given again until the secrets file changes or the agent restarts.
+    private func unlockForRead(_ uid: UID, _ range: PlanRead) -> ReadUnlock {
+        let file = config.secretsFile
+        let blocks = "blocks \(range.first)+\(range.count)"
+        if passwords.isRejected(uid, secretsFile: file) {
+            if passwords.firstReport(uid) {
+                log.event(
+                    .error, uid: uid, name: "password-rejected", severity: .critical,
+                    detail:
+                        "\(blocks): the tag rejected its read password earlier; not given again until the secrets file changes or the service restarts; no reading stored"
+                )
+            }
+            return .stop
+        }
+        let outcome: PasswordUnlock.Outcome
+        do {
+            outcome = try PasswordUnlock.open(
+                client, uid, first: range.first, count: range.count, for: .read, secretsFile: file,
+                asset: rules.register?.rows[uid.description]?["asset_id"])
+        } catch { return .notProtected }
+        switch outcome {
+        case .open: return .notProtected
+        case .unlocked: return .retry
+        case .refused(let why):
+            if passwords.firstReport(uid) {
+                log.event(
+                    .error, uid: uid, name: "read-password", severity: .warning,
+                    detail: "\(why); no reading stored while the tag is in the field (reported once a visit)")
+            }
+            return .stop
+        case .rejected(let why):
+            // The chip is mute until its power is reset.
+            try? session.reader.fieldOff()
+            try? session.reader.fieldOn()
+            passwords.reject(uid, secretsFile: file)
+            _ = passwords.firstReport(uid)
+            log.event(
+                .error, uid: uid, name: "password-rejected", severity: .critical,
+                detail:
+                    "\(blocks): \(why); the field was reset; not given again until the secrets file changes or the service restarts"
+            )
+            return .stop
+        }
     }
 
     enum NDEFOutcome {

@@ -1,10 +1,10 @@
 import ISO15693
 import Readers
 
-/// Opening an NXP ICODE password session before a write to password-protected blocks (docs/reference/
+/// Opening an NXP ICODE password session before a read or write of password-protected blocks (docs/reference/
 /// tag-passwords.md): the blocks' protection status first (GET MULTIPLE BLOCK PROTECTION STATUS), then for each
-/// password they need (read, then write) GET RANDOM NUMBER and SET PASSWORD, in the RF session the write follows
-/// in. Passwords never leave this code: not in outcomes, events, logs or traces (`TraceFormatter.masked`).
+/// password they need (read, then write) GET RANDOM NUMBER and SET PASSWORD, in the RF session the read or write
+/// follows in. Passwords never leave this code: not in outcomes, events, logs or traces (`TraceFormatter.masked`).
 public enum PasswordUnlock {
     public enum Outcome: Equatable, Sendable {
         /// No password needed (not an NXP chip, no protected block, or a chip without page protection).
@@ -17,8 +17,20 @@ public enum PasswordUnlock {
         case rejected(String)
     }
 
+    /// What the blocks are opened for: a read needs the read password of read-protected blocks; a write needs that
+    /// and the write password of write-protected blocks (a read-protected page is written only after the read
+    /// password: Flipper's SLIX listener checks both for a write).
+    public enum Purpose: Sendable { case read, write }
+
     public static func forWrite(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, secretsFile: String?, asset: String?
+    ) throws(ClientError) -> Outcome {
+        try open(client, uid, first: first, count: count, for: .write, secretsFile: secretsFile, asset: asset)
+    }
+
+    public static func open(
+        _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
+        secretsFile: String?, asset: String?
     ) throws(ClientError) -> Outcome {
         guard uid.manufacturer == .nxp, first.int + count <= 256 else { return .open }
         let status: [UInt8]
@@ -28,7 +40,9 @@ public enum PasswordUnlock {
         }
         var needed: [(id: UInt8, name: String)] = []
         if status.contains(where: NXPSecurity.readProtected) { needed.append((NXPSecurity.readPassword, "read")) }
-        if status.contains(where: NXPSecurity.writeProtected) { needed.append((NXPSecurity.writePassword, "write")) }
+        if purpose == .write, status.contains(where: NXPSecurity.writeProtected) {
+            needed.append((NXPSecurity.writePassword, "write"))
+        }
         guard !needed.isEmpty else { return .open }
         let names = needed.map(\.name).joined(separator: " and ")
         guard let secretsFile else {

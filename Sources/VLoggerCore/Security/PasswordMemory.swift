@@ -1,0 +1,48 @@
+import Foundation
+import ISO15693
+
+/// What the agent remembers of the passwords it gave on its own (a plan's read password, a privacy password), so
+/// that a password that did not work is not given again: an NXP chip that gets a wrong password is mute until its
+/// power is reset, and repeated wrong passwords look like an attack (docs/reference/tag-passwords.md).
+///
+/// A rejection holds until an operator acts: the secrets file changes (its size, time or inode) or the agent
+/// restarts. A refusal (no password configured) is reported once per visit of the tag.
+final class PasswordMemory {
+    struct Stamp: Equatable {
+        var inode: UInt64 = 0, size: Int64 = 0, seconds: Int = 0, nanoseconds: Int = 0
+    }
+    /// Rejected UIDs, with the secrets file's stamp at the rejection.
+    private var rejected: [UID: Stamp?] = [:]
+    /// UIDs whose refusal was reported in this visit.
+    private var reported: Set<UID> = []
+
+    static func stamp(_ path: String?) -> Stamp? {
+        guard let path else { return nil }
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Stamp(
+            inode: UInt64(st.st_ino), size: Int64(st.st_size), seconds: st.st_mtim.tv_sec,
+            nanoseconds: st.st_mtim.tv_nsec)
+    }
+
+    /// Whether a password may be given to `uid`: not when one was rejected and the secrets file is as it was then.
+    func mayTry(_ uid: UID, secretsFile: String?) -> Bool {
+        guard let then = rejected[uid] else { return true }
+        if then != Self.stamp(secretsFile) {
+            rejected[uid] = nil
+            return true
+        }
+        return false
+    }
+
+    /// Whether `uid` is waiting for an operator (a rejection that still holds).
+    func isRejected(_ uid: UID, secretsFile: String?) -> Bool { !mayTry(uid, secretsFile: secretsFile) }
+
+    func reject(_ uid: UID, secretsFile: String?) { rejected[uid] = Self.stamp(secretsFile) }
+
+    /// True the first time in a visit: the caller reports then, and stays quiet until the tag has left.
+    func firstReport(_ uid: UID) -> Bool { reported.insert(uid).inserted }
+
+    /// The tag left the field: its next visit reports again (a rejection stays).
+    func left(_ uid: UID) { reported.remove(uid) }
+}
