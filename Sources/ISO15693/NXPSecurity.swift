@@ -38,6 +38,23 @@ public enum NXPSecurity {
         public var protectionCondition: UInt8
         public var lockBits: UInt8
         public var features: UInt32
+        /// The lock bits (docs/reference/tag-passwords.md, "GET NXP SYSTEM INFO"): b0 AFI, b1 EAS, b2 DSFID, b3 the
+        /// protection pointer and condition, each locked when set (NXP TagInfo, Flipper `slix_i.h`, the NTAG 5
+        /// library agree; Proxmark3's `& 0x03` for DSFID is a bug).
+        public var afiLocked: Bool { lockBits & 0x01 != 0 }
+        public var easLocked: Bool { lockBits & 0x02 != 0 }
+        public var dsfidLocked: Bool { lockBits & 0x04 != 0 }
+        public var protectionLocked: Bool { lockBits & 0x08 != 0 }
+
+        /// The locks in words ("AFI, DSFID locked", "none locked").
+        public var locksText: String {
+            let names = [
+                (afiLocked, "AFI"), (easLocked, "EAS"), (dsfidLocked, "DSFID"), (protectionLocked, "page protection"),
+            ]
+            .filter(\.0).map(\.1)
+            return names.isEmpty ? "none locked" : names.joined(separator: ", ") + " locked"
+        }
+
         /// Feature flag bit 8: READ SIGNATURE is supported.
         public var hasSignature: Bool { features & (1 << 8) != 0 }
 

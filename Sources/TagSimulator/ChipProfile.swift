@@ -78,7 +78,7 @@ public struct ChipProfile: Hashable, Sendable {
             "Inventory Read 0xA0: SLIX2 datasheet SL2S2602 §9.5.3.10; Fast Inventory Read 0xA1 at 2× rate: NXP Reader Library phpalSli15693.h ('ICODE SLIX2/DNA'), layout as SLIX datasheet SL2S2002 Tables 23–25",
             "Inventory Read past the last block returns fewer blocks: ICODE SLI spec §3.5.3.1; assumed the same on SLIX2 (UNVERIFIED)",
             "READ SIGNATURE 0xBD answers 32 bytes: SLIX2 datasheet SL2S2602 §9.5.3.20 Tables 76–78; an image without a signature answers 'not supported' (a clone's behaviour varies)",
-            "GET NXP SYSTEM INFO 0xAB: protection pointer, condition, lock bits (b0 AFI, b2 DSFID as Flipper slix_i.h; UNVERIFIED against NXP), feature flags LE with b8 = originality signature (Flipper slix.h)",
+            "GET NXP SYSTEM INFO 0xAB: protection pointer, condition, lock bits (b0 AFI, b1 EAS, b2 DSFID, b3 page protection: NXP TagInfo, Flipper slix_i.h and an NTAG 5 library agree; the NXP data sheet's table not read), feature flags LE with b8 = originality signature (Flipper slix.h)",
         ], inventoryRead: true, nxpSecurity: true)
 
     /// ST ST25DV64K: 2048 × 4-byte blocks; blocks above 255 only through the extended commands; Write

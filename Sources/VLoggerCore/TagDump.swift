@@ -15,9 +15,12 @@ public enum TagDump {
         // What Get System Information did not report is not invented in the dump.
         image.dsfidKnown = m.info.dsfid != nil
         image.afiKnown = m.info.afi != nil
-        // NXP ICODE: the page protection and the originality signature, where the chip says it has them (GET NXP
+        // NXP ICODE: the DSFID and AFI locks, the page protection and the originality signature, where the chip says it has them (GET NXP
         // SYSTEM INFO, READ SIGNATURE; both only read). A chip that refuses GET NXP SYSTEM INFO has neither.
         if let nxp = nxpSystemInfo(client, uid) {
+            // ISO commands do not report the DSFID and AFI locks; GET NXP SYSTEM INFO's lock bits do.
+            image.dsfidLocked = nxp.dsfidLocked
+            image.afiLocked = nxp.afiLocked
             if nxp.protectionCondition != 0 {
                 image.protectionPointer = nxp.protectionPointer
                 image.protectionCondition = nxp.protectionCondition

@@ -31,7 +31,7 @@ struct Info: ParsableCommand {
                     pageProtection: nxp.map {
                         PageProtectionJSON(
                             pointer: WireBlock(Int($0.protectionPointer)), condition: WireByte($0.protectionCondition),
-                            text: $0.protectionText)
+                            text: $0.protectionText, lockBits: WireByte($0.lockBits), locks: $0.locksText)
                     }, nxpFeatures: nxp.map { WireHex(withUnsafeBytes(of: $0.features.littleEndian) { Array($0) }) }))
             return
         }
@@ -45,7 +45,10 @@ struct Info: ParsableCommand {
         print("Found by       \(m.source.rawValue)")
         print("Addressing     \(m.addressing.rawValue)\(m.writeNeedsOption ? "; writes need the Option flag" : "")")
         say("Originality    \(originality)")
-        if let nxp { say("Protection     \(nxp.protectionText) (GET NXP SYSTEM INFO)") }
+        if let nxp {
+            say("Protection     \(nxp.protectionText) (GET NXP SYSTEM INFO)")
+            say("Locks          \(nxp.locksText) (GET NXP SYSTEM INFO)")
+        }
         print(airLine(session))
     }
 }

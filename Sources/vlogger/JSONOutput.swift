@@ -175,4 +175,7 @@ struct PageProtectionJSON: Encodable {
     var pointer: WireBlock
     var condition: WireByte
     var text: String
+    /// GET NXP SYSTEM INFO's lock bits (b0 AFI, b1 EAS, b2 DSFID, b3 page protection) and their reading.
+    var lockBits: WireByte
+    var locks: String
 }

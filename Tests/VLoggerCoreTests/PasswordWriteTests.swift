@@ -185,3 +185,44 @@ import DriverSim
         #expect(back.signature == dumped.signature && back.protectionCondition == 0x20)
     }
 }
+
+/// ISO commands do not say whether the DSFID and AFI are locked; GET NXP SYSTEM INFO's lock bits do: b0 AFI, b1 EAS,
+/// b2 DSFID, b3 page protection (docs/reference/tag-passwords.md: NXP TagInfo, Flipper `slix_i.h` and an NTAG 5
+/// library agree; Proxmark3's DSFID test `& 0x03` is a bug). So a dump of a locked SLIX2 says so in Flipper's file.
+@Suite(.drivers) struct NXPLockBitsTests {
+    @Test func theLockBitsAsTheDecodersRead() throws {
+        // Flags, pointer, condition, lock bits, 4 feature bytes: each lock alone.
+        for (bits, afi, eas, dsfid, pp) in [
+            (0x01, true, false, false, false), (0x02, false, true, false, false), (0x04, false, false, true, false),
+            (0x08, false, false, false, true),
+        ] {
+            let info = try #require(NXPSecurity.SystemInfo([0x00, 0x00, UInt8(bits), 0, 0, 0, 0]))
+            #expect(info.afiLocked == afi && info.easLocked == eas && info.dsfidLocked == dsfid)
+            #expect(info.protectionLocked == pp)
+        }
+        // AFI and EAS locked is not a DSFID lock (Proxmark3's `& 0x03` would say it is).
+        let both = try #require(NXPSecurity.SystemInfo([0x00, 0x00, 0x03, 0, 0, 0, 0]))
+        #expect(!both.dsfidLocked && both.locksText == "AFI, EAS locked")
+    }
+
+    @Test func aDumpOfALockedSLIX2SaysSoInFlippersFile() throws {
+        var image = try TagImage(
+            uid: UID(parsing: "E004010812345601"), dsfidLocked: true, afi: 0x07, afiLocked: true, blockSize: 4,
+            blocks: Array(repeating: [0, 0, 0, 0], count: 80), icReference: 0x01, profileID: "icode-slix2")
+        image.dsfid = 0x2A
+        let field = SimulatedField()
+        field.add(SimulatedTag(image: image, profile: .icodeSLIX2))
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
+        let dumped = try TagDump.dump(session.client, uid: image.uid)
+        #expect(dumped.dsfidLocked && dumped.afiLocked)
+        let flipper = try TagImageFormat.flipper.encode(dumped)
+        #expect(flipper.contains("Lock DSFID: true") && flipper.contains("Lock AFI: true"), "\(flipper)")
+        // The same chip unlocked: false in both.
+        image.dsfidLocked = false
+        image.afiLocked = false
+        let open = SimulatedField()
+        open.add(SimulatedTag(image: image, profile: .icodeSLIX2))
+        let again = try TagDump.dump(ReaderSession(reader: SimulatorReader.switchedOn(open)).client, uid: image.uid)
+        #expect(!again.dsfidLocked && !again.afiLocked)
+    }
+}
