@@ -99,6 +99,24 @@ public struct ChipProfile: Hashable, Sendable {
             "Fast reads 0xC0/0xC3/0xC4/0xC5 at 53 kbit/s: ST25DV datasheet feature list, RFAL rfal_st25xv.c (issue 14 research notes)",
         ], fastReads: true)
 
+    /// ST ST25TV02KC: 80 × 4-byte blocks, IC reference 0x08; its TruST25 originality signature in user memory (key
+    /// id `K04S` in block 0x3F, the signature as 64 ASCII hex digits in blocks 0x40–0x4F), which an image carries in
+    /// its blocks.
+    public static let st25tv02kc = ChipProfile(
+        id: "st25tv02kc", model: .st25tv02kc, manufacturer: .stMicroelectronics, uidByte5: 0x08, uidByte4Bits: 0,
+        blockCount: 80, blockSize: 4, icReference: 0x08, systemInfo: .all,
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 80, maxBlocksPerWrite: nil, writeRequiresOption: false,
+        programmingTimePerBlock: .microseconds(5000),
+        unsupportedCommandError: .commandNotSupported, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "2560 bits of user memory (ST25TV02KC), 512 (ST25TV512C): ST data sheet DS13304 Rev 3, block diagram note 2",
+            "last block 0x4F (80 blocks; 0x0F, 16 blocks, for the 512C), IC reference 0x08 checked with UID byte 5 = 0x08: ST's st25tags library (st25tvc.h: ST25TAGS_TVC_PRODUCT_CODE 0x08, TV02KC_END_MEM 0x4F, TV512C_END_MEM 0x0F); 4-byte blocks derived (2560 / 80)",
+            "TruST25 signature in blocks 0x3F-0x4F: Proxmark3 cmdhf15.c StCheckSig (docs/reference/originality-signatures.md)",
+            "Read Multiple up to the end of memory, no Write Multiple Blocks, 5 ms programming per block: assumptions (no source read gives them)",
+        ])
+
     /// TI Tag-it HF-I Plus: 64 × 4-byte blocks; writes and locks need the Option flag (the tag waits for
     /// the reader's EOF).
     public static let tagitHFIPlus = ChipProfile(
@@ -204,7 +222,7 @@ public struct ChipProfile: Hashable, Sendable {
         ])
 
     public static let all: [ChipProfile] = [
-        icodeSLIX2, st25dv64k, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64, fm13ht160,
+        icodeSLIX2, st25dv64k, st25tv02kc, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64, fm13ht160,
     ]
 
     public static func named(_ id: String) -> ChipProfile? { all.first { $0.id == id } }
