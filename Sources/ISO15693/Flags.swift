@@ -117,6 +117,8 @@ public struct ISOErrorCode: Hashable, Sendable, CustomStringConvertible, Error {
     public static let blockLocked = ISOErrorCode(0x12)
     public static let blockNotProgrammed = ISOErrorCode(0x13)
     public static let blockNotLocked = ISOErrorCode(0x14)
+    /// ST25DV: "The specified block is protected in read" (ST data sheet DS13519 Rev 2, Table 101).
+    public static let blockReadProtected = ISOErrorCode(0x15)
 
     public var isCustom: Bool { (0xA0...0xDF).contains(rawValue) }
 
@@ -131,6 +133,7 @@ public struct ISOErrorCode: Hashable, Sendable, CustomStringConvertible, Error {
         case 0x12: return "specified block is locked and its content cannot be changed"
         case 0x13: return "specified block was not successfully programmed"
         case 0x14: return "specified block was not successfully locked"
+        case 0x15: return "specified block is read-protected (ST25DV: DS13519 Table 101)"
         case 0xA0...0xDF: return "custom command error code (manufacturer-specific)"
         default: return "RFU error code (reserved for future use)"
         }

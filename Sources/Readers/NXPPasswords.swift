@@ -68,13 +68,15 @@ extension ISO15693Client {
 
     /// What became of a SET PASSWORD sent once by `send`: no answer (the chip went mute) or an error answer is a
     /// rejection; any other failure is thrown.
-    static func passwordOutcome(_ send: () throws(ClientError) -> Void) throws(ClientError) -> PasswordOutcome {
+    static func passwordOutcome(_ command: String = "SET PASSWORD", _ send: () throws(ClientError) -> Void)
+        throws(ClientError) -> PasswordOutcome
+    {
         do {
             try send()
             return .accepted
         } catch {
-            if case .reader(.timeout, _) = error { return .rejected("no answer to SET PASSWORD") }
-            if case .tag(let code, _) = error { return .rejected("the tag refused SET PASSWORD (\(code))") }
+            if case .reader(.timeout, _) = error { return .rejected("no answer to \(command)") }
+            if case .tag(let code, _) = error { return .rejected("the tag refused \(command) (\(code))") }
             throw error
         }
     }

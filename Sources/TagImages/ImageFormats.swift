@@ -101,7 +101,7 @@ enum VLoggerImageCodec {
         let known: Set<String> = [
             "format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
             "icReference", "blockSize", "blocks", "lockedBlocks", "comment", "signature", "nxpPasswords",
-            "protectionPointer", "protectionCondition", "privacy", "sensorLog",
+            "protectionPointer", "protectionCondition", "privacy", "sensorLog", "stAreaRegisters", "stPasswords",
         ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
@@ -173,6 +173,27 @@ enum VLoggerImageCodec {
             image.protectionCondition = try hexByte(o["protectionCondition"] ?? "00", "protectionCondition")
         }
         if let l = o["sensorLog"] { image.sensorLog = try sensorLog(l) }
+        if let r = o["stAreaRegisters"] {
+            guard let text = r as? String, let bytes = try? Hex.parse(text), bytes.count == 7 else {
+                throw TagImageError(
+                    "'stAreaRegisters' must be 7 bytes in hex: RFA1SS, ENDA1, RFA2SS, ENDA2, RFA3SS, ENDA3, RFA4SS")
+            }
+            image.stAreaRegisters = bytes
+        }
+        if let p = o["stPasswords"] {
+            guard let passwords = p as? [String: Any] else {
+                throw TagImageError("'stPasswords' must be an object: {\"1\": \"0011223344556677\", …}")
+            }
+            for (name, value) in passwords {
+                guard let n = UInt8(name), n <= 3 else {
+                    throw TagImageError("'stPasswords': '\(name)' is not a password number 0…3")
+                }
+                guard let text = value as? String, let bytes = try? Hex.parse(text), bytes.count == 8 else {
+                    throw TagImageError("'stPasswords.\(name)' must be 8 bytes in hex")
+                }
+                image.stPasswords[n] = bytes
+            }
+        }
         return image
     }
 
@@ -251,6 +272,11 @@ enum VLoggerImageCodec {
             o["nxpPasswords"] = passwords
         }
         if image.privacy { o["privacy"] = true }
+        if let r = image.stAreaRegisters { o["stAreaRegisters"] = Hex.format(r, separator: "") }
+        if !image.stPasswords.isEmpty {
+            o["stPasswords"] = Dictionary(
+                uniqueKeysWithValues: image.stPasswords.map { (String($0.key), Hex.format($0.value, separator: "")) })
+        }
         if let l = image.sensorLog {
             o["sensorLog"] =
                 [

@@ -33,6 +33,11 @@ public struct TagImage: Equatable, Sendable {
     /// NXP privacy mode (SLIX-L, SLIX2): the chip answers nothing but GET RANDOM NUMBER and SET PASSWORD until the
     /// privacy password is given (for that power-on).
     public var privacy = false
+    /// ST25DV area security: the seven area registers RFA1SS, ENDA1, RFA2SS, ENDA2, RFA3SS, ENDA3, RFA4SS (nil: the
+    /// factory state, one open area) and the RF passwords by number (1–3; 0 the configuration password), 8 bytes each
+    /// (a number not given holds the factory value, eight zero bytes).
+    public var stAreaRegisters: [UInt8]?
+    public var stPasswords: [UInt8: [UInt8]] = [:]
     /// A sensor tag's own log, for the simulator (`"sensorLog"` in the JSON form); nil for other tags.
     public var sensorLog: SensorLogImage?
 

@@ -42,6 +42,9 @@ public struct ChipProfile: Hashable, Sendable {
     public var inventoryRead = false
     /// NXP's READ SIGNATURE (0xBD: the image's signature) and GET NXP SYSTEM INFO (0xAB) (docs/reference/originality-signatures.md).
     public var nxpSecurity = false
+    /// ST25DV area security: READ CONFIGURATION (0xA0) of the area registers, PRESENT PASSWORD (0xB3), reads and
+    /// writes checked against the areas (docs/reference/tag-passwords.md, "ST25DV areas").
+    public var stAreas = false
 
     public struct SystemInfoFields: Hashable, Sendable {
         public let dsfid: Bool, afi: Bool, memorySize: Bool, icReference: Bool
@@ -97,7 +100,8 @@ public struct ChipProfile: Hashable, Sendable {
             "Write Multiple Blocks ≤ 4 blocks; 'From RF: typical 5 ms for 1 block': ST25DV datasheet, ST forum (docs/reference/iso15693.md Part 2 §2.1)",
             "Read Multiple: 8-bit count, ≤ 256 blocks (docs/reference/iso15693.md Part 2 §2.1)",
             "Fast reads 0xC0/0xC3/0xC4/0xC5 at 53 kbit/s: ST25DV datasheet feature list, RFAL rfal_st25xv.c (issue 14 research notes)",
-        ], fastReads: true)
+            "Areas (ENDAi, RFAiSS), READ CONFIGURATION, PRESENT PASSWORD and the errors 0x0F/0x10/0x12/0x15: ST25DV data sheets DocID027603 Rev 4 and DS13519 Rev 2 (docs/reference/tag-passwords.md)",
+        ], fastReads: true, stAreas: true)
 
     /// ST ST25TV02KC: 80 × 4-byte blocks, IC reference 0x08; its TruST25 originality signature in user memory (key
     /// id `K04S` in block 0x3F, the signature as 64 ASCII hex digits in blocks 0x40–0x4F), which an image carries in

@@ -17,16 +17,22 @@ public final class SimulatedTag {
     public internal(set) var state: TagState = .powerOff {
         didSet {
             // A power-on reset ends every password session.
-            if state == .powerOff { unlocked = [] }
+            if state == .powerOff {
+                unlocked = []
+                stSession = nil
+            }
         }
     }
+    /// The ST25DV RF security session open now (the password number presented right), until the field goes off
+    /// or another password is presented (ST25DV data sheet DS13519 §5.6.2).
+    public private(set) var stSession: UInt8?
     /// NXP passwords given right (SET PASSWORD) since the last power-on, by id.
     public private(set) var unlocked: Set<UInt8> = []
     /// The last GET RANDOM NUMBER's answer (the key SET PASSWORD's value is XORed with).
     var random: [UInt8] = [0, 0]
     /// Answers to GET RANDOM NUMBER come from this generator (seeded by the UID: a run is repeatable).
     var randomState: UInt64 = 0
-    /// SET PASSWORD requests received (a test counts attempts).
+    /// SET PASSWORD (NXP) and PRESENT PASSWORD (ST) requests received (a test counts attempts).
     public private(set) var passwordAttempts = 0
     /// Added to the profile's programming time (to inject a write slower than the reader waits).
     public var extraProgrammingTime: AirTime = .zero
@@ -193,6 +199,7 @@ public final class SimulatedTag {
             if (first.int..<(first.int + count)).contains(where: { !mayWrite($0) }) {
                 return answer(.error(.unknownError))
             }
+            if let e = stWriteError(first.int, count) { return answer(.error(e)) }
             guard data.count == count * image.blockSize else { return answer(.error(.commandNotRecognized)) }
             if image.locked[first.int..<(first.int + count)].contains(true) { return answer(.error(.blockLocked)) }
             let commit = { [self] in
@@ -238,6 +245,7 @@ public final class SimulatedTag {
         case let .readSingleBlock(b), let .extendedReadSingleBlock(b):
             guard inRange(b, 1) else { return answer(.error(p.blockOutOfRangeError)) }
             if !mayRead(b.int) { return answer(.error(.unknownError)) }
+            if !stMayRead(b.int) { return answer(.error(.blockReadProtected)) }
             return answer(blocks(b, 1))
         case let .readMultipleBlocks(f, n), let .extendedReadMultipleBlocks(f, n):
             // A chip that reads one block at a time has no Read Multiple Blocks at all.
@@ -245,7 +253,7 @@ public final class SimulatedTag {
             guard inRange(f, n) else { return answer(.error(p.blockOutOfRangeError)) }
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
             if (f.int..<(f.int + n)).contains(where: { !mayRead($0) }) { return answer(.error(.unknownError)) }
-            return answer(blocks(f, n))
+            return stReadMultiple(f, n, blocks)
         case let .writeSingleBlock(b, d), let .extendedWriteSingleBlock(b, d):
             return write(b, 1, d)
         case let .writeMultipleBlocks(f, n, d), let .extendedWriteMultipleBlocks(f, n, d):
@@ -290,7 +298,7 @@ public final class SimulatedTag {
             }
             guard inRange(first, n) else { return answer(.error(p.blockOutOfRangeError)) }
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
-            return answer(blocks(first, n))
+            return stReadMultiple(first, n, blocks)
         case let .custom(code, manufacturer, parameters)
         where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.getRandomNumber:
             guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
@@ -332,6 +340,28 @@ public final class SimulatedTag {
                 image.protectionPointer ?? 0, image.protectionPointer == nil ? 0 : image.protectionCondition,
             ]
             return answer(.data(protection + [locks] + (0..<4).map { UInt8(truncatingIfNeeded: features >> (8 * $0)) }))
+        case let .custom(code, manufacturer, parameters)
+        where p.stAreas && manufacturer == .stMicroelectronics && code == STSecurity.readConfiguration:
+            guard parameters.count == 1 else { return answer(.error(.commandNotRecognized)) }
+            guard let i = STSecurity.areaRegisters.firstIndex(of: parameters[0]) else {
+                return answer(.error(.blockNotAvailable))
+            }
+            return answer(.data([stRegisters[i]]))
+        case let .custom(code, manufacturer, parameters)
+        where p.stAreas && manufacturer == .stMicroelectronics && code == STSecurity.presentPassword:
+            guard parameters.count == 1 + STSecurity.passwordLength else {
+                return answer(.error(.commandNotRecognized))
+            }
+            let number = parameters[0]
+            // "10h: the password number is incorrect" (the session stays as it is: DS13519).
+            guard number <= 3 else { return answer(.error(.blockNotAvailable)) }
+            passwordAttempts += 1
+            let expected = image.stPasswords[number] ?? Array(repeating: 0, count: STSecurity.passwordLength)
+            // Presenting any password closes the open session first, even when it fails.
+            stSession = nil
+            guard Array(parameters[1...]) == expected else { return answer(.error(.unknownError)) }
+            stSession = number
+            return answer(.done)
         case let .custom(code, manufacturer, parameters) where manufacturer == FM13.manufacturer && fm13 != nil:
             let memory = image.blocks.flatMap { $0 }
             switch fm13?.answer(code: code, parameters: parameters, userMemory: memory) {
@@ -357,6 +387,46 @@ public final class SimulatedTag {
     func mayWrite(_ block: Int) -> Bool {
         let g = guarded(block)
         return (!g.read || unlocked.contains(0x01)) && (!g.write || unlocked.contains(0x02))
+    }
+
+    /// The ST25DV area registers as they are now (the factory state when the image gives none: one area over the
+    /// whole memory, no protection; DS13519 §4.2.1).
+    var stRegisters: [UInt8] {
+        if let r = image.stAreaRegisters { return r }
+        let end = UInt8(clamping: max(0, image.blockCount / 8 - 1))
+        return [0, end, 0, end, 0, end, 0]
+    }
+
+    /// The ST25DV area of a block; nil on other chips.
+    func stArea(_ block: Int) -> STSecurity.Area? {
+        guard profile.stAreas, let areas = STSecurity.areas(registers: stRegisters, blockCount: image.blockCount)
+        else { return nil }
+        return areas.first { $0.firstBlock <= block && block <= $0.lastBlock }
+    }
+
+    /// Whether the open session is the one of the area's password.
+    func stOpen(_ a: STSecurity.Area) -> Bool { a.password != 0 && stSession == UInt8(a.password) }
+
+    func stMayRead(_ block: Int) -> Bool {
+        guard let a = stArea(block) else { return true }
+        return !a.readNeedsSession || stOpen(a)
+    }
+
+    /// An ST25DV write's error: 0x12 for a block whose area is closed or never writable, 0x0F for Write Multiple
+    /// Blocks across an area border (DS13519 p. 13, p. 90).
+    func stWriteError(_ first: Int, _ count: Int) -> ISOErrorCode? {
+        guard profile.stAreas, let a = stArea(first) else { return nil }
+        if first + count - 1 > a.lastBlock { return .unknownError }
+        if a.writeForbidden || (a.writeNeedsSession && !stOpen(a)) { return .blockLocked }
+        return nil
+    }
+
+    /// ST25DV Read Multiple Blocks "returns all blocks until reaching a non readable block" (DS13519 p. 94): the
+    /// blocks before the first read-protected one; error 0x15 when that is the first.
+    func stReadMultiple(_ first: BlockNumber, _ count: Int, _ blocks: (BlockNumber, Int) -> ResponseBody) -> Reply {
+        let readable = (first.int..<(first.int + count)).prefix { stMayRead($0) }.count
+        if readable == 0 { return answer(.error(.blockReadProtected)) }
+        return answer(blocks(first, readable))
     }
 
     /// GET MULTIPLE BLOCK PROTECTION STATUS's byte for a block: bit 0 locked, bit 1 read and bit 2 write protected by a

@@ -151,8 +151,8 @@ final class TagPlanReader {
                             data: data, security: security, decoded: decoded))
                     break
                 } catch {
-                    if case .tag = error, !unlockTried, uid.manufacturer == .nxp {
-                        // An error answer from an NXP chip: a page the read password guards?
+                    if !unlockTried, Self.mayBeGuarded(uid, error) {
+                        // A page or an area a password guards?
                         unlockTried = true
                         seenNow()
                         switch unlockForRead(uid, range) {
@@ -204,6 +204,18 @@ final class TagPlanReader {
         return Outcome(readings: readings, bound: bound, answered: true, facts: facts, memory: memory, rules: w.rules)
     }
 
+    /// Whether a failed read may be a page or area that a password guards: an error answer from an NXP chip; from
+    /// an ST chip an error answer (0x15 "read-protected") or fewer blocks than asked (an ST25DV's Read Multiple
+    /// stops at the first read-protected block).
+    static func mayBeGuarded(_ uid: UID, _ error: ClientError) -> Bool {
+        switch (uid.manufacturer, error) {
+        case (.nxp, .tag), (.stMicroelectronics, .tag), (.stMicroelectronics, .invalid),
+            (.stMicroelectronics, .malformed):
+            return true
+        default: return false
+        }
+    }
+
     enum ReadUnlock {
         /// The read password was accepted: read again.
         case retry
@@ -214,8 +226,9 @@ final class TagPlanReader {
         case notProtected
     }
 
-    /// A read of NXP blocks got an error answer: when the page is read-protected, the secrets file's read password
-    /// (docs/reference/tag-passwords.md) is given once, in this RF session, and the read is tried again. A rejected
+    /// A read of NXP blocks got an error answer (of ST25DV blocks: "read-protected"): when the page or area is
+    /// read-protected, the secrets file's password for it (docs/reference/tag-passwords.md) is given once, in this
+    /// RF session, and the read is tried again. A rejected
     /// password resets the field and is not given again until the secrets file changes or the agent restarts.
     private func unlockForRead(_ uid: UID, _ range: PlanRead) -> ReadUnlock {
         let file = config.secretsFile

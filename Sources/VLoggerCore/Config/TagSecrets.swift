@@ -3,7 +3,8 @@ import ISO15693
 
 /// The tags' passwords (`[security] secrets-file`, docs/reference/tag-passwords.md): a TOML file of `[[tag]]`
 /// tables, each naming its tags by `uid` (a UID, or a prefix ending in `*`) or by `asset` (the register's id), with
-/// the NXP ICODE passwords `nxp-read`, `nxp-write`, `nxp-privacy` (4 bytes in hex each). The file must be mode 0600
+/// the NXP ICODE passwords `nxp-read`, `nxp-write`, `nxp-privacy` (4 bytes in hex each) and the ST25DV RF area
+/// passwords `st-password-1` … `st-password-3` (8 bytes in hex each, sent as written). The file must be mode 0600
 /// or stricter, and owned by root when vlogger runs as root; it is refused otherwise. A password is never printed:
 /// this type's description says how many entries it has, errors name the file and the line.
 public struct TagSecrets: Sendable, CustomStringConvertible {
@@ -12,6 +13,7 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
         var prefix: String?
         var asset: String?
         var nxp: [UInt8: [UInt8]]
+        var st: [UInt8: [UInt8]] = [:]
     }
     var entries: [Entry] = []
 
@@ -22,13 +24,24 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
         "nxp-privacy": NXPSecurity.privacyPassword,
     ]
 
+    static let stKeys: [String: UInt8] = ["st-password-1": 1, "st-password-2": 2, "st-password-3": 3]
+
     /// The NXP password `id` for a tag: an entry for its UID first, then one for its asset, then the longest prefix.
     public func nxpPassword(_ id: UInt8, uid: UID, asset: String?) -> [UInt8]? {
-        if let e = entries.first(where: { $0.uid == uid && $0.nxp[id] != nil }) { return e.nxp[id] }
-        if let asset, let e = entries.first(where: { $0.asset == asset && $0.nxp[id] != nil }) { return e.nxp[id] }
+        lookup(uid: uid, asset: asset) { $0.nxp[id] }
+    }
+
+    /// The ST25DV RF password `number` (1–3) for a tag, found as `nxpPassword` finds its passwords.
+    public func stPassword(_ number: UInt8, uid: UID, asset: String?) -> [UInt8]? {
+        lookup(uid: uid, asset: asset) { $0.st[number] }
+    }
+
+    private func lookup(uid: UID, asset: String?, _ value: (Entry) -> [UInt8]?) -> [UInt8]? {
+        if let e = entries.first(where: { $0.uid == uid && value($0) != nil }) { return value(e) }
+        if let asset, let e = entries.first(where: { $0.asset == asset && value($0) != nil }) { return value(e) }
         let text = uid.description
-        return entries.filter { e in e.prefix.map { text.hasPrefix($0) } == true && e.nxp[id] != nil }
-            .max { ($0.prefix?.count ?? 0) < ($1.prefix?.count ?? 0) }?.nxp[id]
+        return entries.filter { e in e.prefix.map { text.hasPrefix($0) } == true && value(e) != nil }
+            .max { ($0.prefix?.count ?? 0) < ($1.prefix?.count ?? 0) }.flatMap(value)
     }
 
     /// Reads and checks the file (its mode and owner first, then its content; every problem with its line).
@@ -78,7 +91,7 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
         let r = ConfigReader(file: file)
         let top = Section(r, table, name: "", keys: ["tag"])
         var out = TagSecrets()
-        for s in top.tables("tag", keys: ["uid", "asset", "comment"] + nxpKeys.keys.sorted()) {
+        for s in top.tables("tag", keys: ["uid", "asset", "comment"] + nxpKeys.keys.sorted() + stKeys.keys.sorted()) {
             var e = Entry(nxp: [:])
             if let u = s.string("uid") {
                 if u.hasSuffix("*") {
@@ -108,7 +121,18 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
                 }
                 e.nxp[id] = bytes
             }
-            if e.nxp.isEmpty { r.issue(s.line, "\(s.name): no password (nxp-read, nxp-write, nxp-privacy)") }
+            for (key, number) in stKeys {
+                guard let v = s.string(key) else { continue }
+                guard let bytes = try? Hex.parse(v), bytes.count == STSecurity.passwordLength else {
+                    r.issue(s.node(key)?.line ?? s.line, "\(s.name).\(key): 8 bytes in hex (16 hex digits)")
+                    continue
+                }
+                e.st[number] = bytes
+            }
+            if e.nxp.isEmpty && e.st.isEmpty {
+                r.issue(
+                    s.line, "\(s.name): no password (nxp-read, nxp-write, nxp-privacy, st-password-1 … st-password-3)")
+            }
             out.entries.append(e)
         }
         try r.finish()

@@ -32,6 +32,10 @@ public enum PasswordUnlock {
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
         secretsFile: String?, asset: String?
     ) throws(ClientError) -> Outcome {
+        if uid.manufacturer == .stMicroelectronics {
+            return try openST(
+                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
+        }
         guard uid.manufacturer == .nxp, first.int + count <= 256 else { return .open }
         let status: [UInt8]
         do { status = try client.nxpProtectionStatus(uid, first: first, count: count) } catch {
@@ -67,6 +71,56 @@ public enum PasswordUnlock {
             if case .rejected(let why) = try client.nxpSetPassword(uid, id: p.id, password: p.password) {
                 return .rejected("password rejected: the NXP \(p.name) password (\(why))")
             }
+        }
+        return .unlocked
+    }
+
+    /// ST25DV areas (docs/reference/tag-passwords.md, "ST25DV areas"): the area map (READ CONFIGURATION, no password),
+    /// the areas the blocks fall in, and PRESENT PASSWORD of the one RF password they need. Only one RF session is
+    /// open at a time, so blocks whose areas need different passwords are refused (write them area by area); a write
+    /// to an area whose writes are forbidden, or whose protection no password lifts, is refused before the air.
+    static func openST(
+        _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
+        secretsFile: String?, asset: String?
+    ) throws(ClientError) -> Outcome {
+        let memory = try client.memory(of: uid)
+        guard STSecurity.hasAreas(memory.model) else { return .open }
+        let areas = try client.stAreas(uid, blockCount: memory.blockCount)
+        let last = first.int + count - 1
+        let touched = areas.filter { $0.firstBlock <= last && first.int <= $0.lastBlock }
+        let blocks = "blocks \(first)+\(count)"
+        if purpose == .write, let a = touched.first(where: \.writeForbidden) {
+            return .refused("\(blocks): area \(a.number) of the ST25DV is never writable over RF (RW_PROTECTION 11b)")
+        }
+        let guarded = touched.filter {
+            purpose == .read ? $0.readNeedsSession : $0.writeNeedsSession || $0.readNeedsSession
+        }
+        guard !guarded.isEmpty else { return .open }
+        if let a = guarded.first(where: { $0.password == 0 }) {
+            return .refused(
+                "\(blocks): area \(a.number) of the ST25DV is protected and no RF password opens it (PWD_CTRL 00b)")
+        }
+        let numbers = Set(guarded.map(\.password))
+        guard numbers.count == 1, let number = numbers.first else {
+            return .refused(
+                "\(blocks) span areas \(guarded.map { String($0.number) }.joined(separator: ", ")) opened by different passwords (\(numbers.sorted().map { "RF_PWD_\($0)" }.joined(separator: ", "))); only one RF session is open at a time: write them area by area"
+            )
+        }
+        let what = "the ST25DV's RF_PWD_\(number) (area \(guarded.map { String($0.number) }.joined(separator: ", ")))"
+        guard let secretsFile else {
+            return .refused(
+                "\(blocks) are protected by \(what), and no secrets file is configured ([security] secrets-file)")
+        }
+        let secrets: TagSecrets
+        do { secrets = try TagSecrets.load(secretsFile) } catch {
+            return .refused("\(blocks) need \(what); the secrets file: \(error)")
+        }
+        guard let password = secrets.stPassword(UInt8(number), uid: uid, asset: asset) else {
+            return .refused(
+                "\(blocks) are protected by \(what); the secrets file has no st-password-\(number) for \(uid)")
+        }
+        if case .rejected(let why) = try client.stPresentPassword(uid, number: UInt8(number), password: password) {
+            return .rejected("password rejected: \(what) (\(why))")
         }
         return .unlocked
     }
