@@ -46,13 +46,14 @@ extension ISO15693Client {
     /// Makes a tag in NXP privacy mode answer again until its power is reset: GET RANDOM NUMBER and SET PASSWORD
     /// (privacy, 0x04), both non-addressed (the UID of a tag in privacy mode is not known). With several such tags
     /// in the field their answers collide: one tag at a time (docs/reference/tag-passwords.md).
-    public func nxpLeavePrivacy(password: [UInt8]) throws(ClientError) -> PasswordOutcome {
+    /// `retries`: of GET RANDOM NUMBER (nil: the client's).
+    public func nxpLeavePrivacy(password: [UInt8], retries: Int? = nil) throws(ClientError) -> PasswordOutcome {
         guard password.count == 4 else { throw ClientError.invalid("an NXP password is 4 bytes") }
         let flags = baseFlags
         let random = try send(
             Request(
                 .custom(code: NXPSecurity.getRandomNumber, manufacturer: .nxp, parameters: []), flags: flags,
-                addressing: .nonAddressed))
+                addressing: .nonAddressed), retries: retries)
         guard case .data(let r) = random.body, r.count == 2 else {
             throw ClientError.invalid("GET RANDOM NUMBER: no 2-byte answer (is a tag in privacy mode in the field?)")
         }

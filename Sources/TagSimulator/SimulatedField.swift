@@ -70,6 +70,8 @@ public final class SimulatedField {
     @discardableResult
     public func remove(_ uid: UID) -> SimulatedTag? {
         guard let i = tags.firstIndex(where: { $0.uid == uid }) else { return nil }
+        // Out of the field, the tag has no power: its password sessions and privacy opening end.
+        tags[i].state = .powerOff
         return tags.remove(at: i)
     }
 

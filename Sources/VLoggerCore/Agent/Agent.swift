@@ -65,6 +65,8 @@ public final class Agent {
     let tags: TagPlanReader
     /// Passwords the agent gave on its own (read, privacy), refused or rejected.
     let passwords = PasswordMemory()
+    /// Tags in NXP privacy mode the agent makes visible (`[security] privacy-tags`).
+    lazy var privacy = PrivacyUnlocker(log: log, passwords: passwords)
     let buffered = BufferedPolling()
     var client: ISO15693Client { session.client }
     /// `config.inventoryReadRange`, worked out once per configuration (it walks the plans).
@@ -242,6 +244,10 @@ public final class Agent {
             return report
         }
 
+        // Listed tags in privacy mode answer the inventory only after their privacy password.
+        privacy.run(
+            session, config: config, inField: Set(presence.inField),
+            asset: { [register] in register?.rows[$0.description]?["asset_id"] }, now: now)
         let quiet = config.stayQuiet && quietHolds
         var seen = Set<UID>()
         var lowerBound = AirTime.zero

@@ -286,6 +286,23 @@ public struct AgentConfig: Sendable {
     public var audit = AuditSettings()
     /// `[security] secrets-file`: the tags' passwords (`TagSecrets`), read when a write needs one; nil: none.
     public var secretsFile: String?
+    /// `[security] privacy-tags`: NXP tags in privacy mode the agent makes visible with their privacy password
+    /// (`nxp-privacy` in the secrets file) while they are not in the field (docs/reference/tag-passwords.md).
+    public var privacyTags: [UID] = []
+    /// `[security] privacy-unlock`: how the privacy password is given.
+    public var privacyUnlock = PrivacyUnlock.nonAddressed
+    /// `[security] privacy-interval`: how often the agent tries (each try costs a GET RANDOM NUMBER that times out
+    /// when no privacy tag is in the field).
+    public var privacyIntervalMs: Millis = 10_000
+
+    public enum PrivacyUnlock: String, CaseIterable, Sendable {
+        /// GET RANDOM NUMBER and SET PASSWORD without a UID, as Proxmark3, Flipper and the PN5180 library send them:
+        /// the form known to work on real chips; one privacy tag in the field at a time, one password for all.
+        case nonAddressed = "non-addressed"
+        /// Both addressed to each listed UID: several privacy tags and passwords at once; whether a real chip in
+        /// privacy mode answers an addressed request is not settled by any source read (Flipper's emulators do).
+        case addressed
+    }
 
     public init(file: String) { self.file = file }
 
@@ -557,8 +574,39 @@ public struct AgentConfig: Sendable {
             c.chartField = s.string("chart-field")
             c.templatesFolder = s.string("templates").map(c.resolve)
         }
-        if let s = top.subsection("security", keys: ["secrets-file"]) {
+        if let s = top.subsection(
+            "security", keys: ["secrets-file", "privacy-tags", "privacy-unlock", "privacy-interval"])
+        {
             c.secretsFile = s.string("secrets-file").map(c.resolve)
+            for text in s.strings("privacy-tags") ?? [] {
+                do {
+                    let uid = try UID(parsing: text)
+                    if uid.manufacturer != .nxp {
+                        r.issue(
+                            s.node("privacy-tags")?.line ?? s.line,
+                            "security.privacy-tags: \(uid) is not an NXP tag (privacy mode is NXP's: SLIX-L, SLIX2)")
+                    }
+                    c.privacyTags.append(uid)
+                } catch {
+                    r.issue(s.node("privacy-tags")?.line ?? s.line, "security.privacy-tags: '\(text)': \(error)")
+                }
+            }
+            c.privacyUnlock = s.choice("privacy-unlock", PrivacyUnlock.self) ?? c.privacyUnlock
+            if let ms = s.duration("privacy-interval") {
+                if ms < 1000 {
+                    r.issue(
+                        s.node("privacy-interval")?.line ?? s.line,
+                        "security.privacy-interval: at least 1s (each try costs air time)")
+                } else {
+                    c.privacyIntervalMs = ms
+                }
+            }
+            if !c.privacyTags.isEmpty, c.secretsFile == nil {
+                r.issue(
+                    s.node("privacy-tags")?.line ?? s.line,
+                    "security.privacy-tags: the privacy passwords come from the secrets file; set security.secrets-file"
+                )
+            }
         }
         if let s = top.subsection("sync", keys: SyncSettings.keys) {
             c.sync = SyncSettings.read(s, r, resolve: c.resolve)
