@@ -224,6 +224,40 @@ public struct ParserFuzzer {
                 if case .malformed = nxp { return info != nil || trust25 }
                 return true
             },
+            // The tags' secrets file (`[security] secrets-file`, docs/reference/tag-passwords.md): NXP and ST
+            // passwords by UID, prefix or asset; a bad value is named by its line, never repeated.
+            Target(
+                name: "secrets",
+                seeds: [
+                    "[[tag]]\nuid = \"E004010812345699\"\nnxp-write = \"A1B2C3D4\"\n",
+                    "[[tag]]\nuid = \"E0022600*\"\nst-password-1 = \"0011223344556677\"\n[[tag]]\nasset = \"P-1\"\nnxp-privacy = \"0F0F0F0F\"\n",
+                ].map { Array($0.utf8) }
+            ) { b in
+                guard let s = try? TagSecrets.parse(text(b), file: "secrets.toml") else { return false }
+                _ = s.nxpPassword(0x02, uid: UID(manufacturer: .nxp, serial: 1), asset: "P-1")
+                _ = s.stPassword(1, uid: UID(manufacturer: .stMicroelectronics, serial: 1), asset: nil)
+                return true
+            },
+            // An ST25DV's area registers as READ CONFIGURATION answers them (7 bytes), against memories of every
+            // size the first bytes say (docs/reference/tag-passwords.md, "ST25DV areas").
+            Target(
+                name: "st-areas",
+                seeds: [[0, 0xFF, 0, 0xFF, 0, 0xFF, 0, 0x07, 0xFF], [0, 0, 0x05, 0x01, 0x0A, 0x02, 0, 0x07, 0xFF]]
+            ) { b in
+                guard b.count >= 9 else { return false }
+                let blockCount = Int(b[7]) << 8 | Int(b[8]) + 1
+                guard let areas = STSecurity.areas(registers: Array(b[0..<7]), blockCount: blockCount) else {
+                    return false
+                }
+                // The areas cover the memory once, in order.
+                var next = 0
+                for a in areas {
+                    precondition(a.firstBlock == next && a.lastBlock >= a.firstBlock, "areas out of order")
+                    next = a.lastBlock + 1
+                }
+                precondition(next == blockCount, "areas do not cover the memory")
+                return true
+            },
             // The strict JSON reader on its own (the write API's bodies), with numbers, escapes and nesting.
             Target(
                 name: "strict-json",
