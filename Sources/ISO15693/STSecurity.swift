@@ -23,7 +23,7 @@ public enum STSecurity {
     }
 
     /// What an area allows over RF.
-    public struct Area: Equatable, Sendable {
+    public struct Area: Equatable, Sendable, CustomStringConvertible {
         /// 1…4.
         public var number: Int
         public var firstBlock: Int
@@ -42,6 +42,18 @@ public enum STSecurity {
         public init(number: Int, firstBlock: Int, lastBlock: Int, password: Int, protection: Int) {
             (self.number, self.firstBlock, self.lastBlock) = (number, firstBlock, lastBlock)
             (self.password, self.protection) = (password, protection)
+        }
+
+        /// The area in words: "area 2, blocks 0x008–0x00F: read open, write with RF_PWD_1".
+        public var description: String {
+            func hex(_ n: Int) -> String { "0x" + Hex.format([UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)], separator: "") }
+            let key = password == 0 ? "no password opens it" : "RF_PWD_\(password)"
+            let read = readNeedsSession ? (password == 0 ? "read closed" : "read with \(key)") : "read open"
+            let write =
+                writeForbidden
+                ? "write never"
+                : writeNeedsSession ? (password == 0 ? "write closed" : "write with \(key)") : "write open"
+            return "area \(number), blocks \(hex(firstBlock))–\(hex(lastBlock)): \(read), \(write)"
         }
 
         /// Writing is never allowed: RW_PROTECTION 11b.

@@ -6,6 +6,16 @@ import ISO15693
 extension ISO15693Client {
     /// The areas of an ST25DV with `blockCount` blocks: the seven area registers, read one by one.
     public func stAreas(_ uid: UID, blockCount: Int) throws(ClientError) -> [STSecurity.Area] {
+        let registers = try stAreaRegisters(uid)
+        guard let areas = STSecurity.areas(registers: registers, blockCount: blockCount) else {
+            throw ClientError.invalid(
+                "the ST25DV's area registers \(Hex.format(registers)) do not make an area map of \(blockCount) blocks")
+        }
+        return areas
+    }
+
+    /// The seven area registers (`STSecurity.areaRegisters`' order) as READ CONFIGURATION answers them.
+    public func stAreaRegisters(_ uid: UID) throws(ClientError) -> [UInt8] {
         var registers: [UInt8] = []
         for pointer in STSecurity.areaRegisters {
             let v = try custom(
@@ -15,11 +25,7 @@ extension ISO15693Client {
             }
             registers.append(v[0])
         }
-        guard let areas = STSecurity.areas(registers: registers, blockCount: blockCount) else {
-            throw ClientError.invalid(
-                "the ST25DV's area registers \(Hex.format(registers)) do not make an area map of \(blockCount) blocks")
-        }
-        return areas
+        return registers
     }
 
     /// PRESENT PASSWORD `number` (1–3) with `password` (8 bytes, sent as written). Sent once: a wrong password

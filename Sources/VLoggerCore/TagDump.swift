@@ -7,6 +7,18 @@ public enum TagDump {
     /// Memory layout, every block with its lock status, DSFID/AFI, IC reference.
     public static func dump(_ client: ISO15693Client, uid: UID) throws -> TagImage {
         let m = try client.memory(of: uid)
+        // ST25DV: the area registers (READ CONFIGURATION, no password), kept so that a simulated copy has the same
+        // areas; an area whose reads need a password cannot be dumped (the read would stop there).
+        var stRegisters: [UInt8]?
+        if STSecurity.hasAreas(m.model), let r = try? client.stAreaRegisters(uid),
+            let areas = STSecurity.areas(registers: r, blockCount: m.blockCount)
+        {
+            if let closed = areas.first(where: \.readNeedsSession) {
+                throw VLoggerError(
+                    "\(closed): its blocks cannot be read without the password, so the tag cannot be dumped whole")
+            }
+            stRegisters = r
+        }
         let blocks = try client.readBlocks(uid, first: 0, count: m.blockCount, security: true)
         var image = try TagImage(
             uid: uid, dsfid: m.info.dsfid ?? 0, afi: m.info.afi ?? 0, blockSize: m.blockSize,
@@ -31,6 +43,7 @@ public enum TagDump {
                 image.signature = s
             }
         }
+        image.stAreaRegisters = stRegisters
         return image
     }
 

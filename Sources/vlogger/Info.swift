@@ -19,6 +19,8 @@ struct Info: ParsableCommand {
             originality = "not read (\(error))"
         }
         let nxp = TagDump.nxpSystemInfo(session.client, uid)
+        // ST25DV: the areas and what each allows over RF (only reads: READ CONFIGURATION).
+        let areas = STSecurity.hasAreas(m.model) ? try? session.client.stAreas(uid, blockCount: m.blockCount) : nil
         if options.json {
             printJSON(
                 InfoJSON(
@@ -32,7 +34,8 @@ struct Info: ParsableCommand {
                         PageProtectionJSON(
                             pointer: WireBlock(Int($0.protectionPointer)), condition: WireByte($0.protectionCondition),
                             text: $0.protectionText, lockBits: WireByte($0.lockBits), locks: $0.locksText)
-                    }, nxpFeatures: nxp.map { WireHex(withUnsafeBytes(of: $0.features.littleEndian) { Array($0) }) }))
+                    }, nxpFeatures: nxp.map { WireHex(withUnsafeBytes(of: $0.features.littleEndian) { Array($0) }) },
+                    areas: areas?.map(\.description)))
             return
         }
         print("UID            \(uid)")
@@ -49,6 +52,7 @@ struct Info: ParsableCommand {
             say("Protection     \(nxp.protectionText) (GET NXP SYSTEM INFO)")
             say("Locks          \(nxp.locksText) (GET NXP SYSTEM INFO)")
         }
+        for (i, a) in (areas ?? []).enumerated() { say("\(i == 0 ? "Areas         " : "              ") \(a)") }
         print(airLine(session))
     }
 }

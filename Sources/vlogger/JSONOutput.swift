@@ -110,10 +110,13 @@ struct InfoJSON: Encodable {
     /// NXP ICODE: GET NXP SYSTEM INFO's page protection and feature flags (4 bytes, least significant first).
     var pageProtection: PageProtectionJSON?
     var nxpFeatures: WireHex?
+    /// ST25DV: the areas (READ CONFIGURATION of ENDAi and RFAiSS), each in words.
+    var areas: [String]?
     enum CodingKeys: String, CodingKey {
         case uid, manufacturerCode = "manufacturer_code", manufacturer, model, blockCount = "block_count"
         case blockSize = "block_size", source, addressing, writeNeedsOption = "write_needs_option", dsfid, afi
         case icReference = "ic_reference", originality, pageProtection = "page_protection", nxpFeatures = "nxp_features"
+        case areas
     }
 }
 

@@ -41,6 +41,36 @@ import DriverSim
         #expect(STSecurity.areas(registers: [0, 0x02, 0, 0x01, 0, 0xFF, 0], blockCount: 2048) == nil)
     }
 
+    /// `info` says what each area allows; `dump` keeps the registers, so a simulated copy has the same areas.
+    @Test func infoAndDumpShowTheAreas() throws {
+        let r = try Self.rig(secrets: nil)
+        let client = r.agent.session.client
+        let uid = try UID(parsing: Self.uid)
+        #expect(
+            try client.stAreas(uid, blockCount: 2048).map(\.description) == [
+                "area 1, blocks 0x0000–0x0007: read open, write open",
+                "area 2, blocks 0x0008–0x000F: read open, write with RF_PWD_1",
+                "area 3, blocks 0x0010–0x0017: read with RF_PWD_2, write with RF_PWD_2",
+                "area 4, blocks 0x0018–0x07FF: read open, write open",
+            ])
+        // Area 3's reads need RF_PWD_2: no whole dump, and the error says why.
+        do {
+            _ = try TagDump.dump(client, uid: uid)
+            Issue.record("a dump over a read-protected area")
+        } catch { #expect("\(error)".contains("area 3, blocks 0x0010–0x0017: read with RF_PWD_2"), "\(error)") }
+        // Area 3 writable with RF_PWD_2 but readable by all (RW_PROTECTION 01b): the dump keeps the registers.
+        var open = Self.registers
+        open[4] = 0x06
+        var image = r.tag.image
+        image.stAreaRegisters = open
+        let field = SimulatedField()
+        field.add(SimulatedTag(image: image, profile: .st25dv64k))
+        let dumped = try TagDump.dump(ReaderSession(reader: SimulatorReader.switchedOn(field)).client, uid: uid)
+        #expect(dumped.stAreaRegisters == open)
+        let back = try TagImageFormat.vlogger.decode(try TagImageFormat.vlogger.encode(dumped))
+        #expect(back.stAreaRegisters == open && back.stPasswords.isEmpty)
+    }
+
     struct Rig {
         let agent: Agent
         let store: Store
