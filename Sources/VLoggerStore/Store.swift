@@ -310,6 +310,14 @@ public final class Store: @unchecked Sendable {
             ) WITHOUT ROWID;
             """
         ),
+        // The rule excursions of a sensor log still open at the last record read (JSON, the agent's own form),
+        // committed with that record's reading: an excursion that spans two visits, or a restart, is reported once.
+        (
+            "019-sensor-excursions",
+            """
+            ALTER TABLE sensor_sessions ADD COLUMN excursions TEXT NOT NULL DEFAULT '{}';
+            """
+        ),
     ]
 
     /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.
@@ -875,13 +883,14 @@ public final class Store: @unchecked Sendable {
             for p in batch.sensorProgress {
                 let st = try db.prepare(
                     """
-                    INSERT INTO sensor_sessions(uid, session, kind, records, updated_at) VALUES(?,?,?,?,?)
+                    INSERT INTO sensor_sessions(uid, session, kind, records, updated_at, excursions)
+                    VALUES(?1, ?2, ?3, ?4, ?5, coalesce(?6, '{}'))
                     ON CONFLICT(uid, session) DO UPDATE SET records = max(records, excluded.records),
-                        updated_at = excluded.updated_at
+                        updated_at = excluded.updated_at, excursions = coalesce(?6, excursions)
                     """)
                 try st.bind([
                     .text(p.uid.description), .text(p.session), .text(p.kind), .integer(Int64(p.records)),
-                    .integer(p.time),
+                    .integer(p.time), p.excursions.map { .text($0) } ?? .null,
                 ])
                 try st.step()
             }
@@ -967,6 +976,16 @@ public final class Store: @unchecked Sendable {
             let st = try db.prepare("SELECT records FROM sensor_sessions WHERE uid = ? AND session = ?")
             try st.bind([.text(uid.description), .text(session)])
             return try st.step() ? Int(st.int64(0)) : 0
+        }
+    }
+
+    /// The open rule excursions of a sensor tag's logging session, as the agent last committed them (JSON text; "{}"
+    /// when none or no such session).
+    public func sensorExcursions(uid: UID, session: String) throws(StoreError) -> String {
+        try withReader { db throws(StoreError) in
+            let st = try db.prepare("SELECT excursions FROM sensor_sessions WHERE uid = ? AND session = ?")
+            try st.bind([.text(uid.description), .text(session)])
+            return try st.step() ? (st.text(0) ?? "{}") : "{}"
         }
     }
 
@@ -1076,12 +1095,15 @@ public struct SensorProgress: Sendable, Equatable {
     /// Records of the session stored, counting these.
     public var records: Int
     public var time: Millis
-    public init(uid: UID, session: String, kind: String, records: Int, time: Millis) {
+    /// The open rule excursions after these records (JSON text); nil: unchanged.
+    public var excursions: String?
+    public init(uid: UID, session: String, kind: String, records: Int, time: Millis, excursions: String? = nil) {
         self.uid = uid
         self.session = session
         self.kind = kind
         self.records = records
         self.time = time
+        self.excursions = excursions
     }
 }
 

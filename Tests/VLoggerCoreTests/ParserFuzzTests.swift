@@ -18,7 +18,7 @@ import ParserFuzzing
                 "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame",
                 "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "stream-query",
                 "read-query", "originality",
-                "values", "template", "sensor-answers",
+                "values", "template", "sensor-answers", "secrets", "st-areas",
             ])
         for target in targets {
             #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")

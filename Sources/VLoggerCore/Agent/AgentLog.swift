@@ -48,7 +48,14 @@ final class AgentLog {
             time: clock.now(), gateway: gatewayID, reader: readerConfig.id, location: readerConfig.location, uid: uid,
             kind: kind, name: name, severity: severity, detail: detail)
         writer.add(e)
+        announce(e)
+    }
+
+    /// An event already on its way to the store (committed with the rows it is about): to `onEvent`, the log and the
+    /// counters.
+    func announce(_ e: Event) {
         onEvent?(e)
+        let (kind, uid, name, severity, detail) = (e.kind, e.uid, e.name, e.severity, e.detail)
         switch kind {
         case .violation:
             logger.log(

@@ -193,7 +193,11 @@ final class TagPlanReader {
             do {
                 let o = try collector.collect(
                     client, uid, kind: kind, reader: log.readerConfig.id, location: log.readerConfig.location,
-                    now: { now }, maxPieces: plan.sensorLogPieces)
+                    now: { now }, maxPieces: plan.sensorLogPieces, rules: w.rules, register: rules.register,
+                    onEvent: { [log] e in
+                        if e.kind == .violation { log.counters.violations += 1 }
+                        log.announce(e)
+                    })
                 sensorDue[uid] = o.complete ? o.intervalSeconds.map { now + Millis($0) * 1000 } : nil
             } catch {
                 log.event(

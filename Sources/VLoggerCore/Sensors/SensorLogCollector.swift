@@ -39,10 +39,13 @@ public struct SensorLogCollector {
     }
 
     /// Reads up to `maxPieces` pieces of the tag's log after what the store has of its session and commits each
-    /// piece with the session's progress (a tag that leaves mid-read loses nothing already committed).
+    /// piece with the session's progress (a tag that leaves mid-read loses nothing already committed). `rules`: the
+    /// rules that apply to the tag; those that watch a field judge every record (`LogJudge`), their events
+    /// committed with the records; `onEvent` sees them after the commit.
     public func collect(
         _ client: ISO15693Client, _ uid: UID, kind: any SensorKind, reader: String?, location: String?,
-        now: () -> Millis, maxPieces: Int = .max
+        now: () -> Millis, maxPieces: Int = .max, rules: [Rule] = [], register: AssetRegister? = nil,
+        onEvent: (Event) -> Void = { _ in }
     ) throws -> Outcome {
         let info = try kind.info(client, uid, measure: false, wait: { _ in })
         var outcome = Outcome(kind: kind.id, session: info.session, total: info.recordCount ?? 0)
@@ -51,28 +54,62 @@ public struct SensorLogCollector {
         var have = try store.sensorRecords(uid: uid, session: session)
         outcome.have = have
         guard have < outcome.total else { return outcome }
+        var judge = LogJudge(
+            uid: uid, rules: rules, register: register,
+            base: Event(
+                time: 0, gateway: gateway, reader: reader, location: location, uid: uid, kind: .violation, name: "",
+                severity: .info, detail: ""),
+            state: judgeState(rules, uid: uid, session: session))
         var pieces = 0
-        try kind.log(client, uid, info: info, from: have) { records in
-            guard !records.isEmpty else { return false }
-            let t = now()
-            var batch = Batch()
-            for r in records {
-                var decoded = r.values.map { (name: $0.name, value: FieldValue.number($0.value)) }
-                decoded.append((name: "log_record", value: .integer(Int64(r.index))))
-                decoded.append((name: "read_at", value: .text(TimeSpec.format(t))))
-                batch.readings.append(
-                    Reading(
-                        time: r.time ?? t, gateway: gateway, reader: reader, location: location, uid: uid,
-                        first: BlockNumber(exactly: r.block) ?? 0, count: 1, data: r.raw, decoded: decoded))
+        var failure: (any Error)?
+        do {
+            try kind.log(client, uid, info: info, from: have) { records in
+                guard !records.isEmpty else { return false }
+                let t = now()
+                var batch = Batch()
+                for r in records {
+                    var decoded = r.values.map { (name: $0.name, value: FieldValue.number($0.value)) }
+                    decoded.append((name: "log_record", value: .integer(Int64(r.index))))
+                    decoded.append((name: "read_at", value: .text(TimeSpec.format(t))))
+                    batch.readings.append(
+                        Reading(
+                            time: r.time ?? t, gateway: gateway, reader: reader, location: location, uid: uid,
+                            first: BlockNumber(exactly: r.block) ?? 0, count: 1, data: r.raw, decoded: decoded))
+                }
+                if judge.isActive { batch.events = judge.judge(records, readAt: t) }
+                have = max(have, (records.last?.index ?? have) + 1)
+                batch.sensorProgress = [
+                    SensorProgress(
+                        uid: uid, session: session, kind: kind.id, records: have, time: t,
+                        excursions: judge.isActive ? judge.state : nil)
+                ]
+                try writer.commit(batch)
+                batch.events.forEach(onEvent)
+                outcome.stored += records.count
+                outcome.have = have
+                pieces += 1
+                return pieces < maxPieces
             }
-            have = max(have, (records.last?.index ?? have) + 1)
-            batch.sensorProgress = [SensorProgress(uid: uid, session: session, kind: kind.id, records: have, time: t)]
+        } catch { failure = error }
+        // The visit ends (read to the end, its pieces spent, or the tag gone): excursions still open are reported.
+        let open = judge.isActive ? judge.endOfVisit() : []
+        if !open.isEmpty {
+            var batch = Batch()
+            batch.events = open
+            batch.sensorProgress = [
+                SensorProgress(
+                    uid: uid, session: session, kind: kind.id, records: have, time: now(), excursions: judge.state)
+            ]
             try writer.commit(batch)
-            outcome.stored += records.count
-            outcome.have = have
-            pieces += 1
-            return pieces < maxPieces
+            open.forEach(onEvent)
         }
+        if let failure { throw failure }
         return outcome
+    }
+
+    /// The session's open excursions as committed ("{}" without rules: nothing is read).
+    private func judgeState(_ rules: [Rule], uid: UID, session: String) -> String {
+        guard rules.contains(where: { $0.check.watchedField != nil }) else { return "{}" }
+        return (try? store.sensorExcursions(uid: uid, session: session)) ?? "{}"
     }
 }
