@@ -2,7 +2,7 @@
 /// command: one code means different things on different chips. From docs/reference/iso15693.md §2.2:
 /// NXP ICODE from Proxmark3 `include/protocols.h` (the names its `annotateIso15693` prints) and Flipper
 /// `slix_i.h`; ST25DV/ST25TV from ST's RFAL (`rfal_st25xv.h`) and ST25DV driver; TI Tag-it HF-I Pro and Fujitsu
-/// MB89R118 from FEIG's ID ISC manuals; EM Microelectronic from a comment in Proxmark3's `protocols.h`. Codes a
+/// MB89R118 from FEIG's ID ISC manuals; EM Microelectronic from a comment in Proxmark3's `protocols.h`; Fudan from its FM13 SDK. Codes a
 /// source does not settle (TI Tag-it HF-I Plus 0xA2/0xA3) are left unnamed, and no public source lists IDS's.
 public enum CustomCommands {
     /// Names by manufacturer and code.
@@ -36,6 +36,12 @@ public enum CustomCommands {
             0xB1: "Fujitsu Fast Inventory", 0xC3: "Fujitsu Fast Read Multiple Blocks",
             0xC4: "Fujitsu Fast Write Multiple Blocks", 0xD1: "Fujitsu Fast Write EAS",
             0xD5: "Fujitsu Fast Read Multiple Blocks Unlimited",
+        ],
+        // Fudan FM13HT160-T5T: the commands its SDK sends (FudanMicro/FM13DT160 `InstructMap.java`;
+        // docs/reference/sensor-tags.md).
+        ManufacturerCode(0x1D): [
+            0xB1: "Fudan Read Memory", 0xB3: "Fudan Write Memory", 0xC0: "Fudan Measure", 0xC2: "Fudan Start/Stop Log",
+            0xC5: "Fudan Write Register", 0xC6: "Fudan Read Register", 0xCF: "Fudan Status",
         ],
     ]
 

@@ -24,8 +24,32 @@ public enum FM13 {
         public static let writeMemory: UInt8 = 0xB3
         public static let measure: UInt8 = 0xC0
         public static let startStopLog: UInt8 = 0xC2
+        public static let writeRegister: UInt8 = 0xC5
         public static let readRegister: UInt8 = 0xC6
         public static let status: UInt8 = 0xCF
+    }
+
+    /// Start and stop of logging (C2), as Fudan's `InstructMap.java` sends them (cases 7 and 8): `00` then four zero
+    /// bytes starts the RTC log, `80` then four zero bytes stops it. (The Android demo app's own stop sends a
+    /// password scrambled from a random number instead: which one a chip insists on is not settled.)
+    public static let startLogParameters: [UInt8] = [0x00, 0, 0, 0, 0]
+    public static let stopLogParameters: [UInt8] = [0x80, 0, 0, 0, 0]
+    /// Where the SDK writes the planned number of records (16-bit little-endian).
+    public static let plannedRecords: UInt16 = 0xB094
+
+    /// Write Memory (B3) parameters: the address most significant byte first, length − 1, the bytes (1…4, as the
+    /// SDK writes them: `InstructMap.java` cases 13, 19, 20, 22).
+    public static func writeMemory(address: UInt16, bytes: [UInt8]) throws(SensorError) -> [UInt8] {
+        guard (1...4).contains(bytes.count) else {
+            throw SensorError.invalid("FM13 Write Memory of \(bytes.count) bytes: 1 to 4")
+        }
+        return [UInt8(address >> 8), UInt8(address & 0xFF), UInt8(bytes.count - 1)] + bytes
+    }
+
+    /// Write Register (C5) parameters: the register, then the value most significant byte first (`InstructMap.java`
+    /// cases 3 and 5: the delay `C0 84 00 minutes`, the interval `C0 85 high low`).
+    public static func writeRegister(_ register: UInt16, value: UInt16) -> [UInt8] {
+        [UInt8(register >> 8), UInt8(register & 0xFF), UInt8(value >> 8), UInt8(value & 0xFF)]
     }
 
     /// Registers read with C6.

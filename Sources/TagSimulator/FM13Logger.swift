@@ -19,6 +19,10 @@ public final class FM13Logger {
     public var currentCelsius: Double = 21.25
     /// A one-shot measurement started (C0 06 00) and not read yet.
     var measuring = false
+    /// The delay and interval written to the registers (C5), taken by the next START (C2 00).
+    var nextDelay: UInt16?, nextInterval: UInt16?
+    /// START and STOP commands received (a test counts them).
+    public private(set) var controls: [String] = []
 
     public init(startSeconds: UInt32, intervalSeconds: UInt16, delayMinutes: UInt16 = 0, logging: Bool = true) {
         self.startSeconds = startSeconds
@@ -86,6 +90,33 @@ public final class FM13Logger {
             let address = Int(parameters[0]) << 8 | Int(parameters[1])
             let length = FM13.answerLength(forRead: Int(parameters[3]) + 1)
             return read(address: address, length: length, userMemory: userMemory)
+        case FM13.Code.writeRegister:
+            guard parameters.count == 4 else { return .failure(.commandNotRecognized) }
+            let value = UInt16(parameters[2]) << 8 | UInt16(parameters[3])
+            switch UInt16(parameters[0]) << 8 | UInt16(parameters[1]) {
+            case FM13.Register.startDelay: nextDelay = value
+            case FM13.Register.interval: nextInterval = value
+            default: return .failure(.blockNotAvailable)
+            }
+            return .success([])
+        case FM13.Code.startStopLog:
+            switch parameters {
+            case FM13.startLogParameters:
+                // START: a new session from the time the SDK wrote at 0x0140 (big-endian), with the registers' delay
+                // and interval.
+                let at = Int(FM13.UserArea.startTime)
+                guard userMemory.count >= at + 4 else { return .failure(.unknownError) }
+                let start = FM13.bigEndian(userMemory[at..<(at + 4)])
+                controls.append("start")
+                restart(startSeconds: start, intervalSeconds: nextInterval)
+                if let d = nextDelay { delayMinutes = d }
+                return .success([])
+            case FM13.stopLogParameters:
+                controls.append("stop")
+                logging = false
+                return .success([])
+            default: return .failure(.commandNotRecognized)
+            }
         case FM13.Code.measure:
             switch parameters {
             case FM13.Measure.startTemperature:

@@ -362,6 +362,21 @@ public final class SimulatedTag {
             guard Array(parameters[1...]) == expected else { return answer(.error(.unknownError)) }
             stSession = number
             return answer(.done)
+        case let .custom(code, manufacturer, parameters)
+        where manufacturer == FM13.manufacturer && fm13 != nil && code == FM13.Code.writeMemory:
+            // Write Memory: user memory (the SDK's bookkeeping), or the planned record count.
+            guard parameters.count >= 4, Int(parameters[2]) + 1 == parameters.count - 3 else {
+                return answer(.error(.commandNotRecognized))
+            }
+            let address = Int(parameters[0]) << 8 | Int(parameters[1])
+            let bytes = Array(parameters[3...])
+            // Answered at once, like Fudan's other commands here (the chip's EEPROM time is in no source read).
+            if address + bytes.count <= image.blockCount * image.blockSize {
+                sense(block: 0, byte: address, bytes: bytes)
+                return answer(.done)
+            }
+            if address == Int(FM13.plannedRecords) { return answer(.done) }
+            return answer(.error(.blockNotAvailable))
         case let .custom(code, manufacturer, parameters) where manufacturer == FM13.manufacturer && fm13 != nil:
             let memory = image.blocks.flatMap { $0 }
             switch fm13?.answer(code: code, parameters: parameters, userMemory: memory) {

@@ -7,12 +7,13 @@ import VLoggerModel
 struct SensorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sensor",
-        abstract: "A sensor or logger tag's state and its own log (Fudan FM13 so far).",
+        abstract: "A sensor or logger tag's state, its own log, and the start and stop of its logging.",
         discussion: """
-            The tag's kind is recognised by its UID (docs/reference/sensor-tags.md). These commands only read: \
-            logging is started, stopped or configured by no command here, and never by a poll.
+            The tag's kind is recognised by its UID (docs/reference/sensor-tags.md). info and log only read. start \
+            and stop change the tag (start ends its current log) and are sent only with --yes; a poll never starts, \
+            stops or configures logging.
             """,
-        subcommands: [SensorInfoCommand.self, SensorLogCommand.self])
+        subcommands: [SensorInfoCommand.self, SensorLogCommand.self, SensorStartCommand.self, SensorStopCommand.self])
 }
 
 /// The tag and its sensor kind.
@@ -153,5 +154,84 @@ struct SensorInfoJSON: Encodable {
         sessionStart = i.start.map(TimeSpec.format)
         batteryOK = i.batteryOK
         current = Dictionary(i.current.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+    }
+}
+
+struct SensorStartCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "start",
+        abstract: "Start a new logging session on a sensor tag (its current log ends). Needs --yes.",
+        discussion: """
+            An FM13 gets Fudan's sequence: the delay and interval registers, the planned record count and the \
+            start time (now) in user memory, then START. Without --yes nothing is sent, the reader is not opened.
+            """)
+
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
+
+    @Option(help: "Time between two records: 30s, 5m, 1h (whole seconds, at most 65535 s).")
+    var interval: String
+
+    @Option(help: "Minutes before the first record (0…255).")
+    var delay = 0
+
+    @Option(help: "Records to take (default and most: the log's capacity; an FM13: 4864).")
+    var records: Int?
+
+    @Flag(help: "Send it: starting a log ends the tag's current one.")
+    var yes = false
+
+    func validate() throws {
+        let ms: Millis
+        do { ms = try DurationText.parse(interval) } catch { throw ValidationError("--interval: \(error)") }
+        guard ms % 1000 == 0, (1...65535).contains(ms / 1000) else {
+            throw ValidationError("--interval: whole seconds, 1 s to 65535 s (\(interval))")
+        }
+        guard (0...255).contains(delay) else { throw ValidationError("--delay: 0 to 255 minutes, not \(delay)") }
+        if let records, records < 1 { throw ValidationError("--records: at least 1, not \(records)") }
+        guard yes else {
+            throw ValidationError(
+                "starting a log ends the tag's current one; nothing was sent: run again with --yes to start it")
+        }
+    }
+
+    func run() throws {
+        let (session, uid, kind) = try sensorTarget(options)
+        guard kind.controls.contains(.start) else {
+            throw ValidationError("\(kind.name): vlogger cannot start its logging")
+        }
+        let seconds = Int((try? DurationText.parse(interval)) ?? 0) / 1000
+        let settings = LogSettings(
+            intervalSeconds: seconds, delayMinutes: delay, records: records ?? kind.logCapacity ?? 1,
+            start: Millis(Date().timeIntervalSince1970 * 1000))
+        let steps = try kind.startLog(session.client, uid, settings)
+        for s in steps { say("\(uid): \(s)") }
+        print(airLine(session))
+    }
+}
+
+struct SensorStopCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stop",
+        abstract: "Stop a sensor tag's logging (its log is kept). Needs --yes.")
+
+    @OptionGroup(title: "Reader and tag") var options: ReaderOptions
+
+    @Flag(help: "Send it: the tag stops recording.")
+    var yes = false
+
+    func validate() throws {
+        guard yes else {
+            throw ValidationError("stopping a log ends the tag's recording; nothing was sent: run again with --yes")
+        }
+    }
+
+    func run() throws {
+        let (session, uid, kind) = try sensorTarget(options)
+        guard kind.controls.contains(.stop) else {
+            throw ValidationError("\(kind.name): vlogger cannot stop its logging")
+        }
+        try kind.stopLog(session.client, uid)
+        say("\(uid): logging stopped; the log is kept")
+        print(airLine(session))
     }
 }

@@ -62,6 +62,34 @@ import Testing
         #expect(o["sessionStart"] as? String == "2025-11-24T16:00:00.000Z")
     }
 
+    /// Starting and stopping a log change the tag: without --yes each is refused before the reader is opened
+    /// (`--trace` shows nothing on the air), exit code 64; with --yes an FM13 gets Fudan's sequence, START last.
+    @Test func startAndStopOnlyWithYes() throws {
+        for args in [
+            ["sensor", "start", "--interval", "5m"], ["sensor", "stop"],
+            ["sensor", "start", "--interval", "5m", "--delay", "3"],
+        ] {
+            let r = try CLITests.run(args + ["--field", Self.field.path, "--trace"])
+            #expect(r.code == 64 && r.err.contains("nothing was sent") && r.err.contains("--yes"), "\(args): \(r.err)")
+            #expect(r.out.isEmpty, "\(args) sent: \(r.out)")
+        }
+        // Bad settings are refused before the air too, --yes or not.
+        let bad = try CLITests.run(
+            ["sensor", "start", "--interval", "1500ms", "--yes", "--field", Self.field.path, "--trace"])
+        #expect(bad.code == 64 && bad.err.contains("whole seconds") && bad.out.isEmpty, "\(bad.err)")
+        let start = try CLITests.run(
+            [
+                "sensor", "start", "--interval", "10m", "--records", "100", "--yes", "--field", Self.field.path,
+                "--trace",
+            ])
+        #expect(start.code == 0, "\(start.err)")
+        let sent = start.out.split(separator: "\n").filter { $0.hasPrefix(">>") && $0.contains("Fudan") }
+        #expect(sent.count == 7 && sent.last?.contains("Fudan Start/Stop Log") == true, "\(sent)")
+        #expect(start.out.contains("logging started"))
+        let stop = try CLITests.run(["sensor", "stop", "--yes", "--field", Self.field.path])
+        #expect(stop.code == 0 && stop.out.contains("logging stopped"), "\(stop.err)")
+    }
+
     /// A tag that is no sensor vlogger knows: a clear error naming the kinds, exit code 64 (usage), no trap.
     @Test func aTagOfNoKnownKindIsRefused() throws {
         let f = try CLITests.field()

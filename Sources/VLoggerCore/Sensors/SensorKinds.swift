@@ -66,9 +66,46 @@ public protocol SensorKind: Sendable {
     func log(
         _ client: ISO15693Client, _ uid: UID, info: SensorInfo, from: Int, piece: ([SensorRecord]) throws -> Bool
     ) throws
+    /// What of its logging vlogger can change (default: nothing), and how; only operators' commands call these.
+    var controls: Set<SensorControl> { get }
+    var logCapacity: Int? { get }
+    func startLog(_ client: ISO15693Client, _ uid: UID, _ settings: LogSettings) throws -> [String]
+    func stopLog(_ client: ISO15693Client, _ uid: UID) throws
+}
+
+/// How an operator starts a tag's logging (`vlogger sensor start`): never from a poll.
+public struct LogSettings: Sendable, Equatable {
+    public var intervalSeconds: Int
+    public var delayMinutes: Int
+    public var records: Int
+    /// The session's start, as the kind keeps it (an FM13: UNIX seconds in user memory).
+    public var start: Millis
+    public init(intervalSeconds: Int, delayMinutes: Int = 0, records: Int, start: Millis) {
+        self.intervalSeconds = intervalSeconds
+        self.delayMinutes = delayMinutes
+        self.records = records
+        self.start = start
+    }
+}
+
+/// What a kind lets an operator do to its logging.
+public enum SensorControl: String, Sendable, CaseIterable {
+    case start, stop
 }
 
 extension SensorKind {
+    /// What of its logging vlogger can change: nothing unless the kind says.
+    public var controls: Set<SensorControl> { [] }
+    /// How many records its log holds (nil: not known).
+    public var logCapacity: Int? { nil }
+    /// Starts a new logging session (the tag's current log is ended); returns the steps, in words.
+    public func startLog(_ client: ISO15693Client, _ uid: UID, _ settings: LogSettings) throws -> [String] {
+        throw SensorFailure("\(name): vlogger cannot start its logging")
+    }
+    public func stopLog(_ client: ISO15693Client, _ uid: UID) throws {
+        throw SensorFailure("\(name): vlogger cannot stop its logging")
+    }
+
     /// The whole log from `from` on, at once (`progress(read, total)` after each piece).
     public func log(_ client: ISO15693Client, _ uid: UID, from: Int, progress: (Int, Int) -> Void) throws -> (
         info: SensorInfo, records: [SensorRecord]
@@ -159,6 +196,56 @@ public struct FM13Kind: SensorKind {
             info.current = [SensorValue("temperature", t, unit: "°C")]
         }
         return info
+    }
+
+    public var controls: Set<SensorControl> { [.start, .stop] }
+    public var logCapacity: Int? { FM13.maxRecords }
+
+    /// Limits of the settings: the delay register takes one byte of minutes, the interval 16 bits of seconds, the
+    /// log 4,864 records (docs/reference/sensor-tags.md).
+    public static func check(_ s: LogSettings) throws(SensorFailure) {
+        guard (1...0xFFFF).contains(s.intervalSeconds) else {
+            throw SensorFailure("FM13: the interval is 1 to 65535 seconds, not \(s.intervalSeconds)")
+        }
+        guard (0...0xFF).contains(s.delayMinutes) else {
+            throw SensorFailure("FM13: the start delay is 0 to 255 minutes, not \(s.delayMinutes)")
+        }
+        guard (1...FM13.maxRecords).contains(s.records) else {
+            throw SensorFailure("FM13: the log holds 1 to \(FM13.maxRecords) records, not \(s.records)")
+        }
+        guard s.start >= 0, s.start / 1000 <= Millis(UInt32.max) else {
+            throw SensorFailure("FM13: the start time does not fit the chip's 32-bit seconds")
+        }
+    }
+
+    /// Fudan's sequence (`InstructMap.java`): the delay and interval registers (C5), the planned record count at
+    /// 0xB094 and the SDK's bookkeeping (delay 0x0110, interval 0x0114, start 0x0140, big-endian) by Write Memory
+    /// (B3), then START (C2 00). The start time is the moment of the command, as the Android SDK writes it.
+    public func startLog(_ client: ISO15693Client, _ uid: UID, _ s: LogSettings) throws -> [String] {
+        try Self.check(s)
+        let interval = UInt16(s.intervalSeconds), delay = UInt16(s.delayMinutes), records = UInt16(s.records)
+        let start = UInt32(s.start / 1000)
+        var done: [String] = []
+        _ = try custom(client, uid, FM13.Code.writeRegister, FM13.writeRegister(FM13.Register.startDelay, value: delay))
+        _ = try custom(
+            client, uid, FM13.Code.writeRegister, FM13.writeRegister(FM13.Register.interval, value: interval))
+        done.append("registers: delay \(delay) min, interval \(interval) s")
+        for (address, bytes) in [
+            (FM13.plannedRecords, [UInt8(records & 0xFF), UInt8(records >> 8)]),
+            (FM13.UserArea.delayMinutes, [UInt8(delay >> 8), UInt8(delay & 0xFF)]),
+            (FM13.UserArea.intervalSeconds, [UInt8(interval >> 8), UInt8(interval & 0xFF)]),
+            (FM13.UserArea.startTime, [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: start >> $0) }),
+        ] {
+            _ = try custom(client, uid, FM13.Code.writeMemory, try FM13.writeMemory(address: address, bytes: bytes))
+        }
+        done.append("planned records \(records), start \(TimeSpec.format(Millis(start) * 1000)) written")
+        _ = try custom(client, uid, FM13.Code.startStopLog, FM13.startLogParameters)
+        done.append("logging started")
+        return done
+    }
+
+    public func stopLog(_ client: ISO15693Client, _ uid: UID) throws {
+        _ = try custom(client, uid, FM13.Code.startStopLog, FM13.stopLogParameters)
     }
 
     public func log(
