@@ -30,6 +30,36 @@ public enum SmarTag {
             UInt32(second & 0x3F) | UInt32(minute & 0x3F) << 6 | UInt32(hour & 0x1F) << 12
                 | UInt32(month & 0x0F) << 17 | UInt32(day & 0x1F) << 21 | UInt32((year - 2018) & 0x3F) << 26
         }
+        /// The date and time as UNIX seconds, reading the fields as UTC (the tag keeps no zone: it counts from the time
+        /// its configuring phone gave it). Days from the civil date by the proleptic Gregorian rule.
+        public var unixSeconds: Int64 {
+            let y = Int64(month <= 2 ? year - 1 : year), m = Int64(month), d = Int64(day)
+            let era = (y >= 0 ? y : y - 399) / 400
+            let yoe = y - era * 400
+            let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
+            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+            let days = era * 146_097 + doe - 719_468
+            return days * 86_400 + Int64(hour) * 3600 + Int64(minute) * 60 + Int64(second)
+        }
+
+        /// The cell for a UNIX time (UTC), as the simulator writes samples.
+        public static func cell(unixSeconds t: Int64) -> UInt32 {
+            let days = t >= 0 ? t / 86_400 : (t - 86_399) / 86_400
+            let secs = t - days * 86_400
+            let z = days + 719_468
+            let era = (z >= 0 ? z : z - 146_096) / 146_097
+            let doe = z - era * 146_097
+            let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+            let mp = (5 * doy + 2) / 153
+            let d = doy - (153 * mp + 2) / 5 + 1
+            let m = mp < 10 ? mp + 3 : mp - 9
+            let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+            return cell(
+                year: Int(y), month: Int(m), day: Int(d), hour: Int(secs / 3600), minute: Int(secs % 3600 / 60),
+                second: Int(secs % 60))
+        }
+
         /// Whether the fields make a date (a cell of an empty ring slot does not).
         public var isValid: Bool {
             (1...12).contains(month) && (1...31).contains(day) && hour < 24 && minute < 60 && second < 60
@@ -89,26 +119,22 @@ public enum SmarTag {
         }
     }
 
-    /// The ring buffer's samples, oldest first: `payload` holds the cells from the record payload's start up to
-    /// its last cell; `header` says how many samples there are and where the next goes.
-    public static func samples(payload: [UInt8], header: Header) throws(SensorError) -> [(
+    /// The ring buffer's samples, oldest first: `payload` holds the cells from the record payload's start (cell 0,
+    /// at block `origin` of the tag) up to the cell before the tag's last (ST: "the last cell is used for the TLV");
+    /// `header` says how many samples there are and where the next goes. The next-sample pointer is a byte address
+    /// of the whole memory, as the tag's I²C side writes it: ÷ 4 for the RF block (`SamplePositionCell.kt`
+    /// `unpackSamplePosition`).
+    public static func samples(payload: [UInt8], header: Header, origin: Int = 0) throws(SensorError) -> [(
         time: Timestamp, value: Value
     )] {
-        let cells = payload.count / 4
-        let slots = (cells - firstSampleCell) / 2
+        let slots = ringSlots(cells: payload.count / 4)
         guard slots > 0 else { return [] }
         let stored = min(header.sampleCount, slots)
-        // The next sample's slot; the oldest is there too once the ring has wrapped.
-        let nextCell = header.nextSampleByte / 4
-        let next =
-            nextCell >= firstSampleCell && nextCell < firstSampleCell + slots * 2
-            ? (nextCell - firstSampleCell) / 2 : 0
-        let first = header.sampleCount > slots ? next : 0
+        let first = oldestSlot(header: header, origin: origin, slots: slots)
         var out: [(time: Timestamp, value: Value)] = []
         out.reserveCapacity(stored)
         for k in 0..<stored {
-            let slot = (first + k) % slots
-            let at = (firstSampleCell + slot * 2) * 4
+            let at = (firstSampleCell + ((first + k) % slots) * 2) * 4
             out.append(
                 (
                     Timestamp(cell: try cell(payload[at..<(at + 4)])),
@@ -116,5 +142,94 @@ public enum SmarTag {
                 ))
         }
         return out
+    }
+
+    /// Sample slots in a ring of `cells` cells from the payload's start: two cells each from cell 0x10 (ST:
+    /// `maxSample = (lastDataSample − firstDataSamplePtr) / 2`).
+    public static func ringSlots(cells: Int) -> Int { max(0, (cells - firstSampleCell) / 2) }
+
+    /// The slot of the oldest sample: the next sample's slot once the ring has wrapped, else slot 0 (ST's
+    /// `readDataSample`).
+    public static func oldestSlot(header: Header, origin: Int, slots: Int) -> Int {
+        guard header.sampleCount > slots, slots > 0 else { return 0 }
+        let next = header.nextSampleByte / 4 - origin - firstSampleCell
+        return next >= 0 && next < slots * 2 ? next / 2 : 0
+    }
+
+    /// The block where the SmarTag record's payload starts (the origin of the cell map), found as ST's app walks the
+    /// NDEF area (`SmarTag.kt` `findSmarTagRecord`): records from cell 2 (cell 3 after an 8-byte capability
+    /// container), each record's size in whole cells; the payload of the `st.com:smartag` external record starts at
+    /// its cell plus (header + type + id length) ÷ 4. `memory`: the tag's first blocks (4 bytes each).
+    public static func origin(memory: [UInt8]) throws(SensorError) -> Int {
+        guard memory.count >= 8, memory[0] == 0xE1 || memory[0] == 0xE2 else {
+            throw SensorError.malformed("no NDEF capability container in block 0")
+        }
+        var offset = memory[2] == 0 ? 3 : 2
+        while offset * 4 + 3 <= memory.count {
+            let at = offset * 4
+            let flags = memory[at]
+            let short = flags & 0x10 != 0, hasID = flags & 0x08 != 0
+            let headerLength = 2 + (short ? 1 : 4) + (hasID ? 1 : 0)
+            guard at + headerLength <= memory.count else { break }
+            let typeLength = Int(memory[at + 1])
+            var payloadLength = Int(memory[at + 2])
+            if !short {
+                payloadLength = (2...5).reduce(0) { $0 << 8 | Int(memory[at + $1]) }
+            }
+            let idLength = hasID ? Int(memory[at + headerLength - 1]) : 0
+            let typeAt = at + headerLength
+            if flags & 0x07 == 0x04, typeAt + typeLength <= memory.count,
+                String(decoding: memory[typeAt..<(typeAt + typeLength)], as: UTF8.self) == recordType
+            {
+                return offset + (headerLength + typeLength + idLength) / 4
+            }
+            let size = headerLength + typeLength + idLength + payloadLength
+            guard flags & 0x40 == 0, size >= 4 else { break }  // the last record (ME), or no progress
+            offset += size / 4
+        }
+        throw SensorError.malformed("no \(recordType) record in the NDEF message")
+    }
+
+    /// A SmarTag's memory as ST's firmware lays it out, for the simulator and tests: an ST25DV's 8-byte capability
+    /// container, the NDEF TLV with a 3-byte length, one external record `st.com:smartag` with a 4-byte payload length
+    /// (its 20-byte header and type end on a cell: the payload, the cell map, starts at block 8), the header cells and
+    /// the ring of samples; the TLV terminator in the last block. `samples`: (UNIX seconds, °C) oldest first; more
+    /// than the ring holds wrap round, as the firmware's do.
+    public static func memory(blockCount: Int, intervalSeconds: Int, start: Int64, samples: [(Int64, Int)]) -> [UInt8] {
+        var m = [UInt8](repeating: 0, count: blockCount * 4)
+        func put(_ block: Int, _ v: UInt32) {
+            for k in 0..<4 { m[block * 4 + k] = UInt8(truncatingIfNeeded: v >> (8 * k)) }
+        }
+        let blocksOfMemory = UInt16(clamping: blockCount * 4 / 8)
+        m.replaceSubrange(
+            0..<8, with: [0xE2, 0x40, 0x00, 0x01, 0x00, 0x00, UInt8(blocksOfMemory >> 8), UInt8(blocksOfMemory & 0xFF)])
+        let origin = 8
+        let payloadLength = (blockCount - 1 - origin) * 4
+        let tlvLength = 20 + payloadLength
+        m.replaceSubrange(8..<12, with: [0x03, 0xFF, UInt8(tlvLength >> 8 & 0xFF), UInt8(tlvLength & 0xFF)])
+        let header: [UInt8] =
+            [0xC4, UInt8(recordType.utf8.count)]
+            + [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: payloadLength >> $0) }
+            + Array(recordType.utf8)
+        m.replaceSubrange(12..<(12 + header.count), with: header)
+        m[(blockCount - 1) * 4] = 0xFE
+        // Cell 0: firmware version; 1: interval, mode 1 (sampling), temperature enabled; 2: the start.
+        put(origin + 0, 0x0001_0200)
+        put(origin + 1, UInt32(intervalSeconds & 0xFFFF) | 1 << 16 | 1 << 24)
+        put(origin + 2, Timestamp.cell(unixSeconds: start))
+        let slots = ringSlots(cells: blockCount - 1 - origin)
+        var next = 0
+        var hi = Int.min, lo = Int.max
+        for (t, c) in samples where slots > 0 {
+            put(origin + firstSampleCell + next * 2, Timestamp.cell(unixSeconds: t))
+            put(origin + firstSampleCell + next * 2 + 1, Value.cell(temperature: c))
+            next = (next + 1) % slots
+            hi = max(hi, c)
+            lo = min(lo, c)
+        }
+        if !samples.isEmpty { put(origin + 10, UInt32((hi + 40) & 0xFF) | UInt32((lo + 40) & 0xFF) << 8) }
+        let nextByte = (origin + firstSampleCell + next * 2) * 4
+        put(origin + 15, UInt32(min(samples.count, 0xFFFF)) | UInt32(nextByte & 0xFFFF) << 16)
+        return m
     }
 }

@@ -206,8 +206,8 @@ enum VLoggerImageCodec {
             throw TagImageError(
                 "'sensorLog': unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
         }
-        guard let kind = o["kind"] as? String, kind == "fm13" else {
-            throw TagImageError("'sensorLog.kind' must be \"fm13\" (the simulated logger kinds so far)")
+        guard let kind = o["kind"] as? String, kind == "fm13" || kind == "smartag" else {
+            throw TagImageError("'sensorLog.kind' must be \"fm13\" or \"smartag\" (the simulated logger kinds)")
         }
         guard let start = o["start"] as? Int, let s = UInt32(exactly: start) else {
             throw TagImageError("'sensorLog.start' must be UNIX seconds (0 to 4294967295)")
@@ -241,6 +241,10 @@ enum VLoggerImageCodec {
                 log.celsius.append(n)
             }
             guard log.celsius.count <= 4864 else { throw TagImageError("'sensorLog.celsius': at most 4864 records") }
+            // A SmarTag's value cell holds whole degrees from -40 to 86 (7 bits, v - 40; 0x7F is "none").
+            if kind == "smartag", log.celsius.contains(where: { $0 != $0.rounded() || $0 < -40 || $0 > 86 }) {
+                throw TagImageError("'sensorLog.celsius': a SmarTag logs whole degrees from -40 to 86")
+            }
         }
         if let c = o["current"] {
             guard let n = (c as? NSNumber)?.doubleValue, n.isFinite, n >= -128, n <= 127.75 else {

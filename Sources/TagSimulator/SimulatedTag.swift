@@ -69,6 +69,16 @@ public final class SimulatedTag {
             logger.take(l.celsius)
             attach(logger)
         }
+        if let l = image.sensorLog, l.kind == "smartag" {
+            // ST's SmarTag firmware's layout in the ST25DV's memory: sample i at start + i × interval.
+            let start = Int64(l.startSeconds), every = Int64(l.intervalSeconds)
+            let memory = SmarTag.memory(
+                blockCount: image.blockCount, intervalSeconds: Int(l.intervalSeconds), start: start,
+                samples: l.celsius.enumerated().map { (start + Int64($0.offset) * every, Int($0.element)) })
+            for b in 0..<image.blockCount {
+                self.image.blocks[b] = Array(memory[(b * image.blockSize)..<((b + 1) * image.blockSize)])
+            }
+        }
     }
 
     /// Makes this tag an FM13 logger with `logger`'s log (its bookkeeping written into user memory as the SDK

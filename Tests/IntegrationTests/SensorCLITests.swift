@@ -62,6 +62,43 @@ import Testing
         #expect(o["sessionStart"] as? String == "2025-11-24T16:00:00.000Z")
     }
 
+    /// A simulated ST SmarTag (Fixtures/smartag-field): `sensor log` is the image's samples cell by cell — the time
+    /// start + i × interval, the temperature, the raw timestamp and value cells packed as ST's app unpacks them
+    /// (`GregorianCalendarExt.kt`, `SensorDataSampleValue.kt`), computed here independently of the decoder.
+    @Test func theSmarTagLogIsTheSimulatorsSampleForSample() throws {
+        let field = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/smartag-field")
+        let data = try Data(contentsOf: field.appendingPathComponent("smartag-truck-04.json"))
+        let o = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let log = try #require(o["sensorLog"] as? [String: Any])
+        let start = try #require(log["start"] as? Int), interval = try #require(log["interval"] as? Int)
+        let celsius = try #require(log["celsius"] as? [Int])
+        let r = try CLITests.run(["sensor", "log", "--field", field.path, "--format", "csv"])
+        #expect(r.code == 0, "\(r.err)")
+        let lines = r.out.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        #expect(lines.first == "index,time,temperature [°C],raw", "\(lines.first ?? "-")")
+        let rows = lines.dropFirst().map { $0.components(separatedBy: ",") }
+        #expect(rows.count == celsius.count)
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for (i, row) in rows.enumerated() where row.count == 4 {
+            let t = Date(timeIntervalSince1970: TimeInterval(start + i * interval))
+            #expect(row[0] == String(i) && row[1] == iso.string(from: t), "row \(i): \(row)")
+            #expect(Int(row[2]) == celsius[i], "row \(i)")
+            let c = utc.dateComponents([.year, .month, .day, .hour, .minute, .second], from: t)
+            let stamp =
+                UInt32(c.year! - 2018) << 26 | UInt32(c.day!) << 21 | UInt32(c.month!) << 17 | UInt32(c.hour!) << 12
+                | UInt32(c.minute!) << 6 | UInt32(c.second!)
+            let value: UInt32 = 0xFFF << 20 | UInt32(celsius[i] + 40) << 13 | 0x7F << 6 | 0x3F
+            let raw = [stamp, value].flatMap { w in
+                (0..<4).map { String(format: "%02X", (w >> (8 * UInt32($0))) & 0xFF) }
+            }
+            #expect(row[3] == raw.joined(), "row \(i)")
+        }
+        #expect(rows.filter { $0.count != 4 }.isEmpty)
+    }
+
     /// Starting and stopping a log change the tag: without --yes each is refused before the reader is opened
     /// (`--trace` shows nothing on the air), exit code 64; with --yes an FM13 gets Fudan's sequence, START last.
     @Test func startAndStopOnlyWithYes() throws {

@@ -123,7 +123,7 @@ extension SensorKind {
 
 /// The sensor kinds vlogger knows.
 public enum SensorKinds {
-    public static let builtIn: [any SensorKind] = [FM13Kind(), RF430Kind()]
+    public static let builtIn: [any SensorKind] = [FM13Kind(), RF430Kind(), SmarTagKind()]
 
     /// The kind of a tag, by its UID.
     public static func kind(for uid: UID) -> (any SensorKind)? { builtIn.first { $0.recognises(uid) } }
