@@ -71,7 +71,8 @@ struct AuditRun: AsyncParsableCommand {
             }
             let clock: AgentClock = fastClock ? SimulatedClock() : SystemClock()
             let readers = try configs.map {
-                AuditParticipant(AuditReader(config: $0, session: try ReaderSession.open($0)), now: clock.now)
+                AuditParticipant(
+                    AuditReader(config: $0, session: try ReaderSession.open($0)), now: clock.now, store: store)
             }
             // The command owns its readers and waits on its own clock; nothing stops it but the process's end.
             guard

@@ -99,3 +99,35 @@ import DriverSim
         #expect(try r.3.events().isEmpty)
     }
 }
+
+/// Audits can require a sensor tag's log read completely (register column `sensor_log = complete`): the tag's own
+/// record count for its session, asked over the air, against the records the store holds of that session.
+@Suite(.serialized, .drivers) struct SensorLogAuditTests {
+    @Test func theAuditComparesTheTagsCountWithTheStore() throws {
+        let r = try LogExcursionTests.rig(Array(repeating: 4.0, count: 200))
+        defer { r.3.close() }
+        let session = ReaderSession(reader: SimulatorReader.switchedOn(r.0))
+        let asset = AssetRow(
+            uid: LogExcursionTests.uid, assetID: "PAL-0042", location: "dock", extra: ["sensor_log": "complete"])
+        // Nothing collected yet.
+        #expect(
+            Auditor.checks(asset, session, store: r.3) == [
+                "sensor_log: 0 of 200 records of session fm13:1764000000:0:300 in the store, registered complete"
+            ])
+        // One piece of 63 records, then the rest.
+        _ = try r.4.collect(
+            r.2, LogExcursionTests.uid, kind: FM13Kind(), reader: nil, location: nil, now: { 1_764_500_000_000 },
+            maxPieces: 1)
+        #expect(Auditor.checks(asset, session, store: r.3).first?.contains("63 of 200 records") == true)
+        _ = try r.4.collect(
+            r.2, LogExcursionTests.uid, kind: FM13Kind(), reader: nil, location: nil, now: { 1_764_500_000_000 })
+        #expect(Auditor.checks(asset, session, store: r.3).isEmpty)
+        // A tag of no sensor kind fails the check with the reason.
+        var other = asset
+        other.uid = try UID(parsing: "E004010812345601")
+        #expect(
+            Auditor.checks(other, session, store: r.3) == [
+                "sensor_log: not a sensor tag vlogger knows, registered complete"
+            ])
+    }
+}

@@ -136,13 +136,14 @@ public struct AuditParticipant {
         self.check = check
     }
 
-    /// A reader the caller owns (a command): used at once, on the calling thread.
-    public init(_ reader: AuditReader, now: @escaping () -> Millis) {
+    /// A reader the caller owns (a command): used at once, on the calling thread. `store`: where sensor logs are
+    /// collected (the `sensor_log` check).
+    public init(_ reader: AuditReader, now: @escaping () -> Millis, store: Store? = nil) {
         let session = reader.session
         self.init(
             id: reader.config.id,
             inventory: { ((try? session.client.inventory())?.map(\.uid) ?? [], now()) },
-            check: { assets in assets.map { ($0.uid, Auditor.checks($0, session)) } })
+            check: { assets in assets.map { ($0.uid, Auditor.checks($0, session, store: store)) } })
     }
 }
 
@@ -151,7 +152,8 @@ public struct AuditParticipant {
 /// reader); every tag seen here that is registered elsewhere is wrong-location too, and every unregistered
 /// tag seen is unexpected. Present assets are checked against the register's expected columns:
 /// `model`, `manufacturer`, `block_0xNN` (the block starts with these hex bytes), `locked_0xNN` (yes: the
-/// block must be locked) and `originality` (genuine: the originality signature must verify).
+/// block must be locked), `originality` (genuine: the originality signature must verify) and `sensor_log`
+/// (complete: the store holds every record of the tag's current logging session).
 public enum Auditor {
     /// The location a reader stands for in audits: its `location`, else its id.
     public static func location(of r: ReaderConfig) -> String { r.location ?? r.id }
@@ -258,7 +260,7 @@ public enum Auditor {
     }
 
     /// The register's expected values that a present asset does not meet.
-    public static func checks(_ asset: AssetRow, _ session: ReaderSession) -> [String] {
+    public static func checks(_ asset: AssetRow, _ session: ReaderSession, store: Store? = nil) -> [String] {
         var failed: [String] = []
         let client = session.client
         for (key, expected) in asset.extra.sorted(by: { $0.key < $1.key }) {
@@ -279,6 +281,12 @@ public enum Auditor {
                     if !verdict.isGenuine { failed.append("originality: \(verdict), registered \(expected)") }
                 } catch {
                     failed.append("originality: not read (\(error))")
+                }
+            case "sensor_log":
+                // "complete": every record of the tag's logging session is in the store (collected by a plan with
+                // sensor-log = true); the tag's own count is asked over the air, no password, nothing written.
+                if let why = sensorLogProblem(asset.uid, client, store: store) {
+                    failed.append("sensor_log: \(why), registered \(expected)")
                 }
             case "manufacturer":
                 if ManufacturerCode.lookup(expected) != asset.uid.manufacturer {
@@ -325,5 +333,21 @@ public enum Auditor {
             }
         }
         return failed
+    }
+
+    /// Why a sensor tag's log is not read completely into `store`, or nil when it is.
+    static func sensorLogProblem(_ uid: UID, _ client: ISO15693Client, store: Store?) -> String? {
+        guard let kind = SensorKinds.kind(for: uid) else { return "not a sensor tag vlogger knows" }
+        guard let store else { return "no store to compare with" }
+        let info: SensorInfo
+        do { info = try kind.info(client, uid, measure: false, wait: { _ in }) } catch {
+            return "the tag's state not read (\(error))"
+        }
+        guard let session = info.session, let total = info.recordCount else {
+            return "the tag does not say its logging session"
+        }
+        let have: Int
+        do { have = try store.sensorRecords(uid: uid, session: session) } catch { return "the store: \(error)" }
+        return have >= total ? nil : "\(have) of \(total) records of session \(session) in the store"
     }
 }

@@ -212,6 +212,9 @@ extension AssetRegister {
                         {
                             throw fail("column \(c): '\(v)' is not yes or no")
                         }
+                        if c == "sensor_log", v.lowercased() != "complete" {
+                            throw fail("column sensor_log: '\(v)' is not complete (or empty: no check)")
+                        }
                         if c == "manufacturer", ManufacturerCode.lookup(v) == nil {
                             throw fail(
                                 "column manufacturer: '\(v)' is neither a code (0x04) nor a name in the ISO/IEC 7816-6 register"

@@ -132,7 +132,9 @@ struct AuditJob: Service {
                     await job.exclusive { _ in ((try? agent.value.inventoryEveryTag())?.map(\.uid) ?? [], clock.now()) }
                 },
                 check: { assets in
-                    await job.exclusive { session in assets.map { ($0.uid, Auditor.checks($0, session)) } }
+                    await job.exclusive { session in
+                        assets.map { ($0.uid, Auditor.checks($0, session, store: store)) }
+                    }
                 })
         }
         guard
