@@ -7,6 +7,9 @@ public enum ResponseWait: Sendable, Equatable {
     /// Write-alike: without the Option flag the tag answers by itself after programming (up to 20 ms);
     /// with it, the reader sends a lone EOF after its EOF delay and the tag answers t1 later.
     case writeAlike(optionFlag: Bool)
+    /// A chip slower than the standard: its answer may start up to this long after the request (the ams SL13A:
+    /// "~30ms needed for SL13A", ams's AS3911 reader code; docs/reference/sensor-tags.md).
+    case window(AirTime)
 }
 
 /// What a reader reports instead of an answer. Every driver maps its own errors onto these.

@@ -133,10 +133,41 @@ public enum SL13A {
     public static func frame(
         _ code: UInt8, uid: UID?, parameters: [UInt8] = [], options: Options, flags: UInt8 = 0x20
     ) -> [UInt8] {
+        CRC16.appending(to: request(code, uid: uid, parameters: parameters, options: options, flags: flags))
+    }
+
+    /// `frame` without its CRC (what a reader's transceive takes).
+    public static func request(
+        _ code: UInt8, uid: UID?, parameters: [UInt8] = [], options: Options, flags: UInt8 = 0x20
+    ) -> [UInt8] {
         var f: [UInt8] = [uid == nil ? flags & ~0x20 : flags | 0x20, code]
         if options.manufacturerByte { f.append(manufacturer.rawValue) }
         if let uid { f += uid.onAirBytes }
         f += parameters
-        return CRC16.appending(to: f)
+        return f
+    }
+
+    /// A request's parts as a chip that expects `options` reads them: the command code, the UID when addressed,
+    /// the parameters; nil when the frame is not of that form (a chip would not recognise it).
+    public static func parse(_ body: [UInt8], options: Options) -> (code: UInt8, uid: UID?, parameters: [UInt8])? {
+        guard body.count >= 2 else { return nil }
+        var at = 2
+        if options.manufacturerByte {
+            guard body.count >= 3, body[2] == manufacturer.rawValue else { return nil }
+            at = 3
+        }
+        var uid: UID?
+        if body[0] & 0x20 != 0 {
+            guard body.count >= at + 8, let u = try? UID(onAir: body[at..<(at + 8)]) else { return nil }
+            uid = u
+            at += 8
+        }
+        return (body[1], uid, Array(body[at...]))
+    }
+
+    /// Get Battery Level (AA): the raw level byte (no threshold in any source read).
+    public static func batteryCode(_ answer: [UInt8]) throws(SensorError) -> UInt8 {
+        guard let b = answer.first else { throw SensorError.malformed("SL13A battery level: no byte") }
+        return b
     }
 }

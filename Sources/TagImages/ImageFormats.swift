@@ -201,13 +201,17 @@ enum VLoggerImageCodec {
     /// "battery": true, "celsius": [21.5, …], "current": 21.25}`.
     static func sensorLog(_ value: Any) throws(TagImageError) -> SensorLogImage {
         guard let o = value as? [String: Any] else { throw TagImageError("'sensorLog' must be an object") }
-        let known: Set<String> = ["kind", "start", "interval", "delay", "logging", "battery", "celsius", "current"]
+        let known: Set<String> = [
+            "kind", "start", "interval", "delay", "logging", "battery", "celsius", "current", "byte-order",
+            "manufacturer-byte",
+        ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError(
                 "'sensorLog': unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
         }
-        guard let kind = o["kind"] as? String, kind == "fm13" || kind == "smartag" else {
-            throw TagImageError("'sensorLog.kind' must be \"fm13\" or \"smartag\" (the simulated logger kinds)")
+        guard let kind = o["kind"] as? String, ["fm13", "smartag", "sl13a"].contains(kind) else {
+            throw TagImageError(
+                "'sensorLog.kind' must be \"fm13\", \"smartag\" or \"sl13a\" (the simulated logger kinds)")
         }
         guard let start = o["start"] as? Int, let s = UInt32(exactly: start) else {
             throw TagImageError("'sensorLog.start' must be UNIX seconds (0 to 4294967295)")
@@ -245,6 +249,16 @@ enum VLoggerImageCodec {
             if kind == "smartag", log.celsius.contains(where: { $0 != $0.rounded() || $0 < -40 || $0 > 86 }) {
                 throw TagImageError("'sensorLog.celsius': a SmarTag logs whole degrees from -40 to 86")
             }
+        }
+        if let b = o["byte-order"] {
+            guard let v = b as? String, v == "msb" || v == "lsb" else {
+                throw TagImageError("'sensorLog.byte-order' must be \"msb\" or \"lsb\"")
+            }
+            log.byteOrder = v
+        }
+        if let b = o["manufacturer-byte"] {
+            guard let v = b as? Bool else { throw TagImageError("'sensorLog.manufacturer-byte' must be true or false") }
+            log.manufacturerByte = v
         }
         if let c = o["current"] {
             guard let n = (c as? NSNumber)?.doubleValue, n.isFinite, n >= -128, n <= 127.75 else {

@@ -106,6 +106,9 @@ public struct SensorLogImage: Equatable, Sendable {
     public var batteryOK = true
     public var celsius: [Double] = []
     public var currentCelsius: Double = 21.25
+    /// An SL13A's frame form: its byte order ("msb" or "lsb") and whether it expects the manufacturer byte.
+    public var byteOrder = "msb"
+    public var manufacturerByte = true
     public init(kind: String, startSeconds: UInt32, intervalSeconds: UInt16) {
         self.kind = kind
         self.startSeconds = startSeconds

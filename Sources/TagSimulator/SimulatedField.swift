@@ -115,6 +115,26 @@ public final class SimulatedField {
         applySchedule()
         slots = nil
         let readerTime = AirTiming.readerFrame(bytes: onAir.count, coding: coding)
+        if isOn, CRC16.isValid(onAir) {
+            // An ams SL13A reads its custom commands in its own form (with or without the manufacturer byte),
+            // which ISO decoding cannot assume: it answers them before anything is decoded, late.
+            let body = Array(onAir.dropLast(2))
+            let answers = tags.compactMap { t in t.sl13aAnswer(body).map { (t, $0) } }
+            if let (tag, answer) = answers.first {
+                let flags = RequestFlags(rawValue: body[0])
+                if answers.count > 1 {
+                    return record(
+                        .collision, reader: readerTime,
+                        listen: AirTiming.t1 + AirTiming.tagFrame(bytes: answer.count + 2, flags: flags),
+                        guardTime: true)
+                }
+                let start = AirTiming.t1 + SL13ALogger.answerDelay
+                if start > listenTimeout {
+                    return record(.silence, reader: readerTime, listen: listenTimeout, guardTime: false)
+                }
+                return deliver(CRC16.appending(to: answer), from: tag, reader: readerTime, start: start, flags: flags)
+            }
+        }
         guard isOn, CRC16.isValid(onAir), let request = try? Request.decode(Array(onAir.dropLast(2))) else {
             // No field, or a frame no tag can decode: nobody answers.
             return record(

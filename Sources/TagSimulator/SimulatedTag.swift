@@ -69,6 +69,15 @@ public final class SimulatedTag {
             logger.take(l.celsius)
             attach(logger)
         }
+        if let l = image.sensorLog, l.kind == "sl13a" {
+            // The start word packs the start time as FEIG's handler reads it (year field raw: its base is unknown).
+            attach(
+                SL13ALogger(
+                    options: SL13A.Options(
+                        byteOrder: l.byteOrder == "lsb" ? .lsb : .msb, manufacturerByte: l.manufacturerByte),
+                    active: l.logging, measurements: l.celsius.count, startWord: l.startSeconds,
+                    interval: Int(l.intervalSeconds)))
+        }
         if let l = image.sensorLog, l.kind == "smartag" {
             // ST's SmarTag firmware's layout in the ST25DV's memory: sample i at start + i × interval.
             let start = Int64(l.startSeconds), every = Int64(l.intervalSeconds)
@@ -86,6 +95,22 @@ public final class SimulatedTag {
     public func attach(_ logger: FM13Logger) {
         fm13 = logger
         logger.bookkeeping(into: self)
+    }
+
+    /// An ams SL13A logger's custom commands (in its own frame form and byte order).
+    public private(set) var sl13a: SL13ALogger?
+    public func attach(_ logger: SL13ALogger) { sl13a = logger }
+
+    /// An SL13A's answer to a raw request (flags, code, …, without CRC): the whole answer frame without CRC, or nil
+    /// (not an SL13A, not its frame, not for it, or a tag that cannot answer now).
+    func sl13aAnswer(_ body: [UInt8]) -> [UInt8]? {
+        guard let sl13a, state == .ready || state == .selected || state == .quiet else { return nil }
+        if state == .quiet, body.first.map({ $0 & 0x20 == 0 }) ?? true { return nil }
+        switch sl13a.answer(to: body, uid: uid) {
+        case .success(let bytes)?: return [0x00] + bytes
+        case .failure(let e)?: return [0x01, e.rawValue]
+        case nil: return nil
+        }
     }
 
     /// The FM13 log started again (a new session): the SDK's bookkeeping follows.

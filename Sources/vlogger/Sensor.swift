@@ -16,10 +16,26 @@ struct SensorCommand: ParsableCommand {
         subcommands: [SensorInfoCommand.self, SensorLogCommand.self, SensorStartCommand.self, SensorStopCommand.self])
 }
 
-/// The tag and its sensor kind.
-func sensorTarget(_ options: ReaderOptions) throws -> (ReaderSession, UID, any SensorKind) {
+/// The frame form of an ams SL13A, which no public source settles (docs/reference/sensor-tags.md).
+struct SL13AOptions: ParsableArguments {
+    enum Order: String, ExpressibleByArgument, CaseIterable { case msb, lsb }
+    @Option(
+        name: .customLong("sl13a-byte-order"),
+        help: "An SL13A's multi-byte fields on air: msb (most significant byte first, the default) or lsb.")
+    var byteOrder: Order = .msb
+    @Option(
+        name: .customLong("sl13a-manufacturer-byte"),
+        help: "Whether an SL13A's commands carry the manufacturer byte 0x36 after the code (default true).")
+    var manufacturerByte = true
+
+    var kind: SL13AKind { SL13AKind(lsb: byteOrder == .lsb, manufacturerByte: manufacturerByte) }
+}
+
+/// The tag and its sensor kind (an SL13A with the frame form given).
+func sensorTarget(_ options: ReaderOptions, sl13a: SL13AOptions? = nil) throws -> (ReaderSession, UID, any SensorKind) {
     let session = try options.open()
     let uid = try options.target(session)
+    if let sl13a, SL13AKind().recognises(uid) { return (session, uid, sl13a.kind) }
     guard let kind = SensorKinds.kind(for: uid) else {
         throw ValidationError(
             "\(uid) is not a sensor tag vlogger knows (kinds: \(SensorKinds.builtIn.map { "\($0.id) (\($0.name))" }.joined(separator: ", ")))"
@@ -34,12 +50,13 @@ struct SensorInfoCommand: ParsableCommand {
         abstract: "Show a sensor tag's kind, logging state, interval, record count and battery.")
 
     @OptionGroup(title: "Reader and tag") var options: ReaderOptions
+    @OptionGroup(title: "ams SL13A") var sl13a: SL13AOptions
 
     @Flag(help: "Also take a measurement now (the chip's measurement time: 400 ms on an FM13).")
     var measure = false
 
     func run() throws {
-        let (session, uid, kind) = try sensorTarget(options)
+        let (session, uid, kind) = try sensorTarget(options, sl13a: sl13a)
         let info = try kind.info(session.client, uid, measure: measure) { d in Thread.sleep(forTimeInterval: seconds(d))
         }
         if options.json {
@@ -59,6 +76,10 @@ struct SensorInfoCommand: ParsableCommand {
                 ? String(Int(v.value)) : String(format: "%.2f", v.value)
             print("Now            \(v.name) \(value)\(v.unit.isEmpty ? "" : " " + v.unit)")
         }
+        for (name, bytes) in info.raw.sorted(by: { $0.key < $1.key }) {
+            print("Raw            \(name) \(Hex.format(bytes))")
+        }
+        for n in info.notes { print("Note           \(n)") }
         print(airLine(session))
     }
 }
@@ -144,6 +165,8 @@ struct SensorInfoJSON: Encodable {
     let sessionStart: String?
     let batteryOK: Bool?
     let current: [String: Double]
+    let raw: [String: String]?
+    let notes: [String]?
     init(uid: String, _ i: SensorInfo) {
         self.uid = uid
         kind = i.kind
@@ -154,6 +177,8 @@ struct SensorInfoJSON: Encodable {
         sessionStart = i.start.map(TimeSpec.format)
         batteryOK = i.batteryOK
         current = Dictionary(i.current.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        raw = i.raw.isEmpty ? nil : i.raw.mapValues { Hex.format($0, separator: "") }
+        notes = i.notes.isEmpty ? nil : i.notes
     }
 }
 

@@ -99,6 +99,19 @@ import Testing
         #expect(rows.filter { $0.count != 4 }.isEmpty)
     }
 
+    /// A simulated ams SL13A (Fixtures/sl13a-field): `sensor info --measure` prints what it read and every answer
+    /// raw; the other frame form gets a clear error and a non-zero exit.
+    @Test func sl13aInfoWithItsRawAnswers() throws {
+        let field = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/sl13a-field").path
+        let r = try CLITests.run(["sensor", "info", "--field", field, "--measure"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(r.out.contains("Kind           sl13a") && r.out.contains("Records        120"), "\(r.out)")
+        #expect(r.out.contains("Raw            log_state 40 1E 00 01 00 00 00 00"), "\(r.out)")
+        #expect(r.out.contains("Now            temperature_code 533"))
+        let wrong = try CLITests.run(["sensor", "info", "--field", field, "--sl13a-manufacturer-byte", "false"])
+        #expect(wrong.code != 0 && wrong.err.contains("try the other frame form"), "\(wrong.err)")
+    }
+
     /// Starting and stopping a log change the tag: without --yes each is refused before the reader is opened
     /// (`--trace` shows nothing on the air), exit code 64; with --yes an FM13 gets Fudan's sequence, START last.
     @Test func startAndStopOnlyWithYes() throws {

@@ -348,7 +348,12 @@ public final class PCSCReader: TagReader {
     // MARK: Transparent exchange
 
     private func transparentExchange(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
-        let timer: UInt32? = if case .writeAlike = wait { writeTimerMicroseconds } else { nil }
+        let timer: UInt32? =
+            switch wait {
+            case .writeAlike: writeTimerMicroseconds
+            case .window(let w): max(writeTimerMicroseconds, UInt32(clamping: Int64(w.microseconds.rounded(.up))))
+            case .standard: nil
+            }
         let response = try transmit(PCSC.exchangeAPDU(frame, timeoutMicroseconds: timer))
         let outcome: PCSC.Outcome
         do { outcome = try PCSC.outcome(of: response) } catch {

@@ -45,6 +45,8 @@ public final class SimulatorReader: TagReader {
             exchange = field.transmit(onAir, listenTimeout: limits.writeTimeout, eofAfter: nil)
         case .writeAlike(optionFlag: true):
             exchange = field.transmit(onAir, listenTimeout: readTimeout, eofAfter: limits.optionEOFDelay)
+        case .window(let w):
+            exchange = field.transmit(onAir, listenTimeout: max(readTimeout, w), eofAfter: nil)
         }
         trace?(TraceEvent(direction: .readerToTag, bytes: onAir, airTime: exchange.readerTime))
         return try receive(exchange)

@@ -31,6 +31,10 @@ public struct SensorInfo: Equatable, Sendable {
     public var session: String?
     /// A value measured now (only when asked for: a measurement takes the chip's time).
     public var current: [SensorValue] = []
+    /// Answers kept as the tag gave them (after the flags byte), by command, where their reading is not settled.
+    public var raw: [String: [UInt8]] = [:]
+    /// What the kind cannot say, for people ("log: the memory layout is in no public source").
+    public var notes: [String] = []
     public init(kind: String, name: String) {
         self.kind = kind
         self.name = name
@@ -123,7 +127,7 @@ extension SensorKind {
 
 /// The sensor kinds vlogger knows.
 public enum SensorKinds {
-    public static let builtIn: [any SensorKind] = [FM13Kind(), RF430Kind(), SmarTagKind()]
+    public static let builtIn: [any SensorKind] = [FM13Kind(), RF430Kind(), SmarTagKind(), SL13AKind()]
 
     /// The kind of a tag, by its UID.
     public static func kind(for uid: UID) -> (any SensorKind)? { builtIn.first { $0.recognises(uid) } }
