@@ -58,6 +58,7 @@ final class TagPlanReader {
     func forget(_ uid: UID) {
         ndefDecoded[uid] = nil
         sensorDue[uid] = nil
+        valuesDue[uid] = nil
         passwords.left(uid)
     }
 
@@ -205,8 +206,55 @@ final class TagPlanReader {
                     detail: "\(kind.id) log: \(error); the records stored so far stay, the next visit reads on")
             }
         }
+        if let plan, let every = plan.sensorValuesEveryMs, now >= valuesDue[uid] ?? now,
+            let kind = SensorKinds.kind(for: uid)
+        {
+            valuesDue[uid] = now + every
+            if let r = sensorValues(uid, kind: kind, now: now) {
+                readings.append(r)
+                for v in r.decoded { facts.fields[v.name] = v.value }
+            }
+        }
         return Outcome(readings: readings, bound: bound, answered: true, facts: facts, memory: memory, rules: w.rules)
     }
+
+    /// When each tag's sensor values are next due (`sensor-values`).
+    private var valuesDue: [UID: Millis] = [:]
+
+    /// A sensor kind's values now (a measurement, its battery) as a reading of no blocks; nil when the kind's
+    /// measurement would write to the tag (reported once) or the tag did not answer (an event).
+    private func sensorValues(_ uid: UID, kind: any SensorKind, now: Millis) -> Reading? {
+        guard kind.measuresWithoutWriting else {
+            if valuesRefused.insert(uid).inserted {
+                log.event(
+                    .error, uid: uid, name: "sensor-values", severity: .warning,
+                    detail:
+                        "\(kind.name): a measurement writes to the tag (its sample configuration); a poll does not, so sensor-values is not taken (vlogger sensor info --measure does)"
+                )
+            }
+            return nil
+        }
+        let clock = log.clock
+        do {
+            let info = try kind.info(client, uid, measure: true) { d in
+                let ms = Millis(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
+                clock.sleep(untilMs: clock.now() + ms, stop: StopSignal())
+            }
+            guard !info.current.isEmpty else { return nil }
+            return Reading(
+                time: now, gateway: config.gatewayID, reader: log.readerConfig.id, location: log.readerConfig.location,
+                uid: uid, first: 0, count: 0, data: [],
+                decoded: info.current.map { (name: $0.name, value: FieldValue.number($0.value)) })
+        } catch {
+            log.event(
+                .error, uid: uid, name: "sensor-values", severity: .warning,
+                detail: "\(kind.id) values: \(error); taken again at the next due visit")
+            return nil
+        }
+    }
+
+    /// Tags whose kind cannot be measured by a poll (reported once).
+    private var valuesRefused = Set<UID>()
 
     /// Whether a failed read may be a page or area that a password guards: an error answer from an NXP chip; from
     /// an ST chip an error answer (0x15 "read-protected") or fewer blocks than asked (an ST25DV's Read Multiple

@@ -103,6 +103,10 @@ public struct ReadPlan: Equatable, Sendable {
     /// read from where the store's copy of the session ends, `sensorLogPieces` pieces per visit at most.
     public var sensorLog: Bool = false
     public var sensorLogPieces: Int = 16
+    /// Take the sensor kind's current values (a measurement now, its battery) at most this often per tag, each
+    /// time a reading; nil: not. Kinds whose measurement writes to the tag (the RF430's sample configuration) are
+    /// not measured by a poll.
+    public var sensorValuesEveryMs: Millis?
     public var line: Int
 
     /// The fields whose block lies in `first ..< first + count`, decoded from `memory` (the bytes of those blocks);
@@ -322,6 +326,13 @@ public struct AgentConfig: Sendable {
         }
         if plans.contains(where: \.ndef) {
             for name in NDEFFields.all where seen.insert(name).inserted { out.append(FieldInfo(name: name, unit: nil)) }
+        }
+        if plans.contains(where: { $0.sensorValuesEveryMs != nil }) {
+            for kind in SensorKinds.builtIn {
+                for f in kind.valueFields where seen.insert(f.name).inserted {
+                    out.append(FieldInfo(name: f.name, unit: f.unit.isEmpty ? nil : f.unit))
+                }
+            }
         }
         if plans.contains(where: \.sensorLog) {
             // A log record's values (each sensor kind's), its number in the log and when the gateway read it.
@@ -634,7 +645,8 @@ public struct AgentConfig: Sendable {
         }
         var names = Set<String>()
         for p in top.tables(
-            "plan", keys: ["name", "match", "read", "field", "ndef", "sensor-log", "sensor-log-pieces"])
+            "plan",
+            keys: ["name", "match", "read", "field", "ndef", "sensor-log", "sensor-log-pieces", "sensor-values"])
         {
             guard let plan = readPlan(p, r) else { continue }
             if !names.insert(plan.name).inserted { r.issue(p.line, "plan '\(plan.name)' is defined twice") }
@@ -907,10 +919,16 @@ public struct AgentConfig: Sendable {
         }
         let ndef = p.bool("ndef") ?? false
         let sensorLog = p.bool("sensor-log") ?? false
-        if reads.isEmpty && fields.isEmpty && !ndef && !sensorLog {
+        let sensorValues = p.duration("sensor-values")
+        if let ms = sensorValues, ms < 1000 {
+            r.issue(
+                p.node("sensor-values")?.line ?? p.line,
+                "\(p.name).sensor-values: at least 1s (a measurement takes the chip's time: 400 ms on an FM13)")
+        }
+        if reads.isEmpty && fields.isEmpty && !ndef && !sensorLog && sensorValues == nil {
             r.issue(
                 p.line,
-                "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries, ndef = true or sensor-log = true"
+                "\(p.name) ('\(name)'): a plan needs [[plan.read]] or [[plan.field]] entries, ndef = true, sensor-log = true or sensor-values"
             )
         }
         for f in fields where ndef && NDEFFields.all.contains(f.name) {
@@ -918,6 +936,7 @@ public struct AgentConfig: Sendable {
         }
         var plan = ReadPlan(name: name, match: match, reads: reads, fields: fields, ndef: ndef, line: p.line)
         plan.sensorLog = sensorLog
+        plan.sensorValuesEveryMs = sensorValues.flatMap { $0 >= 1000 ? $0 : nil }
         plan.sensorLogPieces = p.integer("sensor-log-pieces", in: 1...1000).map(Int.init) ?? plan.sensorLogPieces
         return plan
     }

@@ -14,6 +14,7 @@ public struct SL13AKind: SensorKind {
     public let id = "sl13a"
     public let name = "ams SL13A temperature logger"
     public var fields: [(name: String, unit: String)] { [("temperature_code", "")] }
+    public var valueFields: [(name: String, unit: String)] { [("battery_code", ""), ("temperature_code", "")] }
     public var options: SL13A.Options
     public init(options: SL13A.Options = SL13A.Options()) { self.options = options }
     /// `lsb`: least significant byte first; `manufacturerByte`: 0x36 after the command code.

@@ -73,6 +73,11 @@ public protocol SensorKind: Sendable {
     /// What of its logging vlogger can change (default: nothing), and how; only operators' commands call these.
     var controls: Set<SensorControl> { get }
     var logCapacity: Int? { get }
+    /// Whether `info(measure: true)` only reads and measures (true), or writes to the tag (the RF430's sample
+    /// configuration): a poll measures only the first kind.
+    var measuresWithoutWriting: Bool { get }
+    /// The values `info(measure: true)` gives, with their units (the store's export columns).
+    var valueFields: [(name: String, unit: String)] { get }
     func startLog(_ client: ISO15693Client, _ uid: UID, _ settings: LogSettings) throws -> [String]
     func stopLog(_ client: ISO15693Client, _ uid: UID) throws
 }
@@ -102,6 +107,8 @@ extension SensorKind {
     public var controls: Set<SensorControl> { [] }
     /// How many records its log holds (nil: not known).
     public var logCapacity: Int? { nil }
+    public var measuresWithoutWriting: Bool { true }
+    public var valueFields: [(name: String, unit: String)] { fields }
     /// Starts a new logging session (the tag's current log is ended); returns the steps, in words.
     public func startLog(_ client: ISO15693Client, _ uid: UID, _ settings: LogSettings) throws -> [String] {
         throw SensorFailure("\(name): vlogger cannot start its logging")

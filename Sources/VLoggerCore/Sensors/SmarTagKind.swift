@@ -14,6 +14,9 @@ public struct SmarTagKind: SensorKind {
     public var fields: [(name: String, unit: String)] {
         [("temperature", "°C"), ("humidity", "%"), ("pressure", "mbar"), ("acceleration", "mg")]
     }
+    public var valueFields: [(name: String, unit: String)] {
+        [("temperature_max", "°C"), ("temperature_min", "°C")]
+    }
     /// Sample slots read per piece (two blocks each).
     public var slotsPerPiece = 64
     public init() {}
