@@ -694,8 +694,13 @@ public final class ISO15693Client {
         var report = WriteReport(blocks: blocks.count, exchanges: 0, retries: 0, verified: false)
         let before = exchanges
         var i = 0
+        // An ST25DV refuses a Write Multiple Blocks across an area border (error 0x0F); its borders fall after blocks
+        // 8 × ENDAi + 7, so chunks aligned on their own size never cross one.
+        let aligned = STSecurity.hasAreas(m.model)
         while i < blocks.count {
-            let n = min(m.maxBlocksPerWrite ?? 1, blocks.count - i)
+            let most = m.maxBlocksPerWrite ?? 1
+            var n = min(most, blocks.count - i)
+            if aligned, most > 1 { n = min(n, most - (first.int + i) % most) }
             let start = BlockNumber(exactly: first.int + i) ?? first
             let data = Array(blocks[i..<(i + n)].joined())
             var attempt = 0

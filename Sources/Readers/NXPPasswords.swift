@@ -67,8 +67,8 @@ extension ISO15693Client {
         }
     }
 
-    /// What became of a SET PASSWORD sent once by `send`: no answer (the chip went mute) or an error answer is a
-    /// rejection; any other failure is thrown.
+    /// What became of a password command sent once by `send`: no answer (the chip went mute), an error answer or a
+    /// garbled one is a rejection; any other failure (the reader's own) is thrown.
     static func passwordOutcome(_ command: String = "SET PASSWORD", _ send: () throws(ClientError) -> Void)
         throws(ClientError) -> PasswordOutcome
     {
@@ -78,6 +78,13 @@ extension ISO15693Client {
         } catch {
             if case .reader(.timeout, _) = error { return .rejected("no answer to \(command)") }
             if case .tag(let code, _) = error { return .rejected("the tag refused \(command) (\(code))") }
+            // A garbled answer: whether the password was taken is not known, and sending it again could be a second
+            // wrong one. Taken as a rejection (an operator looks), never resent.
+            switch error {
+            case .reader(.crcError, _), .reader(.collision, _), .malformed:
+                return .rejected("a garbled answer to \(command) (\(error)): not known whether it was taken")
+            default: break
+            }
             throw error
         }
     }

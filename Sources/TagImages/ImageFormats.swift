@@ -172,7 +172,13 @@ enum VLoggerImageCodec {
             image.protectionPointer = try hexByte(o["protectionPointer"], "protectionPointer")
             image.protectionCondition = try hexByte(o["protectionCondition"] ?? "00", "protectionCondition")
         }
-        if let l = o["sensorLog"] { image.sensorLog = try sensorLog(l) }
+        if let l = o["sensorLog"] {
+            image.sensorLog = try sensorLog(l)
+            // A SmarTag's layout needs 4-byte blocks and room for its header, cell map and a ring.
+            if image.sensorLog?.kind == "smartag", blockSize != 4 || blocks.count < 32 {
+                throw TagImageError("'sensorLog' of kind smartag: an ST25DV image of 4-byte blocks, 32 at least")
+            }
+        }
         if let r = o["stAreaRegisters"] {
             guard let text = r as? String, let bytes = try? Hex.parse(text), bytes.count == 7 else {
                 throw TagImageError(

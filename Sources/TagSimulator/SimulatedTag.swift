@@ -78,7 +78,7 @@ public final class SimulatedTag {
                     active: l.logging, measurements: l.celsius.count, startWord: l.startSeconds,
                     interval: Int(l.intervalSeconds)))
         }
-        if let l = image.sensorLog, l.kind == "smartag" {
+        if let l = image.sensorLog, l.kind == "smartag", image.blockSize == 4, image.blockCount >= 32 {
             // ST's SmarTag firmware's layout in the ST25DV's memory: sample i at start + i × interval.
             let start = Int64(l.startSeconds), every = Int64(l.intervalSeconds)
             let memory = SmarTag.memory(

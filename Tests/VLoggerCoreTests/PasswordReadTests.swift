@@ -1,6 +1,6 @@
 import Foundation
 import ISO15693
-import Readers
+@testable import Readers
 import TagImages
 import TestDrivers
 import Testing
@@ -130,5 +130,18 @@ import DriverSim
         r.agent.run(cycles: 2, stop: StopSignal())
         #expect(try Self.readings(r).count == 2)
         #expect(r.tag.passwordAttempts == 2)
+    }
+
+    /// A garbled answer to SET PASSWORD: whether it was taken is not known, so it counts as a rejection (never
+    /// resent).
+    @Test func aGarbledAnswerIsARejection() throws {
+        let o = try ISO15693Client.passwordOutcome { () throws(ClientError) in
+            throw ClientError.reader(.crcError(.crcMismatch(expected: 1, found: 2)), command: "SET PASSWORD")
+        }
+        guard case .rejected(let why) = o else {
+            Issue.record("\(o)")
+            return
+        }
+        #expect(why.contains("garbled"))
     }
 }

@@ -114,6 +114,16 @@ import DriverSim
         let failed = try r.store.events(kind: .writeFailed)
         #expect(failed.count == 1 && failed.first?.detail.contains("password rejected") == true)
         try Self.expectNoPassword(r)
+        // A second write queued to the tag: the rejected password is not given again (the agent remembers it until
+        // the secrets file changes).
+        _ = try r.store.enqueue(
+            QueuedWrite(created: 1_763_800_000_000, uid: UID(parsing: Self.uid), first: 0x13, data: [1, 2, 3, 4]))
+        try r.agent.writeQueue?.refresh(from: r.store)
+        r.agent.run(cycles: 1, stop: StopSignal())
+        r.agent.writer.commitNow()
+        let second = try #require(try r.store.queuedWrite(2))
+        #expect(second.state == .rejected && second.result?.contains("password rejected earlier") == true)
+        #expect(r.tag.passwordAttempts == 1)
         // An operator's retry queues it again.
         #expect(try r.store.retryWrite(1) && r.store.queuedWrite(1)?.state == .queued)
     }

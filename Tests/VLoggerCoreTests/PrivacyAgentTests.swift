@@ -149,6 +149,29 @@ import DriverSim
             rejected.count == 1 && rejected[0].severity == .critical && rejected[0].detail.contains("field was reset"))
     }
 
+    /// An ordinary ICODE tag answers GET RANDOM NUMBER too: it is made quiet before the non-addressed password, so
+    /// only the tag in privacy mode gets it, and the ordinary tag is read as before.
+    @Test func anOrdinaryTagInTheFieldIsNotGivenThePassword() throws {
+        let hidden = try Self.privacyTag(Self.first)
+        var plain = try Self.privacyTag("E004010812340009").image
+        plain.privacy = false
+        plain.nxpPasswords = [:]
+        let ordinary = SimulatedTag(image: plain, profile: .icodeSLIX2)
+        let r = try Self.rig(
+            tags: [hidden, ordinary], listed: [Self.first],
+            secrets: "[[tag]]\nuid = \"\(Self.first)\"\nnxp-privacy = \"\(Self.password)\"\n")
+        r.agent.run(cycles: 2, stop: StopSignal())
+        r.agent.writer.commitNow()
+        #expect(hidden.passwordAttempts == 1 && !hidden.hidden && ordinary.passwordAttempts == 0)
+        #expect(try r.store.events(kind: .error).isEmpty)
+        #expect(Set(try r.store.readings().map(\.uid)) == [Self.first, "E004010812340009"])
+        // The listed tag leaves: the ordinary one alone gets no password, and no rejection follows.
+        r.field.remove(hidden.uid)
+        r.agent.run(cycles: 3, stop: StopSignal())
+        let errors = try r.store.events(kind: .error)
+        #expect(ordinary.passwordAttempts == 0 && errors.isEmpty)
+    }
+
     @Test func theSettingsAreChecked() throws {
         func issues(_ security: String) -> String {
             do {

@@ -80,7 +80,10 @@ import DriverSim
 
     /// An ST25DV64K with the four areas above, the queued writes `writes` (first block, data), a plan reading
     /// `read` (first, count) and a secrets file with `secrets` (TOML keys; nil: no secrets file).
-    static func rig(secrets: String?, writes: [(Int, [UInt8])] = [], read: (Int, Int)? = nil) throws -> Rig {
+    static func rig(
+        secrets: String?, writes: [(Int, [UInt8])] = [], read: (Int, Int)? = nil, registers: [UInt8] = registers,
+        extraRead: (Int, Int)? = nil
+    ) throws -> Rig {
         let dir = URL(fileURLWithPath: scratchPath("st-areas"))
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var blocks = Array(repeating: [UInt8](repeating: 0, count: 4), count: 2048)
@@ -112,6 +115,14 @@ import DriverSim
                   count = \(read.1)
 
                 """
+            if let extraRead {
+                text += """
+                      [[plan.read]]
+                      first = \(extraRead.0)
+                      count = \(extraRead.1)
+
+                    """
+            }
         }
         if let secrets {
             let file = dir.appendingPathComponent("secrets.toml").path
@@ -207,6 +218,32 @@ import DriverSim
         #expect(r.tag.passwordAttempts == 1 && r.tag.stSession == 2)
         #expect(try r.store.events(kind: .error).isEmpty)
         try Self.expectNoPassword(r)
+    }
+
+    /// A write from block 6 to 9 crosses the border of areas 1 and 2 (after block 7): the chip refuses a Write
+    /// Multiple across it (0x0F), so the client's chunks stay inside (6–7, then 8–9), after RF_PWD_1 for area 2.
+    @Test func aWriteOverAnAreaBorderIsChunkedAtIt() throws {
+        let data: [UInt8] = Array(1...16)
+        let r = try Self.rig(secrets: "st-password-1 = \"\(Self.password1)\"", writes: [(6, data)])
+        r.agent.run(cycles: 2, stop: StopSignal())
+        r.agent.writer.commitNow()
+        let w = try #require(try r.store.queuedWrite(1))
+        #expect(w.state == .done, "\(w.result ?? "-")")
+        #expect(Array(r.tag.image.blocks[6...9].joined()) == data)
+        let writes = r.trace().filter { $0.contains("Write Multiple") }
+        #expect(writes.count == 2 && writes[0].contains("0x06") && writes[1].contains("0x08"), "\(writes)")
+    }
+
+    /// Plan reads of two read-protected areas with different passwords: one RF session at a time, so each range
+    /// presents its own password (two a cycle), and both are read.
+    @Test func twoAreasTwoPasswords() throws {
+        let r = try Self.rig(
+            secrets: "st-password-1 = \"\(Self.password1)\"\nst-password-2 = \"\(Self.password2)\"",
+            read: (16, 1), registers: [0x00, 0x00, 0x09, 0x01, 0x0A, 0x02, 0x00], extraRead: (8, 1))
+        r.agent.run(cycles: 2, stop: StopSignal())
+        r.agent.writer.commitNow()
+        #expect(try r.store.readings().count == 4 && r.store.events(kind: .error).isEmpty)
+        #expect(r.tag.passwordAttempts == 4)
     }
 
     @Test func theSimulatedChipFollowsTheDataSheet() throws {

@@ -14,7 +14,7 @@ final class PrivacyUnlocker {
     private let log: AgentLog
     private let passwords: PasswordMemory
     private var nextTry: Millis = 0
-    /// Problems already reported (each once until it changes).
+    /// Problems already reported (each once until it clears).
     private var reported: Set<String> = []
 
     init(log: AgentLog, passwords: PasswordMemory) {
@@ -29,13 +29,16 @@ final class PrivacyUnlocker {
         guard !config.privacyTags.isEmpty, now >= nextTry else { return }
         nextTry = now + config.privacyIntervalMs
         let file = config.secretsFile
-        let absent = config.privacyTags.filter { !inField.contains($0) && passwords.mayTry($0, secretsFile: file) }
+        let absent = config.privacyTags.filter {
+            !inField.contains($0) && passwords.mayTry($0, .privacy, secretsFile: file)
+        }
         guard !absent.isEmpty, let file else { return }
         let secrets: TagSecrets
         do { secrets = try TagSecrets.load(file) } catch {
             once("secrets", detail: "privacy: the secrets file: \(error); no privacy password given")
             return
         }
+        reported.remove("secrets")
         var withPassword: [(uid: UID, password: [UInt8])] = []
         for uid in absent {
             guard let p = secrets.nxpPassword(NXPSecurity.privacyPassword, uid: uid, asset: asset(uid)) else {
@@ -68,17 +71,29 @@ final class PrivacyUnlocker {
                 )
                 return
             }
+            reported.remove("several passwords")
+            // Every tag that answers the inventory (not in privacy mode) is made quiet first, so that the
+            // non-addressed GET RANDOM NUMBER and SET PASSWORD reach only tags in privacy mode (an ordinary ICODE
+            // tag answers GET RANDOM NUMBER too); they are made Ready again after.
+            let client = session.client
+            let visible: [UID]
+            do { visible = try client.inventory(afi: nil).map(\.uid) } catch { return }  // a garbled round: next time
+            for u in visible { try? client.stayQuiet(u) }
+            defer { for u in visible { try? client.resetToReady(u) } }
             let outcome: ISO15693Client.PasswordOutcome
-            do { outcome = try session.client.nxpLeavePrivacy(password: password, retries: 0) } catch {
+            do { outcome = try client.nxpLeavePrivacy(password: password, retries: 0) } catch {
                 if case .reader(let e, _) = error, Self.isGarbled(e) {
                     once(
                         "collision",
                         detail:
                             "privacy: several tags answered GET RANDOM NUMBER at once; without a UID a privacy password is given to one tag at a time: none given"
                     )
+                } else {
+                    reported.remove("collision")
                 }
                 return  // no answer: no tag in privacy mode in the field
             }
+            reported.remove("collision")
             finish(session, outcome, uids: withPassword.map(\.uid), file: file)
         }
     }
@@ -92,7 +107,7 @@ final class PrivacyUnlocker {
             // An NXP chip that gets a wrong password is mute until its power is reset.
             try? session.reader.fieldOff()
             try? session.reader.fieldOn()
-            for uid in uids { passwords.reject(uid, secretsFile: file) }
+            for uid in uids { passwords.reject(uid, .privacy, secretsFile: file) }
             log.event(
                 .error, uid: uids.count == 1 ? uids[0] : nil, name: "password-rejected", severity: .critical,
                 detail:

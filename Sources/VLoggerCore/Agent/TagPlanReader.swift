@@ -116,9 +116,12 @@ final class TagPlanReader {
         }
         var facts = TagFacts(uid: uid, model: memory.model, blockSize: memory.blockSize)
         var readings: [Reading] = []
-        // The read password is given at most once per call (it opens every read-protected page until power-off).
+        // The read password is given at most once per call on an NXP chip (it opens every read-protected page until
+        // power-off), once per range on an ST25DV.
         var unlockTried = false
         for range in w.ranges {
+            // An ST25DV has one RF session at a time: each range may need its own area's password.
+            if uid.manufacturer == .stMicroelectronics { unlockTried = false }
             var attempt = 0
             while true {
                 do {
@@ -187,7 +190,9 @@ final class TagPlanReader {
             }
         }
         seenNow()
-        if let plan, plan.sensorLog, now >= sensorDue[uid] ?? now, let kind = SensorKinds.kind(for: uid) {
+        if let plan, plan.sensorLog, now >= sensorDue[uid] ?? now, let kind = SensorKinds.kind(for: uid),
+            kind.readsLog
+        {
             // The tag's own log, from where the store's copy of its session ends: each piece committed with the
             // session's progress, so a tag that leaves mid-read is read on from there next time.
             let collector = SensorLogCollector(store: log.writer.store, writer: log.writer, gateway: config.gatewayID)
@@ -285,7 +290,7 @@ final class TagPlanReader {
     private func unlockForRead(_ uid: UID, _ range: PlanRead) -> ReadUnlock {
         let file = config.secretsFile
         let blocks = "blocks \(range.first)+\(range.count)"
-        if passwords.isRejected(uid, secretsFile: file) {
+        if passwords.isRejected(uid, .read, secretsFile: file) {
             if passwords.firstReport(uid) {
                 log.event(
                     .error, uid: uid, name: "password-rejected", severity: .critical,
@@ -315,7 +320,7 @@ final class TagPlanReader {
             // The chip is mute until its power is reset.
             try? session.reader.fieldOff()
             try? session.reader.fieldOn()
-            passwords.reject(uid, secretsFile: file)
+            passwords.reject(uid, .read, secretsFile: file)
             _ = passwords.firstReport(uid)
             log.event(
                 .error, uid: uid, name: "password-rejected", severity: .critical,

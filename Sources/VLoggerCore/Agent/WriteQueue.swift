@@ -101,13 +101,31 @@ extension Agent {
                         "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)");
                     continue
                 }
-                // NXP page protection: the password session opens before the first read of a protected page.
+                // A password this tag rejected earlier (a plan read's, or another write's) is not given again
+                // until the secrets file changes.
+                if let kind = [PasswordMemory.Kind.read, .write].first(where: {
+                    passwords.isRejected(uid, $0, secretsFile: config.secretsFile)
+                }) {
+                    finish(
+                        .rejected,
+                        "password rejected earlier: this tag's \(kind) password was not accepted; correct the secrets file ([security] secrets-file), then run `vlogger writes retry \(w.id)`"
+                    )
+                    continue
+                }
+                // NXP page protection, ST25DV areas: the password session opens before the first read of a
+                // protected page.
                 switch try unlockForWrite(uid, first: w.first, count: blocks.count) {
                 case .open, .unlocked: break
                 case .refused(let why):
                     finish(.failed, why)
                     continue
                 case .rejected(let why):
+                    // Not given again: the write password, and the read password when that was the one refused (an
+                    // ST25DV's one password opens reads and writes alike).
+                    passwords.reject(uid, .write, secretsFile: config.secretsFile)
+                    if why.contains("read password") || uid.manufacturer == .stMicroelectronics {
+                        passwords.reject(uid, .read, secretsFile: config.secretsFile)
+                    }
                     // The chip is mute until its power is reset: reset the field, and try nothing more.
                     try? session.reader.fieldOff()
                     try? session.reader.fieldOn()

@@ -338,6 +338,7 @@ public enum Auditor {
     /// Why a sensor tag's log is not read completely into `store`, or nil when it is.
     static func sensorLogProblem(_ uid: UID, _ client: ISO15693Client, store: Store?) -> String? {
         guard let kind = SensorKinds.kind(for: uid) else { return "not a sensor tag vlogger knows" }
+        guard kind.readsLog else { return "vlogger does not read the log of the \(kind.name)" }
         guard let store else { return "no store to compare with" }
         let info: SensorInfo
         do { info = try kind.info(client, uid, measure: false, wait: { _ in }) } catch {

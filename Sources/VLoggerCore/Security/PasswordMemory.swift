@@ -11,8 +11,14 @@ final class PasswordMemory {
     struct Stamp: Equatable {
         var inode: UInt64 = 0, size: Int64 = 0, seconds: Int = 0, nanoseconds: Int = 0
     }
-    /// Rejected UIDs, with the secrets file's stamp at the rejection.
-    private var rejected: [UID: Stamp?] = [:]
+    /// Which password: the agent keeps each apart (a rejected read password says nothing of the privacy one).
+    enum Kind: Hashable { case read, write, privacy }
+    struct Key: Hashable {
+        var uid: UID
+        var kind: Kind
+    }
+    /// Rejected passwords, with the secrets file's stamp at the rejection.
+    private var rejected: [Key: Stamp?] = [:]
     /// UIDs whose refusal was reported in this visit.
     private var reported: Set<UID> = []
 
@@ -20,25 +26,34 @@ final class PasswordMemory {
         guard let path else { return nil }
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
+        #if canImport(Darwin)
+            let m = st.st_mtimespec
+        #else
+            let m = st.st_mtim
+        #endif
         return Stamp(
-            inode: UInt64(st.st_ino), size: Int64(st.st_size), seconds: st.st_mtim.tv_sec,
-            nanoseconds: st.st_mtim.tv_nsec)
+            inode: UInt64(st.st_ino), size: Int64(st.st_size), seconds: Int(m.tv_sec), nanoseconds: Int(m.tv_nsec))
     }
 
     /// Whether a password may be given to `uid`: not when one was rejected and the secrets file is as it was then.
-    func mayTry(_ uid: UID, secretsFile: String?) -> Bool {
-        guard let then = rejected[uid] else { return true }
+    func mayTry(_ uid: UID, _ kind: Kind, secretsFile: String?) -> Bool {
+        let key = Key(uid: uid, kind: kind)
+        guard let then = rejected[key] else { return true }
         if then != Self.stamp(secretsFile) {
-            rejected[uid] = nil
+            rejected[key] = nil
             return true
         }
         return false
     }
 
-    /// Whether `uid` is waiting for an operator (a rejection that still holds).
-    func isRejected(_ uid: UID, secretsFile: String?) -> Bool { !mayTry(uid, secretsFile: secretsFile) }
+    /// Whether `uid`'s `kind` of password is waiting for an operator (a rejection that still holds).
+    func isRejected(_ uid: UID, _ kind: Kind, secretsFile: String?) -> Bool {
+        !mayTry(uid, kind, secretsFile: secretsFile)
+    }
 
-    func reject(_ uid: UID, secretsFile: String?) { rejected[uid] = Self.stamp(secretsFile) }
+    func reject(_ uid: UID, _ kind: Kind, secretsFile: String?) {
+        rejected[Key(uid: uid, kind: kind)] = Self.stamp(secretsFile)
+    }
 
     /// True the first time in a visit: the caller reports then, and stays quiet until the tag has left.
     func firstReport(_ uid: UID) -> Bool { reported.insert(uid).inserted }

@@ -19,6 +19,8 @@ public struct RF430Kind: SensorKind {
     public func recognises(_ uid: UID) -> Bool { ICModel.identify(uid: uid) == .rf430frl15xh }
     /// A sample writes TI's configuration (blocks 1–7, then 0): not from a poll.
     public var measuresWithoutWriting: Bool { false }
+    /// Its log is not read (no public source gives its layout).
+    public var readsLog: Bool { false }
 
     public func info(_ client: ISO15693Client, _ uid: UID, measure: Bool, wait: (Duration) -> Void) throws
         -> SensorInfo

@@ -15,6 +15,8 @@ public struct SL13AKind: SensorKind {
     public let name = "ams SL13A temperature logger"
     public var fields: [(name: String, unit: String)] { [("temperature_code", "")] }
     public var valueFields: [(name: String, unit: String)] { [("battery_code", ""), ("temperature_code", "")] }
+    /// Its log is not read (no public source gives its layout).
+    public var readsLog: Bool { false }
     public var options: SL13A.Options
     public init(options: SL13A.Options = SL13A.Options()) { self.options = options }
     /// `lsb`: least significant byte first; `manufacturerByte`: 0x36 after the command code.

@@ -78,6 +78,8 @@ public protocol SensorKind: Sendable {
     var measuresWithoutWriting: Bool { get }
     /// The values `info(measure: true)` gives, with their units (the store's export columns).
     var valueFields: [(name: String, unit: String)] { get }
+    /// Whether vlogger reads its log (false: no public source gives the layout; `sensor-log` skips it).
+    var readsLog: Bool { get }
     func startLog(_ client: ISO15693Client, _ uid: UID, _ settings: LogSettings) throws -> [String]
     func stopLog(_ client: ISO15693Client, _ uid: UID) throws
 }
@@ -108,6 +110,7 @@ extension SensorKind {
     /// How many records its log holds (nil: not known).
     public var logCapacity: Int? { nil }
     public var measuresWithoutWriting: Bool { true }
+    public var readsLog: Bool { true }
     public var valueFields: [(name: String, unit: String)] { fields }
     /// Starts a new logging session (the tag's current log is ended); returns the steps, in words.
     public func startLog(_ client: ISO15693Client, _ uid: UID, _ settings: LogSettings) throws -> [String] {

@@ -62,6 +62,7 @@ public struct SensorLogCollector {
             state: judgeState(rules, uid: uid, session: session))
         var pieces = 0
         var failure: (any Error)?
+        var commitFailed = false
         do {
             try kind.log(client, uid, info: info, from: have) { records in
                 guard !records.isEmpty else { return false }
@@ -76,14 +77,22 @@ public struct SensorLogCollector {
                             time: r.time ?? t, gateway: gateway, reader: reader, location: location, uid: uid,
                             first: BlockNumber(exactly: r.block) ?? 0, count: 1, data: r.raw, decoded: decoded))
                 }
-                if judge.isActive { batch.events = judge.judge(records, readAt: t) }
-                have = max(have, (records.last?.index ?? have) + 1)
+                // The progress and the open excursions move only with a commit that took them: a piece whose commit
+                // fails is read again, judged again.
+                var next = judge
+                if next.isActive { batch.events = next.judge(records, readAt: t) }
+                let nextHave = max(have, (records.last?.index ?? have) + 1)
                 batch.sensorProgress = [
                     SensorProgress(
-                        uid: uid, session: session, kind: kind.id, records: have, time: t,
-                        excursions: judge.isActive ? judge.state : nil)
+                        uid: uid, session: session, kind: kind.id, records: nextHave, time: t,
+                        excursions: next.isActive ? next.state : nil)
                 ]
-                try writer.commit(batch)
+                do { try writer.commit(batch) } catch {
+                    commitFailed = true
+                    throw error
+                }
+                judge = next
+                have = nextHave
                 batch.events.forEach(onEvent)
                 outcome.stored += records.count
                 outcome.have = have
@@ -92,7 +101,8 @@ public struct SensorLogCollector {
             }
         } catch { failure = error }
         // The visit ends (read to the end, its pieces spent, or the tag gone): excursions still open are reported.
-        let open = judge.isActive ? judge.endOfVisit() : []
+        // (Not after a failed commit: the store is not taking rows now; the next visit reports.)
+        let open = judge.isActive && !commitFailed ? judge.endOfVisit() : []
         if !open.isEmpty {
             var batch = Batch()
             batch.events = open
