@@ -64,7 +64,7 @@ let package = Package(
             dependencies: ["ISO15693", .product(name: "Crypto", package: "swift-crypto")]),
         // Sensor and data-logger tags (Fudan FM13, TI RF430FRL152H, ST SmarTag, ams SL13A): their commands, answers
         // and records as the vendors' own code has them (docs/reference/sensor-tags.md).
-        .target(name: "SensorTags", dependencies: ["ISO15693"]),
+        .target(name: "SensorTags", dependencies: ["ISO15693", "VLoggerModel"]),
         .systemLibrary(
             name: "CLibNFC",
             pkgConfig: "libnfc",

@@ -1,3 +1,5 @@
+import VLoggerModel
+
 /// ST SmarTag (FP-SNS-SMARTAG1) on an ST25DV: the cell map behind the NDEF external record `st.com:smartag`, the
 /// packing of its timestamps and values, and the ring buffer of samples, as ST's own app reads them. Facts and
 /// sources: docs/reference/sensor-tags.md ("ST SmarTag on an ST25DV").
@@ -31,32 +33,19 @@ public enum SmarTag {
                 | UInt32(month & 0x0F) << 17 | UInt32(day & 0x1F) << 21 | UInt32((year - 2018) & 0x3F) << 26
         }
         /// The date and time as UNIX seconds, reading the fields as UTC (the tag keeps no zone: it counts from the time
-        /// its configuring phone gave it). Days from the civil date by the proleptic Gregorian rule.
+        /// its configuring phone gave it).
         public var unixSeconds: Int64 {
-            let y = Int64(month <= 2 ? year - 1 : year), m = Int64(month), d = Int64(day)
-            let era = (y >= 0 ? y : y - 399) / 400
-            let yoe = y - era * 400
-            let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
-            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-            let days = era * 146_097 + doe - 719_468
-            return days * 86_400 + Int64(hour) * 3600 + Int64(minute) * 60 + Int64(second)
+            Int64(TimeSpec.daysFromCivil(year, month, day)) * 86_400 + Int64(hour) * 3600 + Int64(minute) * 60
+                + Int64(second)
         }
 
         /// The cell for a UNIX time (UTC), as the simulator writes samples.
         public static func cell(unixSeconds t: Int64) -> UInt32 {
-            let days = t >= 0 ? t / 86_400 : (t - 86_399) / 86_400
+            let days = TimeSpec.floorDiv(t, 86_400)
             let secs = t - days * 86_400
-            let z = days + 719_468
-            let era = (z >= 0 ? z : z - 146_096) / 146_097
-            let doe = z - era * 146_097
-            let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-            let mp = (5 * doy + 2) / 153
-            let d = doy - (153 * mp + 2) / 5 + 1
-            let m = mp < 10 ? mp + 3 : mp - 9
-            let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+            let (y, m, d) = TimeSpec.civilFromDays(Int(days))
             return cell(
-                year: Int(y), month: Int(m), day: Int(d), hour: Int(secs / 3600), minute: Int(secs % 3600 / 60),
+                year: y, month: m, day: d, hour: Int(secs / 3600), minute: Int(secs % 3600 / 60),
                 second: Int(secs % 60))
         }
 

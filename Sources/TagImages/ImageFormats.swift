@@ -232,16 +232,14 @@ enum VLoggerImageCodec {
             }
             log.delayMinutes = m
         }
-        if let b = o["logging"] {
-            guard let v = b as? Bool else { throw TagImageError("'sensorLog.logging' must be true or false") }
-            log.logging = v
+        /// A true/false key, when given.
+        func flag(_ key: String, _ meaning: String = "true or false") throws(TagImageError) -> Bool? {
+            guard let b = o[key] else { return nil }
+            guard let v = b as? Bool else { throw TagImageError("'sensorLog.\(key)' must be \(meaning)") }
+            return v
         }
-        if let b = o["battery"] {
-            guard let v = b as? Bool else {
-                throw TagImageError("'sensorLog.battery' must be true (ok) or false (low)")
-            }
-            log.batteryOK = v
-        }
+        log.logging = try flag("logging") ?? log.logging
+        log.batteryOK = try flag("battery", "true (ok) or false (low)") ?? log.batteryOK
         if let c = o["celsius"] {
             guard let list = c as? [Any] else { throw TagImageError("'sensorLog.celsius' must be an array of numbers") }
             for item in list {
@@ -262,10 +260,7 @@ enum VLoggerImageCodec {
             }
             log.byteOrder = v
         }
-        if let b = o["manufacturer-byte"] {
-            guard let v = b as? Bool else { throw TagImageError("'sensorLog.manufacturer-byte' must be true or false") }
-            log.manufacturerByte = v
-        }
+        log.manufacturerByte = try flag("manufacturer-byte") ?? log.manufacturerByte
         if let c = o["current"] {
             guard let n = (c as? NSNumber)?.doubleValue, n.isFinite, n >= -128, n <= 127.75 else {
                 throw TagImageError("'sensorLog.current' must be a number from -128 to 127.75")

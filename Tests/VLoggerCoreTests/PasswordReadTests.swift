@@ -44,7 +44,6 @@ import DriverSim
         let tag = SimulatedTag(image: image, profile: .icodeSLIX2)
         let field = SimulatedField()
         field.add(tag)
-        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         let file = dir.appendingPathComponent("secrets.toml").path
         var text = """
             [gateway]
@@ -65,21 +64,11 @@ import DriverSim
 
             """
         if let secret {
-            try "[[tag]]\nuid = \"\(uid)\"\nnxp-read = \"\(secret)\"\n".write(
-                toFile: file, atomically: true, encoding: .utf8)
-            chmod(file, 0o600)
+            try SecurityRig.secrets("[[tag]]\nuid = \"\(uid)\"\nnxp-read = \"\(secret)\"\n", at: file)
             text += "[security]\nsecrets-file = \"\(file)\"\n"
         }
-        let config = try AgentConfig.parse(text, file: dir.appendingPathComponent("test.toml").path)
-        let store = try Store(path: dir.appendingPathComponent("pw.db").path)
-        let agent = Agent(
-            config: config, rules: RuleSet(), register: nil, session: session,
-            writer: StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000),
-            clock: SimulatedClock(start: 1_763_800_000_000))
-        var lines: [String] = []
-        let formatter = TraceFormatter { lines.append($0) }
-        agent.session.reader.trace = { formatter.handle($0) }
-        return Rig(agent: agent, store: store, tag: tag, trace: { lines }, secrets: file)
+        let r = try SecurityRig(config: text, dir: dir, field: field, store: "pw.db")
+        return Rig(agent: r.agent, store: r.store, tag: tag, trace: r.trace, secrets: file)
     }
 
     static func readings(_ r: Rig) throws -> [(time: Millis, uid: String, block: Int, data: [UInt8], decoded: String?)]
@@ -124,9 +113,8 @@ import DriverSim
         #expect(rejected.count == 1 && rejected.first?.severity == .critical)
         #expect(rejected.first?.detail.contains("the field was reset") == true)
         // An operator corrects the file: the right password is given once, and the plan is read.
-        try "[[tag]]\nuid = \"\(Self.uid)\"\nnxp-read = \"\(Self.password)\"\n# corrected\n".write(
-            toFile: r.secrets, atomically: true, encoding: .utf8)
-        chmod(r.secrets, 0o600)
+        try SecurityRig.secrets(
+            "[[tag]]\nuid = \"\(Self.uid)\"\nnxp-read = \"\(Self.password)\"\n# corrected\n", at: r.secrets)
         r.agent.run(cycles: 2, stop: StopSignal())
         #expect(try Self.readings(r).count == 2)
         #expect(r.tag.passwordAttempts == 2)

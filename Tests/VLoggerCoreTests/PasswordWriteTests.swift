@@ -43,31 +43,20 @@ import DriverSim
         let tag = SimulatedTag(image: image, profile: .icodeSLIX2)
         let field = SimulatedField()
         field.add(tag)
-        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         var text = AgentTests.config
         if let secret {
-            let file = dir.appendingPathComponent("secrets.toml").path
-            try "[[tag]]\nuid = \"\(uid)\"\nnxp-write = \"\(secret)\"\n".write(
-                toFile: file, atomically: true, encoding: .utf8)
-            chmod(file, 0o600)
+            let file = try SecurityRig.secrets(
+                "[[tag]]\nuid = \"\(uid)\"\nnxp-write = \"\(secret)\"\n",
+                at: dir.appendingPathComponent("secrets.toml").path)
             text += "\n[security]\nsecrets-file = \"\(file)\"\n"
         }
-        let config = try AgentConfig.parse(text, file: dir.appendingPathComponent("test.toml").path)
-        let store = try Store(path: dir.appendingPathComponent("pw.db").path)
-        _ = try store.enqueue(
-            QueuedWrite(
-                created: 1_763_800_000_000, uid: UID(parsing: uid), first: 0x12, data: [0xCA, 0xFE, 0xF0, 0x0D]))
-        let agent = Agent(
-            config: config, rules: RuleSet(), register: nil, session: session,
-            writer: StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000),
-            clock: SimulatedClock(start: 1_763_800_000_000))
-        let pending = PendingWrites()
-        try pending.refresh(from: store)
-        agent.writeQueue = pending
-        var lines: [String] = []
-        let formatter = TraceFormatter { lines.append($0) }
-        agent.session.reader.trace = { formatter.handle($0) }
-        return Rig(agent: agent, store: store, tag: tag, trace: { lines }, dir: dir)
+        let r = try SecurityRig(
+            config: text, dir: dir, field: field, store: "pw.db",
+            writes: [
+                QueuedWrite(
+                    created: 1_763_800_000_000, uid: UID(parsing: uid), first: 0x12, data: [0xCA, 0xFE, 0xF0, 0x0D])
+            ])
+        return Rig(agent: r.agent, store: r.store, tag: tag, trace: r.trace, dir: dir)
     }
 
     /// No trace line, and no byte of the store file, holds the password, plainly or XORed with the last random number.

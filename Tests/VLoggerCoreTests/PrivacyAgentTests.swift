@@ -44,10 +44,7 @@ import DriverSim
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let field = SimulatedField()
         for t in tags { field.add(t) }
-        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
-        let file = dir.appendingPathComponent("secrets.toml").path
-        try secrets.write(toFile: file, atomically: true, encoding: .utf8)
-        chmod(file, 0o600)
+        let file = try SecurityRig.secrets(secrets, at: dir.appendingPathComponent("secrets.toml").path)
         let text = """
             [gateway]
             id = "gw-test"
@@ -65,16 +62,8 @@ import DriverSim
             privacy-interval = "1s"
             \(unlock.map { "privacy-unlock = \"\($0)\"" } ?? "")
             """
-        let config = try AgentConfig.parse(text, file: dir.appendingPathComponent("test.toml").path)
-        let store = try Store(path: dir.appendingPathComponent("privacy.db").path)
-        let agent = Agent(
-            config: config, rules: RuleSet(), register: nil, session: session,
-            writer: StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000),
-            clock: SimulatedClock(start: 1_763_800_000_000))
-        var lines: [String] = []
-        let formatter = TraceFormatter { lines.append($0) }
-        agent.session.reader.trace = { formatter.handle($0) }
-        return Rig(agent: agent, store: store, field: field, tags: tags, trace: { lines })
+        let r = try SecurityRig(config: text, dir: dir, field: field, store: "privacy.db")
+        return Rig(agent: r.agent, store: r.store, field: field, tags: tags, trace: r.trace)
     }
 
     @Test func aListedPrivacyTagIsMadeVisibleAndRead() throws {

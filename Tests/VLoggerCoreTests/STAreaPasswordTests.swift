@@ -96,7 +96,6 @@ import DriverSim
         let tag = SimulatedTag(image: image, profile: .st25dv64k)
         let field = SimulatedField()
         field.add(tag)
-        let session = ReaderSession(reader: SimulatorReader.switchedOn(field))
         var text = """
             [gateway]
             id = "gw-test"
@@ -125,30 +124,18 @@ import DriverSim
             }
         }
         if let secrets {
-            let file = dir.appendingPathComponent("secrets.toml").path
-            try "[[tag]]\nuid = \"\(uid)\"\n\(secrets)\n".write(toFile: file, atomically: true, encoding: .utf8)
-            chmod(file, 0o600)
+            let file = try SecurityRig.secrets(
+                "[[tag]]\nuid = \"\(uid)\"\n\(secrets)\n", at: dir.appendingPathComponent("secrets.toml").path)
             text += "[security]\nsecrets-file = \"\(file)\"\n"
         }
-        let config = try AgentConfig.parse(text, file: dir.appendingPathComponent("test.toml").path)
-        let store = try Store(path: dir.appendingPathComponent("st.db").path)
-        for (first, data) in writes {
-            _ = try store.enqueue(
+        let r = try SecurityRig(
+            config: text, dir: dir, field: field, store: "st.db",
+            writes: try writes.map { first, data in
                 QueuedWrite(
-                    created: 1_763_800_000_000, uid: UID(parsing: uid), first: BlockNumber(exactly: first)!, data: data)
-            )
-        }
-        let agent = Agent(
-            config: config, rules: RuleSet(), register: nil, session: session,
-            writer: StoreWriter(store: store, batchSize: 50, flushIntervalMs: 2000),
-            clock: SimulatedClock(start: 1_763_800_000_000))
-        let pending = PendingWrites()
-        try pending.refresh(from: store)
-        agent.writeQueue = pending
-        var lines: [String] = []
-        let formatter = TraceFormatter { lines.append($0) }
-        agent.session.reader.trace = { formatter.handle($0) }
-        return Rig(agent: agent, store: store, tag: tag, trace: { lines })
+                    created: 1_763_800_000_000, uid: try UID(parsing: uid), first: BlockNumber(exactly: first)!,
+                    data: data)
+            })
+        return Rig(agent: r.agent, store: r.store, tag: tag, trace: r.trace)
     }
 
     static func expectNoPassword(_ r: Rig) throws {

@@ -32,11 +32,17 @@ import DriverSim
     }
 
     static func rig(records: Int) throws -> Rig {
+        try rig(celsius: (0..<records).map { Double($0 % 40) / 4 - 2 })
+    }
+
+    /// A simulated FM13 (`uid`) logging from `start` every `interval` seconds, with the records `celsius`, and a
+    /// store and collector of gateway gw-dock.
+    static func rig(celsius: [Double], uid: UID = uid, interval: UInt16 = 60) throws -> Rig {
         let image = try TagImage(
             uid: uid, blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 256), profileID: "fm13ht160")
         let tag = SimulatedTag(image: image, profile: .fm13ht160)
-        let logger = FM13Logger(startSeconds: start, intervalSeconds: 60)
-        logger.take((0..<records).map { Double($0 % 40) / 4 - 2 })
+        let logger = FM13Logger(startSeconds: start, intervalSeconds: interval)
+        logger.take(celsius)
         tag.attach(logger)
         let field = SimulatedField()
         field.add(tag)
