@@ -98,6 +98,11 @@ struct Write: ParsableCommand {
                 [(first, bytes)], operation: lock ? .writeLock : .write, options: options, store: store)
         }
         try queue.refuseWithoutWhenSeen()
+        // A secrets file given is checked before the reader opens (its mode, owner and content), even when the
+        // blocks turn out not to need a password.
+        if let secrets {
+            do { _ = try TagSecrets.load(secrets) } catch { throw VLoggerError("--secrets: \(error)") }
+        }
         let session = try options.open()
         let uid = try options.target(session)
         let m = try session.client.memory(of: uid)

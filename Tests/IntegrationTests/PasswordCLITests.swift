@@ -75,4 +75,31 @@ import Testing
             for s in spellings { #expect(data.range(of: Data(s.utf8)) == nil, "\(s) in \(f)") }
         }
     }
+
+    /// A damaged secrets file is found before it is needed: `write --secrets` refuses it before the reader opens
+    /// (nothing on `--trace`), `config check` names its line, and neither repeats the value.
+    @Test func aDamagedSecretsFileIsNamedBeforeTheAir() throws {
+        let dir = try CLITests.scratch("secrets-damaged", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try CLITests.writeOneReaderConfig(dir)
+        let config = dir.appendingPathComponent("vlogger.toml")
+        let secrets = dir.appendingPathComponent("secrets.toml")
+        try "[[tag]]\nuid = \"E002260000C0FFEE\"\nst-password-1 = \"ABCDEF\"\n".write(
+            to: secrets, atomically: true, encoding: .utf8)
+        chmod(secrets.path, 0o600)
+        let write = try CLITests.run([
+            "write", "--field", dir.appendingPathComponent("demo-field").path, "--uid", "E002260000C0FFEE", "--block",
+            "9", "--data", "01020304", "--secrets", secrets.path, "--trace",
+        ])
+        #expect(
+            write.code == 1 && write.err.contains("secrets.toml:3: tag[1].st-password-1: 8 bytes in hex"),
+            "\(write.err)")
+        #expect(write.out.isEmpty && !write.err.contains("ABCDEF"), "\(write.out)")
+        let text = try String(contentsOf: config, encoding: .utf8)
+        try (text + "\n[security]\nsecrets-file = \"secrets.toml\"\n").write(
+            to: config, atomically: true, encoding: .utf8)
+        let check = try CLITests.run(["config", "check", "--config", config.path])
+        #expect(check.code != 0 && check.err.contains("security.secrets-file"), "\(check.err)")
+        #expect(check.err.contains("st-password-1: 8 bytes in hex") && !check.err.contains("ABCDEF"))
+    }
 }

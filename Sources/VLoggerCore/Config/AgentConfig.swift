@@ -388,6 +388,12 @@ public struct AgentConfig: Sendable {
             check("output.webhook \(w.name) secret-file", w.secretFile, minLength: 16)
             check("output.webhook \(w.name) ca-file", w.caFile, secret: false)
         }
+        // The tags' secrets: its mode and owner, and its content (errors name lines, never values).
+        if let secretsFile {
+            do { _ = try TagSecrets.load(secretsFile) } catch {
+                errors.append("\(file): security.secrets-file \(secretsFile): \(error)")
+            }
+        }
         for m in mqtt {
             check("output.mqtt \(m.name) password-file", m.passwordFile)
             check("output.mqtt \(m.name) key-file", m.keyFile)
