@@ -70,6 +70,20 @@ extension ICModel {
         }
     }
 
+    /// NXP chips with password-protected pages, asked GET MULTIPLE BLOCK PROTECTION STATUS (0xB8) before a write:
+    /// the ICODE SLI-S (data sheet Rev. 3.0 §8.1.3.8, the one data sheet read that lists the command), and the
+    /// SLIX-S, SLIX2, DNA and ICODE 3, whose read and write passwords protect pages (their B8 is not in a data sheet
+    /// read: a chip that does not answer costs one exchange and counts as unprotected). The ICODE SLI and the
+    /// original SLIX have no read or write password (SLI specification Rev 3.1 §3.4.3, SLIX SL2S2002 Table 12) and
+    /// are not asked (docs/reference/optional-commands.md); nor are the SLI-L and SLIX-L (privacy, destroy and EAS
+    /// passwords only).
+    public var hasPageProtection: Bool {
+        switch self {
+        case .icodeSLIS, .icodeSLIXS, .icodeSLIX2, .icodeDNA, .icode3: return true
+        default: return false
+        }
+    }
+
     /// Chips with more than 256 blocks reached through the extended commands 0x30–0x3C.
     public var usesExtendedCommands: Bool {
         switch self {

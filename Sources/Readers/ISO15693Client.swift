@@ -87,6 +87,8 @@ public final class ISO15693Client {
     /// Use ST's fast reads where the chip has them and the reader hears them (default on).
     public var useFastReads = true
     private var fastRefused = Set<UID>()
+    /// Optional custom commands each tag did not answer this visit (`optionalCustom`), by manufacturer and code.
+    var unsupportedCustom: [UID: Set<UInt16>] = [:]
     public private(set) var exchanges = 0
 
     /// How commands to one tag are addressed: with its UID (default), to the selected tag (after
@@ -462,17 +464,18 @@ public final class ISO15693Client {
         return layout
     }
 
-    /// Forgets cached layouts (all, or one tag's).
     /// Whether reads of this tag use ST's fast reads.
     public func fastReads(_ uid: UID, _ m: TagMemory) -> Bool {
         useFastReads && m.stFastReads && reader.receivesFastResponses && !fastRefused.contains(uid)
     }
 
+    /// Forgets what is known of a tag for its visit (all tags', or one's): its layout, a refusal of fast reads, the
+    /// optional commands it did not answer.
     public func forget(_ uid: UID? = nil) {
         if let uid {
-            memoryCache[uid] = nil; fastRefused.remove(uid)
+            memoryCache[uid] = nil; fastRefused.remove(uid); unsupportedCustom[uid] = nil
         } else {
-            memoryCache.removeAll(); fastRefused.removeAll()
+            memoryCache.removeAll(); fastRefused.removeAll(); unsupportedCustom.removeAll()
         }
     }
 

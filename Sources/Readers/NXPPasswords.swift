@@ -6,14 +6,19 @@ import ISO15693
 /// reset, so SET PASSWORD is sent once, never retried.
 extension ISO15693Client {
     /// GET MULTIPLE BLOCK PROTECTION STATUS: one status byte per block (bit 0 locked, bit 1 read and bit 2 write
-    /// protected by a password), blocks `first` … (at most 256, below block 256).
-    public func nxpProtectionStatus(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> [UInt8] {
+    /// protected by a password), blocks `first` … (at most 256, below block 256). An optional command
+    /// (`optionalCustom`): nil when the tag does not answer it (the ICODE SLI and SLIX have no page protection and
+    /// need not answer), now or earlier in its visit.
+    public func nxpProtectionStatus(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> [UInt8]? {
         guard first.int + count <= 256, (1...256).contains(count) else {
             throw ClientError.invalid("GET MULTIPLE BLOCK PROTECTION STATUS covers blocks 0x00…0xFF")
         }
-        let answer = try custom(
-            uid, code: NXPSecurity.getMultipleBlockProtectionStatus, manufacturer: .nxp,
-            parameters: [UInt8(first.int), UInt8(count - 1)])
+        guard
+            let answer = try optionalCustom(
+                uid, code: NXPSecurity.getMultipleBlockProtectionStatus, manufacturer: .nxp,
+                parameters: [UInt8(first.int), UInt8(count - 1)]
+            ).bytes
+        else { return nil }
         guard answer.count == count else {
             throw ClientError.invalid(
                 "GET MULTIPLE BLOCK PROTECTION STATUS: \(answer.count) status bytes for \(count) blocks")

@@ -4,9 +4,10 @@ import ISO15693
 /// CONFIGURATION (always allowed), and PRESENT PASSWORD, which opens the RF user security session of the areas that
 /// password controls until the field goes off or another password is presented.
 extension ISO15693Client {
-    /// The areas of an ST25DV with `blockCount` blocks: the seven area registers, read one by one.
-    public func stAreas(_ uid: UID, blockCount: Int) throws(ClientError) -> [STSecurity.Area] {
-        let registers = try stAreaRegisters(uid)
+    /// The areas of an ST25DV with `blockCount` blocks: the seven area registers, read one by one. nil when the chip
+    /// does not answer READ CONFIGURATION (an optional command: `optionalCustom`).
+    public func stAreas(_ uid: UID, blockCount: Int) throws(ClientError) -> [STSecurity.Area]? {
+        guard let registers = try stAreaRegisters(uid) else { return nil }
         guard let areas = STSecurity.areas(registers: registers, blockCount: blockCount) else {
             throw ClientError.invalid(
                 "the ST25DV's area registers \(Hex.format(registers)) do not make an area map of \(blockCount) blocks")
@@ -14,12 +15,16 @@ extension ISO15693Client {
         return areas
     }
 
-    /// The seven area registers (`STSecurity.areaRegisters`' order) as READ CONFIGURATION answers them.
-    public func stAreaRegisters(_ uid: UID) throws(ClientError) -> [UInt8] {
+    /// The seven area registers (`STSecurity.areaRegisters`' order) as READ CONFIGURATION answers them; nil when the
+    /// chip does not answer it (now or earlier in its visit).
+    public func stAreaRegisters(_ uid: UID) throws(ClientError) -> [UInt8]? {
         var registers: [UInt8] = []
         for pointer in STSecurity.areaRegisters {
-            let v = try custom(
-                uid, code: STSecurity.readConfiguration, manufacturer: .stMicroelectronics, parameters: [pointer])
+            guard
+                let v = try optionalCustom(
+                    uid, code: STSecurity.readConfiguration, manufacturer: .stMicroelectronics, parameters: [pointer]
+                ).bytes
+            else { return nil }
             guard v.count == 1 else {
                 throw ClientError.invalid("READ CONFIGURATION of register 0x\(Hex.format([pointer])): \(v.count) bytes")
             }

@@ -38,7 +38,8 @@ public enum TagDump {
                 image.protectionCondition = nxp.protectionCondition
             }
             if nxp.hasSignature,
-                let s = try? client.custom(uid, code: NXPSecurity.readSignature, manufacturer: .nxp), s.count == 32
+                let s = try? client.optionalCustom(uid, code: NXPSecurity.readSignature, manufacturer: .nxp).bytes,
+                s.count == 32
             {
                 image.signature = s
             }
@@ -50,7 +51,7 @@ public enum TagDump {
     /// GET NXP SYSTEM INFO of an NXP chip, or nil (another manufacturer, or a chip that refuses it).
     public static func nxpSystemInfo(_ client: ISO15693Client, _ uid: UID) -> NXPSecurity.SystemInfo? {
         guard uid.manufacturer == .nxp,
-            let raw = try? client.custom(uid, code: NXPSecurity.getSystemInfo, manufacturer: .nxp)
+            let raw = try? client.optionalCustom(uid, code: NXPSecurity.getSystemInfo, manufacturer: .nxp).bytes
         else { return nil }
         return NXPSecurity.SystemInfo(raw)
     }

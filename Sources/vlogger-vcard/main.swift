@@ -21,6 +21,8 @@ struct Options {
     var port: UInt16 = 35963
     var storageOnly = false
     var log = false
+    /// Custom commands (0xA0–0xDF) get no answer from the tag, as a reader replaying a chip that ignores them.
+    var silentCustom = false
     /// Faults by the number of the transparent exchange (1-based) they hit.
     var timeoutAt: Set<Int> = []
     var crcAt: Set<Int> = []
@@ -33,9 +35,10 @@ func usage() -> Never {
     FileHandle.standardError.write(
         Data(
             """
-            usage: vlogger-vcard [--field DIR] [--host 127.0.0.1] [--port 35963] [--storage-only] [--log]
+            usage: vlogger-vcard [--field DIR] [--host 127.0.0.1] [--port 35963] [--storage-only] [--log] [--silent-custom]
                                  [--timeout-at N]... [--crc-at N]... [--remove-at N]... [--away-ms 1500]
               Presents the tags of DIR to vpcd as one ISO 15693 card. --storage-only: no transparent exchange.
+              --silent-custom: every custom command (0xA0–0xDF) gets no answer from the tag (64 01).
               Faults hit the Nth transparent exchange: --timeout-at answers C0 03 01 64 01 (no answer from the tag),
               --crc-at answers 96 02 01 00 (CRC error), --remove-at drops the card mid-exchange (back after --away-ms).
 
@@ -63,6 +66,7 @@ func parseOptions() -> Options {
         case "--port": o.port = UInt16(clamping: number(a))
         case "--storage-only": o.storageOnly = true
         case "--log": o.log = true
+        case "--silent-custom": o.silentCustom = true
         case "--timeout-at": o.timeoutAt.insert(number(a))
         case "--crc-at": o.crcAt.insert(number(a))
         case "--remove-at": o.removeAt.insert(number(a))
@@ -213,6 +217,10 @@ enum Action { case answer([UInt8]), drop }
             return .answer(PCSC.status(PCSC.noResponseFromICC, object: doNumber).encoded + sw9000)
         }
         let frame = frameDO.value
+        if options.silentCustom, frame.count > 1, (0xA0...0xDF).contains(frame[1]) {
+            log("exchange \(n): custom command 0x\(Hex.format([frame[1]])): no answer (--silent-custom)")
+            return .answer(PCSC.status(PCSC.noResponseFromICC, object: doNumber).encoded + sw9000)
+        }
         let flags = RequestFlags(rawValue: frame.first ?? 0)
         let writeAlike = frame.count > 1 && CommandCode(frame[1]).isWriteAlike
         let wait: ResponseWait = writeAlike ? .writeAlike(optionFlag: flags.contains(.option)) : .standard

@@ -117,28 +117,32 @@ struct Write: ParsableCommand {
         let before = session.client.exchanges
         var flags = session.client.baseFlags.union(.address)
         if option ?? m.writeNeedsOption { flags.insert(.option) }
-        let unlock: PasswordUnlock.Outcome
+        // The protection status is asked first only where it can matter (a chip with page protection or areas, a
+        // password in the secrets file); otherwise the write goes at once, and an error answer that protection may
+        // explain asks then (PasswordUnlock.guarded).
+        let guarded: PasswordUnlock.Guarded<WriteReport>
         do {
-            unlock = try PasswordUnlock.forWrite(
-                session.client, uid, first: first, count: blocks.count, secretsFile: secrets, asset: nil)
-        } catch { throw VLoggerError("\(uid): \(error)") }
-        switch unlock {
-        case .open, .unlocked: break
-        case .refused(let why): throw VLoggerError("\(uid): \(why)")
-        case .rejected(let why):
-            try? session.reader.fieldOff()
-            try? session.reader.fieldOn()
-            throw VLoggerError("\(uid): \(why); the field was reset, nothing written")
-        }
-        do {
-            report = try session.client.writeBlocks(
-                uid, first: first, blocks: blocks, verify: !noVerify, option: option)
-            try session.checkPersisted()
+            guarded = try PasswordUnlock.guarded(
+                session.client, uid, first: first, count: blocks.count, for: .write, secretsFile: secrets, asset: nil
+            ) { () throws(ClientError) in
+                try session.client.writeBlocks(uid, first: first, blocks: blocks, verify: !noVerify, option: option)
+            }
+            if case .done = guarded { try session.checkPersisted() }
         } catch {
             try record(
                 uid, first, bytes, flags, result: "failed: \(error)", verified: false,
                 exchanges: session.client.exchanges - before)
             throw error
+        }
+        switch guarded {
+        case .done(let r, _): report = r
+        case .stopped(.rejected(let why)):
+            try? session.reader.fieldOff()
+            try? session.reader.fieldOn()
+            throw VLoggerError("\(uid): \(why); the field was reset, nothing written")
+        case .stopped(let outcome):
+            if case .refused(let why) = outcome { throw VLoggerError("\(uid): \(why)") }
+            throw VLoggerError("\(uid): \(outcome)")
         }
         try record(uid, first, bytes, flags, result: "ok", verified: report.verified, exchanges: report.exchanges)
         if options.json {

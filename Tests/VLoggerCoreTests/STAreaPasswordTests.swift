@@ -47,7 +47,7 @@ import DriverSim
         let client = r.agent.session.client
         let uid = try UID(parsing: Self.uid)
         #expect(
-            try client.stAreas(uid, blockCount: 2048).map(\.description) == [
+            try client.stAreas(uid, blockCount: 2048)?.map(\.description) == [
                 "area 1, blocks 0x0000–0x0007: read open, write open",
                 "area 2, blocks 0x0008–0x000F: read open, write with RF_PWD_1",
                 "area 3, blocks 0x0010–0x0017: read with RF_PWD_2, write with RF_PWD_2",
@@ -260,6 +260,6 @@ import DriverSim
         }
         #expect(try client.stPresentPassword(uid, number: 2, password: Hex.parse(Self.password2)) == .accepted)
         #expect(try client.readBlocks(uid, first: 16, count: 1).first?.data == [0x0C, 0x0A, 0, 0])
-        #expect(try client.stAreas(uid, blockCount: 2048).map(\.number) == [1, 2, 3, 4])
+        #expect(try client.stAreas(uid, blockCount: 2048)?.map(\.number) == [1, 2, 3, 4])
     }
 }

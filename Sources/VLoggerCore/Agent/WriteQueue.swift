@@ -113,13 +113,26 @@ extension Agent {
                     continue
                 }
                 // NXP page protection, ST25DV areas: the password session opens before the first read of a
-                // protected page.
-                switch try unlockForWrite(uid, first: w.first, count: blocks.count) {
-                case .open, .unlocked: break
-                case .refused(let why):
-                    finish(.failed, why)
-                    continue
-                case .rejected(let why):
+                // protected page where it can matter, or after an error answer that protection may explain
+                // (PasswordUnlock.guarded); a chip that does not answer the protection status has none.
+                let lockAfter = w.operation == .writeLock
+                let step: QueuedWriteStep
+                switch try guardedWrite(
+                    uid, first: w.first, count: blocks.count,
+                    { () throws(ClientError) -> QueuedWriteStep in
+                        let current = try session.client.readBlocks(
+                            uid, first: w.first, count: blocks.count, security: true)
+                        if current.map(\.data) == blocks { return .alreadyThere(current) }
+                        if let locked = current.first(where: { $0.security?.isLocked == true }) {
+                            return .locked(locked.number)
+                        }
+                        return .written(
+                            try session.client.writeBlocks(
+                                uid, first: w.first, blocks: blocks, verify: true, option: option))
+                    })
+                {
+                case .done(let s, _): step = s
+                case .stopped(.rejected(let why)):
                     // Not given again: the write password, and the read password when that was the one refused (an
                     // ST25DV's one password opens reads and writes alike).
                     passwords.reject(uid, .write, secretsFile: config.secretsFile)
@@ -134,23 +147,22 @@ extension Agent {
                         "\(why); the field was reset; not tried again until an operator runs `vlogger writes retry \(w.id)`"
                     )
                     continue
+                case .stopped(let outcome):
+                    if case .refused(let why) = outcome { finish(.failed, why) } else { finish(.failed, "\(outcome)") }
+                    continue
                 }
-                let current = try session.client.readBlocks(uid, first: w.first, count: blocks.count, security: true)
-                let lockAfter = w.operation == .writeLock
                 var done: [String] = []
-                if current.map(\.data) == blocks {
+                switch step {
+                case .alreadyThere(let current):
                     if !lockAfter || current.allSatisfy({ $0.security?.isLocked == true }) {
                         finish(
                             .done, "already on the tag\(lockAfter ? " and locked" : "") (read back); not written again");
                         continue
                     }
                     done.append("data already on the tag (read back)")
-                } else {
-                    if let locked = current.first(where: { $0.security?.isLocked == true }) {
-                        finish(.failed, "block \(locked.number) is locked"); continue
-                    }
-                    let report = try session.client.writeBlocks(
-                        uid, first: w.first, blocks: blocks, verify: true, option: option)
+                case .locked(let number):
+                    finish(.failed, "block \(number) is locked"); continue
+                case .written(let report):
                     writer.add(
                         WriteRecord(
                             time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data,
@@ -188,11 +200,24 @@ extension Agent {
     }
 }
 
+/// How far a queued write got with the tag's blocks (inside its password session).
+enum QueuedWriteStep {
+    /// The blocks already hold the data (read back with their lock status).
+    case alreadyThere([BlockRead])
+    /// A block to be written is locked: nothing was written.
+    case locked(BlockNumber)
+    /// Written and verified by read-back.
+    case written(WriteReport)
+}
+
 extension Agent {
-    /// `PasswordUnlock.forWrite` with the configuration's secrets file and the register's asset id of the tag.
-    func unlockForWrite(_ uid: UID, first: BlockNumber, count: Int) throws(ClientError) -> PasswordUnlock.Outcome {
-        try PasswordUnlock.forWrite(
-            session.client, uid, first: first, count: count, secretsFile: config.secretsFile,
-            asset: register?.rows[uid.description]?["asset_id"])
+    /// `PasswordUnlock.guarded` for a write, with the configuration's secrets file and the register's asset id of the
+    /// tag.
+    func guardedWrite<T>(_ uid: UID, first: BlockNumber, count: Int, _ body: () throws(ClientError) -> T)
+        throws(ClientError) -> PasswordUnlock.Guarded<T>
+    {
+        try PasswordUnlock.guarded(
+            session.client, uid, first: first, count: count, for: .write, secretsFile: config.secretsFile,
+            asset: register?.rows[uid.description]?["asset_id"], body)
     }
 }

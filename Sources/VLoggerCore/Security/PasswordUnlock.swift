@@ -7,7 +7,8 @@ import Readers
 /// follows in. Passwords never leave this code: not in outcomes, events, logs or traces (`TraceFormatter.masked`).
 public enum PasswordUnlock {
     public enum Outcome: Equatable, Sendable {
-        /// No password needed (not an NXP chip, no protected block, or a chip without page protection).
+        /// No password needed (not an NXP chip, no protected block, or a chip that does not answer the protection
+        /// status: no page protection).
         case open
         /// The passwords the blocks need were accepted: the write goes ahead in the same RF session.
         case unlocked
@@ -22,12 +23,78 @@ public enum PasswordUnlock {
     /// password: Flipper's SLIX listener checks both for a write).
     public enum Purpose: Sendable { case read, write }
 
-    public static func forWrite(
-        _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, secretsFile: String?, asset: String?
-    ) throws(ClientError) -> Outcome {
-        try open(client, uid, first: first, count: count, for: .write, secretsFile: secretsFile, asset: asset)
+    /// What became of work on blocks that may need a password (`guarded`).
+    public enum Guarded<T> {
+        /// The work was done (after opening a password session when one was needed).
+        case done(T, Outcome)
+        /// The blocks need a password that is not configured (`.refused`) or was not accepted (`.rejected`):
+        /// nothing was written.
+        case stopped(Outcome)
     }
 
+    /// Error answers that a block's protection may explain, when the status was not asked first: 0x0F (what
+    /// Flipper's SLIX listener and the simulator answer for a protected NXP page; no NXP data sheet read names
+    /// one), 0x12 (an ST25DV area write-protected without its session, DS13519) and 0x15 (read-protected, ST).
+    /// A real lock answers 0x12 too: the status then says so, and the error stands.
+    public static let protectionErrors: Set<ISOErrorCode> = [.unknownError, .blockLocked, .blockReadProtected]
+
+    /// Whether asking the blocks' protection before touching them can matter (docs/reference/optional-commands.md):
+    /// the chip's model has page protection (NXP) or areas (ST25DV), or the secrets file holds an NXP read or write
+    /// password for this tag or its asset. Otherwise the blocks are read or written at once, and only an error
+    /// answer that protection may explain makes vlogger ask (`guarded`).
+    public static func statusCanMatter(_ client: ISO15693Client, _ uid: UID, secretsFile: String?, asset: String?)
+        -> Bool
+    {
+        let model = (try? client.memory(of: uid))?.model ?? ICModel.identify(uid: uid)
+        if uid.manufacturer == .stMicroelectronics { return STSecurity.hasAreas(model) }
+        guard uid.manufacturer == .nxp else { return false }
+        if model?.hasPageProtection == true { return true }
+        guard let secretsFile else { return false }
+        // A secrets file that cannot be read cannot say: ask, and say what is wrong with it if a password is needed.
+        guard let secrets = try? TagSecrets.load(secretsFile) else { return true }
+        return [NXPSecurity.readPassword, NXPSecurity.writePassword].contains {
+            secrets.nxpPassword($0, uid: uid, asset: asset) != nil
+        }
+    }
+
+    /// Runs `body` (a write, or the reads and the write of a queued write) on blocks `first`+`count` of `uid`, with
+    /// the password session they need: opened first when `statusCanMatter`; otherwise the blocks are touched at
+    /// once, and only when the tag answers an error that protection may explain (`protectionErrors`) is the status
+    /// asked, the session opened and `body` run again. A chip that does not answer the status query has no page
+    /// protection: the error stands.
+    public static func guarded<T>(
+        _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
+        secretsFile: String?, asset: String?, _ body: () throws(ClientError) -> T
+    ) throws(ClientError) -> Guarded<T> {
+        var asked = false
+        var outcome = Outcome.open
+        if statusCanMatter(client, uid, secretsFile: secretsFile, asset: asset) {
+            asked = true
+            outcome = try open(
+                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
+            switch outcome {
+            case .open, .unlocked: break
+            case .refused, .rejected: return .stopped(outcome)
+            }
+        }
+        do {
+            return .done(try body(), outcome)
+        } catch {
+            guard !asked, case .tag(let code, _) = error, protectionErrors.contains(code),
+                uid.manufacturer == .nxp || uid.manufacturer == .stMicroelectronics
+            else { throw error }
+            outcome = try open(
+                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
+            switch outcome {
+            case .open: throw error
+            case .unlocked: return .done(try body(), outcome)
+            case .refused, .rejected: return .stopped(outcome)
+            }
+        }
+    }
+
+    /// Asks the blocks' protection status and opens the password session they need. The status query is optional
+    /// (`optionalCustom`): a chip that does not answer it has no page protection, and the blocks are `.open`.
     public static func open(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
         secretsFile: String?, asset: String?
@@ -36,12 +103,9 @@ public enum PasswordUnlock {
             return try openST(
                 client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
         }
-        guard uid.manufacturer == .nxp, first.int + count <= 256 else { return .open }
-        let status: [UInt8]
-        do { status = try client.nxpProtectionStatus(uid, first: first, count: count) } catch {
-            if error.isTransient { throw error }
-            return .open  // the chip has no GET MULTIPLE BLOCK PROTECTION STATUS: no page protection
-        }
+        guard uid.manufacturer == .nxp, first.int + count <= 256,
+            let status = try client.nxpProtectionStatus(uid, first: first, count: count)
+        else { return .open }
         var needed: [(id: UInt8, name: String)] = []
         if status.contains(where: NXPSecurity.readProtected) { needed.append((NXPSecurity.readPassword, "read")) }
         if purpose == .write, status.contains(where: NXPSecurity.writeProtected) {
@@ -85,7 +149,7 @@ public enum PasswordUnlock {
     ) throws(ClientError) -> Outcome {
         let memory = try client.memory(of: uid)
         guard STSecurity.hasAreas(memory.model) else { return .open }
-        let areas = try client.stAreas(uid, blockCount: memory.blockCount)
+        guard let areas = try client.stAreas(uid, blockCount: memory.blockCount) else { return .open }
         let last = first.int + count - 1
         let touched = areas.filter { $0.firstBlock <= last && first.int <= $0.lastBlock }
         let blocks = "blocks \(first)+\(count)"
