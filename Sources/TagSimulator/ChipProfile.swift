@@ -30,7 +30,7 @@ public struct ChipProfile: Hashable, Sendable {
     /// Programming time of one block after the reader's EOF, on top of t1.
     public let programmingTimePerBlock: AirTime
     /// Error code for commands the chip does not know; nil: the chip stays silent.
-    public let unsupportedCommandError: ISOErrorCode?
+    public var unsupportedCommandError: ISOErrorCode?
     public let blockOutOfRangeError: ISOErrorCode
     public let protocolExtensionError: ISOErrorCode
     public let sources: [String]
@@ -83,6 +83,24 @@ public struct ChipProfile: Hashable, Sendable {
             "READ SIGNATURE 0xBD answers 32 bytes: SLIX2 datasheet SL2S2602 §9.5.3.20 Tables 76–78; an image without a signature answers 'not supported' (a clone's behaviour varies)",
             "GET NXP SYSTEM INFO 0xAB: protection pointer, condition, lock bits (b0 AFI, b1 EAS, b2 DSFID, b3 page protection: NXP TagInfo, Flipper slix_i.h and an NTAG 5 library agree; the NXP data sheet's table not read), feature flags LE with b8 = originality signature (Flipper slix.h)",
         ], inventoryRead: true, nxpSecurity: true)
+
+    /// NXP ICODE SLI (SL2 ICS20): 28 × 4-byte user blocks, no page protection, no NXP system information, no
+    /// signature; a custom command it does not implement gets error 0x0F in addressed mode.
+    public static let icodeSLI = ChipProfile(
+        id: "icode-sli", model: .icodeSLI, manufacturer: .nxp, uidByte5: 0x01, uidByte4Bits: 0x00,
+        blockCount: 28, blockSize: 4, icReference: nil,
+        systemInfo: SystemInfoFields(dsfid: true, afi: true, memorySize: true, icReference: false),
+        supportsExtendedCommands: false, requiresProtocolExtension: false,
+        maxBlocksPerRead: 28, maxBlocksPerWrite: nil, writeRequiresOption: false,
+        programmingTimePerBlock: AirTime(ticks: 18 * 4096),
+        unsupportedCommandError: .unknownError, blockOutOfRangeError: .blockNotAvailable,
+        protocolExtensionError: .optionNotSupported,
+        sources: [
+            "User blocks 0–27 of 4 bytes, UID E0 04 01 with byte 4 bits 3–4 = 00: FEIG tables and pm3 uidmapping (docs/reference/iso15693.md Part 2 §2.1)",
+            "Custom commands: Inventory Read 0xA0 and the EAS commands only (SLI specification Rev 3.1 §3.4.3; FEIG ID ISC.MR/PR/PRH101 §8.3); no GET MULTIPLE BLOCK PROTECTION STATUS, GET NXP SYSTEM INFO or READ SIGNATURE (docs/reference/optional-commands.md)",
+            "A command it does not support: error 0x0F in addressed or selected mode (SLI specification Rev 3.1 §3.5.2; the same in the SLI-S data sheet §8.4.2)",
+            "No IC reference in Get System Information, Read Multiple up to the last block, one block per write, the programming time of the SLIX2 profile: assumptions (no source read gives them)",
+        ], inventoryRead: true)
 
     /// ST ST25DV64K: 2048 × 4-byte blocks; blocks above 255 only through the extended commands; Write
     /// Multiple Blocks of at most 4 blocks; typical 5 ms programming per block.
@@ -226,7 +244,8 @@ public struct ChipProfile: Hashable, Sendable {
         ])
 
     public static let all: [ChipProfile] = [
-        icodeSLIX2, st25dv64k, st25tv02kc, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64, fm13ht160,
+        icodeSLIX2, icodeSLI, st25dv64k, st25tv02kc, tagitHFIPlus, tagitHFIStandard, rf430frl152h, mb89r118, m24lr64,
+        fm13ht160,
     ]
 
     public static func named(_ id: String) -> ChipProfile? { all.first { $0.id == id } }

@@ -11,13 +11,16 @@ enum PCSCBench {
     static var available: Bool { FileManager.default.fileExists(atPath: socket) || required }
     static var namespace: String { ProcessInfo.processInfo.environment["VLOGGER_PCSC_NETNS"] ?? "vlogger-pcsc" }
 
-    /// Starts a virtual card on a copy of the demo tags `files`; returns the process and the field folder.
-    static func card(_ files: [String], _ options: [String] = []) throws -> (Process, URL) {
+    /// Starts a virtual card on a copy of the tags `files` of the folder `from` (the demo field by default); returns the
+    /// process and the field folder.
+    static func card(_ files: [String], _ options: [String] = [], from: String = "Config/demo-field") throws -> (
+        Process, URL
+    ) {
         guard FileManager.default.fileExists(atPath: socket) else {
             throw CLITests.CLIFailure(
                 "no pcscd at \(socket): start the bench with `bash bench/pcsc/bench.sh start` (as root)")
         }
-        let dir = try CLITests.scratch("pcsc", copying: files, from: "Config/demo-field")
+        let dir = try CLITests.scratch("pcsc", copying: files, from: from)
         let vcard = try CLITests.binary().deletingLastPathComponent().appendingPathComponent("vlogger-vcard")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
@@ -167,5 +170,49 @@ struct PCSCBenchTests {
         #expect(
             rows.count >= 5 && rows.allSatisfy { $0.contains("6608C20142370001") },
             "\(csv.out)\nthe run's log:\n\(run.err)")
+    }
+
+    /// Issue 54: a card that answers the ISO 15693 mandatory and optional commands and stays silent to every custom
+    /// command (`--silent-custom`), with the ICODE SLI of the issue's transcript: read, write (verified by read-back),
+    /// a queued write made by the agent, `ndef write` and `dump` all succeed; no write waits on an optional query.
+    @Test func aChipSilentToCustomCommandsIsReadAndWritten() throws {
+        let sli = "E00401008A5C982E"
+        let (card, dir) = try PCSCBench.card(
+            ["icode-sli-8a5c982e.json"], ["--silent-custom"], from: "Tests/IntegrationTests/Fixtures/sli-field")
+        defer { PCSCBench.stop(card, dir) }
+        let image = dir.appendingPathComponent("icode-sli-8a5c982e.json")
+        let read = try CLI.run(["read", "--reader", "pcsc", "--uid", sli, "--block", "0", "--count", "2"])
+        #expect(read.code == 0 && read.out.contains("E1 40 0E 01"), "\(read.out)\(read.err)")
+        let write = try CLI.run([
+            "write", "--reader", "pcsc", "--uid", sli, "--block", "3", "--data", "CAFEF00D", "--trace",
+        ])
+        #expect(write.code == 0 && write.out.contains("verified by read-back"), "\(write.out)\(write.err)")
+        #expect(!write.out.contains("Protection Status"), "\(write.out)")
+        #expect(try String(contentsOf: image, encoding: .utf8).contains("CAFEF00D"))
+        // The gateway: a write queued until the tag is seen, made by the agent through pcscd.
+        let work = try CLI.scratch("pcsc-sli", copying: ["rules.toml", "assets.csv"])
+        try CLI.writeOneReaderConfig(work)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let config = work.appendingPathComponent("vlogger.toml").path, store = work.appendingPathComponent("s.db").path
+        let queued = try CLI.run([
+            "write", "--when-seen", "--uid", sli, "--block", "4", "--data", "0BADBEEF", "--config", config, "--store",
+            store,
+        ])
+        #expect(queued.code == 0, "\(queued.out)\(queued.err)")
+        let run = try CLI.run([
+            "run", "--config", config, "--store", store, "--reader", "pcsc", "--cycles", "3", "--interval", "300ms",
+        ])
+        #expect(run.code == 0, "\(run.out)\(run.err)")
+        let list = try CLI.run(["writes", "list", "--config", config, "--store", store])
+        #expect(list.out.contains("done") && list.out.contains("written and read back"), "\(list.out)\(run.err)")
+        #expect(try String(contentsOf: image, encoding: .utf8).contains("0BADBEEF"))
+        let ndef = try CLI.run(["ndef", "write", "--reader", "pcsc", "--uid", sli, "--text", "silent SLI"])
+        #expect(ndef.code == 0, "\(ndef.out)\(ndef.err)")
+        let back = try CLI.run(["ndef", "read", "--reader", "pcsc", "--uid", sli])
+        #expect(back.code == 0 && back.out.contains("silent SLI"), "\(back.out)\(back.err)")
+        let dump = try CLI.run(["dump", "--reader", "pcsc", "--uid", sli, "--format", "flipper"])
+        #expect(
+            dump.code == 0 && dump.out.contains("UID: E0 04 01 00 8A 5C 98 2E") && dump.out.contains("Block Count: 28"),
+            "\(dump.out)\(dump.err)")
     }
 }

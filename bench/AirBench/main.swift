@@ -23,6 +23,9 @@ import SensorTags
 //    with `inventory-read` off (Inventory, then Get System Information and a read per tag) and on (NXP's
 //    Fast Inventory Read brings the label with each answer), median over the seeds.
 // 4. A full Fudan FM13 log (4,864 records) against the bound of its bytes at the air rate.
+// 5. A one-block write to an ICODE SLIX (no passwords, no page protection): as every write to an NXP tag went before
+//    issue 54 (GET MULTIPLE BLOCK PROTECTION STATUS first) and as it goes now (`PasswordUnlock.guarded`: written at
+//    once), with its read-back; and the same to a chip that stays silent to custom commands.
 
 // The drivers the configurations below name (the executable registers the same way).
 ReaderDrivers.bootstrap([SimulatorDriver()])
@@ -234,6 +237,54 @@ do {
                 "A full FM13 log: %d records (%d bytes) in %d exchanges: %.1f ms of air; the bound (the bytes alone at the tag's rate, %.2f µs a byte): %.1f ms; ratio %.3f",
             records.count, bytes, fm13Client.exchanges - exchangesBefore, logTime.milliseconds,
             AirTiming.tagByte(flags).microseconds, bound.milliseconds, logTime.milliseconds / bound.milliseconds))
+    // 5. A one-block write to an ICODE SLIX without passwords (UID byte 4 bits 3–4 = 10: pm3 uidmapping, Flipper).
+    print("")
+    print("A one-block write to an ICODE SLIX (no passwords), with its read-back:")
+    for silent in [false, true] {
+        var results: [(String, Int, AirTime)] = []
+        for askFirst in [true, false] {
+            let uid = try UID(parsing: "E004011012345678")
+            let image = try TagImage(uid: uid, blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 28))
+            var profile = image.profile
+            if silent { profile.unsupportedCommandError = nil }
+            let field = SimulatedField()
+            field.add(SimulatedTag(image: image, profile: profile))
+            let reader = SimulatorReader.switchedOn(field)
+            let client = ISO15693Client(reader: reader)
+            _ = try client.memory(of: uid)
+            let air0 = reader.airTime, x0 = client.exchanges
+            var outcome = "written"
+            do throws(ClientError) {
+                if askFirst {
+                    // Before issue 54: the status first, a timeout abandoning the write.
+                    let status = try client.custom(
+                        uid, code: NXPSecurity.getMultipleBlockProtectionStatus, manufacturer: .nxp, parameters: [3, 0])
+                    _ = status
+                }
+            } catch {
+                // An error answer: no page protection, the write went ahead; a timeout abandoned it.
+                if error.isTransient { outcome = "abandoned (\(error))" }
+            }
+            if outcome == "written" {
+                if askFirst {
+                    _ = try client.writeBlocks(uid, first: 3, blocks: [[1, 2, 3, 4]], verify: true)
+                } else {
+                    guard
+                        case .done = try PasswordUnlock.guarded(
+                            client, uid, first: 3, count: 1, for: .write, secretsFile: nil, asset: nil,
+                            { () throws(ClientError) in
+                                try client.writeBlocks(uid, first: 3, blocks: [[1, 2, 3, 4]], verify: true)
+                            })
+                    else { print("  the write was stopped"); exit(1) }
+                }
+            }
+            results.append((outcome, client.exchanges - x0, reader.airTime - air0))
+        }
+        let (b, a) = (results[0], results[1])
+        print(
+            "  \(silent ? "a chip silent to custom commands" : "the SLIX answering error 0x01 to 0xB8"): before \(b.0) in \(b.1) exchanges, \(ms(b.2)) ms of air; now \(a.0) in \(a.1) exchanges, \(ms(a.2)) ms"
+                + (b.0 == "written" ? String(format: " (%.2f× less air)", b.2.milliseconds / a.2.milliseconds) : ""))
+    }
 } catch {
     print("air-bench: \(error)")
     exit(1)
