@@ -118,6 +118,17 @@ public struct ParserFuzzer {
             return names.compactMap { try? [UInt8](Data(contentsOf: d.appendingPathComponent($0))) }
         }
         @Sendable func text(_ b: [UInt8]) -> String { String(decoding: b, as: UTF8.self) }
+        // A SLIX2 file of every SLIX key (docs/reference/flipper-slix.md), for the Flipper target.
+        let slix2Seed = [
+            "Filetype: Flipper NFC device", "Version: 4", "Device type: SLIX", "UID: E0 04 01 08 2A D2 8E 83",
+            "DSFID: 00", "AFI: 00", "IC Reference: 01", "Lock DSFID: false", "Lock AFI: false", "Block Count: 2",
+            "Block Size: 04", "Data Content: E1 40 28 01 03 00 FE 00", "Security Status: 00 00",
+            "Capabilities: Default", "Password Read: 00 00 00 00", "Password Write: 00 00 00 00",
+            "Password Privacy: 7F FD 6E 5B", "Password Destroy: 0F 0F 0F 0F", "Password EAS: 00 00 00 00",
+            "Signature: CA E8 18 3C B4 82 3C 76 5A FD EB 78 C9 D6 6C 95 99 90 FD 52 A5 82 0E 76 E1 D6 E0 25 D7 6E AD 79",
+            "Privacy Mode: false", "Protection Pointer: 00", "Protection Condition: 00", "Lock EAS: false",
+            "Lock PPL: false",
+        ].joined(separator: "\n")
         let toml = files("", ".toml"), images = files("demo-field", ".json") + files("demo-field-dock", ".json")
         let scenarios = images.filter { Scenario.isScenario(text($0)) }
         let ndef: [[UInt8]] = [
@@ -164,8 +175,17 @@ public struct ParserFuzzer {
             ) { b in
                 (try? TagImageFormat.proxmark3.decode(text(b), fileName: "hf-15-E004010812345678-dump.json")) != nil
             },
-            Target(name: "image-flipper", seeds: files("demo-field", ".nfc")) { b in
-                (try? TagImageFormat.flipper.decode(text(b))) != nil
+            // With a SLIX2 file of every SLIX key (docs/reference/flipper-slix.md); what decodes is written again.
+            Target(
+                name: "image-flipper",
+                seeds: files("demo-field", ".nfc")
+                    + [
+                        Array(slix2Seed.utf8)
+                    ]
+            ) { b in
+                guard let image = try? TagImageFormat.flipper.decode(text(b)) else { return false }
+                _ = try? TagImageFormat.flipper.encode(image)
+                return true
             },
             Target(name: "ndef", seeds: ndef) { b in
                 guard let records = try? NDEFMessage.decode(b) else { return false }

@@ -102,6 +102,7 @@ enum VLoggerImageCodec {
             "format", "version", "profile", "uid", "dsfid", "dsfidLocked", "afi", "afiLocked",
             "icReference", "blockSize", "blocks", "lockedBlocks", "comment", "signature", "nxpPasswords",
             "protectionPointer", "protectionCondition", "privacy", "sensorLog", "stAreaRegisters", "stPasswords",
+            "slixCapabilities", "easLocked", "protectionLocked",
         ]
         if let unknown = o.keys.filter({ !known.contains($0) }).sorted().first {
             throw TagImageError("unknown key '\(unknown)'; known keys: \(known.sorted().joined(separator: ", "))")
@@ -167,6 +168,19 @@ enum VLoggerImageCodec {
         if let p = o["privacy"] {
             guard let b = p as? Bool else { throw TagImageError("'privacy' must be true or false") }
             image.privacy = b
+        }
+        if let c = o["slixCapabilities"] {
+            guard let text = c as? String, FlipperImageCodec.flipperCapabilities.contains(text) else {
+                throw TagImageError(
+                    "'slixCapabilities' must be one of \(FlipperImageCodec.flipperCapabilities.joined(separator: ", "))"
+                )
+            }
+            image.slixCapabilities = text
+        }
+        for key in ["easLocked", "protectionLocked"] {
+            guard let v = o[key] else { continue }
+            guard let b = v as? Bool else { throw TagImageError("'\(key)' must be true or false") }
+            if key == "easLocked" { image.easLocked = b } else { image.protectionLocked = b }
         }
         if o["protectionPointer"] != nil {
             image.protectionPointer = try hexByte(o["protectionPointer"], "protectionPointer")
@@ -291,6 +305,9 @@ enum VLoggerImageCodec {
             o["nxpPasswords"] = passwords
         }
         if image.privacy { o["privacy"] = true }
+        if let c = image.slixCapabilities { o["slixCapabilities"] = c }
+        if let l = image.easLocked { o["easLocked"] = l }
+        if let l = image.protectionLocked { o["protectionLocked"] = l }
         if let r = image.stAreaRegisters { o["stAreaRegisters"] = Hex.format(r, separator: "") }
         if !image.stPasswords.isEmpty {
             o["stPasswords"] = Dictionary(
@@ -355,12 +372,22 @@ enum Proxmark3ImageCodec {
             for i in 0..<min(count, l.count) { locked[i] = l[i] & 0x01 != 0 }
         }
         let ic = try hexByte(card["ic"] ?? "00", "Card.ic")
-        return try TagImage(
+        // The privacy password in on-air order (armsrc/iso15693.c un-XORs the wire bytes into it); a dump never
+        // reads it, so Proxmark3 writes 00000000 there: that is taken as not known (docs/reference/flipper-slix.md).
+        var privacy: [UInt8]?
+        if let text = (card["privacypasswd"] ?? card["privacyPasswd"]) as? String {
+            let p = try hexBytes(text, "Card.privacypasswd")
+            guard p.count == 4 else { throw TagImageError("'Card.privacypasswd' must be 4 bytes in hex") }
+            if p != [0, 0, 0, 0] { privacy = p }
+        }
+        var image = try TagImage(
             uid: uid, dsfid: try hexByte(card["dsfid"] ?? "00", "Card.dsfid"),
             dsfidLocked: try hexByte(card["dsfidlock"] ?? "00", "Card.dsfidlock") != 0,
             afi: try hexByte(card["afi"] ?? "00", "Card.afi"),
             afiLocked: try hexByte(card["afilock"] ?? "00", "Card.afilock") != 0,
             blockSize: size, blocks: blocks, locked: locked, icReference: ic)
+        image.nxpPasswords[0x04] = privacy
+        return image
     }
 
     /// The dumps Proxmark3 wrote from 2020 to January 2024, which its current loader still reads
@@ -426,7 +453,11 @@ enum Proxmark3ImageCodec {
         card["ic"] = Hex.format([image.icReference ?? 0])
         card["locks"] = Hex.format(image.locked.map { $0 ? UInt8(1) : 0 }, separator: "")
         if card["random"] == nil { card["random"] = "0000" }
-        if card["privacypasswd"] == nil { card["privacypasswd"] = "00000000" }
+        if let p = image.nxpPasswords[0x04] {
+            card["privacypasswd"] = Hex.format(p, separator: "")
+        } else if card["privacypasswd"] == nil {
+            card["privacypasswd"] = "00000000"
+        }
         if card["state"] == nil { card["state"] = "00" }
         o["Card"] = card
         var blocks: [String: Any] = [:]
@@ -533,7 +564,107 @@ enum FlipperImageCodec {
             icReference: fields["IC Reference"] == nil ? nil : try hexByte(fields["IC Reference"], "IC Reference"))
         image.dsfidKnown = fields["DSFID"] != nil
         image.afiKnown = fields["AFI"] != nil
+        if type == "SLIX", let slix = SlixType(uid: uid) { try decodeSLIX(fields, slix, into: &image) }
         return image
+    }
+
+    /// The SLIX keys Flipper writes for the type the UID says (`slix_load`; docs/reference/flipper-slix.md): every
+    /// one optional, a key the type does not have ignored as Flipper ignores it, a malformed value an error naming the
+    /// key (Flipper refuses such a file too).
+    static func decodeSLIX(_ fields: [String: String], _ slix: SlixType, into image: inout TagImage)
+        throws(TagImageError)
+    {
+        func bytes(_ key: String, _ count: Int) throws(TagImageError) -> [UInt8]? {
+            guard let v = fields[key] else { return nil }
+            let b = try hexBytes(v, key)
+            guard b.count == count else {
+                throw TagImageError(
+                    "'\(key)' has \(b.count) bytes; it must be \(count) bytes in hex, e.g. \(Hex.format(Array(repeating: UInt8(0), count: min(count, 4))))"
+                )
+            }
+            return b
+        }
+        func bool(_ key: String) throws(TagImageError) -> Bool? {
+            guard let v = fields[key] else { return nil }
+            switch v.lowercased() {
+            case "true": return true
+            case "false": return false
+            default: throw TagImageError("'\(key)' is '\(v)'; it must be true or false")
+            }
+        }
+        if let c = fields["Capabilities"] {
+            guard flipperCapabilities.contains(c) else {
+                throw TagImageError(
+                    "'Capabilities' is '\(c)'; Flipper knows \(flipperCapabilities.joined(separator: " and ")) (and refuses a file with another)"
+                )
+            }
+            image.slixCapabilities = c
+        }
+        // Flipper writes a password as its 32-bit value most significant byte first; it goes on the air least
+        // significant byte first (slix_poller_i.c, slix_listener_i.c `slix_listener_unxor_password`), the order an
+        // image and the secrets file keep: the bytes are reversed (docs/reference/flipper-slix.md).
+        for id in slix.passwordIDs {
+            guard let key = SlixType.passwordKey(id)?.key, let p = try bytes(key, 4) else { continue }
+            image.nxpPasswords[id] = p.reversed()
+        }
+        if slix.hasSignature, let sig = try bytes("Signature", 32) { image.signature = sig }
+        if slix.hasPrivacy, let p = try bool("Privacy Mode") { image.privacy = p }
+        if slix.hasPageProtection, let pointer = try bytes("Protection Pointer", 1),
+            let condition = try bytes("Protection Condition", 1)
+        {
+            image.protectionPointer = pointer[0]
+            image.protectionCondition = condition[0]
+        }
+        if let l = try bool("Lock EAS") { image.easLocked = l }
+        if slix.hasPageProtection, let l = try bool("Lock PPL") { image.protectionLocked = l }
+    }
+
+    /// Flipper's SLIX `Capabilities` values (slix.c `slix_capabilities_names`).
+    static let flipperCapabilities = ["Default", "AcceptAllPasswords"]
+
+    /// The SLIX keys of an image, in the order Flipper writes and reads them (each key is searched forward from the one
+    /// read before it), each with the comment Flipper writes before it (nil: none). Only what the image knows.
+    static func slixValues(_ image: TagImage) -> [(key: String, value: String, comment: String?)] {
+        guard deviceType(image.uid) == "SLIX", let slix = SlixType(uid: image.uid) else { return [] }
+        var out: [(key: String, value: String, comment: String?)] = []
+        if let c = image.slixCapabilities {
+            out.append(
+                (
+                    "Capabilities", c,
+                    "# SLIX capabilities field affects emulation modes. Possible options: Default, AcceptAllPasswords"
+                ))
+        }
+        var first = true
+        for id in slix.passwordIDs {
+            guard let key = SlixType.passwordKey(id)?.key, let p = image.nxpPasswords[id] else { continue }
+            out.append(
+                (
+                    key, Hex.format(p.reversed()),
+                    first ? "# Passwords are optional. If a password is omitted, a default value will be used" : nil
+                ))
+            first = false
+        }
+        if slix.hasSignature, let sig = image.signature, sig.count == 32 {
+            out.append(
+                (
+                    "Signature", Hex.format(sig),
+                    "# This is the card's secp128r1 elliptic curve signature. It can not be calculated without knowing NXP's private key."
+                ))
+        }
+        if slix.hasPrivacy { out.append(("Privacy Mode", image.privacy ? "true" : "false", nil)) }
+        if slix.hasPageProtection, let pointer = image.protectionPointer {
+            out.append(("Protection Pointer", Hex.format([pointer]), "# Protection pointer configuration"))
+            out.append(("Protection Condition", Hex.format([image.protectionCondition]), nil))
+        }
+        var locks = true
+        if let l = image.easLocked {
+            out.append(("Lock EAS", l ? "true" : "false", "# SLIX Lock Bits"))
+            locks = false
+        }
+        if slix.hasPageProtection, let l = image.protectionLocked {
+            out.append(("Lock PPL", l ? "true" : "false", locks ? "# SLIX Lock Bits" : nil))
+        }
+        return out
     }
 
     /// The device type Flipper saves the tag as, by its own rule (flipperzero-firmware
@@ -565,6 +696,8 @@ enum FlipperImageCodec {
             ("Security Status", Hex.format(image.locked.map { $0 ? UInt8(1) : 0 })),
         ]
         if let original {
+            // The SLIX keys the image knows are rewritten too (or added in Flipper's order).
+            values += slixValues(image).map { ($0.key, $0.value) }
             // Rewrite in place, keeping the file's line ends and every other key (device type, SLIX passwords).
             let (parsed, ending) = lines(original)
             var lines = parsed
@@ -602,18 +735,38 @@ enum FlipperImageCodec {
             while lines.last?.isEmpty == true { lines.removeLast() }
             return lines.joined(separator: ending) + ending
         }
+        // Flipper's own layout and comments (lib/nfc/nfc_device.c, iso15693_3.c and slix.c at 217bfac2), so that a file
+        // Flipper wrote comes back byte for byte; the device-type list is that firmware's (only a comment).
         let type = deviceType(image.uid)
         var out = [
-            "Filetype: Flipper NFC device", "Version: 4", "Device type: \(type)", "# UID is common for all formats",
+            "Filetype: Flipper NFC device", "Version: 4",
+            "# Device type can be ISO14443-3A, ISO14443-3B, ISO14443-4A, ISO14443-4B, ISO15693-3, FeliCa, NTAG/Ultralight, Mifare Classic, Mifare DESFire, SLIX, ST25TB",
+            "Device type: \(type)", "# UID is common for all formats", "UID: \(image.uid.spaced)",
+            "# ISO15693-3 specific data",
         ]
-        out.append("UID: \(image.uid.spaced)")
-        out.append("# ISO15693-3 specific data")
-        for (k, v) in values.dropFirst() { out.append("\(k): \(v)") }
+        let comments = [
+            "DSFID": "# Data Storage Format Identifier", "AFI": "# Application Family Identifier",
+            "IC Reference": "# IC Reference - Vendor specific meaning", "Lock DSFID": "# Lock Bits",
+            "Block Count": "# Number of memory blocks, valid range = 1..256",
+            "Block Size": "# Size of a single memory block, valid range = 01...20 (hex)",
+            "Security Status": "# Block Security Status: 01 = locked, 00 = not locked",
+        ]
+        for (k, v) in values.dropFirst() {
+            if let c = comments[k] { out.append(c) }
+            out.append("\(k): \(v)")
+        }
         if type == "SLIX" {
             out.append("# SLIX specific data")
-            out.append(
-                "# Passwords, privacy mode and the EAS lock cannot be read over the air: not known, so not written (Flipper uses its defaults)"
-            )
+            let slix = slixValues(image)
+            if !slix.contains(where: { $0.key.hasPrefix("Password") }) {
+                out.append(
+                    "# Passwords, privacy mode and the EAS lock cannot be read over the air: the passwords are not known, so not written (Flipper uses its defaults)"
+                )
+            }
+            for (k, v, c) in slix {
+                if let c { out.append(c) }
+                out.append("\(k): \(v)")
+            }
         }
         return out.joined(separator: "\n") + "\n"
     }

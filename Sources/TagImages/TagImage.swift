@@ -33,6 +33,13 @@ public struct TagImage: Equatable, Sendable {
     /// NXP privacy mode (SLIX-L, SLIX2): the chip answers nothing but GET RANDOM NUMBER and SET PASSWORD until the
     /// privacy password is given (for that power-on).
     public var privacy = false
+    /// Flipper's SLIX `Capabilities` (`Default`, or `AcceptAllPasswords`: its emulation takes any password); nil when
+    /// the file had none.
+    public var slixCapabilities: String?
+    /// NXP EAS lock and page-protection lock (GET NXP SYSTEM INFO's lock bits b1 and b3; Flipper's `Lock EAS` and
+    /// `Lock PPL`); nil when not known.
+    public var easLocked: Bool?
+    public var protectionLocked: Bool?
     /// ST25DV area security: the seven area registers RFA1SS, ENDA1, RFA2SS, ENDA2, RFA3SS, ENDA3, RFA4SS (nil: the
     /// factory state, one open area) and the RF passwords by number (1–3; 0 the configuration password), 8 bytes each
     /// (a number not given holds the factory value, eight zero bytes).

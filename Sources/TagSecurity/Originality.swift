@@ -52,7 +52,11 @@ public enum Originality {
     public enum Verdict: Error, Sendable, Equatable, CustomStringConvertible {
         /// The signature verifies under the named key.
         case verified(key: String)
-        /// The chip gave no signature (the command failed, or the memory holds none).
+        /// The chip's type has no originality signature vlogger can check (an ICODE SLI, SLIX, SLIX-S or SLIX-L, a chip
+        /// whose maker publishes no key): nothing was asked.
+        case notOnThisChip(String)
+        /// A chip whose type has a signature gave none: READ SIGNATURE refused or not answered, 32 zero bytes (none
+        /// programmed), or memory that holds none.
         case missing(String)
         /// What the chip gave is not a signature (wrong length, not hex, an unknown key id).
         case malformed(String)
@@ -64,7 +68,8 @@ public enum Originality {
         public var description: String {
             switch self {
             case .verified(let key): return "verified (\(key))"
-            case .missing(let why): return "no signature (\(why))"
+            case .notOnThisChip(let why): return "no signature on this chip type (\(why))"
+            case .missing(let why): return "the chip answered no signature (\(why))"
             case .malformed(let why): return "malformed signature (\(why))"
             case .invalid: return "signature does not verify (a clone, or an unknown key)"
             }
@@ -82,6 +87,8 @@ public enum Originality {
     /// Checks a 32-byte signature (r ‖ s) of `uid` against the keys of `scheme`.
     public static func verify(_ uid: UID, signature: [UInt8], scheme: Scheme) -> Verdict {
         guard signature.count == 32 else { return .malformed("\(signature.count) bytes, not 32") }
+        // All zero: no signature was programmed (what Flipper's emulation of a SLIX2 file without one answers).
+        if signature.allSatisfy({ $0 == 0 }) { return .missing("32 zero bytes: no signature programmed") }
         let digest = digest(uid, scheme)
         for key in keys where key.scheme == scheme {
             if Secp128r1.verify(digest: digest, signature: signature, publicKey: key.publicKey) {

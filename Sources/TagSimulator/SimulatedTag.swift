@@ -36,6 +36,9 @@ public final class SimulatedTag {
     public private(set) var passwordAttempts = 0
     /// Added to the profile's programming time (to inject a write slower than the reader waits).
     public var extraProgrammingTime: AirTime = .zero
+    /// Every custom command (0xA0–0xDF) goes unanswered, as through a reader that drops them or from a chip that
+    /// ignores those it lacks (a test of the optional queries: docs/reference/optional-commands.md).
+    public var silentToCustomCommands = false
 
     public var uid: UID { image.uid }
 
@@ -180,7 +183,20 @@ public final class SimulatedTag {
 
     /// In privacy mode and not opened by the privacy password since power-on: silent to all but GET RANDOM NUMBER
     /// and SET PASSWORD (NXP SLIX2 data sheet SL2S2602 §9.5.3.9 ENABLE PRIVACY).
-    var hidden: Bool { image.privacy && profile.nxpSecurity && !unlocked.contains(NXPSecurity.privacyPassword) }
+    var hidden: Bool {
+        image.privacy && (profile.nxpSecurity || slix?.hasPrivacy == true)
+            && !unlocked.contains(NXPSecurity.privacyPassword)
+    }
+
+    /// The SLIX type the UID says (Flipper's rule, `SlixType`): its passwords are answered on any profile (an image
+    /// from a Flipper SLIX file of a SLIX, SLIX-S or SLIX-L runs on the generic profile).
+    var slix: SlixType? { profile.manufacturer == .nxp ? SlixType(uid: image.uid) : nil }
+
+    /// GET RANDOM NUMBER and SET PASSWORD: the SLIX2 profile, or an image of a SLIX type.
+    var nxpPasswords: Bool { profile.nxpSecurity || slix != nil }
+
+    /// READ SIGNATURE, GET NXP SYSTEM INFO, GET MULTIPLE BLOCK PROTECTION STATUS and page protection: the SLIX2.
+    var nxpSLIX2: Bool { profile.nxpSecurity || slix == .slix2 }
 
     /// Whether this tag processes a (non-inventory) request at all, from its state and the addressing.
     func isAddressed(by request: Request) -> Bool {
@@ -205,6 +221,7 @@ public final class SimulatedTag {
         func unsupported() -> Reply { p.unsupportedCommandError.map { answer(.error($0)) } ?? .silent }
 
         let code = request.command.code
+        if silentToCustomCommands, case .custom = request.command { return .silent }
         if hidden {
             guard case let .custom(c, m, _) = request.command, m == .nxp,
                 c == NXPSecurity.getRandomNumber || c == NXPSecurity.setPassword
@@ -335,20 +352,23 @@ public final class SimulatedTag {
             guard n <= p.maxBlocksPerRead else { return answer(.error(.unknownError)) }
             return stReadMultiple(first, n, blocks)
         case let .custom(code, manufacturer, parameters)
-        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.getRandomNumber:
+        where nxpPasswords && manufacturer == .nxp && code == NXPSecurity.getRandomNumber:
             guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
             if randomState == 0 { randomState = uid.value | 1 }
             randomState = randomState &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             random = [UInt8(truncatingIfNeeded: randomState >> 33), UInt8(truncatingIfNeeded: randomState >> 41)]
             return answer(.data(random))
         case let .custom(code, manufacturer, parameters)
-        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.setPassword:
+        where nxpPasswords && manufacturer == .nxp && code == NXPSecurity.setPassword:
             guard parameters.count == 5 else { return answer(.error(.commandNotRecognized)) }
             let id = parameters[0]
+            // A password the type does not have (Flipper's feature table), or one the image does not hold.
+            if let slix, !slix.passwordIDs.contains(id) { return unsupported() }
             guard let expected = image.nxpPasswords[id] else { return unsupported() }
             passwordAttempts += 1
             let given = NXPSecurity.unxor(Array(parameters[1...]), random: random)
-            guard given == expected else {
+            // Flipper's `Capabilities: AcceptAllPasswords`: its emulation takes any password (slix_listener_i.c).
+            guard given == expected || image.slixCapabilities == "AcceptAllPasswords" else {
                 // A wrong password: the chip answers nothing more until a power-on reset.
                 state = .muted
                 return .silent
@@ -356,20 +376,25 @@ public final class SimulatedTag {
             unlocked.insert(id)
             return answer(.done)
         case let .custom(code, manufacturer, parameters)
-        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.getMultipleBlockProtectionStatus:
+        where nxpSLIX2 && manufacturer == .nxp && code == NXPSecurity.getMultipleBlockProtectionStatus:
             guard parameters.count == 2 else { return answer(.error(.commandNotRecognized)) }
             let first = Int(parameters[0]), count = Int(parameters[1]) + 1
             guard first + count <= image.blockCount else { return answer(.error(p.blockOutOfRangeError)) }
             return answer(.data((first..<(first + count)).map { protectionStatus($0) }))
         case let .custom(code, manufacturer, parameters)
-        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.readSignature:
+        where nxpSLIX2 && manufacturer == .nxp && code == NXPSecurity.readSignature:
             guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
-            guard let signature = image.signature else { return unsupported() }
-            return answer(.data(signature))
+            // An image without a signature: 32 zero bytes, what Flipper's emulation answers for a SLIX2 file without
+            // one (slix_listener_i.c: the signature buffer, zeroed); NXP programs every SLIX2's at production
+            // (SL2S2602 §9.5.3.20), so no data sheet describes a chip without (docs/reference/flipper-slix.md).
+            return answer(.data(image.signature ?? Array(repeating: 0, count: 32)))
         case let .custom(code, manufacturer, parameters)
-        where p.nxpSecurity && manufacturer == .nxp && code == NXPSecurity.getSystemInfo:
+        where nxpSLIX2 && manufacturer == .nxp && code == NXPSecurity.getSystemInfo:
             guard parameters.isEmpty else { return answer(.error(.commandNotRecognized)) }
-            let locks: UInt8 = (image.afiLocked ? 0x01 : 0) | (image.dsfidLocked ? 0x04 : 0)
+            // Lock bits b0 AFI, b1 EAS, b2 DSFID, b3 page protection (docs/reference/tag-passwords.md).
+            let locks: UInt8 =
+                (image.afiLocked ? 0x01 : 0) | (image.easLocked == true ? 0x02 : 0) | (image.dsfidLocked ? 0x04 : 0)
+                | (image.protectionLocked == true ? 0x08 : 0)
             let features: UInt32 = image.signature == nil ? 0 : 1 << 8
             let protection = [
                 image.protectionPointer ?? 0, image.protectionPointer == nil ? 0 : image.protectionCondition,
@@ -427,7 +452,7 @@ public final class SimulatedTag {
     /// NXP page protection of a block (docs/reference/tag-passwords.md): which password guards reading (0x01) and
     /// writing (0x02) it, from the protection pointer and condition.
     func guarded(_ block: Int) -> (read: Bool, write: Bool) {
-        guard profile.nxpSecurity, let pointer = image.protectionPointer else { return (false, false) }
+        guard nxpSLIX2, let pointer = image.protectionPointer else { return (false, false) }
         let c = image.protectionCondition
         return Int(pointer) > block ? (c & 0x01 != 0, c & 0x02 != 0) : (c & 0x10 != 0, c & 0x20 != 0)
     }

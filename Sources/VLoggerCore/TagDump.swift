@@ -33,13 +33,14 @@ public enum TagDump {
             // ISO commands do not report the DSFID and AFI locks; GET NXP SYSTEM INFO's lock bits do.
             image.dsfidLocked = nxp.dsfidLocked
             image.afiLocked = nxp.afiLocked
-            if nxp.protectionCondition != 0 {
-                image.protectionPointer = nxp.protectionPointer
-                image.protectionCondition = nxp.protectionCondition
-            }
+            image.easLocked = nxp.easLocked
+            image.protectionLocked = nxp.protectionLocked
+            // Known even when nothing is protected (condition 0): a Flipper file of the chip carries both.
+            image.protectionPointer = nxp.protectionPointer
+            image.protectionCondition = nxp.protectionCondition
             if nxp.hasSignature,
                 let s = try? client.optionalCustom(uid, code: NXPSecurity.readSignature, manufacturer: .nxp).bytes,
-                s.count == 32
+                s.count == 32, s.contains(where: { $0 != 0 })  // 32 zero bytes: none programmed
             {
                 image.signature = s
             }

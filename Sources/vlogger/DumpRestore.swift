@@ -20,7 +20,29 @@ struct Dump: ParsableCommand {
     @Option(help: "vlogger (project JSON), proxmark3 (\"15693 v4\" JSON) or flipper (.nfc).")
     var format: TagImageFormat = .vlogger
 
+    @Option(
+        help:
+            "Convert this dump file (project JSON, Proxmark3 JSON or Flipper .nfc) to --format instead of reading a tag: what the other format has no key for is left out (a Proxmark3 dump keeps the privacy password, not the signature or the other passwords).",
+        completion: .file())
+    var from: String?
+
     func run() throws {
+        if let from {
+            guard options.reader == nil, options.field == nil, options.device == nil, options.uid == nil else {
+                throw ValidationError("--from converts a file: give it without --reader, --field, --device or --uid")
+            }
+            let image = try Restore.load(from)
+            let text: String
+            do { text = try format.encode(image) } catch { throw VLoggerError("\(from): \(error)") }
+            if let output {
+                do { try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
+                    throw VLoggerError("cannot write \(output): \(error.localizedDescription)")
+                }
+            } else {
+                print(text, terminator: "")
+            }
+            return
+        }
         let session = try options.open()
         let uid = try options.target(session)
         var image = try TagDump.dump(session.client, uid: uid)
@@ -57,7 +79,8 @@ struct Restore: ParsableCommand {
     @Argument(help: "The dump file.")
     var file: String
 
-    func run() throws {
+    /// A dump file of any of the three formats, told from its content.
+    static func load(_ file: String) throws -> TagImage {
         let text: String
         do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
             throw VLoggerError("cannot read \(file): \(error.localizedDescription)")
@@ -65,8 +88,11 @@ struct Restore: ParsableCommand {
         guard let format = TagImageFormat.detect(fileName: file, text: text) else {
             throw VLoggerError("\(file) is not a project, Proxmark3 (ISO 15693 JSON) or Flipper (.nfc) dump")
         }
-        let image: TagImage
-        do { image = try format.decode(text, fileName: file) } catch { throw VLoggerError("\(file): \(error)") }
+        do { return try format.decode(text, fileName: file) } catch { throw VLoggerError("\(file): \(error)") }
+    }
+
+    func run() throws {
+        let image = try Self.load(file)
         let session = try options.open()
         let uid = try options.target(session)
         let report = try TagDump.restore(session.client, uid: uid, image: image)

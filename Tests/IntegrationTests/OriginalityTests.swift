@@ -54,9 +54,16 @@ struct OriginalityTests {
         let clone = try CLITests.run(["info", "--field", field, "--uid", "E00401086FC2621F", "--json"])
         let object = try #require(MQTTTests.object(clone.out), "\(clone.out)")
         #expect(object["originality"] as? String == "signature does not verify (a clone, or an unknown key)")
-        // The demo field's SLIX2 image has no signature: the simulated chip answers READ SIGNATURE with an error.
+        // The demo field's SLIX2 image has no signature: the simulated chip answers 32 zero bytes (as Flipper's
+        // emulation does). An ICODE SLIX has no signature at all: nothing is asked.
         let demo = try CLITests.run(["info", "--uid", "E004010812345601"])
-        #expect(demo.out.contains("Originality    no signature (READ SIGNATURE: "), "\(demo.out)\(demo.err)")
+        #expect(
+            demo.out.contains("Originality    the chip answered no signature (32 zero bytes: no signature programmed)"),
+            "\(demo.out)\(demo.err)")
+        let slix = try CLITests.run(["info", "--uid", "E004011000000A03"])
+        #expect(
+            slix.out.contains("Originality    no signature on this chip type (NXP ICODE SLIX has no originality"),
+            "\(slix.out)\(slix.err)")
         // ST TruST25 (Fixtures/trust25-field: a real ST25TV02KC's UID and signature laid out as Proxmark3's
         // StCheckSig reads them): read from blocks 0x3F–0x4F and verified with ST's key 04.
         let st = CLITests.root.appendingPathComponent("Tests/IntegrationTests/Fixtures/trust25-field").path

@@ -294,6 +294,73 @@ import ISO15693
         #expect(try TagImageFormat.flipper.encode(ti).contains("Device type: ISO15693-3\n"))
     }
 
+    /// Issue 53: Flipper's SLIX files keep every key through vlogger (flipperzero-firmware slix.c at 217bfac2,
+    /// docs/reference/flipper-slix.md): the three unit-test files Flipper ships load and are written back byte for
+    /// byte (the fresh writer writes Flipper's own comments and order), their SLIX values kept.
+    @Test func flipperSLIXFilesComeBackByteForByte() throws {
+        for name in [
+            "unleashed_unit_test_Slix_cap_default.nfc", "unleashed_unit_test_Slix_cap_accept_all_pass.nfc",
+            "unleashed_unit_test_Slix_cap_missed.nfc",
+        ] {
+            let text = try String(contentsOf: PublicFileTests.dir.appendingPathComponent(name), encoding: .utf8)
+            let image = try TagImageFormat.flipper.decode(text)
+            let written = try TagImageFormat.flipper.encode(image)
+            #expect(written == text, "\(name):\n\(written)")
+            // What the file says (Slix_cap_default.nfc): passwords read and write 00 00 00 00, privacy and destroy
+            // 0F 0F 0F 0F, EAS 00 00 00 00; the signature A6 25 … 7E 3D; privacy off; pointer 0x32, condition 0x02
+            // (the low page's writes guarded by the write password); EAS and PPL locked.
+            #expect(image.nxpPasswords[0x01] == [0, 0, 0, 0] && image.nxpPasswords[0x04] == [0x0F, 0x0F, 0x0F, 0x0F])
+            #expect(image.nxpPasswords[0x08] == [0x0F, 0x0F, 0x0F, 0x0F] && image.nxpPasswords[0x10] == [0, 0, 0, 0])
+            #expect(image.signature?.prefix(4) == [0xA6, 0x25, 0x54, 0x03] && image.signature?.last == 0x3D)
+            #expect(!image.privacy && image.protectionPointer == 0x32 && image.protectionCondition == 0x02)
+            #expect(image.easLocked == true && image.protectionLocked == true)
+            #expect(
+                image.slixCapabilities
+                    == (name.contains("accept_all") ? "AcceptAllPasswords" : name.contains("missed") ? nil : "Default"))
+            // Through the project's JSON and back: the same image.
+            #expect(try TagImageFormat.vlogger.decode(TagImageFormat.vlogger.encode(image)) == image)
+        }
+    }
+
+    @Test func aMalformedSLIXValueIsNamed() throws {
+        let real = try Self.real()
+        for (line, replacement, expected) in [
+            ("Password Read: 00 00 00 00", "Password Read: 00 00", "'Password Read' has 2 bytes"),
+            ("Privacy Mode: false", "Privacy Mode: maybe", "'Privacy Mode' is 'maybe'; it must be true or false"),
+            ("Capabilities: Default", "Capabilities: Everything", "'Capabilities' is 'Everything'"),
+            ("Protection Pointer: 32", "Protection Pointer: 3G", "Protection Pointer"),
+            ("Lock EAS: true", "Lock EAS: 1", "'Lock EAS' is '1'"),
+        ] {
+            #expect(real.contains(line))
+            do {
+                _ = try TagImageFormat.flipper.decode(real.replacingOccurrences(of: line, with: replacement))
+                Issue.record("\(replacement) was accepted")
+            } catch {
+                #expect("\(error)".contains(expected), "\(error)")
+            }
+        }
+    }
+
+    /// Each SLIX type keeps the keys Flipper's feature table gives it (slix.c `slix_type_features`): a SLIX-L has no
+    /// read or write password, signature or page protection, so Flipper ignores such keys, and so does vlogger; a new
+    /// file writes the type's keys in Flipper's order.
+    @Test func eachSLIXTypeKeepsItsOwnKeys() throws {
+        let slixL = try Self.real().replacingOccurrences(
+            of: "UID: E0 04 01 08 49 D0 DC 81", with: "UID: E0 04 03 50 16 EA B6 29")
+        let image = try TagImageFormat.flipper.decode(slixL)
+        #expect(image.signature == nil && image.protectionPointer == nil && image.protectionLocked == nil)
+        #expect(image.nxpPasswords.keys.sorted() == [0x04, 0x08, 0x10] && image.easLocked == true)
+        let out = try TagImageFormat.flipper.encode(image)
+        let keys = out.components(separatedBy: "\n").filter { !$0.hasPrefix("#") }.compactMap {
+            $0.split(separator: ":").first.map(String.init)
+        }
+        let slixKeys = Array(keys.drop { $0 != "Capabilities" })
+        #expect(
+            slixKeys == [
+                "Capabilities", "Password Privacy", "Password Destroy", "Password EAS", "Privacy Mode", "Lock EAS",
+            ], "\(slixKeys)")
+    }
+
     /// Flipper's own reader saves every ICODE type 02/03 as a SLIX (SLIX-S, SLIX-L), the SLIX bit set or not,
     /// and type 01 as a SLIX only with the SLIX or SLIX2 indicator (flipperzero-firmware
     /// lib/nfc/protocols/slix/slix.c `slix_get_type`, lines 331–355): an export follows the same rule, so

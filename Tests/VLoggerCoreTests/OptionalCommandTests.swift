@@ -88,11 +88,9 @@ import DriverSim
     /// that drops custom commands, modelled by a silent profile), the write goes ahead and the query is not sent
     /// again in the visit. A mandatory command's silence keeps its meaning: the write fails, transiently.
     @Test func silenceToTheStatusQueryNeverAbandonsAWrite() throws {
-        var silent = ChipProfile.icodeSLIX2
-        silent.nxpSecurity = false
-        silent.unsupportedCommandError = nil
         let uid = "E004010812345601"
-        let a = try Self.air(uid, profile: silent, blocks: 80)
+        let a = try Self.air(uid, profile: .icodeSLIX2, blocks: 80)
+        a.tag.silentToCustomCommands = true
         let u = try UID(parsing: uid)
         guard case .done(let first, .open) = try Self.write(a, u, block: 0x10, [1, 2, 3, 4]) else {
             Issue.record("the first write did not go through"); return
@@ -114,17 +112,18 @@ import DriverSim
         }
     }
 
-    /// A page-protected chip the UID does not name as one (a SLIX2 memory under a SLIX UID): the write goes at once,
-    /// the tag answers 0x0F, and only then is the status asked, the write password given and the write made.
+    /// A page-protected chip the UID does not name as one (a SLIX2's memory and commands under an ICODE SLI UID): the
+    /// write goes at once, the tag answers 0x0F, and only then is the status asked, the write password given and the
+    /// write made.
     @Test func anErrorAnswerProtectionMayExplainAsksTheStatusThen() throws {
-        let uid = "E004011012345677"  // byte 4 bits 3–4 = 10: an ICODE SLIX
+        let uid = "E004010012345677"  // byte 4 bits 3–4 = 00: an ICODE SLI
         let a = try Self.air(uid, profile: .icodeSLIX2, blocks: 80) { image in
             image.nxpPasswords[NXPSecurity.writePassword] = [0xA1, 0xB2, 0xC3, 0xD4]
             image.protectionPointer = 0x10
             image.protectionCondition = 0x20
         }
         let u = try UID(parsing: uid)
-        #expect(try a.client.memory(of: u).model == .icodeSLIX)
+        #expect(try a.client.memory(of: u).model == .icodeSLI)
         let dir = URL(fileURLWithPath: scratchPath("optional"))
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }

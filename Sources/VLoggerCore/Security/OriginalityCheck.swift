@@ -12,7 +12,7 @@ public enum OriginalityCheck {
         -> Originality.Verdict
     {
         guard let scheme = Originality.scheme(for: uid, model: model) else {
-            return .missing(
+            return .notOnThisChip(
                 "\(model?.name ?? "this chip (\(uid.manufacturer))") has no originality signature vlogger can check")
         }
         switch scheme {
