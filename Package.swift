@@ -176,6 +176,7 @@ let package = Package(
                 "VLoggerCore",
                 "VLoggerStore",
                 "TagImages",
+                "TagSecurity",
                 "ISO15693",
                 "Readers",
                 "Type5NDEF",

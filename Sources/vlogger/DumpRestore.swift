@@ -4,6 +4,7 @@ import Foundation
 import ISO15693
 import Readers
 import TagImages
+import TagSecurity
 import VLoggerCore
 
 extension TagImageFormat: ExpressibleByArgument {}
@@ -48,6 +49,15 @@ struct Dump: ParsableCommand {
         var image = try TagDump.dump(session.client, uid: uid)
         image.profileID = nil
         let text = try format.encode(image)
+        // The originality signature the dump holds, judged: a chip type without one, a chip that answered none, one
+        // that does not verify (docs/reference/flipper-slix.md).
+        let model = (try? session.client.memory(of: uid))?.model
+        if let scheme = Originality.scheme(for: uid, model: model), scheme == .nxpReadSignature {
+            let verdict =
+                image.signature.map { Originality.verify(uid, signature: $0, scheme: scheme) }
+                ?? .missing("READ SIGNATURE gave none: not answered, or 32 zero bytes")
+            FileHandle.standardError.write(Data("originality: \(verdict)\n".utf8))
+        }
         if let output {
             do { try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
                 throw VLoggerError("cannot write \(output): \(error.localizedDescription)")

@@ -112,6 +112,7 @@ import Testing
         #expect(
             air.out.contains("Signature: CA E8 18 3C") && air.out.contains("Lock EAS: false")
                 && !air.out.contains("Password Privacy:"), "\(air.out)\(air.err)")
+        #expect(air.err.contains("originality: verified (NXP key for ICODE SLIX2/DNA/3)"), "\(air.err)")
     }
 
     /// A file in privacy mode: the simulated tag answers nothing but the privacy password's two commands until it is
