@@ -89,6 +89,8 @@ public final class ISO15693Client {
     private var fastRefused = Set<UID>()
     /// Optional custom commands each tag did not answer this visit (`optionalCustom`), by manufacturer and code.
     var unsupportedCustom: [UID: Set<UInt16>] = [:]
+    /// Those of them that got silence or a garbled answer (not an error answer).
+    var silentCustom: [UID: Set<UInt16>] = [:]
     public private(set) var exchanges = 0
 
     /// How commands to one tag are addressed: with its UID (default), to the selected tag (after
@@ -473,9 +475,9 @@ public final class ISO15693Client {
     /// optional commands it did not answer.
     public func forget(_ uid: UID? = nil) {
         if let uid {
-            memoryCache[uid] = nil; fastRefused.remove(uid); unsupportedCustom[uid] = nil
+            memoryCache[uid] = nil; fastRefused.remove(uid); forgetOptional(uid)
         } else {
-            memoryCache.removeAll(); fastRefused.removeAll(); unsupportedCustom.removeAll()
+            memoryCache.removeAll(); fastRefused.removeAll(); unsupportedCustom.removeAll(); silentCustom.removeAll()
         }
     }
 

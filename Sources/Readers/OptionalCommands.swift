@@ -45,7 +45,10 @@ extension ISO15693Client {
             case .reader(.readerStatus, _): why = "\(name): \(error)"
             case .reader, .invalid, .verifyFailed: throw error
             }
+            // Bounded over months: a gateway sees new tags every day, each remembered only while it is present.
+            if unsupportedCustom.count >= 10_000 { unsupportedCustom.removeAll() }
             unsupportedCustom[uid, default: []].insert(key)
+            if case .tag = error { silentCustom[uid]?.remove(key) } else { silentCustom[uid, default: []].insert(key) }
             return .notSupported(why)
         }
     }
@@ -53,5 +56,24 @@ extension ISO15693Client {
     /// Whether `uid` left an optional custom command unanswered earlier in this visit.
     public func refusedEarlier(_ uid: UID, code: UInt8, manufacturer: ManufacturerCode) -> Bool {
         unsupportedCustom[uid]?.contains(UInt16(manufacturer.rawValue) << 8 | UInt16(code)) == true
+    }
+
+    /// Whether that was silence or a garbled answer (not an error answer): the air may have been to blame, and a
+    /// caller with reason to ask again (a write refused with an error protection may explain) may `askAgain`.
+    public func silentEarlier(_ uid: UID, code: UInt8, manufacturer: ManufacturerCode) -> Bool {
+        silentCustom[uid]?.contains(UInt16(manufacturer.rawValue) << 8 | UInt16(code)) == true
+    }
+
+    /// Forgets that `uid` left the command unanswered, so that the next `optionalCustom` sends it again.
+    public func askAgain(_ uid: UID, code: UInt8, manufacturer: ManufacturerCode) {
+        let key = UInt16(manufacturer.rawValue) << 8 | UInt16(code)
+        unsupportedCustom[uid]?.remove(key)
+        silentCustom[uid]?.remove(key)
+    }
+
+    /// Forgets what `uid` left unanswered (its visit ended: the agent saw it leave).
+    public func forgetOptional(_ uid: UID) {
+        unsupportedCustom[uid] = nil
+        silentCustom[uid] = nil
     }
 }

@@ -600,8 +600,8 @@ enum FlipperImageCodec {
             }
             image.slixCapabilities = c
         }
-        // Flipper writes a password as its 32-bit value most significant byte first; it goes on the air least
-        // significant byte first (slix_poller_i.c, slix_listener_i.c `slix_listener_unxor_password`), the order an
+        // A Flipper file holds a password as NXP's 32-bit value written most significant byte first (Flipper's own
+        // uint32_t, least significant byte first); it goes on the air least significant byte first (slix_poller_i.c, slix_listener_i.c `slix_listener_unxor_password`), the order an
         // image and the secrets file keep: the bytes are reversed (docs/reference/flipper-slix.md).
         for id in slix.passwordIDs {
             guard let key = SlixType.passwordKey(id)?.key, let p = try bytes(key, 4) else { continue }

@@ -364,7 +364,11 @@ public final class SimulatedTag {
             let id = parameters[0]
             // A password the type does not have (Flipper's feature table), or one the image does not hold.
             if let slix, !slix.passwordIDs.contains(id) { return unsupported() }
-            guard let expected = image.nxpPasswords[id] else { return unsupported() }
+            // A SLIX type's password the image does not give: the value Flipper's loader takes for it (privacy and
+            // destroy 0F 0F 0F 0F, the others zero: docs/reference/flipper-slix.md), so a file Flipper would emulate
+            // is emulated alike. Kept in the image's on-air order.
+            let fallback = slix != nil ? SlixType.passwordKey(id).map { Array($0.flipperDefault.reversed()) } : nil
+            guard let expected = image.nxpPasswords[id] ?? fallback else { return unsupported() }
             passwordAttempts += 1
             let given = NXPSecurity.unxor(Array(parameters[1...]), random: random)
             // Flipper's `Capabilities: AcceptAllPasswords`: its emulation takes any password (slix_listener_i.c).

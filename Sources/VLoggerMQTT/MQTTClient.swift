@@ -16,6 +16,9 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable {
         case lost
         /// The client refused a publish (payload too large, …) or could not be set up.
         case client
+        /// libmosquitto refused one message's topic or payload (not valid UTF-8 to it, too long): that message can
+        /// never be sent; the output skips it with an event and goes on.
+        case invalidMessage
         /// The broker refused a message (MQTT 5 PUBACK reason code 0x80 or above: not authorised, quota
         /// exceeded, payload format invalid, …).
         case refused
@@ -50,6 +53,8 @@ final class MQTTClient: @unchecked Sendable {
         var protocolVersion: Int32
         var username: String?
         var password: String?
+        /// Where the password is read at each new connection (a rotated password file is used from the next one).
+        var passwordSource: (@Sendable () -> String?)? = nil
         var tls: Bool
         var caFile: String?
         var certFile: String?
@@ -134,7 +139,9 @@ final class MQTTClient: @unchecked Sendable {
         if nextWill == nil, let will = options.will {
             try setWill(will)
         }
-        mosquitto_reconnect_delay_set(m, UInt32.random(in: 1...5), 60, true)
+        // Reconnects back off exponentially from a few seconds to at most 30 s (a broker back after an outage is
+        // reached within 30 s).
+        mosquitto_reconnect_delay_set(m, UInt32.random(in: 1...5), 30, true)
         mosquitto_connect_callback_set(m) { _, obj, rc in
             guard let obj else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().connected(rc)
@@ -249,6 +256,9 @@ final class MQTTClient: @unchecked Sendable {
                     throw error
                 }
             }
+            if let user = options.username, let source = options.passwordSource {
+                _ = mosquitto_username_pw_set(mosq, user, source())
+            }
             var rc = mosquitto_connect_async(mosq, options.host, Int32(options.port), Int32(options.keepAliveSeconds))
             if rc == MOSQ_ERR_ERRNO.rawValue {
                 let why = String(cString: strerror(errno))
@@ -342,8 +352,13 @@ final class MQTTClient: @unchecked Sendable {
             mosquitto_publish(mosq, &mid, topic, Int32(p.count), p.baseAddress, Int32(qos), retain)
         }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            let kind: MQTTError.Kind =
-                rc == MOSQ_ERR_NO_CONN.rawValue || rc == MOSQ_ERR_CONN_LOST.rawValue ? .lost : .client
+            let lost: Set<Int32> = [MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue]
+            let invalid: Set<Int32> = [
+                MOSQ_ERR_INVAL.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue, MOSQ_ERR_PAYLOAD_SIZE.rawValue,
+                MOSQ_ERR_OVERSIZE_PACKET.rawValue,
+            ]
+            var kind = MQTTError.Kind.client
+            if lost.contains(rc) { kind = .lost } else if invalid.contains(rc) { kind = .invalidMessage }
             throw MQTTError(
                 kind: kind, message: "publish to \(topic) on \(where_): \(String(cString: mosquitto_strerror(rc)))")
         }

@@ -21,9 +21,11 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     let jsonFields: Set<String>
     /// Home Assistant discovery: the readers (id, location) to announce a tag scanner for.
     let readers: [(id: String, location: String?)]
+    /// Where a row that can never be published (a topic libmosquitto refuses) is recorded as an event; nil: logged.
+    let store: Store?
 
     public var name: String { settings.name }
-    public var title: String { "MQTT to \(settings.url)" }
+    public var title: String { "MQTT to \(URLRedaction.redact(settings.url))" }
     public var tables: [SyncTable] { settings.publish }
     public var batchSize: Int { settings.batchSize }
     public var tablesIndependent: Bool { true }
@@ -39,16 +41,17 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
 
     public init(
         settings: MQTTSettings, gateway: String, readers: [(id: String, location: String?)] = [],
-        probe: Bool = false, logger: Logger = Logger(label: "vlogger.mqtt")
+        probe: Bool = false, store: Store? = nil, logger: Logger = Logger(label: "vlogger.mqtt")
     ) throws {
         self.probe = probe
+        self.store = store
         self.settings = settings
         self.gateway = gateway
         self.logger = logger
         self.readers = readers
         jsonFields = [NDEFFields.records]
-        let password: String?
-        do { password = try settings.password() } catch {
+        let rotating: RotatingSecret
+        do { rotating = try settings.rotatingPassword() } catch {
             throw MQTTError(kind: .auth, message: "\(error)")
         }
         let status = "vlogger/\(Self.level(gateway))/status"
@@ -59,7 +62,8 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                     + (probe ? "-check-\(getpid())" : ""),
                 cleanSession: settings.cleanSession, keepAliveSeconds: settings.keepAliveSeconds,
                 protocolVersion: settings.protocolVersion == .v5 ? 5 : 4, username: settings.username,
-                password: password, tls: settings.tls, caFile: settings.caFile, certFile: settings.certFile,
+                password: rotating.current, passwordSource: { rotating.current }, tls: settings.tls,
+                caFile: settings.caFile, certFile: settings.certFile,
                 keyFile: settings.keyFile, will: probe ? nil : .init(topic: status, payload: Array("offline".utf8)),
                 inflight: max(20, settings.batchSize)))
         let discovery = settings.homeAssistant ? discoveryMessages() : []
@@ -114,12 +118,18 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
             var published = 0
             var batches: [String: [UInt8]] = [:]
             var order: [String] = []
+            var skipped: [Event] = []
             for row in rows where o.wanted(table, row) {
                 let topic = o.topic(table, row)
                 if o.settings.messages == .row {
                     var payload: [UInt8] = []
                     OutboxJSON.append(table, row, gateway: o.gateway, jsonFields: o.jsonFields, to: &payload)
-                    _ = try o.client.publish(topic: topic, payload: payload, qos: o.settings.qos, retain: false)
+                    // A row that can never be sent (a topic libmosquitto refuses) is skipped with an event; the
+                    // output goes on.
+                    if let refused = try o.publishOrRefuse(topic, payload) {
+                        skipped.append(o.skipped(table, row, refused))
+                        continue
+                    }
                 } else {
                     if batches[topic] == nil {
                         batches[topic] = [0x5B]
@@ -135,11 +145,50 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
             for topic in order {
                 guard var payload = batches[topic] else { continue }
                 payload.append(0x5D)
-                _ = try o.client.publish(topic: topic, payload: payload, qos: o.settings.qos, retain: false)
+                if let refused = try o.publishOrRefuse(topic, payload) {
+                    skipped.append(o.skipped(table, nil, refused))
+                }
             }
+            try o.record(skipped)
             // The broker has them all, or the batch is sent again (the cursor does not move).
             try await o.client.awaitAcks(timeout: .seconds(30 + rows.count / 100))
             return published
+        }
+    }
+
+    /// Publishes one message; returns the error when libmosquitto refuses the message itself (it can never be sent),
+    /// throws any other failure.
+    func publishOrRefuse(_ topic: String, _ payload: [UInt8]) throws(MQTTError) -> MQTTError? {
+        do {
+            _ = try client.publish(topic: topic, payload: payload, qos: settings.qos, retain: false)
+            return nil
+        } catch {
+            if error.kind == .invalidMessage { return error }
+            throw error
+        }
+    }
+
+    /// The event of a row (or a batch, `row` nil) that libmosquitto refused to publish.
+    func skipped(_ table: SyncTable, _ row: OutboxRow?, _ error: MQTTError) -> Event {
+        var key = "a batch of \(table.rawValue)"
+        if let row {
+            let g: String = row.gateway.isEmpty ? gateway : row.gateway
+            key = g + "/" + table.rawValue + "/" + String(row.id)
+        }
+        let text: String = "output \(name): \(key) cannot be published (\(error.message)); skipped, the output goes on"
+        logger.warning("\(text)")
+        return Event(
+            time: Millis.now(), gateway: gateway, uid: nil, kind: .error, name: "mqtt-skipped", severity: .warning,
+            detail: text)
+    }
+
+    /// Stores the events of skipped rows (without a store: they were logged).
+    func record(_ events: [Event]) throws {
+        guard !events.isEmpty, let store else { return }
+        var b = Batch()
+        b.events = events
+        do { _ = try store.write(b) } catch {
+            throw OutboxFailure(kind: "store", message: "the local store: \(error)")
         }
     }
 
@@ -175,11 +224,27 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         return t
     }
 
-    /// One topic level made of a value.
+    /// One topic level made of a value: `/`, `+` and `#` would add a level or a wildcard, and what MQTT and
+    /// libmosquitto refuse in a topic (MQTT 3.1.1 §1.5.3 and 5.0 §1.5.4: NUL; control characters U+0001–U+001F and
+    /// U+007F–U+009F and Unicode non-characters, which libmosquitto's `mosquitto_validate_utf8` refuses) would make
+    /// the message unsendable: each becomes `_`.
     static func level(_ value: String?) -> String {
         guard let value, !value.isEmpty else { return "_" }
-        return String(
-            value.unicodeScalars.map { "/+#\u{0}".unicodeScalars.contains($0) ? "_" : Character($0) })
+        var out = String.UnicodeScalarView()
+        let underscore: Unicode.Scalar = "_"
+        for c in value.unicodeScalars { out.append(topicSafe(c) ? c : underscore) }
+        return String(out)
+    }
+
+    /// Whether a character may stand in a topic level as it is.
+    static func topicSafe(_ c: Unicode.Scalar) -> Bool {
+        let v: UInt32 = c.value
+        if v == 0x2F || v == 0x2B || v == 0x23 { return false }  // / + #
+        if v <= 0x1F { return false }
+        if v >= 0x7F && v <= 0x9F { return false }
+        if v >= 0xFDD0 && v <= 0xFDEF { return false }
+        if (v & 0xFFFE) == 0xFFFE { return false }
+        return true
     }
 
     /// Home Assistant MQTT discovery: one tag scanner per reader (`homeassistant/tag/<object id>/config`), whose

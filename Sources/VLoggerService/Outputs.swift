@@ -42,7 +42,9 @@ extension Gateway {
                 Output(
                     consumer: try Syncer(
                         settings: settings, store: store, gateway: config.gatewayID, site: config.site, logger: logger),
-                    intervalMs: settings.intervalMs, signature: "\(settings) \(config.gatewayID) \(config.site ?? "")"))
+                    intervalMs: settings.intervalMs,
+                    signature:
+                        "\(settings) \(config.gatewayID) \(config.site ?? "") \(Self.stamp(settings.passwordFile))"))
         }
         for m in config.mqtt where m.sparkplug != nil {
             let readers = config.readers.map { ($0.id, $0.location) }
@@ -55,25 +57,34 @@ extension Gateway {
                         settings: m, gateway: config.gatewayID, readers: readers, readerUp: readerUp,
                         bdSeqFile: store.path == ":memory:" ? nil : file, probe: probe, logger: logger),
                     intervalMs: m.intervalMs, wakesOnCommit: true,
-                    signature: "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" })"))
+                    signature:
+                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(Self.stamp(m.passwordFile))"
+                ))
         }
         for m in config.mqtt where m.sparkplug == nil {
             out.append(
                 Output(
                     consumer: try MQTTOutput(
                         settings: m, gateway: config.gatewayID, readers: config.readers.map { ($0.id, $0.location) },
-                        probe: probe, logger: logger),
+                        probe: probe, store: store, logger: logger),
                     intervalMs: m.intervalMs, wakesOnCommit: true,
-                    signature: "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" })"))
+                    signature:
+                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(Self.stamp(m.passwordFile))"
+                ))
         }
         for w in config.webhooks {
             out.append(
                 Output(
                     consumer: try WebhookOutput(settings: w, gateway: config.gatewayID, store: store, logger: logger),
-                    intervalMs: w.intervalMs, wakesOnCommit: true, signature: "\(w) \(config.gatewayID)"))
+                    intervalMs: w.intervalMs, wakesOnCommit: true,
+                    signature: "\(w) \(config.gatewayID) \(Self.stamp(w.secretFile))"))
         }
         return out
     }
+
+    /// A secret file's stamp for an output's signature (no content): a SIGHUP restarts an output whose password or
+    /// secret file changed, as it restarts one whose settings did.
+    static func stamp(_ file: String?) -> String { FileStamp.of(file).map { "secret \($0)" } ?? "" }
 }
 
 extension Gateway {

@@ -23,7 +23,8 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     }
 
     /// From whatever PostgresNIO threw.
-    public static func from(_ error: Error, url: String) -> SyncError {
+    public static func from(_ error: Error, url raw: String) -> SyncError {
+        let url = URLRedaction.redact(raw)
         if let e = error as? SyncError { return e }
         // The outbox's own failures (the local store) are said as they are.
         if let f = error as? OutboxFailure { return SyncError(.configuration, f.message) }

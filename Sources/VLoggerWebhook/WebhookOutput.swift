@@ -24,7 +24,8 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
     let store: Store
     let client: HTTPClient
     let logger: Logger
-    let key: SymmetricKey?
+    /// The signing secret, read again when its file changes (a rotation is used from the next delivery on).
+    let secret: RotatingSecret
 
     public var name: String { settings.name }
     public var title: String { "webhook to \(Self.redacted(settings.url))" }
@@ -40,11 +41,15 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
         self.gateway = gateway
         self.store = store
         self.logger = logger
-        do { key = try settings.secret().map { SymmetricKey(data: Data($0.utf8)) } } catch {
+        do { secret = try settings.rotatingSecret() } catch {
             throw OutboxFailure(kind: "config", message: "\(error)")
         }
         var config = HTTPClient.Configuration()
         config.redirectConfiguration = .disallow
+        // Every phase has a deadline: the connection, each read of the answer (a receiver that sends its headers and
+        // then nothing), and the whole exchange (`send`), so a round and a shutdown never wait on a peer for longer.
+        let timeout = TimeAmount.milliseconds(Int64(settings.timeoutMs))
+        config.timeout = .init(connect: min(timeout, .seconds(10)), read: timeout)
         if let ca = settings.caFile {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.trustRoots = .file(ca)
@@ -60,11 +65,8 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
         if !closed.withLockedValue({ $0 }) { try? client.syncShutdown() }
     }
 
-    /// The URL without its query (which may hold a token), for messages.
-    static func redacted(_ url: String) -> String {
-        guard let q = url.firstIndex(of: "?") else { return url }
-        return String(url[..<q]) + "?…"
-    }
+    /// The URL without its credentials (user information, query, path tokens: `URLRedaction`), for messages.
+    static func redacted(_ url: String) -> String { URLRedaction.redact(url) }
 
     public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
         try await body(Session(output: self))
@@ -113,18 +115,20 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
                 if o.refusedBefore(rowKey) { continue }
                 var body: [UInt8] = []
                 OutboxJSON.append(table, row, gateway: o.gateway, to: &body)
-                var request = HTTPClientRequest(url: o.settings.url)
-                request.method = .POST
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.headers.add(name: "User-Agent", value: "vlogger")
-                request.headers.add(name: "X-Vlogger-Key", value: rowKey)
-                if let key = o.key {
-                    request.headers.add(name: "X-Vlogger-Signature", value: WebhookOutput.signature(body, key: key))
+                var used = o.secret.current
+                var response = try await o.send(body, rowKey: rowKey, secret: used)
+                // A 4xx just after the secret file changed: the receiver may already check the new secret. The row is
+                // sent once more, signed with it, before it is given up.
+                if (400..<500).contains(response.status), response.status != 408, response.status != 429,
+                    o.secret.current != used
+                {
+                    used = o.secret.current
+                    o.logger.notice(
+                        "output \(o.name): \(o.title) answered \(response.status) to \(rowKey) after the secret file changed; sending it again with the new secret"
+                    )
+                    response = try await o.send(body, rowKey: rowKey, secret: used)
                 }
-                request.body = .bytes(ByteBuffer(bytes: body))
-                let response = try await o.client.execute(request, timeout: .milliseconds(o.settings.timeoutMs))
-                _ = try? await response.body.collect(upTo: 64 * 1024)
-                let code = Int(response.status.code)
+                let code = response.status
                 switch code {
                 case 200..<300:
                     delivered += 1
@@ -136,11 +140,11 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
                     throw OutboxFailure(
                         kind: "http-\(code)",
                         message:
-                            "\(o.title) answered \(code) \(response.status.reasonPhrase) to \(rowKey); retrying with back-off"
+                            "\(o.title) answered \(code) \(response.reason) to \(rowKey); retrying with back-off"
                     )
                 default:
                     o.logger.warning(
-                        "output \(o.name): \(o.title) answered \(code) \(response.status.reasonPhrase) to \(rowKey); not sent again"
+                        "output \(o.name): \(o.title) answered \(code) \(response.reason) to \(rowKey); not sent again"
                     )
                     o.rememberRefused(rowKey)
                     refused.append(
@@ -148,12 +152,55 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
                             time: Millis.now(), gateway: o.gateway, uid: nil, kind: .error, name: "webhook-refused",
                             severity: .warning,
                             detail:
-                                "output \(o.name): \(o.title) answered \(code) \(response.status.reasonPhrase) to \(rowKey); not sent again"
+                                "output \(o.name): \(o.title) answered \(code) \(response.reason) to \(rowKey); not sent again (`vlogger outputs resend \(o.name) --from \(rowKey)` sends it and what follows again)"
                         ))
                 }
             }
             try o.record(refused)
             return delivered
+        }
+    }
+
+    /// An answer's status line (its body is read and dropped within the deadline).
+    struct Answer {
+        var status: Int
+        var reason: String
+    }
+
+    /// POSTs one row, signed with `secret`, and waits for the whole answer within `timeoutMs`: the connection, the
+    /// head and the body (at most 64 KiB is read; a body that does not end in time fails the exchange, as a time-out).
+    func send(_ body: [UInt8], rowKey: String, secret: String?) async throws -> Answer {
+        var request = HTTPClientRequest(url: settings.url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "vlogger")
+        request.headers.add(name: "X-Vlogger-Key", value: rowKey)
+        if let secret {
+            request.headers.add(
+                name: "X-Vlogger-Signature",
+                value: WebhookOutput.signature(body, key: SymmetricKey(data: Data(secret.utf8))))
+        }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeoutMs))
+        let client = self.client
+        let prepared = request
+        let timeoutMs = settings.timeoutMs
+        let title = self.title
+        return try await withThrowingTaskGroup(of: Answer?.self) { group in
+            group.addTask {
+                let response = try await client.execute(prepared, deadline: deadline)
+                _ = try await response.body.collect(upTo: 64 * 1024)
+                return Answer(status: Int(response.status.code), reason: response.status.reasonPhrase)
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(timeoutMs))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let answer = first else {
+                throw OutboxFailure(kind: "timeout", message: "\(title): no whole answer within \(timeoutMs) ms")
+            }
+            return answer
         }
     }
 

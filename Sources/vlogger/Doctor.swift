@@ -42,14 +42,17 @@ struct DoctorCommand: AsyncParsableCommand {
                 if let f = p.failure {
                     checks.append(
                         .fail(
-                            name, "\(p.url): \(f.kind): \(f.message)",
+                            name, "\(URLRedaction.redact(p.url)): \(f.kind): \(f.message)",
                             f.kind == "auth"
                                 ? "check username and password-file (or password-env) against the broker's users"
                                 : f.kind == "tls"
                                     ? "check ca-file (the CA that signed the broker's certificate), cert-file and key-file, and the host name in the url"
                                     : "check that the broker runs and listens on that port"))
                 } else {
-                    checks.append(.pass(name, "\(p.url) accepted a probe connection (logged in, nothing published)"))
+                    checks.append(
+                        .pass(
+                            name,
+                            "\(URLRedaction.redact(p.url)) accepted a probe connection (logged in, nothing published)"))
                 }
             }
         }

@@ -55,7 +55,9 @@ struct Dump: ParsableCommand {
         if let scheme = Originality.scheme(for: uid, model: model), scheme == .nxpReadSignature {
             let verdict =
                 image.signature.map { Originality.verify(uid, signature: $0, scheme: scheme) }
-                ?? .missing("READ SIGNATURE gave none: not answered, or 32 zero bytes")
+                ?? .missing(
+                    "none in the dump: GET NXP SYSTEM INFO said there is none, or READ SIGNATURE was not answered or gave 32 zero bytes"
+                )
             FileHandle.standardError.write(Data("originality: \(verdict)\n".utf8))
         }
         if let output {

@@ -15,7 +15,7 @@ struct OutputsCommand: AsyncParsableCommand {
             destination acknowledged a batch. `status` prints each one's backlog and whether its destination \
             answers (it connects, sends nothing); `send` ships each one's backlog once, as the service would.
             """,
-        subcommands: [Status.self, Send.self])
+        subcommands: [Status.self, Send.self, Resend.self])
 
     /// The configured outputs, or only `name`.
     /// `probe`: MQTT outputs that only connect, under a client id of their own, with no Will, status or births (a
@@ -91,6 +91,61 @@ struct OutputsCommand: AsyncParsableCommand {
             }
             if json { printLine(WireJSON.encode(ItemsJSON(items))) }
             if failed > 0 { throw ExitCode(1) }
+        }
+    }
+
+    struct Resend: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Send an output's rows again from a row key on (rows a webhook refused, a receiver that lost them).",
+            discussion: """
+                KEY is a row's key as the output sent it (X-Vlogger-Key, "key" in the JSON, the key a \
+                webhook-refused event names): GATEWAY/TABLE/ID. The rows of that table from ID up to the newest are \
+                delivered once, in batches, whatever the output's cursor; the cursor does not move (rows after it are \
+                the service's to send). Receivers de-duplicate on the key.
+                """)
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "The output (its name: webhook, mqtt, …).") var name: String
+        @Option(help: "The first row key to send again: GATEWAY/TABLE/ID.") var from: String
+
+        func run() async throws {
+            let parts = from.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 3, let table = SyncTable(rawValue: parts[1]), let first = Int64(parts[2]), first > 0
+            else {
+                throw ValidationError(
+                    "--from must be a row key GATEWAY/TABLE/ID (e.g. gw-01/events/1234), with a table of \(SyncTable.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+            let (store, outputs) = try OutputsCommand.outputs(options, name: name)
+            defer { store.close() }
+            guard let c = outputs.first?.consumer else { return }
+            guard c.tables.contains(table) else {
+                throw VLoggerError(
+                    "output \(c.name) does not send \(table.rawValue) (it sends \(c.tables.map(\.rawValue).joined(separator: ", ")))"
+                )
+            }
+            var after = first - 1, rows = 0, delivered = 0, last: Int64?
+            do {
+                try await c.withSession { session in
+                    while true {
+                        let batch = try store.outbox(table, after: after, limit: max(1, c.batchSize))
+                        guard let end = batch.last?.id else { break }
+                        delivered += try await session.deliver(table, batch)
+                        rows += batch.count
+                        after = end
+                        last = end
+                    }
+                }
+            } catch {
+                let f = c.describe(error)
+                await c.shutdown()
+                throw VLoggerError(
+                    "\(c.name): resending from \(from) stopped after \(rows) rows (failed, \(f.kind)): \(f.message)")
+            }
+            await c.shutdown()
+            print(
+                "\(c.name): sent \(rows) \(table.rawValue) rows again (\(from)\(last.map { " to \(parts[0])/\(table.rawValue)/\($0)" } ?? ""); \(delivered) taken) to \(c.title)"
+            )
         }
     }
 

@@ -46,8 +46,8 @@ struct SyncCommand: AsyncParsableCommand {
                 let (from, to) = try await syncer.initSchema()
                 print(
                     from == to
-                        ? "\(settings.url): schema already at version \(to)"
-                        : "\(settings.url): schema migrated from version \(from) to \(to)")
+                        ? "\(URLRedaction.redact(settings.url)): schema already at version \(to)"
+                        : "\(URLRedaction.redact(settings.url)): schema migrated from version \(from) to \(to)")
                 return
             }
             if status {
@@ -61,7 +61,7 @@ struct SyncCommand: AsyncParsableCommand {
                 }
                 let counts = try await syncer.serverCounts()
                 print(
-                    "\(settings.url): "
+                    "\(URLRedaction.redact(settings.url)): "
                         + SyncTable.allCases.map { "\(counts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
                         + " of gateway \(c.gatewayID)")
                 return
@@ -71,7 +71,7 @@ struct SyncCommand: AsyncParsableCommand {
             let seconds = Date().timeIntervalSince(started)
             let parts = SyncTable.allCases.map { "\(r.sent[$0] ?? 0) \($0.rawValue) (\(r.inserted[$0] ?? 0) new)" }
             print(
-                "sent \(parts.joined(separator: ", ")) in \(r.batches) batch\(r.batches == 1 ? "" : "es") to \(settings.url) in \(String(format: "%.2f", seconds)) s"
+                "sent \(parts.joined(separator: ", ")) in \(r.batches) batch\(r.batches == 1 ? "" : "es") to \(URLRedaction.redact(settings.url)) in \(String(format: "%.2f", seconds)) s"
             )
         } catch let e as SyncError {
             throw VLoggerError(e.message)

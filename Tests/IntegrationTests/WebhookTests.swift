@@ -88,4 +88,179 @@ import VLoggerWebhook
         // The URL's query (a token) is not in the refusal events.
         #expect(!refused.contains { ($0.value("detail", in: .events).text ?? "").contains("abc") })
     }
+
+    /// Starts the receiver (Support/webhook_receiver.py) with `args` after PORTFILE OUT; returns its pid and port.
+    static func receiver(_ dir: URL, _ args: [String]) throws -> (pid: pid_t, port: String, out: String) {
+        let portFile = dir.appendingPathComponent("port-\(UUID().uuidString)").path
+        let out = dir.appendingPathComponent("requests-\(UUID().uuidString).jsonl").path
+        let pid = try Fault.spawn(
+            #"exec python3 "$@""#,
+            [CLI.root.appendingPathComponent("Tests/IntegrationTests/Support/webhook_receiver.py").path, portFile, out]
+                + args, stdout: "/dev/null", stderr: dir.appendingPathComponent("receiver.err").path)
+        let end = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: portFile) && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
+        return (pid, try String(contentsOfFile: portFile, encoding: .utf8), out)
+    }
+
+    static func requests(_ out: String) throws -> [[String: Any]] {
+        try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    static func secret(_ path: String, _ value: String) throws {
+        try (value + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+    }
+
+    /// Issue 46, item 1: a rotated secret is used without a restart or SIGHUP, and a 4xx that follows the rotation
+    /// is sent again with the new secret before the row is given up. The receiver checks the new secret only; the
+    /// first body it gets (signed with the old one) makes it write the new secret into the gateway's file and answer
+    /// 401, as an operator rotating the receiver first would. Every row is then taken; none is given up.
+    @Test func aRotatedSecretIsUsedAndThe4xxAfterItIsSentAgain() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let gatewaySecret = s.dir.appendingPathComponent("gateway-secret").path
+        let receiverSecret = s.dir.appendingPathComponent("receiver-secret").path
+        try Self.secret(gatewaySecret, "the-old-secret-of-some-length")
+        try Self.secret(receiverSecret, "the-new-secret-of-some-length")
+        let r = try Self.receiver(s.dir, [receiverSecret, "0", "none", gatewaySecret])
+        defer {
+            kill(r.pid, SIGKILL)
+            _ = Fault.wait(r.pid)
+        }
+        try
+            (try String(contentsOfFile: s.config, encoding: .utf8)
+                + """
+
+                [[output.webhook]]
+                url = "http://127.0.0.1:\(r.port)/hooks/vlogger"
+                events = ["arrival", "violation"]
+                secret-file = "\(gatewaySecret)"
+                interval = "200ms"
+                """).write(toFile: s.config, atomically: true, encoding: .utf8)
+        let run = try CLI.run(["run", "--config", s.config, "--duration", "4s"])
+        #expect(run.code == 0, "\(run.err)")
+        _ = try CLI.run(["outputs", "send", "--config", s.config, "webhook"])
+        let requests = try Self.requests(r.out)
+        let statuses = requests.compactMap { $0["status"] as? Int }
+        // One 401 (the old secret, the moment of the rotation), then everything signed with the new one and taken.
+        #expect(statuses.filter { $0 == 401 }.count == 1 && statuses.filter { $0 == 200 }.count >= 5, "\(statuses)")
+        let refusedKey = requests.first { $0["status"] as? Int == 401 }?["key"] as? String
+        #expect(requests.contains { $0["key"] as? String == refusedKey && $0["status"] as? Int == 200 })
+        let store = try Store(path: s.store, readOnly: true)
+        defer { store.close() }
+        let refused = try store.outbox(.events, after: 0, limit: 100_000).filter {
+            $0.value("name", in: .events).text == "webhook-refused"
+        }
+        #expect(refused.isEmpty, "\(refused.map { $0.value("detail", in: .events).text ?? "" })")
+        #expect(run.err.contains("after the secret file changed; sending it again with the new secret"), "\(run.err)")
+    }
+
+    /// Issue 46, items 1 and 5: rows a receiver refused (here: signed with a secret it does not know) are events that
+    /// name the row and how to send it again, with the URL's path token and query hidden; once the secret is right,
+    /// `outputs resend NAME --from KEY` sends them again and the receiver takes them.
+    @Test func refusedRowsAreNamedWithoutTheirTokenAndResentOnRequest() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let gatewaySecret = s.dir.appendingPathComponent("gateway-secret").path
+        let receiverSecret = s.dir.appendingPathComponent("receiver-secret").path
+        try Self.secret(gatewaySecret, "a-secret-the-receiver-does-not-know")
+        try Self.secret(receiverSecret, "the-receivers-secret-of-some-length")
+        let r = try Self.receiver(s.dir, [receiverSecret, "0", "none"])
+        defer {
+            kill(r.pid, SIGKILL)
+            _ = Fault.wait(r.pid)
+        }
+        // A Slack-style URL: the secret is the path (and a token in the query, too).
+        let token = "T0B1C2D3/B4E5F6G7/Zk3j9sQ2mXa8Lp0Rt7VwYu1n"
+        try
+            (try String(contentsOfFile: s.config, encoding: .utf8)
+                + """
+
+                [[output.webhook]]
+                url = "http://127.0.0.1:\(r.port)/services/\(token)?token=abcdef"
+                events = ["arrival", "violation"]
+                secret-file = "\(gatewaySecret)"
+                interval = "200ms"
+                """).write(toFile: s.config, atomically: true, encoding: .utf8)
+        let run = try CLI.run(["run", "--config", s.config, "--duration", "3s"])
+        #expect(run.code == 0, "\(run.err)")
+        let refusedKeys = try Self.requests(r.out).filter { $0["status"] as? Int == 401 }.compactMap {
+            $0["key"] as? String
+        }
+        #expect(!refusedKeys.isEmpty)
+        let store = try Store(path: s.store, readOnly: true)
+        let refused = try store.outbox(.events, after: 0, limit: 100_000).compactMap {
+            $0.value("name", in: .events).text == "webhook-refused" ? $0.value("detail", in: .events).text : nil
+        }
+        store.close()
+        #expect(refused.count == refusedKeys.count, "\(refused)")
+        let first = try #require(refusedKeys.first)
+        #expect(refused.first?.contains("vlogger outputs resend webhook --from \(first)") == true, "\(refused)")
+        for text in refused + [run.err] {
+            #expect(
+                !text.contains("Zk3j9sQ2mXa8Lp0Rt7VwYu1n") && !text.contains("abcdef"), "\(text)")
+        }
+        // The secret corrected; the refused rows sent again from the first one's key.
+        try Self.secret(gatewaySecret, "the-receivers-secret-of-some-length")
+        let resend = try CLI.run(["outputs", "resend", "--config", s.config, "webhook", "--from", first])
+        #expect(resend.code == 0 && resend.out.contains("sent"), "\(resend.out)\(resend.err)")
+        let taken = Set(
+            try Self.requests(r.out).filter { $0["status"] as? Int == 200 }.compactMap { $0["key"] as? String })
+        #expect(Set(refusedKeys).isSubset(of: taken), "not taken: \(Set(refusedKeys).subtracting(taken))")
+        let bad = try CLI.run(["outputs", "resend", "--config", s.config, "webhook", "--from", "events/12"])
+        #expect(bad.code != 0 && bad.err.contains("GATEWAY/TABLE/ID"), "\(bad.err)")
+    }
+
+    /// Issue 46, item 4: a receiver that sends its headers and never the body it announced. The exchange fails as a
+    /// time-out within the configured timeout, the row stays in the store, and the service stops on time.
+    @Test func aReceiverThatNeverFinishesItsBodyTimesOut() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let portFile = s.dir.appendingPathComponent("port").path
+        let stall = try Fault.spawn(
+            #"exec python3 -c "$1" "$2""#,
+            [
+                """
+                import socket, sys, threading, time, os
+                s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 0)); s.listen(50)
+                open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+                held = []
+                def serve(c):
+                    c.recv(65536); c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 100\\r\\n\\r\\n"); held.append(c)
+                while True:
+                    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+                """,
+                portFile,
+            ], stdout: "/dev/null", stderr: s.dir.appendingPathComponent("stall.err").path)
+        defer {
+            kill(stall, SIGKILL)
+            _ = Fault.wait(stall)
+        }
+        let end = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: portFile) && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
+        let port = try String(contentsOfFile: portFile, encoding: .utf8)
+        try
+            (try String(contentsOfFile: s.config, encoding: .utf8)
+                + """
+
+                [[output.webhook]]
+                url = "http://127.0.0.1:\(port)/hook"
+                events = ["arrival"]
+                timeout = "1s"
+                interval = "200ms"
+                """).write(toFile: s.config, atomically: true, encoding: .utf8)
+        // Bounded from outside: on 6b52d4c neither returned (killed after 60 s: 137).
+        var started = Date()
+        let run = try Fault.shell(
+            #"exec timeout -s KILL 60 "$1" run --config "$2" --duration 3s"#, [try CLI.binary().path, s.config])
+        #expect(run.code == 0, "\(run.code) \(run.err)")
+        #expect(Date().timeIntervalSince(started) < 30)
+        started = Date()
+        let send = try Fault.shell(
+            #"exec timeout -s KILL 60 "$1" outputs send --config "$2" webhook"#, [try CLI.binary().path, s.config])
+        #expect(send.code == 1 && send.out.contains("failed (timeout)"), "\(send.code) \(send.out)\(send.err)")
+        #expect(Date().timeIntervalSince(started) < 30)
+    }
 }

@@ -168,4 +168,60 @@ import DriverSim
         #expect(tag.image.blocks[3] == [0xCA, 0xFE, 0xF0, 0x0D])
         #expect(!r.trace().contains { $0.contains("Protection Status") })
     }
+
+    /// A chip with page protection whose status answer is lost on the air (three silent tries): the write goes, the
+    /// tag refuses it with 0x0F, and the status is asked again then — answered now — so the password is given and the
+    /// write made. A lost answer never turns a protected page into a failed write.
+    @Test func aLostStatusAnswerIsAskedAgainWhenTheWriteIsRefused() throws {
+        let uid = "E004010812345699"
+        let a = try Self.air(uid, profile: .icodeSLIX2, blocks: 80) { image in
+            image.nxpPasswords[NXPSecurity.writePassword] = [0xA1, 0xB2, 0xC3, 0xD4]
+            image.protectionPointer = 0x10
+            image.protectionCondition = 0x20
+        }
+        let u = try UID(parsing: uid)
+        _ = try a.client.memory(of: u)
+        let dir = URL(fileURLWithPath: scratchPath("optional-lost"))
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = try SecurityRig.secrets(
+            "[[tag]]\nuid = \"\(uid)\"\nnxp-write = \"A1B2C3D4\"\n", at: dir.appendingPathComponent("s.toml").path)
+        a.field.inject(.noResponse(uid: u, count: 3))
+        guard case .done(let report, .unlocked) = try Self.write(a, u, block: 0x12, [7, 7, 7, 7], secrets: file) else {
+            Issue.record("the protected write did not go through"); return
+        }
+        #expect(report.verified && a.tag.image.blocks[0x12] == [7, 7, 7, 7] && a.tag.passwordAttempts == 1)
+        // Three silent tries, then the one asked after the refusal.
+        #expect(
+            a.lines().filter { $0.contains("Protection Status") }.count == 4, "\(a.lines().joined(separator: "\n"))")
+    }
+
+    /// "Remembered for the visit": the agent forgets what a tag left unanswered when it sees the tag leave.
+    @Test func theAgentForgetsUnansweredCommandsWhenTheTagLeaves() throws {
+        let dir = URL(fileURLWithPath: scratchPath("optional-visit"))
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let u = try UID(parsing: Self.sli)
+        let tag = SimulatedTag(
+            image: try TagImage(
+                uid: u, blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 28), profileID: "icode-sli"),
+            profile: .icodeSLI)
+        let field = SimulatedField()
+        field.add(tag)
+        // A write password in the secrets file for the SLI: the status is asked before the write (and refused 0x0F).
+        let secrets = try SecurityRig.secrets(
+            "[[tag]]\nuid = \"\(Self.sli)\"\nnxp-write = \"01020304\"\n", at: dir.appendingPathComponent("s.toml").path)
+        let r = try SecurityRig(
+            config: AgentTests.config + "\n[security]\nsecrets-file = \"\(secrets)\"\n", dir: dir, field: field,
+            store: "visit.db",
+            writes: [QueuedWrite(created: 1_763_800_000_000, uid: u, first: 3, data: [1, 2, 3, 4])])
+        r.agent.run(cycles: 1, stop: StopSignal())
+        r.agent.writer.commitNow()
+        #expect(try r.store.queuedWrite(1)?.state == .done)
+        let b8 = NXPSecurity.getMultipleBlockProtectionStatus
+        #expect(r.agent.client.refusedEarlier(u, code: b8, manufacturer: .nxp))
+        _ = field.remove(u)
+        r.agent.run(cycles: 4, stop: StopSignal())
+        #expect(!r.agent.client.refusedEarlier(u, code: b8, manufacturer: .nxp))
+    }
 }

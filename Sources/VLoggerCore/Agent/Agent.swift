@@ -347,6 +347,8 @@ public final class Agent {
         presence.departures(seen: seen, departureCycles: config.departureCycles) { uid in
             evaluation.left(uid)
             tags.forget(uid)
+            // Its visit ended: optional commands it did not answer are asked again on its next one.
+            client.forgetOptional(uid)
         }
         report.lowerBound = lowerBound
         finish(&report, airBefore, exchangesBefore)

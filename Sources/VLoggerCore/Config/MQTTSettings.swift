@@ -128,6 +128,13 @@ public struct MQTTSettings: Equatable, Sendable {
         try Secret.read(file: passwordFile, env: passwordEnv, label: "output.mqtt \(name)", environment: environment)
     }
 
+    /// The password, read again whenever its file changes (used at each new connection).
+    public func rotatingPassword(environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(VLoggerError) -> RotatingSecret
+    {
+        try RotatingSecret(file: passwordFile, env: passwordEnv, label: "output.mqtt \(name)", environment: environment)
+    }
+
     static let keys = [
         "name", "url", "qos", "topic", "publish", "readers", "event-kinds", "messages", "username", "password-file",
         "password-env", "ca-file", "cert-file", "key-file", "client-id", "keep-alive", "clean-session", "protocol",

@@ -39,6 +39,11 @@ public struct WebhookSettings: Equatable, Sendable {
         try Secret.read(file: secretFile, env: nil, label: "output.webhook \(name)", environment: [:])
     }
 
+    /// The secret, read again whenever its file changes (a rotation takes effect with the next delivery).
+    public func rotatingSecret() throws(VLoggerError) -> RotatingSecret {
+        try RotatingSecret(file: secretFile, env: nil, label: "output.webhook \(name)", environment: [:])
+    }
+
     static let keys = ["name", "url", "events", "secret-file", "ca-file", "timeout", "batch-size", "interval"]
     static let eventNames = Event.Kind.allCases.map(\.rawValue) + ["audit", "write"]
 

@@ -8,9 +8,6 @@ import ISO15693
 /// A rejection holds until an operator acts: the secrets file changes (its size, time or inode) or the agent
 /// restarts. A refusal (no password configured) is reported once per visit of the tag.
 final class PasswordMemory {
-    struct Stamp: Equatable {
-        var inode: UInt64 = 0, size: Int64 = 0, seconds: Int = 0, nanoseconds: Int = 0
-    }
     /// Which password: the agent keeps each apart (a rejected read password says nothing of the privacy one).
     enum Kind: Hashable { case read, write, privacy }
     struct Key: Hashable {
@@ -18,22 +15,11 @@ final class PasswordMemory {
         var kind: Kind
     }
     /// Rejected passwords, with the secrets file's stamp at the rejection.
-    private var rejected: [Key: Stamp?] = [:]
+    private var rejected: [Key: FileStamp?] = [:]
     /// UIDs whose refusal was reported in this visit.
     private var reported: Set<UID> = []
 
-    static func stamp(_ path: String?) -> Stamp? {
-        guard let path else { return nil }
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        #if canImport(Darwin)
-            let m = st.st_mtimespec
-        #else
-            let m = st.st_mtim
-        #endif
-        return Stamp(
-            inode: UInt64(st.st_ino), size: Int64(st.st_size), seconds: Int(m.tv_sec), nanoseconds: Int(m.tv_nsec))
-    }
+    static func stamp(_ path: String?) -> FileStamp? { FileStamp.of(path) }
 
     /// Whether a password may be given to `uid`: not when one was rejected and the secrets file is as it was then.
     func mayTry(_ uid: UID, _ kind: Kind, secretsFile: String?) -> Bool {

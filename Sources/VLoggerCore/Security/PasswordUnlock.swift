@@ -80,9 +80,15 @@ public enum PasswordUnlock {
         do {
             return .done(try body(), outcome)
         } catch {
-            guard !asked, case .tag(let code, _) = error, protectionErrors.contains(code),
+            // Asked and answered: the status stands, and so does the error. Asked and met with silence (the air, a
+            // chip at the edge of the field): asked once more now that an error says protection may matter.
+            let query =
+                uid.manufacturer == .nxp ? NXPSecurity.getMultipleBlockProtectionStatus : STSecurity.readConfiguration
+            let silent = client.silentEarlier(uid, code: query, manufacturer: uid.manufacturer)
+            guard !asked || silent, case .tag(let code, _) = error, protectionErrors.contains(code),
                 uid.manufacturer == .nxp || uid.manufacturer == .stMicroelectronics
             else { throw error }
+            if silent { client.askAgain(uid, code: query, manufacturer: uid.manufacturer) }
             outcome = try open(
                 client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
             switch outcome {

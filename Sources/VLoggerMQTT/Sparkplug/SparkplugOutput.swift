@@ -56,7 +56,7 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
 
     public var name: String { settings.name }
     public var title: String {
-        "Sparkplug B to \(settings.url) (group \(sparkplug.group), edge node \(topics.edgeNode))"
+        "Sparkplug B to \(URLRedaction.redact(settings.url)) (group \(sparkplug.group), edge node \(topics.edgeNode))"
     }
     public var tables: [SyncTable] { settings.publish }
     public var batchSize: Int { settings.batchSize }
@@ -81,8 +81,8 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         self.now = now
         self.logger = logger
         bdSeq = SparkplugBirthDeathSequence(start: bdSeqFile.flatMap(Self.readBdSeq))
-        let password: String?
-        do { password = try settings.password() } catch {
+        let rotating: RotatingSecret
+        do { rotating = try settings.rotatingPassword() } catch {
             throw MQTTError(kind: .auth, message: "\(error)")
         }
         // Sparkplug 3.0: a clean session (MQTT 3.1.1) or clean start (MQTT 5), whatever clean-session says.
@@ -93,7 +93,8 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
                     + (probe ? "-check-\(getpid())" : ""), cleanSession: true,
                 keepAliveSeconds: settings.keepAliveSeconds,
                 protocolVersion: settings.protocolVersion == .v5 ? 5 : 4, username: settings.username,
-                password: password, tls: settings.tls, caFile: settings.caFile, certFile: settings.certFile,
+                password: rotating.current, passwordSource: { rotating.current }, tls: settings.tls,
+                caFile: settings.caFile, certFile: settings.certFile,
                 keyFile: settings.keyFile, will: nil, inflight: max(20, settings.batchSize)))
         if probe { return }
         client.nextWill = { [weak self] in
