@@ -86,7 +86,9 @@ public final class Syncer: @unchecked Sendable {
     public let gateway: String
     public let site: String?
     let logger: Logger
-    let password: String?
+    /// Read again when its file changes: a rotated password is used from the next connection on.
+    let rotating: RotatingSecret
+    var password: String? { rotating.current }
     /// Called after the server committed a batch and before the local cursor moves (tests: a crash there).
     public var afterServerCommit: (@Sendable (SyncTable, Int64) throws -> Void)?
 
@@ -99,7 +101,7 @@ public final class Syncer: @unchecked Sendable {
         self.gateway = gateway
         self.site = site
         self.logger = logger
-        do { password = try settings.password() } catch { throw SyncError(.configuration, "\(error)") }
+        do { rotating = try settings.rotatingPassword() } catch { throw SyncError(.configuration, "\(error)") }
     }
 
     func configuration() throws -> PostgresConnection.Configuration {

@@ -121,6 +121,13 @@ public struct SyncSettings: Equatable, Sendable {
         try Secret.read(file: passwordFile, env: passwordEnv, label: "sync", environment: environment)
     }
 
+    /// The password, read again whenever its file changes (each connection takes the current one).
+    public func rotatingPassword(environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(VLoggerError) -> RotatingSecret
+    {
+        try RotatingSecret(file: passwordFile, env: passwordEnv, label: "sync", environment: environment)
+    }
+
     /// The URI with any password replaced, for error messages about a URI that did not parse.
     static func redacted(_ text: String) -> String {
         guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else {
