@@ -137,6 +137,40 @@ public enum SmarTag {
     /// `maxSample = (lastDataSample − firstDataSamplePtr) / 2`).
     public static func ringSlots(cells: Int) -> Int { max(0, (cells - firstSampleCell) / 2) }
 
+    /// Why a header cannot be believed with this ring, or nil (issue 46: a corrupt header counting more samples than
+    /// were ever written made phantom readings). The firmware moves its next-sample pointer one slot (8 bytes) per
+    /// sample from the ring's first slot and wraps it at the end (ST's `SamplePositionCell`), so the pointer must name
+    /// a slot of the ring, and, before the ring has wrapped, the slot after the last sample counted.
+    public static func problem(header: Header, origin: Int, slots: Int) -> String? {
+        guard header.sampleCount > 0 else { return nil }
+        guard slots > 0 else { return "the header counts \(header.sampleCount) samples, but the memory holds no ring" }
+        let byte = header.nextSampleByte
+        let cell = byte / 4 - origin - firstSampleCell
+        guard byte % 8 == (origin * 4) % 8, cell >= 0, cell < slots * 2, cell % 2 == 0 else {
+            return
+                "its next-sample pointer 0x\(String(byte, radix: 16, uppercase: true)) is not a slot of the ring (blocks \(origin + firstSampleCell)…\(origin + firstSampleCell + slots * 2 - 1))"
+        }
+        let next = cell / 2
+        if header.sampleCount < slots, next != header.sampleCount {
+            return
+                "it counts \(header.sampleCount) samples of a ring of \(slots), but its next-sample pointer is at slot \(next)"
+        }
+        if header.sampleCount == slots, next != 0 {
+            return "it counts a full ring of \(slots) samples, but its next-sample pointer is at slot \(next), not 0"
+        }
+        return nil
+    }
+
+    /// Whether a sample slot was never written: its cells erased (all 0x00 or all 0xFF), or no valid time in it.
+    public static func isErased(_ raw: [UInt8]) -> Bool {
+        guard raw.count == 8 else { return true }
+        let time = raw[0..<4], value = raw[4..<8]
+        if time.allSatisfy({ $0 == 0 }) && value.allSatisfy({ $0 == 0 }) { return true }
+        if raw.allSatisfy({ $0 == 0xFF }) { return true }
+        guard let t = try? cell(time) else { return true }
+        return !Timestamp(cell: t).isValid
+    }
+
     /// The slot of the oldest sample: the next sample's slot once the ring has wrapped, else slot 0 (ST's
     /// `readDataSample`).
     public static func oldestSlot(header: Header, origin: Int, slots: Int) -> Int {

@@ -264,6 +264,21 @@ import Testing
         #expect(issues("[store]\npath = \"/dev/null\"\n").contains { $0.contains("/dev/null is not a regular file") })
         #expect(issues("[store]\npath = \"\(dir)\"\n").contains { $0.contains("is a folder") })
         #expect(issues("[store]\npath = \"\"\n").contains { $0.contains("store.path: empty") })
+        // Issue 46, item 12: an output's interval of 0 ms spun a core; 100 ms to an hour now, for each kind of output.
+        for (section, extra) in [
+            ("[[output.webhook]]", "url = \"https://example.com/h\"\n"),
+            ("[[output.mqtt]]", "url = \"mqtt://127.0.0.1\"\n"),
+            ("[sync]", "url = \"postgresql://gw@127.0.0.1/fleet\"\n"),
+        ] {
+            for bad in ["0ms", "50ms", "2h"] {
+                #expect(
+                    issues("\(section)\n\(extra)interval = \"\(bad)\"\n").contains {
+                        $0.contains("interval: 100ms…1h")
+                    },
+                    "\(section) \(bad)")
+            }
+            #expect(issues("\(section)\n\(extra)interval = \"100ms\"\n").allSatisfy { !$0.contains("interval") })
+        }
         // [store] keep: a duration of at least an hour.
         #expect(issues("[store]\nkeep = \"30m\"\n").contains { $0.contains("store.keep: '30m' is under an hour") })
         #expect(issues("[store]\nkeep = \"thirty days\"\n").contains { $0.contains("store.keep") })

@@ -112,4 +112,61 @@ import DriverSim
             _ = try SmarTagKind().info(Self.field(image), image.uid, measure: false, wait: { _ in })
         }
     }
+
+    /// Issue 46, item 3: a SmarTag header is believed only as far as the memory it describes holds. Over random logs
+    /// (0 to twice the ring's samples, so some wrap) whose header's sample count and next-sample pointer are then
+    /// overwritten with random values: every record the kind returns is a sample that was written (its time and value
+    /// as the log has them), never an erased slot; a header that does not fit the ring is refused with its reason.
+    /// The corrupt header of the issue (more samples than the ring holds, the pointer on an empty slot) gave 963
+    /// readings of −40 °C on 6b52d4c.
+    @Test func aCorruptHeaderNeverMakesPhantomReadings() throws {
+        let kind = SmarTagKind()
+        var state: UInt64 = 0x5EED_4646
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 11
+        }
+        let blocks = 64, origin = 8
+        let slots = SmarTag.ringSlots(cells: blocks - 1 - origin)
+        var refused = 0, believed = 0
+        for round in 0..<200 {
+            let n = Int(next() % UInt64(slots * 2 + 1))
+            let samples = (0..<n).map { (Int64(1_764_050_400 + $0 * 600), Int(next() % 60) - 20) }
+            var memory = SmarTag.memory(
+                blockCount: blocks, intervalSeconds: 600, start: 1_764_050_400, samples: samples)
+            let written = Set(samples.suffix(slots).map { "\($0.0 * 1000) \($0.1)" })
+            if round > 0 {
+                // Cell 15 of the payload: count (bits 15–0) and next-sample byte address (bits 31–16), little-endian.
+                let at = (origin + 15) * 4
+                let count = round % 3 == 0 ? UInt32(n + 1 + Int(next() % 2000)) : UInt32(next() % 65536)
+                let pointer =
+                    round % 5 == 0
+                    ? UInt32(next() % 65536) : UInt32((origin + 16 + 2 * Int(next() % UInt64(slots))) * 4)
+                let v = count | pointer << 16
+                for k in 0..<4 { memory[at + k] = UInt8(truncatingIfNeeded: v >> (8 * k)) }
+            }
+            var image = try TagImage(
+                uid: UID(parsing: "E002260000C0FFEE"), blockSize: 4,
+                blocks: stride(from: 0, to: memory.count, by: 4).map { Array(memory[$0..<($0 + 4)]) },
+                icReference: 0x26, profileID: "st25dv64k")
+            image.sensorLog = nil
+            let client = Self.field(image)
+            do {
+                let (_, records) = try kind.log(client, image.uid, from: 0) { _, _ in }
+                believed += 1
+                if round == 0 { #expect(records.count == min(n, slots), "the untouched header: every sample kept") }
+                for r in records {
+                    let t = try #require(r.time)
+                    let c = try #require(r.values.first { $0.name == "temperature" }?.value)
+                    #expect(written.contains("\(t) \(Int(c))"), "round \(round): a record not written: \(t) \(c)")
+                }
+            } catch {
+                refused += 1
+                #expect("\(error)".contains("SmarTag header not believed"), "round \(round): \(error)")
+            }
+        }
+        // Every fifth round puts the pointer anywhere in 64 KiB (almost never on a slot of the ring): refused.
+        #expect(believed >= 1 && refused >= 35, "believed \(believed), refused \(refused)")
+        print("SmarTag headers: \(believed) believed, \(refused) refused of 200")
+    }
 }

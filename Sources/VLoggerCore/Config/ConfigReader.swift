@@ -155,6 +155,16 @@ struct Section {
         }
     }
 
+    /// A duration within `range` (milliseconds); outside it is an issue naming the range, and nil.
+    func duration(_ key: String, in range: ClosedRange<Millis>, _ text: String) -> Millis? {
+        guard let v = duration(key) else { return nil }
+        guard range.contains(v) else {
+            reader.issue(node(key)?.line ?? 0, "\(label(key)): \(text)")
+            return nil
+        }
+        return v
+    }
+
     func choice<T: RawRepresentable>(_ key: String, _ type: T.Type) -> T? where T.RawValue == String, T: CaseIterable {
         guard let s = string(key), let n = node(key) else { return nil }
         if let v = T(rawValue: s) { return v }

@@ -165,7 +165,11 @@ public struct SyncSettings: Equatable, Sendable {
             r.issue(s.line, "sync: give password-file or password-env, not both")
         }
         out.batchSize = s.integer("batch-size", in: 1...50_000).map(Int.init) ?? out.batchSize
-        out.intervalMs = s.duration("interval") ?? out.intervalMs
+        // An output's rounds: at least 100 ms apart (0 would spin a core), at most an hour.
+        out.intervalMs =
+            s.duration(
+                "interval", in: 100...3_600_000, "100ms…1h (how long a round waits when nothing new was committed)")
+            ?? out.intervalMs
         return out
     }
 }

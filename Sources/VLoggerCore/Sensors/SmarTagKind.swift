@@ -70,6 +70,11 @@ public struct SmarTagKind: SensorKind {
         _ client: ISO15693Client, _ uid: UID, info: SensorInfo, from: Int, piece: ([SensorRecord]) throws -> Bool
     ) throws {
         let l = try layout(client, uid)
+        // A header is believed only as far as the memory it describes holds (issue 46): a count or pointer that does
+        // not fit the ring is refused before a sample is read.
+        if let why = SmarTag.problem(header: l.header, origin: l.origin, slots: l.slots) {
+            throw SensorFailure("SmarTag header not believed: \(why); no sample read")
+        }
         guard l.slots > 0 else { return }
         let count = l.header.sampleCount
         let kept = min(count, l.slots)
@@ -89,6 +94,8 @@ public struct SmarTagKind: SensorKind {
             var records: [SensorRecord] = []
             for j in 0..<n {
                 let raw = Array(data[(j * 8)..<(j * 8 + 8)])
+                // A slot never written (erased, or no valid time) is never a reading.
+                if SmarTag.isErased(raw) { continue }
                 let time = SmarTag.Timestamp(cell: try SmarTag.cell(raw[0..<4]))
                 let v = SmarTag.Value(cell: try SmarTag.cell(raw[4..<8]))
                 var values: [SensorValue] = []
