@@ -161,6 +161,18 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
         }
     }
 
+    /// `outputs status`: a HEAD request to the URL, within the timeout, signed with nothing and carrying no row. Any
+    /// HTTP answer means the endpoint answers (a receiver that only takes POST says 405); a refused connection, a
+    /// failed TLS handshake or silence is the failure.
+    public func probe() async throws {
+        var request = HTTPClientRequest(url: settings.url)
+        request.method = .HEAD
+        request.headers.add(name: "User-Agent", value: "vlogger (outputs status)")
+        let deadline = NIODeadline.now() + .milliseconds(Int64(settings.timeoutMs))
+        let response = try await client.execute(request, deadline: deadline)
+        _ = try? await response.body.collect(upTo: 64 * 1024)
+    }
+
     /// An answer's status line (its body is read and dropped within the deadline).
     struct Answer {
         var status: Int

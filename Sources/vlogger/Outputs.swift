@@ -76,7 +76,7 @@ struct OutputsCommand: AsyncParsableCommand {
                     }
                 }
                 do {
-                    try await c.withSession { _ in }
+                    try await c.probe()
                     if !json { print("  destination: answers") }
                 } catch {
                     let f = c.describe(error)

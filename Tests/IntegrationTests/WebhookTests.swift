@@ -263,4 +263,39 @@ import VLoggerWebhook
         #expect(send.code == 1 && send.out.contains("failed (timeout)"), "\(send.code) \(send.out)\(send.err)")
         #expect(Date().timeIntervalSince(started) < 30)
     }
+
+    /// Issue 46, item 11: `outputs status` contacts a webhook's endpoint (a HEAD request, no row): a port that refuses
+    /// connections is a failed destination and exit 1; the receiver answering is "answers", exit 0.
+    @Test func outputsStatusContactsTheWebhook() throws {
+        let s = try AgentCLITests.setup()
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        // A port nothing listens on: bound, then closed.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        let closed = Int(UInt16(bigEndian: addr.sin_port))
+        close(fd)
+        let base = try String(contentsOfFile: s.config, encoding: .utf8)
+        try (base + "\n[[output.webhook]]\nurl = \"http://127.0.0.1:\(closed)/hook\"\ntimeout = \"2s\"\n").write(
+            toFile: s.config, atomically: true, encoding: .utf8)
+        let down = try CLI.run(["outputs", "status", "--config", s.config, "webhook"])
+        #expect(down.code == 1 && down.out.contains("destination: failed"), "\(down.out)\(down.err)")
+        let secret = s.dir.appendingPathComponent("secret").path
+        try Self.secret(secret, "a-webhook-secret-of-some-length")
+        let r = try Self.receiver(s.dir, [secret, "0", "none"])
+        defer {
+            kill(r.pid, SIGKILL)
+            _ = Fault.wait(r.pid)
+        }
+        try (base + "\n[[output.webhook]]\nurl = \"http://127.0.0.1:\(r.port)/hook\"\ntimeout = \"2s\"\n").write(
+            toFile: s.config, atomically: true, encoding: .utf8)
+        let up = try CLI.run(["outputs", "status", "--config", s.config, "webhook"])
+        #expect(up.code == 0 && up.out.contains("destination: answers"), "\(up.out)\(up.err)")
+    }
 }

@@ -41,6 +41,9 @@ public protocol OutboxConsumer: Sendable {
     /// Rows the destination refused for good since the start (a webhook's 4xx), not sent again: counted in
     /// `vlogger_output_refused_rows_total{output}` (each is also an event).
     var refusedRows: Int { get }
+    /// Checks that the destination answers, sending no row (`outputs status`): by default a session opened and
+    /// closed; an output whose session needs no connection (a webhook) contacts its destination.
+    func probe() async throws
 }
 
 extension OutboxConsumer {
@@ -51,6 +54,7 @@ extension OutboxConsumer {
     public var replayRowsPerSecond: Int? { nil }
     public var liveEvery: Duration? { nil }
     public var refusedRows: Int { 0 }
+    public func probe() async throws { try await withSession { _ in } }
 }
 
 /// Spreads a backlog's replay over time: after `rows` rows in `elapsed` since the round began, how long to wait
