@@ -350,6 +350,47 @@ struct SparkplugTests {
         let stored = try MQTTTests.storedKeys(s.store, gateway: "gw-demo-01")
         #expect(Set(Self.keys(final).keys) == stored)
     }
+
+    /// Issue 46, items 6 and 10: a STATE from far in the future (a forged or broken host clock) is ignored, so the
+    /// true host's later STATE still counts; 200 rebirth requests in a burst make one rebirth (at most one per
+    /// `sparkplug-rebirth-interval`, 5 s by default), not 200. On 6b52d4c the forged STATE sent NDEATH and the
+    /// node stayed silent until a restart, and 200 NCMD gave 200 NBIRTHs.
+    @Test func aForgedStateAndARebirthFloodAreShrugged() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "300ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        try Self.config(s, broker, extra: "sparkplug-primary-host = \"scada-1\"\ninterval = \"200ms\"")
+        let sub = try Subscriber.start(broker, dir: s.dir)
+        defer { sub.stop() }
+        let pid = try Fault.spawn(
+            #"exec "$1" run --config "$2""#, [try CLI.binary().path, s.config],
+            stdout: s.dir.appendingPathComponent("gw.out").path, stderr: s.dir.appendingPathComponent("gw.err").path)
+        defer {
+            kill(pid, SIGKILL)
+            _ = Fault.wait(pid)
+        }
+        let t0 = Int(Date().timeIntervalSince1970 * 1000)
+        try sub.command("state", "scada-1 online \(t0)")
+        sub.wait("NBIRTH after STATE online") { $0.contains { $0.type == "NBIRTH" } }
+        try sub.command("rebirth", "\(Self.edge)NCMD/gw-demo-01 200")
+        Thread.sleep(forTimeInterval: 4)
+        let births = sub.messages().filter { $0.type == "NBIRTH" }.count
+        #expect(births <= 2, "\(births) NBIRTHs after 200 rebirth requests in 4 s")
+        // Ten years ahead: ignored.
+        try sub.command("state", "scada-1 offline \(t0 + 315_360_000_000)")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(!sub.messages().contains { $0.type == "NDEATH" }, "the forged STATE was believed")
+        // The host's own next STATE counts.
+        try sub.command("state", "scada-1 offline \(t0 + 5)")
+        sub.wait("NDEATH after the true STATE offline") { $0.contains { $0.type == "NDEATH" } }
+        let log = try String(contentsOfFile: s.dir.appendingPathComponent("gw.err").path, encoding: .utf8)
+        #expect(log.contains("ahead of this gateway's clock"), "\(log.suffix(2000))")
+        // The ignored requests are said in one line, not 199.
+        #expect(
+            log.components(separatedBy: "rebirth request within the rebirth interval").count <= 3, "\(log.suffix(2000))"
+        )
+    }
 }
 
 /// Python's protobuf runtime and Debian's protoc (in CI: installed by .ci/run, so the tests run).

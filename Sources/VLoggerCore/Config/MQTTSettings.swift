@@ -60,6 +60,11 @@ public struct MQTTSettings: Equatable, Sendable {
         /// A primary host application's id: births wait for its `spBv1.0/STATE/<id>` to say online, and the
         /// node dies and starts over when it says offline (rows stay in the store meanwhile).
         public var primaryHost: String?
+        /// A STATE whose timestamp is more than this ahead of the gateway's clock is ignored (a forged or broken
+        /// one would otherwise make every later, true one look older).
+        public var stateSkewMs: Millis = 300_000
+        /// At most one rebirth (NBIRTH and its DBIRTHs) per this interval, however many NCMD ask for one.
+        public var rebirthIntervalMs: Millis = 5_000
         public init() {}
     }
 
@@ -140,7 +145,7 @@ public struct MQTTSettings: Equatable, Sendable {
         "password-env", "ca-file", "cert-file", "key-file", "client-id", "keep-alive", "clean-session", "protocol",
         "batch-size", "interval", "replay-rate", "home-assistant", "sparkplug", "sparkplug-group",
         "sparkplug-edge-node",
-        "sparkplug-primary-host",
+        "sparkplug-primary-host", "sparkplug-state-skew", "sparkplug-rebirth-interval",
     ]
 
     /// The tables `publish` names: readings, events, writes, audits (with their results).
@@ -235,7 +240,10 @@ public struct MQTTSettings: Equatable, Sendable {
     /// keys that shape plain JSON messages are refused with `sparkplug = true` (its topics, QoS and payloads are
     /// the specification's).
     static func readSparkplug(_ s: Section, _ r: ConfigReader, into out: inout MQTTSettings) {
-        let keys = ["sparkplug-group", "sparkplug-edge-node", "sparkplug-primary-host"]
+        let keys = [
+            "sparkplug-group", "sparkplug-edge-node", "sparkplug-primary-host", "sparkplug-state-skew",
+            "sparkplug-rebirth-interval",
+        ]
         guard s.bool("sparkplug") == true else {
             for k in keys where s.node(k) != nil {
                 r.issue(s.node(k)?.line ?? s.line, "output.mqtt.\(k) needs sparkplug = true")
@@ -254,6 +262,12 @@ public struct MQTTSettings: Equatable, Sendable {
         sp.group = id("sparkplug-group") ?? sp.group
         sp.edgeNode = id("sparkplug-edge-node")
         sp.primaryHost = id("sparkplug-primary-host")
+        sp.stateSkewMs =
+            s.duration("sparkplug-state-skew", in: 1000...86_400_000, "1s…24h (how far ahead a STATE may be)")
+            ?? sp.stateSkewMs
+        sp.rebirthIntervalMs =
+            s.duration("sparkplug-rebirth-interval", in: 0...3_600_000, "0s…1h (the least time between two rebirths)")
+            ?? sp.rebirthIntervalMs
         for k in ["topic", "messages", "home-assistant", "qos"] where s.node(k) != nil {
             r.issue(
                 s.node(k)?.line ?? s.line,

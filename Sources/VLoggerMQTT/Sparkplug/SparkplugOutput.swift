@@ -51,6 +51,12 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
     private var fields: [String: [String: SparkplugType]] = [:]
     /// The primary host's last STATE.
     private var host: (online: Bool, timestamp: Int64)?
+    /// When the last rebirth an NCMD asked for was made (debounced to `rebirthIntervalMs`).
+    private var lastRebirth: Millis?
+    /// Messages ignored since the last line about them, by what was wrong, and when that line was written: logged
+    /// at most once a minute with a count.
+    private var ignored: [String: Int] = [:]
+    private var ignoredLogged: [String: Millis] = [:]
     /// The primary host went offline: NDEATH is out; the next round connects afresh.
     private var startOver = false
 
@@ -183,15 +189,38 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
 
     /// On the network thread: a rebirth request (NCMD), or the primary host's STATE.
     private func received(_ topic: String, _ payload: [UInt8]) {
+        let t = now()
         if topic == topics.topic(.ncmd) {
-            guard SparkplugPayloads.isRebirthRequest(payload) else { return }
-            let hostOffline = lock.withLock { sparkplug.primaryHost != nil && host?.online != true }
-            if !hostOffline { births(reason: "rebirth requested by NCMD") }
+            guard SparkplugPayloads.isRebirthRequest(payload) else {
+                ignore("an NCMD that is not a rebirth request", at: t)
+                return
+            }
+            let go: Bool = lock.withLock {
+                let hostOffline = sparkplug.primaryHost != nil && host?.online != true
+                // Debounced: one rebirth per interval, however many NCMD ask.
+                if hostOffline { return false }
+                if let last = lastRebirth, t - last < sparkplug.rebirthIntervalMs { return false }
+                lastRebirth = t
+                return true
+            }
+            if go {
+                births(reason: "rebirth requested by NCMD")
+            } else {
+                ignore("a rebirth request within the rebirth interval", at: t)
+            }
             return
         }
         guard let h = sparkplug.primaryHost, topic == SparkplugTopics.state(host: h) else { return }
         guard let state = SparkplugPayloads.hostState(payload) else {
-            logger.warning("Sparkplug: the STATE of \(h) is not {\"online\": …, \"timestamp\": …}; ignored")
+            ignore("a STATE of \(h) that is not {\"online\": …, \"timestamp\": …}", at: t)
+            return
+        }
+        // A STATE from the future (beyond the allowed skew) is not believed: taken, it would make the true host's
+        // later STATE look older and silence the node until a restart.
+        if state.timestamp > t + sparkplug.stateSkewMs {
+            ignore(
+                "a STATE of \(h) timestamped more than \(DurationText.format(sparkplug.stateSkewMs)) ahead of this gateway's clock",
+                at: t)
             return
         }
         enum Step { case none, birth, death }
@@ -217,6 +246,20 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
             client.disconnect()
             logger.warning("Sparkplug: primary host \(h) is offline; NDEATH published, starting over")
         }
+    }
+
+    /// Counts a message that was ignored; the first of a kind and then at most one line a minute for that kind say
+    /// so, with the count since the last line.
+    func ignore(_ what: String, at t: Millis) {
+        let count: Int? = lock.withLock {
+            ignored[what, default: 0] += 1
+            if let last = ignoredLogged[what], t - last < 60_000 { return nil }
+            if ignoredLogged.count > 100 { ignoredLogged.removeAll() }
+            ignoredLogged[what] = t
+            defer { ignored[what] = 0 }
+            return ignored[what]
+        }
+        if let count { logger.warning("Sparkplug: ignored \(count) × \(what) (said at most once a minute)") }
     }
 
     public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {

@@ -10,7 +10,7 @@ Subscribes to spBv1.0/# at QoS 1 and appends one JSON line per message to OUT:
   "value"}]} (bytes as hex), or, for STATE topics, the text.
 Writes "ready" to OUT.ready once subscribed. Stops after SECONDS (default 120) or when OUT.stop appears.
 Commands, each a file the test writes (taken once, then removed):
-  OUT.rebirth  holding a topic: publishes an NCMD payload with "Node Control/Rebirth" = true (Boolean) there;
+  OUT.rebirth  holding a topic (and a count, 1 by default): publishes that many NCMD payloads with "Node Control/Rebirth" = true (Boolean) there;
   OUT.state    holding "HOST_ID online|offline TIMESTAMP": publishes {"online": …, "timestamp": …} retained at
                QoS 1 to spBv1.0/STATE/HOST_ID.
 """
@@ -95,16 +95,18 @@ client.loop_start()
 end = time.time() + seconds
 while time.time() < end and not os.path.exists(out + ".stop"):
     if os.path.exists(out + ".rebirth"):
-        topic = open(out + ".rebirth").read().strip()
+        parts = open(out + ".rebirth").read().split()
         os.remove(out + ".rebirth")
-        p = spb.Payload()
-        p.timestamp = int(time.time() * 1000)
-        m = p.metrics.add()
-        m.name = "Node Control/Rebirth"
-        m.timestamp = p.timestamp
-        m.datatype = 11  # Boolean
-        m.boolean_value = True
-        client.publish(topic, p.SerializeToString(), qos=0)
+        topic, count = parts[0], int(parts[1]) if len(parts) > 1 else 1
+        for _ in range(count):
+            p = spb.Payload()
+            p.timestamp = int(time.time() * 1000)
+            m = p.metrics.add()
+            m.name = "Node Control/Rebirth"
+            m.timestamp = p.timestamp
+            m.datatype = 11  # Boolean
+            m.boolean_value = True
+            client.publish(topic, p.SerializeToString(), qos=0)
     if os.path.exists(out + ".state"):
         host_id, state, ts = open(out + ".state").read().split()
         os.remove(out + ".state")
