@@ -265,12 +265,17 @@ import VLoggerModel
             echo "new $(code -H 'Authorization: Bearer rotated-token-98765432' "$u")"
             echo "health $(code "http://127.0.0.1:$port/healthz")"
             echo "www $(curl -s -D - -o /dev/null "$u" | grep -ci '^www-authenticate: bearer')"
+            # Issue 46, item 13: the token covers the pages and /metrics too (served to anyone on 6b52d4c).
+            for p in / /index.html /metrics /tags/E008010000004212 /audits/1; do
+              echo "cover $p $(code "http://127.0.0.1:$port$p") $(code -H 'Authorization: Bearer rotated-token-98765432' "http://127.0.0.1:$port$p")"
+            done
             kill -TERM $pid; wait $pid
             grep -c 'takes its bearer token over plain HTTP' svc.log
             """#, [try CLI.binary().path], in: work)
         for line in [
             "closed 403", "none 401", "write 401", "read 200", "scheme 200", "old 401", "new 200", "health 200",
-            "www 1",
+            "www 1", "cover / 401 200", "cover /index.html 401 200", "cover /metrics 401 200",
+            "cover /tags/E008010000004212 401 200", "cover /audits/1 401 404",
         ] {
             #expect(r.out.contains(line + "\n"), "\(line): \(r.out)\(r.err)")
         }

@@ -131,10 +131,15 @@ struct HTTPListener {
             }
             return html.map { .html($0) } ?? .text("no audit \(id)\n", status: .notFound)
         }
-        for (path, handler) in [
+        // A read token, once configured on a network address, covers every read surface: the pages and /metrics
+        // too, not only the read API (/healthz stays open for monitors: it says whether the gateway works, not what
+        // it read). Without a token they are served as before; on loopback always.
+        let covered = ReadAccess(loopback: address.isLoopback, token: readToken)
+        for (path, plain) in [
             ("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page), ("/audits/:id", audit),
             ("/tags/:uid", tag),
         ] {
+            let handler = Self.covering(plain, by: covered, open: path == "/healthz")
             router.get(RouterPath(path), use: handler)
             // HEAD: the same status and headers, no body.
             router.head(RouterPath(path)) { request, context -> Response in
@@ -160,6 +165,19 @@ struct HTTPListener {
             },
             logger: logger)
         return ListenerService(app: app, address: address)
+    }
+}
+
+extension HTTPListener {
+    /// A read handler behind the read token (when one is configured); `open`: served to anyone (`/healthz`).
+    static func covering(
+        _ plain: @escaping @Sendable (Request, BasicRequestContext) async -> Response, by access: ReadAccess, open: Bool
+    ) -> @Sendable (Request, BasicRequestContext) async -> Response {
+        if open { return plain }
+        return { request, context in
+            if access.token.isSet, let refusal = access.refusal(request) { return refusal }
+            return await plain(request, context)
+        }
     }
 }
 
