@@ -163,6 +163,24 @@ public final class Gateway: @unchecked Sendable {
         let (writer, metrics) = (self.writer, self.metrics)
         let pending = pendingWrites
         metrics.writesQueued = { pending.count }
+        metrics.writerStats = { writer.stats }
+        // Drops at the queue limit (the store cannot commit and the queue is full): counted at once, and said at most
+        // once a minute with how many so far.
+        let dropLog = NIOLockedValueBox<(at: Millis, readings: Int)>((0, 0))
+        writer.onDrop = { readings, events in
+            metrics.storeUpdated(writer.stats)
+            let now = Millis.now()
+            let say: Int? = dropLog.withLockedValue { last in
+                guard now - last.at >= 60_000 else { return nil }
+                defer { last = (now, readings) }
+                return readings - last.readings
+            }
+            if let say {
+                logger.error(
+                    "store: the queue is at its limit and the store cannot commit: \(say) readings dropped since the last line (\(readings) readings and \(events) events in all); said at most once a minute"
+                )
+            }
+        }
         let wakeup = outputWakeup
         writer.onCommit = { r, e, last, seconds in
             wakeup.signal()

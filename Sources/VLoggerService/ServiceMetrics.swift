@@ -397,6 +397,15 @@ public final class ServiceMetrics: @unchecked Sendable {
         }
     }
 
+    /// The store writer's counters as they are now: read again by every scrape of /metrics and every /healthz, so
+    /// readings dropped while the store cannot commit (a full disk) show as they happen, not when commits return.
+    public var writerStats: (@Sendable () -> StoreWriter.Stats)?
+
+    /// Takes the writer's counters now (see `writerStats`).
+    func refreshWriter() {
+        if let s = writerStats?() { storeUpdated(s) }
+    }
+
     /// After each commit (and each failed one), from the writer's thread.
     public func storeUpdated(_ s: StoreWriter.Stats, commitSeconds: Double? = nil) {
         locked {
@@ -419,7 +428,8 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// Healthy when every reader answers and had a good poll within 3 of its intervals (or 90 s of
     /// back-off), and the store commits.
     public func health(now: Millis = Millis.now()) -> (healthy: Bool, json: String) {
-        locked {
+        refreshWriter()
+        return locked {
             var allOK = writer.lastError == nil
             var parts: [HealthJSON.Reader] = []
             for r in readers {
@@ -459,7 +469,10 @@ public final class ServiceMetrics: @unchecked Sendable {
     }
 
     /// The Prometheus text exposition format (version 0.0.4).
-    public func prometheusText() -> [UInt8] { registry.emitToBuffer() }
+    public func prometheusText() -> [UInt8] {
+        refreshWriter()
+        return registry.emitToBuffer()
+    }
 }
 
 /// `/healthz`: the gateway's state (snake_case like every JSON of vlogger; docs/json.md).

@@ -25,6 +25,9 @@ public final class StoreWriter: @unchecked Sendable {
         (@Sendable (_ readings: Int, _ events: Int, _ lastReadingID: Int64, _ seconds: Double) -> Void)?
     /// Called when commits start failing (`nil` when they work again), for the log.
     public var onStateChange: (@Sendable (_ error: StoreError?, _ queued: Int) -> Void)?
+    /// Called on the adding thread (outside the writer's lock) each time records are dropped at the queue limit,
+    /// with the totals dropped so far: the service counts and says it as it happens, not when commits return.
+    public var onDrop: (@Sendable (_ readings: Int, _ events: Int) -> Void)?
     /// Called once when a commit fails in a way no retry can mend (`StoreError.isFatal`: the store file or its
     /// -wal was removed or replaced). The writer commits nothing more; the service should stop.
     public var onFatal: (@Sendable (_ error: StoreError) -> Void)?
@@ -105,20 +108,26 @@ public final class StoreWriter: @unchecked Sendable {
     // MARK: Adding (any thread; never waits for the database)
 
     public func add(_ reading: Reading) {
-        locked {
+        let dropped: Stats? = locked {
             if pending.readings.isEmpty { pending.readings.reserveCapacity(min(batchSize, 100_000)) }
             pending.readings.append(reading)
-            if pending.readings.count > queueLimit { dropOldest() }
+            let over = pending.readings.count > queueLimit
+            if over { dropOldest() }
             marked(wakeIf: pending.readings.count == batchSize)
+            return over ? totals : nil
         }
+        if let dropped { onDrop?(dropped.droppedReadings, dropped.droppedEvents) }
     }
 
     public func add(_ event: Event) {
-        locked {
+        let dropped: Stats? = locked {
             pending.events.append(event)
-            if pending.events.count > queueLimit { dropOldest() }
+            let over = pending.events.count > queueLimit
+            if over { dropOldest() }
             marked(wakeIf: false)
+            return over ? totals : nil
         }
+        if let dropped { onDrop?(dropped.droppedReadings, dropped.droppedEvents) }
     }
 
     public func add(_ tag: TagRecord) {

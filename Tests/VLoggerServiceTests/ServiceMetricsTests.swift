@@ -166,4 +166,41 @@ import DriverSim
         text = String(decoding: m.prometheusText(), as: UTF8.self)
         #expect(!text.contains("vlogger_rule_violation{") && !text.contains("vlogger_field_value{"), "\(text)")
     }
+
+    /// Issue 46, item 9: readings dropped at the queue limit while the store cannot commit show at once in
+    /// `vlogger_readings_dropped_total`, the queue depth and /healthz, not only when commits return (on 6b52d4c they
+    /// stayed 0 and flat until then). Here the writer never commits (not started): every add past the limit drops.
+    @Test func dropsShowAsTheyHappen() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("drops-\(UUID().uuidString).db").path
+        let store = try Store(path: path)
+        defer {
+            store.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        let writer = StoreWriter(store: store, gateway: "gw", batchSize: 1000, queueLimit: 64)
+        let m = ServiceMetrics(readers: [], intervalMs: { _ in 1000 }, startedMs: 1_763_800_000_000)
+        m.writerStats = { writer.stats }
+        let seen = LockedCount()
+        writer.onDrop = { readings, _ in seen.set(readings) }
+        for i in 0..<200 {
+            writer.add(
+                Reading(
+                    time: 1_763_800_000_000 + Millis(i), gateway: "gw", reader: "r", location: nil,
+                    uid: try UID(parsing: "E004010812345601"), first: 0, count: 1, data: [1, 2, 3, 4], decoded: []))
+        }
+        let dropped = writer.stats.droppedReadings
+        #expect(dropped >= 200 - 64 && seen.value == dropped, "\(dropped) \(seen.value)")
+        let text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(text.contains("vlogger_readings_dropped_total \(dropped)"), "\(text)")
+        #expect(text.contains("vlogger_queue_depth \(writer.stats.queued)"), "\(text)")
+        #expect(m.health(now: 1_763_800_001_000).json.contains("\"readings_dropped\":\(dropped)"))
+    }
+}
+
+/// A count set from another thread.
+final class LockedCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func set(_ v: Int) { lock.withLock { n = v } }
+    var value: Int { lock.withLock { n } }
 }
