@@ -91,7 +91,12 @@ struct HTTPListener {
         let cache = PageCache()
         let page: @Sendable (Request, BasicRequestContext) async -> Response = { request, _ in
             let q = request.uri.queryParameters
-            let (field, range) = (q["field"].map(String.init), q["range"].map(String.init))
+            // The cache key is the page's state, not the query: a field the configuration does not chart or a range
+            // that is not one of the page's shows the default, so it is the default's page (a flood of distinct query
+            // strings costs one page).
+            let charted = pages.withLockedValue { $0.0.numericFields }
+            let field = q["field"].map(String.init).flatMap { charted.contains($0) ? $0 : nil }
+            let range = q["range"].map(String.init).flatMap { ChartRange(rawValue: $0) == nil ? nil : $0 }
             let html = await cache.page("/?\(field ?? "")&\(range ?? "")#\(metrics.eventCount)") {
                 await Blocking.run {
                     let (context, templates) = pages.withLockedValue { $0 }
@@ -107,7 +112,9 @@ struct HTTPListener {
             guard let text = context.parameters.get("uid"), let uid = try? UID(parsing: text) else {
                 return .text("not a UID (16 hex digits, E0 first)\n", status: .badRequest)
             }
-            let range = request.uri.queryParameters["range"].map(String.init)
+            let range = request.uri.queryParameters["range"].map(String.init).flatMap {
+                ChartRange(rawValue: $0) == nil ? nil : $0
+            }
             let html = await cache.page("/tags/\(uid)?\(range ?? "")#\(metrics.eventCount)") {
                 await Blocking.run {
                     let (context, templates) = pages.withLockedValue { $0 }
@@ -187,11 +194,33 @@ extension HTTPListener {
 actor PageCache {
     private var entries: [String: (at: UInt64, page: Task<String, Never>)] = [:]
     private let maxAgeNs: UInt64 = 1_000_000_000
+    /// Pages being made at once: at most two (each reads the store on a worker thread); the others wait their turn,
+    /// so a flood of distinct pages cannot take every worker from /healthz and the API.
+    private var making = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private let maxMaking = 2
+
+    private func turn() async {
+        if making < maxMaking {
+            making += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func done() {
+        if waiting.isEmpty { making -= 1 } else { waiting.removeFirst().resume() }
+    }
 
     func page(_ key: String, make: @escaping @Sendable () async -> String) async -> String {
         let now = DispatchTime.now().uptimeNanoseconds
         if let e = entries[key], now - e.at < maxAgeNs { return await e.page.value }
-        let task = Task { await make() }
+        let task = Task {
+            await self.turn()
+            let page = await make()
+            self.done()
+            return page
+        }
         entries[key] = (now, task)
         if entries.count > 256 { entries = entries.filter { now - $0.value.at < maxAgeNs } }
         return await task.value
