@@ -155,9 +155,8 @@ public enum SmarTag {
             return
                 "it counts \(header.sampleCount) samples of a ring of \(slots), but its next-sample pointer is at slot \(next)"
         }
-        if header.sampleCount == slots, next != 0 {
-            return "it counts a full ring of \(slots) samples, but its next-sample pointer is at slot \(next), not 0"
-        }
+        // Once the ring is full (ST's app reads it so from `sampleCounter ≥ maxSample` on, and a firmware may stop its
+        // counter at the ring's size) the pointer may be any slot of the ring.
         return nil
     }
 
@@ -171,10 +170,10 @@ public enum SmarTag {
         return !Timestamp(cell: t).isValid
     }
 
-    /// The slot of the oldest sample: the next sample's slot once the ring has wrapped, else slot 0 (ST's
-    /// `readDataSample`).
+    /// The slot of the oldest sample: the next sample's slot once the ring is full (`sampleCounter ≥ maxSample`, as
+    /// ST's `readDataSample` tests it: a firmware may stop its counter at the ring's size), else slot 0.
     public static func oldestSlot(header: Header, origin: Int, slots: Int) -> Int {
-        guard header.sampleCount > slots, slots > 0 else { return 0 }
+        guard header.sampleCount >= slots, slots > 0 else { return 0 }
         let next = header.nextSampleByte / 4 - origin - firstSampleCell
         return next >= 0 && next < slots * 2 ? next / 2 : 0
     }

@@ -17,14 +17,14 @@ package struct OutputJob: Service {
     let metrics: ServiceMetrics
     let logger: Logger
     let intervalMs: Millis
-    var maxBackoffMs: Millis = 300_000
+    var maxBackoffMs: Millis = 30_000
     /// Signalled by the store writer after each commit (nil: rounds every `intervalMs`).
     var wakeup: Wakeup?
     /// How long the last round at shutdown may take.
     var finalRoundMs: Millis = 5000
 
     init(
-        pump: OutboxPump, metrics: ServiceMetrics, logger: Logger, intervalMs: Millis, maxBackoffMs: Millis = 300_000,
+        pump: OutboxPump, metrics: ServiceMetrics, logger: Logger, intervalMs: Millis, maxBackoffMs: Millis = 30_000,
         wakeup: Wakeup? = nil, finalRoundMs: Millis = 5000
     ) {
         self.pump = pump
@@ -57,7 +57,9 @@ package struct OutputJob: Service {
         let consumer = pump.consumer
         metrics.enableOutput(
             name: consumer.name, title: consumer.title, legacyName: consumer.legacyName, tables: consumer.tables)
-        var backoff = Backoff(baseMs: 2 * max(intervalMs, 1000), capMs: maxBackoffMs)
+        // Capped at 30 s by default (a destination back after an outage is reached within 30 s), or at twice a
+        // longer interval (a metered link synced hourly is not tried every 30 s).
+        var backoff = Backoff(baseMs: 2 * max(intervalMs, 1000), capMs: max(maxBackoffMs, 2 * max(intervalMs, 1000)))
         var lastKind: String?
         var lastFailed = false
         while !Task.isShuttingDownGracefully && !Task.isCancelled {

@@ -409,10 +409,18 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// After each commit (and each failed one), from the writer's thread.
     public func storeUpdated(_ s: StoreWriter.Stats, commitSeconds: Double? = nil) {
         locked {
-            committed.increment(by: s.committedReadings - reported.committedReadings)
-            droppedReadings.increment(by: s.droppedReadings - reported.droppedReadings)
-            droppedEvents.increment(by: s.droppedEvents - reported.droppedEvents)
-            failedCommits.increment(by: s.failedCommits - reported.failedCommits)
+            // Called from several threads (the writer's, a scrape, a drop), each with a snapshot taken before the
+            // lock: an older snapshot after a newer one must not count backwards (a counter only grows), so each
+            // total moves only up.
+            committed.increment(by: max(0, s.committedReadings - reported.committedReadings))
+            droppedReadings.increment(by: max(0, s.droppedReadings - reported.droppedReadings))
+            droppedEvents.increment(by: max(0, s.droppedEvents - reported.droppedEvents))
+            failedCommits.increment(by: max(0, s.failedCommits - reported.failedCommits))
+            var s = s
+            s.committedReadings = max(s.committedReadings, reported.committedReadings)
+            s.droppedReadings = max(s.droppedReadings, reported.droppedReadings)
+            s.droppedEvents = max(s.droppedEvents, reported.droppedEvents)
+            s.failedCommits = max(s.failedCommits, reported.failedCommits)
             queueDepth.record(s.queued)
             storeUp.record(s.lastError == nil ? 1 : 0)
             if let commitSeconds { commitTime.recordNanoseconds(Int64(commitSeconds * 1e9)) }

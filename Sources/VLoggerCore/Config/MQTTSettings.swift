@@ -225,10 +225,10 @@ public struct MQTTSettings: Equatable, Sendable {
         if let c = s.bool("clean-session") { out.cleanSession = c }
         out.protocolVersion = s.choice("protocol", ProtocolVersion.self) ?? out.protocolVersion
         if let b = s.integer("batch-size", in: 1...5000) { out.batchSize = Int(b) }
-        // An output's rounds: at least 100 ms apart (0 would spin a core), at most an hour.
+        // An output's rounds: at least 100 ms apart (0 would spin a core), at most a day.
         out.intervalMs =
             s.duration(
-                "interval", in: 100...3_600_000, "100ms…1h (how long a round waits when nothing new was committed)")
+                "interval", in: 100...86_400_000, "100ms…24h (how long a round waits when nothing new was committed)")
             ?? out.intervalMs
         if let r = s.integer("replay-rate", in: 0...10_000_000) { out.replayRate = r == 0 ? nil : Int(r) }
         if let h = s.bool("home-assistant") { out.homeAssistant = h }

@@ -165,10 +165,10 @@ public struct SyncSettings: Equatable, Sendable {
             r.issue(s.line, "sync: give password-file or password-env, not both")
         }
         out.batchSize = s.integer("batch-size", in: 1...50_000).map(Int.init) ?? out.batchSize
-        // An output's rounds: at least 100 ms apart (0 would spin a core), at most an hour.
+        // An output's rounds: at least 100 ms apart (0 would spin a core), at most a day.
         out.intervalMs =
             s.duration(
-                "interval", in: 100...3_600_000, "100ms…1h (how long a round waits when nothing new was committed)")
+                "interval", in: 100...86_400_000, "100ms…24h (how long a round waits when nothing new was committed)")
             ?? out.intervalMs
         return out
     }
