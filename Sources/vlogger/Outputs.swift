@@ -119,6 +119,13 @@ struct OutputsCommand: AsyncParsableCommand {
             let (store, outputs) = try OutputsCommand.outputs(options, name: name)
             defer { store.close() }
             guard let c = outputs.first?.consumer else { return }
+            // An output that keeps a connection (MQTT, Sparkplug B) would take over the running service's session
+            // (its client id, Will and births): not from here.
+            guard c.isConnected == nil else {
+                throw VLoggerError(
+                    "output \(c.name) keeps a connection to its broker; resending from here would take over the running service's session. MQTT and Sparkplug rows are sent at least once from the store by the service itself"
+                )
+            }
             guard c.tables.contains(table) else {
                 throw VLoggerError(
                     "output \(c.name) does not send \(table.rawValue) (it sends \(c.tables.map(\.rawValue).joined(separator: ", ")))"

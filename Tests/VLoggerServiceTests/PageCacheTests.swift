@@ -38,7 +38,11 @@ import Testing
         let (most, made) = (await gauge.most, await gauge.made)
         #expect(most <= 2 && made == 40, "at most \(most) at once, \(made) made")
         // The same page asked again within a second is not made again.
-        _ = await cache.page("/tags/0") { "again" }
-        #expect(await gauge.made == 40)
+        let again = await cache.page("/tags/0") {
+            await gauge.enter()
+            await gauge.leave()
+            return "made again"
+        }
+        #expect(await gauge.made == 40 && again == "page 0")
     }
 }
