@@ -208,21 +208,29 @@ actor PageCache {
         await withCheckedContinuation { waiting.append($0) }
     }
 
+    /// Stamps a made page with the time it was made.
+    private func made(_ key: String) {
+        if let e = entries[key] { entries[key] = (DispatchTime.now().uptimeNanoseconds, e.page) }
+    }
+
     private func done() {
         if waiting.isEmpty { making -= 1 } else { waiting.removeFirst().resume() }
     }
 
     func page(_ key: String, make: @escaping @Sendable () async -> String) async -> String {
         let now = DispatchTime.now().uptimeNanoseconds
-        if let e = entries[key], now - e.at < maxAgeNs { return await e.page.value }
+        // A page still being made (or waiting its turn) is shared; a made one for a second after it was made.
+        if let e = entries[key], now < e.at || now - e.at < maxAgeNs { return await e.page.value }
         let task = Task {
             await self.turn()
             let page = await make()
             self.done()
+            self.made(key)
             return page
         }
-        entries[key] = (now, task)
-        if entries.count > 256 { entries = entries.filter { now - $0.value.at < maxAgeNs } }
+        // Until it is made, the entry is stamped in the future: it is fresh for every request meanwhile.
+        entries[key] = (UInt64.max, task)
+        if entries.count > 256 { entries = entries.filter { now < $0.value.at || now - $0.value.at < maxAgeNs } }
         return await task.value
     }
 }
