@@ -113,6 +113,12 @@ import VLoggerWebhook
         chmod(path, 0o600)
     }
 
+    /// Appends a webhook output to the configuration at `config`, with `extra` keys after its url.
+    static func addWebhook(_ config: String, url: String, _ extra: String) throws {
+        try (try String(contentsOfFile: config, encoding: .utf8) + "\n[[output.webhook]]\nurl = \"\(url)\"\n" + extra)
+            .write(toFile: config, atomically: true, encoding: .utf8)
+    }
+
     /// Issue 46, item 1: a rotated secret is used without a restart or SIGHUP, and a 4xx that follows the rotation
     /// is sent again with the new secret before the row is given up. The receiver checks the new secret only; the
     /// first body it gets (signed with the old one) makes it write the new secret into the gateway's file and answer
@@ -129,16 +135,9 @@ import VLoggerWebhook
             kill(r.pid, SIGKILL)
             _ = Fault.wait(r.pid)
         }
-        try
-            (try String(contentsOfFile: s.config, encoding: .utf8)
-                + """
-
-                [[output.webhook]]
-                url = "http://127.0.0.1:\(r.port)/hooks/vlogger"
-                events = ["arrival", "violation"]
-                secret-file = "\(gatewaySecret)"
-                interval = "200ms"
-                """).write(toFile: s.config, atomically: true, encoding: .utf8)
+        try Self.addWebhook(
+            s.config, url: "http://127.0.0.1:\(r.port)/hooks/vlogger",
+            "events = [\"arrival\", \"violation\"]\nsecret-file = \"\(gatewaySecret)\"\ninterval = \"200ms\"\n")
         let run = try CLI.run(["run", "--config", s.config, "--duration", "4s"])
         #expect(run.code == 0, "\(run.err)")
         _ = try CLI.run(["outputs", "send", "--config", s.config, "webhook"])
@@ -174,16 +173,9 @@ import VLoggerWebhook
         }
         // A Slack-style URL: the secret is the path (and a token in the query, too).
         let token = "T0B1C2D3/B4E5F6G7/Zk3j9sQ2mXa8Lp0Rt7VwYu1n"
-        try
-            (try String(contentsOfFile: s.config, encoding: .utf8)
-                + """
-
-                [[output.webhook]]
-                url = "http://127.0.0.1:\(r.port)/services/\(token)?token=abcdef"
-                events = ["arrival", "violation"]
-                secret-file = "\(gatewaySecret)"
-                interval = "200ms"
-                """).write(toFile: s.config, atomically: true, encoding: .utf8)
+        try Self.addWebhook(
+            s.config, url: "http://127.0.0.1:\(r.port)/services/\(token)?token=abcdef",
+            "events = [\"arrival\", \"violation\"]\nsecret-file = \"\(gatewaySecret)\"\ninterval = \"200ms\"\n")
         let run = try CLI.run(["run", "--config", s.config, "--duration", "3s"])
         #expect(run.code == 0, "\(run.err)")
         let refusedKeys = try Self.requests(r.out).filter { $0["status"] as? Int == 401 }.compactMap {
@@ -241,16 +233,9 @@ import VLoggerWebhook
         let end = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: portFile) && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
         let port = try String(contentsOfFile: portFile, encoding: .utf8)
-        try
-            (try String(contentsOfFile: s.config, encoding: .utf8)
-                + """
-
-                [[output.webhook]]
-                url = "http://127.0.0.1:\(port)/hook"
-                events = ["arrival"]
-                timeout = "1s"
-                interval = "200ms"
-                """).write(toFile: s.config, atomically: true, encoding: .utf8)
+        try Self.addWebhook(
+            s.config, url: "http://127.0.0.1:\(port)/hook",
+            "events = [\"arrival\"]\ntimeout = \"1s\"\ninterval = \"200ms\"\n")
         // Bounded from outside: on 6b52d4c neither returned (killed after 60 s: 137).
         var started = Date()
         let run = try Fault.shell(

@@ -19,13 +19,11 @@ final class PasswordMemory {
     /// UIDs whose refusal was reported in this visit.
     private var reported: Set<UID> = []
 
-    static func stamp(_ path: String?) -> FileStamp? { FileStamp.of(path) }
-
     /// Whether a password may be given to `uid`: not when one was rejected and the secrets file is as it was then.
     func mayTry(_ uid: UID, _ kind: Kind, secretsFile: String?) -> Bool {
         let key = Key(uid: uid, kind: kind)
         guard let then = rejected[key] else { return true }
-        if then != Self.stamp(secretsFile) {
+        if then != FileStamp.of(secretsFile) {
             rejected[key] = nil
             return true
         }
@@ -38,7 +36,7 @@ final class PasswordMemory {
     }
 
     func reject(_ uid: UID, _ kind: Kind, secretsFile: String?) {
-        rejected[Key(uid: uid, kind: kind)] = Self.stamp(secretsFile)
+        rejected[Key(uid: uid, kind: kind)] = FileStamp.of(secretsFile)
     }
 
     /// True the first time in a visit: the caller reports then, and stays quiet until the tag has left.
