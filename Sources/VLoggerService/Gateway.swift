@@ -82,6 +82,8 @@ public final class Gateway: @unchecked Sendable {
     let readToken = APIToken(nil)
     /// Requests the write API refused (wrong or missing token), counted and logged at most once a minute.
     let refusals = RefusalLog()
+    /// Live stream clients dropped for reading too slowly, logged at most once a minute.
+    let slowStreamClients = RefusalLog()
     /// Whether the listener may serve the write API at all (a loopback address).
     private var apiTokenAllowed = false
     /// The audit settings and schedules in force, and how often they were replaced (SIGHUP): the audit
@@ -230,11 +232,15 @@ public final class Gateway: @unchecked Sendable {
             apiTokenAllowed = address.isLoopback
             let listener = HTTPListener(
                 config: config, store: store, metrics: metrics, apiToken: apiToken, readToken: readToken,
-                refusals: refusals, wakeup: outputWakeup, logger: logger, bound: { [self] in listenerUp($0) },
+                refusals: refusals, slowStreamClients: slowStreamClients, wakeup: outputWakeup, logger: logger,
+                bound: { [self] in listenerUp($0) },
                 pages: pages, now: { [clock] in clock.now() })
             services.append(.init(service: try listener.make(address), serviceName: "HTTP listener"))
             services.append(
-                .init(service: RefusalLogJob(refusals: refusals, logger: logger), serviceName: "refusal log"))
+                .init(
+                    service: RefusalLogJob(
+                        logs: [(refusals, RefusalLog.line), (slowStreamClients, StreamClients.line)], logger: logger),
+                    serviceName: "refusal log"))
         }
         for j in jobs {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))

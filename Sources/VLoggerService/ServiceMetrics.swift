@@ -84,6 +84,10 @@ public final class ServiceMetrics: @unchecked Sendable {
     private let queueDepth, storeUp: Gauge
     private let commitTime: Metrics.Timer
     private var reloads: [String: Counter] = [:]
+    /// Live stream clients now, and those dropped for not taking what was sent in time.
+    private let streamClients: Gauge
+    private let streamDropped: Counter
+    private var streamCount = 0
 
     /// One output's state (a consumer of the outbox: the fleet sync, …), as its job last saw it.
     public struct OutputStatus: Sendable {
@@ -246,6 +250,8 @@ public final class ServiceMetrics: @unchecked Sendable {
         failedCommits = Counter(label: "vlogger_store_failed_commits_total", factory: f)
         queueDepth = Gauge(label: "vlogger_queue_depth", factory: f)
         storeUp = Gauge(label: "vlogger_store_up", factory: f)
+        streamClients = Gauge(label: "vlogger_stream_clients", factory: f)
+        streamDropped = Counter(label: "vlogger_stream_clients_dropped_total", factory: f)
         commitTime = Metrics.Timer(label: "vlogger_batch_commit_seconds", factory: f)
         Gauge(label: "vlogger_start_time_seconds", factory: f).record(Double(startedMs) / 1000)
         storeUp.record(1)
@@ -426,6 +432,26 @@ public final class ServiceMetrics: @unchecked Sendable {
             if let commitSeconds { commitTime.recordNanoseconds(Int64(commitSeconds * 1e9)) }
             reported = s
             writer = s
+        }
+    }
+
+    /// Whether the live stream serves fewer than `limit` clients (a new one is refused otherwise).
+    func streamRoom(limit: Int) -> Bool { locked { streamCount < limit } }
+
+    /// A live stream client's stream began.
+    func streamOpened() {
+        locked {
+            streamCount += 1
+            streamClients.record(streamCount)
+        }
+    }
+
+    /// A live stream client went; `dropped`: the stream ended it (it did not take what was sent in time).
+    func streamClosed(dropped: Bool) {
+        locked {
+            streamCount -= 1
+            streamClients.record(streamCount)
+            if dropped { streamDropped.increment() }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import ISO15693
 import NIOCore
 import ServiceLifecycle
@@ -15,6 +16,14 @@ import VLoggerStore
 /// stream starts at the rows committed from then on. Filters: `reader`, `uid`, `kind` (`reading`, `event`, or
 /// event kinds: `violation`, `arrival`, …; several comma-separated). A comment line every 15 s keeps proxies
 /// from closing an idle stream.
+///
+/// Many clients, some hostile, cannot take the listener from the others: at most `[service] stream-clients` are
+/// served at once (more are answered 503 with Retry-After); streams read the store and encode rows in turns (two
+/// at a time, `StreamClients.turns`), so 500 clients replaying the whole store leave the worker threads to
+/// `/healthz` and the API; and a client that has not taken a write within `[service] stream-write-timeout` is
+/// dropped. What waits for a client is bounded: one batch (at most 500 rows of each table) and the connection's
+/// write buffer (SwiftNIO's high-water mark, 64 KiB), beyond the kernel's socket buffer. A dropped client that
+/// reconnects with its Last-Event-ID misses nothing.
 enum StreamAPI {
     static func badRequest(_ e: StreamQuery.BadRequest) -> Response {
         let body = WireJSON.encode(WireError(e.message, parameter: e.parameter)) + [0x0A]
@@ -25,10 +34,21 @@ enum StreamAPI {
 
     /// `access`: who may read (loopback, or the read token on another address).
     static func add(
-        to router: Router<BasicRequestContext>, store: Store, gateway: String, wakeup: Wakeup, access: ReadAccess
+        to router: Router<BasicRequestContext>, store: Store, gateway: String, wakeup: Wakeup, access: ReadAccess,
+        clients: StreamClients
     ) {
         router.get("/api/v1/stream") { request, _ -> Response in
             if let refused = access.refusal(request) { return refused }
+            guard clients.metrics.streamRoom(limit: clients.limit) else {
+                let body =
+                    WireJSON.encode(
+                        WireError(
+                            "the stream serves \(clients.limit) clients at once ([service] stream-clients); try again later",
+                            parameter: "")) + [0x0A]
+                return Response(
+                    status: .serviceUnavailable, headers: [.contentType: "application/json", .retryAfter: "5"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            }
             let params = request.uri.queryParameters.map { (String($0.key), String($0.value)) }
             let q: StreamQuery
             do {
@@ -50,7 +70,22 @@ enum StreamAPI {
             return Response(
                 status: .ok, headers: headers,
                 body: .init { writer in
-                    try await stream(q, from: start, store: store, gateway: gateway, wakeup: wakeup, to: &writer)
+                    clients.metrics.streamOpened()
+                    do {
+                        try await stream(
+                            q, from: start, store: store, gateway: gateway, wakeup: wakeup, clients: clients,
+                            to: &writer)
+                    } catch let slow as SlowStreamClient {
+                        clients.metrics.streamClosed(dropped: true)
+                        if let n = clients.dropped.record(slow.description) {
+                            clients.logger.warning("\(StreamClients.line(n, slow.description))")
+                        }
+                        throw slow
+                    } catch {
+                        clients.metrics.streamClosed(dropped: false)
+                        throw error
+                    }
+                    clients.metrics.streamClosed(dropped: false)
                     try await writer.finish(nil)
                 })
         }
@@ -59,14 +94,19 @@ enum StreamAPI {
     /// Sends rows after `from` until the client goes or the service stops.
     static func stream(
         _ q: StreamQuery, from: (Int64, Int64), store: Store, gateway: String, wakeup: Wakeup,
-        to writer: inout any ResponseBodyWriter
+        clients: StreamClients, to writer: inout any ResponseBodyWriter
     ) async throws {
         var follower = RowFollower(readings: q.readings, events: q.events, after: from)
+        let limit = clients.writeTimeout
         // The retry hint (ms) and a first comment, so that the client sees the stream open at once.
-        try await writer.write(ByteBuffer(string: "retry: 2000\n: vlogger stream from \(from.0)-\(from.1)\n\n"))
+        try await send(
+            ByteBuffer(string: "retry: 2000\n: vlogger stream from \(from.0)-\(from.1)\n\n"), to: &writer, within: limit
+        )
         var lastSent = ContinuousClock.now
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let seen = wakeup.current
+            // Reading the store and encoding the rows in a turn; sending them after it (a slow client holds no turn).
+            await clients.turns.take()
             let batch = await follower.next(store)
             var out: [UInt8] = []
             for (table, row, position) in batch.rows where wanted(q, table, row) {
@@ -80,15 +120,39 @@ enum StreamAPI {
             if out.isEmpty && !batch.rows.isEmpty {
                 out = Array(": at \(follower.after.0)-\(follower.after.1)\n\n".utf8)
             }
+            await clients.turns.give()
             if !out.isEmpty {
-                try await writer.write(ByteBuffer(bytes: out))
+                try await send(ByteBuffer(bytes: out), to: &writer, within: limit)
                 lastSent = .now
             } else if ContinuousClock.now - lastSent > .seconds(15) {
-                try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                try await send(ByteBuffer(string: ": keep-alive\n\n"), to: &writer, within: limit)
                 lastSent = .now
             }
             if !batch.full { await wakeup.wait(after: seen, timeoutMs: 1000) }
         }
+    }
+
+    /// Writes `buffer` to the client, which must take it within `limit` (SwiftNIO suspends a write while the
+    /// connection's buffer is above its high-water mark, so a client that does not read holds the write);
+    /// otherwise the write is cancelled and `SlowStreamClient` thrown, which closes the connection.
+    static func send(_ buffer: ByteBuffer, to writer: inout any ResponseBodyWriter, within limit: Duration)
+        async throws
+    {
+        let box = UncheckedBox(writer)
+        let taken = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                var w = box.value
+                try await w.write(buffer)
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return false
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
+        if !taken { throw SlowStreamClient(bytes: buffer.readableBytes, limit: limit) }
     }
 
     static func wanted(_ q: StreamQuery, _ table: SyncTable, _ row: OutboxRow) -> Bool {
@@ -98,6 +162,28 @@ enum StreamAPI {
             guard let k = row.value("kind", in: table).text, kinds.contains(k) else { return false }
         }
         return true
+    }
+}
+
+/// A stream client did not take a write in time: it is dropped.
+struct SlowStreamClient: Error, CustomStringConvertible {
+    let bytes: Int
+    let limit: Duration
+    var description: String { "a client did not take \(bytes) bytes within \(limit)" }
+}
+
+/// What the live stream's clients share: how many may be served at once, the turns for reading the store, how long
+/// a client may take to take a write, and the log of dropped clients (a line at most once a minute).
+struct StreamClients: Sendable {
+    let limit: Int
+    let writeTimeout: Duration
+    let turns: Turns
+    let metrics: ServiceMetrics
+    let dropped: RefusalLog
+    let logger: Logger
+
+    static func line(_ n: Int, _ what: String) -> String {
+        "stream: dropped \(n) client\(n == 1 ? "" : "s") that did not read what was sent (the last: \(what); [service] stream-write-timeout); they may reconnect with their Last-Event-ID; said at most once a minute"
     }
 }
 

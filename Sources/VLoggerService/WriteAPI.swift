@@ -86,17 +86,21 @@ final class RefusalLog: @unchecked Sendable {
     }
 }
 
-/// Says the refusals `RefusalLog` counted but has not logged yet: once a minute, and at shutdown.
+/// Says what each `RefusalLog` counted but has not logged yet (write API refusals, dropped stream clients), each
+/// with its own line: once a minute, and at shutdown.
 struct RefusalLogJob: Service {
-    let refusals: RefusalLog
+    let logs: [(RefusalLog, @Sendable (Int, String) -> String)]
     let logger: Logger
 
     func run() async {
+        let interval = logs.map(\.0.intervalMs).min() ?? 60_000
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             try? await cancelWhenGracefulShutdown {
-                try await Task.sleep(for: .milliseconds(refusals.intervalMs))
+                try await Task.sleep(for: .milliseconds(interval))
             }
-            if let (n, what) = refusals.drain() { logger.warning("\(RefusalLog.line(n, what))") }
+            for (log, line) in logs {
+                if let (n, what) = log.drain() { logger.warning("\(line(n, what))") }
+            }
         }
     }
 }

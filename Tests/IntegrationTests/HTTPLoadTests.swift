@@ -178,3 +178,108 @@ import Testing
         #expect(r.out.contains("log 2 0") && r.out.contains("counted 1"), "\(r.out)")
     }
 }
+
+/// The live stream under clients that do not read (issue 46, item 7): on a store of 40,000 readings, a client that
+/// asks for everything from `0-0` and never reads is dropped once it has not taken a write within
+/// `stream-write-timeout` (here 1 s), and counted in `vlogger_stream_clients_dropped_total`; `/healthz` answers
+/// meanwhile; a client beyond `stream-clients` is answered 503 with Retry-After (RFC 9110 §15.6.4, §10.2.3). Before
+/// the fix, such a client held its stream for as long as it kept the connection. The clients are Python's socket.
+@Suite(.serialized) struct StreamClientTests {
+    typealias CLI = CLITests
+
+    @Test func aClientThatDoesNotReadIsDroppedAndOneTooManyIsAnswered503() throws {
+        let work = try CLI.scratch("stream-slow", copying: ["rules.toml", "assets.csv", "demo-field"])
+        defer { try? FileManager.default.removeItem(at: work) }
+        let config = try CLI.oneReaderConfig().replacingOccurrences(
+            of: "\n[service]\n", with: "\n[service]\nstream-write-timeout = \"1s\"\nstream-clients = 3\n")
+        try config.write(to: work.appendingPathComponent("vlogger.toml"), atomically: true, encoding: .utf8)
+        // A store with the demo's first readings, then 40,000 more (about 12 MB as stream events: more than the
+        // kernel's socket buffers on both sides hold).
+        let first = try CLI.run([
+            "run", "--config", work.appendingPathComponent("vlogger.toml").path,
+            "--store", work.appendingPathComponent("s.db").path, "--cycles", "2",
+        ])
+        #expect(first.code == 0, "\(first.err)")
+        let fill = try ServiceTests.shell(
+            """
+            python3 - "$1" <<'PY'
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000) "
+                       "INSERT INTO readings(time, gateway, uid, block, count, data, decoded, reader, location) "
+                       "SELECT 1763800000000 + i, 'gw', 'E008010000004212', 248, 8, zeroblob(32), "
+                       "'{\\"temperature\\":4.5,\\"humidity\\":61}', 'dock', 'Dock door 1' FROM n")
+            db.commit()
+            print(db.execute("SELECT count(*) FROM readings").fetchone()[0])
+            PY
+            """, [work.appendingPathComponent("s.db").path])
+        #expect(
+            fill.code == 0 && (Int(fill.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 40_000,
+            "\(fill.out)\(fill.err)")
+        let log = work.appendingPathComponent("svc.log")
+        let pid = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config vlogger.toml --store s.db --listen 127.0.0.1:0 --interval 500ms"#,
+            [work.path, try CLI.binary().path], stdout: "/dev/null", stderr: log.path)
+        defer {
+            kill(pid, SIGKILL)
+            _ = SyncFaultTests.wait(pid)
+        }
+        let port = try #require(
+            ServiceTests.listenPort(log), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let r = try ServiceTests.shell(
+            """
+            python3 - "$1" <<'PY'
+            import socket, sys, time, urllib.request, urllib.error
+            port = int(sys.argv[1])
+            def stream(rcvbuf=None):
+                s = socket.socket()
+                if rcvbuf: s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+                s.connect(("127.0.0.1", port))
+                s.sendall(b"GET /api/v1/stream HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nLast-Event-ID: 0-0\\r\\n\\r\\n")
+                return s
+            slow = stream(rcvbuf=4096)           # asks for everything and never reads
+            time.sleep(0.5)
+            # Two readers that keep up: with the slow one, three (the limit); a fourth is refused.
+            readers = [stream() for _ in range(2)]
+            for s in readers: s.settimeout(5); s.recv(65536)
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/stream", timeout=5)
+                print("fourth: 200")
+            except urllib.error.HTTPError as e:
+                print(f"fourth: {e.code} retry-after {e.headers.get('Retry-After')}")
+            for s in readers: s.close()
+            # /healthz while the slow client waits for its drop.
+            worst = 0
+            for _ in range(10):
+                t0 = time.time()
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r: r.read()
+                worst = max(worst, time.time() - t0)
+                time.sleep(0.3)
+            print(f"healthz worst {worst * 1000:.0f} ms")
+            # The server has closed the slow client's connection: reading now reaches its end within the buffers.
+            slow.settimeout(10)
+            got, closed = 0, False
+            try:
+                while True:
+                    b = slow.recv(1 << 20)
+                    if not b: closed = True; break
+                    got += len(b)
+            except ConnectionResetError: closed = True
+            except socket.timeout: pass
+            print(f"slow client: closed {closed} after {got} bytes")
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r: m = r.read().decode()
+            print([l for l in m.splitlines() if l.startswith("vlogger_stream_clients")])
+            PY
+            """, [String(port)])
+        print("stream clients: \(r.out)")
+        #expect(r.out.contains("fourth: 503 retry-after 5"), "\(r.out)\(r.err)")
+        #expect(r.out.contains("slow client: closed True"), "\(r.out)\(r.err)")
+        // The slow client got far less than the store holds (about 12 MB).
+        let got = r.out.components(separatedBy: "after ").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? .max
+        #expect(got < 8_000_000, "\(r.out)")
+        #expect(r.out.contains("vlogger_stream_clients_dropped_total 1"), "\(r.out)")
+        #expect(r.out.contains("vlogger_stream_clients 0"), "\(r.out)")
+        let svc = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(svc.contains("stream: dropped 1 client that did not read"), "\(svc.suffix(2000))")
+    }
+}

@@ -280,6 +280,11 @@ public struct AgentConfig: Sendable {
     /// Host names the listener answers besides IP literals, localhost and this machine's name (`Host` header;
     /// DNS rebinding). `*` answers any.
     public var allowedHosts: [String] = []
+    /// `[service] stream-clients`: live stream (`/api/v1/stream`) clients served at once; more are answered 503.
+    public var streamClients = 1000
+    /// `[service] stream-write-timeout`: a stream client that has not taken what was sent within this long is
+    /// dropped (it reads too slowly, or not at all); it may reconnect with its Last-Event-ID and miss nothing.
+    public var streamWriteTimeoutMs: Millis = 30_000
     /// `[sync]`: the central PostgreSQL this gateway ships its store to (nil: no fleet sync).
     public var sync: SyncSettings?
     /// `[[output.mqtt]]`: MQTT brokers the gateway publishes its rows to.
@@ -566,8 +571,15 @@ public struct AgentConfig: Sendable {
         }
         if let s = top.subsection(
             "service",
-            keys: ["listen", "chart-field", "api-token-file", "read-token-file", "allowed-hosts", "templates"])
+            keys: [
+                "listen", "chart-field", "api-token-file", "read-token-file", "allowed-hosts", "templates",
+                "stream-clients", "stream-write-timeout",
+            ])
         {
+            if let n = s.integer("stream-clients", in: 1...100_000) { c.streamClients = Int(n) }
+            if let t = s.duration("stream-write-timeout", in: 100...600_000, "expected 100ms…10m") {
+                c.streamWriteTimeoutMs = t
+            }
             c.apiTokenFile = s.string("api-token-file").map(c.resolve)
             c.readTokenFile = s.string("read-token-file").map(c.resolve)
             if let hosts = s.strings("allowed-hosts") {

@@ -22,6 +22,8 @@ struct HTTPListener {
     let apiToken: APIToken
     let readToken: APIToken
     let refusals: RefusalLog
+    /// Live stream clients dropped for reading too slowly, logged at most once a minute.
+    let slowStreamClients: RefusalLog
     /// Signalled after each commit: the live stream's wake-up.
     let wakeup: Wakeup
     let logger: Logger
@@ -157,7 +159,11 @@ struct HTTPListener {
         // The routes are always there; without a token (no api-token-file, or removed by a reload) the
         // middleware answers 404 before them.
         let access = ReadAccess(loopback: address.isLoopback, token: readToken)
-        StreamAPI.add(to: router, store: store, gateway: config.gatewayID, wakeup: wakeup, access: access)
+        let clients = StreamClients(
+            limit: config.streamClients, writeTimeout: .milliseconds(config.streamWriteTimeoutMs), turns: Turns(2),
+            metrics: metrics, dropped: slowStreamClients, logger: logger)
+        StreamAPI.add(
+            to: router, store: store, gateway: config.gatewayID, wakeup: wakeup, access: access, clients: clients)
         ReadAPI.add(to: router, store: store, metrics: metrics, gateway: config.gatewayID, access: access)
         WriteAPI.add(
             to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger,
@@ -196,25 +202,11 @@ actor PageCache {
     private let maxAgeNs: UInt64 = 1_000_000_000
     /// Pages being made at once: at most two (each reads the store on a worker thread); the others wait their turn,
     /// so a flood of distinct pages cannot take every worker from /healthz and the API.
-    private var making = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-    private let maxMaking = 2
-
-    private func turn() async {
-        if making < maxMaking {
-            making += 1
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
+    private let turns = Turns(2)
 
     /// Stamps a made page with the time it was made.
     private func made(_ key: String) {
         if let e = entries[key] { entries[key] = (DispatchTime.now().uptimeNanoseconds, e.page) }
-    }
-
-    private func done() {
-        if waiting.isEmpty { making -= 1 } else { waiting.removeFirst().resume() }
     }
 
     func page(_ key: String, make: @escaping @Sendable () async -> String) async -> String {
@@ -222,9 +214,7 @@ actor PageCache {
         // A page still being made (or waiting its turn) is shared; a made one for a second after it was made.
         if let e = entries[key], now < e.at || now - e.at < maxAgeNs { return await e.page.value }
         let task = Task {
-            await self.turn()
-            let page = await make()
-            self.done()
+            let page = await self.turns.during(make)
             self.made(key)
             return page
         }
