@@ -171,6 +171,18 @@ extension Store {
 
     /// Rows `consumer` has not had acknowledged yet, and the time of the oldest of them (its backlog).
     /// The newest row's local id of `table` (0 when it is empty): where a live stream that resumes nothing starts.
+    /// This store's identity (32 hex digits, made with the store; `020-store-instance`): what tells two gateways
+    /// configured with the same id apart.
+    public func instance() throws(StoreError) -> String {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT instance FROM store_instance WHERE one = 1")
+            guard try s.step(), let text = s.text(0) else {
+                throw StoreError("the store has no instance id (its table store_instance is empty)")
+            }
+            return text
+        }
+    }
+
     public func newestID(_ table: SyncTable) throws(StoreError) -> Int64 {
         guard table.tableDescription.hasRowID else { return 0 }
         return try withReader { db throws(StoreError) in

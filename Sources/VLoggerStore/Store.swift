@@ -318,6 +318,21 @@ public final class Store: @unchecked Sendable {
             ALTER TABLE sensor_sessions ADD COLUMN excursions TEXT NOT NULL DEFAULT '{}';
             """
         ),
+        // This store's identity: 16 random bytes made once, when the store is made (or migrated). Two gateways
+        // configured with the same id have different stores, so the central store and the MQTT outputs tell them
+        // apart (a restored copy of a store is the same instance, as it should be: its rows are the same rows).
+        (
+            "020-store-instance",
+            """
+            CREATE TABLE store_instance(
+                one INTEGER PRIMARY KEY CHECK (one = 1),
+                instance TEXT NOT NULL,
+                created_at INTEGER NOT NULL
+            );
+            INSERT INTO store_instance VALUES (
+                1, lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
+            """
+        ),
     ]
 
     /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.

@@ -12,6 +12,8 @@ import VLoggerModel
 public struct SyncError: Error, CustomStringConvertible, Sendable {
     public enum Kind: String, Sendable {
         case connect, authentication, readOnly = "read-only", schema, server, configuration
+        /// Another store already ships under this gateway id (`gateway_instances`).
+        case conflict = "gateway-id-conflict"
     }
     public let kind: Kind
     public let message: String
@@ -89,6 +91,11 @@ public final class Syncer: @unchecked Sendable {
     /// Read again when its file changes: a rotated password is used from the next connection on.
     let rotating: RotatingSecret
     var password: String? { rotating.current }
+    /// Conflicts already reported as events (by the other store's description), and whether an old central
+    /// schema was said.
+    private var reportedConflicts: Set<String> = []
+    private var saidOldSchema = false
+    private let claimsLock = NSLock()
     /// Called after the server committed a batch and before the local cursor moves (tests: a crash there).
     public var afterServerCommit: (@Sendable (SyncTable, Int64) throws -> Void)?
 
@@ -214,7 +221,7 @@ public final class Syncer: @unchecked Sendable {
                 "the server's schema is version \(v), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway"
             )
         }
-        if v < CentralSchema.version {
+        if v < CentralSchema.oldestShipped {
             throw SyncError(
                 .schema, "the server's schema is version \(v); migrate it with `vlogger sync --init-schema`")
         }
@@ -364,8 +371,68 @@ extension Syncer: OutboxConsumer {
         let (logger, gateway, site) = (self.logger, self.gateway, self.site)
         return try await withConnection { conn in
             try await Self.requireSchema(conn, logger)
+            try await claim(conn)
             return try await body(Session(conn: conn, gateway: gateway, site: site, logger: logger))
         }
+    }
+
+    /// This machine's name, as the claim records it (for the message a second gateway gets).
+    static let hostName = ProcessInfo.processInfo.hostName
+
+    /// Claims this gateway id for this store on the central (`gateway_instances`), or refuses the round when
+    /// another store has it: its rows carry the same keys (gateway, local id), and the central would drop this
+    /// store's rows as already there. The first refusal is also an event (`gateway-id-conflict`) in the local store;
+    /// the rows wait there. A central schema older than 4 has no claims: said once in the log.
+    func claim(_ conn: PostgresConnection) async throws {
+        guard (try await Self.serverVersion(conn, logger) ?? 0) >= 4 else {
+            let say = claimsLock.withLock {
+                defer { saidOldSchema = true }
+                return !saidOldSchema
+            }
+            if say {
+                logger.warning(
+                    "the central schema is older than version 4: a second gateway using the id '\(gateway)' would not be noticed; migrate it with `vlogger sync --init-schema`"
+                )
+            }
+            return
+        }
+        let instance: String
+        do { instance = try store.instance() } catch {
+            throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+        }
+        let host = Self.hostName
+        let claimed = try await conn.query(
+            """
+            INSERT INTO gateway_instances(gateway, instance, host) VALUES (\(gateway), \(instance), \(host))
+            ON CONFLICT (gateway) DO UPDATE SET last_seen = now(), host = EXCLUDED.host
+            WHERE gateway_instances.instance = EXCLUDED.instance
+            RETURNING 1
+            """, logger: logger
+        ).collect()
+        if !claimed.isEmpty { return }
+        var other = "another store"
+        var otherInstance = ""
+        for try await (theirs, theirHost, seen) in try await conn.query(
+            """
+            SELECT instance, coalesce(host, ''), to_char(last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+            FROM gateway_instances WHERE gateway = \(gateway)
+            """, logger: logger
+        ).decode((String, String, String).self) {
+            otherInstance = theirs
+            other = "the store \(theirs)\(theirHost.isEmpty ? "" : " on \(theirHost)"), last seen \(seen)"
+        }
+        let message =
+            "the central store already takes gateway '\(gateway)' from \(other); this store is \(instance). Their rows would share keys (gateway, local id) and this gateway's would be dropped, so nothing is sent: give one of the gateways another [gateway] id (or, if this store replaces that one for good, remove its row: DELETE FROM gateway_instances WHERE gateway = '\(gateway)'). The rows wait in the local store"
+        let first = claimsLock.withLock { reportedConflicts.insert(otherInstance).inserted }
+        if first {
+            let e = Event(
+                time: Millis.now(), gateway: gateway, uid: nil, kind: .error, name: "gateway-id-conflict",
+                severity: .critical, detail: "output \(name): \(message)")
+            var b = Batch()
+            b.events.append(e)
+            _ = try? store.write(b)
+        }
+        throw SyncError(.conflict, message)
     }
 
     public func describe(_ error: any Error) -> OutboxFailure {

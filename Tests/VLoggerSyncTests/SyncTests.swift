@@ -101,8 +101,8 @@ struct CentralSyncTests {
             settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: "Hall 1")
         // Before the schema exists, a sync says how to create it.
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("--init-schema") }
-        #expect(try await syncer.initSchema() == (0, 3))
-        #expect(try await syncer.initSchema() == (3, 3))
+        #expect(try await syncer.initSchema() == (0, 4))
+        #expect(try await syncer.initSchema() == (4, 4))
         try await TestServer.admin("INSERT INTO vlogger_schema(version) VALUES (99)", database: db)
         await #expect { try await syncer.initSchema() } throws: { "\($0)".contains("newer than this vlogger") }
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("upgrade vlogger") }
@@ -563,6 +563,55 @@ struct CentralSyncTests {
         #expect(rows == [["gw-a", "50"], ["gw-b", "60"], ["gw-c", "70"]])
         let gateways = try await TestServer.query("SELECT count(*)::text FROM gateways", database: db)
         #expect(gateways == [["3"]] && total == 180)
+    }
+
+    /// Two stores configured with the same gateway id (issue 46, item 15): their rows share keys (gateway, local
+    /// id), so the central would drop the second store's rows as already there. Before the fix both synced "fine"
+    /// and 40 of the second store's readings were silently lost. Now the second is refused with a conflict that
+    /// names the first store, its rows stay local, and one `gateway-id-conflict` event says so however many rounds
+    /// are refused; the first store goes on.
+    @Test func aSecondStoreUnderTheSameGatewayIDIsRefusedAndReported() async throws {
+        let db = try await TestServer.database()
+        let first = try localStore(gateway: "gw-twin", readings: 40, events: 2)
+        let second = try localStore(gateway: "gw-twin", readings: 40, events: 2)
+        #expect(try first.instance() != second.instance())
+        #expect(try first.instance().count == 32)
+        let a = try Syncer(settings: TestServer.settings(database: db), store: first, gateway: "gw-twin", site: nil)
+        let b = try Syncer(settings: TestServer.settings(database: db), store: second, gateway: "gw-twin", site: nil)
+        _ = try await a.initSchema()
+        #expect(try await a.syncOnce().sent[.readings] == 40)
+        for _ in 0..<3 {
+            await #expect {
+                try await b.syncOnce()
+            } throws: { e in
+                let s = e as? SyncError
+                return s?.kind == .conflict && s?.message.contains(try! first.instance()) == true
+                    && s?.message.contains("gateway 'gw-twin'") == true
+            }
+        }
+        let events = try second.outbox(.events, after: 0, limit: 100).filter {
+            $0.value("name", in: .events).text == "gateway-id-conflict"
+        }
+        #expect(events.count == 1)
+        #expect(try second.outboxCursor("postgres", .readings) == 0)
+        // The first store goes on: its next readings arrive.
+        var more = Batch()
+        more.readings.append(
+            Reading(
+                time: 1_763_900_000_000, gateway: "gw-twin", reader: "dock-0", location: "Dock 0",
+                uid: try UID(parsing: "E004010800000001"), first: 0xF8, count: 1, data: [1, 2, 3, 4], security: nil,
+                decoded: []))
+        _ = try first.write(more)
+        #expect(try await a.syncOnce().sent[.readings] == 1)
+        let central = try await TestServer.query(
+            "SELECT count(*)::text FROM readings WHERE gateway = 'gw-twin'", database: db)
+        #expect(central == [["41"]])
+        // A central schema of version 3 (before claims) still takes rows, without the check.
+        try await TestServer.admin("DROP TABLE gateway_instances", database: db)
+        try await TestServer.admin("DELETE FROM vlogger_schema WHERE version = 4", database: db)
+        let other = try localStore(gateway: "gw-old", readings: 5, events: 0)
+        let c = try Syncer(settings: TestServer.settings(database: db), store: other, gateway: "gw-old", site: nil)
+        #expect(try await c.syncOnce().sent[.readings] == 5)
     }
 
     @Test func aWrongPasswordIsAnAuthenticationErrorThatDoesNotShowIt() async throws {
