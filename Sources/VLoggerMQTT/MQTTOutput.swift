@@ -35,6 +35,10 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     /// The retained status topic.
     public var statusTopic: String { "vlogger/\(Self.level(gateway))/status" }
 
+    /// The retained announcement of which store publishes as this gateway (`vlogger/{gateway}/instance`), and the
+    /// conflicts it noticed (nil: a probe, or no store).
+    let watch: InstanceWatch?
+
     /// A probe (`vlogger outputs status`): a client id of its own (the service's connection is not taken over),
     /// no Will, no status or discovery messages: it connects and says nothing.
     let probe: Bool
@@ -66,18 +70,57 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                 caFile: settings.caFile, certFile: settings.certFile,
                 keyFile: settings.keyFile, will: probe ? nil : .init(topic: status, payload: Array("offline".utf8)),
                 inflight: max(20, settings.batchSize)))
+        let clientID = (settings.clientID ?? "vlogger-\(gateway)-\(settings.name)")
+        if !probe, let store, let instance = try? store.instance() {
+            watch = InstanceWatch(instance: instance, host: ProcessInfo.processInfo.hostName, clientID: clientID)
+        } else {
+            watch = nil
+        }
         let discovery = settings.homeAssistant ? discoveryMessages() : []
         if probe { return }
+        let instanceTopic = InstanceWatch.topic(Self.level(gateway))
+        let (watch, logger, name) = (self.watch, self.logger, settings.name)
         client.onConnect = { c in
             _ = try? c.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
             for (topic, payload) in discovery {
                 _ = try? c.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: true)
+            }
+            if let watch {
+                try? c.subscribe(instanceTopic, qos: 1)
+                _ = try? c.publish(
+                    topic: instanceTopic, payload: watch.announce(now: Millis.now()), qos: 1, retain: true)
+            }
+        }
+        if let watch {
+            client.onMessage = { c, topic, payload in
+                guard topic == instanceTopic, let other = watch.received(payload, now: Millis.now()) else { return }
+                logger.warning(
+                    "\(InstanceWatch.describe(other, own: watch.own, gateway: gateway, output: name))")
+                // Said again now, so that the other gateway notices too (once per store it has not reported).
+                _ = try? c.publish(
+                    topic: instanceTopic, payload: watch.announce(now: Millis.now()), qos: 1, retain: true)
             }
         }
     }
 
     public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
         try await client.connect(within: .seconds(10))
+        if let watch {
+            let now = Millis.now()
+            if watch.due(now: now) {
+                _ = try? client.publish(
+                    topic: InstanceWatch.topic(Self.level(gateway)), payload: watch.announce(now: now), qos: 1,
+                    retain: true)
+            }
+            // Conflicts the network thread noticed become events here, on the output's own task.
+            let events = watch.takePending().map { other in
+                Event(
+                    time: now, gateway: gateway, uid: nil, kind: .error, name: "gateway-id-conflict",
+                    severity: .critical,
+                    detail: InstanceWatch.describe(other, own: watch.own, gateway: gateway, output: name))
+            }
+            try record(events)
+        }
         return try await body(Session(output: self))
     }
 

@@ -14,7 +14,9 @@ public enum ValueText {
     /// Milliseconds since 1970 as ISO 8601 UTC with milliseconds: `2026-11-22T08:30:00.250Z`.
     public static func appendTime(_ ms: Millis, to out: inout [UInt8]) {
         let days = Int(TimeSpec.floorDiv(ms, 86_400_000))
-        let rem = Int(ms - Int64(days) * 86_400_000)
+        // The millisecond of the day, from the remainder (days × 86,400,000 can be below Int64.min).
+        let r = Int(ms % 86_400_000)
+        let rem = r < 0 ? r + 86_400_000 : r
         let (y, m, d) = TimeSpec.civilFromDays(days)
         if y < 0 { out.append(0x2D) }
         appendPadded(abs(y), 4, &out)

@@ -154,7 +154,8 @@ public struct TimeSpec: Sendable, Equatable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    package static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+    /// ⌊a / b⌋ for b > 0, total over every Int64 (`-a` of Int64.min would overflow; `(a + 1) / b - 1` does not).
+    package static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : (a + 1) / b - 1 }
 }
 
 /// Durations and ages written with a unit: `500ms`, `30s`, `5m`, `24h`, `7d`, `2w`.

@@ -451,3 +451,67 @@ struct MQTTTests {
         for r in [good, otherCA, badPassword] { #expect(!r.err.contains(password)) }
     }
 }
+
+/// Issue 46, item 15, on a real broker: two gateways configured with the same id (two stores) publish to one
+/// broker. Before the fix nothing noticed (the subscriber got two different rows under each key); now each
+/// gateway stores one `gateway-id-conflict` event naming the other's store and logs it, and a gateway started again
+/// on its own store (the same instance) is not a conflict.
+@Suite(.serialized, .enabled(if: mqttAvailable(), "no mosquitto or paho-mqtt here"))
+struct MQTTInstanceTests {
+    typealias CLI = CLITests
+    typealias Fault = SyncFaultTests
+
+    static func conflicts(_ store: String) throws -> [String] {
+        let r = try Fault.shell(
+            #"python3 -c 'import sqlite3, sys; [print(r[0]) for r in sqlite3.connect(sys.argv[1]).execute("SELECT detail FROM events WHERE name = ?", ("gateway-id-conflict",))]' "$1""#,
+            [store])
+        return r.out.split(separator: "\n").map(String.init)
+    }
+
+    static func instance(_ store: String) throws -> String {
+        try Fault.shell(
+            #"python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT instance FROM store_instance").fetchone()[0])' "$1""#,
+            [store]
+        ).out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func twoGatewaysWithOneIDOnOneBrokerEachReportTheOther() throws {
+        let broker = try MQTTTests.Broker.start()
+        defer { broker.stop() }
+        let a = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
+        let b = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer {
+            try? FileManager.default.removeItem(at: a.dir)
+            try? FileManager.default.removeItem(at: b.dir)
+        }
+        for s in [a, b] {
+            try MQTTTests.config(
+                s,
+                "url = \"mqtt://127.0.0.1:\(broker.port)\"\npublish = [\"readings\", \"events\"]\ninterval = \"200ms\"")
+        }
+        // Gateway A alone, twice on its own store: no conflict (its own retained announcement comes back).
+        for _ in 0..<2 {
+            let r = try Fault.shell(
+                #"cd "$1" && "$2" run --config "$3" --duration 3s"#, [a.dir.path, try CLI.binary().path, a.config])
+            #expect(r.code == 0, "\(r.err)")
+        }
+        #expect(try Self.conflicts(a.store).isEmpty)
+        // Then both at once.
+        let logA = a.dir.appendingPathComponent("a.log").path, logB = b.dir.appendingPathComponent("b.log").path
+        let pa = try Fault.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --duration 8s"#, [a.dir.path, try CLI.binary().path, a.config],
+            stdout: "/dev/null", stderr: logA)
+        let pb = try Fault.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --duration 8s"#, [b.dir.path, try CLI.binary().path, b.config],
+            stdout: "/dev/null", stderr: logB)
+        _ = Fault.wait(pa)
+        _ = Fault.wait(pb)
+        let (ia, ib) = (try Self.instance(a.store), try Self.instance(b.store))
+        #expect(ia.count == 32 && ib.count == 32 && ia != ib)
+        let ca = try Self.conflicts(a.store), cb = try Self.conflicts(b.store)
+        #expect(ca.count == 1 && ca.first?.contains("store \(ib)") == true, "\(ca)")
+        #expect(cb.count == 1 && cb.first?.contains("store \(ia)") == true, "\(cb)")
+        let la = (try? String(contentsOfFile: logA, encoding: .utf8)) ?? ""
+        #expect(la.contains("another gateway publishes as 'gw-demo-01'"), "\(la.suffix(2000))")
+    }
+}

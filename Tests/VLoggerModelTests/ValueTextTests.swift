@@ -23,12 +23,20 @@ import Testing
             (47_541 * 86_400_000, "2100-03-01T00:00:00.000Z"),
             (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
             (-1, "1969-12-31T23:59:59.999Z"),
+            (-86_400_000, "1969-12-31T00:00:00.000Z"),
+            (-86_400_001, "1969-12-30T23:59:59.999Z"),
             (1_763_800_000_250, "2025-11-22T08:26:40.250Z"),
         ]
         for (ms, expected) in cases {
             #expect(Self.text { ValueText.appendTime(ms, to: &$0) } == expected)
             #expect(TimeSpec.format(ms) == expected)
         }
+        // Every Int64 is printed without a trap (a time from outside, such as an MQTT announcement's, before it is
+        // checked). The extremes in the proleptic Gregorian calendar are what Java's
+        // `Instant.ofEpochMilli(Long.MAX_VALUE)` and `(Long.MIN_VALUE)` print (+292278994-08-17T07:12:55.807Z and
+        // -292275055-05-16T16:47:04.192Z); the time of day checked with Python's divmod (floor division).
+        #expect(TimeSpec.format(Int64.max) == "292278994-08-17T07:12:55.807Z")
+        #expect(TimeSpec.format(Int64.min) == "-292275055-05-16T16:47:04.192Z")
     }
 
     /// Block numbers as ISO 15693 tools print them: one byte below 256 (`0xF8`), two from there (extended
