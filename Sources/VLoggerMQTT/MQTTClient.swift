@@ -80,6 +80,9 @@ final class MQTTClient: @unchecked Sendable {
     private var ackWaiter: (id: UUID, continuation: CheckedContinuation<Void, any Error>)?
     /// A message of this batch the broker refused (MQTT 5 reason code ≥ 0x80).
     private var rejected: MQTTError?
+    /// The longest wait between libmosquitto's own reconnect attempts (seconds).
+    static let reconnectCapSeconds: UInt32 = 30
+
     /// Called on the network thread after each successful connect (the status topic, discovery).
     var onConnect: (@Sendable (MQTTClient) -> Void)?
     /// Called on the network thread for each message of a subscription (topic, payload).
@@ -141,7 +144,7 @@ final class MQTTClient: @unchecked Sendable {
         }
         // Reconnects back off exponentially from a few seconds to at most 30 s (a broker back after an outage is
         // reached within 30 s).
-        mosquitto_reconnect_delay_set(m, UInt32.random(in: 1...5), 30, true)
+        mosquitto_reconnect_delay_set(m, UInt32.random(in: 1...5), Self.reconnectCapSeconds, true)
         mosquitto_connect_callback_set(m) { _, obj, rc in
             guard let obj else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().connected(rc)

@@ -53,13 +53,19 @@ package struct OutputJob: Service {
         }
     }
 
+    /// The back-off after failed rounds: from twice the interval (at least 2 s), capped at `maxBackoffMs` (30 s by
+    /// default: a destination back after an outage is reached within 30 s), or at twice a longer interval (a
+    /// metered link synced hourly is not tried every 30 s).
+    static func backoff(intervalMs: Millis, maxBackoffMs: Millis = 30_000) -> Backoff {
+        let base = 2 * max(intervalMs, 1000)
+        return Backoff(baseMs: base, capMs: max(maxBackoffMs, base))
+    }
+
     package func run() async {
         let consumer = pump.consumer
         metrics.enableOutput(
             name: consumer.name, title: consumer.title, legacyName: consumer.legacyName, tables: consumer.tables)
-        // Capped at 30 s by default (a destination back after an outage is reached within 30 s), or at twice a
-        // longer interval (a metered link synced hourly is not tried every 30 s).
-        var backoff = Backoff(baseMs: 2 * max(intervalMs, 1000), capMs: max(maxBackoffMs, 2 * max(intervalMs, 1000)))
+        var backoff = Self.backoff(intervalMs: intervalMs, maxBackoffMs: maxBackoffMs)
         var lastKind: String?
         var lastFailed = false
         while !Task.isShuttingDownGracefully && !Task.isCancelled {

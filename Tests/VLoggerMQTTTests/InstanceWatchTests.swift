@@ -66,3 +66,11 @@ import Testing
         )
     }
 }
+
+/// Issue 46, item 14: libmosquitto's own reconnects (its network thread, between the output's rounds) wait at most
+/// 30 s, as the output's rounds do (OutputBackoffTests), so a broker back after an outage is reached within 30 s.
+@Suite struct ReconnectCapTests {
+    @Test func libmosquittoReconnectsWithinThirtySeconds() {
+        #expect(MQTTClient.reconnectCapSeconds == 30)
+    }
+}

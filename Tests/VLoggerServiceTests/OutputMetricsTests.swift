@@ -57,3 +57,25 @@ import VLoggerStore
         #expect(!text.contains("vlogger_sync_backlog_rows{table=\"events\"}"))
     }
 }
+
+/// Issue 46, item 14: after a 2-minute broker outage the MQTT output of 6b52d4c had not reconnected 70 s after the
+/// broker was back, because its rounds backed off to 300 s. An output's back-off is now capped at 30 s (twice the
+/// interval when that is longer), so a destination back after an outage of any length is tried again within 30 s;
+/// libmosquitto's own reconnects are capped at 30 s too (InstanceWatchTests's suite file). The waits are drawn with jitter: every draw is checked.
+@Suite struct OutputBackoffTests {
+    @Test func afterAnyOutageTheNextTryIsWithinThirtySeconds() {
+        var g = SystemRandomNumberGenerator()
+        for interval: Millis in [100, 1000, 5000, 15_000] {
+            var b = OutputJob.backoff(intervalMs: interval)
+            // 2 minutes, 1 hour, a day of failures: never a wait over 30 s.
+            for n in 1...500 {
+                let w = b.failed(using: &g)
+                #expect(w >= 2 * max(interval, 1000) && w <= 30_000, "interval \(interval), failure \(n): \(w) ms")
+            }
+        }
+        // A longer interval (an hourly sync on a metered link) backs off to twice the interval, not less.
+        var hourly = OutputJob.backoff(intervalMs: 3_600_000)
+        #expect(hourly.ceiling(after: 10) == 7_200_000)
+        #expect(hourly.failed(using: &g) == 7_200_000)
+    }
+}
