@@ -279,15 +279,12 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         return String(out)
     }
 
-    /// Whether a character may stand in a topic level as it is.
+    /// Whether a character may stand in a topic level as it is: plain text (`PlainText`), and not a level separator or
+    /// a wildcard.
     static func topicSafe(_ c: Unicode.Scalar) -> Bool {
         let v: UInt32 = c.value
         if v == 0x2F || v == 0x2B || v == 0x23 { return false }  // / + #
-        if v <= 0x1F { return false }
-        if v >= 0x7F && v <= 0x9F { return false }
-        if v >= 0xFDD0 && v <= 0xFDEF { return false }
-        if (v & 0xFFFE) == 0xFFFE { return false }
-        return true
+        return PlainText.isPlain(c)
     }
 
     /// Home Assistant MQTT discovery: one tag scanner per reader (`homeassistant/tag/<object id>/config`), whose

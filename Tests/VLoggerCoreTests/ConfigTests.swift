@@ -600,3 +600,64 @@ import Testing
         }
     }
 }
+
+/// Issue 46, item 2, at the source: a reader's location, the gateway's site and a register's asset id or location
+/// become MQTT topic levels, header values and page text, so a TAB, a C1 control character or a Unicode
+/// non-character in them is refused where it enters, with the line and the character named (MQTT 3.1.1 §1.5.3, 5.0
+/// §1.5.4: SHOULD NOT be in a UTF-8 string; libmosquitto refuses such a topic; RFC 9110 §5.5: no control character in
+/// a field value but HTAB). Before, `config check` and `assets import` accepted all three.
+@Suite struct PlainTextSourceTests {
+    static let odd: [(String, String)] = [
+        ("\u{9}", "a TAB (U+0009)"), ("\u{85}", "a control character (U+0085)"),
+        (String(Unicode.Scalar(0xFFFE)!), "a Unicode non-character (U+FFFE)"),
+        (String(Unicode.Scalar(0xFDD0)!), "a Unicode non-character (U+FDD0)"),
+    ]
+
+    @Test func aReadersLocationAndTheSiteAreRefusedWithTheCharacter() {
+        for (c, name) in Self.odd {
+            let text =
+                "[gateway]\nid = \"gw\"\nsite = \"Hall\(c)1\"\n\n[[reader]]\nid = \"r1\"\ndriver = \"simulator\"\nfield = \"f\"\nlocation = \"Dock\(c)3\"\n"
+            do {
+                _ = try AgentConfig.parse(text, file: "/tmp/x.toml")
+                Issue.record("accepted \(name)")
+            } catch {
+                let issues = error.issues.map(\.description)
+                #expect(
+                    issues.contains {
+                        $0.hasPrefix("/tmp/x.toml:3:") && $0.contains("gateway.site: \(name) at character 5")
+                    }, "\(issues)")
+                #expect(
+                    issues.contains {
+                        $0.hasPrefix("/tmp/x.toml:9:") && $0.contains(".location: \(name) at character 5")
+                    }, "\(issues)")
+            }
+        }
+        // Plain text, accents and emoji included, is fine.
+        #expect(PlainText.problem("Kühlraum 3 – Tür ❄️") == nil)
+    }
+
+    @Test func aRegistersAssetIDOrLocationIsRefusedOnItsLine() {
+        for (c, name) in Self.odd where c != "\t" {
+            let csv = "uid,asset_id,location\nE008010000004212,PAL-\(c)1,Dock 3\nE008010000004213,PAL-2,Dock\(c)4\n"
+            do {
+                _ = try AssetRegister.parse(csv, file: "assets.csv")
+                Issue.record("accepted \(name)")
+            } catch {
+                let issues = error.issues.map(\.description)
+                #expect(
+                    issues.contains { $0.hasPrefix("assets.csv:2:") && $0.contains("column asset_id: \(name)") },
+                    "\(issues)")
+                #expect(
+                    issues.contains { $0.hasPrefix("assets.csv:3:") && $0.contains("column location: \(name)") },
+                    "\(issues)")
+            }
+        }
+        // A TAB in a quoted cell (a comma-separated file).
+        do {
+            _ = try AssetRegister.parse("uid,asset_id\nE008010000004212,\"PAL\t1\"\n", file: "a.csv")
+            Issue.record("accepted a TAB")
+        } catch {
+            #expect(error.issues.map(\.description).contains { $0.contains("column asset_id: a TAB (U+0009)") })
+        }
+    }
+}

@@ -433,6 +433,9 @@ public struct AgentConfig: Sendable {
                 }
             }
             c.site = g.string("site")
+            if let site = c.site, let why = PlainText.problem(site) {
+                r.issue(g.node("site")?.line ?? g.line, "gateway.site: \(why)")
+            }
             if let zone = g.string("time-zone") {
                 do { c.localTime = try LocalTime(identifier: zone) } catch {
                     r.issue(g.node("time-zone")?.line ?? g.line, "gateway.time-zone: \(error)")
@@ -775,6 +778,9 @@ public struct AgentConfig: Sendable {
             rc.field = s.string("field").map(c.resolve)
             rc.device = s.string("device")
             rc.location = s.string("location")
+            if let l = rc.location, let why = PlainText.problem(l) {
+                r.issue(s.node("location")?.line ?? s.line, "\(s.name).location: \(why)")
+            }
             let caps = rc.driver.driver.capabilities
             let simulates = caps.contains(.simulatedField)
             if !simulates, let n = s.node("field") {

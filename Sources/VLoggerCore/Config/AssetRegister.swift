@@ -93,6 +93,11 @@ public struct AssetRegister: Sendable {
                 if issues.count >= 50 { break }
                 continue
             }
+            for (i, c) in cols.enumerated() where c == "asset_id" || c == "location" {
+                if let why = PlainText.problem(rec.cells[i].trimmingCharacters(in: .whitespaces)) {
+                    issues.append(ConfigIssue(file: path, line: rec.line, message: "column \(c): \(why)"))
+                }
+            }
             do {
                 let uid = try UID(parsing: rec.cells[u])
                 if !seen.insert(uid).inserted {
@@ -201,6 +206,9 @@ extension AssetRegister {
                     }
                     guard let asset = cells["asset_id"], !asset.isEmpty else {
                         throw fail("column asset_id: empty; every asset needs its id")
+                    }
+                    for c in ["asset_id", "location"] {
+                        if let v = cells[c], let why = PlainText.problem(v) { throw fail("column \(c): \(why)") }
                     }
                     var extra: [String: String] = [:]
                     for (c, v) in cells where !fixed.contains(c) && !v.isEmpty {
