@@ -16,7 +16,8 @@ import ParserFuzzing
             Set(targets.map(\.name)) == [
                 "toml", "config", "rules", "register", "scenario", "image-vlogger", "image-proxmark3",
                 "image-flipper", "ndef", "ndef-memory", "write-request", "strict-json", "blocks-file", "feig-frame",
-                "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "stream-query",
+                "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "mqtt-instance",
+                "stream-query",
                 "read-query", "originality",
                 "values", "template", "sensor-answers", "secrets", "st-areas",
             ])
