@@ -381,12 +381,14 @@ public struct ParserFuzzer {
             Target(
                 name: "mqtt-instance",
                 seeds: [
-                    #"{"client_id":"vlogger-gw-mqtt","host":"gw-b","instance":"0123456789abcdef0123456789abcdef","time":"2026-11-27T21:00:00.000Z","time_ms":1795813200000}"#,
-                    #"{"instance":"x","time_ms":253402300799999}"#, "online",
+                    #"{"client_id":"vlogger-gw-mqtt","host":"gw-b","instance":"0123456789abcdef0123456789abcdef","run":"00ff00ff00ff00ff","time":"2026-11-27T21:00:00.000Z","time_ms":1795813200000}"#,
+                    #"{"instance":"0123456789abcdef0123456789abcdee","time_ms":253402300799999}"#, "online",
                 ].map { Array($0.utf8) }
             ) { b in
-                let w = InstanceWatch(instance: "aaaa", host: "h", clientID: "c", freshMs: .max)
-                guard let other = w.received(b, now: 1_795_813_200_000) else { return false }
+                let w = InstanceWatch(instance: "0123456789abcdef0123456789abcdef", host: "h", clientID: "c")
+                guard let other = w.received(b, retained: b.count % 2 == 0, now: 1_795_813_200_000) else {
+                    return false
+                }
                 return !InstanceWatch.describe(other, own: w.own, gateway: "gw", output: "mqtt").isEmpty
             },
             // The live stream's query string (name=value pairs split on & and =, as a router would) and its

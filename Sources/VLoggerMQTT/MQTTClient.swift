@@ -77,6 +77,10 @@ final class MQTTClient: @unchecked Sendable {
     private var connectFailure: String?
     private var pending = Set<Int32>()
     private var early = Set<Int32>()
+    /// Messages published beside the batches (the status topic, discovery, the instance announcement): their
+    /// acknowledgements are not the batch's, and a refusal of one (a broker ACL without that topic) is logged, not
+    /// a failed batch.
+    private var aside = Set<Int32>()
     private var ackWaiter: (id: UUID, continuation: CheckedContinuation<Void, any Error>)?
     /// A message of this batch the broker refused (MQTT 5 reason code ≥ 0x80).
     private var rejected: MQTTError?
@@ -85,8 +89,11 @@ final class MQTTClient: @unchecked Sendable {
 
     /// Called on the network thread after each successful connect (the status topic, discovery).
     var onConnect: (@Sendable (MQTTClient) -> Void)?
-    /// Called on the network thread for each message of a subscription (topic, payload).
-    var onMessage: (@Sendable (MQTTClient, String, [UInt8]) -> Void)?
+    /// Called on the network thread for each message of a subscription: the client, the topic, the payload, and
+    /// whether the broker sent it as retained (at subscription) rather than live.
+    var onMessage: (@Sendable (MQTTClient, String, [UInt8], Bool) -> Void)?
+    /// Called when the broker refuses a message published beside the batches (`publishAside`), with what to log.
+    var onAsideRefused: (@Sendable (String) -> Void)?
     /// The Will of the next connection, asked before each CONNECT (the first, and after each drop, before the
     /// network thread connects again): a Will that changes per connection (Sparkplug's NDEATH with its bdSeq).
     /// Nil: `options.will`, the same every time.
@@ -161,7 +168,7 @@ final class MQTTClient: @unchecked Sendable {
             if count > 0, let p = message.pointee.payload {
                 payload = Array(UnsafeRawBufferPointer(start: p, count: count))
             }
-            client.onMessage?(client, String(cString: topic), payload)
+            client.onMessage?(client, String(cString: topic), payload, message.pointee.retain)
         }
         // The MQTT 5 form: it has the PUBACK's reason code (the plain one is called whatever the code).
         mosquitto_publish_v5_callback_set(m) { _, obj, mid, reason, _ in
@@ -348,6 +355,17 @@ final class MQTTClient: @unchecked Sendable {
         }
     }
 
+    /// Queues a message beside the batches (`aside`); returns its message id.
+    @discardableResult
+    func publishAside(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws(MQTTError) -> Int32 {
+        let mid = try publish(topic: topic, payload: payload, qos: qos, retain: retain)
+        lock.withLock {
+            if pending.remove(mid) != nil { aside.insert(mid) }
+            if aside.count > 1000 { aside.removeAll() }  // acknowledgements lost with a connection
+        }
+        return mid
+    }
+
     /// Queues one message; returns its message id.
     func publish(topic: String, payload: [UInt8], qos: Int, retain: Bool) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
@@ -494,6 +512,15 @@ final class MQTTClient: @unchecked Sendable {
     }
 
     private func acknowledged(_ mid: Int32, reason: Int32) {
+        let besideTheBatch: Bool = lock.withLock { aside.remove(mid) != nil }
+        if besideTheBatch {
+            if reason >= 0x80 {
+                onAsideRefused?(
+                    "\(where_) refused a message beside the rows (a status, discovery or instance message; MQTT 5 reason code 0x\(String(reason, radix: 16, uppercase: true)): \(String(cString: mosquitto_reason_string(reason)))); check the broker's ACL for this client"
+                )
+            }
+            return
+        }
         if reason >= 0x80 {
             // Refused: the batch fails (and is sent again); the cursor must not move over this message.
             let e = MQTTError(

@@ -72,7 +72,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                 inflight: max(20, settings.batchSize)))
         let clientID = (settings.clientID ?? "vlogger-\(gateway)-\(settings.name)")
         if !probe, let store, let instance = try? store.instance() {
-            watch = InstanceWatch(instance: instance, host: ProcessInfo.processInfo.hostName, clientID: clientID)
+            watch = InstanceWatch(instance: instance, host: HostName.current, clientID: clientID)
         } else {
             watch = nil
         }
@@ -81,23 +81,26 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         let instanceTopic = InstanceWatch.topic(Self.level(gateway))
         let (watch, logger, name) = (self.watch, self.logger, settings.name)
         client.onConnect = { c in
-            _ = try? c.publish(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
+            _ = try? c.publishAside(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
             for (topic, payload) in discovery {
-                _ = try? c.publish(topic: topic, payload: Array(payload.utf8), qos: 1, retain: true)
+                _ = try? c.publishAside(topic: topic, payload: Array(payload.utf8), qos: 1, retain: true)
             }
             if let watch {
                 try? c.subscribe(instanceTopic, qos: 1)
-                _ = try? c.publish(
+                _ = try? c.publishAside(
                     topic: instanceTopic, payload: watch.announce(now: Millis.now()), qos: 1, retain: true)
             }
         }
+        client.onAsideRefused = { text in logger.warning("output \(name): \(text)") }
         if let watch {
-            client.onMessage = { c, topic, payload in
-                guard topic == instanceTopic, let other = watch.received(payload, now: Millis.now()) else { return }
+            client.onMessage = { c, topic, payload, retained in
+                guard topic == instanceTopic,
+                    let other = watch.received(payload, retained: retained, now: Millis.now())
+                else { return }
                 logger.warning(
                     "\(InstanceWatch.describe(other, own: watch.own, gateway: gateway, output: name))")
-                // Said again now, so that the other gateway notices too (once per store it has not reported).
-                _ = try? c.publish(
+                // Said again now, so that the other gateway notices too (once per conflict, at most a few).
+                _ = try? c.publishAside(
                     topic: instanceTopic, payload: watch.announce(now: Millis.now()), qos: 1, retain: true)
             }
         }
@@ -108,18 +111,21 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         if let watch {
             let now = Millis.now()
             if watch.due(now: now) {
-                _ = try? client.publish(
+                _ = try? client.publishAside(
                     topic: InstanceWatch.topic(Self.level(gateway)), payload: watch.announce(now: now), qos: 1,
                     retain: true)
             }
-            // Conflicts the network thread noticed become events here, on the output's own task.
-            let events = watch.takePending().map { other in
-                Event(
-                    time: now, gateway: gateway, uid: nil, kind: .error, name: "gateway-id-conflict",
-                    severity: .critical,
-                    detail: InstanceWatch.describe(other, own: watch.own, gateway: gateway, output: name))
-            }
-            try record(events)
+            // Conflicts the network thread noticed become events here, on the output's own task (taken from the
+            // list only once stored).
+            let others = watch.pendingConflicts()
+            try record(
+                others.map { other in
+                    Event(
+                        time: now, gateway: gateway, uid: nil, kind: .error, name: "gateway-id-conflict",
+                        severity: .critical,
+                        detail: InstanceWatch.describe(other, own: watch.own, gateway: gateway, output: name))
+                })
+            watch.stored(others.count)
         }
         return try await body(Session(output: self))
     }

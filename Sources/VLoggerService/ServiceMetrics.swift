@@ -435,14 +435,14 @@ public final class ServiceMetrics: @unchecked Sendable {
         }
     }
 
-    /// Whether the live stream serves fewer than `limit` clients (a new one is refused otherwise).
-    func streamRoom(limit: Int) -> Bool { locked { streamCount < limit } }
-
-    /// A live stream client's stream began.
-    func streamOpened() {
+    /// Takes a place for a live stream client when fewer than `limit` are served (checked and counted at once);
+    /// false: it is refused.
+    func streamTryOpen(limit: Int) -> Bool {
         locked {
+            guard streamCount < limit else { return false }
             streamCount += 1
             streamClients.record(streamCount)
+            return true
         }
     }
 

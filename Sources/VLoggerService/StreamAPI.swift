@@ -21,7 +21,7 @@ import VLoggerStore
 /// served at once (more are answered 503 with Retry-After); streams read the store and encode rows in turns (two
 /// at a time, `StreamClients.turns`), so 500 clients replaying the whole store leave the worker threads to
 /// `/healthz` and the API; and a client that has not taken a write within `[service] stream-write-timeout` is
-/// dropped. What waits for a client is bounded: one batch (at most 500 rows of each table) and the connection's
+/// dropped. What waits for a client is bounded: one batch (at most 100 rows of each table) and the connection's
 /// write buffer (SwiftNIO's high-water mark, 64 KiB), beyond the kernel's socket buffer. A dropped client that
 /// reconnects with its Last-Event-ID misses nothing.
 enum StreamAPI {
@@ -39,7 +39,8 @@ enum StreamAPI {
     ) {
         router.get("/api/v1/stream") { request, _ -> Response in
             if let refused = access.refusal(request) { return refused }
-            guard clients.metrics.streamRoom(limit: clients.limit) else {
+            // A place among the clients, taken now (given back when the stream ends, or when this answer is dropped).
+            guard let slot = StreamSlot(clients.metrics, limit: clients.limit) else {
                 let body =
                     WireJSON.encode(
                         WireError(
@@ -70,23 +71,22 @@ enum StreamAPI {
             return Response(
                 status: .ok, headers: headers,
                 body: .init { writer in
-                    clients.metrics.streamOpened()
                     do {
                         try await stream(
                             q, from: start, store: store, gateway: gateway, wakeup: wakeup, clients: clients,
                             to: &writer)
+                        try await finish(&writer, within: clients.currentTimeout)
                     } catch let slow as SlowStreamClient {
-                        clients.metrics.streamClosed(dropped: true)
+                        slot.close(dropped: true)
                         if let n = clients.dropped.record(slow.description) {
                             clients.logger.warning("\(StreamClients.line(n, slow.description))")
                         }
                         throw slow
                     } catch {
-                        clients.metrics.streamClosed(dropped: false)
+                        slot.close(dropped: false)
                         throw error
                     }
-                    clients.metrics.streamClosed(dropped: false)
-                    try await writer.finish(nil)
+                    slot.close(dropped: false)
                 })
         }
     }
@@ -96,12 +96,12 @@ enum StreamAPI {
         _ q: StreamQuery, from: (Int64, Int64), store: Store, gateway: String, wakeup: Wakeup,
         clients: StreamClients, to writer: inout any ResponseBodyWriter
     ) async throws {
-        var follower = RowFollower(readings: q.readings, events: q.events, after: from)
-        let limit = clients.writeTimeout
+        // Batches of 100 rows of each table (about 30 KB): what waits for a client that is slow to read.
+        var follower = RowFollower(readings: q.readings, events: q.events, after: from, limit: 100)
         // The retry hint (ms) and a first comment, so that the client sees the stream open at once.
         try await send(
-            ByteBuffer(string: "retry: 2000\n: vlogger stream from \(from.0)-\(from.1)\n\n"), to: &writer, within: limit
-        )
+            ByteBuffer(string: "retry: 2000\n: vlogger stream from \(from.0)-\(from.1)\n\n"), to: &writer,
+            within: clients.currentTimeout)
         var lastSent = ContinuousClock.now
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let seen = wakeup.current
@@ -122,10 +122,10 @@ enum StreamAPI {
             }
             await clients.turns.give()
             if !out.isEmpty {
-                try await send(ByteBuffer(bytes: out), to: &writer, within: limit)
+                try await send(ByteBuffer(bytes: out), to: &writer, within: clients.currentTimeout)
                 lastSent = .now
             } else if ContinuousClock.now - lastSent > .seconds(15) {
-                try await send(ByteBuffer(string: ": keep-alive\n\n"), to: &writer, within: limit)
+                try await send(ByteBuffer(string: ": keep-alive\n\n"), to: &writer, within: clients.currentTimeout)
                 lastSent = .now
             }
             if !batch.full { await wakeup.wait(after: seen, timeoutMs: 1000) }
@@ -134,6 +134,24 @@ enum StreamAPI {
 
     /// Writes `buffer` to the client, which must take it within `limit` (SwiftNIO suspends a write while the
     /// connection's buffer is above its high-water mark, so a client that does not read holds the write);
+    /// Ends the response (the chunked encoding's last chunk), with the same deadline as every write.
+    static func finish(_ writer: inout any ResponseBodyWriter, within limit: Duration) async throws {
+        let box = UncheckedBox(writer)
+        let done = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await box.value.finish(nil)
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return false
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
+        if !done { throw SlowStreamClient(bytes: 0, limit: limit) }
+    }
+
     /// otherwise the write is cancelled and `SlowStreamClient` thrown, which closes the connection.
     static func send(_ buffer: ByteBuffer, to writer: inout any ResponseBodyWriter, within limit: Duration)
         async throws
@@ -165,6 +183,30 @@ enum StreamAPI {
     }
 }
 
+/// One live stream client's place among `[service] stream-clients`: taken (checked and counted at once) before the
+/// answer, given back once, when the stream ends or when the answer is dropped without being streamed.
+final class StreamSlot: @unchecked Sendable {
+    private let metrics: ServiceMetrics
+    private let lock = NSLock()
+    private var open = true
+
+    init?(_ metrics: ServiceMetrics, limit: Int) {
+        guard metrics.streamTryOpen(limit: limit) else { return nil }
+        self.metrics = metrics
+    }
+
+    /// Gives the place back (once; later calls do nothing).
+    func close(dropped: Bool) {
+        let was: Bool = lock.withLock {
+            defer { open = false }
+            return open
+        }
+        if was { metrics.streamClosed(dropped: dropped) }
+    }
+
+    deinit { close(dropped: false) }
+}
+
 /// A stream client did not take a write in time: it is dropped.
 struct SlowStreamClient: Error, CustomStringConvertible {
     let bytes: Int
@@ -182,6 +224,12 @@ struct StreamClients: Sendable {
     let dropped: RefusalLog
     let logger: Logger
 
+    /// How long a write may wait for the client: `writeTimeout`, or at most 2 s once the service is stopping (a
+    /// client that stopped reading does not hold the shutdown).
+    var currentTimeout: Duration {
+        Task.isShuttingDownGracefully ? min(writeTimeout, .seconds(2)) : writeTimeout
+    }
+
     static func line(_ n: Int, _ what: String) -> String {
         "stream: dropped \(n) client\(n == 1 ? "" : "s") that did not read what was sent (the last: \(what); [service] stream-write-timeout); they may reconnect with their Last-Event-ID; said at most once a minute"
     }
@@ -194,12 +242,13 @@ struct RowFollower {
     let readings: Bool
     let events: Bool
     private(set) var after: (Int64, Int64)
-    let limit = 500
+    let limit: Int
 
-    init(readings: Bool, events: Bool, after: (Int64, Int64)) {
+    init(readings: Bool, events: Bool, after: (Int64, Int64), limit: Int = 500) {
         self.readings = readings
         self.events = events
         self.after = after
+        self.limit = limit
     }
 
     /// The next rows; `full` when a table gave a whole batch (more may be waiting: ask again at once).

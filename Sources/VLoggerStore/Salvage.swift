@@ -85,6 +85,16 @@ extension Store {
                 }
                 report.tables.append(t)
             }
+            // The saved store is the same store: it keeps its instance id (a new one would make the central store
+            // refuse its rows as another gateway's; docs/integrating.md, "One store per gateway id").
+            if let read = try? source.prepare("SELECT instance, created_at FROM store_instance WHERE one = 1"),
+                (try? read.step()) == true, let instance = read.text(0)
+            {
+                let replace = try db.prepare(
+                    "INSERT OR REPLACE INTO store_instance(one, instance, created_at) VALUES(1, ?, ?)")
+                try replace.bind([.text(instance), read.value(1)])
+                try replace.step()
+            }
         }
         report.walNote = walNote
         return report

@@ -8,10 +8,7 @@ import VLoggerModel
 /// month's, ahead), and indexed for "one tag across the fleet" (uid, time) and "one gateway, a time range"
 /// (gateway, time).
 public enum CentralSchema {
-    public static let version = 4
-    /// The oldest central schema this vlogger still ships to (version 3 lacks `gateway_instances`: a gateway id
-    /// used twice is then not detected, and the sync says so once).
-    public static let oldestShipped = 3
+    public static let version = 3
     /// pg_advisory_xact_lock keys: schema migration, partition creation.
     static let lockKey: Int64 = 0x766C_6F67_6765_7200
 
@@ -161,25 +158,22 @@ public enum CentralSchema {
                 "CREATE INDEX events_by_asset ON events(asset_id, time)",
             ]
         ),
-        // Which store (its instance id, `vlogger_store`'s `store_instance`) ships as each gateway id: the rows of two
-        // stores under one gateway id would share keys (gateway, local id), and the second store's rows would be
-        // dropped as already there. A gateway claims its id when it connects; another store under the same id is
-        // refused (`SyncError.Kind.conflict`) until the id is changed on one of them.
-        (
-            4,
-            [
-                """
-                CREATE TABLE gateway_instances(
-                    gateway text PRIMARY KEY,
-                    instance text NOT NULL,
-                    host text,
-                    claimed timestamptz NOT NULL DEFAULT now(),
-                    last_seen timestamptz NOT NULL DEFAULT now()
-                )
-                """
-            ]
-        ),
     ]
+
+    /// Which store (its instance id, the local `store_instance`) ships as each gateway id: the rows of two stores
+    /// under one gateway id would share keys (gateway, local id), and the second store's rows would be dropped as
+    /// already there. A gateway claims its id when it connects; another store under the same id is refused
+    /// (`SyncError.Kind.conflict`). Not a migration: a new schema version would stop every gateway of the release
+    /// before (they refuse a newer schema), so the gateways that claim create the table when it is missing.
+    static let instancesTable = """
+        CREATE TABLE IF NOT EXISTS gateway_instances(
+            gateway text PRIMARY KEY,
+            instance text NOT NULL,
+            host text,
+            claimed timestamptz NOT NULL DEFAULT now(),
+            last_seen timestamptz NOT NULL DEFAULT now()
+        )
+        """
 
     /// A calendar month (UTC) of readings' partitions.
     struct Month: Hashable, Comparable {

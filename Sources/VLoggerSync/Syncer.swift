@@ -91,10 +91,10 @@ public final class Syncer: @unchecked Sendable {
     /// Read again when its file changes: a rotated password is used from the next connection on.
     let rotating: RotatingSecret
     var password: String? { rotating.current }
-    /// Conflicts already reported as events (by the other store's description), and whether an old central
-    /// schema was said.
+    /// Conflicts already reported as events (by the other store's instance), and whether `gateway_instances` is
+    /// known to exist.
     private var reportedConflicts: Set<String> = []
-    private var saidOldSchema = false
+    private var instancesTableReady = false
     private let claimsLock = NSLock()
     /// Called after the server committed a batch and before the local cursor moves (tests: a crash there).
     public var afterServerCommit: (@Sendable (SyncTable, Int64) throws -> Void)?
@@ -204,6 +204,7 @@ public final class Syncer: @unchecked Sendable {
                     }
                     try await conn.query("INSERT INTO vlogger_schema(version) VALUES (\(Int32(v)))", logger: logger)
                 }
+                try await conn.query(PostgresQuery(unsafeSQL: CentralSchema.instancesTable), logger: logger)
                 return (from, CentralSchema.version)
             }
         }
@@ -221,7 +222,7 @@ public final class Syncer: @unchecked Sendable {
                 "the server's schema is version \(v), newer than this vlogger's \(CentralSchema.version); upgrade vlogger on this gateway"
             )
         }
-        if v < CentralSchema.oldestShipped {
+        if v < CentralSchema.version {
             throw SyncError(
                 .schema, "the server's schema is version \(v); migrate it with `vlogger sync --init-schema`")
         }
@@ -376,25 +377,28 @@ extension Syncer: OutboxConsumer {
         }
     }
 
+    /// `outputs status`: the server answers and has the schema; nothing is written (not even the claim).
+    public func probe() async throws {
+        let logger = self.logger
+        try await withConnection { conn in try await Self.requireSchema(conn, logger) }
+    }
+
     /// This machine's name, as the claim records it (for the message a second gateway gets).
-    static let hostName = ProcessInfo.processInfo.hostName
+    static let hostName = HostName.current
 
     /// Claims this gateway id for this store on the central (`gateway_instances`), or refuses the round when
     /// another store has it: its rows carry the same keys (gateway, local id), and the central would drop this
     /// store's rows as already there. The first refusal is also an event (`gateway-id-conflict`) in the local store;
-    /// the rows wait there. A central schema older than 4 has no claims: said once in the log.
+    /// the rows wait there.
     func claim(_ conn: PostgresConnection) async throws {
-        guard (try await Self.serverVersion(conn, logger) ?? 0) >= 4 else {
-            let say = claimsLock.withLock {
-                defer { saidOldSchema = true }
-                return !saidOldSchema
+        if !claimsLock.withLock({ instancesTableReady }) {
+            // Two gateways creating it at once: one waits for the other's transaction (the advisory lock), then
+            // finds it there.
+            try await conn.withTransaction(logger: logger) { conn in
+                try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey))", logger: logger)
+                try await conn.query(PostgresQuery(unsafeSQL: CentralSchema.instancesTable), logger: logger)
             }
-            if say {
-                logger.warning(
-                    "the central schema is older than version 4: a second gateway using the id '\(gateway)' would not be noticed; migrate it with `vlogger sync --init-schema`"
-                )
-            }
-            return
+            claimsLock.withLock { instancesTableReady = true }
         }
         let instance: String
         do { instance = try store.instance() } catch {

@@ -13,11 +13,12 @@ import VLoggerStore
 /// POSTed as the JSON object the MQTT output publishes (`OutboxJSON`), signed with HMAC-SHA256 over the body in
 /// `X-Vlogger-Signature: sha256=<hex>` when a secret is configured, with its row key in `X-Vlogger-Key`.
 ///
-/// A 2xx answer acknowledges the row. A time-out, a refused connection, a 3xx (redirects are not followed), 408,
-/// 429 or a 5xx ends the batch: the rows
-/// from there on are sent again after the outputs' back-off (the cursor moved only over the acknowledged ones
-/// before, which are resent too; receivers de-duplicate on the key). Any other 4xx is final for that row: it is
-/// recorded as an event (`error`, `webhook-refused`), logged, and not sent again.
+/// A 2xx answer acknowledges the row. A time-out, a refused connection, a 3xx (redirects are not followed), 401,
+/// 403 or 407 (the receiver does not take this gateway's credentials: a secret rotated on one end first, a wrong
+/// secret file; nothing about the row), 408, 429 or a 5xx ends the batch: the rows from there on are sent again
+/// after the outputs' back-off (the cursor moved only over the acknowledged ones before, which are resent too;
+/// receivers de-duplicate on the key). Any other 4xx is final for that row: it is recorded as an event (`error`,
+/// `webhook-refused`), logged, and not sent again.
 public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
     public let settings: WebhookSettings
     public let gateway: String
@@ -132,15 +133,20 @@ public final class WebhookOutput: OutboxConsumer, @unchecked Sendable {
                 switch code {
                 case 200..<300:
                     delivered += 1
-                case 300..<400, 408, 429, 500...:
+                case 300..<400, 401, 403, 407, 408, 429, 500...:
                     // Redirects are not followed (a signed body goes where it was configured to): a moved
-                    // endpoint is retried, and said, until the URL is corrected — not dropped.
+                    // endpoint is retried, and said, until the URL is corrected — not dropped. Credentials refused
+                    // are the gateway's or the receiver's setting, not the row's: the rows wait until they match.
                     // Recorded refusals of this batch are kept even though the batch is sent again.
                     try o.record(refused)
+                    let why =
+                        [401, 403, 407].contains(code)
+                        ? " (the receiver does not take this gateway's credentials: check secret-file on both ends; the rows wait)"
+                        : ""
                     throw OutboxFailure(
                         kind: "http-\(code)",
                         message:
-                            "\(o.title) answered \(code) \(response.reason) to \(rowKey); retrying with back-off"
+                            "\(o.title) answered \(code) \(response.reason) to \(rowKey)\(why); retrying with back-off"
                     )
                 default:
                     o.logger.warning(

@@ -156,29 +156,25 @@ import VLoggerWebhook
         #expect(run.err.contains("after the secret file changed; sending it again with the new secret"), "\(run.err)")
     }
 
-    /// Issue 46, items 1 and 5: rows a receiver refused (here: signed with a secret it does not know) are events that
-    /// name the row and how to send it again, with the URL's path token and query hidden; once the secret is right,
-    /// `outputs resend NAME --from KEY` sends them again and the receiver takes them.
+    /// Issue 46, items 1 and 5: rows a receiver refused for good (here: 410 Gone for every arrival) are events that
+    /// name the row and how to send it again, with the URL's path token and query hidden; once the receiver takes
+    /// them, `outputs resend NAME --from KEY` sends them again and it does.
     @Test func refusedRowsAreNamedWithoutTheirTokenAndResentOnRequest() throws {
         let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
         defer { try? FileManager.default.removeItem(at: s.dir) }
-        let gatewaySecret = s.dir.appendingPathComponent("gateway-secret").path
-        let receiverSecret = s.dir.appendingPathComponent("receiver-secret").path
-        try Self.secret(gatewaySecret, "a-secret-the-receiver-does-not-know")
-        try Self.secret(receiverSecret, "the-receivers-secret-of-some-length")
-        let r = try Self.receiver(s.dir, [receiverSecret, "0", "none"])
-        defer {
-            kill(r.pid, SIGKILL)
-            _ = Fault.wait(r.pid)
-        }
+        let secret = s.dir.appendingPathComponent("secret").path
+        try Self.secret(secret, "the-shared-secret-of-some-length")
+        let r = try Self.receiver(s.dir, [secret, "0", "arrival"])
         // A Slack-style URL: the secret is the path (and a token in the query, too).
         let token = "T0B1C2D3/B4E5F6G7/Zk3j9sQ2mXa8Lp0Rt7VwYu1n"
         try Self.addWebhook(
             s.config, url: "http://127.0.0.1:\(r.port)/services/\(token)?token=abcdef",
-            "events = [\"arrival\", \"violation\"]\nsecret-file = \"\(gatewaySecret)\"\ninterval = \"200ms\"\n")
+            "events = [\"arrival\", \"violation\"]\nsecret-file = \"\(secret)\"\ninterval = \"200ms\"\n")
         let run = try CLI.run(["run", "--config", s.config, "--duration", "3s"])
+        kill(r.pid, SIGKILL)
+        _ = Fault.wait(r.pid)
         #expect(run.code == 0, "\(run.err)")
-        let refusedKeys = try Self.requests(r.out).filter { $0["status"] as? Int == 401 }.compactMap {
+        let refusedKeys = try Self.requests(r.out).filter { $0["status"] as? Int == 410 }.compactMap {
             $0["key"] as? String
         }
         #expect(!refusedKeys.isEmpty)
@@ -194,15 +190,66 @@ import VLoggerWebhook
             #expect(
                 !text.contains("Zk3j9sQ2mXa8Lp0Rt7VwYu1n") && !text.contains("abcdef"), "\(text)")
         }
-        // The secret corrected; the refused rows sent again from the first one's key.
-        try Self.secret(gatewaySecret, "the-receivers-secret-of-some-length")
+        // A receiver that takes arrivals now; the refused rows sent again from the first one's key.
+        let again = try Self.receiver(s.dir, [secret, "0", "none"])
+        defer {
+            kill(again.pid, SIGKILL)
+            _ = Fault.wait(again.pid)
+        }
+        let text = try String(contentsOfFile: s.config, encoding: .utf8).replacingOccurrences(
+            of: "127.0.0.1:\(r.port)/", with: "127.0.0.1:\(again.port)/")
+        try text.write(toFile: s.config, atomically: true, encoding: .utf8)
         let resend = try CLI.run(["outputs", "resend", "--config", s.config, "webhook", "--from", first])
         #expect(resend.code == 0 && resend.out.contains("sent"), "\(resend.out)\(resend.err)")
         let taken = Set(
-            try Self.requests(r.out).filter { $0["status"] as? Int == 200 }.compactMap { $0["key"] as? String })
+            try Self.requests(again.out).filter { $0["status"] as? Int == 200 }.compactMap { $0["key"] as? String })
         #expect(Set(refusedKeys).isSubset(of: taken), "not taken: \(Set(refusedKeys).subtracting(taken))")
         let bad = try CLI.run(["outputs", "resend", "--config", s.config, "webhook", "--from", "events/12"])
         #expect(bad.code != 0 && bad.err.contains("GATEWAY/TABLE/ID"), "\(bad.err)")
+    }
+
+    /// Issue 46, item 1, the other order of a rotation: the receiver already checks a secret the gateway does not have
+    /// yet, and answers 401 to everything. On 6b52d4c each of those rows was given up for good (`webhook-refused`);
+    /// now a 401 is the credentials', not the row's: the rows wait, the output shows the failure, and once the
+    /// gateway's secret file has the new secret they all go, with no command.
+    @Test func aWrongSecretHoldsTheRowsUntilItIsRight() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let gatewaySecret = s.dir.appendingPathComponent("gateway-secret").path
+        let receiverSecret = s.dir.appendingPathComponent("receiver-secret").path
+        try Self.secret(gatewaySecret, "the-old-secret-of-some-length")
+        try Self.secret(receiverSecret, "the-new-secret-of-some-length")
+        let r = try Self.receiver(s.dir, [receiverSecret, "0", "none"])
+        defer {
+            kill(r.pid, SIGKILL)
+            _ = Fault.wait(r.pid)
+        }
+        try Self.addWebhook(
+            s.config, url: "http://127.0.0.1:\(r.port)/hooks/vlogger",
+            "events = [\"arrival\", \"violation\"]\nsecret-file = \"\(gatewaySecret)\"\ninterval = \"200ms\"\n")
+        let run = try CLI.run(["run", "--config", s.config, "--duration", "3s"])
+        #expect(run.code == 0, "\(run.err)")
+        #expect(run.err.contains("does not take this gateway's credentials"), "\(run.err)")
+        let before = try Self.requests(r.out)
+        #expect(!before.isEmpty && before.allSatisfy { $0["status"] as? Int == 401 })
+        // The gateway gets the new secret; the rows held back go with the next run's rounds.
+        try Self.secret(gatewaySecret, "the-new-secret-of-some-length")
+        let next = try CLI.run(["run", "--config", s.config, "--duration", "3s"])
+        #expect(next.code == 0, "\(next.err)")
+        let store = try Store(path: s.store, readOnly: true)
+        defer { store.close() }
+        let events = try store.outbox(.events, after: 0, limit: 100_000)
+        #expect(!events.contains { $0.value("name", in: .events).text == "webhook-refused" })
+        let wanted = Set(
+            events.filter { ["arrival", "violation"].contains($0.value("kind", in: .events).text ?? "") }.map {
+                "gw-demo-01/events/\($0.id)"
+            })
+        let taken = Set(
+            try Self.requests(r.out).filter { $0["status"] as? Int == 200 }.compactMap { $0["key"] as? String })
+        let first401 = Set(before.compactMap { $0["key"] as? String })
+        #expect(first401.isSubset(of: taken), "held back and never sent: \(first401.subtracting(taken))")
+        // What the last run committed in its last round may be left for the next start; everything before it went.
+        #expect(wanted.subtracting(taken).count <= 5, "not sent: \(wanted.subtracting(taken).sorted())")
     }
 
     /// Issue 46, item 4: a receiver that sends its headers and never the body it announced. The exchange fails as a

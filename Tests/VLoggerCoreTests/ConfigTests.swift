@@ -1,5 +1,6 @@
 import Foundation
 import VLoggerModel
+import VLoggerStore
 import ISO15693
 import Readers
 import TestDrivers
@@ -636,7 +637,7 @@ import Testing
         #expect(PlainText.problem("Kühlraum 3 – Tür ❄️") == nil)
     }
 
-    @Test func aRegistersAssetIDOrLocationIsRefusedOnItsLine() {
+    @Test func aRegistersAssetIDOrLocationIsRefusedOnItsLine() throws {
         for (c, name) in Self.odd where c != "\t" {
             let csv = "uid,asset_id,location\nE008010000004212,PAL-\(c)1,Dock 3\nE008010000004213,PAL-2,Dock\(c)4\n"
             do {
@@ -652,6 +653,18 @@ import Testing
                     "\(issues)")
             }
         }
+        // `assets import` (into the store, record by record) refuses the same, naming the line.
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("plain-\(UUID().uuidString).db").path
+        defer { for f in [path, path + "-wal", path + "-shm"] { try? FileManager.default.removeItem(atPath: f) } }
+        let store = try Store(path: path)
+        defer { store.close() }
+        #expect {
+            try AssetRegister.importText(
+                "uid,asset_id\nE008010000004212,PAL-1\nE008010000004213,PAL\u{85}2\n", file: "assets.csv", into: store)
+        } throws: {
+            "\($0)".contains("assets.csv:3") && "\($0)".contains("column asset_id: a control character (U+0085)")
+        }
+        #expect(try store.assets().isEmpty)
         // A TAB in a quoted cell (a comma-separated file).
         do {
             _ = try AssetRegister.parse("uid,asset_id\nE008010000004212,\"PAL\t1\"\n", file: "a.csv")

@@ -177,6 +177,7 @@ import VLoggerModel
         let path = scratchPath("h.db")
         let s = try Store(path: path)
         for k in 0..<20 { try s.write(batch((k * 200)..<((k + 1) * 200))) }
+        let instance = try s.instance()
         s.close()
         let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         let h = try #require(FileHandle(forUpdatingAtPath: path))
@@ -195,5 +196,7 @@ import VLoggerModel
         #expect(ids.count == readings.copied)
         // Rows from both sides of the hole, the last batch's among them (reading 3999 carries 3999 & 0xFF).
         #expect(ids.last == UInt8(3999 & 0xFF))
+        // The saved store is the same store to the central and the MQTT outputs (issue 46, item 15): its instance.
+        #expect(try out.instance() == instance)
     }
 }

@@ -101,8 +101,8 @@ struct CentralSyncTests {
             settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: "Hall 1")
         // Before the schema exists, a sync says how to create it.
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("--init-schema") }
-        #expect(try await syncer.initSchema() == (0, 4))
-        #expect(try await syncer.initSchema() == (4, 4))
+        #expect(try await syncer.initSchema() == (0, 3))
+        #expect(try await syncer.initSchema() == (3, 3))
         try await TestServer.admin("INSERT INTO vlogger_schema(version) VALUES (99)", database: db)
         await #expect { try await syncer.initSchema() } throws: { "\($0)".contains("newer than this vlogger") }
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("upgrade vlogger") }
@@ -606,12 +606,13 @@ struct CentralSyncTests {
         let central = try await TestServer.query(
             "SELECT count(*)::text FROM readings WHERE gateway = 'gw-twin'", database: db)
         #expect(central == [["41"]])
-        // A central schema of version 3 (before claims) still takes rows, without the check.
-        try await TestServer.admin("DROP TABLE gateway_instances", database: db)
-        try await TestServer.admin("DELETE FROM vlogger_schema WHERE version = 4", database: db)
-        let other = try localStore(gateway: "gw-old", readings: 5, events: 0)
-        let c = try Syncer(settings: TestServer.settings(database: db), store: other, gateway: "gw-old", site: nil)
-        #expect(try await c.syncOnce().sent[.readings] == 5)
+        // A probe (`outputs status`) writes nothing: not even a claim.
+        let third = try localStore(gateway: "gw-probe", readings: 1, events: 0)
+        try await Syncer(settings: TestServer.settings(database: db), store: third, gateway: "gw-probe", site: nil)
+            .probe()
+        let claims = try await TestServer.query(
+            "SELECT count(*)::text FROM gateway_instances WHERE gateway = 'gw-probe'", database: db)
+        #expect(claims == [["0"]])
     }
 
     @Test func aWrongPasswordIsAnAuthenticationErrorThatDoesNotShowIt() async throws {

@@ -281,7 +281,7 @@ public struct AgentConfig: Sendable {
     /// DNS rebinding). `*` answers any.
     public var allowedHosts: [String] = []
     /// `[service] stream-clients`: live stream (`/api/v1/stream`) clients served at once; more are answered 503.
-    public var streamClients = 1000
+    public var streamClients = 500
     /// `[service] stream-write-timeout`: a stream client that has not taken what was sent within this long is
     /// dropped (it reads too slowly, or not at all); it may reconnect with its Last-Event-ID and miss nothing.
     public var streamWriteTimeoutMs: Millis = 30_000

@@ -107,7 +107,7 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
             self?.will() ?? MQTTClient.Will(topic: "", payload: [])
         }
         client.onConnect = { [weak self] c in self?.connected(c) }
-        client.onMessage = { [weak self] _, topic, payload in self?.received(topic, payload) }
+        client.onMessage = { [weak self] _, topic, payload, _ in self?.received(topic, payload) }
     }
 
     // MARK: Session
