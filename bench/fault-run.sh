@@ -24,7 +24,7 @@ cleanup() {
   rm -rf "$W"
 }
 trap cleanup EXIT
-eval "$(bash bench/mqtt/broker.sh start)"
+eval "$(bash bench/mqtt/broker.sh start 2>/dev/null)"
 MPORT=$VLOGGER_TEST_MQTT_PORT
 WPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cp -r Config/* "$W"/
@@ -61,8 +61,14 @@ ThreadingHTTPServer.allow_reuse_address = True
 ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
 PY
 receiver() { python3 "$W/receiver.py" "$WPORT" "$W/hook.jsonl" "$W/hook-secret" & RPID=$!; PIDS+=("$RPID"); }
+# Each run's fast clock goes on from where the simulated hour stands (wall time since the start × 60), so that the
+# readings of the runs follow each other rather than overlap.
+T0=$(date +%s)
 gateway() {
-  "$BIN/vlogger" run --config "$W/vlogger.toml" --store "$W/s.db" --clock-rate 60 "$@" 2>>"$W/svc.log" >/dev/null &
+  local at
+  at=$(python3 -c "import datetime, time; print(datetime.datetime.fromtimestamp($T0 + (time.time() - $T0) * 60, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'))")
+  "$BIN/vlogger" run --config "$W/vlogger.toml" --store "$W/s.db" --clock-rate 60 --clock-start "$at" "$@" \
+    2>>"$W/svc.log" >/dev/null &
   GPID=$!
   PIDS+=("$GPID")
 }
@@ -79,7 +85,7 @@ broker=0; hooks=0; kills=0
 step=$(python3 -c "print($SECS / 40)")
 for i in $(seq 40); do
   sleep "$step"
-  if [ $((i % 2)) -eq 1 ]; then bash bench/mqtt/broker.sh restart TERM >/dev/null; broker=$((broker + 1))
+  if [ $((i % 2)) -eq 1 ]; then bash bench/mqtt/broker.sh restart TERM >/dev/null 2>&1; broker=$((broker + 1))
   else kill -9 "$RPID"; wait "$RPID" 2>/dev/null || true; sleep 0.3; receiver; hooks=$((hooks + 1)); fi
   if [ $((i % 4)) -eq 0 ]; then kill -9 "$GPID"; wait "$GPID" 2>/dev/null || true; kills=$((kills + 1)); gateway; fi
 done
