@@ -52,7 +52,9 @@ public struct Doctor {
         let config: AgentConfig
         do {
             config = try AgentConfig.load(configPath)
-            _ = try RuleSet.load(rulesFile: config.rulesFile, registerFile: config.registerFile)
+            _ = try RuleSet.load(
+                rulesFile: config.rulesFile, registerFile: config.registerFile, plans: config.plans,
+                configFile: configPath)
             out.append(
                 .pass(
                     "config",

@@ -31,7 +31,10 @@ struct ConfigCheck: ParsableCommand {
         var issues: [String] = []
         var rules = RuleSet()
         var register: AssetRegister?
-        do { (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile) } catch {
+        do {
+            (rules, register) = try RuleSet.load(
+                rulesFile: c.rulesFile, registerFile: c.registerFile, plans: c.plans, configFile: path)
+        } catch {
             issues.append("\(error)")
         }
         for r in c.readers {
@@ -118,16 +121,21 @@ struct RulesCheck: ParsableCommand {
 
     func run() throws {
         var registerFile: String?
+        var plans: [ReadPlan]?
         var path = file
         if FileManager.default.fileExists(atPath: config) {
             let c: AgentConfig
             c = try ConfigPath.load(config)
             path = path ?? c.rulesFile
             registerFile = c.registerFile
+            plans = c.plans
         }
         guard let path else { throw ValidationError("no rules file: name one, or set [rules] file in \(config)") }
         let rules: RuleSet
-        do { rules = try RuleSet.load(rulesFile: path, registerFile: registerFile).rules } catch {
+        do {
+            rules = try RuleSet.load(rulesFile: path, registerFile: registerFile, plans: plans, configFile: config)
+                .rules
+        } catch {
             throw VLoggerError("\(error)")
         }
         print("\(path): ok — \(rules.rules.count) rules")

@@ -674,3 +674,98 @@ import Testing
         }
     }
 }
+
+/// Issue 47, item 1: a rule on a field that no plan decodes was silently dead (a range rule on `temprature` passed
+/// `config check` and `rules check`, and the gateway raised nothing with the tag at 30 °C against a maximum of 8).
+/// Now `config check`, `rules check`, `doctor` and the start of `run` say so, with the rule's line and the nearest
+/// decoded name; and a rule whose field only plans for other tags decode is refused too.
+@Suite(.drivers) struct RuleFieldTests {
+    static let config = """
+        [[plan]]
+        name = "cage sensors"
+        match.manufacturer = "Fujitsu"
+          [[plan.read]]
+          first = 0xF8
+          count = 1
+          [[plan.field]]
+          name = "temperature"
+          block = 0xF8
+          byte = 0
+          type = "i16le"
+          scale = 0.01
+
+        [[plan]]
+        name = "pallets"
+        match.manufacturer = "NXP"
+          [[plan.field]]
+          name = "pallet_id"
+          block = 0
+          type = "ascii"
+          length = 4
+        """
+
+    static func issues(_ rules: String) throws -> [String] {
+        let c = try AgentConfig.parse(config, file: "/etc/vlogger/vlogger.toml")
+        let r = try RuleSet.parse(rules, file: "/etc/vlogger/rules.toml")
+        return r.check(plans: c.plans, configFile: "/etc/vlogger/vlogger.toml").map(\.description)
+    }
+
+    @Test func aFieldNoPlanDecodesIsAnErrorWithTheNearestName() throws {
+        let found = try Self.issues(
+            """
+            [[rule]]
+            name = "cold room"
+            kind = "range"
+            field = "temprature"
+            max = 8.0
+            """)
+        #expect(found.count == 1)
+        #expect(
+            found.first?.hasPrefix(
+                "/etc/vlogger/rules.toml:1: rule 'cold room' watches the field 'temprature', which no [[plan]]")
+                == true, "\(found)")
+        #expect(found.first?.contains("did you mean 'temperature'?") == true, "\(found)")
+        #expect(found.first?.contains("the plans decode: temperature, pallet_id") == true, "\(found)")
+        // An equals rule on a field, too; a name far from every decoded one gets no guess.
+        let far = try Self.issues("[[rule]]\nname = \"x\"\nkind = \"equals\"\nfield = \"voltage\"\nvalue = \"1\"\n")
+        #expect(far.count == 1 && far.first?.contains("did you mean") == false, "\(far)")
+    }
+
+    @Test func aFieldOnlyPlansForOtherTagsDecodeIsAnError() throws {
+        // temperature is decoded for Fujitsu's chips; a rule for ST's tags never sees it.
+        let found = try Self.issues(
+            """
+            [[rule]]
+            name = "st temperature"
+            kind = "range"
+            field = "temperature"
+            max = 8.0
+            match.manufacturer = "STMicroelectronics"
+            """)
+        #expect(
+            found.count == 1 && found.first?.contains("read none of the tags its [rule.match] selects") == true,
+            "\(found)")
+        #expect(found.first?.contains("'cage sensors' (/etc/vlogger/vlogger.toml:1)") == true, "\(found)")
+        // The same rule for that model, for any tag, or for UIDs of NXP's (E004…) on the NXP plan: judged.
+        for match in ["match.manufacturer = \"Fujitsu\"", "", "match.uid = \"E00401*\""] {
+            let field = match.contains("E004") ? "pallet_id" : "temperature"
+            #expect(
+                try Self.issues("[[rule]]\nname = \"t\"\nkind = \"range\"\nfield = \"\(field)\"\nmax = 8.0\n\(match)\n")
+                    .isEmpty, "\(match)")
+        }
+        // A UID pattern of another manufacturer excludes the NXP plan.
+        #expect(
+            try Self.issues(
+                "[[rule]]\nname = \"p\"\nkind = \"equals\"\nfield = \"pallet_id\"\nvalue = \"A\"\nmatch.uid = \"E00201*\"\n"
+            ).count == 1)
+    }
+
+    @Test func theShippedConfigurationHasNoDeadRule() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let c = try AgentConfig.load(root.appendingPathComponent("Config/vlogger.toml").path)
+        let (rules, _) = try RuleSet.load(
+            rulesFile: c.rulesFile, registerFile: c.registerFile, plans: c.plans, configFile: "Config/vlogger.toml")
+        #expect(rules.rules.contains { $0.check.watchedField != nil })
+    }
+}

@@ -43,7 +43,8 @@ public struct RunOverrides: Sendable {
     public func load(_ path: String) throws -> (AgentConfig, RuleSet, AssetRegister?) {
         var c = try AgentConfig.load(path)
         try apply(to: &c)
-        let (rules, register) = try RuleSet.load(rulesFile: c.rulesFile, registerFile: c.registerFile)
+        let (rules, register) = try RuleSet.load(
+            rulesFile: c.rulesFile, registerFile: c.registerFile, plans: c.plans, configFile: path)
         return (c, rules, register)
     }
 }

@@ -110,7 +110,12 @@ public struct RuleSet: Sendable {
 
     /// Loads a rules file and an asset register (either may be absent) and checks the rules' register
     /// columns against the register. Every problem of both files is reported at once.
-    public static func load(rulesFile: String?, registerFile: String?) throws(ConfigError) -> (
+    ///
+    /// With `plans` (and the configuration file they come from), a rule that would never be judged is an error
+    /// too (`check(plans:configFile:)`): its field decoded by no plan, or only by plans for other tags.
+    public static func load(
+        rulesFile: String?, registerFile: String?, plans: [ReadPlan]? = nil, configFile: String = "the configuration"
+    ) throws(ConfigError) -> (
         rules: RuleSet, register: AssetRegister?
     ) {
         var issues: [ConfigIssue] = []
@@ -124,6 +129,7 @@ public struct RuleSet: Sendable {
             do { register = try AssetRegister.load(f, keeping: used) } catch { issues += error.issues }
         }
         if issues.isEmpty { issues = rules.check(register: register) }
+        if let plans { issues += rules.check(plans: plans, configFile: configFile) }
         if !issues.isEmpty { throw ConfigError(issues: issues) }
         return (rules, register)
     }
