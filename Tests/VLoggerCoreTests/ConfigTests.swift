@@ -760,6 +760,30 @@ import Testing
             ).count == 1)
     }
 
+    @Test func anMQTTReaderFilterNamingNoReaderIsAnError() {
+        let text = """
+            [[reader]]
+            id = "dock-3"
+            driver = "simulator"
+            field = "f"
+
+            [[output.mqtt]]
+            url = "mqtt://127.0.0.1"
+            readers = ["dokc-3"]
+            """
+        do {
+            _ = try AgentConfig.parse(text, file: "/tmp/x.toml")
+            Issue.record("accepted")
+        } catch {
+            let issues = error.issues.map(\.description)
+            #expect(
+                issues.contains {
+                    $0.hasPrefix("/tmp/x.toml:8:")
+                        && $0.contains("'dokc-3' is not a reader of this gateway (did you mean 'dock-3'?)")
+                }, "\(issues)")
+        }
+    }
+
     @Test func theShippedConfigurationHasNoDeadRule() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

@@ -648,6 +648,15 @@ public struct AgentConfig: Sendable {
             var taken: Set<String> = ["postgres"]
             for (i, m) in o.tables("mqtt", keys: MQTTSettings.keys).enumerated() {
                 guard let settings = MQTTSettings.read(m, index: i, r, resolve: c.resolve) else { continue }
+                // A reader filter naming no reader would publish nothing, silently (issue 47, item 1).
+                let ids = c.readers.map(\.id)
+                for id in settings.readers ?? [] where !ids.contains(id) {
+                    let near = NearestName.nearest(id, in: ids).map { " (did you mean '\($0)'?)" } ?? ""
+                    r.issue(
+                        m.node("readers")?.line ?? m.line,
+                        "\(m.name).readers: '\(id)' is not a reader of this gateway\(near); readers: \(ids.joined(separator: ", "))"
+                    )
+                }
                 guard taken.insert(settings.name).inserted else {
                     r.issue(m.line, "output.mqtt: the name '\(settings.name)' is taken; give each output its own name")
                     continue
