@@ -99,6 +99,12 @@ package final class InstanceWatch: @unchecked Sendable {
         return a.json
     }
 
+    /// Publishes this run's announcement now, retained, beside the batches (a refusal is logged by the client's
+    /// `onAsideRefused`; a lost connection says it again at the next connect).
+    func announce(on client: MQTTClient, topic: String) {
+        _ = try? client.publishAside(topic: topic, payload: announce(now: Millis.now()), qos: 1, retain: true)
+    }
+
     /// Whether the heartbeat is due.
     func due(now: Millis) -> Bool {
         lock.withLock { lastAnnouncedMs.map { now - $0 >= heartbeatMs } ?? true }

@@ -87,8 +87,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
             }
             if let watch {
                 try? c.subscribe(instanceTopic, qos: 1)
-                _ = try? c.publishAside(
-                    topic: instanceTopic, payload: watch.announce(now: Millis.now()), qos: 1, retain: true)
+                watch.announce(on: c, topic: instanceTopic)
             }
         }
         client.onAsideRefused = { text in logger.warning("output \(name): \(text)") }
@@ -100,8 +99,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                 logger.warning(
                     "\(InstanceWatch.describe(other, own: watch.own, gateway: gateway, output: name))")
                 // Said again now, so that the other gateway notices too (once per conflict, at most a few).
-                _ = try? c.publishAside(
-                    topic: instanceTopic, payload: watch.announce(now: Millis.now()), qos: 1, retain: true)
+                watch.announce(on: c, topic: instanceTopic)
             }
         }
     }
@@ -110,11 +108,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         try await client.connect(within: .seconds(10))
         if let watch {
             let now = Millis.now()
-            if watch.due(now: now) {
-                _ = try? client.publishAside(
-                    topic: InstanceWatch.topic(Self.level(gateway)), payload: watch.announce(now: now), qos: 1,
-                    retain: true)
-            }
+            if watch.due(now: now) { watch.announce(on: client, topic: InstanceWatch.topic(Self.level(gateway))) }
             // Conflicts the network thread noticed become events here, on the output's own task (taken from the
             // list only once stored).
             let others = watch.pendingConflicts()

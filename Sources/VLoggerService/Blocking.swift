@@ -36,3 +36,23 @@ enum Blocking {
         }
     }
 }
+
+/// Work raced against a time limit.
+enum Deadline {
+    /// Runs `body` for at most `limit`: true when it finished in time; false when the limit came first (`body` is
+    /// then cancelled). Throws what `body` threw, or CancellationError when the caller is cancelled.
+    static func race(_ limit: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await body()
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return false
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
+    }
+}

@@ -111,17 +111,7 @@ package struct OutputJob: Service {
         if !lastFailed && !Task.isCancelled {
             let pump = self.pump
             let limit = finalRoundMs
-            _ = try? await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    _ = try await pump.round(); return true
-                }
-                group.addTask {
-                    try await Task.sleep(for: .milliseconds(limit))
-                    return false
-                }
-                defer { group.cancelAll() }
-                return try await group.next()
-            }
+            _ = try? await Deadline.race(.milliseconds(limit)) { _ = try await pump.round() }
             metrics.outputUpdated(consumer.name, backlog: pump.backlog(), sent: [:], error: nil)
         }
         await consumer.shutdown()

@@ -134,43 +134,27 @@ enum StreamAPI {
 
     /// Writes `buffer` to the client, which must take it within `limit` (SwiftNIO suspends a write while the
     /// connection's buffer is above its high-water mark, so a client that does not read holds the write);
-    /// Ends the response (the chunked encoding's last chunk), with the same deadline as every write.
-    static func finish(_ writer: inout any ResponseBodyWriter, within limit: Duration) async throws {
-        let box = UncheckedBox(writer)
-        let done = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                try await box.value.finish(nil)
-                return true
-            }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return false
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? false
-        }
-        if !done { throw SlowStreamClient(bytes: 0, limit: limit) }
-    }
-
     /// otherwise the write is cancelled and `SlowStreamClient` thrown, which closes the connection.
     static func send(_ buffer: ByteBuffer, to writer: inout any ResponseBodyWriter, within limit: Duration)
         async throws
     {
         let box = UncheckedBox(writer)
-        let taken = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                var w = box.value
-                try await w.write(buffer)
-                return true
-            }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return false
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? false
+        guard
+            try await Deadline.race(
+                limit,
+                {
+                    var w = box.value
+                    try await w.write(buffer)
+                })
+        else { throw SlowStreamClient(bytes: buffer.readableBytes, limit: limit) }
+    }
+
+    /// Ends the response (the chunked encoding's last chunk), with the same deadline as every write.
+    static func finish(_ writer: inout any ResponseBodyWriter, within limit: Duration) async throws {
+        let box = UncheckedBox(writer)
+        guard try await Deadline.race(limit, { try await box.value.finish(nil) }) else {
+            throw SlowStreamClient(bytes: 0, limit: limit)
         }
-        if !taken { throw SlowStreamClient(bytes: buffer.readableBytes, limit: limit) }
     }
 
     static func wanted(_ q: StreamQuery, _ table: SyncTable, _ row: OutboxRow) -> Bool {
