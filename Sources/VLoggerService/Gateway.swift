@@ -241,6 +241,11 @@ public final class Gateway: @unchecked Sendable {
                     service: RefusalLogJob(
                         logs: [(refusals, RefusalLog.line), (slowStreamClients, StreamClients.line)], logger: logger),
                     serviceName: "refusal log"))
+        } else {
+            // The demo configuration has no listener: said, so that nobody waits for pages that are not served.
+            logger.notice(
+                "no HTTP listener: /healthz, /metrics, the pages and the API are not served ([service] listen is not set; --listen 127.0.0.1:9715 or listen = \"127.0.0.1:9715\" serves them)"
+            )
         }
         for j in jobs {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))

@@ -710,3 +710,18 @@ import VLoggerCore
         #expect(kills == 10 && committed > 200)
     }
 }
+
+/// Issue 47, item 8: the README's first `run` promised HTTP on 127.0.0.1:9715, but the demo configuration has no
+/// listener and the log did not say so. Now the log says when nothing is served, and how to serve it.
+@Suite(.serialized) struct ListenerNoticeTests {
+    @Test func aRunWithoutAListenerSaysSo() throws {
+        let s = try AgentCLITests.setup(interval: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let quiet = try CLITests.run(["run", "--config", s.config, "--cycles", "1"])
+        #expect(quiet.code == 0, "\(quiet.err)")
+        #expect(quiet.err.contains("no HTTP listener") && quiet.err.contains("--listen 127.0.0.1:9715"), "\(quiet.err)")
+        let served = try CLITests.run(["run", "--config", s.config, "--cycles", "1", "--listen", "127.0.0.1:0"])
+        #expect(served.code == 0 && !served.err.contains("no HTTP listener"), "\(served.err)")
+        #expect(served.err.contains("serving /healthz"), "\(served.err)")
+    }
+}
