@@ -146,8 +146,10 @@ public struct ParserFuzzer {
             "<h1>{{gateway}}</h1>{{#alarms}}<tr class=\"alarm\"><td>{{rule}}</td></tr>{{/alarms}}{{^alarms}}none{{/alarms}}",
             "{{! a comment }}{{{svg}}}{{#live}}<script>x()</script>{{/live}}{{> partial}}{{=<% %>=}}<% gateway %>",
         ].map { Array($0.utf8) }
+        let berlin = LocalTime(zone: TimeZone(identifier: "Europe/Berlin") ?? .current)
         let values = [
-            "E004015012345678", "0xF8", "248", "high,address,option", "0x22", "500ms", "24h", "2026-11-22T08:00:00Z",
+            "2026-03-29 02:30", "2026-10-25 02:30", "0000-01-01", "9999-12-31T23:59", "E004015012345678", "0xF8", "248",
+            "high,address,option", "0x22", "500ms", "24h", "2026-11-22T08:00:00Z",
             "2026-11-22 08:00", "now", "7d", "127.0.0.1:9715", "[::1]:0", "E00401*", "de-CH-1901", "es-419",
             "22:00-06:00", "*/15 6-22 * * 1-5", "0 2 31 2 *",
             "postgresql://gw@db.plant.example:6432/fleet?sslmode=verify-full&sslrootcert=/etc/ca.pem",
@@ -429,6 +431,8 @@ public struct ParserFuzzer {
                 if (try? RequestFlags(parsing: t)) != nil { ok += 1 }
                 if (try? DurationText.parse(t)) != nil { ok += 1 }
                 if (try? TimeSpec.parse(t, now: 1_763_800_000_000)) != nil { ok += 1 }
+                // A local date in a zone with summer time (export --since without an offset).
+                if (try? TimeSpec.parse(t, now: 1_763_800_000_000, zone: berlin)) != nil { ok += 1 }
                 if (try? ListenAddress(parsing: t)) != nil { ok += 1 }
                 if (try? UIDPattern(parsing: t)) != nil { ok += 1 }
                 if (try? Hex.parse(t)) != nil { ok += 1 }

@@ -147,15 +147,18 @@ public enum JSONMembers {
 
 extension RowWriter {
     /// A decoded field's value as its JSON text gives it: a string as text, a number as is, true and false as 1
-    /// and 0, null (or no value) as no value, an object or array as JSON text that JSON lines nest when `nested`.
+    /// and 0, null (or no value) as no value, an object or array as JSON text that JSON lines nest when `nested`;
+    /// a string of a `hex` field (`hex`) as `hexText` writes it.
     public mutating func decoded(
-        _ p: UnsafeBufferPointer<UInt8>, _ value: Range<Int>?, nested: Bool, _ out: inout [UInt8]
+        _ p: UnsafeBufferPointer<UInt8>, _ value: Range<Int>?, nested: Bool, hex: Bool = false, _ out: inout [UInt8]
     ) {
         guard let value, !value.isEmpty else { return null(&out) }
         switch p[value.lowerBound] {
         case 0x22:
             let inner = (value.lowerBound + 1)..<(value.upperBound - 1)
-            if !p[inner].contains(0x5C) {
+            if hex && !p[inner].contains(0x5C) {
+                hexText(p[inner], &out)
+            } else if !p[inner].contains(0x5C) {
                 text(p[inner], &out)
             } else {
                 text(JSONMembers.unescape(p, inner) ?? Array(p[inner]), &out)

@@ -200,9 +200,13 @@ public struct WriteRecord: Equatable, Sendable {
 public struct FieldInfo: Equatable, Sendable {
     public var name: String
     public var unit: String?
-    public init(name: String, unit: String?) {
+    /// Its values are bytes written as hex (a `hex` field): CSV writes them with the `\x` prefix, so data tools
+    /// read them as text (docs/json.md, "CSV and data tools").
+    public var hex: Bool
+    public init(name: String, unit: String?, hex: Bool = false) {
         self.name = name
         self.unit = unit
+        self.hex = hex
     }
 }
 

@@ -35,6 +35,20 @@ public enum ValueText {
         out.append(0x5A)
     }
 
+    /// Milliseconds since 1970 as ISO 8601 in `zone` with milliseconds and the offset that applied then:
+    /// `2026-11-22T09:30:00.250+01:00` (`--local-time`, for people; `Z` stays the form of programs).
+    public static func appendTime(_ ms: Millis, in zone: LocalTime, to out: inout [UInt8]) {
+        let offset = zone.offsetSeconds(ms)
+        let (local, overflow) = ms.addingReportingOverflow(Millis(offset) * 1000)
+        guard !overflow else { return appendTime(ms, to: &out) }
+        appendTime(local, to: &out)
+        out.removeLast()  // the Z
+        out.append(offset < 0 ? 0x2D : 0x2B)
+        appendPadded(abs(offset) / 3600, 2, &out)
+        out.append(0x3A)
+        appendPadded(abs(offset) / 60 % 60, 2, &out)
+    }
+
     /// A block number in hex: `0xF8` below 256, `0x0100` from there on (more digits only past 0xFFFF).
     public static func appendBlock(_ block: Int64, to out: inout [UInt8]) {
         appendHexNumber(block, width: block < 256 ? 2 : 4, to: &out)
@@ -115,11 +129,23 @@ public struct RowWriter: Sendable {
     var column = 0
     /// Members written in this JSON object (a null cell writes none).
     var members = 0
+    /// CSV cells of bytes start with `\x` (PostgreSQL's bytea hex form), so pandas, DuckDB and Polars read them as
+    /// text: without it `42494E3500000000` is read as the number 42494e3500000000 (infinity) and `0100000000000000`
+    /// as 1e14 (docs/json.md, "CSV and data tools"). JSON lines never have it (their strings are strings).
+    let bytesPrefix: Bool
+    /// Times in this zone (`--local-time`); nil: UTC with `Z`.
+    let zone: LocalTime?
 
     /// `names`: the columns, in order. `crlf`: CSV rows end in CR LF (RFC 4180) rather than LF. `header`: the CSV
-    /// header's cells when they differ from the names (units after decoded fields' names).
-    public init(format: Format, names: [String], crlf: Bool = true, header: [String]? = nil) {
+    /// header's cells when they differ from the names (units after decoded fields' names). `plainHex`: CSV bytes
+    /// without the `\x` prefix (as before it was there). `zone`: times in that zone with their offset, not UTC.
+    public init(
+        format: Format, names: [String], crlf: Bool = true, header: [String]? = nil, plainHex: Bool = false,
+        zone: LocalTime? = nil
+    ) {
         self.format = format
+        self.zone = zone
+        bytesPrefix = format == .csv && !plainHex
         eol = crlf ? [0x0D, 0x0A] : [0x0A]
         keys = names.map { name in
             var k: [UInt8] = []
@@ -225,7 +251,7 @@ public struct RowWriter: Sendable {
     }
 
     /// A value that is formatted as text (a time, a block number, hex bytes, flags): `body` appends the text, which
-    /// needs no CSV quoting and starts with a digit or `0x`, so it is never neutralised.
+    /// needs no CSV quoting and starts with a digit, `0x` or `\x`, so it is never neutralised.
     public mutating func formatted(_ out: inout [UInt8], _ body: (inout [UInt8]) -> Void) {
         next(&out)
         if format == .jsonl { out.append(0x22) }
@@ -234,7 +260,11 @@ public struct RowWriter: Sendable {
     }
 
     public mutating func time(_ ms: Millis, _ out: inout [UInt8]) {
-        formatted(&out) { ValueText.appendTime(ms, to: &$0) }
+        if let zone {
+            formatted(&out) { ValueText.appendTime(ms, in: zone, to: &$0) }
+        } else {
+            formatted(&out) { ValueText.appendTime(ms, to: &$0) }
+        }
     }
 
     public mutating func block(_ n: Int64, _ out: inout [UInt8]) {
@@ -245,8 +275,25 @@ public struct RowWriter: Sendable {
         formatted(&out) { ValueText.appendFlags(n, to: &$0) }
     }
 
+    /// Bytes: upper-case hex, in CSV after `\x` (unless `plainHex`).
     public mutating func hex<C: Collection>(_ bytes: C, _ out: inout [UInt8]) where C.Element == UInt8 {
-        formatted(&out) { ValueText.appendHex(bytes, to: &$0) }
+        let prefix = bytesPrefix
+        formatted(&out) {
+            if prefix { $0.append(contentsOf: [0x5C, 0x78]) }
+            ValueText.appendHex(bytes, to: &$0)
+        }
+    }
+
+    /// A decoded `hex` field's value, already hex text: as `hex` writes bytes (`\x` first in CSV), or as text
+    /// when it is not hex digits (a value stored before its field was `hex`).
+    public mutating func hexText<C: Collection>(_ utf8: C, _ out: inout [UInt8]) where C.Element == UInt8 {
+        let digits =
+            !utf8.isEmpty && utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
+        guard bytesPrefix, digits else { return text(utf8, &out) }
+        formatted(&out) {
+            $0.append(contentsOf: [0x5C, 0x78])
+            $0.append(contentsOf: utf8)
+        }
     }
 
     /// One CSV cell: quoted when it holds a comma, quote, CR or LF; a formula-like start neutralised.

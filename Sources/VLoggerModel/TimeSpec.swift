@@ -1,8 +1,8 @@
 import Foundation
 
 /// Times on the command line: ISO 8601 (`2026-11-22`, `2026-11-22T08:30`, `2026-11-22 08:30:15.250+01:00`,
-/// `…Z`), `now`, or an age before now (`24h`, `7d`, `90m`). A time without a zone is taken as UTC, and
-/// `note` says so.
+/// `…Z`), `now`, or an age before now (`24h`, `7d`, `90m`). A time without a zone is the gateway's local time when
+/// a zone is given (the export's `--since 2026-11-27` is that day in the plant), UTC otherwise; `note` says which.
 public struct TimeSpec: Sendable, Equatable {
     public let millis: Millis
     public let note: String?
@@ -15,7 +15,8 @@ public struct TimeSpec: Sendable, Equatable {
         }
     }
 
-    public static func parse(_ text: String, now: Millis) throws(Invalid) -> TimeSpec {
+    /// `zone`: the zone of a time written without one (nil: UTC).
+    public static func parse(_ text: String, now: Millis, zone: LocalTime? = nil) throws(Invalid) -> TimeSpec {
         let t = text.trimmingCharacters(in: .whitespaces)
         if t.lowercased() == "now" { return TimeSpec(millis: now, note: nil) }
         if let first = t.first, first.isNumber, let last = t.last, last.isLetter, !t.contains("-"), !t.contains(":") {
@@ -23,10 +24,33 @@ public struct TimeSpec: Sendable, Equatable {
                 throw Invalid(text: text, reason: "an age needs a unit: ms, s, m, h, d or w")
             }
         }
-        return try iso8601(t, original: text)
+        return try iso8601(t, original: text, zone: zone)
     }
 
-    package static func iso8601(_ t: String, original: String) throws(Invalid) -> TimeSpec {
+    /// The instant whose wall-clock time in `zone` is `wall` (milliseconds of a local date and time counted as if
+    /// it were UTC). A time the clocks skip (the hour of the change to summer time) is taken with the offset
+    /// before the change, which puts it after the skip, as the clocks would show it; a time that happens twice
+    /// (the hour of the change back) is the first of the two. Says which when it was either.
+    package static func instant(ofWall wall: Millis, in zone: LocalTime) -> (millis: Millis, remark: String?) {
+        let before = zone.offsetSeconds(wall - 86_400_000), after = zone.offsetSeconds(wall + 86_400_000)
+        // Each candidate offset of the day around it; a candidate fits when the zone has that offset at that instant.
+        var fits: [Millis] = []
+        for offset in Set([before, after, zone.offsetSeconds(wall)]).sorted(by: >) {
+            let t = wall - Millis(offset) * 1000
+            if zone.offsetSeconds(t) == offset { fits.append(t) }
+        }
+        if let first = fits.min() {
+            return (
+                first, fits.count > 1 ? "happens twice in \(zone.name) (the clocks go back); the first is meant" : nil
+            )
+        }
+        return (
+            wall - Millis(before) * 1000,
+            "does not happen in \(zone.name) (the clocks skip it); taken as \(zone.dateTime(wall - Millis(before) * 1000))"
+        )
+    }
+
+    package static func iso8601(_ t: String, original: String, zone: LocalTime? = nil) throws(Invalid) -> TimeSpec {
         let c = Array(t.utf8)
         var i = 0
         func digits(_ n: Int, _ what: String) throws(Invalid) -> Int {
@@ -114,8 +138,18 @@ public struct TimeSpec: Sendable, Equatable {
         }
         let days = daysFromCivil(year, month, day)
         var total = Int64(days) * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000 + second * 1000 + ms)
-        total -= Int64((offsetMin ?? 0) * 60_000)
-        return TimeSpec(millis: total, note: offsetMin == nil ? "'\(original)' has no time zone; UTC assumed" : nil)
+        if let offsetMin {
+            total -= Int64(offsetMin * 60_000)
+            return TimeSpec(millis: total, note: nil)
+        }
+        guard let zone, zone.name != "UTC" else {
+            return TimeSpec(millis: total, note: "'\(original)' has no time zone; UTC assumed")
+        }
+        let (instant, remark) = instant(ofWall: total, in: zone)
+        return TimeSpec(
+            millis: instant,
+            note: "'\(original)' has no time zone: \(zone.name)'s time, \(zone.dateTime(instant))"
+                + (remark.map { "; it \($0)" } ?? ""))
     }
 
     package static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }

@@ -114,6 +114,9 @@ public final class Gateway: @unchecked Sendable {
         let serviceMetrics = ServiceMetrics(
             readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
         metrics = serviceMetrics
+        serviceMetrics.describe(
+            gateway: config.gatewayID, site: config.site, limits: ServiceMetrics.limits(rules, units: config.fieldUnits)
+        )
         do {
             outputs = try Self.outputs(
                 config, store: store, logger: logger, readerUp: { serviceMetrics.readersUp() })
@@ -342,6 +345,9 @@ public final class Gateway: @unchecked Sendable {
             writer.register(fields: fresh.fieldInfos)
             Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
+            metrics.describe(
+                gateway: fresh.gatewayID, site: fresh.site,
+                limits: ServiceMetrics.limits(rules, units: fresh.fieldUnits))
             pages.withLockedValue { $0 = freshPages }
             let schedulesChanged = audits.withLockedValue { a -> Bool in
                 guard a.settings != fresh.audit else { return false }

@@ -502,10 +502,52 @@ public final class ServiceMetrics: @unchecked Sendable {
         }
     }
 
-    /// The Prometheus text exposition format (version 0.0.4).
+    /// The Prometheus text exposition format (version 0.0.4), each family with its `# HELP` (`MetricHelp`).
     public func prometheusText() -> [UInt8] {
         refreshWriter()
-        return registry.emitToBuffer()
+        return MetricHelp.annotate(registry.emitToBuffer())
+    }
+
+    /// A range rule's limit as a dashboard draws it: `vlogger_rule_limit{rule,field,bound,unit}`.
+    public struct RuleLimit: Equatable, Sendable {
+        public var rule, field, bound, unit: String
+        public var value: Double
+    }
+
+    /// The limits of `rules`' range rules (their watched field's min and max), with the fields' units.
+    public static func limits(_ rules: RuleSet, units: [String: String]) -> [RuleLimit] {
+        rules.rules.flatMap { r -> [RuleLimit] in
+            guard let w = r.check.watchedField else { return [] }
+            let unit = units[w.name] ?? ""
+            return [("min", w.min), ("max", w.max)].compactMap { bound, value in
+                value.map { RuleLimit(rule: r.name, field: w.name, bound: bound, unit: unit, value: $0) }
+            }
+        }
+    }
+
+    private var infoGauge: Gauge?
+    private var limitGauges: [Gauge] = []
+
+    /// `vlogger_gateway_info{gateway,site} 1` and the rules' limits, at start and after each reload (a limit of a
+    /// rule no longer there goes).
+    public func describe(gateway: String, site: String?, limits: [RuleLimit]) {
+        locked {
+            infoGauge?.destroy()
+            let info = Gauge(
+                label: "vlogger_gateway_info", dimensions: [("gateway", gateway), ("site", site ?? "")],
+                factory: factory)
+            info.record(1)
+            infoGauge = info
+            for g in limitGauges { g.destroy() }
+            limitGauges = limits.map { l in
+                let g = Gauge(
+                    label: "vlogger_rule_limit",
+                    dimensions: [("rule", l.rule), ("field", l.field), ("bound", l.bound), ("unit", l.unit)],
+                    factory: factory)
+                g.record(l.value)
+                return g
+            }
+        }
     }
 }
 

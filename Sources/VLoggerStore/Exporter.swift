@@ -28,6 +28,14 @@ public struct ExportRequest: Sendable {
     /// register now), decoded fields' units in the CSV header (`temperature [°C]`) and, in JSON lines, a reading's
     /// `units` object (`{"temperature":"°C"}`).
     public var labels = false
+    /// CSV bytes without the `\x` prefix (the form before it was there); for scripts that split the hex
+    /// themselves. The prefix keeps data tools from reading hex as numbers (docs/json.md, "CSV and data tools").
+    public var plainHex = false
+    /// Decoded fields whose values are hex bytes, where the store does not say (the central export: the
+    /// configuration's `hex` fields). The local export takes them from the store's fields table.
+    public var hexFields: Set<String> = []
+    /// Times in this zone with their offset (`--local-time`, for people); nil: ISO 8601 UTC.
+    public var zone: LocalTime?
 
     /// The tables `afterID` applies to.
     public static let afterIDTables: [Table] = [.readings, .events, .writes]
@@ -112,6 +120,8 @@ public enum Exporter {
         let fields = r.table == .readings ? fields : []
         let plan = ExportPlan.of(table(r.table), central: false)!
         let names = names(plan, fields: fields.map(\.name))
+        // CSV's bytes prefix, `\x` (RowWriter.bytesPrefix), as SQL text.
+        let prefix = r.format == .csv && !r.plainHex ? "'\\x' || " : ""
         var columns: [String] = []
         for (i, c) in plan.columns.enumerated() {
             let v = c.sql
@@ -120,7 +130,7 @@ public enum Exporter {
             switch c.format {
             case .time: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE \(time) END"
             case .block: expression = "CASE WHEN \(v) < 256 THEN printf('0x%02X', \(v)) ELSE printf('0x%04X', \(v)) END"
-            case .hex: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE hex(\(v)) END"
+            case .hex: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE \(prefix)hex(\(v)) END"
             case .flags: expression = "CASE WHEN \(v) IS NULL THEN NULL ELSE printf('0x%02X', \(v)) END"
             case .text, .integer: expression = v
             }
@@ -129,7 +139,9 @@ public enum Exporter {
         for (i, f) in fields.enumerated() {
             let path = f.name.replacingOccurrences(of: "'", with: "''")
             let name = names[plan.columns.count + i].replacingOccurrences(of: "\"", with: "\"\"")
-            columns.append("json_extract(decoded, '$.\"\(path)\"') AS \"\(name)\"")
+            let value = "json_extract(decoded, '$.\"\(path)\"')"
+            let hexPrefixed = "CASE WHEN \(value) IS NULL THEN NULL ELSE \(prefix)\(value) END"
+            columns.append("\(f.hex && !prefix.isEmpty ? hexPrefixed : value) AS \"\(name)\"")
         }
         return where_(r, plan, select: columns)
     }
@@ -169,12 +181,15 @@ public enum Exporter {
                 if let u = f.unit, !u.isEmpty { header?[names.count - infos.count + k] += " [\(u)]" }
             }
         }
-        var w = RowWriter(format: r.format == .csv ? .csv : .jsonl, names: names, crlf: r.crlf, header: header)
+        var w = RowWriter(
+            format: r.format == .csv ? .csv : .jsonl, names: names, crlf: r.crlf, header: header, plainHex: r.plainHex,
+            zone: r.zone)
         w.header(to: &out.bytes)
         var formats = plan.columns.map(\.format)
         if withName { formats.append(.text) }
         let fieldNames = fields.map { Array($0.utf8) }
         let nested = fields.map { r.jsonFields.contains($0) }
+        let hex = infos.map(\.hex)
         let units = infos.map { f in f.unit.flatMap { $0.isEmpty ? nil : $0 } }
         let jsonUnits = r.labels && r.format == .jsonl && units.contains { $0 != nil }
         var found = [Range<Int>?](repeating: nil, count: fields.count)
@@ -221,7 +236,9 @@ public enum Exporter {
                             break
                         }
                     }
-                    for k in fieldNames.indices { w.decoded(p, found[k], nested: nested[k], &out.bytes) }
+                    for k in fieldNames.indices {
+                        w.decoded(p, found[k], nested: nested[k], hex: hex[k], &out.bytes)
+                    }
                     if jsonUnits {
                         // The units of the fields this reading has.
                         var object: [UInt8] = [0x7B]

@@ -333,6 +333,9 @@ public final class Store: @unchecked Sendable {
                 1, lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
             """
         ),
+        // What a decoded field's values are, where the export must know: `hex` (bytes as hex text, which CSV
+        // writes with the `\x` prefix so data tools read them as text); NULL for numbers and plain text.
+        ("021-field-kind", "ALTER TABLE fields ADD COLUMN kind TEXT;"),
     ]
 
     /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.
@@ -960,13 +963,14 @@ public final class Store: @unchecked Sendable {
                 let known = try Self.fields(db)
                 var position = known.count
                 let s = try db.prepare(
-                    "INSERT INTO fields(name, unit, position) VALUES(?,?,?) ON CONFLICT(name) DO UPDATE SET unit = excluded.unit"
+                    "INSERT INTO fields(name, unit, position, kind) VALUES(?,?,?,?) ON CONFLICT(name) DO UPDATE SET unit = excluded.unit, kind = excluded.kind"
                 )
                 for f in fields {
                     s.reset()
                     let existing = known.contains { $0.name == f.name }
                     try s.bind([
                         .text(f.name), f.unit.map(SQLValue.text) ?? .null, .integer(Int64(existing ? 0 : position)),
+                        f.hex ? .text("hex") : .null,
                     ])
                     try s.step()
                     if !existing { position += 1 }
@@ -1010,9 +1014,9 @@ public final class Store: @unchecked Sendable {
     }
 
     static func fields(_ db: SQLiteConnection) throws(StoreError) -> [FieldInfo] {
-        let s = try db.prepare("SELECT name, unit FROM fields ORDER BY position, name")
+        let s = try db.prepare("SELECT name, unit, kind FROM fields ORDER BY position, name")
         var out: [FieldInfo] = []
-        while try s.step() { out.append(FieldInfo(name: s.text(0) ?? "", unit: s.text(1))) }
+        while try s.step() { out.append(FieldInfo(name: s.text(0) ?? "", unit: s.text(1), hex: s.text(2) == "hex")) }
         return out
     }
 

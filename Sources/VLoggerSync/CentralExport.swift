@@ -90,10 +90,12 @@ public enum CentralExport {
     ) async throws -> Int {
         var out = OutputBuffer(fd: fd)
         var w = RowWriter(
-            format: r.format == .csv ? .csv : .jsonl, names: Exporter.names(plan, fields: fields), crlf: r.crlf)
+            format: r.format == .csv ? .csv : .jsonl, names: Exporter.names(plan, fields: fields), crlf: r.crlf,
+            plainHex: r.plainHex, zone: r.zone)
         w.header(to: &out.bytes)
         let formats = plan.columns.map(\.format)
         let nested = fields.map { r.jsonFields.contains($0) }
+        let hex = fields.map { r.hexFields.contains($0) }
         var count = 0
         for try await row in rows {
             count += 1
@@ -106,7 +108,9 @@ public enum CentralExport {
                     // A decoded field: the JSON text of its value, or nothing when the reading has none.
                     if let value {
                         value.withUnsafeBufferPointer {
-                            w.decoded($0, 0..<$0.count, nested: nested[i - formats.count], &out.bytes)
+                            w.decoded(
+                                $0, 0..<$0.count, nested: nested[i - formats.count], hex: hex[i - formats.count],
+                                &out.bytes)
                         }
                     } else {
                         w.null(&out.bytes)

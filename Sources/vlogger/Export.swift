@@ -19,9 +19,13 @@ struct Export: AsyncParsableCommand {
         abstract: "Export readings, events, tags or writes from the store as CSV or JSON lines.",
         discussion: """
             CSV follows RFC 4180: a header row, CRLF line ends (--lf for LF), cells with commas, quotes or line \
-            breaks quoted. Times are ISO 8601 UTC with milliseconds; UIDs are printed most-significant byte first; \
-            raw data is hex; each decoded field has its own column. Text cells starting with = + - @ get a leading ' \
+            breaks quoted. Times are ISO 8601 UTC with milliseconds (--local-time: the gateway's zone with its offset); UIDs are printed most-significant byte first; \
+            bytes (raw data, hex fields) are hex after \\x (PostgreSQL's bytea form), so pandas, DuckDB and Polars \
+            read them as text, not as numbers (--plain-hex leaves the \\x out); each decoded field has its own column. Text cells starting with = + - @ get a leading ' \
             so spreadsheets do not run them; numbers are left alone. Rows stream: memory stays flat for any size.
+
+            --since and --until without an offset are the gateway's local time ([gateway] time-zone, or the \
+            system's): --since 2026-11-27 is that day in the plant, and a note on stderr says which instant it is.
 
             --source postgres reads the central database of [sync] instead: the same tables, options and columns \
             across every gateway (or one, with --gateway); tags and audit_results gain a gateway column there. \
@@ -37,7 +41,8 @@ struct Export: AsyncParsableCommand {
 
     @Option(
         help:
-            "From this time: ISO 8601 (2026-11-22T08:00:00Z; without a zone UTC is assumed), or an age (24h, 7d, 30m).")
+            "From this time: ISO 8601 (2026-11-22, 2026-11-22 08:00, 2026-11-22T08:00:00Z; without a zone or offset the gateway's local time, [gateway] time-zone or the system's), or an age (24h, 7d, 30m)."
+    )
     var since: String?
 
     @Option(
@@ -45,7 +50,7 @@ struct Export: AsyncParsableCommand {
         help: "Only rows after this local id, in commit order; prints `last-id N` on stderr for the next call.")
     var afterID: Int64?
 
-    @Option(help: "Up to (not including) this time; same forms as --since. Default: no end.")
+    @Option(help: "Up to (not including) this time; same forms as --since (local dates too). Default: no end.")
     var until: String?
 
     @Option(
@@ -74,6 +79,20 @@ struct Export: AsyncParsableCommand {
 
     @Flag(help: "End CSV lines with LF instead of CRLF.")
     var lf = false
+
+    @Flag(
+        name: .customLong("local-time"),
+        help: ArgumentHelp(
+            "Times in the gateway's zone with their offset (2026-11-27T09:30:00.000+01:00), for people; default UTC (Z).",
+            discussion:
+                "The zone is [gateway] time-zone of the configuration, or the system's. Data tools read both forms as the same instant."
+        ))
+    var localTime = false
+
+    @Flag(
+        name: .customLong("plain-hex"),
+        help: "CSV bytes as bare hex (42494E35), without the \\x that keeps data tools from reading them as numbers.")
+    var plainHex = false
 
     @Flag(
         help: ArgumentHelp(
@@ -105,13 +124,15 @@ struct Export: AsyncParsableCommand {
         } else if since == nil {
             throw ValidationError("--since is needed (or --after-id, for a program that polls)")
         }
+        // Dates and times without an offset are the gateway's local ones, as every screen shows them.
+        let zone = gatewayZone()
         do {
-            let s = try since.map { try TimeSpec.parse($0, now: now) }
+            let s = try since.map { try TimeSpec.parse($0, now: now, zone: zone) }
             if let note = s?.note { FileHandle.standardError.write(Data("note: --since \(note)\n".utf8)) }
             request = ExportRequest(since: s?.millis ?? 0)
             request.afterID = afterID
             if let until {
-                let u = try TimeSpec.parse(until, now: now)
+                let u = try TimeSpec.parse(until, now: now, zone: zone)
                 if let note = u.note { FileHandle.standardError.write(Data("note: --until \(note)\n".utf8)) }
                 guard u.millis > request.since else {
                     throw ValidationError(
@@ -146,6 +167,13 @@ struct Export: AsyncParsableCommand {
         }
         request.jsonFields = [NDEFFields.records]
         request.crlf = !lf
+        if localTime { request.zone = zone }
+        if plainHex {
+            guard format == .csv else {
+                throw ValidationError("--plain-hex: JSON lines have no \\x prefix; it is for CSV")
+            }
+            request.plainHex = true
+        }
         if let gateway {
             guard source == .postgres else {
                 throw ValidationError(
@@ -168,6 +196,7 @@ struct Export: AsyncParsableCommand {
                 )
             }
             let fields = c.fieldInfos.map(\.name)
+            request.hexFields = Set(c.fieldInfos.filter(\.hex).map(\.name))
             try await write(to: output) { fd in
                 do {
                     return try await CentralExport.export(
@@ -196,6 +225,15 @@ struct Export: AsyncParsableCommand {
             } catch { throw VLoggerError("\(error)") }
         }
         if let last { FileHandle.standardError.write(Data("last-id \(last)\n".utf8)) }
+    }
+
+    /// The gateway's zone: `[gateway] time-zone` of the configuration when there is one that loads, else the
+    /// system's (an export by `--store` alone needs no configuration).
+    func gatewayZone() -> LocalTime {
+        guard FileManager.default.fileExists(atPath: options.config), let c = try? options.load() else {
+            return LocalTime(zone: TimeZone.current)
+        }
+        return c.localTime
     }
 
     /// Runs `body` on stdout, or on `output + ".partial"` that is synced and renamed to `output` when it

@@ -3,6 +3,7 @@ import VLoggerStore
 import VLoggerModel
 import Testing
 import VLoggerCore
+import ISO15693
 
 /// `vlogger run` / `export` / `config check` as processes: signals, SIGKILL during ingest, CSV read back.
 @Suite(.serialized) struct AgentCLITests {
@@ -610,10 +611,10 @@ import VLoggerCore
         let e = try CLITests.run(["export", "--store", s.store, "--since", "1h", "--table", "writes"])
         let rows = e.out.components(separatedBy: "\r\n")
         #expect(rows[0] == "time,gateway,uid,block,data,flags,result,verified,exchanges")
-        #expect(rows[1].contains(",cli,E007800000007777,0x03,01020304,0x62,ok,1,"), "\(e.out)")
+        #expect(rows[1].contains(",cli,E007800000007777,0x03,\\x01020304,0x62,ok,1,"), "\(e.out)")
         #expect(
             rows[2].contains(
-                ",cli,E004010812345601,0x00,01020304,0x22,failed: Write Single Block: the tag answered error 0x12: specified block is locked"
+                ",cli,E004010812345601,0x00,\\x01020304,0x22,failed: Write Single Block: the tag answered error 0x12: specified block is locked"
             ), "\(e.out)")
     }
 
@@ -723,5 +724,61 @@ import VLoggerCore
         let served = try CLITests.run(["run", "--config", s.config, "--cycles", "1", "--listen", "127.0.0.1:0"])
         #expect(served.code == 0 && !served.err.contains("no HTTP listener"), "\(served.err)")
         #expect(served.err.contains("serving /healthz"), "\(served.err)")
+    }
+}
+
+/// Issue 47, item 5: `export --since 2026-11-27` was the UTC day although the gateway's zone was Europe/Berlin and
+/// every screen showed Berlin time. Now dates without an offset are the gateway's ([gateway] time-zone, else the
+/// system's: here TZ), and `--local-time` writes times in that zone with their offset. Berlin is +01:00 in
+/// November, Chicago -06:00 (IANA tz database; EU Directive 2000/84/EC for the summer-time dates).
+@Suite struct LocalDateExportTests {
+    @Test func sinceAndUntilAreTheGatewaysLocalDays() throws {
+        let dir = try CLITests.scratch("localdates", copying: [])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("v.db").path
+        let store = try Store(path: path)
+        var b = Batch()
+        // 23:30 on the 26th, 00:30 and 23:30 on the 27th, 00:30 on the 28th, Berlin time.
+        for (i, utc) in [
+            "2026-11-26T22:30:00Z", "2026-11-26T23:30:00Z", "2026-11-27T22:30:00Z", "2026-11-27T23:30:00Z",
+        ]
+        .enumerated() {
+            b.readings.append(
+                Reading(
+                    time: try TimeSpec.parse(utc, now: 0).millis, gateway: "gw", reader: "r", location: nil,
+                    uid: try UID(parsing: "E00401501234567\(i)"), first: 0xF8, count: 1, data: [UInt8(i)]))
+        }
+        try store.write(b)
+        store.close()
+        func rows(_ args: [String], _ env: [String: String]) throws -> (lines: [String], err: String) {
+            let r = try CLITests.run(["export", "--store", path] + args, environment: env)
+            #expect(r.code == 0, "\(r.err)")
+            return (r.out.split(separator: "\r\n").dropFirst().map(String.init), r.err)
+        }
+        let berlin = ["TZ": "Europe/Berlin"]
+        let day = try rows(["--since", "2026-11-27", "--until", "2026-11-28"], berlin)
+        #expect(day.lines.map { String($0.prefix(24)) } == ["2026-11-26T23:30:00.000Z", "2026-11-27T22:30:00.000Z"])
+        #expect(day.err.contains("Europe/Berlin's time, 2026-11-27 00:00:00 +01:00"), "\(day.err)")
+        // With --local-time the same rows read as the day asked for.
+        let local = try rows(["--since", "2026-11-27", "--until", "2026-11-28", "--local-time"], berlin)
+        #expect(
+            local.lines.map { String($0.prefix(29)) } == [
+                "2026-11-27T00:30:00.000+01:00", "2026-11-27T23:30:00.000+01:00",
+            ], "\(local.lines)")
+        // An offset given is kept, whatever the zone: the UTC day.
+        let utcDay = try rows(["--since", "2026-11-27T00:00Z", "--until", "2026-11-28T00:00Z"], berlin)
+        #expect(utcDay.lines.count == 2 && utcDay.lines[0].hasPrefix("2026-11-27T22:30"), "\(utcDay.lines)")
+        // [gateway] time-zone of the configuration wins over the system's: Chicago's 27th is 06:00Z to 06:00Z.
+        let config = dir.appendingPathComponent("v.toml")
+        try "[gateway]\ntime-zone = \"America/Chicago\"\n[store]\npath = \"v.db\"\n".write(
+            to: config, atomically: true, encoding: .utf8)
+        let chicago = try CLITests.run(
+            ["export", "--config", config.path, "--since", "2026-11-27", "--until", "2026-11-28"], environment: berlin)
+        #expect(chicago.code == 0, "\(chicago.err)")
+        let chicagoRows = chicago.out.split(separator: "\r\n").dropFirst()
+        #expect(chicagoRows.count == 2 && chicagoRows.first?.hasPrefix("2026-11-27T22:30") == true, "\(chicago.out)")
+        // --plain-hex is CSV's: with JSON lines it is an error, not ignored.
+        let bad = try CLITests.run(["export", "--store", path, "--since", "1d", "--format", "jsonl", "--plain-hex"])
+        #expect(bad.code != 0 && bad.err.contains("--plain-hex"), "\(bad.err)")
     }
 }

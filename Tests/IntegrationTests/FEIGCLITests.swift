@@ -184,7 +184,7 @@ import Testing
         // Columns temperature, humidity, cage, record after the raw data and the empty security cell.
         let header = export.out.split(whereSeparator: \.isNewline).first ?? ""
         #expect(header.contains(",data,security,temperature,humidity,cage,record"), "\(header)")
-        #expect(rows.allSatisfy { $0.contains(",6608C20142370001,,21.5,45,B7,1") }, "\(rows)")
+        #expect(rows.allSatisfy { $0.contains(",\\x6608C20142370001,,21.5,45,B7,1") }, "\(rows)")
         let events = try CLITests.run(["export", "--store", store, "--since", "1h", "--table", "events"])
         let violations = events.out.split(whereSeparator: \.isNewline).filter { $0.contains(",violation,") }
         #expect(

@@ -41,7 +41,7 @@ import Testing
             let q = Int((celsius[i] * 4).rounded())
             let word = UInt32(i) << 16 | UInt32((q < 0 ? q + 0x400 : q) & 0x3FF)
             let raw = (0..<4).map { String(format: "%02X", (word >> (8 * UInt32($0))) & 0xFF) }.joined()
-            #expect(row[3] == raw, "row \(i)")
+            #expect(row[3] == "\\x" + raw, "row \(i)")
         }
         // Resumed from record 290: the last ten.
         let tail = try CLITests.run(["sensor", "log", "--field", Self.field.path, "--from", "290", "--format", "jsonl"])
@@ -94,7 +94,7 @@ import Testing
             let raw = [stamp, value].flatMap { w in
                 (0..<4).map { String(format: "%02X", (w >> (8 * UInt32($0))) & 0xFF) }
             }
-            #expect(row[3] == raw.joined(), "row \(i)")
+            #expect(row[3] == "\\x" + raw.joined(), "row \(i)")
         }
         #expect(rows.filter { $0.count != 4 }.isEmpty)
     }

@@ -204,3 +204,97 @@ final class LockedCount: @unchecked Sendable {
     func set(_ v: Int) { lock.withLock { n = v } }
     var value: Int { lock.withLock { n } }
 }
+
+/// Issue 47, item 10: `/metrics` had no `# HELP` on any of its families, and `promtool check metrics` (Prometheus's
+/// own linter, Debian's `prometheus` package) exited 3. Every family now has one, right before its `# TYPE` (text
+/// format 0.0.4), the rule limits and the gateway's info are series, and promtool finds nothing to say.
+@Suite(.drivers) struct MetricHelpTests {
+    /// A service's metrics with every family the service exports given a series: cycles of a real agent, a reading
+    /// and a violation, outputs (one with the fleet sync's older names), a failed round, a reload, the limits.
+    static func exercised() throws -> ServiceMetrics {
+        let c = try AgentConfig.parse(ServiceMetricsTests.config, file: "t.toml")
+        let m = ServiceMetrics(
+            readers: c.readers, intervalMs: { c.specialized(for: $0).intervalMs }, startedMs: 1_763_800_000_000)
+        let a = try ServiceMetricsTests().agent(c, 0)
+        for _ in 0..<3 { m.cycleDone(a, a.cycle()) }
+        let uid = try UID(parsing: "E008010000004212")
+        m.readingTaken(
+            Reading(
+                time: 1, gateway: "gw", reader: "dock-1", location: nil, uid: uid, first: 0xF8, count: 1, data: [0],
+                decoded: [("temperature", .number(9.5))]), asset: "CAGE-12", units: ["temperature": "°C"])
+        m.eventRecorded(
+            Event(
+                time: 2, gateway: "gw", reader: "dock-1", uid: uid, kind: .violation, name: "cold", severity: .critical,
+                detail: "temperature = 9.5 is above 8"), asset: "CAGE-12")
+        m.enableOutput(name: "postgres", title: "Fleet sync to PostgreSQL", legacyName: "sync", tables: [.readings])
+        m.enableOutput(name: "hook", title: "Webhook", tables: [.events])
+        m.outputUpdated(
+            "postgres", backlog: [.readings: (3, 1_763_800_000_000)], sent: [.readings: 7],
+            error: OutboxFailure(kind: "timeout", message: "no answer"), now: 1_763_800_001_000)
+        m.outputUpdated(
+            "hook", backlog: [.events: (0, nil)], sent: [.events: 1], error: nil, connected: true, refused: 1)
+        m.reloaded(ok: true)
+        let rules = try RuleSet.parse(
+            """
+            [[rule]]
+            name = "cold"
+            kind = "range"
+            field = "temperature"
+            min = 2
+            max = 8
+            """, file: "rules.toml")
+        m.describe(
+            gateway: "gw-1", site: "Plant 1", limits: ServiceMetrics.limits(rules, units: ["temperature": "°C"]))
+        return m
+    }
+
+    @Test func everyFamilyHasItsHelpBeforeItsType() throws {
+        let text = String(decoding: try Self.exercised().prometheusText(), as: UTF8.self)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let types = lines.indices.filter { lines[$0].hasPrefix("# TYPE ") }
+        #expect(types.count >= 30, "\(text)")
+        for i in types {
+            let family = lines[i].split(separator: " ")[2]
+            #expect(i > 0 && lines[i - 1].hasPrefix("# HELP \(family) "), "\(family) has no HELP: \(text)")
+        }
+        // The limits of the range rule, in the field's unit, and the gateway's info.
+        #expect(
+            text.contains(#"vlogger_rule_limit{rule="cold",field="temperature",bound="max",unit="°C"} 8"#), "\(text)")
+        #expect(text.contains(#"vlogger_rule_limit{rule="cold",field="temperature",bound="min",unit="°C"} 2"#))
+        #expect(text.contains(#"vlogger_gateway_info{gateway="gw-1",site="Plant 1"} 1"#))
+    }
+
+    /// Every family the sources name (`label: "vlogger_…"`, the outputs' `vlogger_output_…` and the fleet sync's
+    /// older `vlogger_sync_…`) has a help text, including those the test above cannot give a series.
+    @Test func everyFamilyInTheSourcesHasAHelpText() throws {
+        let source = try String(
+            contentsOf: ServiceMetricsTests.root.appendingPathComponent("Sources/VLoggerService/ServiceMetrics.swift"),
+            encoding: .utf8)
+        let named = Set(source.matches(of: /label: "(vlogger_[a-z_]+)"/).map { String($0.1) })
+        #expect(named.count >= 25)
+        for family in named { #expect(MetricHelp.families[family] != nil, "\(family) has no help text") }
+    }
+
+    /// promtool, Prometheus's own checker, finds no problem in the exposition (it exited 3 on 6b52d4c).
+    @Test func promtoolChecksTheExposition() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") else {
+            #expect(
+                ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_SERVICE_TOOLS"] != "1",
+                "promtool (Debian's prometheus package) is required here")
+            return
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+        p.arguments = ["check", "metrics"]
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        p.standardError = output
+        try p.run()
+        input.fileHandleForWriting.write(Data(try Self.exercised().prometheusText()))
+        try input.fileHandleForWriting.close()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0 && said.isEmpty, "promtool: \(said)")
+    }
+}

@@ -66,6 +66,8 @@ import VLoggerModel
         r.table = table
         r.format = format
         r.jsonFields = ["ndef"]
+        // The goldens were written before CSV bytes had their `\x` prefix: --plain-hex gives that form still.
+        r.plainHex = true
         try Exporter.export(r, store: s, to: fd)
         close(fd)
         return try String(contentsOfFile: path, encoding: .utf8)

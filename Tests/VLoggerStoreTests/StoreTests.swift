@@ -231,15 +231,16 @@ func reading(_ i: Int, uid: String = "E008010000004212", gateway: String = "gw")
         let lines = text.components(separatedBy: "\r\n")
         // asset_id: the register's, empty here (no register).
         #expect(lines[0] == "time,gateway,reader,location,uid,asset_id,block,count,data,security,temperature,cage")
-        // RFC 4180: a cell with a comma or quote is quoted and quotes are doubled. OWASP: = + - @ get a '.
+        // RFC 4180: a cell with a comma or quote is quoted and quotes are doubled. OWASP: = + - @ get a '. Bytes
+        // after `\x` (PostgreSQL's bytea hex form), so data tools read them as text.
         // The number -3.25 is left alone.
         #expect(
             lines[1]
-                == "2025-11-22T08:26:40.001Z,\"'=HYPERLINK(\"\"x\"\")\",,,E008010000004212,,0xF8,1,6608C20142370001,00,-3.25,\"'-B7, \"\"north\"\"\""
+                == "2025-11-22T08:26:40.001Z,\"'=HYPERLINK(\"\"x\"\")\",,,E008010000004212,,0xF8,1,\\x6608C20142370001,\\x00,-3.25,\"'-B7, \"\"north\"\"\""
         )
         #expect(
             lines[2]
-                == "2025-11-22T08:26:40.002Z,gw,dock-1,Dock door 1,E008010000004212,,0xF8,1,6608C20142370002,00,21.5,B7"
+                == "2025-11-22T08:26:40.002Z,gw,dock-1,Dock door 1,E008010000004212,,0xF8,1,\\x6608C20142370002,\\x00,21.5,B7"
         )
         #expect(lines.count == 4 && lines[3] == "")
         // Python's csv module reads it back row for row.

@@ -327,7 +327,9 @@ public struct AgentConfig: Sendable {
         var seen = Set<String>()
         var out: [FieldInfo] = []
         for p in plans {
-            for f in p.fields where seen.insert(f.name).inserted { out.append(FieldInfo(name: f.name, unit: f.unit)) }
+            for f in p.fields where seen.insert(f.name).inserted {
+                out.append(FieldInfo(name: f.name, unit: f.unit, hex: f.type == .hex))
+            }
         }
         if plans.contains(where: \.ndef) {
             for name in NDEFFields.all where seen.insert(name).inserted { out.append(FieldInfo(name: name, unit: nil)) }
@@ -351,6 +353,11 @@ public struct AgentConfig: Sendable {
             }
         }
         return out
+    }
+
+    /// Each decoded field's unit ("" for none), first definition first: the unit label of /metrics' series.
+    public var fieldUnits: [String: String] {
+        Dictionary(fieldInfos.map { ($0.name, $0.unit ?? "") }, uniquingKeysWith: { a, _ in a })
     }
 
     public static func load(_ path: String) throws(ConfigError) -> AgentConfig {

@@ -51,8 +51,7 @@ public final class PollingJob: Service, @unchecked Sendable {
             }
         }
         // The plant's values and alarm state for /metrics (docs/operating.md).
-        let units = Dictionary(
-            agent.config.fieldInfos.map { ($0.name, $0.unit ?? "") }, uniquingKeysWith: { a, _ in a })
+        let units = agent.config.fieldUnits
         agent.onReading = { [unowned self] r in
             metrics.readingTaken(r, asset: self.agent.register?.rows[r.uid.description]?["asset_id"], units: units)
         }
