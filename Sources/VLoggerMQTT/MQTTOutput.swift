@@ -23,6 +23,10 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     let readers: [(id: String, location: String?)]
     /// Where a row that can never be published (a topic libmosquitto refuses) is recorded as an event; nil: logged.
     let store: Store?
+    /// Each tag's state (`tag-state`), and the sensors announced to Home Assistant (by tag and field).
+    private var tagStates: TagStates
+    private var announced = Set<String>()
+    private let stateLock = NSLock()
 
     public var name: String { settings.name }
     public var title: String { "MQTT to \(URLRedaction.redact(settings.url))" }
@@ -45,9 +49,12 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
 
     public init(
         settings: MQTTSettings, gateway: String, readers: [(id: String, location: String?)] = [],
-        probe: Bool = false, store: Store? = nil, logger: Logger = Logger(label: "vlogger.mqtt")
+        fields: [FieldInfo] = [], probe: Bool = false, store: Store? = nil,
+        logger: Logger = Logger(label: "vlogger.mqtt")
     ) throws {
         self.probe = probe
+        tagStates = TagStates(
+            units: Dictionary(fields.map { ($0.name, $0.unit ?? "") }, uniquingKeysWith: { a, _ in a }))
         self.store = store
         self.settings = settings
         self.gateway = gateway
@@ -83,7 +90,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         client.onConnect = { c in
             _ = try? c.publishAside(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
             for (topic, payload) in discovery {
-                _ = try? c.publishAside(topic: topic, payload: Array(payload.utf8), qos: 1, retain: true)
+                _ = try? c.publishAside(topic: topic, payload: payload, qos: 1, retain: true)
             }
             if let watch {
                 try? c.subscribe(instanceTopic, qos: 1)
@@ -162,7 +169,15 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
             var batches: [String: [UInt8]] = [:]
             var order: [String] = []
             var skipped: [Event] = []
+            var sensors: [(uid: String, asset: String?, field: String)] = []
             for row in rows where o.wanted(table, row) {
+                if o.settings.tagState {
+                    let numeric = o.stateLock.withLock { o.tagStates.take(table, row) }
+                    if o.settings.homeAssistant, let uid = row.value("uid", in: table).text {
+                        let asset = row.value("asset_id", in: table).text
+                        sensors += numeric.map { (uid, asset, $0) }
+                    }
+                }
                 let topic = o.topic(table, row)
                 if o.settings.messages == .row {
                     var payload: [UInt8] = []
@@ -193,9 +208,42 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                 }
             }
             try o.record(skipped)
+            try o.publishStates(sensors: sensors)
             // The broker has them all, or the batch is sent again (the cursor does not move).
             try await o.client.awaitAcks(timeout: .seconds(30 + rows.count / 100))
             return published
+        }
+    }
+
+    /// The retained state topic of a tag.
+    func stateTopic(_ uid: String) -> String { "vlogger/\(Self.level(gateway))/tag/\(Self.level(uid))" }
+
+    /// The retained state of each tag the batch changed, then the Home Assistant sensor of each tag's numeric field
+    /// not announced yet (after its state, so that HA finds a value when it subscribes). In the batch: the cursor
+    /// moves only when the broker has them too. A state that libmosquitto refuses is logged and left out.
+    func publishStates(sensors: [(uid: String, asset: String?, field: String)]) throws(MQTTError) {
+        guard settings.tagState else { return }
+        let changed = stateLock.withLock { tagStates.changed(gateway: gateway) }
+        for (uid, payload) in changed {
+            do {
+                _ = try client.publish(topic: stateTopic(uid), payload: payload, qos: settings.qos, retain: true)
+            } catch {
+                if error.kind != .invalidMessage { throw error }
+                logger.warning("output \(name): the state of tag \(uid) cannot be published (\(error.message))")
+            }
+        }
+        for s in sensors {
+            let key = s.uid + "\u{1F}" + s.field
+            guard stateLock.withLock({ announced.insert(key).inserted }) else { continue }
+            let (topic, payload) = HomeAssistant.sensor(
+                gateway: gateway, uid: s.uid, asset: s.asset, field: s.field, unit: tagStates.units[s.field],
+                stateTopic: stateTopic(s.uid), statusTopic: statusTopic)
+            do {
+                _ = try client.publish(topic: topic, payload: payload, qos: 1, retain: true)
+            } catch {
+                stateLock.withLock { _ = announced.remove(key) }
+                throw error
+            }
         }
     }
 
@@ -287,32 +335,28 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         return PlainText.isPlain(c)
     }
 
-    /// Home Assistant MQTT discovery: one tag scanner per reader (`homeassistant/tag/<object id>/config`), whose
-    /// topic is the reader's readings topic and whose tag id is the reading's UID. Only for a topic template
-    /// that gives one topic per reader (no `{uid}` or `{asset}` in it).
-    func discoveryMessages() -> [(String, String)] {
-        guard !settings.topic.contains("{uid}"), !settings.topic.contains("{asset}"), settings.messages == .row else {
+    /// Home Assistant MQTT discovery at each connection: a tag scanner per reader on the topic its events go to,
+    /// which makes one scan per arrival (docs/reference/home-assistant-mqtt-discovery.md §2). Only when this output
+    /// publishes events one message per row, on topics without `{uid}` or `{asset}` (a scanner's topic is fixed).
+    /// The sensors of the tags' fields are announced as their first values go out (`publishStates`).
+    func discoveryMessages() -> [(String, [UInt8])] {
+        guard settings.publish.contains(.events), !settings.topic.contains("{uid}"),
+            !settings.topic.contains("{asset}"), settings.messages == .row
+        else {
+            logger.notice(
+                "output \(name): no Home Assistant tag scanners (they need publish = [\"events\", …], messages = \"row\" and a topic without {uid} or {asset}); sensors are announced"
+            )
             return []
         }
         return readers.map { r in
             var topic = settings.topic
             for (k, v) in [
-                ("gateway", gateway), ("reader", r.id), ("location", r.location ?? ""),
-                ("kind", SyncTable.readings.kind),
+                ("gateway", gateway), ("reader", r.id), ("location", r.location ?? ""), ("kind", SyncTable.events.kind),
             ] {
                 topic = topic.replacingOccurrences(of: "{\(k)}", with: Self.level(v))
             }
-            let object = Self.level("vlogger_\(gateway)_\(r.id)").replacingOccurrences(of: ".", with: "_")
-            // Home Assistant's MQTT tag scanner: the topic, and how to take the tag id from a message.
-            let payload = WireJSON.encode(TagScannerDiscovery(topic: topic, valueTemplate: "{{ value_json.uid }}"))
-            return ("homeassistant/tag/\(object)/config", String(decoding: payload, as: UTF8.self))
+            let (discovery, payload) = HomeAssistant.tagScanner(gateway: gateway, reader: r.id, eventsTopic: topic)
+            return (discovery, payload)
         }
     }
-}
-
-/// Home Assistant's discovery message of an MQTT tag scanner (its `topic` and `value_template`).
-struct TagScannerDiscovery: Encodable {
-    var topic: String
-    var valueTemplate: String
-    enum CodingKeys: String, CodingKey { case topic, valueTemplate = "value_template" }
 }

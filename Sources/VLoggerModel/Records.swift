@@ -198,15 +198,30 @@ public struct WriteRecord: Equatable, Sendable {
 
 /// A decoded field the store knows of, so exports can give it a column.
 public struct FieldInfo: Equatable, Sendable {
+    /// What a field's values are: where an output must know before it has seen one (a Sparkplug birth declares a
+    /// type, CSV marks bytes).
+    public enum Kind: String, Sendable {
+        /// Numbers (a plan's integer and float types, sensor values).
+        case number
+        /// Text (a plan's `ascii`, NDEF text and URI, a sensor log's read time).
+        case text
+        /// Bytes written as hex (a plan's `hex`): CSV writes them with the `\x` prefix, so data tools read them as
+        /// text (docs/json.md, "CSV and data tools").
+        case hex
+        /// JSON (the NDEF records), nested in JSON lines.
+        case json
+    }
     public var name: String
     public var unit: String?
-    /// Its values are bytes written as hex (a `hex` field): CSV writes them with the `\x` prefix, so data tools
-    /// read them as text (docs/json.md, "CSV and data tools").
-    public var hex: Bool
-    public init(name: String, unit: String?, hex: Bool = false) {
+    public var kind: Kind
+    public var hex: Bool { kind == .hex }
+    public init(name: String, unit: String?, kind: Kind = .number) {
         self.name = name
         self.unit = unit
-        self.hex = hex
+        self.kind = kind
+    }
+    public init(name: String, unit: String?, hex: Bool) {
+        self.init(name: name, unit: unit, kind: hex ? .hex : .number)
     }
 }
 

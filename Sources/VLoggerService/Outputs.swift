@@ -29,9 +29,24 @@ public struct Output: Sendable {
 }
 
 extension Gateway {
+    /// The tags a Sparkplug node is born with: those the store saw in the last 30 days (the 500 seen last), each
+    /// named by its asset id where the store's register has one. A store that cannot answer gives none (the tags
+    /// are born when their data comes).
+    static func sparkplugDevices(_ store: Store, logger: Logger) -> [SparkplugDevice] {
+        do {
+            let uids = try store.tagsSeen(since: Millis.now() - 30 * 86_400_000, limit: 500)
+            let assets = Dictionary(
+                try store.assets().map { ($0.uid, $0.assetID) }, uniquingKeysWith: { a, _ in a })
+            return uids.map { SparkplugDevice(uid: $0.description, asset: assets[$0]) }
+        } catch {
+            logger.warning("Sparkplug: the store's tags: \(error); tags are born when their data comes")
+            return []
+        }
+    }
+
     /// The registration list of outputs: every consumer of the outbox the configuration enables. The only place
     /// in the service that knows the kinds of output.
-    /// `readerUp` says which readers work (a Sparkplug device per reader is born and dies with it).
+    /// `readerUp` says which readers work (a Sparkplug node's `Reader/<id>/Up`).
     public static func outputs(
         _ config: AgentConfig, store: Store, logger: Logger,
         readerUp: @escaping @Sendable () -> [String: Bool] = { [:] }, probe: Bool = false
@@ -55,10 +70,11 @@ extension Gateway {
                 Output(
                     consumer: try SparkplugOutput(
                         settings: m, gateway: config.gatewayID, readers: readers, readerUp: readerUp,
+                        fields: config.fieldInfos, devices: { Self.sparkplugDevices(store, logger: logger) },
                         bdSeqFile: store.path == ":memory:" ? nil : file, probe: probe, logger: logger),
                     intervalMs: m.intervalMs, wakesOnCommit: true,
                     signature:
-                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(Self.stamp(m.passwordFile))"
+                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(config.fieldInfos.map { "\($0.name):\($0.kind):\($0.unit ?? "")" }) \(Self.stamp(m.passwordFile))"
                 ))
         }
         for m in config.mqtt where m.sparkplug == nil {
@@ -66,10 +82,10 @@ extension Gateway {
                 Output(
                     consumer: try MQTTOutput(
                         settings: m, gateway: config.gatewayID, readers: config.readers.map { ($0.id, $0.location) },
-                        probe: probe, store: store, logger: logger),
+                        fields: config.fieldInfos, probe: probe, store: store, logger: logger),
                     intervalMs: m.intervalMs, wakesOnCommit: true,
                     signature:
-                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(Self.stamp(m.passwordFile))"
+                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(config.fieldInfos.map { "\($0.name):\($0.unit ?? "")" }) \(Self.stamp(m.passwordFile))"
                 ))
         }
         for w in config.webhooks {

@@ -333,8 +333,9 @@ public final class Store: @unchecked Sendable {
                 1, lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
             """
         ),
-        // What a decoded field's values are, where the export must know: `hex` (bytes as hex text, which CSV
-        // writes with the `\x` prefix so data tools read them as text); NULL for numbers and plain text.
+        // What a decoded field's values are (FieldInfo.Kind: number, text, hex, json), where an export or an output
+        // must know: CSV writes `hex` with the `\x` prefix so data tools read it as text. NULL (stored before the
+        // column): a number.
         ("021-field-kind", "ALTER TABLE fields ADD COLUMN kind TEXT;"),
     ]
 
@@ -970,7 +971,7 @@ public final class Store: @unchecked Sendable {
                     let existing = known.contains { $0.name == f.name }
                     try s.bind([
                         .text(f.name), f.unit.map(SQLValue.text) ?? .null, .integer(Int64(existing ? 0 : position)),
-                        f.hex ? .text("hex") : .null,
+                        .text(f.kind.rawValue),
                     ])
                     try s.step()
                     if !existing { position += 1 }
@@ -1016,7 +1017,11 @@ public final class Store: @unchecked Sendable {
     static func fields(_ db: SQLiteConnection) throws(StoreError) -> [FieldInfo] {
         let s = try db.prepare("SELECT name, unit, kind FROM fields ORDER BY position, name")
         var out: [FieldInfo] = []
-        while try s.step() { out.append(FieldInfo(name: s.text(0) ?? "", unit: s.text(1), hex: s.text(2) == "hex")) }
+        while try s.step() {
+            out.append(
+                FieldInfo(
+                    name: s.text(0) ?? "", unit: s.text(1), kind: s.text(2).flatMap(FieldInfo.Kind.init) ?? .number))
+        }
         return out
     }
 

@@ -163,6 +163,69 @@ struct MQTTTests {
         #expect(status.first == "online" && status.last == "offline", "\(status)")
     }
 
+    /// Issue 47, items 3 and 4: Home Assistant discovery of a demo run checked by HA's own rules, read from its MQTT
+    /// integration (Support/ha_discovery_check.py, docs/reference/home-assistant-mqtt-discovery.md): every discovery
+    /// topic matches HA's topic matcher although the gateway id has a ':' (HA dropped it before), every tag scanner
+    /// and sensor payload passes HA's schemas (a device with an identifier, a unit its device class allows, a
+    /// unique_id), the scanners replayed with Jinja2 fire once per arrival (they listened to the readings before: 8.3
+    /// scans a second for 8 tags), and every sensor's template reads a number from its tag's retained state. The
+    /// state itself: the last values with their units, and the alarms.
+    @Test func homeAssistantDiscoveryFollowsHomeAssistantsRules() throws {
+        let broker = try Broker.start()
+        defer { broker.stop() }
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 50, flush: "300ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let text = try String(contentsOfFile: s.config, encoding: .utf8)
+        try text.replacingOccurrences(of: "id = \"gw-demo-01\"", with: "id = \"plant:gw-01\"").write(
+            toFile: s.config, atomically: true, encoding: .utf8)
+        try Self.config(
+            s, "url = \"mqtt://127.0.0.1:\(broker.port)\"\npublish = [\"readings\", \"events\"]\nhome-assistant = true")
+        let sub = try Subscriber.start(broker, topic: "#", dir: s.dir)
+        let run = try CLI.run(["run", "--config", s.config, "--duration", "4s"])
+        #expect(run.code == 0, "\(run.err)")
+        Thread.sleep(forTimeInterval: 1)
+        sub.stop()
+        // What a Home Assistant started now would get: the retained messages.
+        let later = s.dir.appendingPathComponent("later")
+        try FileManager.default.createDirectory(at: later, withIntermediateDirectories: true)
+        let kept = try Subscriber.start(broker, topic: "#", dir: later)
+        Thread.sleep(forTimeInterval: 1.5)
+        kept.stop()
+        let check = try Fault.shell(
+            #"python3 "$1" "$2" "$3""#,
+            [
+                CLI.root.appendingPathComponent("Tests/IntegrationTests/Support/ha_discovery_check.py").path, sub.out,
+                kept.out,
+            ])
+        #expect(check.code == 0, "\(check.out)\(check.err)")
+        print("Home Assistant: \(check.out)")
+        let messages = kept.messages()
+        #expect(messages.contains { $0.topic == "homeassistant/tag/vlogger_plant_gw-01/cage-room/config" })
+        // The retained state of the demo's climate tag: the temperature of its last stored reading with its unit,
+        // in the cage room.
+        let export = try CLI.run([
+            "export", "--config", s.config, "--since", "1h", "--format", "jsonl", "--uid", "E008010000004212",
+        ])
+        let last = try #require(export.out.split(separator: "\n").last.flatMap { Self.object(String($0)) })
+        let state = try #require(
+            messages.last { $0.topic == "vlogger/plant:gw-01/tag/E008010000004212" && $0.retain }.flatMap {
+                Self.object($0.payload)
+            })
+        #expect(
+            (state["values"] as? [String: Any])?["temperature"] as? Double == last["temperature"] as? Double,
+            "\(state)\n\(last)")
+        #expect((state["units"] as? [String: Any])?["temperature"] as? String == "°C", "\(state)")
+        #expect(state["asset_id"] as? String == "CAGE-12" && state["reader"] as? String == "cage-room")
+        #expect(state["alarms"] is [Any] && state["present"] as? Bool == true, "\(state)")
+        let sensor = try #require(
+            messages.first {
+                $0.topic == "homeassistant/sensor/vlogger_plant_gw-01/E008010000004212_temperature/config"
+            }
+            .flatMap { Self.object($0.payload) })
+        #expect(sensor["device_class"] as? String == "temperature" && sensor["unit_of_measurement"] as? String == "°C")
+        #expect(sensor["availability_topic"] as? String == "vlogger/plant:gw-01/status")
+    }
+
     /// MQTT 5 (`protocol = "5"`): the broker sees a version-5 client (its log says `p5`), and the rows arrive.
     @Test func mqttFiveDelivers() throws {
         let broker = try Broker.start()

@@ -2,6 +2,7 @@ import Foundation
 import SwiftProtobuf
 import Testing
 import VLoggerStore
+import VLoggerModel
 
 @testable import VLoggerCore
 @testable import VLoggerMQTT
@@ -45,10 +46,13 @@ import VLoggerStore
     }
 
     /// NBIRTH's node metrics: bdSeq first, `Node Control/Rebirth` Boolean (11) false (tck-id-topics-nbirth-rebirth-
-    /// metric), every metric with a timestamp and a datatype; a metric without a value yet is `is_null`.
+    /// metric), every metric with a timestamp and a datatype; a metric without a value yet is `is_null`; each
+    /// reader's state as `Reader/<id>/Up`.
     @Test func nodeBirthHasBdSeqAndTheRebirthControl() throws {
         let bytes = SparkplugPayloads.encode(
-            timestamp: 5, seq: 0, SparkplugPayloads.nodeBirth(bdSeq: 9, gateway: "gw-1", readers: 2, at: 5))
+            timestamp: 5, seq: 0,
+            SparkplugPayloads.nodeBirth(
+                bdSeq: 9, gateway: "gw-1", readers: [("cage-room", "Cold room", true), ("dock", nil, false)], at: 5))
         let p = try SparkplugBPayload(serializedBytes: bytes)
         #expect(p.hasSeq && p.seq == 0 && p.timestamp == 5)
         #expect(p.metrics.first?.name == "bdSeq" && p.metrics.first?.longValue == 9 && p.metrics.first?.datatype == 4)
@@ -57,6 +61,46 @@ import VLoggerStore
         #expect(p.metrics.allSatisfy { $0.hasTimestamp && $0.hasDatatype })
         let empty = try #require(p.metrics.first { $0.name == "Event/Kind" })
         #expect(empty.isNull && empty.value == nil)
+        #expect(p.metrics.first { $0.name == "Reader/cage-room/Up" }?.booleanValue == true)
+        #expect(p.metrics.first { $0.name == "Reader/dock/Up" }?.booleanValue == false)
+        #expect(p.metrics.first { $0.name == "Reader/cage-room/Location" }?.stringValue == "Cold room")
+    }
+
+    /// Issue 47, item 3: a tag is a device, and its first DBIRTH declares every field the plans can give (numbers
+    /// Double 10, text and hex String 12, the NDEF records only in Reading/JSON), null until read
+    /// (tck-id-operational-behavior-data-publish-dbirth-values: is_null and no value), each with its unit as the
+    /// String property `engUnit`; the device is named by its asset id where the register has one.
+    @Test func aTagsBirthDeclaresEveryFieldWithItsUnit() throws {
+        let fields = SparkplugField.declared([
+            FieldInfo(name: "temperature", unit: "°C"), FieldInfo(name: "cage", unit: nil, kind: .text),
+            FieldInfo(name: "serial", unit: nil, kind: .hex), FieldInfo(name: "ndef", unit: nil, kind: .json),
+        ])
+        let device = SparkplugDevice(uid: "E008010000004212", asset: "CAGE-12")
+        #expect(device.id == "CAGE-12" && SparkplugDevice(uid: "E008010000004212", asset: "").id == "E008010000004212")
+        let p = try SparkplugBPayload(
+            serializedBytes: SparkplugPayloads.encode(
+                timestamp: 5, seq: 1, SparkplugPayloads.deviceBirth(device, fields: fields, at: 5)))
+        #expect(p.metrics.allSatisfy { $0.hasTimestamp && $0.hasDatatype })
+        #expect(p.metrics.first { $0.name == "Properties/UID" }?.stringValue == "E008010000004212")
+        #expect(p.metrics.first { $0.name == "Properties/Asset" }?.stringValue == "CAGE-12")
+        let t = try #require(p.metrics.first { $0.name == "Field/temperature" })
+        #expect(t.datatype == 10 && t.isNull && t.value == nil)
+        #expect(t.properties.keys == ["engUnit"] && t.properties.values.first?.stringValue == "°C")
+        #expect(t.properties.values.first?.type == 12)
+        #expect(p.metrics.first { $0.name == "Field/cage" }?.datatype == 12)
+        #expect(p.metrics.first { $0.name == "Field/serial" }?.datatype == 12)
+        #expect(!p.metrics.contains { $0.name == "Field/ndef" })
+        #expect(p.metrics.first { $0.name == "Field/cage" }?.hasProperties == false)
+    }
+
+    /// tck-id-payloads-metric-datatype-not-req: DATA metrics carry no datatype (nor properties); the birth said it.
+    @Test func dataMetricsCarryNoDatatype() throws {
+        var m = SparkplugMetric("Field/temperature", .double, .double(4.5), at: 7)
+        m.unit = "°C"
+        let p = try SparkplugBPayload(
+            serializedBytes: SparkplugPayloads.encode(timestamp: 7, seq: 3, birth: false, [m]))
+        #expect(p.metrics.first?.hasDatatype == false && p.metrics.first?.hasProperties == false)
+        #expect(p.metrics.first?.doubleValue == 4.5)
     }
 
     /// A reading's metrics: its time on each, the decoded numbers as Double (10), text as String (12), booleans as
@@ -82,6 +126,9 @@ import VLoggerStore
         let row = OutboxRow(id: 7, time: 1_763_800_000_123, gateway: "gw-1", values: values)
         let m = SparkplugPayloads.metrics(.readings, row, gateway: "gw-1", jsonFields: [], historical: true)
         #expect(m.allSatisfy { $0.timestamp == 1_763_800_000_123 && $0.historical })
+        // Where it was read: the device's properties (the tag is the device, not the reader).
+        #expect(m.first { $0.name == "Properties/Reader" }?.value == .string("cage-room"))
+        #expect(!m.contains { $0.name == "Properties/Location" || $0.value == nil }, "no nulls in data")
         #expect(m.first { $0.name == "Reading/Block" }?.value == .int64(0xF8))
         #expect(m.first { $0.name == "Reading/Data" }?.value == .bytes([0x66, 0x08]))
         #expect(m.first { $0.name == "Field/temperature" }?.type == .double)

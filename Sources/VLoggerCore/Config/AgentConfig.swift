@@ -328,11 +328,13 @@ public struct AgentConfig: Sendable {
         var out: [FieldInfo] = []
         for p in plans {
             for f in p.fields where seen.insert(f.name).inserted {
-                out.append(FieldInfo(name: f.name, unit: f.unit, hex: f.type == .hex))
+                out.append(FieldInfo(name: f.name, unit: f.unit, kind: f.type.kind))
             }
         }
         if plans.contains(where: \.ndef) {
-            for name in NDEFFields.all where seen.insert(name).inserted { out.append(FieldInfo(name: name, unit: nil)) }
+            for name in NDEFFields.all where seen.insert(name).inserted {
+                out.append(FieldInfo(name: name, unit: nil, kind: name == NDEFFields.records ? .json : .text))
+            }
         }
         if plans.contains(where: { $0.sensorValuesEveryMs != nil }) {
             for kind in SensorKinds.builtIn {
@@ -349,7 +351,7 @@ public struct AgentConfig: Sendable {
                 }
             }
             for name in SensorLogCollector.fields where seen.insert(name).inserted {
-                out.append(FieldInfo(name: name, unit: nil))
+                out.append(FieldInfo(name: name, unit: nil, kind: name == "read_at" ? .text : .number))
             }
         }
         return out

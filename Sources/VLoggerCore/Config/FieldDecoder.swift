@@ -21,6 +21,15 @@ public enum FieldType: String, Sendable, CaseIterable {
     }
 
     public var isNumeric: Bool { width != nil }
+
+    /// What its values are, for outputs that declare a type before the first value.
+    public var kind: FieldInfo.Kind {
+        switch self {
+        case .hex: return .hex
+        case .ascii: return .text
+        default: return .number
+        }
+    }
 }
 
 /// A named value at a place in a tag's memory: `block` and `byte` give where it starts (it may run on into

@@ -46,9 +46,13 @@ public struct MQTTSettings: Equatable, Sendable {
     /// file). The default leaves a two-core gateway's polling and the broker's other clients their share: the
     /// benchmark here reached about 36,000 messages per second with no bound.
     public var replayRate: Int? = 10_000
-    /// Home Assistant MQTT discovery of a tag scanner per reader.
+    /// Home Assistant MQTT discovery: a tag scanner per reader (fed by arrivals), a sensor per tag and numeric
+    /// field, on the gateway's device (docs/integrating.md, "Home Assistant").
     public var homeAssistant = false
-    /// Sparkplug B 3.0 instead of plain JSON: the gateway an edge node, each reader a device.
+    /// A retained message per tag with its latest values, their units and its alarms (`tag-state`,
+    /// `vlogger/{gateway}/tag/{uid}`), after each batch that changed it.
+    public var tagState = true
+    /// Sparkplug B 3.0 instead of plain JSON: the gateway an edge node, each tag a device.
     public var sparkplug: Sparkplug?
 
     /// `sparkplug = true` and its keys (docs/integrating.md, "Sparkplug B").
@@ -143,7 +147,7 @@ public struct MQTTSettings: Equatable, Sendable {
     static let keys = [
         "name", "url", "qos", "topic", "publish", "readers", "event-kinds", "messages", "username", "password-file",
         "password-env", "ca-file", "cert-file", "key-file", "client-id", "keep-alive", "clean-session", "protocol",
-        "batch-size", "interval", "replay-rate", "home-assistant", "sparkplug", "sparkplug-group",
+        "batch-size", "interval", "replay-rate", "home-assistant", "tag-state", "sparkplug", "sparkplug-group",
         "sparkplug-edge-node",
         "sparkplug-primary-host", "sparkplug-state-skew", "sparkplug-rebirth-interval",
     ]
@@ -232,6 +236,12 @@ public struct MQTTSettings: Equatable, Sendable {
             ?? out.intervalMs
         if let r = s.integer("replay-rate", in: 0...10_000_000) { out.replayRate = r == 0 ? nil : Int(r) }
         if let h = s.bool("home-assistant") { out.homeAssistant = h }
+        if let t = s.bool("tag-state") { out.tagState = t }
+        if out.homeAssistant && !out.tagState {
+            r.issue(
+                s.node("tag-state")?.line ?? s.line,
+                "output.mqtt.home-assistant needs tag-state (its sensors read the tags' retained state)")
+        }
         readSparkplug(s, r, into: &out)
         return out
     }
@@ -268,7 +278,7 @@ public struct MQTTSettings: Equatable, Sendable {
         sp.rebirthIntervalMs =
             s.duration("sparkplug-rebirth-interval", in: 0...3_600_000, "0s…1h (the least time between two rebirths)")
             ?? sp.rebirthIntervalMs
-        for k in ["topic", "messages", "home-assistant", "qos"] where s.node(k) != nil {
+        for k in ["topic", "messages", "home-assistant", "tag-state", "qos"] where s.node(k) != nil {
             r.issue(
                 s.node(k)?.line ?? s.line,
                 "output.mqtt.\(k) does not go with sparkplug = true (Sparkplug B sets the topics, the QoS and the payloads)"

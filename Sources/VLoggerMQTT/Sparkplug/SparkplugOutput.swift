@@ -5,16 +5,21 @@ import VLoggerModel
 import VLoggerStore
 
 /// A Sparkplug B 3.0 edge node as an output (`[[output.mqtt]]` with `sparkplug = true`; docs/integrating.md): the
-/// gateway is the edge node, each reader a device. The store's readings and events leave as DDATA of their reader
-/// (NDATA for events of no reader), several per message, each metric stamped with the row's own time; rows taken
-/// more than 10 s before this connection's NBIRTH (a backlog while the broker or the primary host was away) are
-/// marked `is_historical`.
+/// gateway is the edge node, each tag a device — named by its asset id where the register has one, else by its
+/// UID — so that a device's `Field/temperature` is one sensor's, whichever reader read it (the reader and location
+/// are the device's `Properties/Reader` and `Properties/Location`). The store's readings and events leave as DDATA
+/// of their tag (NDATA for events of no tag), several per message, each metric stamped with the row's own time and
+/// without its datatype (the birth says it); rows taken more than 10 s before this connection's NBIRTH (a backlog
+/// while the broker or the primary host was away) are marked `is_historical`. Each reader's state is the node's
+/// `Reader/<id>/Up`.
 ///
 /// The session, after docs/reference/sparkplug-b.md: every CONNECT carries the Will NDEATH with `bdSeq` (one more
 /// per connection, 255 then 0, kept in a file beside the store across restarts); on connect the node subscribes
 /// to its NCMD topic, then (with a primary host: once its STATE says online) publishes NBIRTH (`seq` 0, `bdSeq`
-/// as in the Will, `Node Control/Rebirth`) and a DBIRTH per reader that works; a reader that fails gets DDEATH,
-/// and DBIRTH when it works again. An NCMD `Node Control/Rebirth = true` republishes the births. A STATE of the
+/// as in the Will, `Node Control/Rebirth`, each reader's state) and a DBIRTH per tag it knows (those the store has
+/// seen lately, and those seen since the start), each declaring every field the plans can give, null until read,
+/// with its unit; a tag first seen later is born before its first data. A reader that fails or works again is an
+/// NDATA of `Reader/<id>/Up`. An NCMD `Node Control/Rebirth = true` republishes the births. A STATE of the
 /// primary host saying offline makes the node publish NDEATH, disconnect and start over; rows stay in the store
 /// meanwhile. Data messages go at QoS 0, as the specification has them: a batch counts as delivered when
 /// libmosquitto has written it to the connection.
@@ -28,6 +33,10 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
     let readers: [(id: String, location: String?)]
     /// Which readers work now (by id); a reader it does not name counts as working.
     let readerUp: @Sendable () -> [String: Bool]
+    /// The fields every device declares in its birth (the configuration's plans').
+    let declared: [SparkplugField]
+    /// The tags the store knows (seen lately), born with the node.
+    let knownDevices: @Sendable () -> [SparkplugDevice]
     let now: @Sendable () -> Millis
     /// Where the last connection's `bdSeq` is kept (nil: not kept).
     let bdSeqFile: URL?
@@ -47,8 +56,15 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
     private var bornAt: Millis = .max
     /// Devices with a DBIRTH out on this connection.
     private var alive: Set<String> = []
-    /// Per device, the decoded fields declared (kept across births: a field once seen is declared from then on).
-    private var fields: [String: [String: SparkplugType]] = [:]
+    /// The devices seen since the start (by id), with where each was last read: born again with every NBIRTH.
+    private var devices: [String: SparkplugDevice] = [:]
+    /// Fields a device's data carried that the plans do not declare (a reload added a plan): declared from then on,
+    /// for every device (each born again before data that has one).
+    private var extraFields: [SparkplugField] = []
+    /// How many fields each device's last birth declared.
+    private var fieldsAtBirth: [String: Int] = [:]
+    /// Each reader's up state as the node last said it (NBIRTH or NDATA).
+    private var saidUp: [String: Bool] = [:]
     /// The primary host's last STATE.
     private var host: (online: Bool, timestamp: Int64)?
     /// When the last rebirth an NCMD asked for was made (debounced to `rebirthIntervalMs`).
@@ -72,9 +88,12 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
 
     public init(
         settings: MQTTSettings, gateway: String, readers: [(id: String, location: String?)] = [],
-        readerUp: @escaping @Sendable () -> [String: Bool] = { [:] }, bdSeqFile: URL? = nil, probe: Bool = false,
+        readerUp: @escaping @Sendable () -> [String: Bool] = { [:] }, fields: [FieldInfo] = [],
+        devices: @escaping @Sendable () -> [SparkplugDevice] = { [] }, bdSeqFile: URL? = nil, probe: Bool = false,
         now: @escaping @Sendable () -> Millis = { Millis.now() }, logger: Logger = Logger(label: "vlogger.sparkplug")
     ) throws {
+        self.declared = SparkplugField.declared(fields)
+        self.knownDevices = devices
         let sp = settings.sparkplug ?? MQTTSettings.Sparkplug()
         self.settings = settings
         self.gateway = gateway
@@ -146,21 +165,27 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         births(reason: nil)
     }
 
-    /// NBIRTH and a DBIRTH per working reader (`seq` starts again at 0).
+    /// NBIRTH (with each reader's state) and a DBIRTH per known tag (`seq` starts again at 0).
     private func births(reason: String?) {
+        // The store's tags are read outside the lock (a query); those seen since the start know their reader.
+        let known = knownDevices()
         lock.withLock {
             guard let n = bdSeq.current else { return }
             let t = now()
             do {
+                let up = readerUp()
+                let states = readers.map { r in (r.id, r.location, up[r.id] != false) }
                 try sendLocked(
                     .nbirth, device: nil,
-                    SparkplugPayloads.nodeBirth(bdSeq: n, gateway: gateway, readers: readers.count, at: t), at: t)
+                    SparkplugPayloads.nodeBirth(bdSeq: n, gateway: gateway, readers: states, at: t), at: t)
+                for (id, _, isUp) in states { saidUp[id] = isUp }
                 if !born { bornAt = t }
                 born = true
                 alive = []
-                let up = readerUp()
-                for r in readers where up[r.id] != false {
-                    try birthLocked(r.id, at: t)
+                for d in known where devices[d.id] == nil { devices[d.id] = d }
+                for id in devices.keys.sorted() {
+                    guard let d = devices[id] else { continue }
+                    try birthLocked(d, at: t)
                 }
             } catch {
                 logger.warning("Sparkplug: the births did not go out: \(error)")
@@ -169,12 +194,12 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         if let reason { logger.notice("Sparkplug: births published again (\(reason))") }
     }
 
-    private func birthLocked(_ reader: String, at t: Millis) throws(MQTTError) {
-        let location = readers.first { $0.id == reader }?.location
+    private func birthLocked(_ device: SparkplugDevice, at t: Millis) throws(MQTTError) {
         try sendLocked(
-            .dbirth, device: Self.device(reader),
-            SparkplugPayloads.deviceBirth(location: location, fields: fields[reader] ?? [:], at: t), at: t)
-        alive.insert(reader)
+            .dbirth, device: device.id,
+            SparkplugPayloads.deviceBirth(device, fields: declared + extraFields, at: t), at: t)
+        alive.insert(device.id)
+        fieldsAtBirth[device.id] = declared.count + extraFields.count
     }
 
     /// Publishes one message of the node (not NDEATH, which has no `seq`); the `seq` it takes and the order it goes out in are one step (under
@@ -183,7 +208,8 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         _ type: SparkplugMessageType, device: String?, _ metrics: [SparkplugMetric], at t: Millis
     ) throws(MQTTError) {
         let s = type == .nbirth ? seq.birth() : seq.take()
-        let payload = SparkplugPayloads.encode(timestamp: t, seq: s, metrics)
+        let payload = SparkplugPayloads.encode(
+            timestamp: t, seq: s, birth: type == .nbirth || type == .dbirth, metrics)
         _ = try client.publish(topic: topics.topic(type, device: device), payload: payload, qos: 0, retain: false)
     }
 
@@ -294,20 +320,20 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         try reconcileLocked()
     }
 
-    /// DDEATH for each reader that stopped working, DBIRTH for each that works again.
+    /// An NDATA of `Reader/<id>/Up` for each reader whose state changed since the node last said it.
     private func reconcileLocked() throws(MQTTError) {
         guard born else { return }
         let up = readerUp()
         let t = now()
+        var changed: [SparkplugMetric] = []
         for r in readers {
             let works = up[r.id] != false
-            if works && !alive.contains(r.id) {
-                try birthLocked(r.id, at: t)
-            } else if !works && alive.contains(r.id) {
-                try sendLocked(.ddeath, device: Self.device(r.id), [], at: t)
-                alive.remove(r.id)
+            if saidUp[r.id] != works {
+                changed.append(SparkplugMetric(SparkplugPayloads.readerUp(r.id), .boolean, .boolean(works), at: t))
+                saidUp[r.id] = works
             }
         }
+        if !changed.isEmpty { try sendLocked(.ndata, device: nil, changed, at: t) }
     }
 
     public func describe(_ error: any Error) -> OutboxFailure { MQTTOutput.failure(error) }
@@ -354,13 +380,15 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         return try publishLocked(table, rows)
     }
 
-    /// One message per device while its metrics stay distinct: a second row of the same device at the same
-    /// millisecond (two tags in one cycle) starts the next message, since a metric may appear twice in one
-    /// message only with distinct timestamps.
+    /// One message per device while its metrics stay distinct: a second row of the same tag at the same
+    /// millisecond starts the next message, since a metric may appear twice in one message only with distinct
+    /// timestamps. A tag not born on this connection is born first; a field no birth declared (a plan added by a
+    /// reload) is declared from then on, and the devices with data that has it are born again before that data.
     private func publishLocked(_ table: SyncTable, _ rows: [OutboxRow]) throws(MQTTError) -> Int {
         guard born else {
             throw MQTTError(kind: .lost, message: "Sparkplug: no NBIRTH on this connection yet")
         }
+        try reconcileLocked()
         var pending: [String?: (metrics: [SparkplugMetric], times: Set<Millis>)] = [:]
         var order: [String?] = []
         func flush(_ device: String?) throws(MQTTError) {
@@ -369,56 +397,73 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
             order.removeAll { $0 == device }
             let t = now()
             if let device {
-                try sendLocked(.ddata, device: Self.device(device), p.metrics, at: t)
+                try sendLocked(.ddata, device: device, p.metrics, at: t)
             } else {
                 try sendLocked(.ndata, device: nil, p.metrics, at: t)
             }
         }
         let sent = now()
         let backlog = bornAt - Self.liveMs
-        var batch: [(reader: String?, time: Millis, metrics: [SparkplugMetric])] = []
+        var batch: [(device: String?, time: Millis, metrics: [SparkplugMetric])] = []
+        var known = Set((declared + extraFields).map(\.name))
+        var types = Dictionary((declared + extraFields).map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+        var grown = false
         for row in rows where wanted(table, row) {
-            let reader = row.value("reader", in: table).text.flatMap { r in readers.contains { $0.id == r } ? r : nil }
-            batch.append(
-                (
-                    reader, row.time,
-                    SparkplugPayloads.metrics(
-                        table, row, gateway: gateway, jsonFields: jsonFields, historical: row.time < backlog)
-                ))
-        }
-        // Decoded fields a device has not declared yet: it is born again with them, once per batch, before its
-        // data (and a reader down with rows still to send is born for them).
-        var grown = Set<String>()
-        for b in batch {
-            guard let reader = b.reader else { continue }
-            for m in b.metrics where m.name.hasPrefix("Field/") {
-                let f = String(m.name.dropFirst(6))
-                if fields[reader]?[f] != m.type {
-                    fields[reader, default: [:]][f] = m.type
-                    grown.insert(reader)
-                }
+            var metrics = SparkplugPayloads.metrics(
+                table, row, gateway: gateway, jsonFields: jsonFields, historical: row.time < backlog)
+            guard let uid = row.value("uid", in: table).text else {
+                batch.append((nil, row.time, metrics))
+                continue
             }
-            if !alive.contains(reader) { grown.insert(reader) }
+            var device = SparkplugDevice(uid: uid, asset: row.value("asset_id", in: table).text)
+            let previous = devices[device.id]
+            device.reader = row.value("reader", in: table).text ?? previous?.reader
+            device.location = row.value("location", in: table).text ?? previous?.location
+            if table != .readings, let previous {
+                (device.reader, device.location) = (previous.reader, previous.location)
+            }
+            devices[device.id] = device
+            // A field's value of another type than declared (text where the plan gives a number) stays in
+            // Reading/JSON only: a host must never see a type other than the birth's.
+            metrics.removeAll { m in
+                guard m.name.hasPrefix("Field/") else { return false }
+                let f = String(m.name.dropFirst(6))
+                if !known.contains(f) {
+                    known.insert(f)
+                    types[f] = m.type
+                    extraFields.append(SparkplugField(name: f, type: m.type, unit: nil))
+                    grown = true
+                    return false
+                }
+                return types[f] != m.type
+            }
+            batch.append((device.id, row.time, metrics))
         }
-        for reader in readers.map(\.id) where grown.contains(reader) {
-            try birthLocked(reader, at: sent)
+        if grown {
+            logger.notice(
+                "Sparkplug: fields no plan declared appeared (\(extraFields.map(\.name).joined(separator: ", "))); the devices with them are born again"
+            )
+        }
+        // Born (again) where needed: not born on this connection, or born before a field was added.
+        let count = declared.count + extraFields.count
+        for id in Set(batch.compactMap(\.device)).sorted() where !alive.contains(id) || fieldsAtBirth[id] != count {
+            guard let d = devices[id] else { continue }
+            try birthLocked(d, at: sent)
         }
         var published = 0
-        for (reader, time, metrics) in batch {
-            if pending[reader]?.times.contains(time) == true || (pending[reader]?.metrics.count ?? 0) >= 2000 {
-                try flush(reader)
+        for (device, time, metrics) in batch {
+            if pending[device]?.times.contains(time) == true || (pending[device]?.metrics.count ?? 0) >= 2000 {
+                try flush(device)
             }
-            if pending[reader] == nil {
-                pending[reader] = ([], [])
-                order.append(reader)
+            if pending[device] == nil {
+                pending[device] = ([], [])
+                order.append(device)
             }
-            pending[reader]?.metrics += metrics
-            pending[reader]?.times.insert(time)
+            pending[device]?.metrics += metrics
+            pending[device]?.times.insert(time)
             published += 1
         }
         for device in order { try flush(device) }
-        // A reader down with rows of its own still to send was born for them: dead again now.
-        try reconcileLocked()
         return published
     }
 
@@ -427,9 +472,6 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
     /// How much older than this connection's NBIRTH a row must be to count as a backlog (`is_historical`): rows
     /// taken while the connection came up are live.
     static let liveMs: Millis = 10_000
-
-    /// A reader's device id: its id as a topic level.
-    static func device(_ reader: String) -> String { MQTTOutput.level(reader) }
 
     // MARK: bdSeq across restarts
 

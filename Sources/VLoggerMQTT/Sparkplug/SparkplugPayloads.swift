@@ -30,6 +30,9 @@ struct SparkplugMetric: Equatable, Sendable {
     var value: SparkplugValue?
     var timestamp: Millis
     var historical = false
+    /// The engineering unit, a String property `engUnit` of the metric in a birth (the key Ignition and Tahu's
+    /// examples read; docs/reference/sparkplug-b.md).
+    var unit: String?
 
     init(_ name: String, _ type: SparkplugType, _ value: SparkplugValue?, at timestamp: Millis) {
         self.name = name
@@ -38,11 +41,24 @@ struct SparkplugMetric: Equatable, Sendable {
         self.timestamp = timestamp
     }
 
-    var message: SparkplugBPayload.Metric {
+    /// The protobuf message: in a birth with its datatype and properties (tck-id-payloads-metric-datatype-req), in
+    /// data without them (tck-id-payloads-metric-datatype-not-req: a host knows the type from the birth).
+    func message(birth: Bool) -> SparkplugBPayload.Metric {
         var m = SparkplugBPayload.Metric()
         m.name = name
         m.timestamp = UInt64(max(0, timestamp))
-        m.datatype = type.rawValue
+        if birth {
+            m.datatype = type.rawValue
+            if let unit, !unit.isEmpty {
+                var v = SparkplugBPayload.PropertyValue()
+                v.type = SparkplugType.string.rawValue
+                v.stringValue = unit
+                var set = SparkplugBPayload.PropertySet()
+                set.keys = [SparkplugPayloads.engUnit]
+                set.values = [v]
+                m.properties = set
+            }
+        }
         if historical { m.isHistorical = true }
         switch value {
         case nil: m.isNull = true
@@ -119,12 +135,15 @@ package enum SparkplugPayloads {
     /// The node's metric for the birth/death sequence number (Sparkplug 3.0: `bdSeq`, Int64).
     static let bdSeq = "bdSeq"
     static let rebirth = "Node Control/Rebirth"
+    /// The property key of a metric's engineering unit.
+    static let engUnit = "engUnit"
 
-    static func encode(timestamp: Millis, seq: UInt64?, _ metrics: [SparkplugMetric]) -> [UInt8] {
+    /// `birth`: the metrics carry their datatypes and properties (NBIRTH, DBIRTH, NDEATH); data messages do not.
+    static func encode(timestamp: Millis, seq: UInt64?, birth: Bool = true, _ metrics: [SparkplugMetric]) -> [UInt8] {
         var p = SparkplugBPayload()
         p.timestamp = UInt64(max(0, timestamp))
         if let seq { p.seq = seq }
-        p.metrics = metrics.map(\.message)
+        p.metrics = metrics.map { $0.message(birth: birth) }
         // Serialising a message of set scalar fields cannot fail (no required fields in the schema, no Any).
         return (try? p.serializedBytes()) ?? []
     }
@@ -134,30 +153,48 @@ package enum SparkplugPayloads {
         encode(timestamp: now, seq: nil, [SparkplugMetric(Self.bdSeq, .int64, .int64(Int64(bdSeq)), at: now)])
     }
 
-    /// The node's own metrics in NBIRTH: `bdSeq`, the rebirth control, what the gateway is, and the event
-    /// metrics of events that concern no reader (declared with no value yet).
-    static func nodeBirth(bdSeq: UInt64, gateway: String, readers: Int, at now: Millis) -> [SparkplugMetric] {
+    /// The node's own metrics in NBIRTH: `bdSeq`, the rebirth control, what the gateway is, each reader's state
+    /// (`Reader/<id>/Up`, `Reader/<id>/Location`) and the metrics of events that concern no tag (no value yet).
+    static func nodeBirth(
+        bdSeq: UInt64, gateway: String, readers: [(id: String, location: String?, up: Bool)], at now: Millis
+    ) -> [SparkplugMetric] {
         [
             SparkplugMetric(Self.bdSeq, .int64, .int64(Int64(bdSeq)), at: now),
             SparkplugMetric(rebirth, .boolean, .boolean(false), at: now),
             SparkplugMetric("Properties/Software", .string, .string("vlogger"), at: now),
             SparkplugMetric("Properties/Gateway", .string, .string(gateway), at: now),
-            SparkplugMetric("Properties/Readers", .int64, .int64(Int64(readers)), at: now),
-        ] + eventMetrics(at: now)
+            SparkplugMetric("Properties/Readers", .int64, .int64(Int64(readers.count)), at: now),
+        ]
+            + readers.flatMap { r in
+                [
+                    SparkplugMetric(readerUp(r.id), .boolean, .boolean(r.up), at: now),
+                    SparkplugMetric("Reader/\(r.id)/Location", .string, r.location.map { .string($0) }, at: now),
+                ]
+            } + eventMetrics(at: now) + [SparkplugMetric("Event/Reader", .string, nil, at: now)]
     }
 
-    /// A reader's metrics in DBIRTH: its location, the reading and event metrics (no value yet), and a
-    /// `Field/<name>` for each decoded field seen so far.
-    static func deviceBirth(location: String?, fields: [String: SparkplugType], at now: Millis) -> [SparkplugMetric] {
-        [SparkplugMetric("Properties/Location", .string, location.map { .string($0) }, at: now)]
-            + readingMetrics(at: now) + eventMetrics(at: now)
-            + fields.keys.sorted().map { SparkplugMetric("Field/\($0)", fields[$0] ?? .string, nil, at: now) }
+    /// The name of a reader's up metric on the node.
+    static func readerUp(_ reader: String) -> String { "Reader/\(reader)/Up" }
+
+    /// A tag's metrics in its DBIRTH: what it is (its UID, its asset), where it was last read (null until then),
+    /// the reading and event metrics (no value yet), and a `Field/<name>` for every decoded field the plans can
+    /// give (Double for numbers, String for text and hex; JSON only in `Reading/JSON`), each with its unit.
+    static func deviceBirth(_ device: SparkplugDevice, fields: [SparkplugField], at now: Millis) -> [SparkplugMetric] {
+        [
+            SparkplugMetric("Properties/UID", .string, .string(device.uid), at: now),
+            SparkplugMetric("Properties/Asset", .string, device.asset.map { .string($0) }, at: now),
+            SparkplugMetric("Properties/Reader", .string, device.reader.map { .string($0) }, at: now),
+            SparkplugMetric("Properties/Location", .string, device.location.map { .string($0) }, at: now),
+        ] + readingMetrics(at: now) + eventMetrics(at: now)
+            + fields.map { f in
+                var m = SparkplugMetric("Field/\(f.name)", f.type, nil, at: now)
+                m.unit = f.unit
+                return m
+            }
     }
 
     static func readingMetrics(at now: Millis) -> [SparkplugMetric] {
         [
-            SparkplugMetric("Reading/UID", .string, nil, at: now),
-            SparkplugMetric("Reading/Asset", .string, nil, at: now),
             SparkplugMetric("Reading/Block", .int64, nil, at: now),
             SparkplugMetric("Reading/Data", .bytes, nil, at: now),
             SparkplugMetric("Reading/JSON", .string, nil, at: now),
@@ -165,13 +202,15 @@ package enum SparkplugPayloads {
     }
 
     static func eventMetrics(at now: Millis) -> [SparkplugMetric] {
-        ["Kind", "Name", "Severity", "UID", "Detail", "JSON"].map {
+        ["Kind", "Name", "Severity", "Detail", "JSON"].map {
             SparkplugMetric("Event/\($0)", .string, nil, at: now)
         }
     }
 
-    /// The metrics of one row, stamped with the row's own time: a reading (its UID, asset, first block, data, the
-    /// JSON line of `export --format jsonl` with its key, and each decoded field as `Field/<name>`), or an event.
+    /// The metrics of one row, stamped with the row's own time. A reading: where it was read (`Properties/Reader`,
+    /// `Properties/Location`), its first block, data, the JSON line of `export --format jsonl` with its key, and
+    /// each decoded field as `Field/<name>`. An event: its kind, name, severity, detail and JSON line (and, of no
+    /// tag, its reader).
     static func metrics(
         _ table: SyncTable, _ row: OutboxRow, gateway: String, jsonFields: Set<String>, historical: Bool
     ) -> [SparkplugMetric] {
@@ -184,8 +223,8 @@ package enum SparkplugPayloads {
         case .readings:
             let block = row.value("block", in: table).integer
             out = [
-                SparkplugMetric("Reading/UID", .string, text("uid"), at: t),
-                SparkplugMetric("Reading/Asset", .string, text("asset_id"), at: t),
+                SparkplugMetric("Properties/Reader", .string, text("reader"), at: t),
+                SparkplugMetric("Properties/Location", .string, text("location"), at: t),
                 SparkplugMetric("Reading/Block", .int64, block.map { .int64($0) }, at: t),
                 SparkplugMetric("Reading/Data", .bytes, row.value("data", in: table).blob.map { .bytes($0) }, at: t),
                 SparkplugMetric("Reading/JSON", .string, .string(String(decoding: json, as: UTF8.self)), at: t),
@@ -198,11 +237,15 @@ package enum SparkplugPayloads {
                 SparkplugMetric("Event/Kind", .string, text("kind"), at: t),
                 SparkplugMetric("Event/Name", .string, text("name"), at: t),
                 SparkplugMetric("Event/Severity", .string, text("severity"), at: t),
-                SparkplugMetric("Event/UID", .string, text("uid"), at: t),
                 SparkplugMetric("Event/Detail", .string, text("detail"), at: t),
                 SparkplugMetric("Event/JSON", .string, .string(String(decoding: json, as: UTF8.self)), at: t),
             ]
+            if row.value("uid", in: table).text == nil {
+                out.append(SparkplugMetric("Event/Reader", .string, text("reader"), at: t))
+            }
         }
+        // A metric with no value in the row (a reading of no reader) is left out of data: null only in births.
+        out.removeAll { $0.value == nil }
         if historical {
             for i in out.indices { out[i].historical = true }
         }
@@ -256,6 +299,44 @@ package enum SparkplugPayloads {
             let online = o["online"] as? Bool, let ts = o["timestamp"] as? NSNumber
         else { return nil }
         return (online, ts.int64Value)
+    }
+}
+
+/// A tag as a Sparkplug device: its asset id when the register names one, else its UID (as a topic level).
+public struct SparkplugDevice: Sendable, Equatable {
+    public var uid: String
+    public var asset: String?
+    public var reader: String?
+    public var location: String?
+
+    public init(uid: String, asset: String? = nil, reader: String? = nil, location: String? = nil) {
+        self.uid = uid
+        self.asset = asset.flatMap { $0.isEmpty ? nil : $0 }
+        self.reader = reader
+        self.location = location
+    }
+
+    /// The device id in topics.
+    public var id: String { MQTTOutput.level(asset ?? uid) }
+}
+
+/// A decoded field as a device declares it in its birth.
+package struct SparkplugField: Sendable, Equatable {
+    package var name: String
+    package var type: SparkplugType
+    package var unit: String?
+
+    /// The fields of the configuration's plans that a device declares: numbers as Double, text and hex as String;
+    /// JSON (NDEF records) and names with `/` only in `Reading/JSON`.
+    package static func declared(_ infos: [FieldInfo]) -> [SparkplugField] {
+        infos.compactMap { f in
+            guard SparkplugNames.isPlain(f.name) else { return nil }
+            switch f.kind {
+            case .number: return SparkplugField(name: f.name, type: .double, unit: f.unit)
+            case .text, .hex: return SparkplugField(name: f.name, type: .string, unit: f.unit)
+            case .json: return nil
+            }
+        }
     }
 }
 

@@ -10,8 +10,9 @@
 
 /// The part of the Sparkplug B payload (Sparkplug 3.0.0, chapter "Payloads", the Google Protocol Buffers schema)
 /// that vlogger's edge node writes and reads: a payload of metrics with scalar values. Written here from the
-/// specification's field numbers and types (docs/reference/sparkplug-b.md); the rest of the schema (DataSet,
-/// Template, PropertySet, MetaData) is left out, and what a host sends of it is kept as unknown fields.
+/// specification's field numbers and types (docs/reference/sparkplug-b.md); a metric's PropertySet of scalar values
+/// (a field's engineering unit, `engUnit`); the rest of the schema (DataSet, Template, nested property sets, MetaData)
+/// is left out, and what a host sends of it is kept as unknown fields.
 /// The tests decode what vlogger publishes with code protoc generates from Eclipse Tahu's complete schema
 /// (Tests/IntegrationTests/Support/sparkplug/), an implementation nobody here wrote.
 ///
@@ -83,6 +84,113 @@ package nonisolated struct SparkplugBPayload: Sendable {
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
+  /// A property's value: its Sparkplug data type and one scalar (nested sets are not written).
+  package nonisolated struct PropertyValue: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    package var type: UInt32 {
+      get {_type ?? 0}
+      set {_type = newValue}
+    }
+    /// Returns true if `type` has been explicitly set.
+    package var hasType: Bool {self._type != nil}
+    /// Clears the value of `type`. Subsequent reads from it will return its default value.
+    package mutating func clearType() {self._type = nil}
+
+    package var isNull: Bool {
+      get {_isNull ?? false}
+      set {_isNull = newValue}
+    }
+    /// Returns true if `isNull` has been explicitly set.
+    package var hasIsNull: Bool {self._isNull != nil}
+    /// Clears the value of `isNull`. Subsequent reads from it will return its default value.
+    package mutating func clearIsNull() {self._isNull = nil}
+
+    package var value: SparkplugBPayload.PropertyValue.OneOf_Value? = nil
+
+    package var intValue: UInt32 {
+      get {
+        if case .intValue(let v)? = value {return v}
+        return 0
+      }
+      set {value = .intValue(newValue)}
+    }
+
+    package var longValue: UInt64 {
+      get {
+        if case .longValue(let v)? = value {return v}
+        return 0
+      }
+      set {value = .longValue(newValue)}
+    }
+
+    package var floatValue: Float {
+      get {
+        if case .floatValue(let v)? = value {return v}
+        return 0
+      }
+      set {value = .floatValue(newValue)}
+    }
+
+    package var doubleValue: Double {
+      get {
+        if case .doubleValue(let v)? = value {return v}
+        return 0
+      }
+      set {value = .doubleValue(newValue)}
+    }
+
+    package var booleanValue: Bool {
+      get {
+        if case .booleanValue(let v)? = value {return v}
+        return false
+      }
+      set {value = .booleanValue(newValue)}
+    }
+
+    package var stringValue: String {
+      get {
+        if case .stringValue(let v)? = value {return v}
+        return String()
+      }
+      set {value = .stringValue(newValue)}
+    }
+
+    package var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    package nonisolated enum OneOf_Value: Equatable, Sendable {
+      case intValue(UInt32)
+      case longValue(UInt64)
+      case floatValue(Float)
+      case doubleValue(Double)
+      case booleanValue(Bool)
+      case stringValue(String)
+
+    }
+
+    package init() {}
+
+    fileprivate var _type: UInt32? = nil
+    fileprivate var _isNull: Bool? = nil
+  }
+
+  /// Named properties of a metric: keys[i] names values[i].
+  package nonisolated struct PropertySet: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    package var keys: [String] = []
+
+    package var values: [SparkplugBPayload.PropertyValue] = []
+
+    package var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    package init() {}
+  }
+
   package nonisolated struct Metric: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -153,7 +261,16 @@ package nonisolated struct SparkplugBPayload: Sendable {
     /// Clears the value of `isNull`. Subsequent reads from it will return its default value.
     package mutating func clearIsNull() {self._isNull = nil}
 
-    /// 8 (metadata) and 9 (properties) are not written.
+    /// 8 (metadata) is not written.
+    package var properties: SparkplugBPayload.PropertySet {
+      get {_properties ?? SparkplugBPayload.PropertySet()}
+      set {_properties = newValue}
+    }
+    /// Returns true if `properties` has been explicitly set.
+    package var hasProperties: Bool {self._properties != nil}
+    /// Clears the value of `properties`. Subsequent reads from it will return its default value.
+    package mutating func clearProperties() {self._properties = nil}
+
     package var value: SparkplugBPayload.Metric.OneOf_Value? = nil
 
     /// Int8, Int16, Int32, UInt8, UInt16, UInt32.
@@ -218,7 +335,6 @@ package nonisolated struct SparkplugBPayload: Sendable {
 
     package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-    /// 8 (metadata) and 9 (properties) are not written.
     package nonisolated enum OneOf_Value: Equatable, Sendable {
       /// Int8, Int16, Int32, UInt8, UInt16, UInt32.
       case intValue(UInt32)
@@ -243,6 +359,7 @@ package nonisolated struct SparkplugBPayload: Sendable {
     fileprivate var _isHistorical: Bool? = nil
     fileprivate var _isTransient: Bool? = nil
     fileprivate var _isNull: Bool? = nil
+    fileprivate var _properties: SparkplugBPayload.PropertySet? = nil
   }
 
   package init() {}
@@ -311,9 +428,159 @@ nonisolated extension SparkplugBPayload: SwiftProtobuf.Message, SwiftProtobuf._M
   }
 }
 
+nonisolated extension SparkplugBPayload.PropertyValue: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  package static let protoMessageName: String = SparkplugBPayload.protoMessageName + ".PropertyValue"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}type\0\u{3}is_null\0\u{3}int_value\0\u{3}long_value\0\u{3}float_value\0\u{3}double_value\0\u{3}boolean_value\0\u{3}string_value\0")
+
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self._type) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self._isNull) }()
+      case 3: try {
+        var v: UInt32?
+        try decoder.decodeSingularUInt32Field(value: &v)
+        if let v = v {
+          if self.value != nil {try decoder.handleConflictingOneOf()}
+          self.value = .intValue(v)
+        }
+      }()
+      case 4: try {
+        var v: UInt64?
+        try decoder.decodeSingularUInt64Field(value: &v)
+        if let v = v {
+          if self.value != nil {try decoder.handleConflictingOneOf()}
+          self.value = .longValue(v)
+        }
+      }()
+      case 5: try {
+        var v: Float?
+        try decoder.decodeSingularFloatField(value: &v)
+        if let v = v {
+          if self.value != nil {try decoder.handleConflictingOneOf()}
+          self.value = .floatValue(v)
+        }
+      }()
+      case 6: try {
+        var v: Double?
+        try decoder.decodeSingularDoubleField(value: &v)
+        if let v = v {
+          if self.value != nil {try decoder.handleConflictingOneOf()}
+          self.value = .doubleValue(v)
+        }
+      }()
+      case 7: try {
+        var v: Bool?
+        try decoder.decodeSingularBoolField(value: &v)
+        if let v = v {
+          if self.value != nil {try decoder.handleConflictingOneOf()}
+          self.value = .booleanValue(v)
+        }
+      }()
+      case 8: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.value != nil {try decoder.handleConflictingOneOf()}
+          self.value = .stringValue(v)
+        }
+      }()
+      default: break
+      }
+    }
+  }
+
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._type {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._isNull {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 2)
+    } }()
+    switch self.value {
+    case .intValue?: try {
+      guard case .intValue(let v)? = self.value else { preconditionFailure() }
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 3)
+    }()
+    case .longValue?: try {
+      guard case .longValue(let v)? = self.value else { preconditionFailure() }
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 4)
+    }()
+    case .floatValue?: try {
+      guard case .floatValue(let v)? = self.value else { preconditionFailure() }
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 5)
+    }()
+    case .doubleValue?: try {
+      guard case .doubleValue(let v)? = self.value else { preconditionFailure() }
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 6)
+    }()
+    case .booleanValue?: try {
+      guard case .booleanValue(let v)? = self.value else { preconditionFailure() }
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 7)
+    }()
+    case .stringValue?: try {
+      guard case .stringValue(let v)? = self.value else { preconditionFailure() }
+      try visitor.visitSingularStringField(value: v, fieldNumber: 8)
+    }()
+    case nil: break
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  package static func ==(lhs: SparkplugBPayload.PropertyValue, rhs: SparkplugBPayload.PropertyValue) -> Bool {
+    if lhs._type != rhs._type {return false}
+    if lhs._isNull != rhs._isNull {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension SparkplugBPayload.PropertySet: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  package static let protoMessageName: String = SparkplugBPayload.protoMessageName + ".PropertySet"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}keys\0\u{1}values\0")
+
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedStringField(value: &self.keys) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.values) }()
+      default: break
+      }
+    }
+  }
+
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.keys.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.keys, fieldNumber: 1)
+    }
+    if !self.values.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.values, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  package static func ==(lhs: SparkplugBPayload.PropertySet, rhs: SparkplugBPayload.PropertySet) -> Bool {
+    if lhs.keys != rhs.keys {return false}
+    if lhs.values != rhs.values {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension SparkplugBPayload.Metric: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = SparkplugBPayload.protoMessageName + ".Metric"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}alias\0\u{1}timestamp\0\u{1}datatype\0\u{3}is_historical\0\u{3}is_transient\0\u{3}is_null\0\u{4}\u{3}int_value\0\u{3}long_value\0\u{3}float_value\0\u{3}double_value\0\u{3}boolean_value\0\u{3}string_value\0\u{3}bytes_value\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}alias\0\u{1}timestamp\0\u{1}datatype\0\u{3}is_historical\0\u{3}is_transient\0\u{3}is_null\0\u{2}\u{2}properties\0\u{3}int_value\0\u{3}long_value\0\u{3}float_value\0\u{3}double_value\0\u{3}boolean_value\0\u{3}string_value\0\u{3}bytes_value\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -328,6 +595,7 @@ nonisolated extension SparkplugBPayload.Metric: SwiftProtobuf.Message, SwiftProt
       case 5: try { try decoder.decodeSingularBoolField(value: &self._isHistorical) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self._isTransient) }()
       case 7: try { try decoder.decodeSingularBoolField(value: &self._isNull) }()
+      case 9: try { try decoder.decodeSingularMessageField(value: &self._properties) }()
       case 10: try {
         var v: UInt32?
         try decoder.decodeSingularUInt32Field(value: &v)
@@ -415,6 +683,9 @@ nonisolated extension SparkplugBPayload.Metric: SwiftProtobuf.Message, SwiftProt
     try { if let v = self._isNull {
       try visitor.visitSingularBoolField(value: v, fieldNumber: 7)
     } }()
+    try { if let v = self._properties {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
+    } }()
     switch self.value {
     case .intValue?: try {
       guard case .intValue(let v)? = self.value else { preconditionFailure() }
@@ -457,6 +728,7 @@ nonisolated extension SparkplugBPayload.Metric: SwiftProtobuf.Message, SwiftProt
     if lhs._isHistorical != rhs._isHistorical {return false}
     if lhs._isTransient != rhs._isTransient {return false}
     if lhs._isNull != rhs._isNull {return false}
+    if lhs._properties != rhs._properties {return false}
     if lhs.value != rhs.value {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

@@ -5,9 +5,10 @@ this file; its source in sparkplug/SOURCE.md).
 
 Usage: sparkplug_subscriber.py HOST PORT OUT [SECONDS]
 Subscribes to spBv1.0/# at QoS 1 and appends one JSON line per message to OUT:
-  {"topic", "retain", "qos", "payload"} where payload is the decoded Sparkplug payload
-  {"timestamp", "seq" (null when absent), "metrics": [{"name", "datatype", "timestamp", "is_historical", "is_null",
-  "value"}]} (bytes as hex), or, for STATE topics, the text.
+  {"topic", "retain", "qos", "payload", "raw"} where payload is the decoded Sparkplug payload
+  {"timestamp", "seq" (null when absent), "metrics": [{"name", "datatype" (null when absent on the wire),
+  "timestamp", "is_historical", "is_null", "value", "properties" ({key: value})}]} (bytes as hex), or, for STATE
+  topics, the text; raw is the payload's bytes in hex (for sparkplug_check.py's second decoder).
 Writes "ready" to OUT.ready once subscribed. Stops after SECONDS (default 120) or when OUT.stop appears.
 Commands, each a file the test writes (taken once, then removed):
   OUT.rebirth  holding a topic (and a count, 1 by default): publishes that many NCMD payloads with "Node Control/Rebirth" = true (Boolean) there;
@@ -59,6 +60,8 @@ def decode(payload):
             "is_null": m.is_null,
             "value_field": m.WhichOneof("value"),
             "value": value(m),
+            "properties": {k: value(v) for k, v in zip(m.properties.keys, m.properties.values)}
+            if m.HasField("properties") else None,
         } for m in p.metrics],
     }
 
@@ -82,7 +85,8 @@ def on_message(client, userdata, msg):
             payload = decode(msg.payload)
         except Exception as e:  # a payload the schema cannot read is a finding, not a crash
             payload = {"error": str(e)}
-    f.write(json.dumps({"topic": msg.topic, "retain": bool(msg.retain), "qos": msg.qos, "payload": payload}) + "\n")
+    f.write(json.dumps({"topic": msg.topic, "retain": bool(msg.retain), "qos": msg.qos, "payload": payload,
+                        "raw": msg.payload.hex()}) + "\n")
 
 
 client = mqtt.Client(client_id=f"sparkplug-test-{os.getpid()}", clean_session=True)
