@@ -54,6 +54,18 @@ public final class ServiceMetrics: @unchecked Sendable {
     private var active: [String: ActiveViolation] = [:]
     /// Each tag's latest decoded values while it is in a field (a violation starts with them).
     private var decodedNow: [UID: [(name: String, value: FieldValue)]] = [:]
+    /// When each tag's latest reading was taken.
+    private var decodedAt: [UID: Millis] = [:]
+
+    /// Each tag's latest decoded values (merged over its plans) and when they were read, as the polling jobs took
+    /// them (before the store commits them): one snapshot, so that a page shows one value per tag.
+    public var latestValues: [UID: (time: Millis, fields: [(name: String, value: FieldValue)])] {
+        locked {
+            var out: [UID: (time: Millis, fields: [(name: String, value: FieldValue)])] = [:]
+            for (uid, fields) in decodedNow { out[uid] = (decodedAt[uid] ?? 0, fields) }
+            return out
+        }
+    }
 
     /// A rule violation as a state: when it started, what started it, and the tag's latest values since.
     public struct ActiveViolation: Sendable {
@@ -338,6 +350,7 @@ public final class ServiceMetrics: @unchecked Sendable {
                     merged.append(old)
                 }
                 decodedNow[r.uid] = merged
+                decodedAt[r.uid] = max(decodedAt[r.uid] ?? r.time, r.time)
                 for (k, v) in active where v.uid == r.uid { active[k]?.latest = merged }
             }
             for (name, value) in r.decoded {
@@ -392,6 +405,7 @@ public final class ServiceMetrics: @unchecked Sendable {
                 active[key] = nil
             case .departure:
                 decodedNow[uid] = nil
+                decodedAt[uid] = nil
                 let prefix = "\(e.reader ?? "")|\(uid)|"
                 for (k, f) in fieldGauges where k.hasPrefix(prefix) {
                     f.gauge.destroy()

@@ -197,4 +197,77 @@ func chromiumPath() -> String? {
         #expect(after.contains("No rule is violated now.") && m2.violation == nil, "\(m2)")
         print("alarm timeline:\n  " + timeline.joined(separator: "\n  "))
     }
+
+    /// Issue 47, item 2: a page left open while the gateway dies. On 6b52d4c the status page still said "store
+    /// committing · readers answering" in green 75 s after the service was killed (its script swallowed the failed
+    /// refreshes), and a value's "read" time was HH:MM only. Now, in headless Chromium (Support/cdp_stale.py): while
+    /// the gateway lives, each value in the field tables has its age, counting; after a SIGKILL the page turns grey
+    /// under "No contact with the gateway since HH:MM:SS" within two refresh intervals (the page refreshes every
+    /// 10 s, and at once when its stream breaks), and the ages go on counting. The screenshot goes to
+    /// `$VLOGGER_SCREENSHOTS` when set.
+    @Test(.enabled(if: chromiumPath() != nil, "no chromium here (Debian: apt install chromium)"))
+    func aPageTurnsGreyWhenTheGatewayDies() throws {
+        let s = try AgentCLITests.setup(interval: "1s", batch: 50, flush: "500ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let log = s.dir.appendingPathComponent("gw.log")
+        let pid = try Fault.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0"#,
+            [s.dir.path, try CLI.binary().path, s.config], stdout: "/dev/null", stderr: log.path)
+        var alive = true
+        defer {
+            if alive {
+                kill(pid, SIGKILL)
+                _ = Fault.wait(pid)
+            }
+        }
+        let port = try #require(ServiceTests.listenPort(log), "the service did not listen")
+        Thread.sleep(forTimeInterval: 3)
+        let out =
+            ProcessInfo.processInfo.environment["VLOGGER_SCREENSHOTS"] ?? s.dir.appendingPathComponent("shots").path
+        try? FileManager.default.removeItem(atPath: out + "/loaded")
+        try? FileManager.default.removeItem(atPath: out + "/killed")
+        let script = CLI.root.appendingPathComponent("Tests/IntegrationTests/Support/cdp_stale.py").path
+        let report = s.dir.appendingPathComponent("stale.jsonl").path
+        let browser = try Fault.spawn(
+            #"exec python3 "$@""#, [script, try #require(chromiumPath()), "http://127.0.0.1:\(port)/", out],
+            stdout: report, stderr: s.dir.appendingPathComponent("stale.err").path)
+        let end = Date().addingTimeInterval(40)
+        while !FileManager.default.fileExists(atPath: out + "/loaded") && Date() < end {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(FileManager.default.fileExists(atPath: out + "/loaded"), "the page did not load")
+        kill(pid, SIGKILL)
+        _ = Fault.wait(pid)
+        alive = false
+        _ = FileManager.default.createFile(atPath: out + "/killed", contents: Data("killed\n".utf8))
+        #expect(
+            Fault.wait(browser) == 0,
+            "\((try? String(contentsOfFile: s.dir.appendingPathComponent("stale.err").path, encoding: .utf8)) ?? "")")
+        let lines = ((try? String(contentsOfFile: report, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let before = try #require(lines.first { $0["phase"] as? String == "alive" }, "\(lines)")
+        let after = try #require(lines.first { $0["phase"] as? String == "dead" }, "\(lines)")
+        #expect(before["stale"] as? Bool == false && (before["banner"] as? String ?? "x").isEmpty, "\(before)")
+        // Each value's age: "N s" (the script's count, as the server writes it).
+        let ages = before["ages"] as? [String] ?? []
+        #expect(!ages.isEmpty && ages.allSatisfy { $0.hasSuffix(" s") || $0.hasSuffix(" min") }, "\(before)")
+        #expect(after["stale"] as? Bool == true, "\(after)")
+        #expect(
+            (after["seconds"] as? Double ?? 99) <= 20, "grey after \(after["seconds"] ?? "?") s (two refreshes: 20 s)")
+        let banner = after["banner"] as? String ?? ""
+        #expect(
+            banner.range(of: #"^No contact with the gateway since \d\d:\d\d:\d\d"#, options: .regularExpression) != nil,
+            "\(banner)")
+        #expect((after["filter"] as? String ?? "").contains("grayscale"), "\(after)")
+        // The ages went on counting while the gateway was gone.
+        func seconds(_ text: String) -> Int { Int(text.split(separator: " ").first ?? "") ?? 0 }
+        let later = after["ages"] as? [String] ?? []
+        #expect(
+            later.count == ages.count
+                && zip(ages, later).allSatisfy { seconds($1) > seconds($0) || $1.hasSuffix("min") },
+            "\(ages) then \(later)")
+        #expect(FileManager.default.fileExists(atPath: out + "/dead.png"))
+        print("dead gateway: grey after \(after["seconds"] ?? "?") s; \(banner); ages \(ages) then \(later)")
+    }
 }

@@ -148,3 +148,69 @@ import VLoggerStore
                 && PageContext.number(-0.0001) == "0")
     }
 }
+
+/// Issue 47, item 2: with the store locked, one page showed 72.1 °C in the alarm row and 65.32 °C for the same tag
+/// in the field table (the alarm from the readers' values, the table from the store's last commit), and the "read"
+/// column gave HH:MM only. Now both come from one snapshot of the values the readers took, each with its time to
+/// the second and its age; a reader whose last poll is older than three of its intervals turns the badges amber.
+@Suite(.drivers) struct OneValuePerTagTests {
+    static let config =
+        ServiceMetricsTests.config + """
+
+              [[plan.field]]
+              name = "temperature"
+              block = 0xF8
+              type = "i16le"
+              scale = 0.01
+              unit = "°C"
+            """
+
+    @Test func theAlarmAndTheFieldTableShowTheSameValueWithItsAge() throws {
+        let c = try AgentConfig.parse(Self.config, file: "pages.toml")
+        let t0 = PageRenderingTests.t0
+        let m = ServiceMetrics(readers: c.readers, intervalMs: { c.specialized(for: $0).intervalMs }, startedMs: t0)
+        let a = try ServiceMetricsTests().agent(c, 0)
+        m.cycleDone(a, a.cycle())
+        let uid = try UID(parsing: "E008010000004212")
+        let polled = t0 + 1000
+        // The store's last commit: 65.32 °C, 30 s before the value the reader has taken since (not committed yet).
+        let store = try Store(
+            path: FileManager.default.temporaryDirectory.appendingPathComponent("one-\(UUID().uuidString).db").path)
+        var b = Batch()
+        b.readings = [
+            Reading(
+                time: polled - 30_000, gateway: "gw", reader: "dock-1", location: nil, uid: uid, first: 0xF8,
+                count: 1, data: [0x84, 0x19, 0, 0, 0, 0, 0, 0], decoded: [("temperature", .number(65.32))])
+        ]
+        try store.write(b)
+        m.readingTaken(
+            Reading(
+                time: polled, gateway: "gw", reader: "dock-1", location: nil, uid: uid, first: 0xF8, count: 1,
+                data: [0x2A, 0x1C, 0, 0, 0, 0, 0, 0], decoded: [("temperature", .number(72.1))]), asset: nil,
+            units: ["temperature": "°C"])
+        m.eventRecorded(
+            Event(
+                time: polled, gateway: "gw", reader: "dock-1", uid: uid, kind: .violation, name: "too warm",
+                severity: .critical, detail: "temperature = 72.1 is above 24"), asset: nil)
+        let rules = try RuleSet.parse(PageRenderingTests.rules, file: "rules.toml")
+        let context = PageContext(config: c, rules: rules)
+        let templates = try PageTemplates()
+        var html = templates.render(
+            Pages.status(metrics: m, store: store, context: context, field: nil, range: nil, now: polled + 2000),
+            "status")
+        #expect(!html.contains("65.32"), "\(html)")
+        #expect(html.components(separatedBy: "temperature 72.1 °C").count == 3, "the alarm row and the field table")
+        // The read time to the second, and its age, which the page's script keeps counting.
+        let local = context.time.time(polled)
+        #expect(
+            html.contains("\(local) · <span class=\"age\" data-ms=\"\(polled)\">2 s</span> ago"), "\(html)")
+        #expect(html.contains("data-now=\"\(polled + 2000)\""))
+        #expect(html.contains("class=\"badge ok\">software:"))
+        // A minute after the start with no good poll reported: the software badge is amber and says which reader.
+        html = templates.render(
+            Pages.status(metrics: m, store: store, context: context, field: nil, range: nil, now: polled + 60_000),
+            "status")
+        #expect(html.contains("class=\"badge warn\">software:"), "\(html)")
+        #expect(html.contains("dock-1: no poll yet") && html.contains("class=\"badge bad\">plant: 1 alarm"), "\(html)")
+    }
+}

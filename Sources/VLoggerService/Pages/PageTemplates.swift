@@ -109,7 +109,11 @@ public struct PageTemplates: Sendable {
         }
         @page{size:A4;margin:15mm}
         @media print{header{background:none;border:0}main{padding:0}a{color:inherit;text-decoration:none}.noprint{display:none}}
+        #contact{background:#3a3a3a;color:#fff;padding:.5em 1em;font-weight:600}
+        body.stale #live{filter:grayscale(1);opacity:.55}
+        .age{color:#555}
         </style></head><body>
+        <div id="contact" class="noprint" role="alert" hidden></div>
         <div id="live">
         {{$header}}{{/header}}
         <main>{{$main}}{{/main}}</main>
@@ -117,33 +121,46 @@ public struct PageTemplates: Sendable {
         {{#live}}<noscript><meta http-equiv="refresh" content="30"></noscript>
         <script>
         (function(){
-          var busy=false,again=false;
+          // The page keeps itself current: the stream says when something was stored, the page is fetched again and
+          // its content swapped (the scroll position stays); every 10 s it is fetched anyway. A fetch that fails or
+          // hangs (8 s), or a stream that breaks, turns the page grey under "No contact with the gateway since …"
+          // (the gateway's time of the last page that came); the values' ages keep counting meanwhile.
+          var busy=false,again=false,last=Date.now(),skew=0,offset=0;
+          function two(n){return(n<10?"0":"")+n}
+          function sync(){var h=document.querySelector("header[data-now]");if(h){skew=(+h.getAttribute("data-now"))-Date.now();offset=+h.getAttribute("data-offset")}}
+          function clock(ms){var d=new Date(ms+offset*60000);return two(d.getUTCHours())+":"+two(d.getUTCMinutes())+":"+two(d.getUTCSeconds())}
+          function age(ms){ms=Math.max(0,ms);var m=Math.floor(ms/60000);if(m<1)return Math.floor(ms/1000)+" s";if(m<60)return m+" min";if(m<1440)return Math.floor(m/60)+" h"+(m%60>0?" "+(m%60)+" min":"");return Math.floor(m/1440)+" d"+(Math.floor(m%1440/60)>0?" "+Math.floor(m%1440/60)+" h":"")}
+          function ages(){var n=document.querySelectorAll("[data-ms]");for(var i=0;i<n.length;i++){n[i].textContent=age(Date.now()+skew-(+n[i].getAttribute("data-ms")))}}
+          function lost(){if(document.body.classList.contains("stale"))return;document.body.classList.add("stale");var c=document.getElementById("contact");c.textContent="No contact with the gateway since "+clock(last+skew)+": what is shown is from then";c.hidden=false}
+          function ok(){last=Date.now();document.body.classList.remove("stale");document.getElementById("contact").hidden=true}
           function refresh(){
             if(busy){again=true;return}busy=true;
-            fetch(location.href,{cache:"no-store"}).then(function(r){return r.text()}).then(function(t){
+            var ctl=window.AbortController?new AbortController():null,t=setTimeout(function(){if(ctl)ctl.abort()},8000);
+            fetch(location.href,{cache:"no-store",signal:ctl?ctl.signal:undefined}).then(function(r){if(!r.ok)throw new Error(r.status);return r.text()}).then(function(t){
               var d=new DOMParser().parseFromString(t,"text/html"),n=d.getElementById("live");
               if(n)document.getElementById("live").replaceWith(n);
-            }).catch(function(){}).then(function(){busy=false;if(again){again=false;setTimeout(refresh,1000)}});
+              ok();sync();ages();
+            }).catch(lost).then(function(){clearTimeout(t);busy=false;if(again){again=false;setTimeout(refresh,1000)}});
           }
           var timer=null;function soon(){if(!timer)timer=setTimeout(function(){timer=null;refresh()},1000)}
-          var polling=null;function poll(){if(!polling)polling=setInterval(refresh,5000)}
+          sync();ages();
           if(window.EventSource){
             var es=new EventSource("/api/v1/stream");
             es.addEventListener("reading",soon);es.addEventListener("event",soon);
-            es.onerror=function(){if(es.readyState===2)poll()};
-          }else{poll()}
-          setInterval(refresh,60000);
+            es.onerror=function(){refresh()};
+          }
+          setInterval(refresh,10000);setInterval(ages,1000);
         })();
         </script>{{/live}}
         </body></html>
         """#
 
     static let header = #"""
-        {{#head}}<header>
+        {{#head}}<header data-now="{{nowMs}}" data-offset="{{offsetMinutes}}">
         <h1>{{gateway}}{{#site}} — {{site}}{{/site}}</h1>
         <div class="state">
-        <span class="badge {{#plantOK}}ok{{/plantOK}}{{^plantOK}}bad{{/plantOK}}">plant: {{plant}}</span>
-        <span class="badge {{#softwareOK}}ok{{/softwareOK}}{{^softwareOK}}warn{{/softwareOK}}">software: {{software}}</span>
+        <span class="badge {{plantState}}">plant: {{plant}}</span>
+        <span class="badge {{softwareState}}">software: {{software}}</span>
         </div>
         <p class="sub">{{now}} ({{zone}}) · <a href="/">status</a> · <a href="/metrics">metrics</a> · <a href="/healthz">health</a></p>
         </header>{{/head}}
@@ -172,7 +189,7 @@ public struct PageTemplates: Sendable {
             {{#fields}}
             <h2>In the field of {{reader}}{{#location}} — {{location}}{{/location}} ({{count}})</h2>
             {{#hasTags}}<table class="cards"><tr><th>asset</th><th>UID</th><th>values</th><th>read</th></tr>
-            {{#tags}}<tr{{#alarm}} class="alarm"{{/alarm}}><td data-label="asset"><a href="{{link}}">{{asset}}</a></td><td data-label="UID" class="uid">{{uid}}</td><td data-label="values" class="num">{{values}}</td><td data-label="read" class="v">{{time}}</td></tr>
+            {{#tags}}<tr{{#alarm}} class="alarm"{{/alarm}}><td data-label="asset"><a href="{{link}}">{{asset}}</a></td><td data-label="UID" class="uid">{{uid}}</td><td data-label="values" class="num">{{values}}</td><td data-label="read" class="v">{{time}}{{#hasTime}} · <span class="age" data-ms="{{ms}}">{{age}}</span> ago{{/hasTime}}</td></tr>
             {{/tags}}</table>{{/hasTags}}{{^hasTags}}<p class="none">No tag.</p>{{/hasTags}}
             {{/fields}}
             {{#hasOutputs}}<h2>Outputs</h2>

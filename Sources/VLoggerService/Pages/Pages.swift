@@ -137,4 +137,12 @@ struct HeaderView {
     let plant: String
     let softwareOK: Bool
     let software: String
+    /// The badges' classes: `ok`, `bad` (plant) or `warn`; `warn` too when the data behind a badge is older than
+    /// its readers' intervals allow.
+    let plantState: String
+    let softwareState: String
+    /// The page's time (ms since 1970) and the zone's offset then (minutes): the script's "no contact since" and the
+    /// values' ages that keep counting.
+    let nowMs: Millis
+    let offsetMinutes: Int
 }

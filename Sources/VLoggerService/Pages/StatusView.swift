@@ -16,7 +16,10 @@ struct StatusView {
         let up: Bool
     }
     struct TagRow {
-        let asset, link, uid, values, time: String
+        let asset, link, uid, values, time, age: String
+        /// When the values were read (ms), for the age the page's script keeps counting.
+        let ms: Millis
+        let hasTime: Bool
         let alarm: Bool
     }
     struct FieldGroup {
@@ -74,13 +77,17 @@ extension Pages {
         let t = c.time
         let active = metrics.activeViolations
         let alarmed = Set(active.map(\.uid))
+        // One value per tag on the page: the alarm rows and the field tables from the same snapshot of the values
+        // the readers took (the store may lag: a locked store commits later).
+        let taken = metrics.latestValues
         let alarms = active.map { v in
-            let latest = c.readable(v.latest).filter { f in c.limits[f.name] != nil || v.detail.contains(f.name) }
+            let current = taken[v.uid]?.fields ?? v.latest
+            let latest = c.readable(current).filter { f in c.limits[f.name] != nil || v.detail.contains(f.name) }
             return StatusView.Alarm(
                 severity: v.severity.rawValue, rule: v.rule, asset: names.name(assetID: v.asset, uid: v.uid),
                 link: "/tags/\(v.uid)", place: place(v.reader, v.location), since: t.dateTime(v.since),
                 age: "for " + PageContext.age(now - v.since), detail: v.detail,
-                latest: (latest.isEmpty ? c.readable(v.latest) : latest).map {
+                latest: (latest.isEmpty ? c.readable(current) : latest).map {
                     "\($0.name) \(c.text($0.name, $0.value))"
                 }
                 .joined(separator: " · "))
@@ -93,13 +100,17 @@ extension Pages {
                 up: r.up)
         }
         let inField = readerStatus.flatMap(\.tags)
-        let values = (try? store.latestValues(inField, since: now - 3_600_000)) ?? [:]
+        // The store for a tag the readers have no values of in memory (a tag read before a restart).
+        let stored = (try? store.latestValues(inField.filter { taken[$0] == nil }, since: now - 3_600_000)) ?? [:]
         let fields = readerStatus.map { r in
             let rows = r.tags.map { uid in
-                StatusView.TagRow(
+                let v: (time: Millis, fields: [(name: String, value: FieldValue)])? =
+                    taken[uid].map { ($0.time, $0.fields) } ?? stored[uid].map { ($0.time, $0.fields) }
+                return StatusView.TagRow(
                     asset: names.name(uid), link: "/tags/\(uid)", uid: uid.description,
-                    values: values[uid].map { c.summary($0.fields) } ?? "",
-                    time: values[uid].map { t.short($0.time, now: now) } ?? "", alarm: alarmed.contains(uid))
+                    values: v.map { c.summary($0.fields) } ?? "", time: v.map { t.time($0.time) } ?? "",
+                    age: v.map { PageContext.age(now - $0.time) } ?? "", ms: v?.time ?? 0, hasTime: v != nil,
+                    alarm: alarmed.contains(uid))
             }
             return StatusView.FieldGroup(
                 reader: r.id, location: r.location, count: rows.count, hasTags: !rows.isEmpty, tags: rows)
@@ -170,6 +181,13 @@ extension Pages {
     {
         let readers = metrics.readerStatus
         let down = readers.filter { !$0.up }.count
+        // A reader that answers but has not completed a poll for three of its intervals (at least 10 s): what the
+        // page shows of it is older than it should be.
+        let late = readers.filter { r in
+            r.up
+                && (r.lastGoodPollMs.map { now - $0 > max(3 * r.intervalMs, 10_000) }
+                    ?? (now - metrics.startedMs > max(3 * r.intervalMs, 10_000)))
+        }
         var plant: [String] = []
         if alarms > 0 { plant.append("\(alarms) alarm\(alarms == 1 ? "" : "s")") }
         if missing > 0 { plant.append("\(missing) asset\(missing == 1 ? "" : "s") missing") }
@@ -181,6 +199,10 @@ extension Pages {
             store.problem == nil ? "store committing" : "store failing (\(store.queued) waiting)",
             "\(readers.count - down) of \(readers.count) reader\(readers.count == 1 ? "" : "s") answering",
         ]
+        for r in late {
+            software.append(
+                "\(r.id): " + (r.lastGoodPollMs.map { "last poll \(PageContext.age(now - $0)) ago" } ?? "no poll yet"))
+        }
         if !outputs.isEmpty {
             software.append(
                 failing.isEmpty
@@ -188,11 +210,17 @@ extension Pages {
                     : "output\(failing.count == 1 ? "" : "s") failing: "
                         + failing.map(\.name).joined(separator: ", "))
         }
+        let softwareOK = store.problem == nil && down == 0 && failing.isEmpty
+        var plantText = plant.isEmpty ? "normal" : plant.joined(separator: " · ")
+        if plant.isEmpty && !late.isEmpty {
+            plantText += " (as of the last poll of \(late.map(\.id).joined(separator: ", ")))"
+        }
         return HeaderView(
             gateway: c.gateway, site: c.site, now: c.time.dateTime(now), zone: c.time.name, plantOK: plant.isEmpty,
-            plant: plant.isEmpty ? "normal" : plant.joined(separator: " · "),
-            softwareOK: store.problem == nil && down == 0 && failing.isEmpty,
-            software: software.joined(separator: " · "))
+            plant: plantText, softwareOK: softwareOK, software: software.joined(separator: " · "),
+            plantState: !plant.isEmpty ? "bad" : late.isEmpty ? "ok" : "warn",
+            softwareState: softwareOK && late.isEmpty ? "ok" : "warn", nowMs: now,
+            offsetMinutes: c.time.offsetSeconds(now) / 60)
     }
 
     static func place(_ reader: String?, _ location: String?) -> String {
