@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "7ded57c61d72a0fac7244e7e08c256aade4f550c7fb240bfc447d1e35fac904a"
+    static let sha256 = "770bbd6219dc6d8db678317bb56971ff3ce342999d2c409153c09de4871c0538"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -720,6 +720,80 @@ enum OpenAPIDocument {
           },
           "403": {
             "$ref": "#/components/responses/Forbidden"
+          }
+        }
+      }
+    },
+    "/stream": {
+      "get": {
+        "operationId": "stream",
+        "summary": "Readings and events as Server-Sent Events, as they are committed, resumable",
+        "description": "A text/event-stream (WHATWG HTML, Server-Sent Events) that does not end: each stored row as an event named reading or event, its data the row's JSON (the Reading and Event schemas, the same as the pages of /readings and /events), its id R-E (the ids of the last reading and the last event sent). A client that reconnects with the header Last-Event-ID (browsers' EventSource does) gets every row committed since, none twice; without it the stream starts with the rows committed from now on. A comment line every 15 s keeps idle connections open. docs/integrating.md, Live stream, has examples.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/uid"
+          },
+          {
+            "$ref": "#/components/parameters/reader"
+          },
+          {
+            "name": "kind",
+            "in": "query",
+            "required": false,
+            "description": "What to send, comma-separated: reading, event, or event kinds (an event kind alone sends only events of those kinds). Default: every reading and event.",
+            "schema": {
+              "type": "string",
+              "pattern": "^[a-z_]+(,[a-z_]+)*$"
+            },
+            "examples": {
+              "readings": {
+                "value": "reading"
+              },
+              "alarms": {
+                "value": "violation,violation_ended"
+              }
+            }
+          },
+          {
+            "name": "Last-Event-ID",
+            "in": "header",
+            "required": false,
+            "description": "Where to resume: the id of the last event the client got (R-E: the last reading's and the last event's ids).",
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9]+-[0-9]+$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The stream: lines of event:, id: and data: (one JSON row), a blank line after each event; comment lines (:) keep it open",
+            "content": {
+              "text/event-stream": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "503": {
+            "description": "As many clients as [service] stream-clients allows are connected; try again after Retry-After",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
           }
         }
       }
