@@ -19,6 +19,24 @@ public enum ICModel: String, CaseIterable, Sendable, Codable {
     case mydVicinity, mydMove
     case mb89r116, mb89r118
 
+    /// The maker, whose code is byte 6 of every UID of the model (the family `from(uid:…)` tells it by).
+    public var manufacturer: ManufacturerCode {
+        switch self {
+        case .icodeSLI, .icodeSLIX, .icodeSLIX2, .icodeDNA, .icodeSLIS, .icodeSLIXS, .icodeSLIL, .icodeSLIXL, .icode3:
+            return .nxp
+        case .st25dv04k, .st25dv16k, .st25dv64k, .st25dv16kOr64k, .st25dvKC, .st25tv02k512, .st25tv04kp,
+            .st25tv16k64k, .lri64, .lri1k, .lri2k, .lris2k, .lris64k, .m24lr64, .m24lr04er, .m24lr16er, .m24lr16dw,
+            .m24lr64er, .st25tv02kc, .st25tv512c:
+            return .stMicroelectronics
+        case .n36rw02, .n24rf04, .n24rf04e, .n24rf16, .n24rf16e, .n24rf64, .n24rf64e: return .onsemi
+        case .tagitHFIPlus, .tagitHFIStandard, .tagitHFIPro, .rf430frl15xh: return .texasInstruments
+        case .em4233, .em4233slic, .em4034, .em4035, .em4135, .em4036, .em4006, .em4133, .em4033, .em4237, .em4425:
+            return .emMicroelectronic
+        case .mydVicinity, .mydMove: return .infineon
+        case .mb89r116, .mb89r118: return .fujitsu
+        }
+    }
+
     public var name: String {
         switch self {
         case .icodeSLI: return "NXP ICODE SLI"

@@ -129,3 +129,29 @@ import Testing
         #expect(try ICModel.identify(uid: UID(parsing: "E016880000000001")) == nil)
     }
 }
+
+/// A model's maker (used to judge whether a rule on one manufacturer can see a plan's model) is the manufacturer
+/// code of every UID the model is told from: UID byte 6 is the IC manufacturer's code (ISO/IEC 15693-3, ISO/IEC
+/// 7816-6), and `identify` tells a model only within its maker's codes.
+@Suite struct ModelMakerTests {
+    @Test func everyModelIsToldOnlyFromItsMakersUIDs() {
+        var seen = Set<ICModel>()
+        for code: UInt8 in [0x02, 0x04, 0x05, 0x07, 0x08, 0x16, 0x67] {
+            for b5 in 0...255 {
+                for b4: UInt8 in [0x00, 0x08, 0x10, 0x18, 0x20] {
+                    let uid = UID(
+                        manufacturer: ManufacturerCode(code), serial: UInt64(b5) << 40 | UInt64(b4) << 32 | 0x1234)
+                    for reference: UInt8? in [nil, 0x1A, 0x2A, 0x2E, 0x4A, 0x4E, 0x6A, 0x6E, UInt8(b5)] {
+                        for blocks: Int? in [nil, 16, 64, 80, 128, 512, 2048] {
+                            guard let m = ICModel.identify(uid: uid, icReference: reference, blockCount: blocks)
+                            else { continue }
+                            #expect(m.manufacturer == uid.manufacturer, "\(m) from \(uid)")
+                            seen.insert(m)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(seen.count >= 40, "\(ICModel.allCases.filter { !seen.contains($0) })")
+    }
+}

@@ -760,6 +760,28 @@ import Testing
             ).count == 1)
     }
 
+    /// A plan that names its IC model and a rule that names a manufacturer: the model's maker decides (Fujitsu's
+    /// MB89R118 is never an NXP tag: UID byte 6 is the maker's code, ISO/IEC 7816-6; the model table cites its
+    /// sources in ICModel.swift). The same by model on both sides, and by model against a UID pattern.
+    @Test func aRuleOnAnotherMakerThanThePlansModelIsAnError() throws {
+        func issues(plan: String, rule: String) throws -> [String] {
+            let c = try AgentConfig.parse(
+                "[[plan]]\nname = \"cage\"\n\(plan)\n  [[plan.field]]\n  name = \"temperature\"\n  block = 0xF8\n  type = \"i16le\"\n  scale = 0.01\n",
+                file: "/etc/vlogger/vlogger.toml")
+            let r = try RuleSet.parse(
+                "[[rule]]\nname = \"t\"\nkind = \"range\"\nfield = \"temperature\"\nmax = 8.0\n\(rule)\n",
+                file: "/etc/vlogger/rules.toml")
+            return r.check(plans: c.plans, configFile: "/etc/vlogger/vlogger.toml").map(\.description)
+        }
+        #expect(try issues(plan: "match.model = \"MB89R118\"", rule: "match.manufacturer = \"NXP\"").count == 1)
+        #expect(try issues(plan: "match.model = \"MB89R118\"", rule: "match.manufacturer = \"Fujitsu\"").isEmpty)
+        #expect(try issues(plan: "match.manufacturer = \"NXP\"", rule: "match.model = \"MB89R118\"").count == 1)
+        #expect(try issues(plan: "match.model = \"MB89R118\"", rule: "match.uid = \"E004*\"").count == 1)
+        #expect(try issues(plan: "match.model = \"MB89R118\"", rule: "match.uid = \"E008*\"").isEmpty)
+        #expect(try issues(plan: "match.model = \"ICODE SLIX\"", rule: "match.model = \"MB89R118\"").count == 1)
+        #expect(try issues(plan: "match.model = \"ICODE SLIX\"", rule: "").isEmpty)
+    }
+
     @Test func anMQTTReaderFilterNamingNoReaderIsAnError() {
         let text = """
             [[reader]]

@@ -27,13 +27,19 @@ extension UIDPattern {
 
 extension TagMatch {
     /// Whether some tag could satisfy both matches: false only when they exclude each other by manufacturer, IC
-    /// model or UID pattern (an empty list takes any).
+    /// model (each model has one maker: a rule on NXP tags never sees a plan's Fujitsu MB89R118) or UID pattern (an
+    /// empty list takes any).
     public func mayOverlap(_ o: TagMatch) -> Bool {
-        if !manufacturers.isEmpty && !o.manufacturers.isEmpty
-            && !manufacturers.contains(where: o.manufacturers.contains)
-        {
-            return false
+        // The makers each side allows: its manufacturers, narrowed by its models' makers.
+        func makers(_ m: TagMatch) -> [ManufacturerCode] {
+            let byModel = Array(Set(m.models.map(\.manufacturer)))
+            if m.manufacturers.isEmpty { return byModel }
+            return byModel.isEmpty ? m.manufacturers : m.manufacturers.filter(byModel.contains)
         }
+        let mine = makers(self), theirs = makers(o)
+        if (!manufacturers.isEmpty || !models.isEmpty) && mine.isEmpty { return false }
+        if (!o.manufacturers.isEmpty || !o.models.isEmpty) && theirs.isEmpty { return false }
+        if !mine.isEmpty && !theirs.isEmpty && !mine.contains(where: theirs.contains) { return false }
         if !models.isEmpty && !o.models.isEmpty && !models.contains(where: o.models.contains) { return false }
         if !uids.isEmpty && !o.uids.isEmpty && !uids.contains(where: { a in o.uids.contains { a.overlaps($0) } }) {
             return false
@@ -42,7 +48,7 @@ extension TagMatch {
             patterns.isEmpty || makers.isEmpty
                 || patterns.contains { p in makers.contains { p.mayMatchManufacturer($0) } }
         }
-        return uidsAllow(o.uids, manufacturers) && uidsAllow(uids, o.manufacturers)
+        return uidsAllow(o.uids, mine) && uidsAllow(uids, theirs)
     }
 }
 
