@@ -35,8 +35,7 @@ done
 
 # 1. The binary, with the Swift runtime inside it.
 if [ -z "$BINARY" ]; then
-    COMMIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-    if [ "$COMMIT" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then COMMIT="$COMMIT-modified"; fi
+    COMMIT=$(bash deploy/commit.sh)
     swift build -c release --static-swift-stdlib --product vlogger -Xcc "-DVLOGGER_COMMIT=\"$COMMIT\""
     BINARY=$(swift build -c release --static-swift-stdlib --show-bin-path)/vlogger
 fi

@@ -64,7 +64,8 @@ fi
 # 1. The binary.
 if [ -z "$BINARY" ]; then
     export PATH=/opt/swift/usr/bin:$PATH
-    swift build -c release --product vlogger
+    # The commit goes into `vlogger --version` (deploy/commit.sh).
+    swift build -c release --product vlogger -Xcc "-DVLOGGER_COMMIT=\"$(bash "$REPO/deploy/commit.sh")\""
     BINARY=$REPO/.build/release/vlogger
 fi
 [ -x "$BINARY" ] || { echo "install.sh: $BINARY is not an executable" >&2; exit 1; }

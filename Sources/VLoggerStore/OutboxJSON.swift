@@ -28,7 +28,7 @@ extension SyncTable {
 
 /// An outbox row as one JSON object, for the outputs that send JSON (MQTT, webhooks): `key` (gateway, table and
 /// local id: the same row sent twice has the same key, for a consumer to de-duplicate on), `table`, then the
-/// table's exported columns with the names, formats and units of `vlogger export --format jsonl` (a reading's
+/// table's exported columns with the names and formats of `vlogger export --format jsonl` (a reading's
 /// decoded fields at the top level, `field_<name>` where a fixed column has the name), and the gateway for the
 /// tables that have no gateway column.
 public enum OutboxJSON {

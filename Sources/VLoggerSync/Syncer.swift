@@ -47,11 +47,11 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
             case (_, "25006"):
                 return SyncError(
                     .readOnly,
-                    "\(url): the server refuses writes (\(text)); the rows stay in the local store and are sent when it takes them again"
+                    "\(url): the server refuses writes (\(text)); the rows are sent when it takes them again"
                 )
             case (_, "53100"):
                 return SyncError(
-                    .readOnly, "\(url): the server's disk is full (\(text)); the rows stay in the local store")
+                    .readOnly, "\(url): the server's disk is full (\(text))")
             case (.server, _):
                 return SyncError(.server, "\(url): the server said: \(text) (SQLSTATE \(state))")
             case (.connectionError, _) where p.underlying is NIOSSLError:

@@ -139,7 +139,11 @@ struct Devices: ParsableCommand {
     )
     var config: String?
 
-    @Option(help: "Only this driver's devices: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")).")
+    @Option(
+        name: [.customLong("driver"), .customLong("reader")],
+        help:
+            "Only this driver's devices: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")) (--reader: its older name)."
+    )
     var reader: ReaderKind?
 
     @Option(

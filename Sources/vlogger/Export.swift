@@ -63,8 +63,9 @@ struct Export: AsyncParsableCommand {
     var uid: String?
 
     @Option(
+        name: [.customLong("reader-id"), .customLong("reader")],
         help:
-            "Only rows of this reader (its [[reader]] id); tags by the reader that saw them last. Not for --table writes."
+            "Only rows of this reader (its [[reader]] id, as --reader-id in the tag commands); tags by the reader that saw them last. Not for --table writes."
     )
     var reader: String?
 
@@ -156,6 +157,16 @@ struct Export: AsyncParsableCommand {
                 throw ValidationError("--reader: the \(table.rawValue) table has no reader column")
             }
             request.reader = reader
+            // A reader id the configuration does not have exports nothing: say so (a driver name such as `sim` here
+            // is the usual slip), without refusing, as the store may hold rows of a reader removed since.
+            if source == .local, FileManager.default.fileExists(atPath: options.config), let c = try? options.load(),
+                !c.readers.contains(where: { $0.id == reader })
+            {
+                FileHandle.standardError.write(
+                    Data(
+                        "note: --reader-id \(reader) is not a [[reader]] of \(options.config) (its readers: \(c.readers.map(\.id).joined(separator: ", "))); rows of such a reader come only from a store that has them\n"
+                            .utf8))
+            }
         }
         request.format = format
         if labels {

@@ -9,9 +9,12 @@ extension ReaderKind: ExpressibleByArgument {}
 
 /// Options shared by every command that talks to a tag.
 struct ReaderOptions: ParsableArguments {
+    /// `--driver`, the `[[reader]] driver` key's name; `--reader` is its older spelling, still taken (export's
+    /// `--reader` is a reader id, which `--reader-id` names here).
     @Option(
+        name: [.customLong("driver"), .customLong("reader")],
         help:
-            "Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")) (`vlogger devices --help` says what each takes)."
+            "Reader driver: \(ReaderDrivers.all.map(\.name).joined(separator: ", ")) (`vlogger devices --help` says what each takes); --reader is its older name."
     )
     var reader: ReaderKind?
 

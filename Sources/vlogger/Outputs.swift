@@ -9,7 +9,8 @@ import VLoggerStore
 struct OutputsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outputs",
-        abstract: "The gateway's outputs ([sync], [[output.mqtt]]): their backlog and their destinations.",
+        abstract:
+            "The gateway's outputs ([sync], [[output.mqtt]], [[output.webhook]]): their backlog and their destinations.",
         discussion: """
             Every output is a consumer of the store's outbox with a cursor per table, moved only when its \
             destination acknowledged a batch. `status` prints each one's backlog and whether its destination \
@@ -36,7 +37,7 @@ struct OutputsCommand: AsyncParsableCommand {
             throw VLoggerError(
                 name.map {
                     "\(options.config): no output named '\($0)' (configured: \(all.map(\.consumer.name).joined(separator: ", ")))"
-                } ?? "\(options.config): no outputs configured ([sync], [[output.mqtt]])")
+                } ?? "\(options.config): no outputs configured ([sync], [[output.mqtt]], [[output.webhook]])")
         }
         return (store, chosen)
     }

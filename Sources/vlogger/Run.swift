@@ -70,7 +70,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Stop each reader after this many poll cycles.")
     var cycles: Int?
 
-    @Option(help: "Reader driver, overriding the driver of the configuration's only reader.")
+    @Option(
+        name: [.customLong("driver"), .customLong("reader")],
+        help: "Reader driver, overriding the driver of the configuration's only reader (--reader: its older name).")
     var reader: ReaderKind?
 
     @Option(help: "Simulated field folder, overriding the field of the configuration's only reader.")

@@ -65,11 +65,12 @@ struct SensorInfoCommand: ParsableCommand {
         }
         say("UID            \(uid)")
         say("Kind           \(info.kind) (\(info.name))")
-        print("Logging        \(info.logging.map { $0 ? "running" : "stopped" } ?? "unknown")")
-        print("Interval       \(info.intervalSeconds.map { "\($0) s" } ?? "unknown")")
-        print("Records        \(info.recordCount.map(String.init) ?? "unknown")")
-        print("Session start  \(info.start.map(TimeSpec.format) ?? "unknown")")
-        print("Battery        \(info.batteryOK.map { $0 ? "ok" : "low" } ?? "unknown")")
+        // Only what the kind has: a line of "unknown" says nothing (an RF430 has no logging state at all).
+        if let l = info.logging { print("Logging        \(l ? "running" : "stopped")") }
+        if let i = info.intervalSeconds { print("Interval       \(i) s") }
+        if let n = info.recordCount { print("Records        \(n)") }
+        if let t = info.start { print("Session start  \(TimeSpec.format(t))") }
+        if let b = info.batteryOK { print("Battery        \(b ? "ok" : "low")") }
         for v in info.current {
             let value =
                 v.value.rounded() == v.value && abs(v.value) < 1e15
@@ -93,18 +94,28 @@ struct SensorLogCommand: ParsableCommand {
 
     @OptionGroup(title: "Reader and tag") var options: ReaderOptions
 
-    @Option(help: "csv (RFC 4180, a header row) or jsonl (one JSON object per record).")
-    var format: Format = .csv
+    @Option(help: "csv (RFC 4180, a header row) or jsonl (one JSON object per record); --json is --format jsonl.")
+    var format: Format?
 
     @Option(help: "The first record to read (0: the oldest).")
     var from: Int = 0
 
     func validate() throws {
         guard from >= 0 && from < 1_000_000 else { throw ValidationError("--from: a record number, 0 or more") }
+        if options.json && format == .csv { throw ValidationError("--json and --format csv: give one") }
     }
+
+    /// The format asked for: --format, else JSON lines with --json, else CSV.
+    var chosen: Format { format ?? (options.json ? .jsonl : .csv) }
 
     func run() throws {
         let (session, uid, kind) = try sensorTarget(options)
+        guard kind.readsLog else {
+            throw VLoggerError(
+                "\(uid) is a \(kind.name): vlogger does not read its log (no public source gives its layout); `vlogger sensor info --measure` takes a value now"
+            )
+        }
+        let format = chosen
         let (info, records) = try kind.log(session.client, uid, from: from) { read, total in
             FileHandle.standardError.write(Data("\rread \(read) of \(total) records".utf8))
         }
@@ -147,7 +158,8 @@ struct SensorLogCommand: ParsableCommand {
         }
         FileHandle.standardOutput.write(Data(out))
         FileHandle.standardError.write(
-            Data("\(records.count) records of \(info.recordCount ?? 0); \(airLine(session))\n".utf8))
+            Data(
+                "\(records.count) records\(info.recordCount.map { " of \($0)" } ?? ""); \(airLine(session))\n".utf8))
     }
 }
 

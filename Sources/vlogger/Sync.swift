@@ -74,7 +74,8 @@ struct SyncCommand: AsyncParsableCommand {
                 "sent \(parts.joined(separator: ", ")) in \(r.batches) batch\(r.batches == 1 ? "" : "es") to \(URLRedaction.redact(settings.url)) in \(String(format: "%.2f", seconds)) s"
             )
         } catch let e as SyncError {
-            throw VLoggerError(e.message)
+            // The service's log adds the same (OutputJob): said once, where the failure ends a command.
+            throw VLoggerError(e.message + "; the rows stay in the local store")
         } catch let e as StoreError {
             throw VLoggerError("\(e)")
         }

@@ -30,7 +30,9 @@ struct Watch: ParsableCommand {
     )
     var readerID: String?
 
-    @Option(help: "Reader driver, overriding the watched reader's.")
+    @Option(
+        name: [.customLong("driver"), .customLong("reader")],
+        help: "Reader driver, overriding the watched reader's (--reader: its older name).")
     var reader: ReaderKind?
 
     @Option(help: "Simulated field folder, overriding the watched reader's.")

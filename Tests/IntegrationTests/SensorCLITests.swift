@@ -53,6 +53,29 @@ import Testing
         #expect((objects.first?["units"] as? [String: String])?["temperature"] == "°C")
     }
 
+    /// Issue 47, item 10: `sensor log --json` printed CSV (the shared --json was not read); on the demo's RF430,
+    /// `sensor info` printed "unknown" five times and `sensor log` "0 records of 0" with exit 0. Now --json is JSON
+    /// lines (and --json with --format csv an error), an RF430's info says what it has and reads block 0 (a tag not
+    /// there is an error), and its log, which vlogger does not read, is an error naming --measure.
+    @Test func jsonLogsAndAKindWithoutALog() throws {
+        let json = try CLITests.run(["sensor", "log", "--field", Self.field.path, "--json"])
+        #expect(json.code == 0, "\(json.err)")
+        let first = json.out.split(separator: "\n").first.flatMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(first?["index"] as? Int == 0 && first?["kind"] as? String == "fm13", "\(json.out.prefix(300))")
+        let both = try CLITests.run(["sensor", "log", "--field", Self.field.path, "--json", "--format", "csv"])
+        #expect(both.code != 0 && both.err.contains("--json and --format csv"), "\(both.err)")
+        let demo = CLITests.root.appendingPathComponent("Config/demo-field").path
+        let info = try CLITests.run(["sensor", "info", "--field", demo, "--uid", "E007A20000001003"])
+        #expect(info.code == 0 && !info.out.contains("unknown"), "\(info.out)")
+        #expect(info.out.contains("Raw            block0") && info.out.contains("--measure"), "\(info.out)")
+        let gone = try CLITests.run(["sensor", "info", "--field", demo, "--uid", "E007A20000009999"])
+        #expect(gone.code != 0, "\(gone.out)")
+        let log = try CLITests.run(["sensor", "log", "--field", demo, "--uid", "E007A20000001003"])
+        #expect(log.code != 0 && log.err.contains("does not read its log") && log.out.isEmpty, "\(log.out)\(log.err)")
+    }
+
     @Test func infoSaysKindStateIntervalAndCount() throws {
         let r = try CLITests.run(["sensor", "info", "--field", Self.field.path, "--json"])
         #expect(r.code == 0, "\(r.err)")

@@ -137,6 +137,36 @@ func scratchPath(_ name: String) -> String {
         #expect(abs(more.airTime.microseconds - more.lowerBound.microseconds) < 1)
     }
 
+    /// Issue 47, item 10: an NDEF plan that also reads blocks gave two readings per tag and cycle (the plan's
+    /// blocks, then the NDEF message from the same blocks). Now one: the NDEF fields go with the plan's reading of
+    /// block 0 when it holds the message. A tag that is not NDEF-formatted is said at info severity and is not a
+    /// read error.
+    @Test func anNDEFPlanThatReadsBlocksGivesOneReadingPerCycle() throws {
+        let config = """
+            [[plan]]
+            name = "nxp"
+            match.manufacturer = "NXP"
+            ndef = true
+              [[plan.read]]
+              first = 0x00
+              count = 8
+              security = true
+            """
+        let r = try rig(config: config) { $0.uid.manufacturer == .nxp }
+        r.agent.run(cycles: 3, stop: StopSignal())
+        r.agent.writer.commitNow()
+        let readings = try r.store.readings(uid: UID(parsing: "E004010812345601"))
+        #expect(readings.count == 3, "\(readings.map(\.decoded))")
+        // The plan's 8 blocks, with the NDEF fields in the same reading.
+        #expect(
+            readings.allSatisfy {
+                $0.block == 0 && $0.data.count == 32 && ($0.decoded ?? "").contains("\"ndef_text\":\"vlogger demo\"")
+            }, "\(readings.map(\.decoded))")
+        let notFormatted = try r.store.events(kind: .error).filter { $0.name == "ndef-not-formatted" }
+        #expect(notFormatted.count == 1 && notFormatted.first?.severity == .info)
+        #expect(r.agent.counters.errors["ndef-not-formatted"] == nil)
+    }
+
     @Test func plansWithNDEFStoreTheRecordsWithTheReadings() throws {
         // The demo SLIX2 holds a Text record "vlogger demo" (en); the demo SLIX has no CC (not formatted).
         let config = """

@@ -303,7 +303,7 @@ import Testing
         #expect(ok.plans.first?.ndef == true && ok.fieldInfos.map(\.name) == ["ndef", "ndef_text", "ndef_uri"])
         #expect(
             try AgentConfig.load(Self.root.appendingPathComponent("Config/vlogger.toml").path).plans.filter(\.ndef).map(
-                \.name) == ["NXP pallet and shelf labels"])
+                \.name) == ["NXP pallet labels (ICODE SLIX2, NDEF)"])
         let bad = """
             [[plan]]
             name = "n"

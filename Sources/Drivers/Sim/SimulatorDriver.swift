@@ -58,10 +58,23 @@ public struct SimulatorDriver: ReaderDriver {
         return nil
     }
 
+    /// The sample names a field folder that exists, so that the sample passes `config check` as it is: the
+    /// default field (`$VLOGGER_FIELD`, else Config/demo-field) as an absolute path when it is there, else the
+    /// demo field the Debian package installs; a placeholder only where neither is.
     public var sampleReader: String? {
-        """
-        driver = "sim"
-        field = "demo-field"              # EDIT: a folder of tag images (Config/demo-field in the repository)
-        """
+        var isDir: ObjCBool = false
+        let here = URL(fileURLWithPath: Self.defaultFieldPath()).standardizedFileURL.path
+        let field: String
+        if FileManager.default.fileExists(atPath: here, isDirectory: &isDir), isDir.boolValue {
+            field = here
+        } else if FileManager.default.fileExists(atPath: "/usr/share/vlogger/demo-field") {
+            field = "/usr/share/vlogger/demo-field"
+        } else {
+            field = "demo-field"
+        }
+        return """
+            driver = "sim"
+            field = "\(field)"    # EDIT: a folder of tag images (Config/demo-field in the repository)
+            """
     }
 }

@@ -184,7 +184,14 @@ final class TagPlanReader {
         }
         if plan?.ndef == true {
             switch readNDEF(uid, memory: memory, now: now, facts: &facts) {
-            case let .reading(r): readings.append(r)
+            case let .reading(r):
+                // One reading per tag and cycle: the NDEF fields go with the plan's own reading of block 0 when it
+                // holds the whole message (they are decoded from those blocks), else into a reading of their own.
+                if let i = readings.firstIndex(where: { $0.first.int == 0 && $0.data.count >= r.data.count }) {
+                    readings[i].decoded += r.decoded.filter { f in !readings[i].decoded.contains { $0.name == f.name } }
+                } else {
+                    readings.append(r)
+                }
             case .noNDEF: break
             case .failed: return Outcome(bound: bound, answered: answered, rules: w.rules)
             }
@@ -396,12 +403,15 @@ final class TagPlanReader {
         }
     }
 
-    /// Writes an NDEF problem event when it starts (or changes), not every cycle.
+    /// Writes an NDEF problem event when it starts (or changes), not every cycle. A tag that is not NDEF-formatted
+    /// is a fact about the tag (an NDEF plan that matches more tags than hold NDEF), not a failure: said at info
+    /// severity and not counted as an error; a malformed message is a warning and an error.
     private func ndefProblem(_ uid: UID, _ name: String, _ detail: String) {
         guard ndefProblems[uid] != name else { return }
         ndefProblems[uid] = name
-        log.counters.errors[name, default: 0] += 1
-        log.event(.error, uid: uid, name: name, severity: .warning, detail: detail)
+        let fact = name == "ndef-not-formatted"
+        if !fact { log.counters.errors[name, default: 0] += 1 }
+        log.event(.error, uid: uid, name: name, severity: fact ? .info : .warning, detail: detail)
     }
 
     /// The tag's plan, the rules that apply to it, and the block ranges they need (plan reads, the

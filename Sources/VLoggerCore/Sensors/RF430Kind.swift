@@ -26,7 +26,16 @@ public struct RF430Kind: SensorKind {
         -> SensorInfo
     {
         var info = SensorInfo(kind: id, name: name)
-        guard measure else { return info }
+        guard measure else {
+            // Nothing of a log's state to read; block 0 is read so that a tag not there is an error, not a blank.
+            do {
+                info.raw["block0"] = try client.readBlocks(uid, first: 0, count: 1)[0].data
+            } catch { throw SensorFailure("RF430: \(error)") }
+            info.notes = [
+                "no logging state, interval, record count or battery to read; its log is not read (no public source gives its layout); --measure takes a temperature now (it writes TI's sample configuration to blocks 0–7)"
+            ]
+            return info
+        }
         do {
             // TI's order: blocks 1–7, block 0 last (it starts the sample). Not read back: block 0 changes.
             for (block, data) in RF430.configuration {

@@ -307,7 +307,7 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
                 throw OutboxFailure(
                     kind: "host-offline",
                     message:
-                        "the primary host \(h) has not said it is online (spBv1.0/STATE/\(h)); rows stay in the store")
+                        "the primary host \(h) has not said it is online (spBv1.0/STATE/\(h))")
             }
         }
         try reconcile()
