@@ -60,11 +60,14 @@ public struct Scenario: Equatable, Sendable {
         public var periodMs: Int64
         public var min: Double?
         public var max: Double?
+        /// The drift starts again from `start` every `repeatMs` (0: it never does): a cooler that catches up.
+        public var repeatMs: Int64
 
         public init(
             uid: UID, block: Int, byte: Int, encoding: Encoding, scale: Double, start: Double, slopePerHour: Double,
-            amplitude: Double, periodMs: Int64, min: Double?, max: Double?
+            amplitude: Double, periodMs: Int64, min: Double?, max: Double?, repeatMs: Int64 = 0
         ) {
+            self.repeatMs = repeatMs
             self.uid = uid
             self.block = block
             self.byte = byte
@@ -79,7 +82,8 @@ public struct Scenario: Equatable, Sendable {
         }
 
         public func value(atMs t: Int64) -> Double {
-            let hours = Double(t) / 3_600_000
+            let drifting = repeatMs > 0 ? ((t % repeatMs) + repeatMs) % repeatMs : t
+            let hours = Double(drifting) / 3_600_000
             var v = start + slopePerHour * hours
             if periodMs > 0 { v += amplitude * Foundation.sin(2 * Double.pi * Double(t) / Double(periodMs)) }
             if let min { v = Swift.max(v, min) }
@@ -174,7 +178,8 @@ public struct Scenario: Equatable, Sendable {
                     scale: scale, start: try num("start", 0) ?? 0, slopePerHour: try num("slope-per-hour", 0) ?? 0,
                     amplitude: try num("amplitude", 0) ?? 0,
                     periodMs: s["period"] == nil ? 0 : try time(s["period"], ctx + ".period"),
-                    min: try num("min", nil), max: try num("max", nil)))
+                    min: try num("min", nil), max: try num("max", nil),
+                    repeatMs: s["repeat"] == nil ? 0 : try time(s["repeat"], ctx + ".repeat")))
         }
         return Scenario(steps: steps, signals: signals)
     }

@@ -259,3 +259,36 @@ import ISO15693
         #expect(try FieldFolder(url: dir).field.tags.count == 1)
     }
 }
+
+/// Issue 47, item 10: the demo's cold-room alarm never cleared (its drift ran on to 85 °C). A signal's `repeat`
+/// starts the drift again from `start` (the ripple keeps its own phase), so the demo's alarm ends every 5 minutes.
+@Suite struct SignalRepeatTests {
+    @Test func theDriftStartsAgainEveryRepeat() throws {
+        let s = try Scenario.decode(
+            """
+            {"vlogger-scenario": 1, "steps": [], "signals": [{"uid": "E008010000004212", "block": "0xF8", "byte": 0,
+             "type": "i16le", "scale": 0.01, "start": 20, "slope-per-hour": 3600, "repeat": "60s"}]}
+            """
+        ).signals[0]
+        #expect(s.repeatMs == 60_000)
+        #expect(s.value(atMs: 30_000) == 50 && s.value(atMs: 59_000) == 79)
+        #expect(s.value(atMs: 60_000) == 20 && s.value(atMs: 90_000) == 50)
+        #expect(throws: (any Error).self) {
+            try Scenario.decode(
+                #"{"vlogger-scenario": 1, "steps": [], "signals": [{"uid": "E008010000004212", "block": 0, "type": "u8", "repeat": "soon"}]}"#
+            )
+        }
+    }
+
+    /// The demo cage: past the rule's 24 °C after about 10 s, back at 21.5 °C ± 0.6 at 5 minutes, and again.
+    @Test func theDemoCageCoolsEveryFiveMinutes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try String(
+            contentsOf: root.appendingPathComponent("Config/demo-field/scenario.json"), encoding: .utf8)
+        let cage = try #require(try Scenario.decode(text).signals.first { $0.block == 0xF8 && $0.byte == 0 })
+        #expect(cage.value(atMs: 0) == 21.5 && cage.value(atMs: 20_000) > 24)
+        #expect(cage.value(atMs: 299_000) > 80 && cage.value(atMs: 300_000) < 22.2)
+        #expect(cage.value(atMs: 320_000) > 24)
+    }
+}
