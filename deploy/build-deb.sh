@@ -36,7 +36,7 @@ done
 # 1. The binary, with the Swift runtime inside it.
 if [ -z "$BINARY" ]; then
     COMMIT=$(bash deploy/commit.sh)
-    swift build -c release --static-swift-stdlib --product vlogger -Xcc "-DVLOGGER_COMMIT=\"$COMMIT\""
+    swift build -c release --static-swift-stdlib --product vlogger
     BINARY=$(swift build -c release --static-swift-stdlib --show-bin-path)/vlogger
 fi
 [ -x "$BINARY" ] || { echo "build-deb.sh: $BINARY is not an executable" >&2; exit 1; }

@@ -64,8 +64,9 @@ fi
 # 1. The binary.
 if [ -z "$BINARY" ]; then
     export PATH=/opt/swift/usr/bin:$PATH
-    # The commit goes into `vlogger --version` (deploy/commit.sh).
-    swift build -c release --product vlogger -Xcc "-DVLOGGER_COMMIT=\"$(bash "$REPO/deploy/commit.sh")\""
+    # The commit goes into `vlogger --version` (deploy/commit.sh writes it where the build finds it).
+    bash "$REPO/deploy/commit.sh" >/dev/null
+    swift build -c release --product vlogger
     BINARY=$REPO/.build/release/vlogger
 fi
 [ -x "$BINARY" ] || { echo "install.sh: $BINARY is not an executable" >&2; exit 1; }

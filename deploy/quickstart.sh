@@ -18,8 +18,9 @@ fi
 
 echo "Building vlogger (release). The first build fetches and compiles every dependency: about 20 minutes on a" \
     "2-core machine; later builds are incremental." >&2
-# The commit goes into `vlogger --version` (deploy/commit.sh).
-swift build -c release --product vlogger -Xcc "-DVLOGGER_COMMIT=\"$(bash deploy/commit.sh)\""
+# The commit goes into `vlogger --version` (deploy/commit.sh writes it where the build finds it).
+bash deploy/commit.sh >/dev/null
+swift build -c release --product vlogger
 bin=$PWD/.build/release/vlogger
 work=$(mktemp -d /tmp/vlogger-demo.XXXXXX)
 cp -r Config/demo-field Config/demo-field-dock Config/vlogger.toml Config/rules.toml Config/assets.csv "$work"/

@@ -89,7 +89,7 @@ enum HomeAssistant {
             valueTemplate: "{{ value_json['values']['\(quoted)'] }}", unit: unit, deviceClass: deviceClass,
             availabilityTopic: statusTopic, jsonAttributesTopic: stateTopic,
             jsonAttributesTemplate:
-                "{{ {'uid': value_json.uid, 'asset_id': value_json.asset_id, 'reader': value_json.reader, 'location': value_json.location, 'alarms': value_json.alarms} | tojson }}",
+                "{{ {'uid': value_json.get('uid'), 'asset_id': value_json.get('asset_id'), 'reader': value_json.get('reader'), 'location': value_json.get('location'), 'alarms': value_json.get('alarms', [])} | tojson }}",
             device: device(gateway: gateway))
         return ("\(prefix)/sensor/vlogger_\(id(gateway))/\(object)/config", WireJSON.encode(config))
     }

@@ -53,8 +53,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         logger: Logger = Logger(label: "vlogger.mqtt")
     ) throws {
         self.probe = probe
-        tagStates = TagStates(
-            units: Dictionary(fields.map { ($0.name, $0.unit ?? "") }, uniquingKeysWith: { a, _ in a }))
+        tagStates = TagStates(units: FieldInfo.units(fields))
         self.store = store
         self.settings = settings
         self.gateway = gateway
@@ -208,7 +207,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                 }
             }
             try o.record(skipped)
-            try o.publishStates(sensors: sensors)
+            o.publishStates(sensors: sensors)
             // The broker has them all, or the batch is sent again (the cursor does not move).
             try await o.client.awaitAcks(timeout: .seconds(30 + rows.count / 100))
             return published
@@ -219,16 +218,17 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     func stateTopic(_ uid: String) -> String { "vlogger/\(Self.level(gateway))/tag/\(Self.level(uid))" }
 
     /// The retained state of each tag the batch changed, then the Home Assistant sensor of each tag's numeric field
-    /// not announced yet (after its state, so that HA finds a value when it subscribes). In the batch: the cursor
-    /// moves only when the broker has them too. A state that libmosquitto refuses is logged and left out.
-    func publishStates(sensors: [(uid: String, asset: String?, field: String)]) throws(MQTTError) {
+    /// not announced yet (after its state, so that HA finds a value when it subscribes). Aside from the batch, as
+    /// the status topic is: they are derived from the rows, so a broker that refuses them (an access list without
+    /// the topic, MQTT 5 reason 0x87) costs a logged line, never the rows' delivery; the next change sends the state
+    /// again.
+    func publishStates(sensors: [(uid: String, asset: String?, field: String)]) {
         guard settings.tagState else { return }
         let changed = stateLock.withLock { tagStates.changed(gateway: gateway) }
         for (uid, payload) in changed {
             do {
-                _ = try client.publish(topic: stateTopic(uid), payload: payload, qos: settings.qos, retain: true)
+                _ = try client.publishAside(topic: stateTopic(uid), payload: payload, qos: settings.qos, retain: true)
             } catch {
-                if error.kind != .invalidMessage { throw error }
                 logger.warning("output \(name): the state of tag \(uid) cannot be published (\(error.message))")
             }
         }
@@ -239,10 +239,11 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
                 gateway: gateway, uid: s.uid, asset: s.asset, field: s.field, unit: tagStates.units[s.field],
                 stateTopic: stateTopic(s.uid), statusTopic: statusTopic)
             do {
-                _ = try client.publish(topic: topic, payload: payload, qos: 1, retain: true)
+                _ = try client.publishAside(topic: topic, payload: payload, qos: 1, retain: true)
             } catch {
                 stateLock.withLock { _ = announced.remove(key) }
-                throw error
+                logger.warning(
+                    "output \(name): Home Assistant's sensor \(topic) cannot be published (\(error.message))")
             }
         }
     }

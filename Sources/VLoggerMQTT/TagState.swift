@@ -19,6 +19,8 @@ struct TagStates {
         var location: String?
         var present: Bool?
         var values: [(name: String, value: SparkplugValue)] = []
+        /// When each value was taken: an older row (a sensor log's record, read later) never replaces a newer value.
+        var valueTimes: [String: Millis] = [:]
         var alarms: [String] = []
     }
 
@@ -42,12 +44,14 @@ struct TagStates {
             s.location = row.value("location", in: table).text ?? s.location
             s.present = true
             for f in SparkplugPayloads.decodedFields(row.value("decoded", in: table).text) {
+                if f.type == .double { numeric.append(f.name) }
+                guard row.time >= s.valueTimes[f.name] ?? .min else { continue }
+                s.valueTimes[f.name] = row.time
                 if let i = s.values.firstIndex(where: { $0.name == f.name }) {
                     s.values[i].value = f.value
                 } else {
                     s.values.append((f.name, f.value))
                 }
-                if f.type == .double { numeric.append(f.name) }
             }
         default:
             let name = row.value("name", in: table).text ?? ""

@@ -223,6 +223,11 @@ public struct FieldInfo: Equatable, Sendable {
     public init(name: String, unit: String?, hex: Bool) {
         self.init(name: name, unit: unit, kind: hex ? .hex : .number)
     }
+
+    /// Each field's unit by name ("" for none), the first of a name winning.
+    public static func units(_ fields: [FieldInfo]) -> [String: String] {
+        Dictionary(fields.map { ($0.name, $0.unit ?? "") }, uniquingKeysWith: { a, _ in a })
+    }
 }
 
 /// JSON text helpers (one quoting routine for the store and for jsonl export).

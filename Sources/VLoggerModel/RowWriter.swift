@@ -40,7 +40,8 @@ public enum ValueText {
     public static func appendTime(_ ms: Millis, in zone: LocalTime, to out: inout [UInt8]) {
         let offset = zone.offsetSeconds(ms)
         let (local, overflow) = ms.addingReportingOverflow(Millis(offset) * 1000)
-        guard !overflow else { return appendTime(ms, to: &out) }
+        // RFC 3339 offsets are whole minutes: a local mean time of before 1900 (Berlin +00:53:28) is written in UTC.
+        guard !overflow, offset % 60 == 0 else { return appendTime(ms, to: &out) }
         appendTime(local, to: &out)
         out.removeLast()  // the Z
         out.append(offset < 0 ? 0x2D : 0x2B)

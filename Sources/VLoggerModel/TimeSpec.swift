@@ -142,7 +142,8 @@ public struct TimeSpec: Sendable, Equatable {
             total -= Int64(offsetMin * 60_000)
             return TimeSpec(millis: total, note: nil)
         }
-        guard let zone, zone.name != "UTC" else {
+        // Linux's Foundation names the UTC zone "GMT".
+        guard let zone, !["UTC", "GMT", "Etc/UTC", "Etc/GMT"].contains(zone.name) else {
             return TimeSpec(millis: total, note: "'\(original)' has no time zone; UTC assumed")
         }
         let (instant, remark) = instant(ofWall: total, in: zone)

@@ -85,7 +85,7 @@ extension Gateway {
                         fields: config.fieldInfos, probe: probe, store: store, logger: logger),
                     intervalMs: m.intervalMs, wakesOnCommit: true,
                     signature:
-                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(config.fieldInfos.map { "\($0.name):\($0.unit ?? "")" }) \(Self.stamp(m.passwordFile))"
+                        "\(m) \(config.gatewayID) \(config.readers.map { "\($0.id)@\($0.location ?? "")" }) \(Self.stamp(m.passwordFile))"
                 ))
         }
         for w in config.webhooks {

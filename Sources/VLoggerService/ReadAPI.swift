@@ -88,6 +88,19 @@ enum ReadAPI {
             guard let body else { return failure(.notFound, "the store has never seen \(uid)", parameter: "uid") }
             return json(body)
         }
+        // The decoded fields the store knows, with their units and what their values are: what a client needs to
+        // show a reading's bare values (`"temperature":21.5`) with their units.
+        router.get("/api/v1/fields") { request, _ -> Response in
+            if let refused = access.refusal(request) { return refused }
+            if let (name, _) = params(request).first {
+                return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
+            }
+            let body = await Blocking.run { () -> [UInt8]? in
+                guard let fields = try? store.fields() else { return nil }
+                return WireJSON.encode(ItemsJSON(fields.map(FieldJSON.init))) + [0x0A]
+            }
+            return body.map { json($0) } ?? failure(.serviceUnavailable, "the store did not answer")
+        }
         router.get("/api/v1/assets") { request, _ -> Response in
             if let refused = access.refusal(request) { return refused }
             var location: String?

@@ -140,7 +140,9 @@ public enum Exporter {
             let path = f.name.replacingOccurrences(of: "'", with: "''")
             let name = names[plan.columns.count + i].replacingOccurrences(of: "\"", with: "\"\"")
             let value = "json_extract(decoded, '$.\"\(path)\"')"
-            let hexPrefixed = "CASE WHEN \(value) IS NULL THEN NULL ELSE \(prefix)\(value) END"
+            // As RowWriter.hexText: the prefix only before hex digits (a value stored before its field was hex is text).
+            let hexPrefixed =
+                "CASE WHEN \(value) IS NULL OR \(value) = '' OR \(value) GLOB '*[^0-9A-Fa-f]*' THEN \(value) ELSE \(prefix)\(value) END"
             columns.append("\(f.hex && !prefix.isEmpty ? hexPrefixed : value) AS \"\(name)\"")
         }
         return where_(r, plan, select: columns)

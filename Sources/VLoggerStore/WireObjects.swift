@@ -4,6 +4,19 @@ import VLoggerModel
 /// The store's objects as every surface writes them (the read API, `--json` of the commands): one `Codable` type
 /// each, encoded by `WireJSON`. Rows go through `OutboxJSON`; these are the things that are not rows of one table.
 
+/// A decoded field the store knows: `{"name","unit","kind"}` (`/api/v1/fields`; kind number, text, hex or json).
+public struct FieldJSON: Encodable, Sendable, Equatable {
+    public var name: String
+    public var unit: String?
+    public var kind: String
+
+    public init(_ f: FieldInfo) {
+        name = f.name
+        unit = f.unit.flatMap { $0.isEmpty ? nil : $0 }
+        kind = f.kind.rawValue
+    }
+}
+
 /// An asset of the register: `{"uid","asset_id","name","location","expected":{…}}`.
 public struct AssetJSON: Encodable, Sendable, Equatable {
     public var uid: String

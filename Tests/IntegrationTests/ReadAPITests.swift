@@ -88,6 +88,7 @@ struct ReadAPITests {
         let bad = try ServiceTests.get(port, "/api/v1/readings?limit=0")
         let assets = try ServiceTests.get(port, "/api/v1/assets")
         let writes = try ServiceTests.get(port, "/api/v1/writes?state=queued")
+        let fields = try ServiceTests.get(port, "/api/v1/fields")
         let script = CLI.root.appendingPathComponent("Tests/IntegrationTests/Support/sse_client.py").path
         let streamed = s.dir.appendingPathComponent("stream.jsonl").path
         _ = try SyncFaultTests.shell(
@@ -107,6 +108,11 @@ struct ReadAPITests {
         let cage = registered.first { $0["uid"] as? String == "E008010000004212" }
         #expect(cage?["asset_id"] as? String == "CAGE-12" && cage?["expected"] is [String: Any], "\(assets.body)")
         #expect(writes.status == 200 && writes.body.hasPrefix(#"{"items":[]"#), "\(writes)")
+        // Issue 47, item 3: the units of the values a reading carries bare (Config/vlogger.toml: temperature °C).
+        let known = try #require(MQTTTests.object(fields.body)?["items"] as? [[String: Any]], "\(fields)")
+        let temperature = known.first { $0["name"] as? String == "temperature" }
+        #expect(temperature?["unit"] as? String == "°C" && temperature?["kind"] as? String == "number", "\(fields)")
+        #expect(known.contains { $0["name"] as? String == "ndef" && $0["kind"] as? String == "json" }, "\(fields)")
         // The stream's first event of that tag is the same object.
         let firstStreamed = try String(contentsOfFile: streamed, encoding: .utf8).split(separator: "\n").first
         #expect(firstStreamed.flatMap { MQTTTests.object(String($0))?["key"] as? String } == "gw-demo-01/readings/1")

@@ -2,9 +2,15 @@
 #include <stddef.h>
 #include <sys/timex.h>
 
-// What a build was made from. deploy/build-deb.sh passes the commit with
-//   swift build -c release -Xcc -DVLOGGER_COMMIT='"<sha>"'
-// (a C macro can carry a string into the Swift build, which SwiftPM's Swift settings cannot).
+// What a build was made from: deploy/commit.sh writes vlogger_commit.h beside this file (not in git) with
+//   #define VLOGGER_COMMIT "<sha>"
+// before quickstart, install and the Debian package build. A header, not -Xcc -DVLOGGER_COMMIT=…: a flag on the
+// command line changes every compile command, so each new commit would rebuild every dependency; the header
+// rebuilds only what imports this module. (A C macro can carry a string into the Swift build, which SwiftPM's
+// Swift settings cannot.)
+#if __has_include("vlogger_commit.h")
+#include "vlogger_commit.h"
+#endif
 #ifndef VLOGGER_COMMIT
 #define VLOGGER_COMMIT "unknown"
 #endif

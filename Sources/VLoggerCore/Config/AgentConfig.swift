@@ -358,9 +358,7 @@ public struct AgentConfig: Sendable {
     }
 
     /// Each decoded field's unit ("" for none), first definition first: the unit label of /metrics' series.
-    public var fieldUnits: [String: String] {
-        Dictionary(fieldInfos.map { ($0.name, $0.unit ?? "") }, uniquingKeysWith: { a, _ in a })
-    }
+    public var fieldUnits: [String: String] { FieldInfo.units(fieldInfos) }
 
     public static func load(_ path: String) throws(ConfigError) -> AgentConfig {
         try parse(ConfigReader.load(path), file: path)

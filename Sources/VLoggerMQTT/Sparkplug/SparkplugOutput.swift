@@ -56,8 +56,15 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
     private var bornAt: Millis = .max
     /// Devices with a DBIRTH out on this connection.
     private var alive: Set<String> = []
-    /// The devices seen since the start (by id), with where each was last read: born again with every NBIRTH.
+    /// The devices seen since the start (by id), with where each was last read, and when each was last seen: born
+    /// again with every NBIRTH while seen within `deviceWindowMs` (at most `deviceLimit`, the latest).
     private var devices: [String: SparkplugDevice] = [:]
+    private var deviceSeen: [String: Millis] = [:]
+    /// Each tag's device id (by UID): a tag that gets an asset id in the register moves to a device of that name,
+    /// and its old device dies.
+    private var deviceOfUID: [String: String] = [:]
+    static let deviceWindowMs: Millis = 30 * 86_400_000
+    static let deviceLimit = 1000
     /// Fields a device's data carried that the plans do not declare (a reload added a plan): declared from then on,
     /// for every device (each born again before data that has one).
     private var extraFields: [SparkplugField] = []
@@ -182,7 +189,20 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
                 if !born { bornAt = t }
                 born = true
                 alive = []
-                for d in known where devices[d.id] == nil { devices[d.id] = d }
+                for d in known where devices[d.id] == nil {
+                    devices[d.id] = d
+                    deviceSeen[d.id] = deviceSeen[d.id] ?? t
+                }
+                // Tags not seen for the window are born no more (a gate sees thousands of pallets a week); the rest
+                // at most the latest `deviceLimit`.
+                let kept = deviceSeen.filter { $0.value >= t - Self.deviceWindowMs }.sorted { $0.value > $1.value }
+                    .prefix(Self.deviceLimit).map(\.key)
+                let keep = Set(kept)
+                for id in devices.keys where !keep.contains(id) {
+                    devices[id] = nil
+                    deviceSeen[id] = nil
+                }
+                deviceOfUID = deviceOfUID.filter { keep.contains($0.value) }
                 for id in devices.keys.sorted() {
                     guard let d = devices[id] else { continue }
                     try birthLocked(d, at: t)
@@ -408,6 +428,8 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
         var known = Set((declared + extraFields).map(\.name))
         var types = Dictionary((declared + extraFields).map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         var grown = false
+        // Devices whose tag moved to another device id in this batch: dead once their data is out.
+        var moved = Set<String>()
         for row in rows where wanted(table, row) {
             var metrics = SparkplugPayloads.metrics(
                 table, row, gateway: gateway, jsonFields: jsonFields, historical: row.time < backlog)
@@ -416,6 +438,9 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
                 continue
             }
             var device = SparkplugDevice(uid: uid, asset: row.value("asset_id", in: table).text)
+            if let old = deviceOfUID[uid], old != device.id { moved.insert(old) }
+            deviceOfUID[uid] = device.id
+            deviceSeen[device.id] = max(deviceSeen[device.id] ?? row.time, row.time)
             let previous = devices[device.id]
             device.reader = row.value("reader", in: table).text ?? previous?.reader
             device.location = row.value("location", in: table).text ?? previous?.location
@@ -464,6 +489,12 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
             published += 1
         }
         for device in order { try flush(device) }
+        for old in moved.sorted() where !deviceOfUID.values.contains(old) {
+            if alive.contains(old) { try sendLocked(.ddeath, device: old, [], at: now()) }
+            alive.remove(old)
+            devices[old] = nil
+            deviceSeen[old] = nil
+        }
         return published
     }
 

@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "770bbd6219dc6d8db678317bb56971ff3ce342999d2c409153c09de4871c0538"
+    static let sha256 = "df3997629e7bb8e5a52815f802bc8a5efe371d9db311979d4835e59b65bb4a94"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -197,6 +197,49 @@ enum OpenAPIDocument {
               "application/json": {
                 "schema": {
                   "$ref": "#/components/schemas/EventPage"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        }
+      }
+    },
+    "/fields": {
+      "get": {
+        "operationId": "listFields",
+        "summary": "The decoded fields the store knows, with their units",
+        "description": "Rows carry a decoded value alone (temperature: 21.5); this list says each field's unit and what its values are (kind: number, text, hex bytes, or json).",
+        "responses": {
+          "200": {
+            "description": "Every field, in the order of the configuration's plans",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "items"
+                  ],
+                  "additionalProperties": false,
+                  "properties": {
+                    "items": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/FieldInfo"
+                      }
+                    }
+                  }
                 }
               }
             }
@@ -1474,6 +1517,32 @@ enum OpenAPIDocument {
               "null"
             ],
             "format": "date-time"
+          }
+        }
+      },
+      "FieldInfo": {
+        "type": "object",
+        "required": [
+          "name",
+          "kind"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "name": {
+            "type": "string"
+          },
+          "unit": {
+            "type": "string",
+            "description": "The plan's unit (absent for a field without one)"
+          },
+          "kind": {
+            "type": "string",
+            "enum": [
+              "number",
+              "text",
+              "hex",
+              "json"
+            ]
           }
         }
       }

@@ -184,9 +184,7 @@ extension Pages {
         // A reader that answers but has not completed a poll for three of its intervals (at least 10 s): what the
         // page shows of it is older than it should be.
         let late = readers.filter { r in
-            r.up
-                && (r.lastGoodPollMs.map { now - $0 > max(3 * r.intervalMs, 10_000) }
-                    ?? (now - metrics.startedMs > max(3 * r.intervalMs, 10_000)))
+            r.up && now - (r.lastGoodPollMs ?? metrics.startedMs) > max(3 * r.intervalMs, 10_000)
         }
         var plant: [String] = []
         if alarms > 0 { plant.append("\(alarms) alarm\(alarms == 1 ? "" : "s")") }

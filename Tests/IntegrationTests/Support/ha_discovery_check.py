@@ -13,7 +13,7 @@ Rules checked on every message under homeassistant/:
   to; the payload is a JSON object; discovery is retained;
 - tag: `topic` required and a valid subscribe topic, `value_template` optional, `device` with at least one
   identifier (schemas.py; vlogger always sends it); no other keys (HA would drop them);
-- sensor: `state_topic` required; `unique_id` present and unique; `device_class` one of HA's and
+- sensor: `state_topic` required; its `json_attributes_template`, if any, renders a JSON object from the state; `unique_id` present and unique; `device_class` one of HA's and
   `unit_of_measurement` one its device class allows (sensor.py validate_sensor_state_and_device_class_config);
   `state_class` one of HA's; not both availability_topic and availability; `device` with an identifier.
 Then the replay: each message on a tag scanner's topic fires one scan when the scanner's template renders to a
@@ -153,6 +153,14 @@ def main(live_path, retained_path):
             float(value)
         except ValueError:
             findings.append(f"{topic}: the state renders {value!r}, not a number")
+        # The attributes: HA renders the template on each message of json_attributes_topic and wants an object.
+        if config.get("json_attributes_template"):
+            try:
+                attributes = json.loads(render(config["json_attributes_template"], state))
+                if not isinstance(attributes, dict):
+                    findings.append(f"{topic}: the attributes template renders {attributes!r}, not an object")
+            except Exception as e:  # an undefined member that tojson cannot write, or text that is not JSON
+                findings.append(f"{topic}: the attributes template fails on {state[:120]}: {e}")
         if retained.get(config.get("availability_topic")) not in ("online", "offline"):
             findings.append(f"{topic}: availability topic says {retained.get(config.get('availability_topic'))!r}")
     for f_ in findings[:20]:
