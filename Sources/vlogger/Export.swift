@@ -126,7 +126,10 @@ struct Export: AsyncParsableCommand {
             throw ValidationError("--since is needed (or --after-id, for a program that polls)")
         }
         // Dates and times without an offset are the gateway's local ones, as every screen shows them.
-        let zone = gatewayZone()
+        // The configuration when there is one that loads (an export by --store alone needs none): its zone, its
+        // readers. --source postgres loads it again, where its errors end the command.
+        let config = FileManager.default.fileExists(atPath: options.config) ? try? options.load() : nil
+        let zone = config?.localTime ?? LocalTime(zone: TimeZone.current)
         do {
             let s = try since.map { try TimeSpec.parse($0, now: now, zone: zone) }
             if let note = s?.note { FileHandle.standardError.write(Data("note: --since \(note)\n".utf8)) }
@@ -159,9 +162,7 @@ struct Export: AsyncParsableCommand {
             request.reader = reader
             // A reader id the configuration does not have exports nothing: say so (a driver name such as `sim` here
             // is the usual slip), without refusing, as the store may hold rows of a reader removed since.
-            if source == .local, FileManager.default.fileExists(atPath: options.config), let c = try? options.load(),
-                !c.readers.contains(where: { $0.id == reader })
-            {
+            if source == .local, let c = config, !c.readers.contains(where: { $0.id == reader }) {
                 FileHandle.standardError.write(
                     Data(
                         "note: --reader-id \(reader) is not a [[reader]] of \(options.config) (its readers: \(c.readers.map(\.id).joined(separator: ", "))); rows of such a reader come only from a store that has them\n"
@@ -236,15 +237,6 @@ struct Export: AsyncParsableCommand {
             } catch { throw VLoggerError("\(error)") }
         }
         if let last { FileHandle.standardError.write(Data("last-id \(last)\n".utf8)) }
-    }
-
-    /// The gateway's zone: `[gateway] time-zone` of the configuration when there is one that loads, else the
-    /// system's (an export by `--store` alone needs no configuration).
-    func gatewayZone() -> LocalTime {
-        guard FileManager.default.fileExists(atPath: options.config), let c = try? options.load() else {
-            return LocalTime(zone: TimeZone.current)
-        }
-        return c.localTime
     }
 
     /// Runs `body` on stdout, or on `output + ".partial"` that is synced and renamed to `output` when it
