@@ -286,14 +286,18 @@ final class LockedCount: @unchecked Sendable {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
         p.arguments = ["check", "metrics"]
-        let input = Pipe(), output = Pipe()
+        // A pipe per stream: one Pipe for two streams makes Foundation close its write end twice after the launch,
+        // and the second close can hit a descriptor another test's socket has taken meanwhile.
+        let input = Pipe(), output = Pipe(), errors = Pipe()
         p.standardInput = input
         p.standardOutput = output
-        p.standardError = output
+        p.standardError = errors
         try p.run()
         input.fileHandleForWriting.write(Data(try Self.exercised().prometheusText()))
         try input.fileHandleForWriting.close()
-        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let said =
+            String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0 && said.isEmpty, "promtool: \(said)")
     }

@@ -19,13 +19,17 @@ import ISO15693
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3"] + args
-        let out = Pipe()
+        // Two pipes: one Pipe for both streams makes Foundation close its write end twice after the launch, and
+        // the second close can hit a descriptor another test's socket has taken meanwhile.
+        let out = Pipe(), err = Pipe()
         p.standardOutput = out
-        p.standardError = out
+        p.standardError = err
         try p.run()
+        // The script's error output is short (a traceback at most): read after stdout ends.
         let data = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        return (p.terminationStatus, String(decoding: data + errors, as: UTF8.self))
     }
 
     static var toolsPresent: Bool {
