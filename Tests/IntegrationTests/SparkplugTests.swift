@@ -265,9 +265,9 @@ struct SparkplugTests {
         defer { broker.stop() }
         let s = try AgentCLITests.setup(interval: "500ms", batch: 50, flush: "300ms")
         defer { try? FileManager.default.removeItem(at: s.dir) }
-        // Two rows a round: the backlog goes out in more than 256 messages, so seq wraps (each tag is one device,
-        // whose rows share a message while their times differ).
-        try Self.config(s, broker, extra: "batch-size = 2")
+        // One row a round, one message a row (each tag is one device, whose rows would share a message while their
+        // times differ): the second session goes past 256 messages before the rebirth below, so its seq wraps.
+        try Self.config(s, broker, extra: "batch-size = 1")
         let sub = try Subscriber.start(broker, dir: s.dir)
         defer { sub.stop() }
         func start() throws -> pid_t {
@@ -286,6 +286,11 @@ struct SparkplugTests {
         Thread.sleep(forTimeInterval: 15)
         try broker.up()
         sub.wait("the second NBIRTH", seconds: 90) { $0.filter { $0.type == "NBIRTH" }.count == 2 }
+        // The backlog and the live rows after it: past 256 messages of the second session (a seq wrap) first.
+        sub.wait("300 messages of the second session", seconds: 90) { m in
+            guard let second = m.indices.filter({ m[$0].type == "NBIRTH" }).dropFirst().first else { return false }
+            return m[second...].filter { $0.topic.hasPrefix(Self.edge) && !$0.type.hasSuffix("CMD") }.count >= 300
+        }
         let before = sub.messages().count
         try sub.command("rebirth", Self.edge + "NCMD/gw-demo-01")
         let all = sub.wait("the rebirth") { $0.filter { $0.type == "NBIRTH" }.count == 3 }
