@@ -278,11 +278,7 @@ public struct RowWriter: Sendable {
 
     /// Bytes: upper-case hex, in CSV after `\x` (unless `plainHex`).
     public mutating func hex<C: Collection>(_ bytes: C, _ out: inout [UInt8]) where C.Element == UInt8 {
-        let prefix = bytesPrefix
-        formatted(&out) {
-            if prefix { $0.append(contentsOf: [0x5C, 0x78]) }
-            ValueText.appendHex(bytes, to: &$0)
-        }
+        prefixedHex(&out) { ValueText.appendHex(bytes, to: &$0) }
     }
 
     /// A decoded `hex` field's value, already hex text: as `hex` writes bytes (`\x` first in CSV), or as text
@@ -291,9 +287,15 @@ public struct RowWriter: Sendable {
         let digits =
             !utf8.isEmpty && utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
         guard bytesPrefix, digits else { return text(utf8, &out) }
+        prefixedHex(&out) { $0.append(contentsOf: utf8) }
+    }
+
+    /// A hex cell: `\x` before what `body` writes when CSV bytes are prefixed (the one place the prefix is written).
+    mutating func prefixedHex(_ out: inout [UInt8], _ body: (inout [UInt8]) -> Void) {
+        let prefix = bytesPrefix
         formatted(&out) {
-            $0.append(contentsOf: [0x5C, 0x78])
-            $0.append(contentsOf: utf8)
+            if prefix { $0.append(contentsOf: [0x5C, 0x78]) }
+            body(&$0)
         }
     }
 

@@ -63,6 +63,33 @@ class Browser:
                 return m.get("result", {})
             self.events.append(m)
 
+    def open_page(self):
+        """A blank page, attached; the session id the page's commands take."""
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.send("Page.enable", session=session)
+        return session
+
+    def load(self, session, url, width):
+        """Loads url at width CSS pixels and waits (up to 20 s) for the document to be complete."""
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600}, session)
+        self.send("Page.navigate", {"url": url}, session)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            r = self.send("Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}, session)
+            if r.get("result", {}).get("value") == "complete":
+                return
+            time.sleep(0.1)
+
+    def screenshot(self, session, file, width, height):
+        """A PNG of the page's top width × height CSS pixels (beyond the viewport) into file."""
+        shot = self.send("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}, session)
+        with open(file, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+
     def close(self):
         try:
             self.send("Browser.close")
@@ -99,30 +126,15 @@ def main():
     os.makedirs(out, exist_ok=True)
     b = Browser(chromium)
     try:
-        target = b.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = b.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        b.send("Page.enable", session=session)
+        session = b.open_page()
         for name, path in pages:
             for width in (1280, 400):
-                b.send("Emulation.setDeviceMetricsOverride",
-                       {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600}, session)
-                b.send("Page.navigate", {"url": base + path}, session)
-                deadline = time.time() + 20
-                while time.time() < deadline:
-                    r = b.send("Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}, session)
-                    if r.get("result", {}).get("value") == "complete":
-                        break
-                    time.sleep(0.1)
+                b.load(session, base + path, width)
                 time.sleep(1.0)
                 r = b.send("Runtime.evaluate", {"expression": PROBE, "returnByValue": True}, session)
                 facts = json.loads(r["result"]["value"])
-                shot = b.send("Page.captureScreenshot", {
-                    "format": "png", "captureBeyondViewport": True,
-                    "clip": {"x": 0, "y": 0, "width": width, "height": min(facts["height"], 8000), "scale": 1}},
-                    session)
                 file = os.path.join(out, f"{name}-{width}.png")
-                with open(file, "wb") as f:
-                    f.write(base64.b64decode(shot["data"]))
+                b.screenshot(session, file, width, min(facts["height"], 8000))
                 facts.update({"name": name, "width": width, "file": file})
                 print(json.dumps(facts), flush=True)
     finally:

@@ -10,7 +10,7 @@ From then it looks every 0.2 s, for up to 30 s, whether the page has turned grey
 prints {"phase": "dead", "stale", "seconds" (from OUT_DIR/killed to grey), "banner", "ages", "filter"} and writes
 OUT_DIR/dead.png, a screenshot of the page as the operator sees it then. Exit 1 when Chromium cannot be driven.
 """
-import base64, json, os, sys, time
+import json, os, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdp_pages import Browser  # noqa: E402
@@ -36,18 +36,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     b = Browser(chromium)
     try:
-        target = b.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = b.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        b.send("Page.enable", session=session)
-        b.send("Emulation.setDeviceMetricsOverride",
-               {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session)
-        b.send("Page.navigate", {"url": url}, session)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            r = b.send("Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}, session)
-            if r.get("result", {}).get("value") == "complete":
-                break
-            time.sleep(0.1)
+        session = b.open_page()
+        b.load(session, url, 1280)
         time.sleep(2.0)
         alive = probe(b, session)
         alive["phase"] = "alive"
@@ -66,11 +56,7 @@ def main():
         time.sleep(2.0)  # the ages have counted on
         facts["ages"] = probe(b, session)["ages"]
         facts["phase"] = "dead"
-        shot = b.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": 1280, "height": min(facts["height"], 4000), "scale": 1}}, session)
-        with open(os.path.join(out, "dead.png"), "wb") as f:
-            f.write(base64.b64decode(shot["data"]))
+        b.screenshot(session, os.path.join(out, "dead.png"), 1280, min(facts["height"], 4000))
         print(json.dumps(facts), flush=True)
     finally:
         b.close()
