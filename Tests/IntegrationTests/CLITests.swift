@@ -409,3 +409,39 @@ enum FEIGFrameHex {
         #expect(over.code == 0 && over.out.contains("E008010000004212"), "\(over.out)\(over.err)")
     }
 }
+
+/// `config check`'s messages and `config sample`'s text, held byte for byte against the outputs of commit 2950216
+/// (Fixtures/config-golden/README.md): issue 48 split the configuration by concern and moved each output's
+/// settings into its own target; an operator's scripts and habits must not notice.
+@Suite struct ConfigGoldenTests {
+    static let folder = "Tests/IntegrationTests/Fixtures/config-golden"
+
+    static func transcript(_ args: [String]) throws -> String {
+        let r = try CLITests.run(args)
+        return "exit \(r.code)\n--- stdout\n\(r.out)--- stderr\n\(r.err)"
+    }
+
+    static func expected(_ name: String) throws -> String {
+        try String(
+            contentsOf: CLITests.root.appendingPathComponent("\(folder)/\(name).expected"), encoding: .utf8)
+    }
+
+    @Test func configCheckSaysWhatItSaidBefore() throws {
+        let files = try FileManager.default.contentsOfDirectory(
+            atPath: CLITests.root.appendingPathComponent(Self.folder).path
+        ).filter { $0.hasSuffix(".toml") }.sorted()
+        #expect(files.count >= 11)
+        for f in files {
+            let name = String(f.dropLast(5))
+            let got = try Self.transcript(["config", "check", "\(Self.folder)/\(f)"])
+            #expect(got == (try Self.expected(name)), "\(f):\n\(got)")
+        }
+    }
+
+    @Test func configSampleIsTheSameText() throws {
+        for driver in ["sim", "pcsc", "feig"] {
+            let got = try Self.transcript(["config", "sample", "--driver", driver])
+            #expect(got == (try Self.expected("sample-\(driver)")), "\(driver):\n\(got)")
+        }
+    }
+}
