@@ -108,10 +108,20 @@ let package = Package(
             dependencies: ["ISO15693", "VLoggerModel", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         // FEIG OBID ID ISC host protocol (serial / TCP): frames, CRC, status codes.
         .target(name: "FEIG", dependencies: ["ISO15693"]),
+        // The configuration's common ground: the TOML reader, sections that report file:line issues, secrets read
+        // from files, names and remote hosts. Every layer that reads settings uses it; it knows no concern.
+        .target(name: "VLoggerConfig", dependencies: ["VLoggerModel", "ISO15693"]),
+        // The outbox seam: a consumer of the store's rows (a cursor per consumer and table, deliver, acknowledge)
+        // and the output-kind protocol every output registers through (its section, its settings, its consumer).
+        .target(
+            name: "VLoggerOutbox",
+            dependencies: [
+                "VLoggerModel", "VLoggerStore", "VLoggerConfig", .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(
             name: "VLoggerCore",
             dependencies: [
-                "VLoggerModel",
+                "VLoggerModel", "VLoggerConfig", "VLoggerOutbox",
                 "CHost", "ISO15693", "Type5NDEF", "TagImages", "Readers", "VLoggerStore", "TagSecurity", "SensorTags",
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -120,8 +130,7 @@ let package = Package(
         .target(
             name: "VLoggerSync",
             dependencies: [
-                "VLoggerModel",
-                "VLoggerCore", "VLoggerStore",
+                "VLoggerModel", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -132,7 +141,7 @@ let package = Package(
         .target(
             name: "VLoggerMQTT",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "VLoggerCore", "CMosquitto",
+                "VLoggerModel", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox", "CMosquitto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
@@ -141,7 +150,7 @@ let package = Package(
         .target(
             name: "VLoggerWebhook",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "VLoggerCore",
+                "VLoggerModel", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -149,13 +158,17 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The one list of linked output kinds: the executable, the tests and the fuzzer register it (beside the
+        // drivers). A new output is a target above and one line in Sources/LinkedOutputs.
+        .target(
+            name: "LinkedOutputs", dependencies: ["VLoggerOutbox", "VLoggerSync", "VLoggerMQTT", "VLoggerWebhook"]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
         .target(
             name: "VLoggerService",
             dependencies: [
                 "VLoggerModel",
-                "VLoggerCore", "VLoggerStore", "VLoggerSync", "VLoggerMQTT", "VLoggerWebhook", "Readers", "ISO15693",
+                "VLoggerCore", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox", "Readers", "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -182,8 +195,11 @@ let package = Package(
                 "Type5NDEF",
                 "VLoggerService",
                 "VLoggerSync",
+                "VLoggerConfig",
+                "VLoggerOutbox",
                 "CHost",
                 "LinkedDrivers",
+                "LinkedOutputs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -206,13 +222,14 @@ let package = Package(
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
                 "DriverFEIG", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity", "SensorTags",
-                "VLoggerCore", "VLoggerMQTT",
+                "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerConfig", "VLoggerOutbox", "LinkedOutputs",
                 .product(name: "Mustache", package: "swift-mustache"),
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693Fuzzing"], path: "bench/Fuzz"),
         // Stand-alone fuzzer of every parser of outside input: `swift run -c release vlogger-fuzz 1000000`. Not part of `swift test`.
-        .executableTarget(name: "vlogger-fuzz", dependencies: ["ParserFuzzing", "Readers"], path: "bench/ParserFuzz"),
+        .executableTarget(
+            name: "vlogger-fuzz", dependencies: ["ParserFuzzing", "Readers", "VLoggerOutbox"], path: "bench/ParserFuzz"),
         // Store benchmark helper, driven by bench/store-bench.sh. Not part of `swift test`.
         .executableTarget(
             name: "store-bench",
@@ -241,7 +258,7 @@ let package = Package(
             path: "bench/AirBench"),
         // The drivers registered for the test suites (the `.drivers` trait), as the executable registers them.
         .target(
-            name: "TestDrivers", dependencies: ["Readers", "LinkedDrivers"],
+            name: "TestDrivers", dependencies: ["Readers", "LinkedDrivers", "VLoggerOutbox", "LinkedOutputs"],
             path: "Tests/TestDrivers"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693", "ISO15693Fuzzing"]),
         .testTarget(name: "SensorTagsTests", dependencies: ["SensorTags", "ISO15693"]),
@@ -281,6 +298,7 @@ let package = Package(
         .testTarget(
             name: "VLoggerMQTTTests",
             dependencies: [
+                "TestDrivers", "VLoggerConfig", "VLoggerOutbox",
                 "VLoggerMQTT", "VLoggerCore", "VLoggerStore", "VLoggerModel",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
@@ -296,6 +314,7 @@ let package = Package(
         .testTarget(
             name: "VLoggerSyncTests",
             dependencies: [
+                "TestDrivers", "VLoggerConfig", "VLoggerOutbox",
                 "VLoggerModel",
                 "VLoggerSync", "VLoggerCore", "VLoggerStore", "ISO15693",
                 .product(name: "PostgresNIO", package: "postgres-nio"),

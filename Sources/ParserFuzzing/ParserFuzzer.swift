@@ -6,6 +6,7 @@ import SensorTags
 import Readers
 import DriverFEIG
 import LinkedDrivers
+import LinkedOutputs
 import TagSecurity
 import TagSimulator
 import Type5NDEF
@@ -14,6 +15,9 @@ import Mustache
 import VLoggerCore
 import VLoggerModel
 import VLoggerMQTT
+import VLoggerSync
+import VLoggerConfig
+import VLoggerOutbox
 
 /// Feeds mutated files and values to every parser of outside input above the air protocol (whose decoders
 /// `DecoderFuzzer` covers): TOML, the configuration, rules, the register CSV, scenarios, the three tag-image
@@ -107,6 +111,8 @@ public struct ParserFuzzer {
     /// The drivers the executable registers: the configuration target's `[[reader]]` checks go through them. A
     /// fuzz executable registers them before it runs the targets (tests register the same list).
     public static var drivers: [any ReaderDriver] { LinkedDrivers.all }
+    /// The output kinds the executable registers: the configuration target's output sections go through them.
+    public static var outputs: [any OutputKind] { LinkedOutputs.all }
 
     /// Every target, seeded from the files under `config` (the repository's `Config/`).
     public static func targets(config: URL) -> [Target] {

@@ -6,6 +6,7 @@ import CHost
 import ISO15693
 import Readers
 import VLoggerStore
+import VLoggerConfig
 
 /// `vlogger doctor`: what makes a gateway fail on site, checked in one run, each with what to do about it.
 /// The checks only look (nothing is written to the store, no tag is changed); a reader check runs one
@@ -93,9 +94,7 @@ public struct Doctor {
     func secrets(_ config: AgentConfig) -> Check {
         let (errors, warnings) = config.secretFileProblems()
         let named =
-            ([config.apiTokenFile, config.readTokenFile, config.sync?.passwordFile, config.sync?.caFile]
-            + config.webhooks.flatMap { [$0.secretFile, $0.caFile] }
-            + config.mqtt.flatMap { [$0.passwordFile, $0.keyFile, $0.caFile, $0.certFile] }).compactMap { $0 }
+            [config.apiTokenFile, config.readTokenFile].compactMap { $0 } + config.outputs.flatMap(\.files).map(\.path)
         if let e = errors.first {
             return .fail(
                 "secrets", e, "create the file with the service's user able to read it (mode 0600, owner vlogger)")

@@ -2,6 +2,7 @@ import Foundation
 import VLoggerModel
 import ISO15693
 import Type5NDEF
+import VLoggerStore
 
 /// How NDEF records are shown: one line each for people, a JSON object each for machines (the CLI's
 /// `--json` and the `ndef` field the agent stores with its readings).
@@ -115,7 +116,7 @@ public struct NDEFRecordJSON: Encodable, Sendable, Equatable {
 /// The fields a plan with `ndef = true` adds to its NDEF reading: every record as JSON (`ndef`), and for
 /// rules and CSV columns the first Text record's text (`ndef_text`) and the first URI (`ndef_uri`).
 public enum NDEFFields {
-    public static let records = "ndef", text = "ndef_text", uri = "ndef_uri"
+    public static let records = TableDescription.ndefRecordsField, text = "ndef_text", uri = "ndef_uri"
     public static let all = [records, text, uri]
 
     public static func decode(_ records: [NDEFRecord]) -> [(name: String, value: FieldValue)] {

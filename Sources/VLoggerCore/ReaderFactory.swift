@@ -1,13 +1,7 @@
 import Foundation
 import ISO15693
 import Readers
-
-/// An error that ends a command: one line that says what happened and what to do.
-public struct VLoggerError: Error, CustomStringConvertible, Sendable {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
+import VLoggerModel
 
 /// A reader opened for a command or a polling job, through its driver in the registry.
 public final class ReaderSession {

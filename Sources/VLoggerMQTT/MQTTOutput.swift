@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import VLoggerCore
+import VLoggerConfig
+import VLoggerOutbox
 import VLoggerModel
 import VLoggerStore
 
@@ -59,7 +60,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         self.gateway = gateway
         self.logger = logger
         self.readers = readers
-        jsonFields = [NDEFFields.records]
+        jsonFields = TableDescription.jsonFields
         let rotating: RotatingSecret
         do { rotating = try settings.rotatingPassword() } catch {
             throw MQTTError(kind: .auth, message: "\(error)")

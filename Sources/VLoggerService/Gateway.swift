@@ -11,6 +11,8 @@ import NIOCore
 import ServiceLifecycle
 import UnixSignals
 import VLoggerCore
+import VLoggerConfig
+import VLoggerOutbox
 
 /// What `vlogger run` asks of the gateway.
 public struct GatewayOptions: Sendable {

@@ -4,6 +4,7 @@ import ServiceLifecycle
 import VLoggerCore
 import VLoggerModel
 import VLoggerStore
+import VLoggerOutbox
 
 /// One output of the gateway (a consumer of the store's outbox: the fleet sync, …), run as a service: every
 /// `intervalMs`, one round of the outbox pump ships what its destination has not acknowledged. A round that

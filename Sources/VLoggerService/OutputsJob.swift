@@ -4,6 +4,7 @@ import ServiceLifecycle
 import VLoggerCore
 import VLoggerModel
 import VLoggerStore
+import VLoggerOutbox
 
 /// Runs every output's job (`OutputJob`), each in a task of its own, and applies the outputs of a reloaded
 /// configuration: an output whose settings changed is stopped (its connection closed) and started again from

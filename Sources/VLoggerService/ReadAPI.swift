@@ -30,7 +30,7 @@ enum ReadAPI {
         let render = { @Sendable (table: SyncTable) -> (OutboxRow) -> [UInt8] in
             { row in
                 var b: [UInt8] = []
-                OutboxJSON.append(table, row, gateway: gateway, jsonFields: [NDEFFields.records], to: &b)
+                OutboxJSON.append(table, row, gateway: gateway, jsonFields: TableDescription.jsonFields, to: &b)
                 return b
             }
         }

@@ -6,6 +6,7 @@ import Metrics
 import class Prometheus.PrometheusCollectorRegistry
 import struct Prometheus.PrometheusMetricsFactory
 import VLoggerCore
+import VLoggerOutbox
 
 /// What the service knows about itself: per reader, what its polling job last reported; the store
 /// writer's counts; reloads. The polling threads and the writer update it, the HTTP handlers read it

@@ -112,7 +112,7 @@ enum StreamAPI {
             for (table, row, position) in batch.rows where wanted(q, table, row) {
                 out += Array(
                     "id: \(position.0)-\(position.1)\nevent: \(table == .readings ? "reading" : "event")\ndata: ".utf8)
-                OutboxJSON.append(table, row, gateway: gateway, jsonFields: [NDEFFields.records], to: &out)
+                OutboxJSON.append(table, row, gateway: gateway, jsonFields: TableDescription.jsonFields, to: &out)
                 out += [0x0A, 0x0A]
             }
             // Rows filtered out: a comment says where the stream is (EventSource resumes from the last event it
@@ -271,7 +271,7 @@ struct EmitJob: Service {
             guard !batch.rows.isEmpty else { return false }
             var out: [UInt8] = []
             for (table, row, _) in batch.rows {
-                OutboxJSON.append(table, row, gateway: gateway, jsonFields: [NDEFFields.records], to: &out)
+                OutboxJSON.append(table, row, gateway: gateway, jsonFields: TableDescription.jsonFields, to: &out)
                 out.append(0x0A)
             }
             FileHandle.standardOutput.write(Data(out))

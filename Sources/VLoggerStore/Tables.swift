@@ -339,3 +339,11 @@ public struct ExportPlan: Sendable {
             reader: shape.reader.map { prefix + $0 }, gateway: central ? prefix + "gateway" : nil, order: order)
     }
 }
+
+extension TableDescription {
+    /// The decoded field that holds a tag's NDEF records as a JSON document (a plan with `ndef = true`).
+    public static let ndefRecordsField = "ndef"
+    /// Decoded fields whose values are JSON documents: JSON rows (the outbox's, the API's, exports) nest them
+    /// rather than quote them.
+    public static let jsonFields: Set<String> = [ndefRecordsField]
+}

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-import VLoggerCore
+import VLoggerConfig
+import VLoggerOutbox
 import VLoggerStore
 import VLoggerModel
 

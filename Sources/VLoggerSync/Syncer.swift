@@ -3,7 +3,8 @@ import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
-import VLoggerCore
+import VLoggerConfig
+import VLoggerOutbox
 import VLoggerStore
 import VLoggerModel
 

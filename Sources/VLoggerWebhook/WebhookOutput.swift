@@ -5,7 +5,8 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
-import VLoggerCore
+import VLoggerConfig
+import VLoggerOutbox
 import VLoggerModel
 import VLoggerStore
 

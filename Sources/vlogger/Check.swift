@@ -3,6 +3,7 @@ import Foundation
 import VLoggerModel
 import Readers
 import VLoggerCore
+import VLoggerConfig
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

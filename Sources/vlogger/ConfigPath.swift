@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import VLoggerCore
+import VLoggerConfig
+import VLoggerModel
 
 /// Where a command finds its configuration when `--config` is not given: `VLOGGER_CONFIG`, else the installed
 /// gateway's `/etc/vlogger/vlogger.toml` when it exists, else `Config/vlogger.toml` (a checkout).

@@ -37,22 +37,15 @@ struct DoctorCommand: AsyncParsableCommand {
         doctor.readers = !noReaders
         var checks = doctor.run()
         if let c = try? AgentConfig.load(config) {
-            for p in await Gateway.probeBrokers(c) {
-                let name = "broker \(p.name)"
+            for p in await Gateway.probeOutputs(c) {
                 if let f = p.failure {
-                    checks.append(
-                        .fail(
-                            name, "\(URLRedaction.redact(p.url)): \(f.kind): \(f.message)",
-                            f.kind == "auth"
-                                ? "check username and password-file (or password-env) against the broker's users"
-                                : f.kind == "tls"
-                                    ? "check ca-file (the CA that signed the broker's certificate), cert-file and key-file, and the host name in the url"
-                                    : "check that the broker runs and listens on that port"))
+                    checks.append(.fail(p.check, "\(URLRedaction.redact(p.destination)): \(f.kind): \(f.message)", p.advice))
                 } else {
                     checks.append(
                         .pass(
-                            name,
-                            "\(URLRedaction.redact(p.url)) accepted a probe connection (logged in, nothing published)"))
+                            p.check,
+                            "\(URLRedaction.redact(p.destination)) accepted a probe connection (logged in, nothing published)"
+                        ))
                 }
             }
         }

@@ -7,6 +7,7 @@ import TagImages
 import TagSecurity
 import VLoggerCore
 
+
 extension TagImageFormat: ExpressibleByArgument {}
 
 struct Dump: ParsableCommand {

@@ -5,6 +5,7 @@ import VLoggerModel
 import ISO15693
 import VLoggerCore
 import VLoggerSync
+import VLoggerOutbox
 
 extension ExportRequest.Table: ExpressibleByArgument {}
 extension ExportRequest.Format: ExpressibleByArgument {}
@@ -177,7 +178,7 @@ struct Export: AsyncParsableCommand {
             }
             request.labels = true
         }
-        request.jsonFields = [NDEFFields.records]
+        request.jsonFields = TableDescription.jsonFields
         request.crlf = !lf
         if localTime { request.zone = zone }
         if plainHex {
@@ -202,7 +203,7 @@ struct Export: AsyncParsableCommand {
                 )
             }
             let c = try options.load()
-            guard let settings = c.sync else {
+            guard let settings = c.outputs.sync else {
                 throw VLoggerError(
                     "\(options.config): --source postgres needs a [sync] section (url = \"postgresql://user@host:port/database\")"
                 )

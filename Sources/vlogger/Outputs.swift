@@ -5,6 +5,7 @@ import VLoggerCore
 import VLoggerModel
 import VLoggerService
 import VLoggerStore
+import VLoggerOutbox
 
 struct OutputsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

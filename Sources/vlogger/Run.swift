@@ -7,6 +7,7 @@ import ISO15693
 import Logging
 import VLoggerCore
 import VLoggerService
+import VLoggerConfig
 
 /// `--config` and `--store`, shared by the agent and every command that reads the store.
 struct ConfigOptions: ParsableArguments {
@@ -278,7 +279,7 @@ extension Run {
         for (table, row) in rows {
             // No key: the scratch store's ids are not the gateway's (a key would clash with a stored row's).
             OutboxJSON.append(
-                table, row, gateway: c.gatewayID, jsonFields: [NDEFFields.records], keyed: false, to: &out)
+                table, row, gateway: c.gatewayID, jsonFields: TableDescription.jsonFields, keyed: false, to: &out)
             out.append(0x0A)
         }
         FileHandle.standardOutput.write(Data(out))

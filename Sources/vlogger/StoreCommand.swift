@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import VLoggerCore
 import VLoggerStore
+import VLoggerModel
 
 struct StoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

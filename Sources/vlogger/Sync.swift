@@ -32,7 +32,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         let c = try options.load()
-        guard let settings = c.sync else {
+        guard let settings = c.outputs.sync else {
             throw VLoggerError("\(options.config): no [sync] section (url = \"postgresql://user@host:port/database\")")
         }
         let store = try options.openStore()

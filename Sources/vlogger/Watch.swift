@@ -8,6 +8,7 @@ import Readers
 import VLoggerCore
 import VLoggerStore
 import VLoggerModel
+import VLoggerConfig
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(

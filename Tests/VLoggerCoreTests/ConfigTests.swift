@@ -6,6 +6,7 @@ import Readers
 import TestDrivers
 import Testing
 @testable import VLoggerCore
+import VLoggerConfig
 
 /// TOML facts come from the TOML 1.0.0 specification (toml.io/en/v1.0.0); its examples are used as given.
 @Suite(.drivers) struct TOMLTests {

@@ -8,6 +8,7 @@ import Readers
 import TagSimulator
 @testable import VLoggerCore
 import DriverSim
+import VLoggerModel
 
 @Suite(.drivers) struct CoreTests {
     func session(_ images: [TagImage]) throws -> ISO15693Client {

@@ -7,6 +7,7 @@ import VLoggerModel
 import VLoggerStore
 
 @testable import VLoggerCore
+import VLoggerOutbox
 
 /// How a round walks a consumer's tables and paces a backlog (issue "Readings and events pushed to the plant",
 /// item 2: a backlog replayed in order at a bounded rate that does not starve live data).

@@ -7,6 +7,7 @@ import VLoggerModel
 import VLoggerStore
 
 @testable import VLoggerCore
+import VLoggerConfig
 
 /// A rule kind written here, outside the module: one type and one registration (issue "Drivers as plug-ins,
 /// services that own their parts, rule kinds as types", item 3). It checks one byte of a block for evenness.

@@ -2,6 +2,7 @@ import TestDrivers
 import Testing
 import VLoggerCore
 @testable import VLoggerService
+import VLoggerConfig
 
 /// DNS rebinding: a page on attacker.example whose name resolves to 127.0.0.1 reaches the gateway with
 /// `Host: attacker.example` (RFC 9110 §7.2: Host carries the name the client used). IP literals, localhost,

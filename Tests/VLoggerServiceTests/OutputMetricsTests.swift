@@ -6,6 +6,7 @@ import VLoggerModel
 import VLoggerStore
 
 @testable import VLoggerService
+import VLoggerOutbox
 
 /// Every output shows its backlog, the age of its oldest unsent row, its last success and its failures by
 /// kind, in /healthz and /metrics, from the same code (issue "One description per table, and outputs as

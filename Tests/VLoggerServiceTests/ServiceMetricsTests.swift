@@ -10,6 +10,7 @@ import Testing
 import VLoggerCore
 @testable import VLoggerService
 import DriverSim
+import VLoggerOutbox
 
 /// Health and metrics of the service, per reader, from real agent cycles on the simulator.
 @Suite(.drivers) struct ServiceMetricsTests {

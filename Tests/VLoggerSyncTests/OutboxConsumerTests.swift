@@ -7,6 +7,7 @@ import VLoggerModel
 import VLoggerStore
 
 @testable import VLoggerSync
+import VLoggerOutbox
 
 /// A consumer of the outbox written for this test: it takes readings and events and acknowledges every other
 /// batch late (the first delivery of every second batch fails, as a destination that times out would; the

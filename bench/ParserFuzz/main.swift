@@ -6,12 +6,14 @@
 import Foundation
 import ParserFuzzing
 import Readers
+import VLoggerOutbox
 
 let args = CommandLine.arguments
 let count = args.count > 1 ? Int(args[1]) ?? 1_000_000 : 1_000_000
 let seed = args.count > 2 ? UInt64(args[2]) ?? 15693 : 15693
 let only = Set(args.dropFirst(3))
 ReaderDrivers.bootstrap(ParserFuzzer.drivers)
+OutputKinds.bootstrap(ParserFuzzer.outputs)
 let config = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Config")
 for target in ParserFuzzer.targets(config: config) where only.isEmpty || only.contains(target.name) {
     FileHandle.standardError.write(Data("\(target.name): running \(count) inputs …\n".utf8))

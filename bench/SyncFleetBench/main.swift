@@ -8,6 +8,7 @@ import VLoggerModel
 import VLoggerService
 import VLoggerStore
 import VLoggerSync
+import VLoggerOutbox
 
 // Many gateways into one central PostgreSQL (not part of `swift test`; run by bench/sync-fleet-bench.sh, which
 // starts the throw-away server and sets VLOGGER_TEST_PG_*):

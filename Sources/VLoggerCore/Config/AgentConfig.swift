@@ -1,4 +1,6 @@
 import Foundation
+import VLoggerConfig
+import VLoggerOutbox
 import VLoggerModel
 import VLoggerStore
 import Readers
@@ -285,12 +287,9 @@ public struct AgentConfig: Sendable {
     /// `[service] stream-write-timeout`: a stream client that has not taken what was sent within this long is
     /// dropped (it reads too slowly, or not at all); it may reconnect with its Last-Event-ID and miss nothing.
     public var streamWriteTimeoutMs: Millis = 30_000
-    /// `[sync]`: the central PostgreSQL this gateway ships its store to (nil: no fleet sync).
-    public var sync: SyncSettings?
-    /// `[[output.mqtt]]`: MQTT brokers the gateway publishes its rows to.
-    public var mqtt: [MQTTSettings] = []
-    /// `[[output.webhook]]`: HTTP endpoints that take chosen events.
-    public var webhooks: [WebhookSettings] = []
+    /// The outputs (`[sync]`, `[[output.mqtt]]`, `[[output.webhook]]`, … each kind's section as its target reads
+    /// it: `OutputKinds`), in the order of the file.
+    public var outputs: [any OutputSettings] = []
     /// How audits run (`[audit]`).
     public var audit = AuditSettings()
     /// `[security] secrets-file`: the tags' passwords (`TagSecrets`), read when a write needs one; nil: none.
@@ -394,23 +393,12 @@ public struct AgentConfig: Sendable {
         }
         check("service.api-token-file", apiTokenFile, minLength: 16)
         check("service.read-token-file", readTokenFile, minLength: 16)
-        check("sync.password-file", sync?.passwordFile)
-        check("sync.ca-file", sync?.caFile, secret: false)
-        for w in webhooks {
-            check("output.webhook \(w.name) secret-file", w.secretFile, minLength: 16)
-            check("output.webhook \(w.name) ca-file", w.caFile, secret: false)
-        }
+        for f in outputs.flatMap(\.files) { check(f.what, f.path, minLength: f.minLength, secret: f.secret) }
         // The tags' secrets: its mode and owner, and its content (errors name lines, never values).
         if let secretsFile {
             do { _ = try TagSecrets.load(secretsFile) } catch {
                 errors.append("\(file): security.secrets-file \(secretsFile): \(error)")
             }
-        }
-        for m in mqtt {
-            check("output.mqtt \(m.name) password-file", m.passwordFile)
-            check("output.mqtt \(m.name) key-file", m.keyFile)
-            check("output.mqtt \(m.name) ca-file", m.caFile, secret: false)
-            check("output.mqtt \(m.name) cert-file", m.certFile, secret: false)
         }
         return (errors, warnings)
     }
@@ -421,10 +409,9 @@ public struct AgentConfig: Sendable {
         var c = AgentConfig(file: file)
         let top = Section(
             r, table, name: "",
-            keys: [
-                "gateway", "reader", "polling", "plan", "rules", "store", "service", "audit", "sync", "output",
-                "security",
-            ])
+            keys: ["gateway", "reader", "polling", "plan", "rules", "store", "service", "audit"]
+                + OutputKinds.all.compactMap { if case let .table(k) = $0.section { k } else { nil } }
+                + ["output", "security"])
         if table.entries.isEmpty {
             r.issue(1, "the file has no settings; start from Config/vlogger.toml, which documents every key")
         }
@@ -647,39 +634,7 @@ public struct AgentConfig: Sendable {
                 )
             }
         }
-        if let s = top.subsection("sync", keys: SyncSettings.keys) {
-            c.sync = SyncSettings.read(s, r, resolve: c.resolve)
-        }
-        if let o = top.subsection("output", keys: ["mqtt", "webhook"]) {
-            // One name per output; the fleet sync's is "postgres".
-            var taken: Set<String> = ["postgres"]
-            for (i, m) in o.tables("mqtt", keys: MQTTSettings.keys).enumerated() {
-                guard let settings = MQTTSettings.read(m, index: i, r, resolve: c.resolve) else { continue }
-                // A reader filter naming no reader would publish nothing, silently (issue 47, item 1).
-                let ids = c.readers.map(\.id)
-                for id in settings.readers ?? [] where !ids.contains(id) {
-                    let near = NearestName.nearest(id, in: ids).map { " (did you mean '\($0)'?)" } ?? ""
-                    r.issue(
-                        m.node("readers")?.line ?? m.line,
-                        "\(m.name).readers: '\(id)' is not a reader of this gateway\(near); readers: \(ids.joined(separator: ", "))"
-                    )
-                }
-                guard taken.insert(settings.name).inserted else {
-                    r.issue(m.line, "output.mqtt: the name '\(settings.name)' is taken; give each output its own name")
-                    continue
-                }
-                c.mqtt.append(settings)
-            }
-            for (i, w) in o.tables("webhook", keys: WebhookSettings.keys).enumerated() {
-                guard let settings = WebhookSettings.read(w, index: i, r, resolve: c.resolve) else { continue }
-                guard taken.insert(settings.name).inserted else {
-                    r.issue(
-                        w.line, "output.webhook: the name '\(settings.name)' is taken; give each output its own name")
-                    continue
-                }
-                c.webhooks.append(settings)
-            }
-        }
+        c.outputs = readOutputs(top, r, OutputReadContext(readerIDs: c.readers.map(\.id), resolve: c.resolve))
         var names = Set<String>()
         for p in top.tables(
             "plan",
@@ -751,13 +706,36 @@ public struct AgentConfig: Sendable {
                 "\(file): store.flush-interval 0: every record is committed on its own (a disk sync each); a flush interval of 1s–5s keeps batches"
             )
         }
-        if let sync = c.sync, sync.sslMode == .disable, !(ListenAddress(host: sync.host, port: sync.port).isLoopback) {
-            c.warnings.append(
-                "\(file): sync.sslmode = \"disable\" to \(sync.host), which is not this machine: the password and every row cross the network in clear; use verify-full with ca-file"
-            )
-        }
+        c.warnings += c.outputs.flatMap { $0.warnings(file: file) }
         try r.finish()
         return c
+    }
+
+    /// Every registered output kind's sections: `[sync]` at the top level, `[[output.KIND]]` under `[output]`, in
+    /// the order of the file. One name per output (a name taken is an error at its section); the fleet sync's is
+    /// "postgres".
+    static func readOutputs(_ top: Section, _ r: ConfigReader, _ context: OutputReadContext) -> [any OutputSettings] {
+        let kinds = OutputKinds.all
+        let listed = kinds.filter { if case .list = $0.section { true } else { false } }.map(\.section.key).sorted()
+        let output = top.subsection("output", keys: listed)
+        var out: [(line: Int, settings: any OutputSettings)] = []
+        var taken: Set<String> = ["postgres"]
+        for kind in kinds {
+            let sections: [Section]
+            switch kind.section {
+            case let .table(key): sections = top.subsection(key, keys: kind.keys).map { [$0] } ?? []
+            case let .list(key): sections = output?.tables(key, keys: kind.keys) ?? []
+            }
+            for (i, s) in sections.enumerated() {
+                guard let settings = kind.read(s, index: i, r, context) else { continue }
+                if case let .list(key) = kind.section, !taken.insert(settings.name).inserted {
+                    r.issue(s.line, "output.\(key): the name '\(settings.name)' is taken; give each output its own name")
+                    continue
+                }
+                out.append((s.line, settings))
+            }
+        }
+        return out.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element.settings)
     }
 
     static let readerKeys =

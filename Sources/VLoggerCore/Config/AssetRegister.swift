@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import VLoggerModel
 import VLoggerStore
+import VLoggerConfig
 
 /// An asset register: one row per tag, keyed by UID (CSV with a header row; a `uid` column is required).
 /// The rules keep only the columns they compare with (`register-column`), so a register of a million assets

@@ -1,16 +1,9 @@
 import Foundation
 import Readers
+import VLoggerConfig
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// A host the gateway connects to, named by the configuration: the fleet-sync server, a reader on the
-/// LAN (FEIG's `tcp://HOST:PORT`), an MQTT broker, a webhook's host.
-public struct Remote: Equatable, Sendable {
-    public var what: String
-    public var host: String
-    public var port: Int
-}
 
 extension AgentConfig {
     /// Every remote host the configuration names, in the order of the file.
@@ -21,17 +14,7 @@ extension AgentConfig {
                 out.append(Remote(what: "reader \(r.id) (\(r.driver))", host: host, port: port))
             }
         }
-        if let s = sync { out.append(Remote(what: "fleet sync", host: s.host, port: s.port)) }
-        for m in mqtt { out.append(Remote(what: "output \(m.name) (MQTT broker)", host: m.host, port: m.port)) }
-        for w in webhooks {
-            if let u = URL(string: w.url), let host = u.host {
-                let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-                out.append(
-                    Remote(
-                        what: "output \(w.name) (webhook)", host: bare, port: u.port ?? (u.scheme == "https" ? 443 : 80)
-                    ))
-            }
-        }
+        out += outputs.flatMap(\.remotes)
         return out
     }
 }

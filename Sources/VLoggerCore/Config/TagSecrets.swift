@@ -1,5 +1,6 @@
 import Foundation
 import ISO15693
+import VLoggerConfig
 
 /// The tags' passwords (`[security] secrets-file`, docs/reference/tag-passwords.md): a TOML file of `[[tag]]`
 /// tables, each naming its tags by `uid` (a UID, or a prefix ending in `*`) or by `asset` (the register's id), with

@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Synchronization
 import VLoggerModel
+import VLoggerConfig
 
 /// One kind of rule (`kind = "…"` in a rules file), the way a subcommand owns its options: its name, the keys it
 /// takes, how it parses them (problems with their line), what it needs from the tag, and how it judges the tag.

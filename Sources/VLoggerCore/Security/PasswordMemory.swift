@@ -1,5 +1,6 @@
 import Foundation
 import ISO15693
+import VLoggerConfig
 
 /// What the agent remembers of the passwords it gave on its own (a plan's read password, a privacy password), so
 /// that a password that did not work is not given again: an NXP chip that gets a wrong password is mute until its

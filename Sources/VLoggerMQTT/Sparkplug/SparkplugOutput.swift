@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import VLoggerCore
+import VLoggerConfig
+import VLoggerOutbox
 import VLoggerModel
 import VLoggerStore
 
@@ -40,7 +41,7 @@ public final class SparkplugOutput: OutboxConsumer, @unchecked Sendable {
     let now: @Sendable () -> Millis
     /// Where the last connection's `bdSeq` is kept (nil: not kept).
     let bdSeqFile: URL?
-    let jsonFields: Set<String> = [NDEFFields.records]
+    let jsonFields = TableDescription.jsonFields
     /// A probe (`vlogger outputs status`): a client id of its own, no Will, no births: it connects and says
     /// nothing (the edge node the service runs is not disturbed).
     let probe: Bool

@@ -11,6 +11,7 @@ import UnixSignals
 import VLoggerCore
 import VLoggerModel
 import VLoggerStore
+import VLoggerConfig
 
 /// The HTTP listener, built from what it serves: the status page, `/healthz`, `/metrics`, the audit reports, the
 /// read API and its stream, and the write API (loopback only), behind the Host allow-list and the read-only gate.

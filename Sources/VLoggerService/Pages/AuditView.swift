@@ -3,6 +3,7 @@ import ISO15693
 import VLoggerCore
 import VLoggerModel
 import VLoggerStore
+import VLoggerConfig
 
 /// An audit report to read and print (A4): the counts, the missing, wrong-location, unexpected, failed-check and
 /// present lists with the register's names, local times and the schedule that ran it, the location's trend, and a

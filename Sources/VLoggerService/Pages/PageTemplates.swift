@@ -1,6 +1,7 @@
 import Foundation
 import Mustache
 import VLoggerCore
+import VLoggerModel
 
 /// The pages' templates (swift-mustache: `{{x}}` is HTML-escaped, `{{{x}}}` is not and is used only for the SVG
 /// charts the service draws itself). The shipped ones are below; a file `NAME.mustache` in `[service] templates`

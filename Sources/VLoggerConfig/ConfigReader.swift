@@ -8,27 +8,33 @@ public struct ConfigIssue: Error, Equatable, Sendable, CustomStringConvertible {
     public let line: Int
     public let message: String
     public var description: String { "\(file):\(line): \(message)" }
+    public init(file: String, line: Int, message: String) {
+        self.file = file
+        self.line = line
+        self.message = message
+    }
 }
 
 /// Every problem found in a file (reading goes on after the first, so one `config check` lists them all).
 public struct ConfigError: Error, Sendable, CustomStringConvertible {
     public let issues: [ConfigIssue]
+    public init(issues: [ConfigIssue]) { self.issues = issues }
     public var description: String { issues.map(\.description).joined(separator: "\n") }
 }
 
 /// Reads typed settings out of a TOML table, recording a `ConfigIssue` for each wrong type, bad value
 /// or unknown key, with its line.
 public final class ConfigReader {
-    let file: String
-    private(set) var issues: [ConfigIssue] = []
+    public let file: String
+    public private(set) var issues: [ConfigIssue] = []
 
-    init(file: String) { self.file = file }
+    public init(file: String) { self.file = file }
 
-    func issue(_ line: Int, _ message: String) {
+    public func issue(_ line: Int, _ message: String) {
         issues.append(ConfigIssue(file: file, line: line, message: message))
     }
 
-    static func parse(text: String, file: String) throws(ConfigError) -> TOMLTable {
+    public static func parse(text: String, file: String) throws(ConfigError) -> TOMLTable {
         do { return try TOML.parse(text) } catch {
             throw ConfigError(issues: [
                 ConfigIssue(file: file, line: error.line, message: "column \(error.column): \(error.message)")
@@ -39,7 +45,7 @@ public final class ConfigReader {
     /// A configuration-kind file's text (UTF-8), or an error naming the file.
     public static func loadText(_ path: String) throws(ConfigError) -> String { try load(path) }
 
-    static func load(_ path: String) throws(ConfigError) -> String {
+    public static func load(_ path: String) throws(ConfigError) -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(issues: [
                 ConfigIssue(file: path, line: 0, message: "cannot read the file (missing or not readable)")
@@ -51,19 +57,19 @@ public final class ConfigReader {
         return text
     }
 
-    func finish() throws(ConfigError) {
+    public func finish() throws(ConfigError) {
         if !issues.isEmpty { throw ConfigError(issues: issues.sorted { $0.line < $1.line }) }
     }
 }
 
 /// A view of one table that remembers which keys were read, so the rest can be reported as unknown.
-struct Section {
-    let reader: ConfigReader
-    let table: TOMLTable
-    let name: String
+public struct Section {
+    public let reader: ConfigReader
+    public let table: TOMLTable
+    public let name: String
     private let known: Set<String>
 
-    init(_ reader: ConfigReader, _ table: TOMLTable, name: String, keys: [String]) {
+    public init(_ reader: ConfigReader, _ table: TOMLTable, name: String, keys: [String]) {
         self.reader = reader
         self.table = table
         self.name = name
@@ -74,16 +80,16 @@ struct Section {
         }
     }
 
-    var line: Int { table.line }
+    public var line: Int { table.line }
 
-    func node(_ key: String) -> TOMLNode? {
+    public func node(_ key: String) -> TOMLNode? {
         precondition(known.contains(key), "key \(key) read but not declared for [\(name)]")
         return table[key]
     }
 
     private func label(_ key: String) -> String { name.isEmpty ? key : "\(name).\(key)" }
 
-    func string(_ key: String) -> String? {
+    public func string(_ key: String) -> String? {
         guard let n = node(key) else { return nil }
         guard case let .string(s) = n.value else {
             reader.issue(n.line, "\(label(key)): expected a string, found \(n.value.typeName)")
@@ -92,12 +98,12 @@ struct Section {
         return s
     }
 
-    func require<T>(_ key: String, _ get: (String) -> T?) -> T? {
+    public func require<T>(_ key: String, _ get: (String) -> T?) -> T? {
         if node(key) == nil { reader.issue(table.line, "[\(name)] needs '\(key)'") }
         return get(key)
     }
 
-    func integer(_ key: String, in range: ClosedRange<Int64>? = nil) -> Int64? {
+    public func integer(_ key: String, in range: ClosedRange<Int64>? = nil) -> Int64? {
         guard let n = node(key) else { return nil }
         guard case let .integer(v) = n.value else {
             reader.issue(n.line, "\(label(key)): expected an integer, found \(n.value.typeName)")
@@ -111,7 +117,7 @@ struct Section {
         return v
     }
 
-    func number(_ key: String) -> Double? {
+    public func number(_ key: String) -> Double? {
         guard let n = node(key) else { return nil }
         switch n.value {
         case let .integer(v): return Double(v)
@@ -122,7 +128,7 @@ struct Section {
         }
     }
 
-    func bool(_ key: String) -> Bool? {
+    public func bool(_ key: String) -> Bool? {
         guard let n = node(key) else { return nil }
         guard case let .bool(b) = n.value else {
             reader.issue(n.line, "\(label(key)): expected true or false, found \(n.value.typeName)")
@@ -132,7 +138,7 @@ struct Section {
     }
 
     /// A block number: an integer (0xF8 or 248) or a string ("0xF8").
-    func block(_ key: String) -> BlockNumber? {
+    public func block(_ key: String) -> BlockNumber? {
         guard let n = node(key) else { return nil }
         switch n.value {
         case let .integer(v):
@@ -147,7 +153,7 @@ struct Section {
     }
 
     /// A duration written as a string with a unit ("500ms", "2s", "5m", "1h", "7d").
-    func duration(_ key: String) -> Millis? {
+    public func duration(_ key: String) -> Millis? {
         guard let s = string(key), let n = node(key) else { return nil }
         do { return try DurationText.parse(s) } catch {
             reader.issue(n.line, "\(label(key)): \(error)")
@@ -156,7 +162,7 @@ struct Section {
     }
 
     /// A duration within `range` (milliseconds); outside it is an issue naming the range, and nil.
-    func duration(_ key: String, in range: ClosedRange<Millis>, _ text: String) -> Millis? {
+    public func duration(_ key: String, in range: ClosedRange<Millis>, _ text: String) -> Millis? {
         guard let v = duration(key) else { return nil }
         guard range.contains(v) else {
             reader.issue(node(key)?.line ?? 0, "\(label(key)): \(text)")
@@ -165,7 +171,7 @@ struct Section {
         return v
     }
 
-    func choice<T: RawRepresentable>(_ key: String, _ type: T.Type) -> T? where T.RawValue == String, T: CaseIterable {
+    public func choice<T: RawRepresentable>(_ key: String, _ type: T.Type) -> T? where T.RawValue == String, T: CaseIterable {
         guard let s = string(key), let n = node(key) else { return nil }
         if let v = T(rawValue: s) { return v }
         reader.issue(
@@ -173,7 +179,7 @@ struct Section {
         return nil
     }
 
-    func subsection(_ key: String, keys: [String]) -> Section? {
+    public func subsection(_ key: String, keys: [String]) -> Section? {
         guard let n = node(key) else { return nil }
         guard case let .table(t) = n.value else {
             reader.issue(n.line, "\(label(key)): expected a table, found \(n.value.typeName)")
@@ -183,7 +189,7 @@ struct Section {
     }
 
     /// An array of tables (`[[name]]` sections or an inline array of inline tables).
-    func tables(_ key: String, keys: [String]) -> [Section] {
+    public func tables(_ key: String, keys: [String]) -> [Section] {
         guard let n = node(key) else { return [] }
         guard case let .array(items) = n.value else {
             reader.issue(n.line, "\(label(key)): expected [[\(label(key))]] sections, found \(n.value.typeName)")
@@ -200,7 +206,7 @@ struct Section {
         return out
     }
 
-    func strings(_ key: String) -> [String]? {
+    public func strings(_ key: String) -> [String]? {
         guard let n = node(key) else { return nil }
         if case let .string(s) = n.value { return [s] }
         guard case let .array(items) = n.value else {

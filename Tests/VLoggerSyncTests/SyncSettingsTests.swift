@@ -2,6 +2,8 @@ import Foundation
 import TestDrivers
 import Testing
 @testable import VLoggerCore
+import VLoggerSync
+import VLoggerModel
 
 /// `[sync]`: libpq's URI form (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS),
 /// the password only from a file or a variable, never in the URL or a message.
@@ -60,8 +62,8 @@ import Testing
             interval = "30s"
             """, file: "t.toml")
         #expect(
-            c.sync?.batchSize == 500 && c.sync?.intervalMs == 30_000 && c.sync?.sslMode == .require
-                && c.sync?.passwordEnv == "FLEET_PW")
+            c.outputs.sync?.batchSize == 500 && c.outputs.sync?.intervalMs == 30_000 && c.outputs.sync?.sslMode == .require
+                && c.outputs.sync?.passwordEnv == "FLEET_PW")
         #expect(throws: (any Error).self) {
             try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\nbatch-size = 0\n", file: "t.toml")
         }
@@ -71,5 +73,18 @@ import Testing
                 file: "t.toml")
         }
         #expect(throws: (any Error).self) { try AgentConfig.parse("[sync]\nbatch-size = 5\n", file: "t.toml") }
+    }
+
+    /// A password must never be echoed, whatever shape the URL has.
+    @Test func syncURLsWithAPasswordAreNeverEchoed() {
+        for text in [
+            "postgresql:/gw:hunter2@db.example:5432/fleet", "gw:hunter2@db.example/fleet",
+            "host=db.example user=gw password=hunter2",
+            "postgresql://gw%3Ahunter2@db.example/fleet", "postgresql://gw:hunter2@db.example/fleet",
+        ] {
+            var message = ""
+            do { _ = try SyncSettings(url: text) } catch { message = "\(error)" }
+            #expect(!message.isEmpty && !message.contains("hunter2"), "\(text): \(message)")
+        }
     }
 }

@@ -3,6 +3,9 @@ import TestDrivers
 import Testing
 
 @testable import VLoggerCore
+import VLoggerMQTT
+import VLoggerConfig
+import VLoggerModel
 
 /// `[[output.mqtt]]` as the configuration gives it: URLs in the mqtt:// and mqtts:// forms (default ports 1883 and
 /// 8883, the IANA registrations for MQTT and secure MQTT), no credentials in a URL, topics without wildcards
@@ -47,11 +50,11 @@ import Testing
             protocol = "5"
             messages = "batch"
             """)
-        #expect(c.mqtt.map(\.name) == ["mqtt", "plant-bus"])
+        #expect(c.outputs.mqtt.map(\.name) == ["mqtt", "plant-bus"])
         // In the outbox's order, audits bringing their results.
-        #expect(c.mqtt[0].publish == [.readings, .audits, .auditResults])
-        #expect(c.mqtt[1].qos == 0 && c.mqtt[1].protocolVersion == .v5 && c.mqtt[1].messages == .batch)
-        #expect(try c.mqtt[1].password(environment: ["MQTT_PW": "pw"]) == "pw")
+        #expect(c.outputs.mqtt[0].publish == [.readings, .audits, .auditResults])
+        #expect(c.outputs.mqtt[1].qos == 0 && c.outputs.mqtt[1].protocolVersion == .v5 && c.outputs.mqtt[1].messages == .batch)
+        #expect(try c.outputs.mqtt[1].password(environment: ["MQTT_PW": "pw"]) == "pw")
     }
 
     @Test func mistakesAreTypedErrorsWithTheirLine() {

@@ -1,12 +1,13 @@
 import Foundation
+import VLoggerModel
 
 /// A secret (a password) named by a configuration: the first line of a file (whitespace trimmed) or an environment
 /// variable, never the configuration itself. Errors name the file or the variable and the setting, never the
 /// secret. Used by every setting that takes a password (`[sync]`, `[[output.mqtt]]`).
-enum Secret {
+public enum Secret {
     /// The secret of `file` or `env` (nil when neither is set: no password). `label` names the setting in errors
     /// ("sync", "output.mqtt mqtt-2").
-    static func read(file: String?, env: String?, label: String, environment: [String: String]) throws(VLoggerError)
+    public static func read(file: String?, env: String?, label: String, environment: [String: String]) throws(VLoggerError)
         -> String?
     {
         if let file {

@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerConfig
 import VLoggerModel
 import VLoggerStore
 

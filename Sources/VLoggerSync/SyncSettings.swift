@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerConfig
 import VLoggerModel
 
 /// `[sync]`: where this gateway ships its store (PostgreSQL), how, and with which credentials. The password
