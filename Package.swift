@@ -242,7 +242,8 @@ let package = Package(
         .executableTarget(
             name: "sync-fleet-bench",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "VLoggerCore", "VLoggerSync", "VLoggerService", "ISO15693",
+                "VLoggerModel", "VLoggerStore", "VLoggerCore", "VLoggerSync", "VLoggerService", "VLoggerOutbox",
+                "ISO15693",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -289,7 +290,7 @@ let package = Package(
         .testTarget(
             name: "VLoggerCoreTests",
             dependencies: [
-                "TestDrivers",
+                "TestDrivers", "VLoggerConfig", "VLoggerOutbox",
                 "VLoggerModel",
                 "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "DriverSim", "DriverPCSC",
                 "DriverFEIG", "TagSimulator", "TagImages", "ParserFuzzing", "SensorTags",
@@ -305,7 +306,7 @@ let package = Package(
         .testTarget(
             name: "VLoggerServiceTests",
             dependencies: [
-                "TestDrivers",
+                "TestDrivers", "VLoggerConfig", "VLoggerOutbox",
                 "VLoggerModel",
                 "VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "DriverSim", "DriverFEIG",
                 "ISO15693",

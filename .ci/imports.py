@@ -4,6 +4,10 @@ depends on (`swift package describe --type json`), or a module of the toolchain.
 --explicit-target-dependency-import-check accepts modules that a dependency brings in transitively; this
 check does not. Exit 1 with one line per undeclared import.
 
+Two layer rules as well (docs/design.md): no output target (those LinkedOutputs lists) imports VLoggerCore or
+anything built on it, and no driver (those LinkedDrivers lists) imports anything above Readers (a target built
+on Readers, the store, the configuration or the outbox). Exit 1 with one line per import that breaks one.
+
     python3 .ci/imports.py [describe.json]     # without a file it runs `swift package describe --type json`
 """
 import json, os, re, subprocess, sys
@@ -38,12 +42,55 @@ def main():
                     continue
                 line = text[:m.start()].count("\n") + 1
                 bad.append(f"{path}:{line}: {t['name']} imports {mod}, which it does not declare")
+    bad += layers(d, targets)
     for b in bad:
         print(b)
     if bad:
-        print(f"imports: {len(bad)} undeclared import(s); add the dependency to the target in Package.swift", file=sys.stderr)
+        print(f"imports: {len(bad)} import(s) undeclared or across a layer; declare the dependency in Package.swift, or move the code to its layer", file=sys.stderr)
         return 1
     print(f"imports: every import of {len(targets)} targets is declared")
     return 0
+
+def layers(d, targets):
+    """The layer rules: output targets stay off VLoggerCore, drivers stay below what is above Readers."""
+    def closure(name, seen=None):
+        seen = set() if seen is None else seen
+        for dep in targets.get(name, {}).get("target_dependencies") or []:
+            if dep not in seen:
+                seen.add(dep)
+                closure(dep, seen)
+        return seen
+    def built_on(bases):
+        return {n for n in targets if n in bases or closure(n) & bases}
+    rules = []
+    linked_outputs = targets.get("LinkedOutputs")
+    if linked_outputs:
+        outputs = set(linked_outputs.get("target_dependencies") or []) - {"VLoggerOutbox"}
+        rules.append((outputs, built_on({"VLoggerCore"}), "an output target may not import {mod} (outputs are plug-ins below VLoggerCore)"))
+    linked_drivers = targets.get("LinkedDrivers")
+    if linked_drivers:
+        drivers = set(linked_drivers.get("target_dependencies") or []) - {"Readers"}
+        above = built_on({"VLoggerStore", "VLoggerConfig", "VLoggerOutbox"}) | (built_on({"Readers"}) - {"Readers"})
+        rules.append((drivers, above, "a driver may not import {mod}, which is above Readers"))
+    bad = []
+    for owners, forbidden, why in rules:
+        for name in sorted(owners):
+            t = targets.get(name)
+            if not t:
+                continue
+            for src in t.get("sources") or []:
+                if not src.endswith(".swift"):
+                    continue
+                path = os.path.join(d.get("path", "."), t["path"], src)
+                try:
+                    text = open(path, encoding="utf-8").read()
+                except OSError:
+                    continue
+                for m in IMPORT.finditer(text):
+                    mod = m.group(1)
+                    if mod in forbidden and mod != name:
+                        line = text[:m.start()].count("\n") + 1
+                        bad.append(f"{path}:{line}: {name}: " + why.format(mod=mod))
+    return bad
 
 sys.exit(main())

@@ -171,7 +171,8 @@ public struct Section {
         return v
     }
 
-    public func choice<T: RawRepresentable>(_ key: String, _ type: T.Type) -> T? where T.RawValue == String, T: CaseIterable {
+    public func choice<T: RawRepresentable>(_ key: String, _ type: T.Type) -> T?
+    where T.RawValue == String, T: CaseIterable {
         guard let s = string(key), let n = node(key) else { return nil }
         if let v = T(rawValue: s) { return v }
         reader.issue(

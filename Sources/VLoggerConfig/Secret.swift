@@ -7,7 +7,8 @@ import VLoggerModel
 public enum Secret {
     /// The secret of `file` or `env` (nil when neither is set: no password). `label` names the setting in errors
     /// ("sync", "output.mqtt mqtt-2").
-    public static func read(file: String?, env: String?, label: String, environment: [String: String]) throws(VLoggerError)
+    public static func read(file: String?, env: String?, label: String, environment: [String: String])
+        throws(VLoggerError)
         -> String?
     {
         if let file {

@@ -11,7 +11,9 @@ public struct MQTTOutputKind: OutputKind {
     public init() {}
     public var section: OutputSection { .list("mqtt") }
     public var keys: [String] { MQTTSettings.keys }
-    public var summary: String { "MQTT: rows as JSON messages, or a Sparkplug B 3.0 edge node, acknowledged by the broker" }
+    public var summary: String {
+        "MQTT: rows as JSON messages, or a Sparkplug B 3.0 edge node, acknowledged by the broker"
+    }
     public var sample: String {
         """
         [[output.mqtt]]                       # an MQTT broker (docs/integrating.md, "MQTT")

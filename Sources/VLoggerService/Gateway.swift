@@ -64,6 +64,8 @@ public final class Gateway: @unchecked Sendable {
     public let outputs: [Output]
     /// Signalled after each commit of the store writer: the outputs' jobs wait for it between rounds.
     let outputWakeup = Wakeup()
+    /// Signalled when the write API queued a write: the write queue's copy is refreshed at once.
+    let writeQueued = Wakeup()
     /// Runs the outputs' jobs; a reload swaps the outputs that changed.
     let outputsJob: OutputsJob
     /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
@@ -237,7 +239,8 @@ public final class Gateway: @unchecked Sendable {
             apiTokenAllowed = address.isLoopback
             let listener = HTTPListener(
                 config: config, store: store, metrics: metrics, apiToken: apiToken, readToken: readToken,
-                refusals: refusals, slowStreamClients: slowStreamClients, wakeup: outputWakeup, logger: logger,
+                refusals: refusals, slowStreamClients: slowStreamClients, wakeup: outputWakeup,
+                writeQueued: writeQueued, logger: logger,
                 bound: { [self] in listenerUp($0) },
                 pages: pages, now: { [clock] in clock.now() })
             services.append(.init(service: try listener.make(address), serviceName: "HTTP listener"))
@@ -255,7 +258,10 @@ public final class Gateway: @unchecked Sendable {
         for j in jobs {
             services.append(.init(service: j, serviceName: "polling \(j.agent.readerConfig.id)"))
         }
-        services.append(.init(service: WriteQueueJob(store: store, pending: pendingWrites), serviceName: "write queue"))
+        services.append(
+            .init(
+                service: WriteQueueJob(store: store, pending: pendingWrites, queued: writeQueued),
+                serviceName: "write queue"))
         if let keep = config.keepMs {
             services.append(
                 .init(

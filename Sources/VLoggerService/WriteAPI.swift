@@ -116,7 +116,7 @@ struct RefusalLogJob: Service {
 enum WriteAPI {
     static func add(
         to router: Router<BasicRequestContext>, token: APIToken, readers: Set<String>, store: Store, logger: Logger,
-        refusals: RefusalLog
+        refusals: RefusalLog, queued: Wakeup
     ) {
         @Sendable func authorised(_ request: Request) -> Bool {
             if token.accepts(request.headers[.authorization]) { return true }
@@ -165,6 +165,8 @@ enum WriteAPI {
                 logger.notice(
                     "write API: queued \(write.operation.rawValue) \(id) to \(write.uid) (\(write.data.count) bytes from \(write.first))"
                 )
+                // Committed: the polling jobs' copy of the queue is refreshed now, not at the next 2 s poll.
+                queued.signal()
                 return json(WireJSON.encode(QueuedJSON(id: id, state: "queued", replayed: nil)), .created)
             case let .failure(e):
                 // SQLite's own failures (code set) may pass; the store's refusals (no code) will not.

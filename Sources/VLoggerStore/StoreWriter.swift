@@ -144,11 +144,12 @@ public final class StoreWriter: @unchecked Sendable {
         }
     }
 
-    /// What became of a queued write (committed with the next batch).
+    /// What became of a queued write: committed at once, with what is queued (someone is waiting for it: the
+    /// write API's caller polls for the outcome; writes are rare, so an early batch costs little).
     public func add(_ outcome: WriteOutcome) {
         locked {
             pending.outcomes.append(outcome)
-            marked(wakeIf: false)
+            marked(wakeIf: true)
         }
     }
 
@@ -198,7 +199,7 @@ public final class StoreWriter: @unchecked Sendable {
     private func due(_ now: Millis) -> Bool {
         if fields != nil { return true }
         guard let oldest, !pending.isEmpty else { return false }
-        return pending.readings.count >= batchSize || now - oldest >= flushIntervalMs
+        return pending.readings.count >= batchSize || !pending.outcomes.isEmpty || now - oldest >= flushIntervalMs
     }
 
     /// Commits what is queued now, on the calling thread (commands, tests, the final flush). Returns

@@ -8,12 +8,14 @@ public struct SyncOutputKind: OutputKind {
     public init() {}
     public var section: OutputSection { .table("sync") }
     public var keys: [String] { SyncSettings.keys }
-    public var summary: String { "fleet sync: the store's rows into a central PostgreSQL, keyed so a resend is harmless" }
+    public var summary: String {
+        "fleet sync: the store's rows into a central PostgreSQL, keyed so a resend is harmless"
+    }
     public var sample: String {
         """
         [sync]                                # fleet sync into a central PostgreSQL (docs/fleet.md)
         url = "postgresql://vlogger@db.example.com:5432/fleet"   # EDIT: no password here
-        password-file = "/etc/vlogger/sync-password"              # or password-env = "VLOGGER_SYNC_PASSWORD"
+        # password-file = "/etc/vlogger/sync-password"            # or password-env = "VLOGGER_SYNC_PASSWORD"
         sslmode = "verify-full"               # disable | require | verify-full
         # ca-file = "/etc/vlogger/fleet-ca.pem"
         # batch-size = 5000

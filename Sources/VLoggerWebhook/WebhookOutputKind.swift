@@ -14,7 +14,7 @@ public struct WebhookOutputKind: OutputKind {
         [[output.webhook]]                    # chosen events POSTed as JSON (docs/integrating.md, "Webhooks")
         url = "https://hooks.example.com/vlogger"   # EDIT
         events = ["violation", "reader_down"] # event kinds, and audit, write
-        secret-file = "/etc/vlogger/webhook-secret"  # HMAC-SHA256 key (16+ characters): the signature header
+        # secret-file = "/etc/vlogger/webhook-secret"  # HMAC-SHA256 key (16+ characters): the signature header
         # ca-file = "/etc/vlogger/hooks-ca.pem"
         # timeout = "10s"
 

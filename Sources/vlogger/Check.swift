@@ -3,6 +3,7 @@ import Foundation
 import VLoggerModel
 import Readers
 import VLoggerCore
+import VLoggerOutbox
 import VLoggerConfig
 
 struct ConfigCommand: ParsableCommand {
@@ -159,10 +160,22 @@ struct ConfigSample: ParsableCommand {
             discussion: Self.samples.map { "\($0.name): \($0.summary)" }.joined(separator: "; ")))
     var driver: ReaderKind = .default
 
+    @Option(
+        name: .customLong("output"),
+        help: ArgumentHelp(
+            "Add a commented section for an output kind (\(OutputKinds.all.map(\.section.key).joined(separator: ", "))); repeat for more.",
+            discussion: OutputKinds.all.map { "\($0.section.key): \($0.summary)" }.joined(separator: "; ")))
+    var outputs: [String] = []
+
     /// The drivers that can poll tags (they have a sample `[[reader]]`).
     static var samples: [any ReaderDriver] { ReaderDrivers.all.filter { $0.sampleReader != nil } }
 
     func validate() throws {
+        let keys = OutputKinds.all.map(\.section.key)
+        for o in outputs where !keys.contains(o) {
+            let near = NearestName.nearest(o, in: keys).map { " (did you mean '\($0)'?)" } ?? ""
+            throw ValidationError("--output \(o): not an output kind\(near); choose \(keys.joined(separator: ", "))")
+        }
         guard driver.driver.sampleReader != nil else {
             throw ValidationError(
                 "--driver \(driver): it cannot poll tags; choose \(Self.samples.map(\.name).joined(separator: ", "))")
@@ -211,5 +224,9 @@ struct ConfigSample: ParsableCommand {
 
     func run() throws {
         print(Self.text(driver), terminator: "")
+        for o in outputs {
+            guard let kind = OutputKinds.all.first(where: { $0.section.key == o }) else { continue }
+            print(kind.sample, terminator: "")
+        }
     }
 }

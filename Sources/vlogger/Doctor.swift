@@ -39,7 +39,8 @@ struct DoctorCommand: AsyncParsableCommand {
         if let c = try? AgentConfig.load(config) {
             for p in await Gateway.probeOutputs(c) {
                 if let f = p.failure {
-                    checks.append(.fail(p.check, "\(URLRedaction.redact(p.destination)): \(f.kind): \(f.message)", p.advice))
+                    checks.append(
+                        .fail(p.check, "\(URLRedaction.redact(p.destination)): \(f.kind): \(f.message)", p.advice))
                 } else {
                     checks.append(
                         .pass(

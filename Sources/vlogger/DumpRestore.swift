@@ -7,7 +7,6 @@ import TagImages
 import TagSecurity
 import VLoggerCore
 
-
 extension TagImageFormat: ExpressibleByArgument {}
 
 struct Dump: ParsableCommand {

@@ -10,14 +10,16 @@ import VLoggerOutbox
 struct OutputsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outputs",
-        abstract:
-            "The gateway's outputs ([sync], [[output.mqtt]], [[output.webhook]]): their backlog and their destinations.",
+        abstract: "The gateway's outputs (\(sections)): their backlog and their destinations.",
         discussion: """
             Every output is a consumer of the store's outbox with a cursor per table, moved only when its \
             destination acknowledged a batch. `status` prints each one's backlog and whether its destination \
             answers (it connects, sends nothing); `send` ships each one's backlog once, as the service would.
             """,
         subcommands: [Status.self, Send.self, Resend.self])
+
+    /// The sections of the registered output kinds: `[sync], [[output.mqtt]], [[output.webhook]]`.
+    static var sections: String { OutputKinds.all.map(\.section.heading).joined(separator: ", ") }
 
     /// The configured outputs, or only `name`.
     /// `probe`: MQTT outputs that only connect, under a client id of their own, with no Will, status or births (a
@@ -38,7 +40,7 @@ struct OutputsCommand: AsyncParsableCommand {
             throw VLoggerError(
                 name.map {
                     "\(options.config): no output named '\($0)' (configured: \(all.map(\.consumer.name).joined(separator: ", ")))"
-                } ?? "\(options.config): no outputs configured ([sync], [[output.mqtt]], [[output.webhook]])")
+                } ?? "\(options.config): no outputs configured (\(sections))")
         }
         return (store, chosen)
     }

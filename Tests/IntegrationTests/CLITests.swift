@@ -445,3 +445,28 @@ enum FEIGFrameHex {
         }
     }
 }
+
+/// `config sample --output KIND` adds each registered output kind's commented section (its kind writes it), and the
+/// result still checks; a kind that is not one is refused with the kinds there are.
+@Suite struct ConfigSampleOutputTests {
+    @Test func eachOutputKindsSampleChecks() throws {
+        let dir = try CLITests.scratch("sample-outputs", copying: [])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sample = try CLITests.run([
+            "config", "sample", "--driver", "sim", "--output", "sync", "--output", "mqtt", "--output", "webhook",
+        ])
+        #expect(sample.code == 0, "\(sample.err)")
+        for heading in ["[sync]", "[[output.mqtt]]", "[[output.webhook]]"] {
+            #expect(sample.out.contains("\n\(heading)"), "\(heading)\n\(sample.out)")
+        }
+        let file = dir.appendingPathComponent("vlogger.toml").path
+        try sample.out.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try CLITests.run(["config", "check", file]).code == 0)
+        let network = try CLITests.run(["config", "network", "--config", file])
+        for remote in ["db.example.com", "broker.example.com", "hooks.example.com"] {
+            #expect(network.out.contains(remote) || network.err.contains(remote), "\(remote): \(network)")
+        }
+        let wrong = try CLITests.run(["config", "sample", "--output", "mqt"])
+        #expect(wrong.code != 0 && wrong.err.contains("--output mqt: not an output kind (did you mean 'mqtt'?)"))
+    }
+}

@@ -40,3 +40,8 @@ public struct RegisteredDrivers: SuiteTrait, TestTrait, TestScoping {
 extension Trait where Self == RegisteredDrivers {
     public static var drivers: Self { RegisteredDrivers() }
 }
+
+extension Trait where Self == RegisteredDrivers {
+    /// The linked drivers and output kinds, and `outputs` of a test's own.
+    public static func drivers(outputs: [any OutputKind]) -> Self { RegisteredDrivers(outputs: outputs) }
+}

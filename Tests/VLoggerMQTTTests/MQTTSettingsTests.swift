@@ -53,7 +53,9 @@ import VLoggerModel
         #expect(c.outputs.mqtt.map(\.name) == ["mqtt", "plant-bus"])
         // In the outbox's order, audits bringing their results.
         #expect(c.outputs.mqtt[0].publish == [.readings, .audits, .auditResults])
-        #expect(c.outputs.mqtt[1].qos == 0 && c.outputs.mqtt[1].protocolVersion == .v5 && c.outputs.mqtt[1].messages == .batch)
+        #expect(
+            c.outputs.mqtt[1].qos == 0 && c.outputs.mqtt[1].protocolVersion == .v5
+                && c.outputs.mqtt[1].messages == .batch)
         #expect(try c.outputs.mqtt[1].password(environment: ["MQTT_PW": "pw"]) == "pw")
     }
 

@@ -170,7 +170,9 @@ import VLoggerModel
         let c = try AgentConfig.parse(
             "[gateway]\nid = \"gw-1\"\n[[output.mqtt]]\nurl = \"mqtt://b\"\nsparkplug = true\nsparkplug-group = \"plant-1\"\nsparkplug-primary-host = \"scada\"\n",
             file: "t.toml")
-        #expect(c.outputs.mqtt.first?.sparkplug?.group == "plant-1" && c.outputs.mqtt.first?.sparkplug?.primaryHost == "scada")
+        #expect(
+            c.outputs.mqtt.first?.sparkplug?.group == "plant-1"
+                && c.outputs.mqtt.first?.sparkplug?.primaryHost == "scada")
         #expect(c.outputs.mqtt.first?.qos == 0)
         for (body, says) in [
             ("sparkplug = true\ntopic = \"x\"", "does not go with sparkplug"),

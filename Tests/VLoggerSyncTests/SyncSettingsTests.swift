@@ -62,7 +62,8 @@ import VLoggerModel
             interval = "30s"
             """, file: "t.toml")
         #expect(
-            c.outputs.sync?.batchSize == 500 && c.outputs.sync?.intervalMs == 30_000 && c.outputs.sync?.sslMode == .require
+            c.outputs.sync?.batchSize == 500 && c.outputs.sync?.intervalMs == 30_000
+                && c.outputs.sync?.sslMode == .require
                 && c.outputs.sync?.passwordEnv == "FLEET_PW")
         #expect(throws: (any Error).self) {
             try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\nbatch-size = 0\n", file: "t.toml")

@@ -729,13 +729,15 @@ public struct AgentConfig: Sendable {
             for (i, s) in sections.enumerated() {
                 guard let settings = kind.read(s, index: i, r, context) else { continue }
                 if case let .list(key) = kind.section, !taken.insert(settings.name).inserted {
-                    r.issue(s.line, "output.\(key): the name '\(settings.name)' is taken; give each output its own name")
+                    r.issue(
+                        s.line, "output.\(key): the name '\(settings.name)' is taken; give each output its own name")
                     continue
                 }
                 out.append((s.line, settings))
             }
         }
-        return out.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element.settings)
+        return out.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(
+            \.element.settings)
     }
 
     static let readerKeys =

@@ -27,6 +27,8 @@ struct HTTPListener {
     let slowStreamClients: RefusalLog
     /// Signalled after each commit: the live stream's wake-up.
     let wakeup: Wakeup
+    /// Signalled when the write API queued a write (the write queue job copies the queue at once).
+    let writeQueued: Wakeup
     let logger: Logger
     /// Called once the socket is bound, with its address (the port the system chose when 0 was asked).
     let bound: @Sendable (ListenAddress) -> Void
@@ -168,7 +170,7 @@ struct HTTPListener {
         ReadAPI.add(to: router, store: store, metrics: metrics, gateway: config.gatewayID, access: access)
         WriteAPI.add(
             to: router, token: apiToken, readers: Set(config.readers.map(\.id)), store: store, logger: logger,
-            refusals: refusals)
+            refusals: refusals, queued: writeQueued)
         var http = HTTP1Channel.Configuration(idleTimeout: .seconds(30))
         http.httpDecoder.maxHeaderFieldCount = 100
         let app = Application(
