@@ -102,6 +102,9 @@ let package = Package(
         // The domain values every layer above shares (readings, events, tags, writes, field values, times and
         // durations, safe text) and how each is formatted. No I/O.
         .target(name: "VLoggerModel", dependencies: ["ISO15693"]),
+        // The live state of the fields (readers, tags present, latest values with units, alarms) with a change
+        // stream: fed by the polling jobs, read by the pages, the read API, the metrics and servers. No I/O.
+        .target(name: "FieldState", dependencies: ["VLoggerModel", "ISO15693"]),
         // The store behind its own target: migrations, records, the store writer, export; SQLite through GRDB.
         .target(
             name: "VLoggerStore",
@@ -168,7 +171,7 @@ let package = Package(
             name: "VLoggerService",
             dependencies: [
                 "VLoggerModel",
-                "VLoggerCore", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox", "Readers", "ISO15693",
+                "VLoggerCore", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox", "FieldState", "Readers", "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -281,6 +284,7 @@ let package = Package(
                 "TagImages", "ISO15693", "ISO15693Fuzzing",
             ]),
         .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel", "ISO15693Fuzzing"]),
+        .testTarget(name: "FieldStateTests", dependencies: ["FieldState", "VLoggerModel", "ISO15693"]),
         .testTarget(
             name: "VLoggerStoreTests",
             dependencies: [

@@ -116,7 +116,7 @@ public final class Gateway: @unchecked Sendable {
         } catch { throw VLoggerError("\(error)") }
         Self.importRegister(config, into: store, logger: logger)
         let serviceMetrics = ServiceMetrics(
-            readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs })
+            readers: config.readers, intervalMs: { config.specialized(for: $0).intervalMs }, units: config.fieldUnits)
         metrics = serviceMetrics
         serviceMetrics.describe(
             gateway: config.gatewayID, site: config.site, limits: ServiceMetrics.limits(rules, units: config.fieldUnits)
@@ -353,6 +353,7 @@ public final class Gateway: @unchecked Sendable {
             writer.register(fields: fresh.fieldInfos)
             Self.importRegister(fresh, into: store, logger: logger)
             for j in jobs { j.reload(fresh, rules, register) }
+            metrics.field.setUnits(fresh.fieldUnits)
             metrics.describe(
                 gateway: fresh.gatewayID, site: fresh.site,
                 limits: ServiceMetrics.limits(rules, units: fresh.fieldUnits))

@@ -7,10 +7,12 @@ import class Prometheus.PrometheusCollectorRegistry
 import struct Prometheus.PrometheusMetricsFactory
 import VLoggerCore
 import VLoggerOutbox
+import FieldState
 
-/// What the service knows about itself: per reader, what its polling job last reported; the store
-/// writer's counts; reloads. The polling threads and the writer update it, the HTTP handlers read it
-/// (health, status page); every access holds the lock.
+/// What the service knows about itself: per reader, its polling job's counters; the store writer's counts; reloads;
+/// the outputs. The live state of the fields (tags present, latest values, alarms, reader status) is `field`, a
+/// `FieldState` this reads and observes (its Prometheus series move with it). The polling threads and the writer
+/// update it, the HTTP handlers read it (health, status page); every access holds the lock.
 ///
 /// Metrics go through swift-metrics (`Counter`, `Gauge`, `Recorder`, `Timer`) into a Prometheus
 /// registry made for this service (no global bootstrap, so tests can make several); `/metrics` is the
@@ -21,7 +23,10 @@ public final class ServiceMetrics: @unchecked Sendable {
     private let lock = NSLock()
     public let startedMs: Millis
 
-    /// One reader's state, as its polling job last reported it.
+    /// The live state of the fields, which the polling jobs feed.
+    public let field: FieldState
+
+    /// One reader's state, as its polling job last reported it (its status from `field`, its counters from here).
     public struct ReaderStatus: Sendable {
         public var id: String
         public var location: String?
@@ -33,7 +38,8 @@ public final class ServiceMetrics: @unchecked Sendable {
         public var lastGoodPollMs: Millis?
     }
 
-    private var readers: [ReaderStatus]
+    /// Each reader's counters as its polling job last reported them.
+    private var counters: [String: AgentCounters] = [:]
     private var writer = StoreWriter.Stats()
     /// Queued writes waiting for their tags (the service's copy of the store's queue), for /healthz.
     public var writesQueued: (@Sendable () -> Int)?
@@ -51,48 +57,18 @@ public final class ServiceMetrics: @unchecked Sendable {
     private var fieldGauges: [String: (uid: UID, gauge: Gauge)] = [:]
     /// `vlogger_rule_violation` per rule and tag, while the violation lasts.
     private var violationGauges: [String: Gauge] = [:]
-    /// The violations going on now, by rule and tag (the status page's alarms).
-    private var active: [String: ActiveViolation] = [:]
-    /// Each tag's latest decoded values while it is in a field (a violation starts with them).
-    private var decodedNow: [UID: [(name: String, value: FieldValue)]] = [:]
-    /// When each tag's latest reading was taken.
-    private var decodedAt: [UID: Millis] = [:]
 
     /// Each tag's latest decoded values (merged over its plans) and when they were read, as the polling jobs took
     /// them (before the store commits them): one snapshot, so that a page shows one value per tag.
     public var latestValues: [UID: (time: Millis, fields: [(name: String, value: FieldValue)])] {
-        locked {
-            var out: [UID: (time: Millis, fields: [(name: String, value: FieldValue)])] = [:]
-            for (uid, fields) in decodedNow { out[uid] = (decodedAt[uid] ?? 0, fields) }
-            return out
-        }
+        field.latestValues.mapValues { ($0.time, $0.fields) }
     }
 
     /// A rule violation as a state: when it started, what started it, and the tag's latest values since.
-    public struct ActiveViolation: Sendable {
-        public var rule: String
-        public var uid: UID
-        public var asset: String?
-        public var reader: String?
-        public var location: String?
-        public var severity: Event.Severity
-        public var since: Millis
-        /// The violation event's detail (the value that started it).
-        public var detail: String
-        /// The tag's latest decoded values (updated with each of its readings while the violation lasts).
-        public var latest: [(name: String, value: FieldValue)] = []
-    }
+    public typealias ActiveViolation = FieldState.Alarm
 
     /// The violations going on now: critical first, then the oldest.
-    public var activeViolations: [ActiveViolation] {
-        locked {
-            active.values.sorted {
-                ($0.severity == .critical ? 0 : 1, $0.since, $0.rule) < (
-                    $1.severity == .critical ? 0 : 1, $1.since, $1.rule
-                )
-            }
-        }
-    }
+    public var activeViolations: [ActiveViolation] { field.alarms }
     private let committed, droppedReadings, droppedEvents, failedCommits: Counter
     private let queueDepth, storeUp: Gauge
     private let commitTime: Metrics.Timer
@@ -248,15 +224,20 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// Why the store does not commit now (nil: it does), and how many records wait.
     public var storeState: (problem: String?, queued: Int) { locked { (writer.lastError?.description, writer.queued) } }
 
-    public init(readers: [ReaderConfig], intervalMs: (ReaderConfig) -> Millis, startedMs: Millis = Millis.now()) {
+    public init(
+        readers: [ReaderConfig], intervalMs: (ReaderConfig) -> Millis, startedMs: Millis = Millis.now(),
+        units: [String: String] = [:]
+    ) {
         self.startedMs = startedMs
+        field = FieldState(
+            readers: readers.map { FieldState.Reader(id: $0.id, location: $0.location, intervalMs: intervalMs($0)) },
+            units: units)
         var f = PrometheusMetricsFactory(registry: registry)
         f.durationHistogramBuckets["vlogger_batch_commit_seconds"] = [
             0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
         ].map { .milliseconds(Int64($0 * 1000)) }
         f.valueHistogramBuckets["vlogger_cycle_air_time_seconds"] = [0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2]
         factory = f
-        self.readers = readers.map { ReaderStatus(id: $0.id, location: $0.location, intervalMs: intervalMs($0)) }
         committed = Counter(label: "vlogger_readings_committed_total", factory: f)
         droppedReadings = Counter(label: "vlogger_readings_dropped_total", factory: f)
         droppedEvents = Counter(label: "vlogger_events_dropped_total", factory: f)
@@ -287,6 +268,7 @@ public final class ServiceMetrics: @unchecked Sendable {
             reloads[result] = Counter(
                 label: "vlogger_config_reloads_total", dimensions: [("result", result)], factory: f)
         }
+        field.observe { [unowned self] change in self.fieldChanged(change) }
     }
 
     private func locked<T>(_ body: () -> T) -> T {
@@ -296,9 +278,7 @@ public final class ServiceMetrics: @unchecked Sendable {
     }
 
     /// Which readers work, by id, as their polling jobs last reported.
-    public func readersUp() -> [String: Bool] {
-        locked { Dictionary(readers.map { ($0.id, $0.up) }, uniquingKeysWith: { a, _ in a }) }
-    }
+    public func readersUp() -> [String: Bool] { field.readersUp }
 
     /// After each cycle, from the reader's polling thread.
     public func cycleDone(_ agent: Agent, _ report: CycleReport) {
@@ -309,9 +289,11 @@ public final class ServiceMetrics: @unchecked Sendable {
         let tags = agent.tagsInField, up = agent.readerHealthy, good = agent.lastGoodPollMs,
             name = agent.session.reader.name
         let interval = agent.config.intervalMs, location = agent.readerConfig.location
+        field.cycleDone(
+            reader: id, tags: tags, up: up, lastGoodPollMs: good, name: name, intervalMs: interval, location: location)
         locked {
-            guard let i = readers.firstIndex(where: { $0.id == id }), var h = handles[id] else { return }
-            let before = readers[i].counters
+            guard var h = handles[id] else { return }
+            let before = counters[id] ?? AgentCounters()
             h.cycles.increment(by: c.cycles - before.cycles)
             h.arrivals.increment(by: c.arrivals - before.arrivals)
             h.departures.increment(by: c.departures - before.departures)
@@ -331,88 +313,74 @@ public final class ServiceMetrics: @unchecked Sendable {
             if let good { h.lastPoll.record(Double(good) / 1000) }
             if !report.readerFailed { h.air.record(report.airTime.microseconds / 1_000_000) }
             handles[id] = h
-            readers[i].counters = c
-            readers[i].tags = tags
-            readers[i].up = up
-            readers[i].lastGoodPollMs = good
-            readers[i].name = name
-            readers[i].intervalMs = interval
-            readers[i].location = location
+            counters[id] = c
         }
     }
 
-    /// A reading's numeric decoded fields as `vlogger_field_value{reader,uid,asset,field,unit}` (the plant's values,
-    /// for Grafana and alerts), from the reader's polling thread.
+    /// A reading taken, into the field state (the polling jobs feed `field` directly; this is for callers that
+    /// hold only the metrics). `units`: the fields' units, as the configuration has them now.
     public func readingTaken(_ r: Reading, asset: String?, units: [String: String]) {
-        locked {
-            if !r.decoded.isEmpty {
-                var merged = r.decoded
-                for old in decodedNow[r.uid] ?? [] where !merged.contains(where: { $0.name == old.name }) {
-                    merged.append(old)
-                }
-                decodedNow[r.uid] = merged
-                decodedAt[r.uid] = max(decodedAt[r.uid] ?? r.time, r.time)
-                for (k, v) in active where v.uid == r.uid { active[k]?.latest = merged }
-            }
-            for (name, value) in r.decoded {
-                let v: Double
-                switch value {
-                case .integer(let n): v = Double(n)
-                case .number(let d) where d.isFinite: v = d
-                default: continue
-                }
-                let reader = r.reader ?? ""
-                let key = "\(reader)|\(r.uid)|\(name)"
-                let gauge =
-                    fieldGauges[key]?.gauge
-                    ?? Gauge(
-                        label: "vlogger_field_value",
-                        dimensions: [
-                            ("reader", reader), ("uid", r.uid.description), ("asset", asset ?? ""), ("field", name),
-                            ("unit", units[name] ?? ""),
-                        ], factory: factory)
-                fieldGauges[key] = (r.uid, gauge)
-                gauge.record(v)
-            }
-        }
+        field.setUnits(units)
+        field.readingTaken(r, asset: asset)
     }
 
     /// How many events have been recorded: the pages' cache makes a page again when it moves.
     public var eventCount: Int { locked { events } }
     private var events = 0
 
-    /// Events that change the plant's state: a violation sets `vlogger_rule_violation{rule,uid,asset}` to 1, its end
-    /// removes it; a departure removes the tag's `vlogger_field_value` series of that reader.
+    /// An event recorded: counted (the pages' cache), and into the field state.
     public func eventRecorded(_ e: Event, asset: String?) {
+        locked { events += 1 }
+        field.eventRecorded(e, asset: asset)
+    }
+
+    /// The Prometheus series that follow the field state (on the thread that changed it): a reading's numeric
+    /// decoded fields as `vlogger_field_value{reader,uid,asset,field,unit}` (the plant's values, for Grafana and
+    /// alerts), removed when the tag leaves that reader's field; a violation as `vlogger_rule_violation{rule,uid,
+    /// asset}` = 1 while it lasts.
+    private func fieldChanged(_ change: FieldState.Change) {
         locked {
-            events += 1
-            guard let uid = e.uid else { return }
-            let key = "\(e.name)|\(uid)"
-            switch e.kind {
-            case .violation:
+            switch change {
+            case let .values(v):
+                for value in v.values {
+                    let n: Double
+                    switch value.value {
+                    case .integer(let i): n = Double(i)
+                    case .number(let d) where d.isFinite: n = d
+                    default: continue
+                    }
+                    let reader = v.reader ?? ""
+                    let key = "\(reader)|\(v.uid)|\(value.name)"
+                    let gauge =
+                        fieldGauges[key]?.gauge
+                        ?? Gauge(
+                            label: "vlogger_field_value",
+                            dimensions: [
+                                ("reader", reader), ("uid", v.uid.description), ("asset", v.asset ?? ""),
+                                ("field", value.name), ("unit", value.unit ?? ""),
+                            ], factory: factory)
+                    fieldGauges[key] = (v.uid, gauge)
+                    gauge.record(n)
+                }
+            case let .alarm(a):
+                let key = "\(a.rule)|\(a.uid)"
                 let gauge =
                     violationGauges[key]
                     ?? Gauge(
                         label: "vlogger_rule_violation",
-                        dimensions: [("rule", e.name), ("uid", uid.description), ("asset", asset ?? "")],
+                        dimensions: [("rule", a.rule), ("uid", a.uid.description), ("asset", a.asset ?? "")],
                         factory: factory)
                 violationGauges[key] = gauge
                 gauge.record(1)
-                active[key] = ActiveViolation(
-                    rule: e.name, uid: uid, asset: asset, reader: e.reader, location: e.location, severity: e.severity,
-                    since: e.time, detail: e.detail, latest: decodedNow[uid] ?? [])
-            case .violationEnded:
-                violationGauges.removeValue(forKey: key)?.destroy()
-                active[key] = nil
-            case .departure:
-                decodedNow[uid] = nil
-                decodedAt[uid] = nil
-                let prefix = "\(e.reader ?? "")|\(uid)|"
+            case let .alarmEnded(rule, uid, _):
+                violationGauges.removeValue(forKey: "\(rule)|\(uid)")?.destroy()
+            case let .departed(uid, reader, _):
+                let prefix = "\(reader ?? "")|\(uid)|"
                 for (k, f) in fieldGauges where k.hasPrefix(prefix) {
                     f.gauge.destroy()
                     fieldGauges[k] = nil
                 }
-            default:
+            case .reader, .arrived, .overflow:
                 break
             }
         }
@@ -472,12 +440,21 @@ public final class ServiceMetrics: @unchecked Sendable {
 
     public func reloaded(ok: Bool) { locked { reloads[ok ? "ok" : "failed"]?.increment() } }
 
-    public var readerStatus: [ReaderStatus] { locked { readers } }
+    public var readerStatus: [ReaderStatus] {
+        let readers = field.readers
+        let counters = locked { self.counters }
+        return readers.map { r in
+            ReaderStatus(
+                id: r.id, location: r.location, name: r.name, intervalMs: r.intervalMs,
+                counters: counters[r.id] ?? AgentCounters(), tags: r.tags, up: r.up, lastGoodPollMs: r.lastGoodPollMs)
+        }
+    }
 
     /// Healthy when every reader answers and had a good poll within 3 of its intervals (or 90 s of
     /// back-off), and the store commits.
     public func health(now: Millis = Millis.now()) -> (healthy: Bool, json: String) {
         refreshWriter()
+        let readers = readerStatus
         return locked {
             var allOK = writer.lastError == nil
             var parts: [HealthJSON.Reader] = []

@@ -50,10 +50,10 @@ public final class PollingJob: Service, @unchecked Sendable {
                 }
             }
         }
-        // The plant's values and alarm state for /metrics (docs/operating.md).
-        let units = agent.config.fieldUnits
+        // The fields' live state (the pages, the API, /metrics' plant values and alarms: docs/operating.md).
+        let field = metrics.field
         agent.onReading = { [unowned self] r in
-            metrics.readingTaken(r, asset: self.agent.register?.rows[r.uid.description]?["asset_id"], units: units)
+            field.readingTaken(r, asset: self.agent.register?.rows[r.uid.description]?["asset_id"])
         }
         agent.onEvent = { [unowned self] e in
             metrics.eventRecorded(e, asset: e.uid.flatMap { self.agent.register?.rows[$0.description]?["asset_id"] })
