@@ -1,10 +1,13 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-// Layers, bottom up (see docs/design.md): ISO15693 → Type5NDEF, TagImages → TagSimulator → Readers (the seam, the
-// client, the driver registry) → the drivers (DriverSim, DriverPCSC, DriverLibNFC, DriverFEIG: one target each,
-// listed once in LinkedDrivers, which the executable registers); VLoggerModel → VLoggerStore (+ CSQLite, GRDB) → VLoggerCore → VLoggerSync →
-// VLoggerService → vlogger. Nothing above Readers but the executable names a driver.
+// Layers, bottom up (docs/design.md draws them from this file: .ci/diagram.py): ISO15693 → Type5NDEF, TagImages,
+// SensorTags → TagSimulator → Readers (the seam, the client, the driver registry) → the drivers (DriverSim, DriverPCSC,
+// DriverLibNFC, DriverFEIG: one target each, listed once in LinkedDrivers, which the executable registers);
+// VLoggerModel → VLoggerStore (+ CSQLite, GRDB), VLoggerConfig → VLoggerOutbox (the consumer seam and the output-kind
+// protocol) → the outputs (VLoggerSync, VLoggerMQTT, VLoggerWebhook: one target each, listed once in LinkedOutputs,
+// which the executable registers; none imports VLoggerCore); FieldState; VLoggerCore → VLoggerService → vlogger.
+// Nothing above Readers but the executable names a driver, nothing below it an output (.ci/imports.py checks both).
 let package = Package(
     name: "vlogger",
     platforms: [.macOS(.v13)],

@@ -86,25 +86,6 @@ final class RefusalLog: @unchecked Sendable {
     }
 }
 
-/// Says what each `RefusalLog` counted but has not logged yet (write API refusals, dropped stream clients), each
-/// with its own line: once a minute, and at shutdown.
-struct RefusalLogJob: Service {
-    let logs: [(RefusalLog, @Sendable (Int, String) -> String)]
-    let logger: Logger
-
-    func run() async {
-        let interval = logs.map(\.0.intervalMs).min() ?? 60_000
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            try? await cancelWhenGracefulShutdown {
-                try await Task.sleep(for: .milliseconds(interval))
-            }
-            for (log, line) in logs {
-                if let (n, what) = log.drain() { logger.warning("\(line(n, what))") }
-            }
-        }
-    }
-}
-
 /// `POST /api/writes` (queue a write, as `vlogger write --when-seen` does) and `GET /api/writes/ID`, for the
 /// plant's other systems. Only with `Authorization: Bearer <token>` from `[service] api-token-file`; without
 /// that setting the endpoints do not exist. A wrong or missing token is 401 and logged without the token.
