@@ -1,5 +1,4 @@
 import Foundation
-import ISO15693
 
 /// What a kind of reader can do, as the client, the agent, the configuration check and `vlogger devices` need
 /// to know it. Everything above `Readers` asks these instead of naming a driver.

@@ -3,8 +3,6 @@ import Foundation
     import Glibc
 #endif
 import CHost
-import ISO15693
-import Readers
 import VLoggerStore
 import VLoggerConfig
 

@@ -1,5 +1,4 @@
 import Foundation
-import ISO15693
 import VLoggerModel
 import VLoggerStore
 

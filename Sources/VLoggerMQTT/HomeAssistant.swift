@@ -1,6 +1,5 @@
 import Foundation
 import VLoggerModel
-import VLoggerStore
 
 /// Home Assistant MQTT discovery (docs/reference/home-assistant-mqtt-discovery.md, read from Home Assistant's MQTT
 /// integration): the gateway is one device; each reader a tag scanner fed by the arrivals on the events topic (one

@@ -1,16 +1,5 @@
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdCore
-import ISO15693
-import Logging
-import NIOConcurrencyHelpers
-import NIOCore
-import ServiceLifecycle
-import UnixSignals
-import VLoggerCore
-import VLoggerModel
-import VLoggerStore
 
 /// A value handed to another thread whose owner guarantees one user at a time (a reader session between
 /// two cycles of its polling job).

@@ -2,14 +2,9 @@ import Dispatch
 import Foundation
 import VLoggerStore
 import VLoggerModel
-import Hummingbird
-import HummingbirdCore
-import ISO15693
 import Logging
 import NIOConcurrencyHelpers
-import NIOCore
 import ServiceLifecycle
-import UnixSignals
 import VLoggerCore
 import VLoggerConfig
 import VLoggerOutbox

@@ -1,6 +1,5 @@
 import Logging
 import VLoggerCore
-import VLoggerModel
 import VLoggerOutbox
 import VLoggerStore
 

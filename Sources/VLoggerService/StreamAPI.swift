@@ -3,7 +3,6 @@ import Hummingbird
 import Logging
 import ISO15693
 import NIOCore
-import ServiceLifecycle
 import VLoggerCore
 import VLoggerModel
 import VLoggerStore

@@ -3,7 +3,6 @@ import Hummingbird
 import ISO15693
 import Logging
 import NIOCore
-import ServiceLifecycle
 import VLoggerCore
 import VLoggerStore
 import VLoggerModel

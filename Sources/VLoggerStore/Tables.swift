@@ -1,4 +1,3 @@
-import VLoggerModel
 
 /// How a column's value goes out in an export (CSV and JSON lines, local and central alike).
 public enum ExportFormat: Sendable, Equatable {

@@ -1,8 +1,6 @@
 import Foundation
 import Logging
 import PostgresNIO
-import VLoggerConfig
-import VLoggerOutbox
 import VLoggerStore
 import VLoggerModel
 

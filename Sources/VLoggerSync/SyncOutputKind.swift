@@ -1,5 +1,4 @@
 import VLoggerConfig
-import VLoggerModel
 import VLoggerOutbox
 
 /// `[sync]`: the fleet sync as an output kind (the configuration reads its section through this; the executable

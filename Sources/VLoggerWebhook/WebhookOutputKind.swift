@@ -1,6 +1,5 @@
 import Foundation
 import VLoggerConfig
-import VLoggerModel
 import VLoggerOutbox
 
 /// `[[output.webhook]]` as an output kind (registered in LinkedOutputs).

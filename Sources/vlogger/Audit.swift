@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import ISO15693
-import Readers
 import VLoggerCore
 import VLoggerStore
 import VLoggerModel

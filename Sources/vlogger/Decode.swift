@@ -2,7 +2,6 @@ import VLoggerModel
 import ArgumentParser
 import ISO15693
 import Readers
-import VLoggerCore
 
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(

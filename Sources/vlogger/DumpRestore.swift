@@ -1,7 +1,6 @@
 import VLoggerModel
 import ArgumentParser
 import Foundation
-import ISO15693
 import Readers
 import TagImages
 import TagSecurity

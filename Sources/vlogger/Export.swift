@@ -3,7 +3,6 @@ import Foundation
 import VLoggerStore
 import VLoggerModel
 import ISO15693
-import VLoggerCore
 import VLoggerSync
 import VLoggerOutbox
 

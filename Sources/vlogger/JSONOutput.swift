@@ -1,5 +1,4 @@
 import ISO15693
-import Readers
 import VLoggerCore
 import VLoggerModel
 

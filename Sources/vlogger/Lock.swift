@@ -1,6 +1,4 @@
 import ArgumentParser
-import ISO15693
-import VLoggerCore
 import VLoggerModel
 
 struct Lock: ParsableCommand {

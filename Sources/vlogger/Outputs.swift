@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Logging
-import VLoggerCore
 import VLoggerModel
 import VLoggerService
 import VLoggerStore

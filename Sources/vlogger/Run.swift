@@ -3,7 +3,6 @@ import Foundation
 import VLoggerStore
 import VLoggerModel
 import Readers
-import ISO15693
 import Logging
 import VLoggerCore
 import VLoggerService

@@ -1,7 +1,6 @@
 import VLoggerModel
 import ArgumentParser
 import ISO15693
-import VLoggerCore
 
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(

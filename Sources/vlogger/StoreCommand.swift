@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import VLoggerCore
 import VLoggerStore
 import VLoggerModel
 

@@ -4,8 +4,6 @@ import VLoggerModel
 import Logging
 import ISO15693
 import Readers
-import TagSecurity
-import Type5NDEF
 
 /// Counts of a run, for the summary (and the metrics of a later issue).
 public struct AgentCounters: Sendable {

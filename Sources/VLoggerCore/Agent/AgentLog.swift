@@ -2,8 +2,6 @@ import Foundation
 import ISO15693
 import Logging
 import Readers
-import TagSecurity
-import Type5NDEF
 import VLoggerModel
 import VLoggerStore
 

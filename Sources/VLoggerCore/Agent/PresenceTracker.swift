@@ -1,11 +1,6 @@
 import Foundation
 import ISO15693
-import Logging
 import Readers
-import TagSecurity
-import Type5NDEF
-import VLoggerModel
-import VLoggerStore
 
 /// Which tags are in one reader's field: arrivals, departures after `departure-cycles` cycles unseen, and the tags
 /// kept quiet (ISO/IEC 15693-3 Stay Quiet: a quiet tag answers only when addressed, so the inventory finds newcomers

@@ -1,11 +1,7 @@
 import Foundation
 import ISO15693
-import Logging
 import Readers
 import TagSecurity
-import Type5NDEF
-import VLoggerModel
-import VLoggerStore
 
 /// The rules on one reader's tags: what each rule needs beyond blocks (custom commands' answers, the originality
 /// verdict), the evaluation, and a violation as a state: an event when it starts, another when it ends (the rule

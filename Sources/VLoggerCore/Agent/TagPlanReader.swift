@@ -1,11 +1,8 @@
 import Foundation
 import ISO15693
-import Logging
 import Readers
-import TagSecurity
 import Type5NDEF
 import VLoggerModel
-import VLoggerStore
 
 /// One reader's tag reading: each tag's plan (its reads, the blocks its fields and rules need, merged; worked out
 /// once per UID), the reads in as few exchanges as the chip allows, the decoded fields, the NDEF message (its

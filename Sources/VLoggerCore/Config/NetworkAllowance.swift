@@ -1,5 +1,4 @@
 import Foundation
-import Readers
 import VLoggerConfig
 #if canImport(Glibc)
     import Glibc

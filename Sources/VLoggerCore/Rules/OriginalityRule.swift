@@ -1,5 +1,3 @@
-import ISO15693
-import TagSecurity
 
 /// `kind = "originality"`, `expect = "genuine"`: the tag's originality signature must verify under its
 /// manufacturer's published key (docs/reference/originality-signatures.md). A chip without a signature vlogger can

@@ -1,5 +1,4 @@
 import ISO15693
-import VLoggerModel
 import VLoggerConfig
 
 extension ReadPlan {

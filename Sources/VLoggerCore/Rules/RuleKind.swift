@@ -1,7 +1,6 @@
 import Foundation
 import ISO15693
 import Synchronization
-import VLoggerModel
 import VLoggerConfig
 
 /// One kind of rule (`kind = "…"` in a rules file), the way a subcommand owns its options: its name, the keys it

@@ -2,7 +2,6 @@ import Foundation
 import ISO15693
 import VLoggerModel
 import TagSecurity
-import VLoggerStore
 import VLoggerConfig
 
 /// One rule of a rules file: its name, severity, which tags it applies to, and its check (a value of one of the

@@ -1,7 +1,6 @@
 import Foundation
 import ISO15693
 import VLoggerModel
-import VLoggerStore
 
 /// Judges every record of a sensor tag's log against the rules that watch its values (`range`, `equals` on a
 /// field): a run of records that break a rule — an excursion, a cold chain above its limit on the truck — becomes

@@ -1,7 +1,6 @@
 import ISO15693
 import Readers
 import SensorTags
-import VLoggerModel
 
 /// TI RF430FRL152H (docs/reference/sensor-tags.md): a temperature taken as TI's SLOA233 reader takes it —
 /// configuration blocks 1–7, then block 0 (which starts the sample), block 0 polled until ready, block 9 read — and

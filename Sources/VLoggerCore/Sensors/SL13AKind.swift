@@ -1,7 +1,6 @@
 import ISO15693
 import Readers
 import SensorTags
-import VLoggerModel
 
 /// ams (IDS) SL13A temperature logger (docs/reference/sensor-tags.md, "ams / IDS SL13A"): its state from Get Log
 /// State (A8), Get Measurement Setup (A3), Get Battery Level (AA) and, with `measure`, Get Temperature (AD), as

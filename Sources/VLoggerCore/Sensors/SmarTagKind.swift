@@ -1,7 +1,6 @@
 import ISO15693
 import Readers
 import SensorTags
-import VLoggerModel
 
 /// ST SmarTag (FP-SNS-SMARTAG1) on an ST25DV (docs/reference/sensor-tags.md): found by its NDEF external record
 /// `st.com:smartag`, whose payload is the cell map — the sampling configuration, the start, the sample counter and

@@ -1,5 +1,4 @@
 import Foundation
-import SwiftProtobuf
 import VLoggerModel
 import VLoggerStore
 

@@ -7,7 +7,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
-import UnixSignals
 import VLoggerCore
 import VLoggerModel
 import VLoggerStore

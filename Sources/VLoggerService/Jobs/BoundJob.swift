@@ -1,16 +1,6 @@
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdCore
-import ISO15693
-import Logging
-import NIOConcurrencyHelpers
-import NIOCore
 import ServiceLifecycle
-import UnixSignals
-import VLoggerCore
-import VLoggerModel
-import VLoggerStore
 
 /// Returns when every polling job has done its cycles or duration (--cycles, --duration), which shuts the
 /// group down.

@@ -1,6 +1,5 @@
 import Foundation
 import ServiceLifecycle
-import VLoggerModel
 import VLoggerStore
 
 /// `vlogger run --emit jsonl`: the rows this run commits, also on stdout, one JSON line each (the same JSON as

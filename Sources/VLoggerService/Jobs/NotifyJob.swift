@@ -1,16 +1,8 @@
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdCore
-import ISO15693
 import Logging
-import NIOConcurrencyHelpers
-import NIOCore
 import ServiceLifecycle
-import UnixSignals
-import VLoggerCore
 import VLoggerModel
-import VLoggerStore
 
 /// sd_notify: READY=1 once everything is up (after the listener is bound when there is one), WATCHDOG=1
 /// while every polling job makes progress, STOPPING=1 when the shutdown begins.

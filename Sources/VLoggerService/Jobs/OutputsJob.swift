@@ -1,8 +1,6 @@
 import Foundation
 import Logging
 import ServiceLifecycle
-import VLoggerCore
-import VLoggerModel
 import VLoggerStore
 import VLoggerOutbox
 

@@ -1,16 +1,9 @@
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdCore
 import ISO15693
-import Logging
-import NIOConcurrencyHelpers
-import NIOCore
 import ServiceLifecycle
-import UnixSignals
 import VLoggerCore
 import VLoggerModel
-import VLoggerStore
 
 /// One reader's polling job: the agent's loop on a thread of its own; graceful shutdown (or
 /// cancellation) stops it after the current cycle.

@@ -1,14 +1,7 @@
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdCore
-import ISO15693
 import Logging
-import NIOConcurrencyHelpers
-import NIOCore
 import ServiceLifecycle
-import UnixSignals
-import VLoggerCore
 import VLoggerModel
 import VLoggerStore
 

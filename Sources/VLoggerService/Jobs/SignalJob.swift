@@ -1,16 +1,8 @@
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdCore
-import ISO15693
 import Logging
-import NIOConcurrencyHelpers
-import NIOCore
 import ServiceLifecycle
 import UnixSignals
-import VLoggerCore
-import VLoggerModel
-import VLoggerStore
 
 /// SIGHUP reloads the configuration; SIGTERM and SIGINT shut the group down gracefully (said in the log,
 /// with the signal's name, before anything stops).

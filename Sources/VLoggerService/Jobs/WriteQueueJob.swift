@@ -1,15 +1,7 @@
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdCore
-import ISO15693
-import Logging
-import NIOConcurrencyHelpers
-import NIOCore
 import ServiceLifecycle
-import UnixSignals
 import VLoggerCore
-import VLoggerModel
 import VLoggerStore
 
 /// Copies the store's queued writes for the polling jobs as soon as the write API queued one (`queued` is signalled:

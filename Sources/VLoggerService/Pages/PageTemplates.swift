@@ -1,6 +1,5 @@
 import Foundation
 import Mustache
-import VLoggerCore
 import VLoggerModel
 
 /// The pages' templates (swift-mustache: `{{x}}` is HTML-escaped, `{{{x}}}` is not and is used only for the SVG

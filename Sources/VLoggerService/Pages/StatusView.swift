@@ -1,6 +1,4 @@
 import Foundation
-import ISO15693
-import VLoggerCore
 import VLoggerModel
 import VLoggerStore
 
