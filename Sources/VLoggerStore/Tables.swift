@@ -1,4 +1,3 @@
-
 /// How a column's value goes out in an export (CSV and JSON lines, local and central alike).
 public enum ExportFormat: Sendable, Equatable {
     /// Text as stored (CSV-neutralised, a JSON string).

@@ -1,4 +1,3 @@
-
 /// `kind = "originality"`, `expect = "genuine"`: the tag's originality signature must verify under its
 /// manufacturer's published key (docs/reference/originality-signatures.md). A chip without a signature vlogger can
 /// check, a missing or malformed signature, or one that does not verify (a clone) is a violation. The signature is
