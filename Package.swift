@@ -188,6 +188,14 @@ let package = Package(
             ],
             // The read API's OpenAPI document: served from API/OpenAPIDocument.swift (.ci/openapi-document.sh).
             exclude: ["API/openapi.json"]),
+        // What only the command line needs, apart from its argument parsing: `watch`'s screen, tag dumps and
+        // restores, `doctor`'s checks. Unit-tested on their own (VLoggerCLITests).
+        .target(
+            name: "VLoggerCLI",
+            dependencies: [
+                "VLoggerCore", "VLoggerModel", "VLoggerStore", "VLoggerConfig", "Readers", "TagImages", "ISO15693",
+                "CHost",
+            ]),
         .executableTarget(
             name: "vlogger",
             dependencies: [
@@ -206,6 +214,7 @@ let package = Package(
                 "CHost",
                 "LinkedDrivers",
                 "LinkedOutputs",
+                "VLoggerCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -229,6 +238,7 @@ let package = Package(
                 "DriverFEIG", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity", "SensorTags",
                 "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerConfig", "VLoggerOutbox", "LinkedOutputs",
+                "VLoggerService",
                 .product(name: "Mustache", package: "swift-mustache"),
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
@@ -240,7 +250,7 @@ let package = Package(
         .executableTarget(
             name: "store-bench",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "ISO15693", "ISO15693Fuzzing",
+                "VLoggerModel", "VLoggerStore", "ExportOracle", "ISO15693", "ISO15693Fuzzing",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "bench/StoreBench"),
@@ -263,6 +273,9 @@ let package = Package(
                 "SensorTags",
             ],
             path: "bench/AirBench"),
+        // The export's test oracle: the same export as one SQLite query that formats every value in SQL (the store's
+        // tests and its benchmark compare with it). Not shipped.
+        .target(name: "ExportOracle", dependencies: ["VLoggerStore", "VLoggerModel"], path: "Tests/ExportOracle"),
         // The drivers registered for the test suites (the `.drivers` trait), as the executable registers them.
         .target(
             name: "TestDrivers", dependencies: ["Readers", "LinkedDrivers", "VLoggerOutbox", "LinkedOutputs"],
@@ -291,17 +304,22 @@ let package = Package(
         .testTarget(
             name: "VLoggerStoreTests",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "ISO15693", "ISO15693Fuzzing",
+                "VLoggerModel", "VLoggerStore", "ExportOracle", "ISO15693", "ISO15693Fuzzing",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "VLoggerCoreTests",
             dependencies: [
-                "TestDrivers", "VLoggerConfig", "VLoggerOutbox",
+                "TestDrivers", "VLoggerConfig", "VLoggerOutbox", "VLoggerCLI",
                 "VLoggerModel",
                 "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "DriverSim", "DriverPCSC",
                 "DriverFEIG", "TagSimulator", "TagImages", "ParserFuzzing", "SensorTags",
                 .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "VLoggerCLITests",
+            dependencies: [
+                "TestDrivers", "VLoggerCLI", "VLoggerCore", "VLoggerModel", "VLoggerStore", "VLoggerConfig", "ISO15693",
             ]),
         .testTarget(
             name: "VLoggerMQTTTests",

@@ -13,6 +13,7 @@ import Type5NDEF
 import ISO15693Fuzzing
 import Mustache
 import VLoggerCore
+import VLoggerService
 import VLoggerModel
 import VLoggerMQTT
 import VLoggerSync

@@ -24,6 +24,8 @@ enum ReadAPI {
         to router: Router<BasicRequestContext>, store: Store, metrics: ServiceMetrics, gateway: String,
         access: ReadAccess
     ) {
+        // Every route of the read API behind the read token (middleware on their group, not a check in each).
+        let router = router.group().add(middleware: ReadTokenMiddleware(access: access))
         // Rows do not change once stored: each one's JSON (as every output writes it) is kept by id, so a page that
         // many clients ask for is written once (docs/api.md, "Latency").
         let caches: [SyncTable: RowJSONCache] = [.readings: RowJSONCache(), .events: RowJSONCache()]
@@ -35,10 +37,9 @@ enum ReadAPI {
             }
         }
         router.get("/api/v1/openapi.json") { request, _ -> Response in
-            access.refusal(request) ?? json(Array(OpenAPIDocument.json.utf8))
+            json(Array(OpenAPIDocument.json.utf8))
         }
         router.get("/api/v1/tags") { request, _ -> Response in
-            if let refused = access.refusal(request) { return refused }
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
@@ -67,7 +68,6 @@ enum ReadAPI {
             return json(body)
         }
         router.get("/api/v1/tags/:uid") { request, context -> Response in
-            if let refused = access.refusal(request) { return refused }
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
@@ -91,7 +91,6 @@ enum ReadAPI {
         // The decoded fields the store knows, with their units and what their values are: what a client needs to
         // show a reading's bare values (`"temperature":21.5`) with their units.
         router.get("/api/v1/fields") { request, _ -> Response in
-            if let refused = access.refusal(request) { return refused }
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
@@ -102,7 +101,6 @@ enum ReadAPI {
             return body.map { json($0) } ?? failure(.serviceUnavailable, "the store did not answer")
         }
         router.get("/api/v1/assets") { request, _ -> Response in
-            if let refused = access.refusal(request) { return refused }
             var location: String?
             for (name, value) in params(request) {
                 guard name == "location", location == nil, (1...200).contains(value.utf8.count) else {
@@ -118,7 +116,6 @@ enum ReadAPI {
             return body.map { json($0) } ?? failure(.serviceUnavailable, "the store did not answer")
         }
         router.get("/api/v1/audits") { request, _ -> Response in
-            if let refused = access.refusal(request) { return refused }
             var location: String?
             var limit = 20
             var seen = Set<String>()
@@ -141,7 +138,6 @@ enum ReadAPI {
             return json(body + [0x0A])
         }
         router.get("/api/v1/audits/:id") { request, context -> Response in
-            if let refused = access.refusal(request) { return refused }
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
@@ -159,7 +155,6 @@ enum ReadAPI {
             return json(body + [0x0A])
         }
         router.get("/api/v1/writes") { request, _ -> Response in
-            if let refused = access.refusal(request) { return refused }
             var state: QueuedWrite.State?
             var limit = 100
             var seen = Set<String>()
@@ -188,7 +183,6 @@ enum ReadAPI {
             return json(WireJSON.encode(ItemsJSON(writes.map(QueuedWriteJSON.init))) + [0x0A])
         }
         router.get("/api/v1/writes/:id") { request, context -> Response in
-            if let refused = access.refusal(request) { return refused }
             if let (name, _) = params(request).first {
                 return failure(.badRequest, "unknown parameter (none are taken)", parameter: name)
             }
@@ -203,7 +197,6 @@ enum ReadAPI {
         }
         for table in [SyncTable.readings, .events] {
             router.get(RouterPath("/api/v1/\(table.rawValue)")) { request, _ -> Response in
-                if let refused = access.refusal(request) { return refused }
                 let q: ReadQuery
                 do throws(StreamQuery.BadRequest) {
                     q = try ReadQuery.parse(params(request), events: table == .events, now: Millis.now())
@@ -297,6 +290,22 @@ struct FieldReaderJSON: Encodable {
 /// Who may read: any client of a loopback listener; on another address, a request with the read token
 /// (`[service] read-token-file`, `Authorization: Bearer …`; the write API's token is not a read token), else 401,
 /// or 403 when no read token is configured.
+/// The read token as middleware on a group of routes: a request it refuses never reaches the route. `always`: the
+/// read API's routes, refused on a network address without a token; otherwise (the pages, `/metrics`) only checked
+/// once a token is configured, and served as before without one.
+struct ReadTokenMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let access: ReadAccess
+    var always = true
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        if always || access.token.isSet, let refused = access.refusal(request) { return refused }
+        return try await next(request, context)
+    }
+}
+
 struct ReadAccess: Sendable {
     let loopback: Bool
     let token: APIToken

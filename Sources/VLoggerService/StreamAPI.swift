@@ -36,8 +36,8 @@ enum StreamAPI {
         to router: Router<BasicRequestContext>, store: Store, gateway: String, wakeup: Wakeup, access: ReadAccess,
         clients: StreamClients
     ) {
+        let router = router.group().add(middleware: ReadTokenMiddleware(access: access))
         router.get("/api/v1/stream") { request, _ -> Response in
-            if let refused = access.refusal(request) { return refused }
             // A place among the clients, taken now (given back when the stream ends, or when this answer is dropped).
             guard let slot = StreamSlot(clients.metrics, limit: clients.limit) else {
                 let body =

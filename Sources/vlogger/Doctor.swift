@@ -1,6 +1,7 @@
 import VLoggerModel
 import ArgumentParser
 import Foundation
+import VLoggerCLI
 import VLoggerCore
 import VLoggerService
 

@@ -4,6 +4,7 @@ import Foundation
 import Readers
 import TagImages
 import TagSecurity
+import VLoggerCLI
 import VLoggerCore
 
 extension TagImageFormat: ExpressibleByArgument {}

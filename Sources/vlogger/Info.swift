@@ -1,6 +1,7 @@
 import VLoggerModel
 import ArgumentParser
 import ISO15693
+import VLoggerCLI
 import VLoggerCore
 
 struct Info: ParsableCommand {

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import ISO15693
 import Readers
+import VLoggerCLI
 import VLoggerCore
 import VLoggerStore
 import VLoggerModel

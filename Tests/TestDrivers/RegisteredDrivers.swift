@@ -45,3 +45,10 @@ extension Trait where Self == RegisteredDrivers {
     /// The linked drivers and output kinds, and `outputs` of a test's own.
     public static func drivers(outputs: [any OutputKind]) -> Self { RegisteredDrivers(outputs: outputs) }
 }
+
+/// A file named `name` in a new scratch folder (a store, a configuration).
+public func scratchPath(_ name: String) -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir.appendingPathComponent(name).path
+}

@@ -12,13 +12,6 @@ import Type5NDEF
 import DriverSim
 
 /// The agent against simulated fields, with a simulated clock (no real sleeping).
-/// A store file in a new scratch folder.
-func scratchPath(_ name: String) -> String {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-test-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    return dir.appendingPathComponent(name).path
-}
-
 @Suite(.drivers) struct AgentTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()

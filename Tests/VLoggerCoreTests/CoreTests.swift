@@ -7,6 +7,7 @@ import ISO15693
 import Readers
 import TagSimulator
 @testable import VLoggerCore
+import VLoggerCLI
 import DriverSim
 import VLoggerModel
 

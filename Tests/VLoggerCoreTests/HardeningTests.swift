@@ -5,6 +5,7 @@ import Testing
 import VLoggerStore
 import VLoggerModel
 @testable import VLoggerCore
+@testable import VLoggerCLI
 import VLoggerConfig
 
 /// Outside input that was accepted silently or read wrongly before (issue "Nothing lost, nobody in").

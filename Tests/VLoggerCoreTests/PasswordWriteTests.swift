@@ -9,6 +9,7 @@ import VLoggerStore
 
 @testable import TagSimulator
 @testable import VLoggerCore
+import VLoggerCLI
 import DriverSim
 
 /// Queued writes to an NXP ICODE SLIX2 page that a password protects (docs/reference/tag-passwords.md): the

@@ -9,6 +9,7 @@ import VLoggerStore
 
 @testable import TagSimulator
 @testable import VLoggerCore
+import VLoggerCLI
 import DriverSim
 
 /// ST25DV area passwords (docs/reference/tag-passwords.md, "ST25DV areas"; the ST25DV data sheets DocID027603 Rev 4

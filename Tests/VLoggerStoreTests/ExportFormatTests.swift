@@ -1,3 +1,4 @@
+import ExportOracle
 import Foundation
 import ISO15693
 import ISO15693Fuzzing

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ISO15693
+import ExportOracle
 import VLoggerStore
 import VLoggerModel
 

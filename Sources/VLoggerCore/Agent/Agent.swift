@@ -33,6 +33,7 @@ public struct CycleReport: Sendable {
     public var airTime = AirTime.zero
     public var lowerBound = AirTime.zero
     public var exchanges = 0
+    public init() {}
 }
 
 /// The polling agent of one reader: each cycle finds the tags in the field, reads each tag's plan in as few

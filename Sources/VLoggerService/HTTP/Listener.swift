@@ -145,15 +145,17 @@ struct HTTPListener {
         // A read token, once configured on a network address, covers every read surface: the pages and /metrics
         // too, not only the read API (/healthz stays open for monitors: it says whether the gateway works, not what
         // it read). Without a token they are served as before; on loopback always.
-        let covered = ReadAccess(loopback: address.isLoopback, token: readToken)
-        for (path, plain) in [
-            ("/healthz", health), ("/metrics", prometheus), ("/", page), ("/index.html", page), ("/audits/:id", audit),
-            ("/tags/:uid", tag),
+        let covered = router.group().add(
+            middleware: ReadTokenMiddleware(
+                access: ReadAccess(loopback: address.isLoopback, token: readToken), always: false))
+        for (path, handler, open) in [
+            ("/healthz", health, true), ("/metrics", prometheus, false), ("/", page, false),
+            ("/index.html", page, false), ("/audits/:id", audit, false), ("/tags/:uid", tag, false),
         ] {
-            let handler = Self.covering(plain, by: covered, open: path == "/healthz")
-            router.get(RouterPath(path), use: handler)
+            let routes: any RouterMethods<BasicRequestContext> = open ? router : covered
+            routes.get(RouterPath(path), use: handler)
             // HEAD: the same status and headers, no body.
-            router.head(RouterPath(path)) { request, context -> Response in
+            routes.head(RouterPath(path)) { request, context -> Response in
                 let r = await handler(request, context)
                 return Response(status: r.status, headers: r.headers, body: .init())
             }
@@ -180,19 +182,6 @@ struct HTTPListener {
             },
             logger: logger)
         return ListenerService(app: app, address: address)
-    }
-}
-
-extension HTTPListener {
-    /// A read handler behind the read token (when one is configured); `open`: served to anyone (`/healthz`).
-    static func covering(
-        _ plain: @escaping @Sendable (Request, BasicRequestContext) async -> Response, by access: ReadAccess, open: Bool
-    ) -> @Sendable (Request, BasicRequestContext) async -> Response {
-        if open { return plain }
-        return { request, context in
-            if access.token.isSet, let refusal = access.refusal(request) { return refusal }
-            return await plain(request, context)
-        }
     }
 }
 

@@ -4,7 +4,8 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
-@testable import VLoggerCore
+@testable import VLoggerCLI
+import VLoggerCore
 
 /// `vlogger doctor`: each check passes on a good gateway and fails, with advice, on the fault it is for.
 @Suite(.drivers) struct DoctorTests {

@@ -1,6 +1,7 @@
 import ISO15693
 import Readers
 import TagImages
+import VLoggerCore
 import VLoggerModel
 
 /// Reading a whole tag into an image and writing an image back to a tag.

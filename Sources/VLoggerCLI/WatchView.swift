@@ -1,5 +1,6 @@
 import Foundation
 import ISO15693
+import VLoggerCore
 import VLoggerModel
 
 /// What `vlogger watch` shows, kept from cycle to cycle and drawn as lines of text: the tags in the field,

@@ -1,7 +1,7 @@
 import TestDrivers
 import Testing
 
-@testable import VLoggerCore
+@testable import VLoggerService
 
 /// The live stream's request: filters, where to resume (`R-E`, the ids of the last reading and event an
 /// EventSource got, which browsers send back as Last-Event-ID when they reconnect), and a 400 naming the

@@ -1,4 +1,5 @@
 import Foundation
+import VLoggerCore
 #if canImport(Glibc)
     import Glibc
 #endif
