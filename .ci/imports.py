@@ -15,7 +15,14 @@ import json, os, re, subprocess, sys
 TOOLCHAIN = {"Foundation", "FoundationEssentials", "FoundationNetworking", "Glibc", "Musl", "Darwin", "Dispatch",
              "Testing", "XCTest", "Synchronization", "_Concurrency", "Observation", "RegexBuilder", "CoreFoundation",
              "SwiftShims", "os", "Android", "WinSDK", "ucrt"}
-IMPORT = re.compile(r'^(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*import\s+(?:(?:typealias|struct|class|enum|protocol|let|var|func)\s+)?([A-Za-z_][A-Za-z0-9_]*)', re.M)
+IMPORT = re.compile(r'^[ \t]*(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:typealias|struct|class|enum|protocol|let|var|func)\s+)?([A-Za-z_][A-Za-z0-9_]*)', re.M)
+
+def code(text):
+    """The text with multi-line string literals and block comments blanked (their lines kept): an `import` line
+    inside a Python script in a test's string is not an import of the test's."""
+    text = re.sub(r'#*"""[\s\S]*?"""#*', lambda m: "\n" * m.group(0).count("\n"), text)
+    return re.sub(r'/\*[\s\S]*?\*/', lambda m: "\n" * m.group(0).count("\n"), text)
+
 
 def main():
     if len(sys.argv) > 1:
@@ -33,7 +40,7 @@ def main():
                 continue
             path = os.path.join(d.get("path", "."), t["path"], src)
             try:
-                text = open(path, encoding="utf-8").read()
+                text = code(open(path, encoding="utf-8").read())
             except OSError:
                 continue
             for m in IMPORT.finditer(text):
@@ -78,12 +85,15 @@ def layers(d, targets):
             t = targets.get(name)
             if not t:
                 continue
+            # A forbidden dependency declared in Package.swift, imported or not.
+            for dep in sorted(set(t.get("target_dependencies") or []) & forbidden - {name}):
+                bad.append(f"Package.swift: {name} depends on {dep}: " + why.format(mod=dep))
             for src in t.get("sources") or []:
                 if not src.endswith(".swift"):
                     continue
                 path = os.path.join(d.get("path", "."), t["path"], src)
                 try:
-                    text = open(path, encoding="utf-8").read()
+                    text = code(open(path, encoding="utf-8").read())
                 except OSError:
                     continue
                 for m in IMPORT.finditer(text):

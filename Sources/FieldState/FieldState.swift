@@ -281,6 +281,11 @@ public final class FieldState: @unchecked Sendable {
                     overflowed = true
                     return nil
                 }
+                // What was taken is dropped from the front now and then (the buffer stays bounded in memory too).
+                if head >= limit || head >= 1024 {
+                    queue.removeFirst(head)
+                    head = 0
+                }
                 queue.append(change)
                 return nil
             }
@@ -296,7 +301,21 @@ public final class FieldState: @unchecked Sendable {
             w?.resume(returning: nil)
         }
 
+        /// The next change, waiting for it; nil once the subscription ended or the waiting task is cancelled. One
+        /// task takes from a subscription.
         func next() async -> Change? {
+            await withTaskCancellationHandler {
+                await take()
+            } onCancel: {
+                let w: CheckedContinuation<Change?, Never>? = lock.withLock {
+                    defer { waiting = nil }
+                    return waiting
+                }
+                w?.resume(returning: nil)
+            }
+        }
+
+        private func take() async -> Change? {
             await withCheckedContinuation { (c: CheckedContinuation<Change?, Never>) in
                 let now: Change?? = lock.withLock {
                     if head < queue.count {
@@ -309,7 +328,7 @@ public final class FieldState: @unchecked Sendable {
                         }
                         return .some(item)
                     }
-                    if finished { return .some(nil) }
+                    if finished || Task.isCancelled || waiting != nil { return .some(nil) }
                     waiting = c
                     return nil
                 }

@@ -199,7 +199,7 @@ public enum OutputKinds {
     /// Registers the kinds (replacing any registered before). Two kinds with one key: the first stays.
     public static func bootstrap(_ list: [any OutputKind]) {
         var seen = Set<String>()
-        let unique = list.filter { seen.insert($0.section.heading).inserted }
+        let unique = list.filter { seen.insert($0.section.key).inserted }
         lock.withLock { kinds = unique }
     }
 

@@ -268,7 +268,7 @@ public final class ServiceMetrics: @unchecked Sendable {
             reloads[result] = Counter(
                 label: "vlogger_config_reloads_total", dimensions: [("result", result)], factory: f)
         }
-        field.observe { [unowned self] change in self.fieldChanged(change) }
+        field.observe { [weak self] change in self?.fieldChanged(change) }
     }
 
     private func locked<T>(_ body: () -> T) -> T {
@@ -330,8 +330,9 @@ public final class ServiceMetrics: @unchecked Sendable {
 
     /// An event recorded: counted (the pages' cache), and into the field state.
     public func eventRecorded(_ e: Event, asset: String?) {
-        locked { events += 1 }
+        // The state first: a page made between the two is made again for the new count, never kept without it.
         field.eventRecorded(e, asset: asset)
+        locked { events += 1 }
     }
 
     /// The Prometheus series that follow the field state (on the thread that changed it): a reading's numeric

@@ -224,7 +224,8 @@ struct ConfigSample: ParsableCommand {
 
     func run() throws {
         print(Self.text(driver), terminator: "")
-        for o in outputs {
+        var printed = Set<String>()
+        for o in outputs where printed.insert(o).inserted {
             guard let kind = OutputKinds.all.first(where: { $0.section.key == o }) else { continue }
             print(kind.sample, terminator: "")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ISO15693
 import Logging
 import TestDrivers
 import Testing
@@ -79,62 +80,56 @@ struct MemoryOutput: OutboxConsumer {
 }
 
 @Suite(.drivers(outputs: [MemoryOutputKind()])) struct TestOutputKindTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-
-    /// Configured, checked, run: a demo field polled for 6 cycles with two memory outputs; each was given every
-    /// row of its tables that the store committed, in order, once, and its cursor stands on the last (the
-    /// acknowledgement moved it). A key of the kind that is not one is an error naming the kind's keys.
+    /// Configured, checked, delivered: a configuration with two memory outputs is read (the kind reads its own
+    /// section), the gateway makes them (`Gateway.outputs`, as `vlogger run` does), and the outbox pump, which each
+    /// output's job runs, gives each every stored row of its tables in order, once, and moves its cursor to the last
+    /// (the acknowledgement). A key of the kind that is not one is an error naming the kind's keys.
     @Test func aKindWrittenInATestReceivesRowsAndAcknowledgesThem() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-memory-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.copyItem(
-            at: Self.root.appendingPathComponent("Config/demo-field"), to: dir.appendingPathComponent("field"))
         let name = "mem-\(UInt32.random(in: 0...UInt32.max))"
-        let config = dir.appendingPathComponent("vlogger.toml").path
-        try """
-        [gateway]
-        id = "gw-memory"
-        [[reader]]
-        id = "r1"
-        driver = "sim"
-        field = "field"
-        [store]
-        path = "vlogger.db"
-        flush-interval = "100ms"
-        [[plan]]
-        name = "first block"
-        [[plan.read]]
-        first = 0
-        count = 1
-        [[output.memory]]
-        name = "\(name)"
-        [[output.memory]]
-        name = "\(name)-events"
-        tables = ["events"]
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-
+        let config = try AgentConfig.parse(
+            """
+            [gateway]
+            id = "gw-memory"
+            [[output.memory]]
+            name = "\(name)"
+            [[output.memory]]
+            name = "\(name)-events"
+            tables = ["events"]
+            """, file: "memory.toml")
         let wrong = #expect(throws: ConfigError.self) {
             try AgentConfig.parse("[[output.memory]]\ncolour = 1\n", file: "t.toml")
         }
         #expect(
             wrong?.description == "t.toml:2: unknown key 'colour' in [output.memory[1]]; expected one of: name, tables")
 
-        var options = GatewayOptions(configPath: config)
-        options.cycles = 6
-        options.fastClock = true
+        let store = try Store(path: scratchPath("memory.db"))
+        defer { store.close() }
+        let uid = try UID(parsing: "E008010000004212")
+        var batch = Batch()
+        batch.readings = (0..<120).map { i in
+            Reading(
+                time: 1_763_800_000_000 + Millis(i) * 1000, gateway: "gw-memory", reader: "r1", uid: uid,
+                first: BlockNumber(0xF8), count: 1, data: [0, 0, 0, UInt8(i)], decoded: [("n", .integer(Int64(i)))])
+        }
+        batch.events = (0..<7).map { i in
+            Event(
+                time: 1_763_800_000_000 + Millis(i) * 1000, gateway: "gw-memory", reader: "r1", uid: uid,
+                kind: .arrival, name: "arrival", severity: .info, detail: "arrival \(i)")
+        }
+        try store.write(batch)
+
         var logger = Logger(label: "vlogger.test")
         logger.logLevel = .error
-        let gateway = try Gateway(options: options, logger: logger)
-        #expect(gateway.outputs.map(\.consumer.name) == [name, "\(name)-events"])
-        _ = try await gateway.run()
-
-        let store = try Store(path: dir.appendingPathComponent("vlogger.db").path)
+        let outputs = try Gateway.outputs(config, store: store, logger: logger)
+        #expect(outputs.map(\.consumer.name) == [name, "\(name)-events"])
+        for o in outputs {
+            let pump = OutboxPump(store: store, consumer: o.consumer)
+            while try await pump.round().batches > 0 {}
+        }
         for (output, tables) in [(name, [SyncTable.readings, .events]), ("\(name)-events", [.events])] {
             for table in tables {
                 let committed = try store.outbox(table, after: 0, limit: 100_000).map(\.id)
-                #expect(!committed.isEmpty, "\(table): the demo run committed no rows")
+                #expect(committed.count == (table == .readings ? 120 : 7))
                 #expect(MemorySink.shared.ids(output, table) == committed, "\(output) \(table)")
                 #expect(try store.outboxCursor(output, table) == committed.last, "\(output) \(table)")
             }
