@@ -162,3 +162,58 @@ public final class FM13Logger {
         return .failure(.blockNotAvailable)
     }
 }
+
+extension FM13Logger: SimulatedPart {
+    /// An image with a `sensorLog` of kind fm13.
+    public static func make(for tag: SimulatedTag) -> Self? {
+        guard let l = tag.image.sensorLog, l.kind == "fm13" else { return nil }
+        let logger = Self(
+            startSeconds: l.startSeconds, intervalSeconds: l.intervalSeconds, delayMinutes: l.delayMinutes,
+            logging: l.logging)
+        logger.batteryOK = l.batteryOK
+        logger.currentCelsius = l.currentCelsius
+        logger.take(l.celsius)
+        return logger
+    }
+
+    /// The SDK's bookkeeping written into user memory.
+    public func attached(to tag: SimulatedTag) { bookkeeping(into: tag) }
+
+    /// Fudan's custom commands: Write Memory (user memory, the SDK's bookkeeping, or the planned record count) and
+    /// the logger's own (read memory and registers, status, start and stop, a one-shot measurement).
+    public func answer(_ request: Request, tag: SimulatedTag) -> PartAnswer? {
+        guard case let .custom(code, manufacturer, parameters) = request.command, manufacturer == FM13.manufacturer
+        else { return nil }
+        if code == FM13.Code.writeMemory {
+            guard parameters.count >= 4, Int(parameters[2]) + 1 == parameters.count - 3 else {
+                return .answer(.error(.commandNotRecognized))
+            }
+            let address = Int(parameters[0]) << 8 | Int(parameters[1])
+            let bytes = Array(parameters[3...])
+            // Answered at once, like Fudan's other commands here (the chip's EEPROM time is in no source read).
+            if address + bytes.count <= tag.image.blockCount * tag.image.blockSize {
+                tag.sense(block: 0, byte: address, bytes: bytes)
+                return .answer(.done)
+            }
+            if address == Int(FM13.plannedRecords) { return .answer(.done) }
+            return .answer(.error(.blockNotAvailable))
+        }
+        switch answer(code: code, parameters: parameters, userMemory: tag.image.blocks.flatMap { $0 }) {
+        case .success(let bytes)?: return .answer(.data(bytes))
+        case .failure(let error)?: return .answer(.error(error))
+        case nil: return .unsupported
+        }
+    }
+}
+
+extension SimulatedTag {
+    /// The tag's Fudan FM13 temperature logger, if it is one.
+    public var fm13: FM13Logger? { part(FM13Logger.self) }
+
+    /// The FM13 log started again (a new session): the SDK's bookkeeping follows.
+    public func restartLog(startSeconds: UInt32, intervalSeconds: UInt16? = nil) {
+        guard let fm13 else { return }
+        fm13.restart(startSeconds: startSeconds, intervalSeconds: intervalSeconds)
+        fm13.bookkeeping(into: self)
+    }
+}

@@ -66,3 +66,31 @@ public final class SL13ALogger {
         }
     }
 }
+
+extension SL13ALogger: SimulatedPart {
+    /// An image with a `sensorLog` of kind sl13a. The start word packs the start time as FEIG's handler reads it
+    /// (year field raw: its base is unknown).
+    public static func make(for tag: SimulatedTag) -> Self? {
+        guard let l = tag.image.sensorLog, l.kind == "sl13a" else { return nil }
+        return Self(
+            options: SL13A.Options(byteOrder: l.byteOrder == "lsb" ? .lsb : .msb, manufacturerByte: l.manufacturerByte),
+            active: l.logging, measurements: l.celsius.count, startWord: l.startSeconds,
+            interval: Int(l.intervalSeconds))
+    }
+
+    /// Its custom commands in its own frame form and byte order, read before ISO decoding.
+    public func rawAnswer(_ body: [UInt8], tag: SimulatedTag) -> [UInt8]? {
+        switch answer(to: body, uid: tag.uid) {
+        case .success(let bytes)?: return [0x00] + bytes
+        case .failure(let e)?: return [0x01, e.rawValue]
+        case nil: return nil
+        }
+    }
+
+    public var rawAnswerDelay: AirTime { Self.answerDelay }
+}
+
+extension SimulatedTag {
+    /// The tag's ams SL13A logger, if it is one.
+    public var sl13a: SL13ALogger? { part(SL13ALogger.self) }
+}

@@ -116,11 +116,11 @@ public final class SimulatedField {
         slots = nil
         let readerTime = AirTiming.readerFrame(bytes: onAir.count, coding: coding)
         if isOn, CRC16.isValid(onAir) {
-            // An ams SL13A reads its custom commands in its own form (with or without the manufacturer byte),
-            // which ISO decoding cannot assume: it answers them before anything is decoded, late.
+            // A chip's part may read frames in a form of its own (an ams SL13A's custom commands, with or without
+            // the manufacturer byte), which ISO decoding cannot assume: answered before anything is decoded.
             let body = Array(onAir.dropLast(2))
-            let answers = tags.compactMap { t in t.sl13aAnswer(body).map { (t, $0) } }
-            if let (tag, answer) = answers.first {
+            let answers = tags.compactMap { t in t.rawAnswer(body).map { (t, $0.bytes, $0.delay) } }
+            if let (tag, answer, delay) = answers.first {
                 let flags = RequestFlags(rawValue: body[0])
                 if answers.count > 1 {
                     return record(
@@ -128,7 +128,7 @@ public final class SimulatedField {
                         listen: AirTiming.t1 + AirTiming.tagFrame(bytes: answer.count + 2, flags: flags),
                         guardTime: true)
                 }
-                let start = AirTiming.t1 + SL13ALogger.answerDelay
+                let start = AirTiming.t1 + delay
                 if start > listenTimeout {
                     return record(.silence, reader: readerTime, listen: listenTimeout, guardTime: false)
                 }

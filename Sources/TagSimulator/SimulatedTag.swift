@@ -57,70 +57,40 @@ public final class SimulatedTag {
         }
     }
 
-    /// A Fudan FM13 temperature logger's log (an image with a `sensorLog` of kind fm13).
-    public private(set) var fm13: FM13Logger?
+    /// The chip's parts beyond ISO 15693 (a sensor logger, a firmware that acts on a write): made from the image
+    /// and the profile by `SimulatedParts.builtIn`, or attached by a test.
+    public private(set) var parts: [any SimulatedPart] = []
 
     public init(image: TagImage, profile: ChipProfile? = nil) {
         self.image = image
         self.profile = profile ?? image.profile
-        if let l = image.sensorLog, l.kind == "fm13" {
-            let logger = FM13Logger(
-                startSeconds: l.startSeconds, intervalSeconds: l.intervalSeconds, delayMinutes: l.delayMinutes,
-                logging: l.logging)
-            logger.batteryOK = l.batteryOK
-            logger.currentCelsius = l.currentCelsius
-            logger.take(l.celsius)
-            attach(logger)
-        }
-        if let l = image.sensorLog, l.kind == "sl13a" {
-            // The start word packs the start time as FEIG's handler reads it (year field raw: its base is unknown).
-            attach(
-                SL13ALogger(
-                    options: SL13A.Options(
-                        byteOrder: l.byteOrder == "lsb" ? .lsb : .msb, manufacturerByte: l.manufacturerByte),
-                    active: l.logging, measurements: l.celsius.count, startWord: l.startSeconds,
-                    interval: Int(l.intervalSeconds)))
-        }
-        if let l = image.sensorLog, l.kind == "smartag", image.blockSize == 4, image.blockCount >= 32 {
-            // ST's SmarTag firmware's layout in the ST25DV's memory: sample i at start + i × interval.
-            let start = Int64(l.startSeconds), every = Int64(l.intervalSeconds)
-            let memory = SmarTag.memory(
-                blockCount: image.blockCount, intervalSeconds: Int(l.intervalSeconds), start: start,
-                samples: l.celsius.enumerated().map { (start + Int64($0.offset) * every, Int($0.element)) })
-            for b in 0..<image.blockCount {
-                self.image.blocks[b] = Array(memory[(b * image.blockSize)..<((b + 1) * image.blockSize)])
-            }
+        for kind in SimulatedParts.builtIn {
+            if let part = kind.make(for: self) { attach(part) }
         }
     }
 
-    /// Makes this tag an FM13 logger with `logger`'s log (its bookkeeping written into user memory as the SDK
-    /// keeps it).
-    public func attach(_ logger: FM13Logger) {
-        fm13 = logger
-        logger.bookkeeping(into: self)
+    /// Gives the tag `part` (in place of one of the same type).
+    public func attach(_ part: any SimulatedPart) {
+        parts.removeAll { type(of: $0) == type(of: part) }
+        parts.append(part)
+        part.attached(to: self)
     }
 
-    /// An ams SL13A logger's custom commands (in its own frame form and byte order).
-    public private(set) var sl13a: SL13ALogger?
-    public func attach(_ logger: SL13ALogger) { sl13a = logger }
+    /// The tag's part of type `type`, if it has one.
+    public func part<P: SimulatedPart>(_ type: P.Type) -> P? {
+        parts.lazy.compactMap { $0 as? P }.first
+    }
 
-    /// An SL13A's answer to a raw request (flags, code, …, without CRC): the whole answer frame without CRC, or nil
-    /// (not an SL13A, not its frame, not for it, or a tag that cannot answer now).
-    func sl13aAnswer(_ body: [UInt8]) -> [UInt8]? {
-        guard let sl13a, state == .ready || state == .selected || state == .quiet else { return nil }
+    /// A part's answer to a raw request (flags, code, …, without CRC) in a frame form of its own: the whole answer
+    /// frame without CRC and when it starts after the request, or nil (no part's frame, not for this tag, or a tag
+    /// that cannot answer now).
+    func rawAnswer(_ body: [UInt8]) -> (bytes: [UInt8], delay: AirTime)? {
+        guard state == .ready || state == .selected || state == .quiet else { return nil }
         if state == .quiet, body.first.map({ $0 & 0x20 == 0 }) ?? true { return nil }
-        switch sl13a.answer(to: body, uid: uid) {
-        case .success(let bytes)?: return [0x00] + bytes
-        case .failure(let e)?: return [0x01, e.rawValue]
-        case nil: return nil
+        for part in parts {
+            if let bytes = part.rawAnswer(body, tag: self) { return (bytes, part.rawAnswerDelay) }
         }
-    }
-
-    /// The FM13 log started again (a new session): the SDK's bookkeeping follows.
-    public func restartLog(startSeconds: UInt32, intervalSeconds: UInt16? = nil) {
-        guard let fm13 else { return }
-        fm13.restart(startSeconds: startSeconds, intervalSeconds: intervalSeconds)
-        fm13.bookkeeping(into: self)
+        return nil
     }
 
     /// What the tag does with a request.
@@ -258,12 +228,7 @@ public final class SimulatedTag {
                 for i in 0..<count {
                     image.blocks[first.int + i] = Array(data[(i * image.blockSize)..<((i + 1) * image.blockSize)])
                 }
-                // An RF430FRL152H's ROM firmware samples when block 0 is written with TI's start byte 0x01 (SLOA233
-                // writes `01 00 03 03 01 01 00 40`): here at once, its status "ready" (byte 1 bits 1–0 = 10), block 9
-                // holding the image's ADC values. Other contents of block 0 (an NDEF capability container) are kept.
-                if p.model == .rf430frl15xh, first.int == 0, image.blocks[0][0] == 0x01 {
-                    image.blocks[0][1] = (image.blocks[0][1] & ~0x03) | 0x02
-                }
+                for part in parts { part.written(first: first.int, count: count, tag: self) }
             }
             return .answer(
                 Response(body: .done), programming: p.programmingTimePerBlock * count + extraProgrammingTime,
@@ -426,29 +391,14 @@ public final class SimulatedTag {
             guard Array(parameters[1...]) == expected else { return answer(.error(.unknownError)) }
             stSession = number
             return answer(.done)
-        case let .custom(code, manufacturer, parameters)
-        where manufacturer == FM13.manufacturer && fm13 != nil && code == FM13.Code.writeMemory:
-            // Write Memory: user memory (the SDK's bookkeeping), or the planned record count.
-            guard parameters.count >= 4, Int(parameters[2]) + 1 == parameters.count - 3 else {
-                return answer(.error(.commandNotRecognized))
-            }
-            let address = Int(parameters[0]) << 8 | Int(parameters[1])
-            let bytes = Array(parameters[3...])
-            // Answered at once, like Fudan's other commands here (the chip's EEPROM time is in no source read).
-            if address + bytes.count <= image.blockCount * image.blockSize {
-                sense(block: 0, byte: address, bytes: bytes)
-                return answer(.done)
-            }
-            if address == Int(FM13.plannedRecords) { return answer(.done) }
-            return answer(.error(.blockNotAvailable))
-        case let .custom(code, manufacturer, parameters) where manufacturer == FM13.manufacturer && fm13 != nil:
-            let memory = image.blocks.flatMap { $0 }
-            switch fm13?.answer(code: code, parameters: parameters, userMemory: memory) {
-            case .success(let bytes)?: return answer(.data(bytes))
-            case .failure(let error)?: return answer(.error(error))
-            case nil: return unsupported()
-            }
         case .custom, .proprietary, .other:
+            for part in parts {
+                switch part.answer(request, tag: self) {
+                case .answer(let body)?: return answer(body)
+                case .unsupported?: return unsupported()
+                case nil: continue
+                }
+            }
             return unsupported()
         }
     }
