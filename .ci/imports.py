@@ -24,6 +24,20 @@ def code(text):
     return re.sub(r'/\*[\s\S]*?\*/', lambda m: "\n" * m.group(0).count("\n"), text)
 
 
+def imports(d, t):
+    """Each import of the target's Swift sources: (path, line, module)."""
+    for src in t.get("sources") or []:
+        if not src.endswith(".swift"):
+            continue
+        path = os.path.join(d.get("path", "."), t["path"], src)
+        try:
+            text = code(open(path, encoding="utf-8").read())
+        except OSError:
+            continue
+        for m in IMPORT.finditer(text):
+            yield path, text[:m.start()].count("\n") + 1, m.group(1)
+
+
 def main():
     if len(sys.argv) > 1:
         d = json.load(open(sys.argv[1]))
@@ -35,19 +49,8 @@ def main():
         declared = set(t.get("target_dependencies") or []) | set(t.get("product_dependencies") or [])
         # A target's own module, and C modules of system-library targets it depends on by name.
         declared.add(t["c99name"])
-        for src in t.get("sources") or []:
-            if not src.endswith(".swift"):
-                continue
-            path = os.path.join(d.get("path", "."), t["path"], src)
-            try:
-                text = code(open(path, encoding="utf-8").read())
-            except OSError:
-                continue
-            for m in IMPORT.finditer(text):
-                mod = m.group(1)
-                if mod in TOOLCHAIN or mod in declared:
-                    continue
-                line = text[:m.start()].count("\n") + 1
+        for path, line, mod in imports(d, t):
+            if mod not in TOOLCHAIN and mod not in declared:
                 bad.append(f"{path}:{line}: {t['name']} imports {mod}, which it does not declare")
     bad += layers(d, targets)
     for b in bad:
@@ -88,19 +91,9 @@ def layers(d, targets):
             # A forbidden dependency declared in Package.swift, imported or not.
             for dep in sorted(set(t.get("target_dependencies") or []) & forbidden - {name}):
                 bad.append(f"Package.swift: {name} depends on {dep}: " + why.format(mod=dep))
-            for src in t.get("sources") or []:
-                if not src.endswith(".swift"):
-                    continue
-                path = os.path.join(d.get("path", "."), t["path"], src)
-                try:
-                    text = code(open(path, encoding="utf-8").read())
-                except OSError:
-                    continue
-                for m in IMPORT.finditer(text):
-                    mod = m.group(1)
-                    if mod in forbidden and mod != name:
-                        line = text[:m.start()].count("\n") + 1
-                        bad.append(f"{path}:{line}: {name}: " + why.format(mod=mod))
+            for path, line, mod in imports(d, t):
+                if mod in forbidden and mod != name:
+                    bad.append(f"{path}:{line}: {name}: " + why.format(mod=mod))
     return bad
 
 sys.exit(main())

@@ -8,26 +8,9 @@
 # Usage: bash bench/stream-load.sh [SECONDS] [READINGS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH=/opt/swift/usr/bin:$PATH
 SECS=${1:-20}
 N=${2:-100000}
-if [ -z "${BIN:-}" ]; then
-  swift build -c release --product vlogger >/dev/null
-  BIN=$(swift build -c release --show-bin-path)
-fi
-W=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
-trap cleanup EXIT
-cp -r Config/* "$W"/
-# One reader (the demo's first), as the tests run it.
-python3 - "$W/vlogger.toml" <<'PY'
-import sys
-p = sys.argv[1]
-t = open(p).read()
-a, b = t.index("# --- second reader"), t.index("# --- end of second reader ---\n")
-open(p, "w").write(t[:a] + t[b + len("# --- end of second reader ---\n"):])
-PY
+source bench/demo-gateway.sh
 "$BIN/vlogger" run --config "$W/vlogger.toml" --store "$W/s.db" --cycles 2 >/dev/null 2>&1
 python3 - "$W/s.db" "$N" <<'PY'
 import sqlite3, sys

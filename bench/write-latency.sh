@@ -7,30 +7,14 @@
 # Usage: bash bench/write-latency.sh [TRIALS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH=/opt/swift/usr/bin:$PATH
 N=${1:-20}
-if [ -z "${BIN:-}" ]; then
-  swift build -c release --product vlogger >/dev/null
-  BIN=$(swift build -c release --show-bin-path)
-fi
-W=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$W"
-}
-trap cleanup EXIT
-cp -r Config/* "$W"/
-# One reader (the demo's first), as the tests run it, and a write token.
+source bench/demo-gateway.sh
+# A write token.
 python3 - "$W/vlogger.toml" <<'PY'
 import sys
 p = sys.argv[1]
 t = open(p).read()
-a, b = t.index("# --- second reader"), t.index("# --- end of second reader ---\n")
-t = t[:a] + t[b + len("# --- end of second reader ---\n"):]
-t = t.replace("[service]\n", "[service]\napi-token-file = \"api-token\"\n", 1)
-open(p, "w").write(t)
+open(p, "w").write(t.replace("[service]\n", "[service]\napi-token-file = \"api-token\"\n", 1))
 PY
 grep -q 'api-token-file' "$W/vlogger.toml" || printf '\n[service]\napi-token-file = "api-token"\n' >>"$W/vlogger.toml"
 TOKEN=bench-token-0123456789abcdef
