@@ -109,7 +109,10 @@ import Testing
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) }
         }
         listen(listener, 4)
-        defer { close(listener) }
+        // Closed once only (below, or here when a check throws): a second close would close whatever another test
+        // opened meanwhile under the same number.
+        var listening = true
+        defer { if listening { close(listener) } }
         let port = Int(UInt16(bigEndian: addr.sin_port))
         var accepted: Int32 = -1
         try Self.check(
@@ -123,6 +126,7 @@ import Testing
         close(accepted)
         // Nothing listening: an open error that names the address.
         close(listener)
+        listening = false
         #expect(throws: FEIGLinkError.self) { try FDLink.tcp(host: "127.0.0.1", port: port, timeoutMs: 500) }
     }
 

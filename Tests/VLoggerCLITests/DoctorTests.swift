@@ -88,7 +88,10 @@ import VLoggerCore
         // Hold a loopback port with a plain socket (not a vlogger service): the check fails and says who to ask.
         // Close-on-exec: a child another test starts meanwhile (a postmaster lives on) must not inherit the port.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { close(fd) }
+        // Closed once only: a second close would close whatever another test opened meanwhile under the same
+        // number (a store's SQLite file: its next read or lock failed with a disk I/O error, 266 and 2314).
+        var fdOpen = true
+        defer { if fdOpen { close(fd) } }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -114,6 +117,7 @@ import VLoggerCore
         let check = try #require(Doctor(configPath: held).run().first { $0.name == "listener" })
         #expect(check.status == .fail && check.detail.contains("in use"), "\(check)")
         close(fd)
+        fdOpen = false
         let (_, free) = try setup(listen: "127.0.0.1:\(port)")
         #expect(status(Doctor(configPath: free).run(), "listener") == .pass)
         let (_, nonsense) = try setup(listen: "203.0.113.7:8080")  // TEST-NET-3: not an address of this machine
