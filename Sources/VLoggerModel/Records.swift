@@ -277,3 +277,73 @@ extension Millis {
     /// Now, in milliseconds since 1970 UTC.
     public static func now() -> Millis { Millis((Date().timeIntervalSince1970 * 1000).rounded()) }
 }
+
+/// A value of a stored column as a record gives it (the store binds it; this layer knows no SQL).
+public enum ColumnValue: Sendable, Equatable {
+    case null, integer(Int64), text(String), blob([UInt8])
+
+    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+    init(_ n: Int?) { self = n.map { .integer(Int64($0)) } ?? .null }
+}
+
+/// A record stored as one row of a described table (`VLoggerStore.TableDescription`): its value of each column,
+/// by the column's name. The description says which columns there are and how a row is merged; the record says
+/// only what it holds, so a new column is its description line and its `case` here. A name the record does not
+/// hold is NULL (the columns the store fills itself: an asset id from the register, a change number); a test
+/// holds every record to its table's columns.
+public protocol StoredRow {
+    func column(_ name: String) -> ColumnValue
+}
+
+extension TagRecord: StoredRow {
+    public func column(_ name: String) -> ColumnValue {
+        switch name {
+        case "uid": return .text(uid.description)
+        // First and last seen alike: the store keeps the earliest and latest (`ColumnMerge`).
+        case "first_seen", "last_seen": return .integer(seen)
+        case "manufacturer": return .text(manufacturer)
+        case "model": return ColumnValue(model)
+        case "block_count": return ColumnValue(blockCount)
+        case "block_size": return ColumnValue(blockSize)
+        case "memory_source": return ColumnValue(memorySource)
+        case "last_reader": return ColumnValue(reader)
+        case "last_location": return ColumnValue(location)
+        case "originality": return ColumnValue(originality)
+        default: return .null
+        }
+    }
+}
+
+extension Event: StoredRow {
+    public func column(_ name: String) -> ColumnValue {
+        switch name {
+        case "time": return .integer(time)
+        case "gateway": return .text(gateway)
+        case "reader": return ColumnValue(reader)
+        case "location": return ColumnValue(location)
+        case "uid": return ColumnValue(uid?.description)
+        case "kind": return .text(kind.rawValue)
+        case "name": return .text(self.name)
+        case "severity": return .text(severity.rawValue)
+        case "detail": return .text(detail)
+        default: return .null
+        }
+    }
+}
+
+extension WriteRecord: StoredRow {
+    public func column(_ name: String) -> ColumnValue {
+        switch name {
+        case "time": return .integer(time)
+        case "gateway": return .text(gateway)
+        case "uid": return .text(uid.description)
+        case "block": return .integer(Int64(first.int))
+        case "data": return .blob(data)
+        case "flags": return flags.map { .integer(Int64($0.rawValue)) } ?? .null
+        case "result": return .text(result)
+        case "verified": return .integer(verified ? 1 : 0)
+        case "exchanges": return .integer(Int64(exchanges))
+        default: return .null
+        }
+    }
+}

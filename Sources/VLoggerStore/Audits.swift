@@ -109,16 +109,13 @@ extension Store {
                 severity: a.count(.missing) + a.count(.wrongLocation) + a.count(.unexpected) + a.failedChecks > 0
                     ? .warning : .info,
                 detail: a.summary)
+            // The event as the batch stores one (an audit's names no tag: no asset id from the register).
             let values: [DatabaseValue] = TableDescription.events.names.map { name in
-                switch name {
-                case "time": return e.time.databaseValue
-                case "gateway": return e.gateway.databaseValue
-                case "location": return e.location.databaseValue
-                case "kind": return e.kind.rawValue.databaseValue
-                case "name": return e.name.databaseValue
-                case "severity": return e.severity.rawValue.databaseValue
-                case "detail": return e.detail.databaseValue
-                default: return .null
+                switch e.column(name) {
+                case .null: return .null
+                case .integer(let n): return n.databaseValue
+                case .text(let t): return t.databaseValue
+                case .blob(let b): return Data(b).databaseValue
                 }
             }
             try db.execute(sql: TableDescription.events.insertSQL, arguments: StatementArguments(values))

@@ -50,15 +50,7 @@ public struct ExportRequest: Sendable {
 public enum Exporter {
     /// The description of an exported table.
     public static func table(_ t: ExportRequest.Table) -> TableDescription {
-        switch t {
-        case .readings: return .readings
-        case .events: return .events
-        case .tags: return .tags
-        case .writes: return .writes
-        case .assets: return .assets
-        case .audits: return .audits
-        case .auditResults: return .auditResults
-        }
+        TableDescription.named(t.rawValue) ?? .unknown(t.rawValue)
     }
 
     /// The column names of an export, header order (decoded fields named `field_<name>` where a fixed column has

@@ -11,58 +11,39 @@ public enum SyncTable: String, CaseIterable, Sendable {
     // Audits before their results, so a round ships an audit before the results that name it.
     case readings, events, writes, audits, auditResults = "audit_results", tags
 
-    /// The table's description.
-    public var tableDescription: TableDescription {
-        switch self {
-        case .readings: return .readings
-        case .events: return .events
-        case .writes: return .writes
-        case .audits: return .audits
-        case .auditResults: return .auditResults
-        case .tags: return .tags
-        }
-    }
+    /// The table's description: what is shipped of it, and how (its `outbox` facts), comes from there.
+    public var tableDescription: TableDescription { Self.described[self]?.table ?? .unknown(rawValue) }
 
     /// The central columns after (gateway, local_id, time), in order, as the local store has them.
-    public var columns: [OutboxColumn] { Self.outboxColumns[self] ?? [] }
+    public var columns: [OutboxColumn] { Self.described[self]?.columns ?? [] }
 
-    /// Each table's outbox columns, worked out once (every row's `value(_:in:)` asks).
-    private static let outboxColumns = Dictionary(
-        uniqueKeysWithValues: allCases.map { ($0, $0.tableDescription.outboxColumns) })
+    /// Tags are upserted by (gateway, uid) (a tag seen again changes its row, and takes a new change number); the
+    /// others are inserted once by (gateway, local id).
+    public var isUpserted: Bool { tableDescription.upsertKey != nil }
 
-    /// Tags are upserted by (gateway, uid) (a tag seen again changes its row); the others are inserted once
-    /// by (gateway, local id).
-    public var isUpserted: Bool { self == .tags }
+    /// Each table's description, outbox columns and queries, worked out once (every row's `value(_:in:)` asks).
+    private static let described: [SyncTable: (table: TableDescription, columns: [OutboxColumn], sql: String?)] =
+        Dictionary(
+            uniqueKeysWithValues: allCases.compactMap { t in
+                TableDescription.named(t.rawValue).map { (t, ($0, $0.outboxColumns, $0.outboxSQL)) }
+            })
 
-    /// The local query: id, time, gateway, then `columns`; rows after the cursor (`?1`), by id, at most `?2`.
+    /// The local query: cursor, time, gateway, then `columns`; rows after the cursor (`?1`), in its order, at most
+    /// `?2` (see `TableDescription.outboxSQL`).
     var outboxSQL: String {
-        let cols = columns.map { "\(alias)\($0.name)" }.joined(separator: ", ")
-        switch self {
-        case .readings, .events, .writes:
-            return "SELECT id, time, gateway, \(cols) FROM \(rawValue) WHERE id > ?1 ORDER BY id LIMIT ?2"
-        case .audits:
-            return "SELECT id, finished, gateway, \(cols) FROM audits WHERE id > ?1 ORDER BY id LIMIT ?2"
-        case .auditResults:
-            // A result's time and gateway are its audit's.
-            return
-                "SELECT r.id, a.finished, a.gateway, \(cols) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?1 ORDER BY r.id LIMIT ?2"
-        case .tags:
-            // Changed tags by change number (see migration 010); their time is last_seen.
-            return "SELECT seq, last_seen, '', \(cols) FROM tags WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+        get throws(StoreError) {
+            guard let sql = Self.described[self]?.sql else { throw StoreError("the table \(rawValue) is not shipped") }
+            return sql
         }
     }
-
-    private var alias: String { self == .auditResults ? "r." : "" }
 
     /// Rows after the cursor and the oldest one's time.
     var backlogSQL: String {
-        switch self {
-        case .readings, .events, .writes: return "SELECT count(*), min(time) FROM \(rawValue) WHERE id > ?"
-        case .audits: return "SELECT count(*), min(finished) FROM audits WHERE id > ?"
-        case .auditResults:
-            return
-                "SELECT count(*), min(a.finished) FROM audit_results r JOIN audits a ON a.id = r.audit WHERE r.id > ?"
-        case .tags: return "SELECT count(*), min(last_seen) FROM tags WHERE seq > ?"
+        get throws(StoreError) {
+            guard let sql = tableDescription.backlogSQL else {
+                throw StoreError("the table \(rawValue) is not shipped")
+            }
+            return sql
         }
     }
 }
@@ -117,7 +98,7 @@ extension Store {
     /// Up to `limit` rows of `table` after the cursor `after`, in commit order.
     public func outbox(_ table: SyncTable, after: Int64, limit: Int) throws(StoreError) -> [OutboxRow] {
         try withReader { db throws(StoreError) in
-            let s = try db.prepare(table.outboxSQL)
+            let s = try db.prepare(try table.outboxSQL)
             try s.bind([.integer(after), .integer(Int64(max(1, limit)))])
             return try Self.rows(s, table)
         }
@@ -197,7 +178,7 @@ extension Store {
     ) {
         let after = try outboxCursor(consumer, table)
         return try withReader { db throws(StoreError) in
-            let s = try db.prepare(table.backlogSQL)
+            let s = try db.prepare(try table.backlogSQL)
             try s.bind([.integer(after)])
             guard try s.step() else { return (0, nil) }
             let n = Int(s.int64(0))

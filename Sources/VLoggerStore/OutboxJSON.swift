@@ -4,26 +4,12 @@ extension SyncTable {
     /// The exported column whose value an outbox row carries as its `time` (nil: an audit result's time is its
     /// audit's, not one of its columns).
     var timeColumn: String? {
-        switch self {
-        case .readings, .events, .writes: return "time"
-        case .audits: return "finished"
-        case .tags: return "last_seen"
-        case .auditResults: return nil
-        }
+        tableDescription.outbox.flatMap { o in tableDescription.names.contains(o.time) ? o.time : nil }
     }
 
     /// What one row of the table is, in a topic or a message: `reading`, `event`, `write`, `audit`,
     /// `audit-result`, `tag`.
-    public var kind: String {
-        switch self {
-        case .readings: return "reading"
-        case .events: return "event"
-        case .writes: return "write"
-        case .audits: return "audit"
-        case .auditResults: return "audit-result"
-        case .tags: return "tag"
-        }
-    }
+    public var kind: String { tableDescription.outbox?.kind ?? rawValue }
 }
 
 /// An outbox row as one JSON object, for the outputs that send JSON (MQTT, webhooks): `key` (gateway, table and

@@ -1,4 +1,5 @@
 import CSQLite
+import VLoggerModel
 import Foundation
 
 /// An error from SQLite or from the store above it: what failed, SQLite's own message and result code.
@@ -27,6 +28,16 @@ public enum SQLValue: Equatable, Sendable {
     case real(Double)
     case text(String)
     case blob([UInt8])
+
+    /// A record's value of a column (`StoredRow`).
+    init(_ v: ColumnValue) {
+        switch v {
+        case .null: self = .null
+        case .integer(let n): self = .integer(n)
+        case .text(let t): self = .text(t)
+        case .blob(let b): self = .blob(b)
+        }
+    }
 }
 
 /// A deadline SQLite's progress handler reads.

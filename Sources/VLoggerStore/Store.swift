@@ -31,314 +31,6 @@ public final class Store: @unchecked Sendable {
     /// `close` does not checkpoint into whatever file now has the name.
     private var lostIdentity: StoreError?
 
-    /// The migrations, in order. A name once shipped never changes; new schema goes in a new entry.
-    static let migrations: [(name: String, sql: String)] = [
-        (
-            "001-tags-readings-events-writes",
-            """
-            CREATE TABLE tags(
-                uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
-                first_seen INTEGER NOT NULL,            -- ms since 1970 UTC
-                last_seen INTEGER NOT NULL,
-                manufacturer TEXT NOT NULL,
-                model TEXT,
-                block_count INTEGER,
-                block_size INTEGER,
-                memory_source TEXT
-            ) WITHOUT ROWID;
-            CREATE TABLE readings(
-                id INTEGER PRIMARY KEY,
-                time INTEGER NOT NULL,
-                gateway TEXT NOT NULL,
-                uid TEXT NOT NULL,
-                block INTEGER NOT NULL,                 -- first block of the read
-                count INTEGER NOT NULL,
-                data BLOB NOT NULL,
-                security BLOB,                          -- one status byte per block, when read
-                decoded TEXT                            -- JSON object of the plan's decoded fields
-            );
-            CREATE TABLE events(
-                id INTEGER PRIMARY KEY,
-                time INTEGER NOT NULL,
-                gateway TEXT NOT NULL,
-                uid TEXT,
-                kind TEXT NOT NULL,
-                name TEXT NOT NULL,
-                severity TEXT NOT NULL,
-                detail TEXT NOT NULL
-            );
-            CREATE TABLE writes(
-                id INTEGER PRIMARY KEY,
-                time INTEGER NOT NULL,
-                gateway TEXT NOT NULL,
-                uid TEXT NOT NULL,
-                block INTEGER NOT NULL,
-                data BLOB NOT NULL,
-                flags INTEGER,
-                result TEXT NOT NULL,
-                verified INTEGER NOT NULL,
-                exchanges INTEGER NOT NULL
-            );
-            """
-        ),
-        (
-            "002-time-indexes-and-fields",
-            """
-            CREATE INDEX readings_by_time ON readings(time);
-            CREATE INDEX events_by_time ON events(time);
-            CREATE INDEX writes_by_time ON writes(time);
-            CREATE TABLE fields(
-                name TEXT PRIMARY KEY NOT NULL,
-                unit TEXT,
-                position INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            """
-        ),
-        (
-            "003-reader-and-location",
-            """
-            ALTER TABLE readings ADD COLUMN reader TEXT;
-            ALTER TABLE readings ADD COLUMN location TEXT;
-            ALTER TABLE events ADD COLUMN reader TEXT;
-            ALTER TABLE events ADD COLUMN location TEXT;
-            ALTER TABLE tags ADD COLUMN last_reader TEXT;
-            ALTER TABLE tags ADD COLUMN last_location TEXT;
-            """
-        ),
-        // The status page's latest readings per tag and `export --uid` go through this index.
-        (
-            "004-readings-by-uid",
-            """
-            CREATE INDEX readings_by_uid ON readings(uid, id);
-            CREATE INDEX tags_by_last_seen ON tags(last_seen);
-            """
-        ),
-        // The asset register, imported from CSV (`vlogger assets import`, or `[rules] register` at start and reload).
-        (
-            "005-assets",
-            """
-            CREATE TABLE assets(
-                uid TEXT PRIMARY KEY NOT NULL,          -- printed form, E0 first
-                asset_id TEXT NOT NULL,
-                name TEXT,
-                location TEXT,
-                extra TEXT,                             -- JSON object of the file's other columns (expected values)
-                source TEXT NOT NULL,                   -- the file it was last imported from
-                updated_at INTEGER NOT NULL             -- ms since 1970 UTC, when it last changed
-            ) WITHOUT ROWID;
-            CREATE INDEX assets_by_location ON assets(location);
-            """
-        ),
-        // Audits: what a location's readers saw against the register, one result per asset or unexpected tag.
-        (
-            "006-audits",
-            """
-            CREATE TABLE audits(
-                id INTEGER PRIMARY KEY,
-                started INTEGER NOT NULL,
-                finished INTEGER NOT NULL,
-                gateway TEXT NOT NULL,
-                location TEXT NOT NULL,
-                readers TEXT NOT NULL,                  -- the reader ids that took part, comma-separated
-                rounds INTEGER NOT NULL,
-                trigger TEXT NOT NULL,                  -- manual, schedule
-                present INTEGER NOT NULL,
-                missing INTEGER NOT NULL,
-                wrong_location INTEGER NOT NULL,
-                unexpected INTEGER NOT NULL,
-                failed_checks INTEGER NOT NULL
-            );
-            CREATE INDEX audits_by_location ON audits(location, started);
-            CREATE TABLE audit_results(
-                id INTEGER PRIMARY KEY,
-                audit INTEGER NOT NULL REFERENCES audits(id),
-                uid TEXT NOT NULL,
-                asset_id TEXT,
-                status TEXT NOT NULL,                   -- present, missing, wrong-location, unexpected
-                registered_location TEXT,
-                seen_location TEXT,
-                seen_by TEXT,
-                seen_rounds INTEGER NOT NULL,
-                first_seen INTEGER,
-                last_seen INTEGER,
-                failed_checks TEXT                      -- JSON array of what did not match on a present asset
-            );
-            CREATE INDEX audit_results_by_audit ON audit_results(audit);
-            """
-        ),
-        // Writes waiting for their tag (vlogger write --when-seen), and what became of them.
-        (
-            "007-write-queue",
-            """
-            CREATE TABLE write_queue(
-                id INTEGER PRIMARY KEY,
-                created INTEGER NOT NULL,
-                uid TEXT NOT NULL,
-                block INTEGER NOT NULL,                 -- first block
-                data BLOB NOT NULL,                     -- whole blocks
-                flags INTEGER,                          -- request flags asked for (Option, data rate), or NULL
-                reader TEXT,                            -- only this reader, or NULL for any
-                expires INTEGER,                        -- ms since 1970 UTC, or NULL
-                state TEXT NOT NULL,                    -- queued, done, failed, expired, cancelled
-                result TEXT,
-                finished INTEGER
-            );
-            CREATE INDEX write_queue_by_state ON write_queue(state, uid);
-            """
-        ),
-        // Queued locks: write, write then lock the blocks written, or lock one block (data empty).
-        (
-            "008-write-queue-operation",
-            """
-            ALTER TABLE write_queue ADD COLUMN operation TEXT NOT NULL DEFAULT 'write';
-            """
-        ),
-        // Fleet sync: the local store is the outbox; this is how far the central server has acknowledged each
-        // table (the highest local row id of a batch the server committed).
-        (
-            "009-sync-cursor",
-            """
-            CREATE TABLE sync_cursor(
-                tbl TEXT PRIMARY KEY NOT NULL,          -- readings, events
-                last_id INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            """
-        ),
-        // Tags change as they are seen again: each insert or update takes the next change number, so fleet sync
-        // ships the tags changed after its cursor in commit order (last_seen is not: a reader's batch may
-        // commit after another's with later times). Existing tags are numbered by last_seen.
-        (
-            "010-tags-change-seq",
-            """
-            ALTER TABLE tags ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
-            UPDATE tags SET seq = o.n FROM (SELECT uid, row_number() OVER (ORDER BY last_seen, uid) AS n FROM tags) AS o WHERE o.uid = tags.uid;
-            CREATE INDEX tags_by_seq ON tags(seq);
-            """
-        ),
-        // A reader's own buffer (FEIG buffered read mode) drained into the store: the records a commit took from
-        // it and the reader has not been told to delete yet. Written in the same transaction as their readings,
-        // removed once the reader cleared them; one left after a crash tells the next drain that those records,
-        // read again, are already stored.
-        (
-            "011-reader-buffers",
-            """
-            CREATE TABLE reader_buffers(
-                reader TEXT PRIMARY KEY NOT NULL,
-                records INTEGER NOT NULL,               -- how many records the commit took from the buffer's head
-                raw BLOB NOT NULL,                      -- those records' bytes, as the reader sent them
-                time INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            """
-        ),
-        // A client's Idempotency-Key on POST /api/writes: the same key queues the write once.
-        (
-            "012-write-queue-idempotency-key",
-            """
-            ALTER TABLE write_queue ADD COLUMN idempotency_key TEXT;
-            CREATE UNIQUE INDEX write_queue_by_idempotency_key ON write_queue(idempotency_key) WHERE idempotency_key IS NOT NULL;
-            """
-        ),
-        // The outbox has consumers (the fleet sync to PostgreSQL is the first): each has its own cursor per table,
-        // and retention keeps a row until every enabled consumer has it. The fleet sync's cursors become those of
-        // the consumer named "postgres".
-        (
-            "013-outbox-cursor-per-consumer",
-            """
-            CREATE TABLE outbox_cursor(
-                consumer TEXT NOT NULL,                 -- the consumer's name: postgres, …
-                tbl TEXT NOT NULL,                      -- readings, events, writes, audits, audit_results, tags
-                last_id INTEGER NOT NULL,               -- the highest local id (tags: change number) it acknowledged
-                updated_at INTEGER NOT NULL,
-                PRIMARY KEY (consumer, tbl)
-            ) WITHOUT ROWID;
-            INSERT INTO outbox_cursor(consumer, tbl, last_id, updated_at)
-                SELECT 'postgres', tbl, last_id, updated_at FROM sync_cursor;
-            DROP TABLE sync_cursor;
-            """
-        ),
-        // A reading and an event carry the register's asset id of their tag when they were stored (NULL for a tag
-        // the register does not list). Earlier rows keep NULL.
-        (
-            "014-asset-id-on-readings-and-events",
-            """
-            ALTER TABLE readings ADD COLUMN asset_id TEXT;
-            ALTER TABLE events ADD COLUMN asset_id TEXT;
-            """
-        ),
-        // Event kinds as a closed set (docs/json.md): a queued write's outcome was an event of kind `start` (done)
-        // or `error` named `queued-write-<state>`; it is `write_done`, `write_failed` or `write_expired` named by
-        // the write's id (from the detail, `queued write <id> (…`). A name that repeated its kind is empty.
-        (
-            "015-event-kinds",
-            """
-            UPDATE events SET
-                kind = 'write_' || substr(name, 14),
-                name = CASE WHEN detail LIKE 'queued write % (%'
-                    THEN substr(detail, 14, instr(substr(detail, 14), ' ') - 1) ELSE '' END
-            WHERE name IN ('queued-write-done', 'queued-write-failed', 'queued-write-expired');
-            UPDATE events SET name = '' WHERE kind IN ('start', 'stop', 'arrival', 'departure') AND name = kind;
-            """
-        ),
-        // A tag's originality verdict, once its signature was checked (docs/reference/originality-signatures.md).
-        // Kept locally: not exported, not sent to outputs or the central database.
-        ("016-tag-originality", "ALTER TABLE tags ADD COLUMN originality TEXT;"),
-        // "A tag's readings since …" in id order (the read API's pages, the stream): the time in the index, so the
-        // rows outside the window are skipped, and the page's ids found, without reading the rows (docs/api.md,
-        // "Latency"). Replaces readings_by_uid(uid, id), which it serves too. On a large store the first start
-        // after the upgrade builds it (the service answered 1.8 s after its start on a store of 2,000,000 readings).
-        (
-            "017-readings-by-uid-with-time",
-            """
-            CREATE INDEX readings_by_uid_time ON readings(uid, id, time);
-            DROP INDEX readings_by_uid;
-            """
-        ),
-        // How far the gateway has read each sensor tag's log, by logging session (the kind's key: an FM13's start
-        // time and interval). Committed with the readings made of the records, so a record is stored once however
-        // often the tag comes and goes; a new session (logging restarted) starts at 0.
-        (
-            "018-sensor-sessions",
-            """
-            CREATE TABLE sensor_sessions(
-                uid TEXT NOT NULL,
-                session TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                records INTEGER NOT NULL,             -- records of the session stored as readings
-                updated_at INTEGER NOT NULL,
-                PRIMARY KEY (uid, session)
-            ) WITHOUT ROWID;
-            """
-        ),
-        // The rule excursions of a sensor log still open at the last record read (JSON, the agent's own form),
-        // committed with that record's reading: an excursion that spans two visits, or a restart, is reported once.
-        (
-            "019-sensor-excursions",
-            """
-            ALTER TABLE sensor_sessions ADD COLUMN excursions TEXT NOT NULL DEFAULT '{}';
-            """
-        ),
-        // This store's identity: 16 random bytes made once, when the store is made (or migrated). Two gateways
-        // configured with the same id have different stores, so the central store and the MQTT outputs tell them
-        // apart (a restored copy of a store is the same instance, as it should be: its rows are the same rows).
-        (
-            "020-store-instance",
-            """
-            CREATE TABLE store_instance(
-                one INTEGER PRIMARY KEY CHECK (one = 1),
-                instance TEXT NOT NULL,
-                created_at INTEGER NOT NULL
-            );
-            INSERT INTO store_instance VALUES (
-                1, lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
-            """
-        ),
-        // What a decoded field's values are (FieldInfo.Kind: number, text, hex, json), where an export or an output
-        // must know: CSV writes `hex` with the `\x` prefix so data tools read it as text. NULL (stored before the
-        // column): a number.
-        ("021-field-kind", "ALTER TABLE fields ADD COLUMN kind TEXT;"),
-    ]
-
     /// Where each column of a reading is bound in `TableDescription.readings.insertSQL`.
     private static let readingPositions = {
         let d = TableDescription.readings
@@ -371,11 +63,8 @@ public final class Store: @unchecked Sendable {
     }
 
     private var insertReading: SQLStatement?
-    private var insertEvent: SQLStatement?
-    private var upsertTag: SQLStatement?
-    private var insertWrite: SQLStatement?
-    private var upsertBufferMark: SQLStatement?
-    private var deleteBufferMark: SQLStatement?
+    /// The batch's other statements (made from the tables' descriptions), by their SQL.
+    private var described: [String: SQLStatement] = [:]
 
     /// Opens the store. Writable stores are created when missing and migrated to the current schema;
     /// read-only stores must exist and be at a schema this vlogger knows. `readers`: how many connections
@@ -481,8 +170,7 @@ public final class Store: @unchecked Sendable {
         // The cached statements are finalized before their connection closes.
         if !readOnly {
             pool?.writeWithoutTransaction { db in
-                (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
-                (upsertBufferMark, deleteBufferMark) = (nil, nil)
+                (insertReading, described) = (nil, [:])
                 writer = nil
                 guard lostIdentity == nil, let h = db.sqliteConnection else { return }
                 let c = SQLiteConnection(borrowing: h, path: path)
@@ -658,8 +346,7 @@ public final class Store: @unchecked Sendable {
                     // GRDB sets NORMAL for WAL; a committed batch must survive a power cut: FULL.
                     try c.execute("PRAGMA synchronous=FULL")
                     writer = c
-                    (insertReading, insertEvent, upsertTag, insertWrite) = (nil, nil, nil, nil)
-                    (upsertBufferMark, deleteBufferMark) = (nil, nil)
+                    (insertReading, described) = (nil, [:])
                 }
                 // Every write (batches, the write queue, the sync cursor, retention, the register) goes through
                 // here: none may land in a file that is no longer the store.
@@ -786,36 +473,7 @@ public final class Store: @unchecked Sendable {
         defer { if walIdentity == nil { walIdentity = FileIdentity(path + "-wal") } }
         try Self.transaction(db) { () throws(StoreError) in
             if !batch.readings.isEmpty || !batch.events.isEmpty { try refreshAssetIDs(db) }
-            if !batch.tags.isEmpty {
-                let s = try prepared(
-                    &upsertTag, db,
-                    """
-                    INSERT INTO tags(uid, first_seen, last_seen, manufacturer, model, block_count, block_size, memory_source, last_reader, last_location, originality, seq)
-                    VALUES(?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, (SELECT coalesce(max(seq), 0) + 1 FROM tags))
-                    ON CONFLICT(uid) DO UPDATE SET
-                        seq = excluded.seq,
-                        last_reader = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_reader ELSE last_reader END,
-                        last_location = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_location ELSE last_location END,
-                        last_seen = max(last_seen, excluded.last_seen),
-                        first_seen = min(first_seen, excluded.first_seen),
-                        manufacturer = excluded.manufacturer,
-                        model = coalesce(excluded.model, model), block_count = coalesce(excluded.block_count, block_count),
-                        block_size = coalesce(excluded.block_size, block_size), memory_source = coalesce(excluded.memory_source, memory_source),
-                        originality = coalesce(excluded.originality, originality)
-                    """)
-                for t in batch.tags {
-                    s.reset()
-                    try s.bind([
-                        .text(t.uid.description), .integer(t.seen), .text(t.manufacturer),
-                        t.model.map(SQLValue.text) ?? .null,
-                        t.blockCount.map { .integer(Int64($0)) } ?? .null,
-                        t.blockSize.map { .integer(Int64($0)) } ?? .null,
-                        t.memorySource.map(SQLValue.text) ?? .null, t.reader.map(SQLValue.text) ?? .null,
-                        t.location.map(SQLValue.text) ?? .null, t.originality.map(SQLValue.text) ?? .null,
-                    ])
-                    try s.step()
-                }
-            }
+            try store(batch.tags, .tags, db)
             if !batch.readings.isEmpty {
                 let s = try prepared(&insertReading, db, TableDescription.readings.insertSQL)
                 let p = Self.readingPositions
@@ -873,77 +531,21 @@ public final class Store: @unchecked Sendable {
                 }
                 lastID = db.lastInsertRowID
             }
-            if !batch.events.isEmpty {
-                let s = try prepared(&insertEvent, db, TableDescription.events.insertSQL)
-                for e in batch.events {
-                    s.reset()
-                    try s.bind(
-                        TableDescription.events.names.map { name -> SQLValue in
-                            switch name {
-                            case "time": return .integer(e.time)
-                            case "gateway": return .text(e.gateway)
-                            case "reader": return e.reader.map(SQLValue.text) ?? .null
-                            case "location": return e.location.map(SQLValue.text) ?? .null
-                            case "uid": return e.uid.map { .text($0.description) } ?? .null
-                            case "asset_id":
-                                return e.uid.flatMap { assetIDs[Array($0.description.utf8)] }.map(SQLValue.text)
-                                    ?? .null
-                            case "kind": return .text(e.kind.rawValue)
-                            case "name": return .text(e.name)
-                            case "severity": return .text(e.severity.rawValue)
-                            case "detail": return .text(e.detail)
-                            default: return .null
-                            }
-                        })
-                    try s.step()
-                }
-            }
+            try store(batch.events, .events, db)
             try Self.record(batch.outcomes, db)
-            for p in batch.sensorProgress {
-                let st = try db.prepare(
-                    """
-                    INSERT INTO sensor_sessions(uid, session, kind, records, updated_at, excursions)
-                    VALUES(?1, ?2, ?3, ?4, ?5, coalesce(?6, '{}'))
-                    ON CONFLICT(uid, session) DO UPDATE SET records = max(records, excluded.records),
-                        updated_at = excluded.updated_at, excursions = coalesce(?6, excursions)
-                    """)
-                try st.bind([
-                    .text(p.uid.description), .text(p.session), .text(p.kind), .integer(Int64(p.records)),
-                    .integer(p.time), p.excursions.map { .text($0) } ?? .null,
-                ])
-                try st.step()
-            }
+            try store(batch.sensorProgress, .sensorSessions, db)
             for m in batch.bufferMarks {
                 if m.records > 0 {
-                    let st = try prepared(
-                        &upsertBufferMark, db,
-                        "INSERT INTO reader_buffers(reader, records, raw, time) VALUES(?,?,?,?) ON CONFLICT(reader) DO UPDATE SET records = excluded.records, raw = excluded.raw, time = excluded.time"
-                    )
-                    st.reset()
-                    try st.bind([.text(m.reader), .integer(Int64(m.records)), .blob(m.raw), .integer(m.time)])
-                    try st.step()
+                    try store([m], .readerBuffers, db)
                 } else {
-                    let st = try prepared(&deleteBufferMark, db, "DELETE FROM reader_buffers WHERE reader = ?")
-                    st.reset()
-                    try st.bind([.text(m.reader)])
-                    try st.step()
-                }
-            }
-            if !batch.writes.isEmpty {
-                let s = try prepared(
-                    &insertWrite, db,
-                    "INSERT INTO writes(time, gateway, uid, block, data, flags, result, verified, exchanges) VALUES(?,?,?,?,?,?,?,?,?)"
-                )
-                for w in batch.writes {
+                    // A mark of no records is the reader's buffer cleared: its row goes.
+                    let s = try statement(TableDescription.readerBuffers.deleteSQL ?? "", db)
                     s.reset()
-                    try s.bind([
-                        .integer(w.time), .text(w.gateway), .text(w.uid.description), .integer(Int64(w.first.int)),
-                        .blob(w.data), w.flags.map { .integer(Int64($0.rawValue)) } ?? .null, .text(w.result),
-                        .integer(w.verified ? 1 : 0), .integer(Int64(w.exchanges)),
-                    ])
+                    try s.bind([.text(m.reader)])
                     try s.step()
                 }
             }
+            try store(batch.writes, .writes, db)
         }
         return lastID
     }
@@ -955,6 +557,34 @@ public final class Store: @unchecked Sendable {
         let s = try db.prepare(sql)
         cache = s
         return s
+    }
+
+    /// The cached statement of `sql` on the writer.
+    private func statement(_ sql: String, _ db: SQLiteConnection) throws(StoreError) -> SQLStatement {
+        try prepared(&described[sql], db, sql)
+    }
+
+    /// Stores `rows` as rows of `table`: inserted, or (a table with a key) stored again under their key and merged
+    /// as its columns say. Each value is the record's, or the store's own (`ColumnSource`): the register's asset id
+    /// of the row's UID. In the caller's transaction.
+    private func store(_ rows: [some StoredRow], _ table: TableDescription, _ db: SQLiteConnection)
+        throws(StoreError)
+    {
+        guard !rows.isEmpty else { return }
+        let s = try statement(table.upsertSQL ?? table.insertSQL, db)
+        let columns = table.parameterColumns
+        for r in rows {
+            s.reset()
+            try s.bind(
+                columns.map { c in
+                    guard c.source == .register else { return SQLValue(r.column(c.name)) }
+                    guard case .text(let uid) = r.column("uid"), let id = assetIDs[Array(uid.utf8)] else {
+                        return .null
+                    }
+                    return .text(id)
+                })
+            try s.step()
+        }
     }
 
     /// Records the decoded fields the configuration defines, so exports give each a column (in this order).
@@ -1095,7 +725,7 @@ public final class Store: @unchecked Sendable {
 
 /// The head of a reader's own buffer that a commit took (`records` > 0), or that the reader has cleared
 /// (`records` = 0: the mark goes).
-public struct BufferMark: Sendable, Equatable {
+public struct BufferMark: Sendable, Equatable, StoredRow {
     public var reader: String
     public var records: Int
     public var raw: [UInt8]
@@ -1109,10 +739,20 @@ public struct BufferMark: Sendable, Equatable {
     public static func cleared(_ reader: String, time: Millis) -> BufferMark {
         BufferMark(reader: reader, records: 0, raw: [], time: time)
     }
+
+    public func column(_ name: String) -> ColumnValue {
+        switch name {
+        case "reader": return .text(reader)
+        case "records": return .integer(Int64(records))
+        case "raw": return .blob(raw)
+        case "time": return .integer(time)
+        default: return .null
+        }
+    }
 }
 
 /// How far a sensor tag's logging session has been read: committed with the readings of its records.
-public struct SensorProgress: Sendable, Equatable {
+public struct SensorProgress: Sendable, Equatable, StoredRow {
     public var uid: UID
     public var session: String
     public var kind: String
@@ -1128,6 +768,18 @@ public struct SensorProgress: Sendable, Equatable {
         self.records = records
         self.time = time
         self.excursions = excursions
+    }
+
+    public func column(_ name: String) -> ColumnValue {
+        switch name {
+        case "uid": return .text(uid.description)
+        case "session": return .text(session)
+        case "kind": return .text(kind)
+        case "records": return .integer(Int64(records))
+        case "updated_at": return .integer(time)
+        case "excursions": return excursions.map { .text($0) } ?? .null
+        default: return .null
+        }
     }
 }
 

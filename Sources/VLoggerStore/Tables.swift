@@ -30,10 +30,15 @@ public struct ColumnDescription: Sendable, Equatable {
     public let export: ExportFormat?
     /// How it goes through the outbox; nil for the columns every outbox row has anyway (time, gateway).
     public let outbox: OutboxColumn.Kind?
+    /// Where a new row's value comes from: the record's, or the store's own (see `ColumnSource`).
+    public let source: ColumnSource
+    /// How a row stored again under its key keeps or replaces the stored value (tables with an `upsertKey`).
+    public let merge: ColumnMerge
 
     init(
         _ name: String, _ sqlite: String, _ postgres: String?, nullable: Bool = false, export: ExportFormat?,
-        outbox: OutboxColumn.Kind?, centralName: String? = nil
+        outbox: OutboxColumn.Kind?, centralName: String? = nil, source: ColumnSource = .record,
+        merge: ColumnMerge = .replace
     ) {
         self.name = name
         self.sqlite = sqlite
@@ -42,7 +47,36 @@ public struct ColumnDescription: Sendable, Equatable {
         self.nullable = nullable
         self.export = export
         self.outbox = outbox
+        self.source = source
+        self.merge = merge
     }
+}
+
+/// Where a new row's value of a column comes from.
+public enum ColumnSource: Sendable, Equatable {
+    /// The record's value of the column (`StoredRow.column(_:)`).
+    case record
+    /// The asset register's asset id of the row's `uid` (NULL for a tag it does not list).
+    case register
+    /// The table's next change number: one more than the highest stored (a tag's `seq`, see migration 010).
+    case changeNumber
+    /// The record's value, or this SQL literal when the record has none (and, stored again, the stored value).
+    case recordOr(String)
+}
+
+/// How a row stored again under its table's key (`TableDescription.upsertKey`) merges with the stored row. Every
+/// rule reads the stored row as it was before the statement (SQLite's `UPDATE … SET` does).
+public enum ColumnMerge: Sendable, Equatable {
+    /// The new value.
+    case replace
+    /// The stored value (the key's columns, and what a row says once: a sensor session's kind).
+    case kept
+    /// The new value when there is one, the stored value otherwise.
+    case newOrKept
+    /// The larger, or the smaller, of the two.
+    case max, min
+    /// The new value when the new row's value of the named time column is no older than the stored row's.
+    case ifNewer(String)
 }
 
 /// A table's columns (besides its row id), in export order. From it come the columns of the batch insert,
@@ -57,8 +91,12 @@ public struct TableDescription: Sendable {
     /// Central columns the local table does not have (a tag's gateway; an audit result's gateway and time, which
     /// are its audit's locally).
     public let centralOnly: [ColumnDescription]
-    /// How the export reads the table (see `ExportShape`); nil for a table that is not exported.
+    /// How the export reads the table (see `ExportShape`).
     let shape: ExportShape
+    /// The columns a row is stored again under (`upsertSQL`, `deleteSQL`); nil for a table that only appends.
+    public let upsertKey: [String]?
+    /// How the outbox reads the table (see `OutboxSource`); nil for a table that is not shipped.
+    let outbox: OutboxSource?
 
     /// The column names, in order.
     public var names: [String] { columns.map(\.name) }
@@ -72,6 +110,64 @@ public struct TableDescription: Sendable {
     public var insertSQL: String {
         "INSERT INTO \(name)(\(names.joined(separator: ", "))) VALUES("
             + Array(repeating: "?", count: columns.count).joined(separator: ",") + ")"
+    }
+
+    /// The columns whose values a statement binds (`insertSQL`, `upsertSQL`), in order of their parameters: all
+    /// but those the table numbers itself.
+    public var parameterColumns: [ColumnDescription] { columns.filter { $0.source != .changeNumber } }
+
+    /// `INSERT … ON CONFLICT(key) DO UPDATE SET …`: a new row, or the stored row under the same key merged with it
+    /// by each column's `merge`. Parameters `?1…` are `parameterColumns`, in order. Nil for an append-only table.
+    public var upsertSQL: String? {
+        guard let key = upsertKey else { return nil }
+        var parameter: [String: String] = [:]
+        for (i, c) in parameterColumns.enumerated() { parameter[c.name] = "?\(i + 1)" }
+        let values = columns.map { c -> String in
+            switch c.source {
+            case .changeNumber: return "(SELECT coalesce(max(\(c.name)), 0) + 1 FROM \(name))"
+            case .recordOr(let fallback): return "coalesce(\(parameter[c.name] ?? "NULL"), \(fallback))"
+            case .record, .register: return parameter[c.name] ?? "NULL"
+            }
+        }
+        let updates = columns.compactMap { c -> String? in
+            let new = "excluded.\(c.name)"
+            let value: String
+            switch c.merge {
+            case .kept: return nil
+            case .replace:
+                // A fallback is for a new row: stored again without a value, the row keeps its own.
+                if case .recordOr = c.source {
+                    value = "coalesce(\(parameter[c.name] ?? "NULL"), \(c.name))"
+                } else {
+                    value = new
+                }
+            case .newOrKept: value = "coalesce(\(new), \(c.name))"
+            case .max: value = "max(\(c.name), \(new))"
+            case .min: value = "min(\(c.name), \(new))"
+            case .ifNewer(let time):
+                value = "CASE WHEN excluded.\(time) >= \(time) THEN \(new) ELSE \(c.name) END"
+            }
+            return "\(c.name) = \(value)"
+        }
+        return "INSERT INTO \(name)(\(names.joined(separator: ", "))) VALUES(\(values.joined(separator: ", ")))"
+            + " ON CONFLICT(\(key.joined(separator: ", "))) DO UPDATE SET \(updates.joined(separator: ", "))"
+    }
+
+    /// `DELETE FROM name WHERE key = ?…` (parameters in the key's order); nil for an append-only table.
+    public var deleteSQL: String? {
+        upsertKey.map { key in
+            "DELETE FROM \(name) WHERE " + key.map { "\($0) = ?" }.joined(separator: " AND ")
+        }
+    }
+
+    /// A table of no columns, neither exported nor shipped: what a name no description has stands for.
+    static func unknown(_ name: String) -> TableDescription {
+        TableDescription(name, [], shape: .init(time: "time", uid: nil, reader: nil, central: false))
+    }
+
+    /// The description of the table named `name` (the stored tables, then the store's own).
+    public static func named(_ name: String) -> TableDescription? {
+        (all + internalTables).first { $0.name == name }
     }
 
     /// The columns that go through the outbox after (id, time, gateway), in order.
@@ -89,17 +185,22 @@ public struct TableDescription: Sendable {
 
     init(
         _ name: String, rowID: Bool = true, _ columns: [ColumnDescription], centralOnly: [ColumnDescription] = [],
-        shape: ExportShape
+        upsertKey: [String]? = nil, shape: ExportShape, outbox: OutboxSource? = nil
     ) {
         self.name = name
         self.hasRowID = rowID
         self.columns = columns
         self.centralOnly = centralOnly
+        self.upsertKey = upsertKey
         self.shape = shape
+        self.outbox = outbox
     }
 
     /// Every stored table that is described, in the order a store lists them.
     public static let all: [TableDescription] = [readings, events, tags, writes, audits, auditResults, assets]
+
+    /// The store's own tables that the batch writes (not exported, not shipped).
+    public static let internalTables: [TableDescription] = [sensorSessions, readerBuffers]
 
     /// One read of consecutive blocks of one tag.
     public static let readings = TableDescription(
@@ -110,14 +211,14 @@ public struct TableDescription: Sendable {
             .init("reader", "TEXT", "text", nullable: true, export: .text, outbox: .text),
             .init("location", "TEXT", "text", nullable: true, export: .text, outbox: .text),
             .init("uid", "TEXT", "text", export: .text, outbox: .text),
-            .init("asset_id", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("asset_id", "TEXT", "text", nullable: true, export: .text, outbox: .text, source: .register),
             .init("block", "INTEGER", "integer", export: .block, outbox: .integer),
             .init("count", "INTEGER", "integer", export: .integer, outbox: .integer),
             .init("data", "BLOB", "bytea", export: .hex, outbox: .blob),
             .init("security", "BLOB", "bytea", nullable: true, export: .hex, outbox: .blob),
             .init("decoded", "TEXT", "json", nullable: true, export: nil, outbox: .json),
         ],
-        shape: .init(time: "time", uid: "uid", reader: "reader"))
+        shape: .init(time: "time", uid: "uid", reader: "reader"), outbox: .init(kind: "reading"))
 
     /// Something worth an operator's attention.
     public static let events = TableDescription(
@@ -128,35 +229,46 @@ public struct TableDescription: Sendable {
             .init("reader", "TEXT", "text", nullable: true, export: .text, outbox: .text),
             .init("location", "TEXT", "text", nullable: true, export: .text, outbox: .text),
             .init("uid", "TEXT", "text", nullable: true, export: .text, outbox: .text),
-            .init("asset_id", "TEXT", "text", nullable: true, export: .text, outbox: .text),
+            .init("asset_id", "TEXT", "text", nullable: true, export: .text, outbox: .text, source: .register),
             .init("kind", "TEXT", "text", export: .text, outbox: .text),
             .init("name", "TEXT", "text", export: .text, outbox: .text),
             .init("severity", "TEXT", "text", export: .text, outbox: .text),
             .init("detail", "TEXT", "text", export: .text, outbox: .text),
         ],
-        shape: .init(time: "time", uid: "uid", reader: "reader"))
+        shape: .init(time: "time", uid: "uid", reader: "reader"), outbox: .init(kind: "event"))
 
     /// Each tag seen, one row per tag, changed as it is seen again (each change takes the next `seq`).
     public static let tags = TableDescription(
         "tags", rowID: false,
         [
-            .init("uid", "TEXT", "text", export: .text, outbox: .text),
-            .init("first_seen", "INTEGER", "timestamptz", export: .time, outbox: .time),
-            .init("last_seen", "INTEGER", "timestamptz", export: .time, outbox: nil),
+            .init("uid", "TEXT", "text", export: .text, outbox: .text, merge: .kept),
+            .init("first_seen", "INTEGER", "timestamptz", export: .time, outbox: .time, merge: .min),
+            .init("last_seen", "INTEGER", "timestamptz", export: .time, outbox: nil, merge: .max),
             .init("manufacturer", "TEXT", "text", export: .text, outbox: .text),
-            .init("model", "TEXT", "text", nullable: true, export: .text, outbox: .text),
-            .init("block_count", "INTEGER", "integer", nullable: true, export: .integer, outbox: .integer),
-            .init("block_size", "INTEGER", "integer", nullable: true, export: .integer, outbox: .integer),
-            .init("memory_source", "TEXT", "text", nullable: true, export: .text, outbox: .text),
-            .init("last_reader", "TEXT", "text", nullable: true, export: .text, outbox: .text),
-            .init("last_location", "TEXT", "text", nullable: true, export: .text, outbox: .text),
-            .init("seq", "INTEGER", nil, export: nil, outbox: nil),
-            .init("originality", "TEXT", nil, nullable: true, export: nil, outbox: nil),
+            .init("model", "TEXT", "text", nullable: true, export: .text, outbox: .text, merge: .newOrKept),
+            .init(
+                "block_count", "INTEGER", "integer", nullable: true, export: .integer, outbox: .integer,
+                merge: .newOrKept),
+            .init(
+                "block_size", "INTEGER", "integer", nullable: true, export: .integer, outbox: .integer,
+                merge: .newOrKept),
+            .init("memory_source", "TEXT", "text", nullable: true, export: .text, outbox: .text, merge: .newOrKept),
+            .init(
+                "last_reader", "TEXT", "text", nullable: true, export: .text, outbox: .text,
+                merge: .ifNewer("last_seen")),
+            .init(
+                "last_location", "TEXT", "text", nullable: true, export: .text, outbox: .text,
+                merge: .ifNewer("last_seen")),
+            .init("seq", "INTEGER", nil, export: nil, outbox: nil, source: .changeNumber),
+            .init("originality", "TEXT", nil, nullable: true, export: nil, outbox: nil, merge: .newOrKept),
         ],
         centralOnly: [.init("gateway", "", "text", export: .text, outbox: nil)],
+        upsertKey: ["uid"],
         shape: .init(
             time: "last_seen", uid: "uid", reader: "last_reader", localOrder: "last_seen, uid",
-            centralOrder: "last_seen, gateway, uid", centralGatewayAfter: "uid"))
+            centralOrder: "last_seen, gateway, uid", centralGatewayAfter: "uid"),
+        // Shipped by change number (every insert or update takes the next); the row is this store's gateway's.
+        outbox: .init(kind: "tag", cursor: "seq", time: "last_seen", gateway: nil))
 
     /// Blocks written (directly or from the write queue), with the outcome.
     public static let writes = TableDescription(
@@ -172,7 +284,7 @@ public struct TableDescription: Sendable {
             .init("verified", "INTEGER", "boolean", export: .integer, outbox: .bool),
             .init("exchanges", "INTEGER", "integer", export: .integer, outbox: .integer),
         ],
-        shape: .init(time: "time", uid: "uid", reader: nil))
+        shape: .init(time: "time", uid: "uid", reader: nil), outbox: .init(kind: "write"))
 
     /// One audit of a location against the register (its results are `auditResults`).
     public static let audits = TableDescription(
@@ -191,7 +303,9 @@ public struct TableDescription: Sendable {
             .init("unexpected", "INTEGER", "integer", export: .integer, outbox: .integer),
             .init("failed_checks", "INTEGER", "integer", export: .integer, outbox: .integer),
         ],
-        shape: .init(time: "started", uid: nil, reader: nil, exportsID: true))
+        shape: .init(time: "started", uid: nil, reader: nil, exportsID: true),
+        // Shipped when finished: its row's time centrally.
+        outbox: .init(kind: "audit", time: "finished"))
 
     /// One asset or unexpected tag of an audit. Exported with its audit's start and location after `audit`.
     public static let auditResults = TableDescription(
@@ -225,7 +339,9 @@ public struct TableDescription: Sendable {
                 ],
                 local: "audit_results r JOIN audits a ON a.id = r.audit",
                 central: "audit_results r JOIN audits a ON a.gateway = r.gateway AND a.local_id = r.audit"
-            )))
+            )),
+        // A result's time and gateway are its audit's.
+        outbox: .init(kind: "audit-result", time: "a.finished", gateway: "a.gateway"))
 
     /// The asset register, as imported (not synced).
     public static let assets = TableDescription(
@@ -240,6 +356,46 @@ public struct TableDescription: Sendable {
             .init("updated_at", "INTEGER", nil, export: .time, outbox: nil),
         ],
         shape: .init(time: "updated_at", uid: "uid", reader: nil, localOrder: "updated_at, uid", central: false))
+
+    /// How far the gateway has read each sensor tag's log, by logging session (migrations 018, 019): stored again
+    /// as more records are read, never back.
+    public static let sensorSessions = TableDescription(
+        "sensor_sessions", rowID: false,
+        [
+            .init("uid", "TEXT", nil, export: nil, outbox: nil, merge: .kept),
+            .init("session", "TEXT", nil, export: nil, outbox: nil, merge: .kept),
+            .init("kind", "TEXT", nil, export: nil, outbox: nil, merge: .kept),
+            .init("records", "INTEGER", nil, export: nil, outbox: nil, merge: .max),
+            .init("updated_at", "INTEGER", nil, export: nil, outbox: nil),
+            // The excursions still open ('{}' for none); a progress without them keeps the stored ones.
+            .init("excursions", "TEXT", nil, export: nil, outbox: nil, source: .recordOr("'{}'")),
+        ],
+        upsertKey: ["uid", "session"],
+        shape: .init(time: "updated_at", uid: "uid", reader: nil, central: false))
+
+    /// The records a drain of a reader's buffer committed and the reader has not cleared yet (migration 011).
+    public static let readerBuffers = TableDescription(
+        "reader_buffers", rowID: false,
+        [
+            .init("reader", "TEXT", nil, export: nil, outbox: nil, merge: .kept),
+            .init("records", "INTEGER", nil, export: nil, outbox: nil),
+            .init("raw", "BLOB", nil, export: nil, outbox: nil),
+            .init("time", "INTEGER", nil, export: nil, outbox: nil),
+        ],
+        upsertKey: ["reader"],
+        shape: .init(time: "time", uid: nil, reader: "reader", central: false))
+}
+
+/// How the outbox reads a table: the column its cursor follows, and where a row's time and gateway come from
+/// (`TableDescription.outboxSQL`).
+struct OutboxSource: Sendable {
+    /// What one row is, in a topic or a message (`reading`, `audit-result`).
+    var kind: String
+    /// The row id, or (a table whose rows change) the change number every insert or update takes.
+    var cursor = "id"
+    var time = "time"
+    /// The row's gateway; nil where the table has none (tags: the store's own gateway's).
+    var gateway: String? = "gateway"
 }
 
 /// How a table is exported: the time column a window filters on, the UID and reader columns a filter uses, the
@@ -339,6 +495,23 @@ public struct ExportPlan: Sendable {
 }
 
 extension TableDescription {
+    /// The outbox's query: cursor, time, gateway, then `outboxColumns`; rows after the cursor (`?1`) in its
+    /// order, at most `?2`. Nil for a table that is not shipped.
+    var outboxSQL: String? {
+        guard let o = outbox else { return nil }
+        let p = shape.alias.map { "\($0)." } ?? ""
+        let cols = outboxColumns.map { p + $0.name }.joined(separator: ", ")
+        return
+            "SELECT \(p)\(o.cursor), \(o.time), \(o.gateway ?? "''"), \(cols) FROM \(shape.joined?.local ?? name) WHERE \(p)\(o.cursor) > ?1 ORDER BY \(p)\(o.cursor) LIMIT ?2"
+    }
+
+    /// How many rows follow the cursor (`?`), and the oldest one's time.
+    var backlogSQL: String? {
+        guard let o = outbox else { return nil }
+        let p = shape.alias.map { "\($0)." } ?? ""
+        return "SELECT count(*), min(\(o.time)) FROM \(shape.joined?.local ?? name) WHERE \(p)\(o.cursor) > ?"
+    }
+
     /// The decoded field that holds a tag's NDEF records as a JSON document (a plan with `ndef = true`).
     public static let ndefRecordsField = "ndef"
     /// Decoded fields whose values are JSON documents: JSON rows (the outbox's, the API's, exports) nest them

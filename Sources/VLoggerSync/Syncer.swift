@@ -320,10 +320,15 @@ public final class Syncer: @unchecked Sendable {
             "INSERT INTO \(table.rawValue)(" + names.joined(separator: ", ") + ") VALUES "
             + values.joined(separator: ",")
         if upsert {
-            let updates = columns.map(\.name).filter { $0 != "uid" }.map { name in
-                name == "first_seen"
-                    ? "first_seen = least(\(table.rawValue).first_seen, EXCLUDED.first_seen)"
-                    : "\"\(name)\" = EXCLUDED.\"\(name)\""
+            // The newer row as the gateway merged it, but for the key and the earliest of a kept-smallest column
+            // (a tag's first sighting), as the columns' merge rules say.
+            let merges = Dictionary(uniqueKeysWithValues: table.tableDescription.columns.map { ($0.name, $0.merge) })
+            let updates = columns.map(\.name).compactMap { name -> String? in
+                switch merges[name] {
+                case .kept?: return nil
+                case .min?: return "\"\(name)\" = least(\(table.rawValue).\"\(name)\", EXCLUDED.\"\(name)\")"
+                default: return "\"\(name)\" = EXCLUDED.\"\(name)\""
+                }
             }
             sql +=
                 " ON CONFLICT (gateway, uid) DO UPDATE SET last_seen = EXCLUDED.last_seen, "
