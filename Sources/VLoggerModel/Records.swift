@@ -134,6 +134,16 @@ public struct Event: Equatable, Sendable {
         /// A reader failed a whole cycle after working, and works again.
         case readerDown = "reader_down"
         case readerUp = "reader_up"
+
+        /// Who asked for what an event of this kind reports, when the kind says: a queued write's outcome is the
+        /// queue's, a finished audit the audit's; nil for what the agent sees by itself.
+        public var origin: String? {
+            switch self {
+            case .writeDone, .writeFailed, .writeExpired: return "queue"
+            case .auditFinished: return "audit"
+            default: return nil
+            }
+        }
     }
     public enum Severity: String, Sendable, CaseIterable {
         case info, warning, critical
@@ -150,12 +160,17 @@ public struct Event: Equatable, Sendable {
     /// The reader it concerns (nil for the gateway's own events, like the store's), and its location.
     public var reader: String?
     public var location: String?
+    /// Who asked for what it reports (docs/json.md, "origin"): `cli`, `api`, `queue`, `audit`, `opcua`, then
+    /// `:` and the client's name where there is one; nil for what the agent sees by itself. By default the kind's
+    /// (`Kind.origin`).
+    public var origin: String?
 
     public init(
         time: Millis, gateway: String, reader: String? = nil, location: String? = nil, uid: UID?, kind: Kind,
         name: String,
-        severity: Severity, detail: String
+        severity: Severity, detail: String, origin: String? = nil
     ) {
+        self.origin = origin ?? kind.origin
         self.time = time
         self.gateway = gateway
         self.reader = reader
@@ -179,11 +194,14 @@ public struct WriteRecord: Equatable, Sendable {
     public var result: String
     public var verified: Bool
     public var exchanges: Int
+    /// Who asked for the write (as `Event.origin`): `cli` for `vlogger write`, `queue` for a queued write.
+    public var origin: String?
 
     public init(
         time: Millis, gateway: String, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags?,
-        result: String, verified: Bool, exchanges: Int
+        result: String, verified: Bool, exchanges: Int, origin: String? = nil
     ) {
+        self.origin = origin
         self.time = time
         self.gateway = gateway
         self.uid = uid
@@ -326,6 +344,7 @@ extension Event: StoredRow {
         case "name": return .text(self.name)
         case "severity": return .text(severity.rawValue)
         case "detail": return .text(detail)
+        case "origin": return ColumnValue(origin)
         default: return .null
         }
     }
@@ -343,6 +362,7 @@ extension WriteRecord: StoredRow {
         case "result": return .text(result)
         case "verified": return .integer(verified ? 1 : 0)
         case "exchanges": return .integer(Int64(exchanges))
+        case "origin": return ColumnValue(origin)
         default: return .null
         }
     }

@@ -309,5 +309,14 @@ extension Store {
         // must know: CSV writes `hex` with the `\x` prefix so data tools read it as text. NULL (stored before the
         // column): a number.
         ("021-field-kind", "ALTER TABLE fields ADD COLUMN kind TEXT;"),
+        // Who asked for a write or for what an event reports (`cli`, `api`, `queue`, `audit`, `opcua`, with the
+        // client's name where there is one; docs/json.md). NULL: the agent by itself, or stored before the column.
+        (
+            "022-origin",
+            """
+            ALTER TABLE writes ADD COLUMN origin TEXT;
+            ALTER TABLE events ADD COLUMN origin TEXT;
+            """
+        ),
     ]
 }

@@ -234,6 +234,7 @@ public struct TableDescription: Sendable {
             .init("name", "TEXT", "text", export: .text, outbox: .text),
             .init("severity", "TEXT", "text", export: .text, outbox: .text),
             .init("detail", "TEXT", "text", export: .text, outbox: .text),
+            .init("origin", "TEXT", "text", nullable: true, export: .text, outbox: .text),
         ],
         shape: .init(time: "time", uid: "uid", reader: "reader"), outbox: .init(kind: "event"))
 
@@ -283,6 +284,7 @@ public struct TableDescription: Sendable {
             .init("result", "TEXT", "text", export: .text, outbox: .text),
             .init("verified", "INTEGER", "boolean", export: .integer, outbox: .bool),
             .init("exchanges", "INTEGER", "integer", export: .integer, outbox: .integer),
+            .init("origin", "TEXT", "text", nullable: true, export: .text, outbox: .text),
         ],
         shape: .init(time: "time", uid: "uid", reader: nil), outbox: .init(kind: "write"))
 

@@ -8,7 +8,7 @@ import VLoggerModel
 /// month's, ahead), and indexed for "one tag across the fleet" (uid, time) and "one gateway, a time range"
 /// (gateway, time).
 public enum CentralSchema {
-    public static let version = 3
+    public static let version = 4
     /// pg_advisory_xact_lock keys: schema migration, partition creation.
     static let lockKey: Int64 = 0x766C_6F67_6765_7200
 
@@ -158,6 +158,9 @@ public enum CentralSchema {
                 "CREATE INDEX events_by_asset ON events(asset_id, time)",
             ]
         ),
+        // Who asked for a write or for what an event reports (the local store's migration 022); NULL for rows
+        // synced before.
+        (4, ["ALTER TABLE writes ADD COLUMN origin text", "ALTER TABLE events ADD COLUMN origin text"]),
     ]
 
     /// Which store (its instance id, the local `store_instance`) ships as each gateway id: the rows of two stores

@@ -169,7 +169,7 @@ struct Write: ParsableCommand {
             batch.writes = [
                 WriteRecord(
                     time: Millis.now(), gateway: gateway, uid: uid, first: first, data: data, flags: flags,
-                    result: result, verified: verified, exchanges: exchanges)
+                    result: result, verified: verified, exchanges: exchanges, origin: "cli")
             ]
             try s.write(batch)
             s.close()

@@ -611,8 +611,10 @@ import ISO15693
         #expect(bad.code != 0 && bad.err.contains("0x12"))
         let e = try CLITests.run(["export", "--store", s.store, "--since", "1h", "--table", "writes"])
         let rows = e.out.components(separatedBy: "\r\n")
-        #expect(rows[0] == "time,gateway,uid,block,data,flags,result,verified,exchanges")
+        #expect(rows[0] == "time,gateway,uid,block,data,flags,result,verified,exchanges,origin")
         #expect(rows[1].contains(",cli,E007800000007777,0x03,\\x01020304,0x62,ok,1,"), "\(e.out)")
+        // Who asked: `vlogger write` itself (docs/json.md, origin).
+        #expect(rows[1].hasSuffix(",cli") && rows[2].hasSuffix(",cli"), "\(e.out)")
         #expect(
             rows[2].contains(
                 ",cli,E004010812345601,0x00,\\x01020304,0x22,failed: Write Single Block: the tag answered error 0x12: specified block is locked"

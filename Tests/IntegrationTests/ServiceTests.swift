@@ -543,6 +543,14 @@ struct ServiceSyncTests {
                         #expect(lines.contains { $0.contains(/,E0[0-9A-F]{14},,/) }, "\(local.out.prefix(2000))")
                     }
                 }
+                if table == "events" {
+                    // Who asked, last, centrally as locally: the audit its finished audit, nobody an arrival.
+                    let lines = local.out.split(separator: "\r\n")
+                    #expect(lines.first?.hasSuffix(",detail,origin") == true, "\(lines.first ?? "")")
+                    let audits = lines.filter { $0.contains(",audit_finished,") }
+                    #expect(!audits.isEmpty && audits.allSatisfy { $0.hasSuffix(",audit") }, "\(audits)")
+                    #expect(lines.filter { $0.contains(",arrival,") }.allSatisfy { $0.hasSuffix(",") })
+                }
                 union += local.out.split(separator: "\r\n").dropFirst()
             }
             let fleet = try CLI.run([

@@ -84,6 +84,13 @@ import DriverSim
         #expect(r.tag.image.blocks[0x12] == [0xCA, 0xFE, 0xF0, 0x0D] && r.tag.passwordAttempts == 1)
         try Self.expectNoPassword(r)
         #expect(try r.store.events(kind: .writeDone).first?.name == "1")
+        // Who asked, in the rows the outbox ships: the queue (docs/json.md, origin).
+        let writes = try r.store.outbox(.writes, after: 0, limit: 10)
+        #expect(writes.count == 1 && writes.first?.value("origin", in: .writes) == .text("queue"))
+        let done = try r.store.outbox(.events, after: 0, limit: 100).filter {
+            $0.value("kind", in: .events) == .text("write_done")
+        }
+        #expect(done.count == 1 && done.first?.value("origin", in: .events) == .text("queue"))
         print(
             "password write, trace:\n"
                 + r.trace().filter { $0.contains("NXP") || $0.contains("Write Single") }.joined(separator: "\n"))

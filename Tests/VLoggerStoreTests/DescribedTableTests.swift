@@ -20,10 +20,10 @@ import VLoggerModel
             memorySource: "get-system-info", reader: "dock-0", location: "Dock", originality: "genuine")
         let event = Event(
             time: 1, gateway: "gw", reader: "dock-0", location: "Dock", uid: Self.uid, kind: .arrival, name: "n",
-            severity: .info, detail: "d")
+            severity: .info, detail: "d", origin: "api:plc-7")
         let write = WriteRecord(
             time: 1, gateway: "gw", uid: Self.uid, first: BlockNumber(0xF8), data: [1, 2, 3, 4], flags: [.highDataRate],
-            result: "ok", verified: true, exchanges: 2)
+            result: "ok", verified: true, exchanges: 2, origin: "cli")
         let progress = SensorProgress(uid: Self.uid, session: "s", kind: "fm13", records: 3, time: 1, excursions: "{}")
         let mark = BufferMark(reader: "r", records: 2, raw: [1], time: 1)
         let cases: [(TableDescription, any StoredRow)] = [

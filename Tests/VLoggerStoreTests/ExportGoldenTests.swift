@@ -73,11 +73,27 @@ import VLoggerModel
         return try String(contentsOfFile: path, encoding: .utf8)
     }
 
-    /// The CSV without its `asset_id` column (a plain split works: the fixture puts no comma or quote in the
-    /// cells before it).
-    static func withoutAssetID(csv: String) -> (String, [String]) {
+    /// The columns added since the goldens were written: each is taken out before comparing, and checked on its
+    /// own (`asset_id` here, `origin` by `OriginTests`).
+    static let addedSince = ["asset_id", "origin"]
+
+    /// The export without the columns added since (`addedSince`), and the `asset_id` values taken out.
+    static func withoutAddedColumns(_ out: String, _ format: ExportRequest.Format, _ columns: [String] = addedSince)
+        -> (String, [String])
+    {
+        var (rest, ids) = (out, [String]())
+        for c in columns {
+            let (r, values) = format == .csv ? without(c, csv: rest) : without(c, jsonl: rest)
+            rest = r
+            if c == "asset_id" { ids = values }
+        }
+        return (rest, ids)
+    }
+
+    /// The CSV without the named column (a plain split works: the fixtures put no comma in a quoted cell).
+    static func without(_ column: String, csv: String) -> (String, [String]) {
         var lines = csv.components(separatedBy: "\r\n")
-        guard let header = lines.first?.components(separatedBy: ","), let k = header.firstIndex(of: "asset_id")
+        guard let header = lines.first?.components(separatedBy: ","), let k = header.firstIndex(of: column)
         else { return (csv, []) }
         var ids: [String] = []
         for i in lines.indices where !lines[i].isEmpty {
@@ -89,11 +105,12 @@ import VLoggerModel
         return (lines.joined(separator: "\r\n"), ids)
     }
 
-    /// The JSON lines without their `"asset_id":…` member.
-    static func withoutAssetID(jsonl: String) -> (String, [String]) {
+    /// The JSON lines without their member of the named column.
+    static func without(_ column: String, jsonl: String) -> (String, [String]) {
         var ids: [String] = []
+        let member = try! Regex(#",""# + column + #"":("[^"]*"|null)"#, as: (Substring, Substring).self)
         let lines = jsonl.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
-            guard let m = line.firstMatch(of: /,"asset_id":("[^"]*"|null)/) else { return String(line) }
+            guard let m = line.firstMatch(of: member) else { return String(line) }
             ids.append(String(m.1))
             return line.replacingCharacters(in: m.range, with: "")
         }
@@ -114,7 +131,7 @@ import VLoggerModel
         let registered = table == .readings ? 3 : 1
         for format in [ExportRequest.Format.csv, .jsonl] {
             let out = try Self.export(s, table, format)
-            let (rest, ids) = format == .csv ? Self.withoutAssetID(csv: out) : Self.withoutAssetID(jsonl: out)
+            let (rest, ids) = Self.withoutAddedColumns(out, format)
             let golden = Self.fixtures.appendingPathComponent("export-\(table.rawValue).\(format.rawValue)")
             if ProcessInfo.processInfo.environment["VLOGGER_WRITE_GOLDEN"] == "1" {
                 try rest.write(to: golden, atomically: true, encoding: .utf8)

@@ -101,8 +101,9 @@ struct CentralSyncTests {
             settings: TestServer.settings(database: db), store: store, gateway: "gw-a", site: "Hall 1")
         // Before the schema exists, a sync says how to create it.
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("--init-schema") }
-        #expect(try await syncer.initSchema() == (0, 3))
-        #expect(try await syncer.initSchema() == (3, 3))
+        // Version 4: the origin of writes and events (CentralSchema's fourth migration).
+        #expect(try await syncer.initSchema() == (0, 4))
+        #expect(try await syncer.initSchema() == (4, 4))
         try await TestServer.admin("INSERT INTO vlogger_schema(version) VALUES (99)", database: db)
         await #expect { try await syncer.initSchema() } throws: { "\($0)".contains("newer than this vlogger") }
         await #expect { try await syncer.syncOnce() } throws: { "\($0)".contains("upgrade vlogger") }
@@ -327,7 +328,7 @@ struct CentralSyncTests {
             WriteRecord(
                 time: t, gateway: "gw-a", uid: uid, first: 5, data: [1, 2, 3, 4], flags: [.highDataRate, .option],
                 result: "ok",
-                verified: true, exchanges: 3),
+                verified: true, exchanges: 3, origin: "queue"),
             WriteRecord(
                 time: t + 1, gateway: "gw-a", uid: uid, first: 0xF8, data: [9, 9, 9, 9], flags: nil,
                 result: "no answer",
@@ -363,14 +364,14 @@ struct CentralSyncTests {
         func ms(_ c: String) -> String { "((extract(epoch FROM \(c)) * 1000)::bigint)::text" }
         let writes = try await TestServer.query(
             """
-            SELECT local_id::text, \(ms("time")), uid, block::text, encode(data, 'hex'), flags::text, result, verified::text, exchanges::text
+            SELECT local_id::text, \(ms("time")), uid, block::text, encode(data, 'hex'), flags::text, result, verified::text, exchanges::text, origin
             FROM writes ORDER BY local_id
             """, database: db)
         // flags: High data rate 0x02 | Option 0x40 (ISO/IEC 15693-3 Table 3/5) = 66.
         #expect(
             writes == [
-                ["1", "\(t)", "E004010800000001", "5", "01020304", "66", "ok", "true", "3"],
-                ["2", "\(t + 1)", "E004010800000001", "248", "09090909", nil, "no answer", "false", "1"],
+                ["1", "\(t)", "E004010800000001", "5", "01020304", "66", "ok", "true", "3", "queue"],
+                ["2", "\(t + 1)", "E004010800000001", "248", "09090909", nil, "no answer", "false", "1", nil],
             ], "\(writes)")
         let audits = try await TestServer.query(
             """

@@ -167,8 +167,8 @@ extension Agent {
                         WriteRecord(
                             time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data,
                             flags: w.flags,
-                            result: "ok (queued write \(w.id))", verified: report.verified, exchanges: report.exchanges)
-                    )
+                            result: "ok (queued write \(w.id))", verified: report.verified, exchanges: report.exchanges,
+                            origin: "queue"))
                     done.append("written and read back in \(report.exchanges) exchanges")
                 }
                 if lockAfter {

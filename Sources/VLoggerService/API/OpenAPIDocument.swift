@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "df3997629e7bb8e5a52815f802bc8a5efe371d9db311979d4835e59b65bb4a94"
+    static let sha256 = "343001f79483da0305dcbf3d24fd481ca255ca9f51b30eed0a581d43ea4cd88a"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -1127,6 +1127,10 @@ enum OpenAPIDocument {
           },
           "detail": {
             "type": "string"
+          },
+          "origin": {
+            "type": "string",
+            "description": "Who asked for what it reports: cli, queue, audit, api, opcua, then ':' and the client's name where there is one; absent for what the agent sees by itself (docs/json.md)"
           }
         }
       },
