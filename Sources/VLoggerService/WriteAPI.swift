@@ -115,7 +115,9 @@ enum WriteAPI {
             }
             let write: QueuedWrite
             do throws(WriteRequest.Invalid) {
-                write = try WriteRequest.parse(Data(body.readableBytesView), readers: readers)
+                var asked = try WriteRequest.parse(Data(body.readableBytesView), readers: readers)
+                asked.origin = "api"
+                write = asked
             } catch {
                 return json(
                     WireJSON.encode(WireError(error.description)),

@@ -311,11 +311,13 @@ extension Store {
         ("021-field-kind", "ALTER TABLE fields ADD COLUMN kind TEXT;"),
         // Who asked for a write or for what an event reports (`cli`, `api`, `queue`, `audit`, `opcua`, with the
         // client's name where there is one; docs/json.md). NULL: the agent by itself, or stored before the column.
+        // A queued write keeps who queued it, for the write and the events it comes to.
         (
             "022-origin",
             """
             ALTER TABLE writes ADD COLUMN origin TEXT;
             ALTER TABLE events ADD COLUMN origin TEXT;
+            ALTER TABLE write_queue ADD COLUMN origin TEXT;
             """
         ),
     ]

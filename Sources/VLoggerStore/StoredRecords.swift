@@ -189,9 +189,10 @@ struct StoredQueuedWrite: Codable, FetchableRecord, MutablePersistableRecord {
     var finished: Int64?
     var operation: String
     var idempotencyKey: String?
+    var origin: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, created, uid, block, data, flags, reader, expires, state, result, finished, operation
+        case id, created, uid, block, data, flags, reader, expires, state, result, finished, operation, origin
         case idempotencyKey = "idempotency_key"
     }
 
@@ -209,6 +210,7 @@ struct StoredQueuedWrite: Codable, FetchableRecord, MutablePersistableRecord {
         finished = nil
         operation = w.operation.rawValue
         self.idempotencyKey = idempotencyKey
+        origin = w.origin
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -221,7 +223,7 @@ struct StoredQueuedWrite: Codable, FetchableRecord, MutablePersistableRecord {
         var w = QueuedWrite(
             created: created, uid: u, first: first, data: Array(data),
             flags: flags.map { RequestFlags(rawValue: UInt8(truncatingIfNeeded: $0)) }, reader: reader,
-            expires: expires, operation: QueuedWrite.Operation(rawValue: operation) ?? .write)
+            expires: expires, operation: QueuedWrite.Operation(rawValue: operation) ?? .write, origin: origin)
         w.id = id ?? 0
         w.state = QueuedWrite.State(rawValue: state) ?? .failed
         w.result = result

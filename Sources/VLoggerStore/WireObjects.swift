@@ -122,9 +122,10 @@ public struct QueuedWriteJSON: Encodable, Sendable, Equatable {
     public var state: String
     public var result: String?
     public var finished: WireTime?
+    public var origin: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, operation, uid, block, data, flags, reader, created, expires, state, result, finished
+        case id, operation, uid, block, data, flags, reader, created, expires, state, result, finished, origin
     }
 
     public init(_ w: QueuedWrite) {
@@ -144,6 +145,7 @@ public struct QueuedWriteJSON: Encodable, Sendable, Equatable {
         state = w.state.rawValue
         result = w.result
         finished = WireTime(w.finished)
+        origin = w.origin
     }
 }
 

@@ -24,12 +24,16 @@ public struct QueuedWrite: Equatable, Sendable {
     public var state: State = .queued
     public var result: String?
     public var finished: Millis?
+    /// Who queued it (`api`, `cli`, later `opcua:<client>`; docs/json.md, origin): the origin of the write made
+    /// of it and of its outcome's event. Nil for a write queued before the queue kept it (those are `queue`'s).
+    public var origin: String?
 
     public init(
         created: Millis, uid: UID, first: BlockNumber, data: [UInt8], flags: RequestFlags? = nil, reader: String? = nil,
         expires: Millis? = nil,
-        operation: Operation = .write
+        operation: Operation = .write, origin: String? = nil
     ) {
+        self.origin = origin
         self.operation = operation
         self.created = created
         self.uid = uid

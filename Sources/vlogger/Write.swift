@@ -239,7 +239,7 @@ struct QueueOptions: ParsableArguments {
         let writes = runs.map {
             QueuedWrite(
                 created: now, uid: uid, first: $0.0, data: $0.1, flags: flags, reader: onlyReader, expires: expiry,
-                operation: operation)
+                operation: operation, origin: "cli")
         }
         let ids: [Int64]
         do { ids = try s.enqueue(writes) } catch { throw VLoggerError("\(error)") }

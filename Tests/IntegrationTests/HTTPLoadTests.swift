@@ -170,6 +170,15 @@ import Testing
             r.out.contains("\"state\":\"done\"") && r.out.contains("\"data\":\"A1A2A3A4A5A6A7A8\"")
                 && r.out.contains(" 200"), "\(r.out)")
         #expect(r.out.contains("getnone 401"), "\(r.out)")
+        // Who asked (docs/json.md, origin): the queue keeps it, and the write made of it and its event carry it.
+        #expect(r.out.contains(#""origin":"api""#), "\(r.out)")
+        let store = work.appendingPathComponent("api.db").path
+        let writes = try CLI.run(["export", "--store", store, "--since", "30d", "--table", "writes"])
+        let written = writes.out.split(separator: "\r\n").dropFirst().filter { $0.contains(",E008010000004212,0xF9,") }
+        #expect(!written.isEmpty && written.allSatisfy { $0.hasSuffix(",api") }, "\(writes.out)")
+        let events = try CLI.run(["export", "--store", store, "--since", "30d", "--table", "events"])
+        let done = events.out.split(separator: "\r\n").filter { $0.contains(",write_done,") }
+        #expect(!done.isEmpty && done.allSatisfy { $0.hasSuffix(",api") }, "\(events.out)")
         // The write endpoint under v1 (the old path stays an alias), and the write read back through the read API.
         #expect(r.out.contains("v1 {\"id\":2,\"state\":\"queued\"} 201"), "\(r.out)")
         #expect(r.out.contains("v1get {\"block\":") && r.out.contains("\"id\":1,\"operation\":\"write\""), "\(r.out)")

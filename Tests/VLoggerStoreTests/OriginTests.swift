@@ -78,4 +78,23 @@ import VLoggerModel
         #expect(
             events.map { $0.value("origin", in: .events) } == [.text("queue"), .null, .text("api:plc-7")])
     }
+
+    /// A queued write keeps who queued it; a write queued before the column has none (its write is the queue's).
+    @Test func aQueuedWriteKeepsWhoQueuedIt() throws {
+        let s = try Store(path: scratchPath("queue.db"))
+        let api = try s.enqueue(
+            QueuedWrite(
+                created: 1, uid: Self.uid, first: BlockNumber(4), data: [1, 2, 3, 4], origin: "api"),
+            idempotencyKey: "k-1")
+        let old = try s.enqueue(QueuedWrite(created: 2, uid: Self.uid, first: BlockNumber(5), data: [5, 6, 7, 8]))
+        #expect(try s.queuedWrite(api.id)?.origin == "api" && s.queuedWrite(old)?.origin == nil)
+        let json = String(
+            decoding: WireJSON.encode(QueuedWriteJSON(try #require(try s.queuedWrite(api.id)))), as: UTF8.self)
+        #expect(json.contains(#","origin":"api","#), "\(json)")
+        // The same key again is the same write, whoever asks.
+        #expect(
+            try s.enqueue(
+                QueuedWrite(created: 3, uid: Self.uid, first: BlockNumber(4), data: [1, 2, 3, 4], origin: "cli"),
+                idempotencyKey: "k-1") == (api.id, true, .queued))
+    }
 }

@@ -62,7 +62,8 @@ extension Agent {
                         kind: state == .done ? .writeDone : state == .expired ? .writeExpired : .writeFailed,
                         name: "\(w.id)",
                         severity: severity,
-                        detail: "queued write \(w.id) (\(w.data.count) bytes from \(w.first)): \(result)"))
+                        detail: "queued write \(w.id) (\(w.data.count) bytes from \(w.first)): \(result)",
+                        origin: w.origin ?? "queue"))
                 logger.notice(
                     "queued write \(w.id) to \(uid): \(state.rawValue): \(result)", metadata: ["uid": "\(uid)"])
             }
@@ -168,7 +169,7 @@ extension Agent {
                             time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data,
                             flags: w.flags,
                             result: "ok (queued write \(w.id))", verified: report.verified, exchanges: report.exchanges,
-                            origin: "queue"))
+                            origin: w.origin ?? "queue"))
                     done.append("written and read back in \(report.exchanges) exchanges")
                 }
                 if lockAfter {

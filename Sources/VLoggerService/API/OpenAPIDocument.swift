@@ -4,7 +4,7 @@
 /// The read API's OpenAPI document, served at /api/v1/openapi.json.
 enum OpenAPIDocument {
     /// SHA-256 of openapi.json when this file was written.
-    static let sha256 = "343001f79483da0305dcbf3d24fd481ca255ca9f51b30eed0a581d43ea4cd88a"
+    static let sha256 = "81ff9169613fb7d5f60045f0ba48922c4ee90f6beb03aa96a3beb9da8c036e44"
     static let json = """
 {
   "openapi": "3.1.0",
@@ -1521,6 +1521,10 @@ enum OpenAPIDocument {
               "null"
             ],
             "format": "date-time"
+          },
+          "origin": {
+            "type": "string",
+            "description": "Who queued it: api (this API), cli (vlogger write --when-seen); absent for writes queued before the queue kept it"
           }
         }
       },
