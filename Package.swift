@@ -193,8 +193,8 @@ let package = Package(
         .target(
             name: "VLoggerCLI",
             dependencies: [
-                "VLoggerCore", "VLoggerModel", "VLoggerStore", "VLoggerConfig", "Readers", "TagImages", "ISO15693",
-                "CHost",
+                "VLoggerCore", "VLoggerModel", "VLoggerStore", "VLoggerConfig", "FieldState", "Readers", "TagImages",
+                "ISO15693", "CHost",
             ]),
         .executableTarget(
             name: "vlogger",
@@ -211,6 +211,7 @@ let package = Package(
                 "VLoggerSync",
                 "VLoggerConfig",
                 "VLoggerOutbox",
+                "FieldState",
                 "CHost",
                 "LinkedDrivers",
                 "LinkedOutputs",
@@ -319,7 +320,9 @@ let package = Package(
         .testTarget(
             name: "VLoggerCLITests",
             dependencies: [
-                "TestDrivers", "VLoggerCLI", "VLoggerCore", "VLoggerModel", "VLoggerStore", "VLoggerConfig", "ISO15693",
+                "TestDrivers", "VLoggerCLI", "VLoggerCore", "VLoggerModel", "VLoggerStore", "VLoggerConfig",
+                "FieldState",
+                "ISO15693",
             ]),
         .testTarget(
             name: "VLoggerMQTTTests",

@@ -1,32 +1,35 @@
+import FieldState
 import Foundation
 import ISO15693
 import VLoggerCore
 import VLoggerModel
 
 /// What `vlogger watch` shows, kept from cycle to cycle and drawn as lines of text: the tags in the field,
-/// how many of the last `window` cycles saw each, their last decoded values, the errors as they come, and the
-/// air time per cycle. Pure state and text: the terminal handling is the command's.
+/// how many of the last `window` cycles saw each, their latest decoded values with units and the alarms going on
+/// (both from the field's live state, `FieldState`, as the pages and the API have them), the errors as they come,
+/// and the air time per cycle. State and text: the terminal handling, and feeding the field state, are the
+/// command's.
 public struct WatchView {
     public let window: Int
     public private(set) var cycles = 0
     private var seen: [UID: [Bool]] = [:]
     private var order: [UID] = []
-    private var values: [UID: String] = [:]
+    /// The bytes of a tag's last reading without decoded values (the field state keeps only decoded ones).
+    private var raw: [UID: String] = [:]
     private var models: [UID: String] = [:]
     private var errors: [(time: Millis, text: String)] = []
     private var lastAir = AirTime.zero, lastBound = AirTime.zero, lastExchanges = 0
     private var airHistory: [AirTime] = []
-    /// The register's names of tags (`CAGE-12 Cold cage 12`), the fields' units, and the zone times are shown in.
+    /// The field's live state (values with units, alarms), the register's names of tags (`CAGE-12 Cold cage
+    /// 12`), and the zone times are shown in.
+    public let field: FieldState
     private let assets: [UID: String]
-    private let units: [String: String]
     private let time: LocalTime
 
-    public init(
-        window: Int, assets: [UID: String] = [:], units: [String: String] = [:], time: LocalTime = .utc
-    ) {
+    public init(window: Int, field: FieldState, assets: [UID: String] = [:], time: LocalTime = .utc) {
         self.window = max(1, window)
+        self.field = field
         self.assets = assets
-        self.units = units
         self.time = time
     }
 
@@ -59,17 +62,12 @@ public struct WatchView {
         order.removeAll { uid in
             guard let h = seen[uid], h.count == window, !h.contains(true) else { return false }
             seen[uid] = nil
-            values[uid] = nil
+            raw[uid] = nil
             return true
         }
         for (uid, m) in newModels { models[uid] = m }
-        for r in readings where !r.decoded.isEmpty {
-            values[r.uid] = r.decoded.filter { $0.name != "ndef" }.map {
-                "\($0.name)=\(Self.text($0.value))" + (units[$0.name].map { " " + $0 } ?? "")
-            }.joined(separator: " ")
-        }
-        for r in readings where r.decoded.isEmpty && values[r.uid] == nil {
-            values[r.uid] = "\(r.first): " + Hex.format(r.data)
+        for r in readings where r.decoded.isEmpty && raw[r.uid] == nil {
+            raw[r.uid] = "\(r.first): " + Hex.format(r.data)
         }
         for e in events where e.kind == .error || e.kind == .violation {
             errors.append(
@@ -103,6 +101,15 @@ public struct WatchView {
 
     public var tags: [UID] { order }
 
+    /// A tag's latest values as the field state has them (`name=value unit`, the NDEF records left out), or the
+    /// bytes of its last reading when no plan decodes it.
+    func values(_ uid: UID, _ latest: [UID: FieldState.Values]) -> String {
+        guard let v = latest[uid] else { return raw[uid] ?? "" }
+        return v.values.filter { $0.name != "ndef" }.map {
+            "\($0.name)=\(Self.text($0.value))" + ($0.unit.map { " " + $0 } ?? "")
+        }.joined(separator: " ")
+    }
+
     /// The screen: `title` first, each line cut to `width`, at most `height` lines.
     public func render(title: String, width: Int, height: Int, now: Millis) -> [String] {
         func cut(_ s: String) -> String { s.count <= width ? s : String(s.prefix(max(0, width - 1))) + "…" }
@@ -121,18 +128,30 @@ public struct WatchView {
                 + pad("RATE", 6)
                 + " LAST VALUES",
         ]
+        let state = field.snapshot()
         let errorLines = min(errors.count, 8)
-        let room = max(1, height - lines.count - 3 - errorLines)
+        let alarmLines = min(state.alarms.count, 5)
+        let room = max(1, height - lines.count - 3 - errorLines - (alarmLines > 0 ? alarmLines + 2 : 0))
         for uid in order.prefix(room) {
             let r = rate(uid)
             let pct = r.of == 0 ? 0 : (100 * r.seen) / r.of
             lines.append(
                 pad(uid.description, 17) + " " + pad(assets[uid] ?? "-", 22) + " "
                     + pad(models[uid] ?? uid.manufacturer.description, 18) + " "
-                    + pad("\(r.seen)/\(r.of)", 7) + " " + pad("\(pct) %", 6) + " " + (values[uid] ?? ""))
+                    + pad("\(r.seen)/\(r.of)", 7) + " " + pad("\(pct) %", 6) + " " + values(uid, state.values))
         }
         if order.count > room { lines.append("… and \(order.count - room) more (a taller terminal shows them)") }
         if order.isEmpty { lines.append("no tag in the field") }
+        if alarmLines > 0 {
+            // The violations going on now, critical first (the field state's order), as the status page has them.
+            lines.append("")
+            lines.append("alarms now (\(state.alarms.count)):")
+            for a in state.alarms.prefix(alarmLines) {
+                lines.append(
+                    "  \(a.severity.rawValue) \(a.rule): \(a.asset ?? a.uid.description) since \(time.time(a.since)) — \(a.detail)"
+                )
+            }
+        }
         lines.append("")
         lines.append(errors.isEmpty ? "no errors" : "errors and violations, latest first:")
         for e in errors.suffix(errorLines).reversed() {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FieldState
 import Foundation
 #if canImport(Glibc)
     import Glibc
@@ -92,8 +93,20 @@ struct Watch: ParsableCommand {
             config: c, reader: rc, rules: rules, register: register, session: session, writer: writer,
             clock: SystemClock())
         var readings: [Reading] = [], events: [Event] = []
-        agent.onReading = { readings.append($0) }
-        agent.onEvent = { events.append($0) }
+        // The field's live state, fed as the service's polling jobs feed theirs: the values and alarms shown.
+        let field = FieldState(
+            readers: [FieldState.Reader(id: rc.id, location: rc.location, intervalMs: c.intervalMs)],
+            units: Dictionary(
+                c.fieldInfos.compactMap { f in f.unit.map { (f.name, $0) } }, uniquingKeysWith: { a, _ in a }))
+        func asset(_ uid: UID?) -> String? { uid.flatMap { register?.rows[$0.description]?["asset_id"] } }
+        agent.onReading = {
+            readings.append($0)
+            field.readingTaken($0, asset: asset($0.uid))
+        }
+        agent.onEvent = {
+            events.append($0)
+            field.eventRecorded($0, asset: asset($0.uid))
+        }
 
         let terminal = Terminal()
         terminal.enter()
@@ -102,9 +115,7 @@ struct Watch: ParsableCommand {
             terminal.leave()
         }
         var view = WatchView(
-            window: window, assets: WatchView.assetNames(registerFile: c.registerFile),
-            units: Dictionary(
-                c.fieldInfos.compactMap { f in f.unit.map { (f.name, $0) } }, uniquingKeysWith: { a, _ in a }),
+            window: window, field: field, assets: WatchView.assetNames(registerFile: c.registerFile),
             time: c.localTime)
         let title =
             "vlogger watch — reader \(rc.id): \(session.reader.name)\(rc.location.map { ", " + $0 } ?? "")"
@@ -116,6 +127,9 @@ struct Watch: ParsableCommand {
             events.removeAll()
             let report = agent.cycle()
             _ = writer.commitNow()
+            field.cycleDone(
+                reader: rc.id, tags: report.tags, up: agent.readerHealthy, lastGoodPollMs: agent.lastGoodPollMs,
+                name: session.reader.name, intervalMs: c.intervalMs, location: rc.location)
             var models: [UID: String] = [:]
             for uid in report.tags {
                 if let m = try? session.client.memory(of: uid) {
