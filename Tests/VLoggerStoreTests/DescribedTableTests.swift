@@ -36,22 +36,6 @@ import VLoggerModel
         }
     }
 
-    /// The store's own tables end at the described shape, as the exported ones do
-    /// (`theMigratedTablesHaveTheDescribedColumns`).
-    @Test func theInternalTablesHaveTheDescribedColumns() throws {
-        let s = try Store(path: scratchPath("internal.db"))
-        for d in TableDescription.internalTables {
-            let shape = try s.withReader { db throws(StoreError) in
-                let q = try db.prepare(
-                    "SELECT name, type, \"notnull\" FROM pragma_table_info('\(d.name)') ORDER BY name")
-                var out: [String] = []
-                while try q.step() { out.append("\(q.text(0) ?? "") \(q.text(1) ?? "") \(q.int64(2) == 0)") }
-                return out
-            }
-            #expect(shape == d.columns.map { "\($0.name) \($0.sqlite) \($0.nullable)" }.sorted(), "\(d.name)")
-        }
-    }
-
     func tagRow(_ s: Store) throws -> [String] {
         try s.withReader { db throws(StoreError) in
             let q = try db.prepare(
