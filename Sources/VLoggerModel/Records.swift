@@ -194,7 +194,8 @@ public struct WriteRecord: Equatable, Sendable {
     public var result: String
     public var verified: Bool
     public var exchanges: Int
-    /// Who asked for the write (as `Event.origin`): `cli` for `vlogger write`, `queue` for a queued write.
+    /// Who asked for the write (as `Event.origin`): `cli` for `vlogger write`; for a queued write the queue's
+    /// record of who queued it (`api`, `cli`), or `queue` when the queue does not know.
     public var origin: String?
 
     public init(

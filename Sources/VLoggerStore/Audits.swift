@@ -110,14 +110,7 @@ extension Store {
                     ? .warning : .info,
                 detail: a.summary)
             // The event as the batch stores one (an audit's names no tag: no asset id from the register).
-            let values: [DatabaseValue] = TableDescription.events.names.map { name in
-                switch e.column(name) {
-                case .null: return .null
-                case .integer(let n): return n.databaseValue
-                case .text(let t): return t.databaseValue
-                case .blob(let b): return Data(b).databaseValue
-                }
-            }
+            let values = TableDescription.events.names.map { SQLValue(e.column($0)).databaseValue }
             try db.execute(sql: TableDescription.events.insertSQL, arguments: StatementArguments(values))
             return id
         }

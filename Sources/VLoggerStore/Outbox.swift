@@ -22,10 +22,10 @@ public enum SyncTable: String, CaseIterable, Sendable {
     public var isUpserted: Bool { tableDescription.upsertKey != nil }
 
     /// Each table's description, outbox columns and queries, worked out once (every row's `value(_:in:)` asks).
-    private static let described: [SyncTable: (table: TableDescription, columns: [OutboxColumn], sql: String?)] =
-        Dictionary(
+    private static let described:
+        [SyncTable: (table: TableDescription, columns: [OutboxColumn], sql: String?, backlog: String?)] = Dictionary(
             uniqueKeysWithValues: allCases.compactMap { t in
-                TableDescription.named(t.rawValue).map { (t, ($0, $0.outboxColumns, $0.outboxSQL)) }
+                TableDescription.named(t.rawValue).map { (t, ($0, $0.outboxColumns, $0.outboxSQL, $0.backlogSQL)) }
             })
 
     /// The local query: cursor, time, gateway, then `columns`; rows after the cursor (`?1`), in its order, at most
@@ -40,7 +40,7 @@ public enum SyncTable: String, CaseIterable, Sendable {
     /// Rows after the cursor and the oldest one's time.
     var backlogSQL: String {
         get throws(StoreError) {
-            guard let sql = tableDescription.backlogSQL else {
+            guard let sql = Self.described[self]?.backlog else {
                 throw StoreError("the table \(rawValue) is not shipped")
             }
             return sql

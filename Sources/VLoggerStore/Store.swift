@@ -538,10 +538,12 @@ public final class Store: @unchecked Sendable {
                 if m.records > 0 {
                     try store([m], .readerBuffers, db)
                 } else {
-                    // A mark of no records is the reader's buffer cleared: its row goes.
-                    let s = try statement(TableDescription.readerBuffers.deleteSQL ?? "", db)
+                    // A mark of no records is the reader's buffer cleared: its row goes (by the table's key).
+                    let d = TableDescription.readerBuffers
+                    guard let delete = d.deleteSQL else { continue }
+                    let s = try statement(delete, db)
                     s.reset()
-                    try s.bind([.text(m.reader)])
+                    try s.bind((d.upsertKey ?? []).map { SQLValue(m.column($0)) })
                     try s.step()
                 }
             }
@@ -564,6 +566,12 @@ public final class Store: @unchecked Sendable {
         try prepared(&described[sql], db, sql)
     }
 
+    /// Each table's batch statement (its upsert, or its insert) and the columns its parameters bind, made once.
+    private static let batchSQL = Dictionary(
+        uniqueKeysWithValues: (TableDescription.all + TableDescription.internalTables).map {
+            ($0.name, (sql: $0.upsertSQL ?? $0.insertSQL, columns: $0.parameterColumns))
+        })
+
     /// Stores `rows` as rows of `table`: inserted, or (a table with a key) stored again under their key and merged
     /// as its columns say. Each value is the record's, or the store's own (`ColumnSource`): the register's asset id
     /// of the row's UID. In the caller's transaction.
@@ -571,8 +579,8 @@ public final class Store: @unchecked Sendable {
         throws(StoreError)
     {
         guard !rows.isEmpty else { return }
-        let s = try statement(table.upsertSQL ?? table.insertSQL, db)
-        let columns = table.parameterColumns
+        let (sql, columns) = Self.batchSQL[table.name] ?? (table.upsertSQL ?? table.insertSQL, table.parameterColumns)
+        let s = try statement(sql, db)
         for r in rows {
             s.reset()
             try s.bind(
@@ -691,7 +699,7 @@ public final class Store: @unchecked Sendable {
     public func events(kind: Event.Kind? = nil) throws(StoreError) -> [Event] {
         try withReader { db throws(StoreError) in
             let s = try db.prepare(
-                "SELECT time, gateway, uid, kind, name, severity, detail, reader, location FROM events"
+                "SELECT time, gateway, uid, kind, name, severity, detail, reader, location, origin FROM events"
                     + (kind == nil ? "" : " WHERE kind = ?") + " ORDER BY id")
             if let kind { try s.bind([.text(kind.rawValue)]) }
             var out: [Event] = []
@@ -701,7 +709,8 @@ public final class Store: @unchecked Sendable {
                         time: s.int64(0), gateway: s.text(1) ?? "", reader: s.text(7), location: s.text(8),
                         uid: s.text(2).flatMap { try? UID(parsing: $0) },
                         kind: Event.Kind(rawValue: s.text(3) ?? "") ?? .error, name: s.text(4) ?? "",
-                        severity: Event.Severity(rawValue: s.text(5) ?? "") ?? .info, detail: s.text(6) ?? ""))
+                        severity: Event.Severity(rawValue: s.text(5) ?? "") ?? .info, detail: s.text(6) ?? "",
+                        origin: s.text(9)))
             }
             return out
         }

@@ -231,3 +231,16 @@ struct StoredQueuedWrite: Codable, FetchableRecord, MutablePersistableRecord {
         return w
     }
 }
+
+extension SQLValue {
+    /// The value as GRDB binds it (the cold paths that write a described row through GRDB: an audit's event).
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: return .null
+        case .integer(let n): return n.databaseValue
+        case .real(let d): return d.databaseValue
+        case .text(let t): return t.databaseValue
+        case .blob(let b): return Data(b).databaseValue
+        }
+    }
+}

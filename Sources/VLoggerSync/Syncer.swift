@@ -322,12 +322,12 @@ public final class Syncer: @unchecked Sendable {
         if upsert {
             // The newer row as the gateway merged it, but for the key and the earliest of a kept-smallest column
             // (a tag's first sighting), as the columns' merge rules say.
-            let merges = Dictionary(uniqueKeysWithValues: table.tableDescription.columns.map { ($0.name, $0.merge) })
-            let updates = columns.map(\.name).compactMap { name -> String? in
-                switch merges[name] {
-                case .kept?: return nil
-                case .min?: return "\"\(name)\" = least(\(table.rawValue).\"\(name)\", EXCLUDED.\"\(name)\")"
-                default: return "\"\(name)\" = EXCLUDED.\"\(name)\""
+            let updates = table.tableDescription.columns.filter { $0.outbox != nil }.compactMap { c -> String? in
+                let name = "\"\(c.name)\""
+                switch c.merge {
+                case .kept: return nil
+                case .min: return "\(name) = least(\(table.rawValue).\(name), EXCLUDED.\(name))"
+                default: return "\(name) = EXCLUDED.\(name)"
                 }
             }
             sql +=

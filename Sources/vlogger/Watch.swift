@@ -94,18 +94,18 @@ struct Watch: ParsableCommand {
             clock: SystemClock())
         var readings: [Reading] = [], events: [Event] = []
         // The field's live state, fed as the service's polling jobs feed theirs: the values and alarms shown.
-        let field = FieldState(
+        let fieldState = FieldState(
             readers: [FieldState.Reader(id: rc.id, location: rc.location, intervalMs: c.intervalMs)],
             units: Dictionary(
                 c.fieldInfos.compactMap { f in f.unit.map { (f.name, $0) } }, uniquingKeysWith: { a, _ in a }))
         func asset(_ uid: UID?) -> String? { uid.flatMap { register?.rows[$0.description]?["asset_id"] } }
         agent.onReading = {
             readings.append($0)
-            field.readingTaken($0, asset: asset($0.uid))
+            fieldState.readingTaken($0, asset: asset($0.uid))
         }
         agent.onEvent = {
             events.append($0)
-            field.eventRecorded($0, asset: asset($0.uid))
+            fieldState.eventRecorded($0, asset: asset($0.uid))
         }
 
         let terminal = Terminal()
@@ -115,7 +115,7 @@ struct Watch: ParsableCommand {
             terminal.leave()
         }
         var view = WatchView(
-            window: window, field: field, assets: WatchView.assetNames(registerFile: c.registerFile),
+            window: window, field: fieldState, assets: WatchView.assetNames(registerFile: c.registerFile),
             time: c.localTime)
         let title =
             "vlogger watch — reader \(rc.id): \(session.reader.name)\(rc.location.map { ", " + $0 } ?? "")"
@@ -127,7 +127,7 @@ struct Watch: ParsableCommand {
             events.removeAll()
             let report = agent.cycle()
             _ = writer.commitNow()
-            field.cycleDone(
+            fieldState.cycleDone(
                 reader: rc.id, tags: report.tags, up: agent.readerHealthy, lastGoodPollMs: agent.lastGoodPollMs,
                 name: session.reader.name, intervalMs: c.intervalMs, location: rc.location)
             var models: [UID: String] = [:]

@@ -46,7 +46,8 @@ struct WritesList: ParsableCommand {
                 "\(w.id)  \(w.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(w.uid)  \(w.first)  \(what)"
                     + "  queued \(time.dateTime(w.created))" + (w.reader.map { "  reader \($0)" } ?? "")
                     + (w.expires.map { "  expires \(time.dateTime($0))" } ?? "")
-                    + (w.finished.map { "  \(time.dateTime($0))" } ?? "") + (w.result.map { "  \($0)" } ?? ""))
+                    + (w.finished.map { "  \(time.dateTime($0))" } ?? "") + (w.result.map { "  \($0)" } ?? "")
+                    + (w.origin.map { "  by \($0)" } ?? ""))
         }
         print("\(list.count) write\(list.count == 1 ? "" : "s")")
     }

@@ -77,6 +77,8 @@ import VLoggerModel
         let events = try s.outbox(.events, after: 0, limit: 10)
         #expect(
             events.map { $0.value("origin", in: .events) } == [.text("queue"), .null, .text("api:plc-7")])
+        // Read back as stored, not as the kind would say.
+        #expect(try s.events(kind: .auditFinished).map(\.origin) == ["api:plc-7"])
     }
 
     /// A queued write keeps who queued it; a write queued before the column has none (its write is the queue's).
