@@ -422,7 +422,7 @@ struct ServiceSyncTests {
         try text.write(to: config, atomically: true, encoding: .utf8)
         let store = work.appendingPathComponent("svc.db").path
         let schema = try CLI.run(["sync", "--config", config.path, "--store", store, "--init-schema"])
-        #expect(schema.code == 0 && schema.out.contains("from version 0 to 3"), "\(schema.out)\(schema.err)")
+        #expect(schema.code == 0 && schema.out.contains("from version 0 to 4"), "\(schema.out)\(schema.err)")
 
         let log = work.appendingPathComponent("svc.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
