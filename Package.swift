@@ -61,6 +61,9 @@ let package = Package(
         // Tag images and their dump formats (project JSON, Proxmark3, Flipper): dump and restore on any reader use them.
         .target(name: "TagImages", dependencies: ["ISO15693"]),
         .target(name: "TagSimulator", dependencies: ["ISO15693", "TagImages", "SensorTags"]),
+        // OPC UA as values, no I/O (issue 49): the binary encoding of the built-in types (OPC 10000-6 §5.2). The
+        // server's transport and services come on top of it.
+        .target(name: "OPCUA"),
         // Tag security: originality signatures (secp128r1 ECDSA written here; SHA-256 from swift-crypto).
         .target(
             name: "TagSecurity",
@@ -239,7 +242,7 @@ let package = Package(
                 "DriverFEIG", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity", "SensorTags",
                 "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerConfig", "VLoggerOutbox", "LinkedOutputs",
-                "VLoggerService",
+                "VLoggerService", "OPCUA",
                 .product(name: "Mustache", package: "swift-mustache"),
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
@@ -291,6 +294,7 @@ let package = Package(
                 "CHost", "VLoggerCore", "VLoggerStore",
             ]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
+        .testTarget(name: "OPCUATests", dependencies: ["OPCUA"]),
         .testTarget(name: "TagSecurityTests", dependencies: ["TagSecurity", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(

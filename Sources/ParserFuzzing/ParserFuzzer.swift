@@ -12,6 +12,7 @@ import TagSimulator
 import Type5NDEF
 import ISO15693Fuzzing
 import Mustache
+import OPCUA
 import VLoggerCore
 import VLoggerService
 import VLoggerModel
@@ -297,6 +298,21 @@ public struct ParserFuzzer {
             ) { b in
                 (try? StrictJSON.parse(b)) != nil
             },
+            // OPC UA Binary (the coming server's requests): every decoder of a built-in type reads the same bytes;
+            // what one accepts it writes back, and reads again to the same value.
+            Target(name: "opcua-binary", seeds: OPCUASeeds.all) { b in
+                func check<T: BinaryCodable & Equatable>(_: T.Type) -> Bool {
+                    guard let v = try? T.decode(b, limits: OPCUASeeds.limits) else { return false }
+                    precondition((try? T.decode(v.encoded, limits: OPCUASeeds.limits)) == v, "\(T.self) round trip")
+                    return true
+                }
+                let results = [
+                    check(Variant.self), check(DataValue.self), check(DiagnosticInfo.self), check(NodeId.self),
+                    check(ExpandedNodeId.self), check(ExtensionObject.self), check(LocalizedText.self),
+                    check(QualifiedName.self),
+                ]
+                return results.contains(true)
+            },
             // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
             Target(
                 name: "feig-frame",
@@ -487,5 +503,40 @@ public struct ParserFuzzer {
                 return true
             },
         ]
+    }
+}
+
+/// Seeds of the OPC UA Binary target: a value of each built-in type in a Variant, arrays and a matrix, nested
+/// DataValues and Variants, a DiagnosticInfo chain, NodeIds in every form.
+enum OPCUASeeds {
+    /// Small limits, so that inputs reach them.
+    static let limits = DecodingLimits(maxStringLength: 256, maxByteStringLength: 256, maxArrayLength: 64, maxDepth: 8)
+
+    static var all: [[UInt8]] {
+        let guid = Guid(
+            data1: 0x7296_2B91, data2: 0xFA75, data3: 0x4AE6, data4: [0x8D, 0x28, 0xB4, 0x04, 0xDC, 0x7D, 0xAF, 0x63])
+        let scalars: [Scalar] = [
+            .boolean(true), .sByte(-5), .byte(200), .int16(-3), .uInt16(6), .int32(-2), .uInt32(4), .int64(-9),
+            .uInt64(18), .float(1.5), .double(-2.25), .string("Kühlraum"), .string(nil),
+            .dateTime(DateTime(rawValue: 1)),
+            .guid(guid), .byteString([1, 2]), .xmlElement("<a/>"), .nodeId(NodeId(85)),
+            .nodeId(NodeId(namespace: 2, .string("Dock"))), .nodeId(NodeId(namespace: 4, .guid(guid))),
+            .nodeId(NodeId(namespace: 5, .opaque([0xDE]))), .nodeId(NodeId(70000, namespace: 3)),
+            .expandedNodeId(ExpandedNodeId(NodeId(1025), namespaceUri: "urn:x", serverIndex: 2)),
+            .statusCode(StatusCode(0x80AB_0000)), .qualifiedName(QualifiedName(namespace: 2, "Reader")),
+            .localizedText(LocalizedText(locale: "de", "Leser")),
+            .extensionObject(ExtensionObject(typeId: NodeId(298), body: .binary([1, 2, 3]))),
+            .dataValue(
+                DataValue(value: .scalar(.double(21.5)), status: StatusCode(0), sourceTimestamp: DateTime(rawValue: 5))),
+            .diagnosticInfo(
+                DiagnosticInfo(symbolicId: 1, additionalInfo: "x", innerDiagnosticInfo: DiagnosticInfo(locale: 2))),
+        ]
+        var out = scalars.map { Variant.scalar($0).encoded }
+        out.append(Variant.array(.int32, (1...6).map { .int32($0) }, dimensions: [2, 3]).encoded)
+        out.append(
+            Variant.array(.variant, [.variant(.scalar(.int32(1))), .variant(.array(.string, [.string("a")]))]).encoded)
+        out.append(DataValue(value: .scalar(.dataValue(DataValue(value: .null))), serverPicoseconds: 7).encoded)
+        out.append(ExtensionObject(typeId: NodeId(namespace: 1, .string("T")), body: .xml("<x/>")).encoded)
+        return out
     }
 }
