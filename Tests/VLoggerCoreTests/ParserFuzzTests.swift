@@ -19,7 +19,7 @@ import ParserFuzzing
                 "feig-reply", "feig-device", "decoded-json", "sparkplug-ncmd", "sparkplug-state", "mqtt-instance",
                 "stream-query",
                 "read-query", "originality",
-                "values", "template", "sensor-answers", "secrets", "st-areas", "opcua-binary",
+                "values", "template", "sensor-answers", "secrets", "st-areas", "opcua-binary", "opcua-transport",
             ])
         for target in targets {
             #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")

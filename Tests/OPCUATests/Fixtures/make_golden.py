@@ -91,4 +91,16 @@ di = ua.DiagnosticInfo(
     SymbolicId=1, NamespaceURI=2, AdditionalInfo="dock door", InnerStatusCode=ua.StatusCode(0x80AB0000))
 add("diagnosticinfo", "diagnosticinfo", b.struct_to_binary(di))
 
+# UA-TCP messages, header included (OPC 10000-6 §7.1.2).
+add("hello", "hello", b.uatcp_to_binary(ua.MessageType.Hello, ua.Hello(
+    ProtocolVersion=0, ReceiveBufferSize=65536, SendBufferSize=65536, MaxMessageSize=0, MaxChunkCount=0,
+    EndpointUrl="opc.tcp://127.0.0.1:4840")))
+hello = ua.Hello()  # asyncua's own defaults: 2**31 - 1 for the sizes and limits
+hello.EndpointUrl = "opc.tcp://gateway.plant.example:4840/vlogger"
+add("hello-asyncua-defaults", "hello", b.uatcp_to_binary(ua.MessageType.Hello, hello))
+add("acknowledge", "acknowledge", b.uatcp_to_binary(ua.MessageType.Acknowledge, ua.Acknowledge(
+    ProtocolVersion=0, ReceiveBufferSize=65536, SendBufferSize=65536, MaxMessageSize=4194304, MaxChunkCount=64)))
+add("error", "error", b.uatcp_to_binary(ua.MessageType.Error, ua.ErrorMessage(
+    Error=ua.StatusCode(0x80800000), Reason="too large")))
+
 print(json.dumps({"source": f"asyncua {version('asyncua')} (PyPI), ua_binary", "cases": cases}, indent=1))
