@@ -24,10 +24,31 @@ public struct StatusCode: RawRepresentable, Hashable, Sendable, BinaryCodable, C
         return "0x" + String(repeating: "0", count: max(0, 8 - hex.count)) + hex
     }
 
-    // The codes the encoding itself needs (StatusCode.csv of OPCFoundation/UA-Nodeset; docs/reference/opcua.md).
-    public static let good = StatusCode(0)
-    public static let badDecodingError = StatusCode(0x8007_0000)
-    public static let badEncodingLimitsExceeded = StatusCode(0x8008_0000)
+    /// The code's name from StatusCode.csv (`BadDecodingError`), the flag bits aside; nil for a code it lacks.
+    public var name: String? { Self.names[rawValue & 0xFFFF_0000] }
+    // The codes themselves: Generated/StatusCodes.swift.
+}
+
+/// A structure of an information model with its binary encoding: what travels in an ExtensionObject, named by
+/// the NodeId of its DefaultBinary encoding (Generated/Types.swift has namespace 0's).
+public protocol Structure: BinaryCodable, Hashable {
+    static var dataTypeId: NodeId { get }
+    static var binaryEncodingId: NodeId { get }
+}
+
+extension Structure {
+    /// The structure in its envelope.
+    public var extensionObject: ExtensionObject {
+        ExtensionObject(typeId: Self.binaryEncodingId, body: .binary(encoded))
+    }
+
+    /// The structure in `object`, which must name this type's encoding and carry a binary body.
+    public init(_ object: ExtensionObject, limits: DecodingLimits = .server) throws(DecodingError) {
+        guard object.typeId == Self.binaryEncodingId, case .binary(let body) = object.body else {
+            throw DecodingError(.invalid, at: 0, "ExtensionObject \(object.typeId) is not a \(Self.self)")
+        }
+        self = try Self.decode(body, limits: limits)
+    }
 }
 
 /// A point in time: 100-nanosecond intervals since 1601-01-01 00:00 UTC (OPC 10000-6 §5.2.2.5).

@@ -19,17 +19,6 @@ public struct TransportError: Error, Equatable, Sendable, CustomStringConvertibl
     public var message: ErrorMessage { ErrorMessage(error: status, reason: reason) }
 }
 
-extension StatusCode {
-    // StatusCode.csv of OPCFoundation/UA-Nodeset (asyncua 2.1.0's status_codes.py has the same values).
-    public static let badTcpMessageTypeInvalid = StatusCode(0x807E_0000)
-    public static let badTcpMessageTooLarge = StatusCode(0x8080_0000)
-    public static let badTcpEndpointUrlInvalid = StatusCode(0x8083_0000)
-    public static let badConnectionRejected = StatusCode(0x80AC_0000)
-    public static let badProtocolVersionUnsupported = StatusCode(0x80BE_0000)
-    public static let badResponseTooLarge = StatusCode(0x80B9_0000)
-    public static let badRequestTooLarge = StatusCode(0x80B8_0000)
-}
-
 /// The 8 bytes before every UA-TCP message and secure-conversation chunk (OPC 10000-6 §7.1.2.2, §6.7.2.2): three
 /// ASCII letters, the chunk type (`F` final, `C` intermediate, `A` abort), the UInt32 size including these 8 bytes.
 public struct MessageHeader: Equatable, Sendable {

@@ -309,8 +309,19 @@ public struct ParserFuzzer {
                         (try? T.decode(once, limits: OPCUASeeds.limits))?.encoded == once, "\(T.self) round trip")
                     return true
                 }
+                // A service message's body: its type's encoding NodeId, then that generated type's fields.
+                var service = false
+                var r = BinaryReader(b, limits: OPCUASeeds.limits)
+                if let id = try? NodeId(from: &r), let type = structuresByEncoding[id],
+                    let v = try? type.decode(Array(b[r.offset...]), limits: OPCUASeeds.limits)
+                {
+                    let once = v.encoded
+                    precondition(
+                        (try? type.decode(once, limits: OPCUASeeds.limits))?.encoded == once, "\(type) round trip")
+                    service = true
+                }
                 let results = [
-                    check(Variant.self), check(DataValue.self), check(DiagnosticInfo.self), check(NodeId.self),
+                    service, check(Variant.self), check(DataValue.self), check(DiagnosticInfo.self), check(NodeId.self),
                     check(ExpandedNodeId.self), check(ExtensionObject.self), check(LocalizedText.self),
                     check(QualifiedName.self),
                 ]
@@ -564,6 +575,22 @@ enum OPCUASeeds {
             Variant.array(.variant, [.variant(.scalar(.int32(1))), .variant(.array(.string, [.string("a")]))]).encoded)
         out.append(DataValue(value: .scalar(.dataValue(DataValue(value: .null))), serverPicoseconds: 7).encoded)
         out.append(ExtensionObject(typeId: NodeId(namespace: 1, .string("T")), body: .xml("<x/>")).encoded)
+        // Service messages as a request's body carries them.
+        let header = RequestHeader(authenticationToken: NodeId(namespace: 0, .opaque([1, 2])), requestHandle: 7)
+        let read = ReadRequest(
+            requestHeader: header, timestampsToReturn: .both,
+            nodesToRead: [ReadValueId(nodeId: NodeId(2259), attributeId: 13)])
+        let browse = BrowseRequest(
+            requestHeader: header,
+            nodesToBrowse: [BrowseDescription(nodeId: NodeId(85), browseDirection: .forward, includeSubtypes: true)])
+        let session = CreateSessionRequest(
+            requestHeader: header,
+            clientDescription: ApplicationDescription(
+                applicationUri: "urn:x", applicationName: LocalizedText("x"), discoveryUrls: ["opc.tcp://x:4840"]),
+            endpointUrl: "opc.tcp://127.0.0.1:4840", clientNonce: Array(repeating: 7, count: 32))
+        out.append(ReadRequest.binaryEncodingId.encoded + read.encoded)
+        out.append(BrowseRequest.binaryEncodingId.encoded + browse.encoded)
+        out.append(CreateSessionRequest.binaryEncodingId.encoded + session.encoded)
         return out
     }
 }

@@ -91,6 +91,40 @@ di = ua.DiagnosticInfo(
     SymbolicId=1, NamespaceURI=2, AdditionalInfo="dock door", InnerStatusCode=ua.StatusCode(0x80AB0000))
 add("diagnosticinfo", "diagnosticinfo", b.struct_to_binary(di))
 
+# Service requests and responses as a message body carries them (OPC 10000-6 §7.1.2 and §5.2.2.15: the NodeId of
+# the type's DefaultBinary encoding, then its fields; asyncua keeps that NodeId as the dataclass's TypeId field),
+# and a structure in its ExtensionObject envelope: the generated types of Opc.Ua.Types.bsd.
+T0 = datetime(2026, 11, 28, 8, 30, 0, 250000, tzinfo=timezone.utc)
+header = ua.RequestHeader(AuthenticationToken=ua.NodeId(b"\x01\x02", 0, ua.NodeIdType.ByteString), Timestamp=T0,
+                          RequestHandle=7, ReturnDiagnostics=0, AuditEntryId=None, TimeoutHint=10000)
+read = ua.ReadRequest(RequestHeader=header, Parameters=ua.ReadParameters(
+    MaxAge=0.0, TimestampsToReturn=ua.TimestampsToReturn.Both,
+    NodesToRead=[ua.ReadValueId(NodeId=ua.NodeId(2259, 0), AttributeId=13),
+                 ua.ReadValueId(NodeId=ua.NodeId("Dock.Reader", 2), AttributeId=4,
+                                IndexRange=None, DataEncoding=ua.QualifiedName(None, 0))]))
+add("readrequest", "service", b.struct_to_binary(read))
+opn = ua.OpenSecureChannelRequest(RequestHeader=header, Parameters=ua.OpenSecureChannelParameters(
+    ClientProtocolVersion=0, RequestType=ua.SecurityTokenRequestType.Issue,
+    SecurityMode=ua.MessageSecurityMode.None_, ClientNonce=b"", RequestedLifetime=3600000))
+add("opensecurechannelrequest", "service", b.struct_to_binary(opn))
+session = ua.CreateSessionRequest(RequestHeader=header, Parameters=ua.CreateSessionParameters(
+    ClientDescription=ua.ApplicationDescription(
+        ApplicationUri="urn:example:client", ProductUri="urn:example", ApplicationName=ua.LocalizedText("client", "en"),
+        ApplicationType=ua.ApplicationType.Client, DiscoveryUrls=["opc.tcp://client:4841"]),
+    ServerUri=None, EndpointUrl="opc.tcp://127.0.0.1:4840", SessionName="asyncua", ClientNonce=bytes(range(32)),
+    ClientCertificate=None, RequestedSessionTimeout=3600000.0, MaxResponseMessageSize=0))
+add("createsessionrequest", "service", b.struct_to_binary(session))
+browse = ua.BrowseResponse(ResponseHeader=ua.ResponseHeader(Timestamp=T0, RequestHandle=7), Results=[ua.BrowseResult(
+    StatusCode=ua.StatusCode(0), ContinuationPoint=b"\x05",
+    References=[ua.ReferenceDescription(
+        ReferenceTypeId=ua.NodeId(35), IsForward=True, NodeId=ua.ExpandedNodeId(2253),
+        BrowseName=ua.QualifiedName("Server", 0), DisplayName=ua.LocalizedText("Server"),
+        NodeClass=ua.NodeClass.Object, TypeDefinition=ua.ExpandedNodeId(2004))])])
+add("browseresponse", "service", b.struct_to_binary(browse))
+add("euinformation", "structure", b.extensionobject_to_binary(ua.EUInformation(
+    NamespaceUri="http://www.opcfoundation.org/UA/units/un/cefact", UnitId=4408652,
+    DisplayName=ua.LocalizedText("°C"), Description=ua.LocalizedText("degree Celsius"))))
+
 # UA-TCP messages, header included (OPC 10000-6 §7.1.2).
 add("hello", "hello", b.uatcp_to_binary(ua.MessageType.Hello, ua.Hello(
     ProtocolVersion=0, ReceiveBufferSize=65536, SendBufferSize=65536, MaxMessageSize=0, MaxChunkCount=0,
