@@ -330,6 +330,15 @@ public struct ParserFuzzer {
             // UA-TCP: the header of every message and chunk, a whole Hello, and the server's negotiation of it.
             Target(name: "opcua-transport", seeds: OPCUASeeds.transport) { b in
                 guard let h = try? MessageHeader.parse(b, maxSize: 65_536) else { return false }
+                if h.kind == .open || h.kind == .message || h.kind == .close {
+                    // A secure-conversation chunk: read, written again the same, and put into a message.
+                    guard let chunk = try? SecureChunk(b) else { return true }
+                    let once = chunk.encoded
+                    precondition((try? SecureChunk(once))?.encoded == once, "chunk round trip")
+                    var assembler = ChunkAssembler(maxMessageSize: 1 << 16, maxChunkCount: 4)
+                    _ = try? assembler.add(chunk)
+                    return true
+                }
                 guard h.kind == .hello, let hello = try? Hello(message: b) else { return true }
                 precondition((try? Hello(message: hello.message)) == hello, "HEL round trip")
                 if let n = try? TransportLimits.server.negotiate(hello) {
@@ -547,6 +556,16 @@ enum OPCUASeeds {
             Acknowledge(receiveBufferSize: 8192, sendBufferSize: 8192, maxMessageSize: 0, maxChunkCount: 0).message,
             ErrorMessage(error: .badTcpMessageTooLarge, reason: "too large").message,
             MessageHeader(kind: .message, chunk: .intermediate, size: 16).bytes + [UInt8](repeating: 0, count: 8),
+            SecureChunk(
+                kind: .open, channelId: 0,
+                security: .asymmetric(
+                    policyUri: SecureChunk.policyNone, senderCertificate: nil, receiverThumbprint: nil),
+                sequenceNumber: 1, requestId: 1, body: [1, 0, 0xBE, 1]
+            ).encoded,
+            SecureChunk(
+                kind: .message, chunk: .intermediate, channelId: 5, security: .symmetric(tokenId: 9), sequenceNumber: 2,
+                requestId: 2, body: Array(0...40)
+            ).encoded,
         ]
     }
 

@@ -125,6 +125,18 @@ add("euinformation", "structure", b.extensionobject_to_binary(ua.EUInformation(
     NamespaceUri="http://www.opcfoundation.org/UA/units/un/cefact", UnitId=4408652,
     DisplayName=ua.LocalizedText("°C"), Description=ua.LocalizedText("degree Celsius"))))
 
+# Secure-conversation chunks of policy None (OPC 10000-6 §6.7.2), as asyncua's SecureConnection writes them: the
+# OPN of the request above (sequence number 1), then a 20,480-byte MSG body cut for an 8,192-byte buffer
+# (channel 5, token 9, request 2: three chunks numbered 2, 3, 4).
+from asyncua.common.connection import SecureConnection, TransportLimits  # noqa: E402
+from asyncua.crypto.security_policies import SecurityPolicyNone  # noqa: E402
+
+conn = SecureConnection(SecurityPolicyNone(), TransportLimits(max_recv_buffer=8192, max_send_buffer=8192))
+add("opn-chunk", "chunks", conn.message_to_binary(b.struct_to_binary(opn), ua.MessageType.SecureOpen, request_id=1))
+conn.security_token.ChannelId = 5
+conn.security_token.TokenId = 9
+add("msg-chunks", "chunks", conn.message_to_binary(bytes(range(256)) * 80, ua.MessageType.SecureMessage, request_id=2))
+
 # UA-TCP messages, header included (OPC 10000-6 §7.1.2).
 add("hello", "hello", b.uatcp_to_binary(ua.MessageType.Hello, ua.Hello(
     ProtocolVersion=0, ReceiveBufferSize=65536, SendBufferSize=65536, MaxMessageSize=0, MaxChunkCount=0,
