@@ -61,9 +61,15 @@ let package = Package(
         // Tag images and their dump formats (project JSON, Proxmark3, Flipper): dump and restore on any reader use them.
         .target(name: "TagImages", dependencies: ["ISO15693"]),
         .target(name: "TagSimulator", dependencies: ["ISO15693", "TagImages", "SensorTags"]),
-        // OPC UA as values, no I/O (issue 49): the binary encoding of the built-in types (OPC 10000-6 §5.2). The
-        // server's transport and services come on top of it.
-        .target(name: "OPCUA"),
+        // OPC UA as values, no I/O (issue 49): the binary encoding (OPC 10000-6 §5.2), namespace 0's generated
+        // types, UA-TCP and secure-conversation chunks, the policies' symmetric cryptography (swift-crypto). The
+        // server comes on top of it.
+        .target(
+            name: "OPCUA",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         // Tag security: originality signatures (secp128r1 ECDSA written here; SHA-256 from swift-crypto).
         .target(
             name: "TagSecurity",
