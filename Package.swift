@@ -300,7 +300,8 @@ let package = Package(
                 "CHost", "VLoggerCore", "VLoggerStore",
             ]),
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
-        .testTarget(name: "OPCUATests", dependencies: ["OPCUA"]),
+        .testTarget(
+            name: "OPCUATests", dependencies: ["OPCUA", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TagSecurityTests", dependencies: ["TagSecurity", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(

@@ -337,6 +337,8 @@ public struct ParserFuzzer {
                     precondition((try? SecureChunk(once))?.encoded == once, "chunk round trip")
                     var assembler = ChunkAssembler(maxMessageSize: 1 << 16, maxChunkCount: 4)
                     _ = try? assembler.add(chunk)
+                    // Opened as a signed and encrypted chunk: a typed refusal, whatever the bytes.
+                    _ = try? SecureChunk(b, opening: OPCUASeeds.symmetric)
                     return true
                 }
                 guard h.kind == .hello, let hello = try? Hello(message: b) else { return true }
@@ -546,6 +548,13 @@ enum OPCUASeeds {
     /// Small limits, so that inputs reach them.
     static let limits = DecodingLimits(maxStringLength: 256, maxByteStringLength: 256, maxArrayLength: 64, maxDepth: 8)
 
+    /// Basic256Sha256's symmetric keys from two fixed nonces, for chunks signed and encrypted.
+    static let symmetric: ChunkCrypto = {
+        let keys = SecurityPolicy.basic256Sha256.keys(
+            clientNonce: [UInt8](repeating: 1, count: 32), serverNonce: [UInt8](repeating: 2, count: 32))
+        return .symmetric(local: keys.client, remote: keys.client, encrypt: true)
+    }()
+
     static var transport: [[UInt8]] {
         [
             Hello(receiveBufferSize: 65_536, sendBufferSize: 65_536, endpointUrl: "opc.tcp://127.0.0.1:4840").message,
@@ -567,6 +576,10 @@ enum OPCUASeeds {
                 requestId: 2, body: Array(0...40)
             ).encoded,
         ]
+            + ((try? SecureChunk(
+                kind: .message, channelId: 5, security: .symmetric(tokenId: 9), sequenceNumber: 3, requestId: 3,
+                body: Array(0...60)
+            ).sealed(with: symmetric)).map { [$0] } ?? [])
     }
 
     static var all: [[UInt8]] {
