@@ -69,6 +69,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
         // Tag security: originality signatures (secp128r1 ECDSA written here; SHA-256 from swift-crypto).
         .target(
