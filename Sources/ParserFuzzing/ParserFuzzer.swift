@@ -327,6 +327,15 @@ public struct ParserFuzzer {
                 ]
                 return results.contains(true)
             },
+            // The OPC UA server's users file (salted PBKDF2 hashes, one line a user).
+            Target(
+                name: "opcua-users",
+                seeds: [
+                    "# users\noperator:pbkdf2-sha256:210000:000102030405060708090a0b0c0d0e0f:406433fe72ab0716eee13c031f384b8e90179328a0c50863477d84a06f7295dc\n"
+                ].map { Array($0.utf8) }
+            ) { b in
+                (try? UsersFile(text(b))) != nil
+            },
             // UA-TCP: the header of every message and chunk, a whole Hello, and the server's negotiation of it.
             Target(name: "opcua-transport", seeds: OPCUASeeds.transport) { b in
                 guard let h = try? MessageHeader.parse(b, maxSize: 65_536) else { return false }

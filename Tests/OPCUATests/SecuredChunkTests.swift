@@ -12,6 +12,7 @@ import Testing
     struct Vectors: Decodable {
         let source, clientKeyPEM, serverKeyPEM, clientCertificate, serverCertificate, clientPublicKey: String
         let clientNonce, serverNonce, opnBody, msgBody, opn, msgSignAndEncrypt, msgSign: String
+        let password, sessionNonce, passwordSecret, passwordAlgorithm: String
     }
 
     static let vectors: Vectors? = {

@@ -3,6 +3,7 @@
 - an OPN from a client to a server, signed with the client's key (PKCS#1 v1.5 SHA-256) and encrypted to the
   server's (RSA-OAEP SHA-1): OPNs are always both, whatever the mode (OPC 10000-6 §6.7.2; asyncua's own comment
   agrees). OAEP is random, so the test decrypts and verifies it rather than comparing bytes;
+- a UserName token's encrypted password (as asyncua's client encrypts it for ActivateSession);
 - MSG chunks from the client, symmetric: SignAndEncrypt (HMAC-SHA256 and AES-256-CBC with the keys P_SHA256 derives
   from fixed nonces) and Sign only. Deterministic: the test writes the same chunk and compares bytes.
 
@@ -58,6 +59,19 @@ encrypted = conn.message_to_binary(msg_body, ua.MessageType.SecureMessage, reque
 signed = connection(ua.MessageSecurityMode.Sign).message_to_binary(msg_body, ua.MessageType.SecureMessage, request_id=2)
 
 
+# A UserName token's password as asyncua's client sends it to this server (OPC 10000-4 §7.36.2.2: the password's
+# UTF-8 and the server's last nonce as one ByteString, encrypted to the server's certificate with the policy's
+# asymmetric algorithm), from Client._encrypt_password's steps.
+from asyncua.crypto import security_policies  # noqa: E402
+from asyncua.ua.ua_binary import Primitives  # noqa: E402
+
+password = "pässwort-42"
+session_nonce = bytes((11 * i + 3) % 256 for i in range(32))
+secret, algorithm = security_policies.encrypt_asymmetric(
+    server_cert.public_key(), Primitives.Bytes.pack(password.encode("utf8") + session_nonce),
+    SecurityPolicyBasic256Sha256.URI)
+
+
 def pem(key):
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption()).decode()
@@ -73,4 +87,6 @@ print(json.dumps({
     "clientNonce": client_nonce.hex(), "serverNonce": server_nonce.hex(),
     "opnBody": opn_body.hex(), "msgBody": msg_body.hex(),
     "opn": opn.hex(), "msgSignAndEncrypt": encrypted.hex(), "msgSign": signed.hex(),
+    "password": password, "sessionNonce": session_nonce.hex(), "passwordSecret": secret.hex(),
+    "passwordAlgorithm": algorithm,
 }, indent=1))
