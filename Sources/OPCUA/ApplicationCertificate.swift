@@ -24,7 +24,7 @@ public struct ApplicationCertificate: Sendable {
     /// The SHA-1 thumbprint, as the OPN's header names the receiver's certificate (OPC 10000-6 §6.7.2.3).
     public var thumbprint: [UInt8] { Array(Insecure.SHA1.hash(data: der)) }
     /// The SHA-256 fingerprint in hex, as `vlogger opcua certificates` lists it.
-    public var fingerprint: String { SHA256.hash(data: der).map { String(format: "%02X", $0) }.joined() }
+    public var fingerprint: String { hex(SHA256.hash(data: der), uppercase: true) }
 
     public var notValidBefore: Date { certificate.notValidBefore }
     public var notValidAfter: Date { certificate.notValidAfter }

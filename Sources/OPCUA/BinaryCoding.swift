@@ -245,3 +245,37 @@ extension BinaryCodable {
         return v
     }
 }
+
+/// Bytes from hex text, two digits a byte and nothing else; nil when it is not that (a GUID's text, a users
+/// file's salts and hashes).
+func bytes(hex text: some StringProtocol) -> [UInt8]? {
+    let digits = Array(text.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    var out: [UInt8] = []
+    out.reserveCapacity(digits.count / 2)
+    for i in stride(from: 0, to: digits.count, by: 2) {
+        guard let hi = hexValue(digits[i]), let lo = hexValue(digits[i + 1]) else { return nil }
+        out.append(hi << 4 | lo)
+    }
+    return out
+}
+
+private func hexValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case 0x30...0x39: return c - 0x30
+    case 0x41...0x46: return c - 0x41 + 10
+    case 0x61...0x66: return c - 0x61 + 10
+    default: return nil
+    }
+}
+
+/// Bytes as hex text, two digits a byte.
+func hex(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
+    let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+    var out: [UInt8] = []
+    for b in bytes {
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 0x0F)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}

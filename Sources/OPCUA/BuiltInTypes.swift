@@ -96,16 +96,8 @@ public struct Guid: Hashable, Sendable, BinaryCodable, CustomStringConvertible {
 
     /// A GUID from its text form (`72962B91-FA75-4AE6-8D28-B404DC7DAF63`); nil when it is not one.
     public init?(_ text: String) {
-        let hex = text.filter { $0 != "-" }
-        guard hex.count == 32, text.count == 36, hex.allSatisfy(\.isHexDigit) else { return nil }
-        var b: [UInt8] = []
-        var i = hex.startIndex
-        while i < hex.endIndex {
-            let j = hex.index(i, offsetBy: 2)
-            guard let v = UInt8(hex[i..<j], radix: 16) else { return nil }
-            b.append(v)
-            i = j
-        }
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard groups.map(\.count) == [8, 4, 4, 4, 12], let b = bytes(hex: groups.joined()) else { return nil }
         data1 = UInt32(b[0]) << 24 | UInt32(b[1]) << 16 | UInt32(b[2]) << 8 | UInt32(b[3])
         data2 = UInt16(b[4]) << 8 | UInt16(b[5])
         data3 = UInt16(b[6]) << 8 | UInt16(b[7])
@@ -113,12 +105,13 @@ public struct Guid: Hashable, Sendable, BinaryCodable, CustomStringConvertible {
     }
 
     public var description: String {
-        func h(_ v: UInt64, _ digits: Int) -> String {
-            let s = String(v, radix: 16, uppercase: true)
-            return String(repeating: "0", count: max(0, digits - s.count)) + s
-        }
-        let d4 = data4.map { h(UInt64($0), 2) }.joined()
-        return "\(h(UInt64(data1), 8))-\(h(UInt64(data2), 4))-\(h(UInt64(data3), 4))-\(d4.prefix(4))-\(d4.dropFirst(4))"
+        // The text form is Data1, Data2 and Data3 most significant byte first, then Data4 as it is.
+        let t = hex(
+            [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: data1 >> $0) }
+                + [8, 0].map { UInt8(truncatingIfNeeded: data2 >> $0) }
+                + [8, 0].map { UInt8(truncatingIfNeeded: data3 >> $0) } + data4, uppercase: true)
+        let c = Array(t)
+        return [c[0..<8], c[8..<12], c[12..<16], c[16..<20], c[20...]].map { String($0) }.joined(separator: "-")
     }
 
     public func encode(to w: inout BinaryWriter) {

@@ -50,21 +50,6 @@ public struct ChunkCrypto: Sendable {
 }
 
 extension SecureChunk {
-    /// The bytes after the message header and before the sequence header: the channel id and security header.
-    var securityBytes: [UInt8] {
-        var w = BinaryWriter()
-        w.write(channelId)
-        switch security {
-        case .asymmetric(let uri, let certificate, let thumbprint):
-            w.write(byteString: Array(uri.utf8))
-            w.write(byteString: certificate)
-            w.write(byteString: thumbprint)
-        case .symmetric(let token):
-            w.write(token)
-        }
-        return w.bytes
-    }
-
     /// The chunk as sent with `crypto`: the sequence header and body, padded to whole blocks when encrypted (a
     /// PaddingSize byte and as many bytes of that value, and a high byte when the cipher block is over 256
     /// bytes), signed over everything before the signature (the message header with its final size included),

@@ -35,9 +35,9 @@ public struct SecureChunk: Equatable, Sendable {
     /// The policy URI of security policy None (OPC 10000-7), sent even when nothing is secured.
     public static let policyNone = "http://opcfoundation.org/UA/SecurityPolicy#None"
 
-    /// The chunk's bytes (header size as it is now).
-    public var encoded: [UInt8] {
-        var w = BinaryWriter(capacity: body.count + 64)
+    /// The bytes after the message header and before the sequence header: the channel id and security header.
+    var securityBytes: [UInt8] {
+        var w = BinaryWriter()
         w.write(channelId)
         switch security {
         case .asymmetric(let uri, let certificate, let thumbprint):
@@ -47,6 +47,13 @@ public struct SecureChunk: Equatable, Sendable {
         case .symmetric(let token):
             w.write(token)
         }
+        return w.bytes
+    }
+
+    /// The chunk's bytes (header size as it is now).
+    public var encoded: [UInt8] {
+        var w = BinaryWriter(capacity: body.count + 64)
+        w.append(raw: securityBytes)
         w.write(sequenceNumber)
         w.write(requestId)
         w.append(raw: body)

@@ -78,26 +78,13 @@ public struct UsersFile: Sendable, Equatable {
             guard let rounds = Int(f[2]), (Self.defaultRounds...10_000_000).contains(rounds) else {
                 throw ParseError(line: i + 1, message: "\(f[0]): rounds \(f[2]) (210000 to 10000000)")
             }
-            guard let salt = Self.hex(f[3]), salt.count >= 16, let hash = Self.hex(f[4]), hash.count == 32 else {
+            guard let salt = bytes(hex: f[3]), salt.count >= 16, let hash = bytes(hex: f[4]), hash.count == 32 else {
                 throw ParseError(
                     line: i + 1, message: "\(f[0]): a salt of at least 16 bytes and a 32-byte hash, in hex")
             }
             guard entries[f[0]] == nil else { throw ParseError(line: i + 1, message: "\(f[0]) twice") }
             entries[f[0]] = Entry(name: f[0], rounds: rounds, salt: salt, hash: hash)
         }
-    }
-
-    static func hex(_ s: String) -> [UInt8]? {
-        guard s.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        var i = s.startIndex
-        while i < s.endIndex {
-            let j = s.index(i, offsetBy: 2)
-            guard let b = UInt8(s[i..<j], radix: 16) else { return nil }
-            out.append(b)
-            i = j
-        }
-        return out
     }
 
     static func pbkdf2(_ password: [UInt8], salt: [UInt8], rounds: Int) -> [UInt8]? {
@@ -113,8 +100,7 @@ public struct UsersFile: Sendable, Equatable {
         guard !name.isEmpty, !name.contains(":"), !name.contains("\n") else { return nil }
         let salt = (0..<16).map { _ in UInt8.random(in: 0...255) }
         guard let hash = pbkdf2(Array(password.utf8), salt: salt, rounds: rounds) else { return nil }
-        func h(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
-        return "\(name):pbkdf2-sha256:\(rounds):\(h(salt)):\(h(hash))"
+        return "\(name):pbkdf2-sha256:\(rounds):\(hex(salt)):\(hex(hash))"
     }
 
     /// Whether `password` is `name`'s; the hashes compared in time independent of where they differ. An unknown
