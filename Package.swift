@@ -72,6 +72,18 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
+        // The OPC UA server (issue 49) on SwiftNIO above the protocol target: UA-TCP connections, secure channels,
+        // sessions, the services, subscriptions, and namespace 0's part generated from the OPC Foundation's NodeSet
+        // (tools/opcua/nodeset.py). It knows no vlogger type; the gateway's namespace is put on it from above.
+        .target(
+            name: "OPCUAServer",
+            dependencies: [
+                "OPCUA",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Tag security: originality signatures (secp128r1 ECDSA written here; SHA-256 from swift-crypto).
         .target(
             name: "TagSecurity",
@@ -304,6 +316,12 @@ let package = Package(
         .testTarget(name: "TagSimulatorTests", dependencies: ["TagSimulator", "TagImages", "ISO15693"]),
         .testTarget(
             name: "OPCUATests", dependencies: ["OPCUA", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "OPCUAServerTests",
+            dependencies: [
+                "OPCUAServer", "OPCUA", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            exclude: ["Clients"]),
         .testTarget(name: "TagSecurityTests", dependencies: ["TagSecurity", "ISO15693"]),
         .testTarget(name: "Type5NDEFTests", dependencies: ["Type5NDEF"]),
         .testTarget(

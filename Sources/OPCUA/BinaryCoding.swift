@@ -279,3 +279,13 @@ func hex(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
     }
     return String(decoding: out, as: UTF8.self)
 }
+
+/// Hex text for the layers above (the generated nodes' values, certificate fingerprints in messages).
+public enum Hex {
+    /// The bytes of `text` (pairs of hex digits), nil for anything else.
+    public static func bytes(_ text: some StringProtocol) -> [UInt8]? { OPCUA.bytes(hex: text) }
+    /// Two lowercase (or `uppercase`) digits per byte.
+    public static func string(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
+        OPCUA.hex(bytes, uppercase: uppercase)
+    }
+}

@@ -120,3 +120,20 @@ extension SecureChunk {
         self = plain
     }
 }
+
+extension ChunkCrypto {
+    /// The most body bytes one chunk carries in a buffer of `bufferSize` bytes behind headers of `headerLength`
+    /// (message, channel id and security header): the sequence header, the signature and, when encrypted, the
+    /// padding's size byte(s) come off, and whole cipher blocks fit.
+    public func maxBodySize(bufferSize: Int, headerLength: Int) -> Int {
+        let room = bufferSize - headerLength
+        guard let e = encryption else { return room - 8 - signatureSize }
+        let plain = room / e.cipher * e.plain
+        return plain - 8 - signatureSize - (e.cipher > 256 ? 2 : 1)
+    }
+}
+
+extension SecureChunk {
+    /// The message header, channel id and security header's length: what comes before the secured part.
+    public var headerLength: Int { MessageHeader.length + securityBytes.count }
+}

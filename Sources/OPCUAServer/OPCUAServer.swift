@@ -1,0 +1,129 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import OPCUA
+
+/// The OPC UA server on SwiftNIO: a TCP listener whose connections each carry one secure channel, and the
+/// subscriptions' cycle on a timer.
+public final class OPCUAServer: @unchecked Sendable {
+    public let core: ServerCore
+    private let group: EventLoopGroup
+    private var channel: Channel?
+    private var ticker: RepeatedTask?
+    private let lock = NSLock()
+
+    /// The cycle's period: Publish answers leave at most this late after their interval.
+    static let tickMs: Int64 = 5
+
+    public init(core: ServerCore, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.core = core
+        self.group = group
+    }
+
+    /// Binds the listener (port 0: any free port) and starts the cycle; answers the port bound.
+    @discardableResult
+    public func start() async throws -> Int {
+        let core = self.core
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = ConnectionHandler(core: core)
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(MessageFramer(maxSize: core.configuration.limits.receiveBufferSize)))
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+        let bound = try await bootstrap.bind(host: core.configuration.host, port: core.configuration.port).get()
+        let loop = group.next()
+        let task = loop.scheduleRepeatedTask(
+            initialDelay: .milliseconds(Self.tickMs), delay: .milliseconds(Self.tickMs)
+        ) { _ in core.tick() }
+        lock.withLock {
+            channel = bound
+            ticker = task
+        }
+        return bound.localAddress?.port ?? core.configuration.port
+    }
+
+    /// Stops listening and closes every connection's channel.
+    public func stop() async {
+        let (c, t) = lock.withLock { (channel, ticker) }
+        t?.cancel()
+        try? await c?.close()
+    }
+}
+
+/// Cuts the byte stream into UA-TCP messages by their header's size, refused past the receive buffer before
+/// anything is allocated for them (OPC 10000-6 §7.1.2).
+struct MessageFramer: ByteToMessageDecoder {
+    typealias InboundOut = [UInt8]
+    let maxSize: UInt32
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard buffer.readableBytes >= MessageHeader.length,
+            let head = buffer.getBytes(at: buffer.readerIndex, length: MessageHeader.length)
+        else { return .needMoreData }
+        let header: MessageHeader
+        do { header = try MessageHeader.parse(head, maxSize: maxSize) } catch { throw FramingError(error: error) }
+        guard buffer.readableBytes >= Int(header.size), let bytes = buffer.readBytes(length: Int(header.size)) else {
+            return .needMoreData
+        }
+        context.fireChannelRead(wrapInboundOut(bytes))
+        return .continue
+    }
+}
+
+struct FramingError: Error {
+    let error: TransportError
+}
+
+/// One connection: hands whole messages to its secure channel and writes what it sends.
+final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = [UInt8]
+    typealias OutboundOut = ByteBuffer
+    private let core: ServerCore
+    private var secure: SecureChannel?
+
+    init(core: ServerCore) { self.core = core }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let channel = context.channel
+        let send: @Sendable ([UInt8]) -> Void = { bytes in
+            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+        }
+        let close: @Sendable () -> Void = { channel.close(promise: nil) }
+        guard let secure = core.connect(send: send, close: close) else {
+            send(ErrorMessage(error: .badTcpNotEnoughResources, reason: "too many connections").message)
+            close()
+            return
+        }
+        self.secure = secure
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        secure?.receive(unwrapInboundIn(data))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        secure?.connectionClosed()
+        secure = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if let f = error as? FramingError, let secure {
+            secure.fail(f.error)
+        } else if let f = error as? FramingError {
+            let channel = context.channel
+            channel.writeAndFlush(channel.allocator.buffer(bytes: f.error.message.message))
+                .whenComplete { _ in channel.close(promise: nil) }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import Crypto
+import Foundation
+import Logging
+import OPCUA
+
+/// The server without its sockets: configuration, address space, sessions, services, methods and the
+/// subscriptions' cycle. `OPCUAServer` puts it on SwiftNIO; tests drive it directly.
+public final class ServerCore: @unchecked Sendable {
+    public let configuration: ServerConfiguration
+    public let addressSpace: AddressSpace
+    let logger: Logger
+    let clock: @Sendable () -> Date
+    let decodingLimits: DecodingLimits
+    let sessions: SessionTable
+    let subscriptionIds = SubscriptionIds()
+    private(set) var services: Services!
+    public let methods = MethodTable()
+    private let lock = NSLock()
+    private var channels: [ObjectIdentifier: SecureChannel] = [:]
+    private var nextChannelId: UInt32 = 1
+    public let startTime: Date
+
+    /// Operations in one request (Read's nodes, Browse's descriptions …).
+    static let maxOperations = 10_000
+    static let maxContinuationPoints = 10
+
+    public init(
+        configuration: ServerConfiguration, addressSpace: AddressSpace, logger: Logger = Logger(label: "vlogger.opcua"),
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.configuration = configuration
+        self.addressSpace = addressSpace
+        self.logger = logger
+        self.clock = clock
+        self.decodingLimits = DecodingLimits(
+            maxStringLength: Int(configuration.limits.maxMessageSize),
+            maxByteStringLength: Int(configuration.limits.maxMessageSize),
+            maxArrayLength: 100_000, maxDepth: 64)
+        self.sessions = SessionTable(limit: configuration.maxSessions)
+        self.startTime = clock()
+        self.services = Services(server: self)
+        serverNodes()
+        methods.add(object: NodeId(2253), method: NodeId(11492)) { args, session in
+            // GetMonitoredItems (OPC 10000-5 §9.1): the server and client handles of a subscription's items.
+            guard args.count == 1, case .scalar(.uInt32(let id)) = args[0] else {
+                return .failure(.badInvalidArgument)
+            }
+            guard let (servers, clients) = session.subscriptions.handles(id) else {
+                return .failure(.badSubscriptionIdInvalid)
+            }
+            return .success([
+                .array(.uInt32, servers.map { .uInt32($0) }), .array(.uInt32, clients.map { .uInt32($0) }),
+            ])
+        }
+    }
+
+    func now() -> Date { clock() }
+
+    func log(_ message: String) { logger.info("\(message)") }
+
+    /// `count` random bytes (nonces, tokens, continuation points).
+    static func random(_ count: Int) -> [UInt8] {
+        var g = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &g) }
+    }
+
+    func header(_ request: RequestHeader, now: Date, result: StatusCode = .good) -> ResponseHeader {
+        ResponseHeader(timestamp: DateTime(now), requestHandle: request.requestHandle, serviceResult: result)
+    }
+
+    // MARK: Channels
+
+    /// A new connection's channel, or nil when `maxChannels` are open.
+    public func connect(send: @escaping @Sendable ([UInt8]) -> Void, close: @escaping @Sendable () -> Void)
+        -> SecureChannel?
+    {
+        lock.withLock {
+            guard channels.count < configuration.maxChannels else { return nil }
+            let c = SecureChannel(server: self, send: send, close: close)
+            channels[ObjectIdentifier(c)] = c
+            return c
+        }
+    }
+
+    func newChannelId() -> UInt32 {
+        lock.withLock {
+            defer { nextChannelId = nextChannelId &+ 1 == 0 ? 1 : nextChannelId &+ 1 }
+            return nextChannelId
+        }
+    }
+
+    func channelClosed(_ c: SecureChannel) { _ = lock.withLock { channels.removeValue(forKey: ObjectIdentifier(c)) } }
+
+    public var channelCount: Int { lock.withLock { channels.count } }
+    public var sessionCount: Int { sessions.count }
+
+    /// The subscriptions' cycle and the timeouts: called every few milliseconds.
+    public func tick() {
+        let now = clock()
+        for s in sessions.purge(now: now) {
+            s.subscriptions.removeAll()
+            log("session \(s.id) '\(s.name)' timed out")
+        }
+        for s in sessions.all { s.subscriptions.tick(now: now) }
+        for c in lock.withLock({ Array(channels.values) }) { c.tick(now: now) }
+    }
+
+    /// Reports an event to every subscriber of the Server object's events.
+    public func post(_ event: ServerEvent) {
+        let now = clock()
+        for s in sessions.all { s.subscriptions.post(event, now: now) }
+    }
+
+    // MARK: The Server object
+
+    /// The values of namespace 0's Server object that the server knows (OPC 10000-5 §6.3.1).
+    private func serverNodes() {
+        let space = addressSpace
+        let start = DateTime(startTime)
+        func held(_ id: UInt32, _ v: Variant) {
+            space.setValue(NodeId(id), DataValue(value: v, sourceTimestamp: start))
+        }
+        space.setSource(NodeId(2255)) { DataValue(value: .array(.string, space.namespaces.map { .string($0) })) }
+        held(2254, .array(.string, [.string(configuration.applicationUri)]))
+        let clock = self.clock
+        space.setSource(NodeId(2258)) { DataValue(value: .scalar(.dateTime(DateTime(clock())))) }
+        space.setSource(NodeId(2256)) { [configuration] in
+            let status = ServerStatusDataType(
+                startTime: start, currentTime: DateTime(clock()), state: .running,
+                buildInfo: Self.buildInfo(configuration, start), secondsTillShutdown: 0,
+                shutdownReason: LocalizedText(nil))
+            return DataValue(value: .scalar(.extensionObject(status.extensionObject)))
+        }
+        held(2257, .scalar(.dateTime(start)))
+        held(2259, .scalar(.int32(ServerState.running.rawValue)))
+        held(2260, .scalar(.extensionObject(Self.buildInfo(configuration, start).extensionObject)))
+        held(2261, .scalar(.string(configuration.productName)))
+        held(2262, .scalar(.string(configuration.productUri)))
+        held(2263, .scalar(.string(configuration.manufacturerName)))
+        held(2264, .scalar(.string(configuration.softwareVersion)))
+        held(2265, .scalar(.string(configuration.buildNumber)))
+        held(2266, .scalar(.dateTime(start)))
+        held(2992, .scalar(.uInt32(0)))
+        held(2993, .scalar(.localizedText(LocalizedText(nil))))
+        held(2267, .scalar(.byte(255)))
+        held(2994, .scalar(.boolean(false)))
+        held(2269, .array(.string, [.string("http://opcfoundation.org/UA-Profile/Server/MicroEmbeddedDevice2017")]))
+        held(2271, .array(.string, [.string("en")]))
+        held(2272, .scalar(.double(SubscriptionSet.minIntervalMs)))
+        held(2735, .scalar(.uInt16(UInt16(Self.maxContinuationPoints))))
+        held(2736, .scalar(.uInt16(0)))
+        held(2737, .scalar(.uInt16(0)))
+        held(3704, .array(.extensionObject, []))
+        held(11702, .scalar(.uInt32(100_000)))
+        held(11703, .scalar(.uInt32(0)))
+        for id: UInt32 in [11705, 11707, 11709, 11710, 11711, 11712, 11713, 11714] {
+            held(id, .scalar(.uInt32(UInt32(Self.maxOperations))))
+        }
+        held(2294, .scalar(.boolean(false)))
+        held(3709, .scalar(.int32(RedundancySupport.none.rawValue)))
+    }
+
+    private static func buildInfo(_ c: ServerConfiguration, _ start: DateTime) -> BuildInfo {
+        BuildInfo(
+            productUri: c.productUri, manufacturerName: c.manufacturerName, productName: c.productName,
+            softwareVersion: c.softwareVersion, buildNumber: c.buildNumber, buildDate: start)
+    }
+}
+
+/// The methods the server answers Call for: each by (object, method).
+public final class MethodTable: @unchecked Sendable {
+    public typealias Handler = @Sendable ([Variant], Session) -> Result<[Variant], MethodFailure>
+    public struct MethodFailure: Error {
+        public let status: StatusCode
+        public init(_ status: StatusCode) { self.status = status }
+        public static let badInvalidArgument = MethodFailure(.badInvalidArgument)
+        public static let badSubscriptionIdInvalid = MethodFailure(.badSubscriptionIdInvalid)
+    }
+
+    private let lock = NSLock()
+    private var handlers: [NodeId: (object: NodeId, handler: Handler)] = [:]
+
+    public func add(object: NodeId, method: NodeId, _ handler: @escaping Handler) {
+        lock.withLock { handlers[method] = (object, handler) }
+    }
+
+    func call(_ r: CallMethodRequest, session: Session) -> CallMethodResult {
+        guard let (object, handler) = lock.withLock({ handlers[r.methodId] }) else {
+            return CallMethodResult(statusCode: .badMethodInvalid)
+        }
+        guard object == r.objectId else { return CallMethodResult(statusCode: .badMethodInvalid) }
+        switch handler(r.inputArguments ?? [], session) {
+        case .success(let out): return CallMethodResult(statusCode: .good, outputArguments: out)
+        case .failure(let f): return CallMethodResult(statusCode: f.status)
+        }
+    }
+}

@@ -1,0 +1,320 @@
+import Foundation
+import OPCUA
+
+/// The services (OPC 10000-4 §5): each request decoded by its encoding's NodeId, checked against its session,
+/// answered with its response or a ServiceFault. Discovery and session services need no session; every other
+/// one an activated session on the same channel.
+final class Services: @unchecked Sendable {
+    unowned let server: ServerCore
+
+    init(server: ServerCore) { self.server = server }
+
+    /// One request's body (its encoding NodeId, then the structure).
+    func handle(_ body: [UInt8], requestId: UInt32, on channel: any ChannelContext) {
+        var r = BinaryReader(body, limits: server.decodingLimits)
+        let request: any Structure
+        do throws(DecodingError) {
+            let type = try NodeId(from: &r)
+            guard let t = structuresByEncoding[type] else {
+                return fault(body, requestId, channel, .badServiceUnsupported)
+            }
+            request = try t.init(from: &r)
+        } catch {
+            return fault(body, requestId, channel, error.statusCode)
+        }
+        let now = server.now()
+        do throws(ServiceError) {
+            if let response = try answer(request, channel: channel, requestId: requestId, now: now) {
+                channel.respond(requestId: requestId, response)
+            }
+        } catch {
+            fault(body, requestId, channel, error.status)
+        }
+    }
+
+    private func fault(_ body: [UInt8], _ requestId: UInt32, _ channel: any ChannelContext, _ status: StatusCode) {
+        // Every request starts with its RequestHeader: its handle is echoed where it can be read.
+        var r = BinaryReader(body, limits: server.decodingLimits)
+        let header = (try? NodeId(from: &r)).flatMap { _ in try? RequestHeader(from: &r) } ?? RequestHeader()
+        channel.respond(
+            requestId: requestId,
+            ServiceFault(responseHeader: server.header(header, now: server.now(), result: status)))
+    }
+
+    /// The response, or nil when it is sent later (Publish).
+    private func answer(_ request: any Structure, channel: any ChannelContext, requestId: UInt32, now: Date)
+        throws(ServiceError) -> (any Structure)?
+    {
+        switch request {
+        case let q as GetEndpointsRequest:
+            return GetEndpointsResponse(
+                responseHeader: server.header(q.requestHeader, now: now),
+                endpoints: server.configuration.endpoints(url: q.endpointUrl ?? channel.endpointUrl))
+        case let q as FindServersRequest:
+            return FindServersResponse(
+                responseHeader: server.header(q.requestHeader, now: now),
+                servers: [server.configuration.applicationDescription])
+        case let q as CreateSessionRequest: return try createSession(q, channel: channel, now: now)
+        case let q as ActivateSessionRequest: return try activateSession(q, channel: channel, now: now)
+        case let q as CloseSessionRequest:
+            let s = try session(q.requestHeader, channel, now: now, activated: false)
+            server.sessions.remove(s)
+            return CloseSessionResponse(responseHeader: server.header(q.requestHeader, now: now))
+        default: break
+        }
+        guard let q = request as? any ServiceRequest else { throw ServiceError(.badServiceUnsupported) }
+        let session = try session(q.requestHeader, channel, now: now, activated: true)
+        let header = server.header(q.requestHeader, now: now)
+        switch request {
+        case let q as ReadRequest: return try read(q, header, now: now)
+        case let q as WriteRequest:
+            let items = try operations(q.nodesToWrite)
+            return WriteResponse(responseHeader: header, results: items.map { server.addressSpace.write($0) })
+        case let q as BrowseRequest: return try browse(q, header, session)
+        case let q as BrowseNextRequest: return try browseNext(q, header, session)
+        case let q as TranslateBrowsePathsToNodeIdsRequest:
+            let paths = try operations(q.browsePaths)
+            return TranslateBrowsePathsToNodeIdsResponse(
+                responseHeader: header, results: paths.map { server.addressSpace.translate($0) })
+        case let q as RegisterNodesRequest:
+            // Registered nodes keep their ids: registering only says the client will use them often.
+            return RegisterNodesResponse(responseHeader: header, registeredNodeIds: try operations(q.nodesToRegister))
+        case let q as UnregisterNodesRequest:
+            _ = try operations(q.nodesToUnregister)
+            return UnregisterNodesResponse(responseHeader: header)
+        case let q as CallRequest:
+            let calls = try operations(q.methodsToCall)
+            return CallResponse(
+                responseHeader: header, results: calls.map { server.methods.call($0, session: session) })
+        default:
+            return try session.subscriptions.answer(request, header: header, requestId: requestId, channel: channel)
+        }
+    }
+
+    /// The operations of a request: Bad_NothingToDo for none, Bad_TooManyOperations past the limit.
+    private func operations<T>(_ list: [T]?) throws(ServiceError) -> [T] {
+        guard let list, !list.isEmpty else { throw ServiceError(.badNothingToDo) }
+        guard list.count <= ServerCore.maxOperations else { throw ServiceError(.badTooManyOperations) }
+        return list
+    }
+
+    // MARK: Sessions
+
+    private func session(_ header: RequestHeader, _ channel: any ChannelContext, now: Date, activated: Bool)
+        throws(ServiceError) -> Session
+    {
+        guard let s = server.sessions.find(header.authenticationToken, now: now) else {
+            throw ServiceError(.badSessionIdInvalid)
+        }
+        if activated {
+            guard s.activated else { throw ServiceError(.badSessionNotActivated) }
+            guard s.channelId == channel.channelId else { throw ServiceError(.badSecureChannelIdInvalid) }
+        }
+        s.lastUsed = now
+        return s
+    }
+
+    private func createSession(_ q: CreateSessionRequest, channel: any ChannelContext, now: Date)
+        throws(ServiceError) -> CreateSessionResponse
+    {
+        let security = channel.security
+        var signature = SignatureData()
+        if security.mode != .none {
+            // The client's certificate in the request is the channel's (OPC 10000-4 §5.6.2).
+            guard let own = channel.clientCertificate, q.clientCertificate == own.der else {
+                throw ServiceError(.badCertificateInvalid)
+            }
+            let nonce = q.clientNonce ?? []
+            guard nonce.count >= 32 else { throw ServiceError(.badNonceInvalid) }
+            guard let identity = server.configuration.identity,
+                let signed = try? AsymmetricCrypto.sign(own.der + nonce, with: identity.key)
+            else { throw ServiceError(.badInternalError) }
+            signature = SignatureData(algorithm: ServerConfiguration.rsaSha256, signature: signed)
+        }
+        let timeout = min(max(q.requestedSessionTimeout, 10_000), 3_600_000)
+        guard
+            let s = server.sessions.create(
+                name: q.sessionName ?? "", timeoutMs: timeout, clientCertificate: channel.clientCertificate,
+                channelId: channel.channelId, now: now, nonceLength: security.policy.nonceLength,
+                subscriptions: SubscriptionSet(server: server))
+        else { throw ServiceError(.badTooManySessions) }
+        server.log("session \(s.id) '\(s.name)' created on channel \(channel.channelId) (\(security))")
+        return CreateSessionResponse(
+            responseHeader: server.header(q.requestHeader, now: now), sessionId: s.id,
+            authenticationToken: s.authenticationToken, revisedSessionTimeout: timeout, serverNonce: s.serverNonce,
+            serverCertificate: server.configuration.identity?.certificate.der,
+            serverEndpoints: server.configuration.endpoints(url: q.endpointUrl ?? channel.endpointUrl),
+            serverSignature: signature, maxRequestMessageSize: server.configuration.limits.maxMessageSize)
+    }
+
+    private func activateSession(_ q: ActivateSessionRequest, channel: any ChannelContext, now: Date)
+        throws(ServiceError) -> ActivateSessionResponse
+    {
+        let s = try session(q.requestHeader, channel, now: now, activated: false)
+        let security = channel.security
+        if security.mode != .none {
+            // The client signs the server's certificate and the session's last nonce.
+            guard let identity = server.configuration.identity, let client = channel.clientCertificate,
+                let key = client.publicKey, q.clientSignature.algorithm == ServerConfiguration.rsaSha256,
+                let signature = q.clientSignature.signature,
+                AsymmetricCrypto.verify(identity.certificate.der + s.serverNonce, signature: signature, key: key)
+            else { throw ServiceError(.badApplicationSignatureInvalid) }
+            // A session moves to another channel only with the same client certificate.
+            guard s.clientCertificate?.der == client.der else { throw ServiceError(.badSecurityChecksFailed) }
+        }
+        let user = try identify(q.userIdentityToken, session: s, security: security)
+        s.user = user
+        s.activated = true
+        s.channelId = channel.channelId
+        s.serverNonce = ServerCore.random(32)
+        server.log("session \(s.id) activated as \(user ?? "anonymous")")
+        return ActivateSessionResponse(
+            responseHeader: server.header(q.requestHeader, now: now), serverNonce: s.serverNonce, results: [])
+    }
+
+    /// The user an identity token names (nil: anonymous), or Bad_IdentityTokenInvalid/Rejected,
+    /// Bad_UserAccessDenied for a wrong password (the same answer for an unknown name).
+    private func identify(_ token: ExtensionObject, session: Session, security: EndpointSecurity)
+        throws(ServiceError) -> String?
+    {
+        if token == .null || token.typeId == AnonymousIdentityToken.binaryEncodingId {
+            guard server.configuration.allowAnonymous else { throw ServiceError(.badIdentityTokenRejected) }
+            return nil
+        }
+        guard token.typeId == UserNameIdentityToken.binaryEncodingId,
+            let t = try? UserNameIdentityToken(token, limits: server.decodingLimits)
+        else { throw ServiceError(.badIdentityTokenInvalid) }
+        guard let identity = server.configuration.identity, let users = server.configuration.users(),
+            let name = t.userName, !name.isEmpty
+        else { throw ServiceError(.badIdentityTokenRejected) }
+        // A password in clear is taken only on an encrypted channel.
+        let algorithm = t.encryptionAlgorithm ?? ""
+        if algorithm.isEmpty, security.mode != .signAndEncrypt { throw ServiceError(.badIdentityTokenRejected) }
+        let password: [UInt8]
+        do {
+            password = try UserPassword.decrypt(
+                t.password ?? [], algorithm: algorithm, serverNonce: session.serverNonce, key: identity.key)
+        } catch { throw ServiceError(error.status) }
+        guard users.accepts(name: name, password: password) else {
+            server.log("session \(session.id): user '\(name)' refused")
+            throw ServiceError(.badUserAccessDenied)
+        }
+        return name
+    }
+
+    // MARK: Read
+
+    private func read(_ q: ReadRequest, _ header: ResponseHeader, now: Date) throws(ServiceError) -> ReadResponse {
+        guard q.maxAge >= 0 else { throw ServiceError(.badMaxAgeInvalid) }
+        guard q.timestampsToReturn != .invalid else { throw ServiceError(.badTimestampsToReturnInvalid) }
+        let items = try operations(q.nodesToRead)
+        let stamp = DateTime(now)
+        return ReadResponse(
+            responseHeader: header,
+            results: items.map { item in
+                if let range = item.indexRange, !range.isEmpty { return DataValue(status: .badIndexRangeInvalid) }
+                if let encoding = item.dataEncoding.name, !encoding.isEmpty, encoding != "Default Binary" {
+                    return DataValue(status: .badDataEncodingInvalid)
+                }
+                var v = server.addressSpace.read(item.nodeId, item.attributeId, now: stamp)
+                if item.attributeId != AttributeId.value.rawValue {
+                    v.sourceTimestamp = nil
+                    v.serverTimestamp = nil
+                    return v
+                }
+                switch q.timestampsToReturn {
+                case .source: v.serverTimestamp = nil
+                case .server: v.sourceTimestamp = nil
+                case .neither:
+                    v.sourceTimestamp = nil
+                    v.serverTimestamp = nil
+                default: break
+                }
+                if q.timestampsToReturn == .server || q.timestampsToReturn == .both { v.serverTimestamp = stamp }
+                return v
+            })
+    }
+
+    // MARK: Browse
+
+    private func browse(_ q: BrowseRequest, _ header: ResponseHeader, _ session: Session) throws(ServiceError)
+        -> BrowseResponse
+    {
+        guard q.view.viewId.isNull else { throw ServiceError(.badViewIdUnknown) }
+        let items = try operations(q.nodesToBrowse)
+        let limit = Int(
+            q.requestedMaxReferencesPerNode == 0
+                ? UInt32(server.configuration.maxBrowseReferences)
+                : min(q.requestedMaxReferencesPerNode, UInt32(server.configuration.maxBrowseReferences)))
+        return BrowseResponse(
+            responseHeader: header,
+            results: items.map { d in
+                let (status, refs) = server.addressSpace.browse(d)
+                guard status.isGood else { return BrowseResult(statusCode: status) }
+                return page(refs, limit: limit, session: session)
+            })
+    }
+
+    /// The first `limit` references, the rest behind a continuation point (at most 10 a session).
+    private func page(_ refs: [ReferenceDescription], limit: Int, session: Session) -> BrowseResult {
+        guard refs.count > limit else { return BrowseResult(statusCode: .good, references: refs) }
+        guard session.continuations.count < ServerCore.maxContinuationPoints else {
+            return BrowseResult(statusCode: .badNoContinuationPoints)
+        }
+        let point = ServerCore.random(16)
+        session.continuations[point] = Array(refs[limit...])
+        return BrowseResult(statusCode: .good, continuationPoint: point, references: Array(refs[..<limit]))
+    }
+
+    private func browseNext(_ q: BrowseNextRequest, _ header: ResponseHeader, _ session: Session)
+        throws(ServiceError) -> BrowseNextResponse
+    {
+        let points = try operations(q.continuationPoints)
+        let limit = server.configuration.maxBrowseReferences
+        return BrowseNextResponse(
+            responseHeader: header,
+            results: points.map { point in
+                guard let point, let rest = session.continuations.removeValue(forKey: point) else {
+                    return BrowseResult(statusCode: .badContinuationPointInvalid)
+                }
+                if q.releaseContinuationPoints { return BrowseResult(statusCode: .good) }
+                return page(rest, limit: limit, session: session)
+            })
+    }
+}
+
+/// A service's failure: the status its ServiceFault carries.
+struct ServiceError: Error {
+    let status: StatusCode
+    init(_ status: StatusCode) { self.status = status }
+}
+
+/// A request of a session service (it carries the session's authentication token in its header).
+protocol ServiceRequest: Structure {
+    var requestHeader: RequestHeader { get }
+}
+
+extension ReadRequest: ServiceRequest {}
+extension WriteRequest: ServiceRequest {}
+extension BrowseRequest: ServiceRequest {}
+extension BrowseNextRequest: ServiceRequest {}
+extension TranslateBrowsePathsToNodeIdsRequest: ServiceRequest {}
+extension RegisterNodesRequest: ServiceRequest {}
+extension UnregisterNodesRequest: ServiceRequest {}
+extension CallRequest: ServiceRequest {}
+extension CreateSessionRequest: ServiceRequest {}
+extension ActivateSessionRequest: ServiceRequest {}
+extension CloseSessionRequest: ServiceRequest {}
+extension GetEndpointsRequest: ServiceRequest {}
+extension FindServersRequest: ServiceRequest {}
+extension CreateSubscriptionRequest: ServiceRequest {}
+extension ModifySubscriptionRequest: ServiceRequest {}
+extension SetPublishingModeRequest: ServiceRequest {}
+extension DeleteSubscriptionsRequest: ServiceRequest {}
+extension CreateMonitoredItemsRequest: ServiceRequest {}
+extension ModifyMonitoredItemsRequest: ServiceRequest {}
+extension DeleteMonitoredItemsRequest: ServiceRequest {}
+extension SetMonitoringModeRequest: ServiceRequest {}
+extension PublishRequest: ServiceRequest {}
+extension RepublishRequest: ServiceRequest {}
+extension TransferSubscriptionsRequest: ServiceRequest {}

@@ -1,0 +1,103 @@
+import Foundation
+import OPCUA
+
+/// One session (OPC 10000-4 §5.6): made by CreateSession, bound to a channel and a user by ActivateSession,
+/// ended by CloseSession or by its timeout running out without a request.
+public final class Session: @unchecked Sendable {
+    public let id: NodeId
+    public let authenticationToken: NodeId
+    public let name: String
+    public let timeoutMs: Double
+    let clientCertificate: ApplicationCertificate?
+    /// The nonce the next ActivateSession signs (and a password ends with).
+    var serverNonce: [UInt8]
+    var channelId: UInt32
+    var activated = false
+    public internal(set) var user: String?
+    var lastUsed: Date
+    /// Browse results not yet given, by continuation point.
+    var continuations: [[UInt8]: [ReferenceDescription]] = [:]
+    let subscriptions: SubscriptionSet
+
+    init(
+        id: NodeId, authenticationToken: NodeId, name: String, timeoutMs: Double,
+        clientCertificate: ApplicationCertificate?,
+        serverNonce: [UInt8], channelId: UInt32, now: Date, subscriptions: SubscriptionSet
+    ) {
+        self.id = id
+        self.authenticationToken = authenticationToken
+        self.name = name
+        self.timeoutMs = timeoutMs
+        self.clientCertificate = clientCertificate
+        self.serverNonce = serverNonce
+        self.channelId = channelId
+        self.lastUsed = now
+        self.subscriptions = subscriptions
+    }
+
+    func expired(at now: Date) -> Bool { now.timeIntervalSince(lastUsed) * 1000 > timeoutMs }
+}
+
+/// The server's sessions, at most `limit`: an expired one is dropped when a new one is asked for, so abandoned
+/// sessions never hold memory beyond their timeout.
+final class SessionTable: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byToken: [NodeId: Session] = [:]
+    private var nextId: UInt32 = 1
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    var count: Int { lock.withLock { byToken.count } }
+    var all: [Session] { lock.withLock { Array(byToken.values) } }
+
+    /// A new session, or nil when `limit` live sessions are open.
+    func create(
+        name: String, timeoutMs: Double, clientCertificate: ApplicationCertificate?, channelId: UInt32, now: Date,
+        nonceLength: Int, subscriptions: SubscriptionSet
+    ) -> Session? {
+        let expired = purge(now: now)
+        for s in expired { s.subscriptions.removeAll() }
+        return lock.withLock {
+            guard byToken.count < limit else { return nil }
+            let number = nextId
+            nextId &+= 1
+            let session = Session(
+                id: NodeId(namespace: 1, .numeric(number)),
+                authenticationToken: NodeId(namespace: 1, .opaque(ServerCore.random(32))), name: name,
+                timeoutMs: timeoutMs, clientCertificate: clientCertificate,
+                serverNonce: ServerCore.random(max(32, nonceLength)), channelId: channelId, now: now,
+                subscriptions: subscriptions)
+            byToken[session.authenticationToken] = session
+            return session
+        }
+    }
+
+    /// The session of an authentication token, if it has not expired.
+    func find(_ token: NodeId, now: Date) -> Session? {
+        lock.withLock {
+            guard let s = byToken[token] else { return nil }
+            if s.expired(at: now) {
+                byToken[token] = nil
+                s.subscriptions.removeAll()
+                return nil
+            }
+            return s
+        }
+    }
+
+    func remove(_ session: Session) {
+        lock.withLock { byToken[session.authenticationToken] = nil }
+        session.subscriptions.removeAll()
+    }
+
+    /// Drops the sessions whose timeout ran out; answers them.
+    @discardableResult
+    func purge(now: Date) -> [Session] {
+        lock.withLock {
+            let gone = byToken.values.filter { $0.expired(at: now) }
+            for s in gone { byToken[s.authenticationToken] = nil }
+            return gone
+        }
+    }
+}

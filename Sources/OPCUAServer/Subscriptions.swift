@@ -1,0 +1,468 @@
+import Foundation
+import OPCUA
+
+/// An event the server reports (BaseEventType's fields, OPC 10000-5 §6.4.2).
+public struct ServerEvent: Sendable {
+    public var eventType: NodeId
+    public var sourceNode: NodeId
+    public var sourceName: String
+    public var time: Date
+    public var message: String
+    /// 1 (lowest) to 1000.
+    public var severity: UInt16
+    public var eventId: [UInt8] = ServerCore.random(16)
+
+    public init(
+        eventType: NodeId = NodeId(2041), sourceNode: NodeId = NodeId(2253), sourceName: String = "Server",
+        time: Date, message: String, severity: UInt16
+    ) {
+        self.eventType = eventType
+        self.sourceNode = sourceNode
+        self.sourceName = sourceName
+        self.time = time
+        self.message = message
+        self.severity = min(max(severity, 1), 1000)
+    }
+
+    /// The value of one select clause: a BaseEventType field named by its browse path.
+    func field(_ operand: SimpleAttributeOperand, receivedAt now: Date) -> Variant {
+        guard operand.attributeId == AttributeId.value.rawValue || operand.attributeId == 0 else {
+            return operand.attributeId == AttributeId.nodeId.rawValue ? .scalar(.nodeId(NodeId(2041))) : .null
+        }
+        switch (operand.browsePath ?? []).map({ $0.name ?? "" }) {
+        case ["EventId"]: return .scalar(.byteString(eventId))
+        case ["EventType"]: return .scalar(.nodeId(eventType))
+        case ["SourceNode"]: return .scalar(.nodeId(sourceNode))
+        case ["SourceName"]: return .scalar(.string(sourceName))
+        case ["Time"]: return .scalar(.dateTime(DateTime(time)))
+        case ["ReceiveTime"]: return .scalar(.dateTime(DateTime(now)))
+        case ["Message"]: return .scalar(.localizedText(LocalizedText(message)))
+        case ["Severity"]: return .scalar(.uInt16(severity))
+        default: return .null
+        }
+    }
+}
+
+/// One monitored item: a variable's value sampled (data change) or an object's events (an event filter).
+final class MonitoredItem {
+    let id: UInt32
+    let node: NodeId
+    let attribute: UInt32
+    var clientHandle: UInt32
+    var mode: MonitoringMode
+    var samplingMs: Double
+    var queueSize: Int
+    var discardOldest: Bool
+    var select: [SimpleAttributeOperand]?
+    var last: DataValue?
+    var nextSample = Date.distantPast
+    var queue: [ExtensionObjectPart] = []
+
+    enum ExtensionObjectPart {
+        case value(MonitoredItemNotification)
+        case event(EventFieldList)
+    }
+
+    init(
+        id: UInt32, node: NodeId, attribute: UInt32, parameters: MonitoringParameters, mode: MonitoringMode,
+        samplingMs: Double, queueSize: Int, select: [SimpleAttributeOperand]?
+    ) {
+        self.id = id
+        self.node = node
+        self.attribute = attribute
+        self.clientHandle = parameters.clientHandle
+        self.mode = mode
+        self.samplingMs = samplingMs
+        self.queueSize = queueSize
+        self.discardOldest = parameters.discardOldest
+        self.select = select
+    }
+
+    func enqueue(_ part: ExtensionObjectPart) {
+        guard mode != .disabled else { return }
+        if queue.count >= queueSize {
+            if discardOldest { queue.removeFirst() } else { queue.removeLast() }
+        }
+        queue.append(part)
+    }
+}
+
+/// One subscription: its items, its publishing cycle (interval, keep-alive, lifetime counts), its sequence
+/// numbers and the messages kept for Republish.
+final class Subscription {
+    let id: UInt32
+    var intervalMs: Double
+    var lifetimeCount: UInt32
+    var keepAliveCount: UInt32
+    var maxNotifications: UInt32
+    var enabled: Bool
+    var items: [UInt32: MonitoredItem] = [:]
+    var nextPublish: Date
+    var idleCycles: UInt32 = 0
+    var starvedCycles: UInt32 = 0
+    var sequence: UInt32 = 0
+    var sentFirst = false
+    var retained: [UInt32: NotificationMessage] = [:]
+
+    init(id: UInt32, intervalMs: Double, lifetime: UInt32, keepAlive: UInt32, max: UInt32, enabled: Bool, now: Date) {
+        self.id = id
+        self.intervalMs = intervalMs
+        self.lifetimeCount = lifetime
+        self.keepAliveCount = keepAlive
+        self.maxNotifications = max
+        self.enabled = enabled
+        self.nextPublish = now.addingTimeInterval(intervalMs / 1000)
+    }
+
+    var timestampsToReturn = TimestampsToReturn.both
+}
+
+/// A session's subscriptions and its queue of Publish requests (OPC 10000-4 §5.13–5.14), driven by the
+/// server's tick: items sampled when due, a NotificationMessage or keep-alive sent when a subscription's interval
+/// comes round and a Publish waits, a subscription without Publish requests for its lifetime deleted.
+final class SubscriptionSet: @unchecked Sendable {
+    private let lock = NSLock()
+    unowned let server: ServerCore
+    private var subscriptions: [UInt32: Subscription] = [:]
+    private var publishQueue: [(requestId: UInt32, header: RequestHeader, channel: any ChannelContext)] = []
+    /// Acknowledgement results for the next answer of each waiting Publish.
+    private var pendingAcks: [UInt32: [StatusCode]] = [:]
+    private var nextItemId: UInt32 = 1
+
+    static let maxPublishRequests = 10
+    static let minIntervalMs = 20.0
+    static let maxQueueSize = 100
+    static let retainedMessages = 10
+
+    init(server: ServerCore) { self.server = server }
+
+    /// The lock around a body that throws a typed error.
+    private func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    var ids: [UInt32] { lock.withLock { Array(subscriptions.keys).sorted() } }
+
+    func removeAll() {
+        lock.withLock {
+            for id in subscriptions.keys { server.subscriptionIds.release(id) }
+            subscriptions = [:]
+            publishQueue = []
+        }
+    }
+
+    /// The monitored items of a subscription: (server handles, client handles), for GetMonitoredItems.
+    func handles(_ subscription: UInt32) -> ([UInt32], [UInt32])? {
+        lock.withLock {
+            guard let s = subscriptions[subscription] else { return nil }
+            let items = s.items.values.sorted { $0.id < $1.id }
+            return (items.map(\.id), items.map(\.clientHandle))
+        }
+    }
+
+    // MARK: Services
+
+    func answer(_ request: any Structure, header: ResponseHeader, requestId: UInt32, channel: any ChannelContext)
+        throws(ServiceError) -> (any Structure)?
+    {
+        let now = server.now()
+        switch request {
+        case let q as CreateSubscriptionRequest:
+            return try locked { () throws(ServiceError) in
+                guard subscriptions.count < server.configuration.maxSubscriptionsPerSession else {
+                    throw ServiceError(.badTooManySubscriptions)
+                }
+                let interval = Self.revise(q.requestedPublishingInterval)
+                let keepAlive = min(max(q.requestedMaxKeepAliveCount, 1), 10_000)
+                let lifetime = min(max(q.requestedLifetimeCount, keepAlive * 3), 100_000)
+                let s = Subscription(
+                    id: server.subscriptionIds.take(), intervalMs: interval, lifetime: lifetime, keepAlive: keepAlive,
+                    max: q.maxNotificationsPerPublish, enabled: q.publishingEnabled, now: now)
+                subscriptions[s.id] = s
+                return CreateSubscriptionResponse(
+                    responseHeader: header, subscriptionId: s.id, revisedPublishingInterval: interval,
+                    revisedLifetimeCount: lifetime, revisedMaxKeepAliveCount: keepAlive)
+            }
+        case let q as ModifySubscriptionRequest:
+            return try locked { () throws(ServiceError) in
+                guard let s = subscriptions[q.subscriptionId] else { throw ServiceError(.badSubscriptionIdInvalid) }
+                s.intervalMs = Self.revise(q.requestedPublishingInterval)
+                s.keepAliveCount = min(max(q.requestedMaxKeepAliveCount, 1), 10_000)
+                s.lifetimeCount = min(max(q.requestedLifetimeCount, s.keepAliveCount * 3), 100_000)
+                s.maxNotifications = q.maxNotificationsPerPublish
+                return ModifySubscriptionResponse(
+                    responseHeader: header, revisedPublishingInterval: s.intervalMs,
+                    revisedLifetimeCount: s.lifetimeCount, revisedMaxKeepAliveCount: s.keepAliveCount)
+            }
+        case let q as SetPublishingModeRequest:
+            let ids = try Self.some(q.subscriptionIds)
+            return SetPublishingModeResponse(
+                responseHeader: header,
+                results: lock.withLock {
+                    ids.map { id in
+                        guard let s = subscriptions[id] else { return .badSubscriptionIdInvalid }
+                        s.enabled = q.publishingEnabled
+                        return .good
+                    }
+                })
+        case let q as DeleteSubscriptionsRequest:
+            let ids = try Self.some(q.subscriptionIds)
+            return DeleteSubscriptionsResponse(
+                responseHeader: header,
+                results: lock.withLock {
+                    ids.map { id in
+                        guard subscriptions.removeValue(forKey: id) != nil else { return .badSubscriptionIdInvalid }
+                        server.subscriptionIds.release(id)
+                        return .good
+                    }
+                })
+        case let q as CreateMonitoredItemsRequest:
+            let items = try Self.some(q.itemsToCreate)
+            guard q.timestampsToReturn != .invalid else { throw ServiceError(.badTimestampsToReturnInvalid) }
+            return try locked { () throws(ServiceError) in
+                guard let s = subscriptions[q.subscriptionId] else { throw ServiceError(.badSubscriptionIdInvalid) }
+                s.timestampsToReturn = q.timestampsToReturn
+                return CreateMonitoredItemsResponse(
+                    responseHeader: header, results: items.map { create($0, in: s, now: now) })
+            }
+        case let q as ModifyMonitoredItemsRequest:
+            let items = try Self.some(q.itemsToModify)
+            return try locked { () throws(ServiceError) in
+                guard let s = subscriptions[q.subscriptionId] else { throw ServiceError(.badSubscriptionIdInvalid) }
+                return ModifyMonitoredItemsResponse(
+                    responseHeader: header,
+                    results: items.map { m in
+                        guard let item = s.items[m.monitoredItemId] else {
+                            return MonitoredItemModifyResult(statusCode: .badMonitoredItemIdInvalid)
+                        }
+                        item.clientHandle = m.requestedParameters.clientHandle
+                        item.samplingMs = Self.revise(m.requestedParameters.samplingInterval, default: s.intervalMs)
+                        item.queueSize = Self.queue(m.requestedParameters.queueSize, events: item.select != nil)
+                        item.discardOldest = m.requestedParameters.discardOldest
+                        return MonitoredItemModifyResult(
+                            statusCode: .good, revisedSamplingInterval: item.samplingMs,
+                            revisedQueueSize: UInt32(item.queueSize))
+                    })
+            }
+        case let q as SetMonitoringModeRequest:
+            let ids = try Self.some(q.monitoredItemIds)
+            return try locked { () throws(ServiceError) in
+                guard let s = subscriptions[q.subscriptionId] else { throw ServiceError(.badSubscriptionIdInvalid) }
+                return SetMonitoringModeResponse(
+                    responseHeader: header,
+                    results: ids.map { id in
+                        guard let item = s.items[id] else { return .badMonitoredItemIdInvalid }
+                        item.mode = q.monitoringMode
+                        if q.monitoringMode == .disabled { item.queue = [] }
+                        return .good
+                    })
+            }
+        case let q as DeleteMonitoredItemsRequest:
+            let ids = try Self.some(q.monitoredItemIds)
+            return try locked { () throws(ServiceError) in
+                guard let s = subscriptions[q.subscriptionId] else { throw ServiceError(.badSubscriptionIdInvalid) }
+                return DeleteMonitoredItemsResponse(
+                    responseHeader: header,
+                    results: ids.map { s.items.removeValue(forKey: $0) == nil ? .badMonitoredItemIdInvalid : .good })
+            }
+        case let q as PublishRequest:
+            return try locked { () throws(ServiceError) -> (any Structure)? in
+                guard !subscriptions.isEmpty else { throw ServiceError(.badNoSubscription) }
+                let acks = (q.subscriptionAcknowledgements ?? []).map { a -> StatusCode in
+                    guard let s = subscriptions[a.subscriptionId] else { return .badSubscriptionIdInvalid }
+                    return s.retained.removeValue(forKey: a.sequenceNumber) == nil ? .badSequenceNumberUnknown : .good
+                }
+                if publishQueue.count >= Self.maxPublishRequests {
+                    // The oldest waiting Publish is answered Bad_TooManyPublishRequests to make room.
+                    let old = publishQueue.removeFirst()
+                    old.channel.respond(
+                        requestId: old.requestId,
+                        ServiceFault(
+                            responseHeader: server.header(old.header, now: now, result: .badTooManyPublishRequests)))
+                }
+                publishQueue.append((requestId, q.requestHeader, channel))
+                pendingAcks[requestId] = acks
+                return nil
+            }
+        case let q as RepublishRequest:
+            return try locked { () throws(ServiceError) in
+                guard let s = subscriptions[q.subscriptionId] else { throw ServiceError(.badSubscriptionIdInvalid) }
+                guard let m = s.retained[q.retransmitSequenceNumber] else {
+                    throw ServiceError(.badMessageNotAvailable)
+                }
+                return RepublishResponse(responseHeader: header, notificationMessage: m)
+            }
+        default:
+            throw ServiceError(.badServiceUnsupported)
+        }
+    }
+
+    private static func some<T>(_ list: [T]?) throws(ServiceError) -> [T] {
+        guard let list, !list.isEmpty else { throw ServiceError(.badNothingToDo) }
+        guard list.count <= ServerCore.maxOperations else { throw ServiceError(.badTooManyOperations) }
+        return list
+    }
+
+    private static func revise(_ ms: Double, default fallback: Double = 1000) -> Double {
+        guard ms.isFinite else { return fallback }
+        if ms < 0 { return fallback }
+        return min(max(ms, minIntervalMs), 3_600_000)
+    }
+
+    private static func queue(_ requested: UInt32, events: Bool) -> Int {
+        if events { return maxQueueSize }
+        return Int(min(max(requested, 1), UInt32(maxQueueSize)))
+    }
+
+    private func create(_ r: MonitoredItemCreateRequest, in s: Subscription, now: Date) -> MonitoredItemCreateResult {
+        guard s.items.count < server.configuration.maxMonitoredItemsPerSubscription else {
+            return MonitoredItemCreateResult(statusCode: .badTooManyMonitoredItems)
+        }
+        let target = r.itemToMonitor
+        guard let node = server.addressSpace.node(target.nodeId) else {
+            return MonitoredItemCreateResult(statusCode: .badNodeIdUnknown)
+        }
+        var select: [SimpleAttributeOperand]?
+        var filterResult = ExtensionObject.null
+        if target.attributeId == AttributeId.eventNotifier.rawValue {
+            guard (node.eventNotifier ?? 0) & 1 != 0 else {
+                return MonitoredItemCreateResult(statusCode: .badAttributeIdInvalid)
+            }
+            guard let f = try? EventFilter(r.requestedParameters.filter, limits: server.decodingLimits) else {
+                return MonitoredItemCreateResult(statusCode: .badEventFilterInvalid)
+            }
+            select = f.selectClauses ?? []
+            filterResult = EventFilterResult(selectClauseResults: select!.map { _ in .good }).extensionObject
+        } else {
+            let probe = server.addressSpace.read(target.nodeId, target.attributeId, now: DateTime(now))
+            if probe.status == .badAttributeIdInvalid || probe.status == .badNodeIdUnknown {
+                return MonitoredItemCreateResult(statusCode: probe.status!)
+            }
+            let filter = r.requestedParameters.filter
+            if filter != .null, filter.typeId != DataChangeFilter.binaryEncodingId {
+                return MonitoredItemCreateResult(statusCode: .badMonitoredItemFilterUnsupported)
+            }
+        }
+        let sampling = select == nil ? Self.revise(r.requestedParameters.samplingInterval, default: s.intervalMs) : 0
+        let item = MonitoredItem(
+            id: nextItemId, node: target.nodeId, attribute: target.attributeId, parameters: r.requestedParameters,
+            mode: r.monitoringMode, samplingMs: sampling,
+            queueSize: Self.queue(r.requestedParameters.queueSize, events: select != nil), select: select)
+        nextItemId &+= 1
+        s.items[item.id] = item
+        return MonitoredItemCreateResult(
+            statusCode: .good, monitoredItemId: item.id, revisedSamplingInterval: sampling,
+            revisedQueueSize: UInt32(item.queueSize), filterResult: filterResult)
+    }
+
+    // MARK: The cycle
+
+    /// An event for every event item on the Server object (or on the event's source).
+    func post(_ event: ServerEvent, now: Date) {
+        lock.withLock {
+            for s in subscriptions.values {
+                for item in s.items.values where item.select != nil {
+                    guard item.node == NodeId(2253) || item.node == event.sourceNode else { continue }
+                    let fields = (item.select ?? []).map { event.field($0, receivedAt: now) }
+                    item.enqueue(.event(EventFieldList(clientHandle: item.clientHandle, eventFields: fields)))
+                }
+            }
+        }
+    }
+
+    /// Samples what is due and answers a waiting Publish for each subscription whose interval came round.
+    func tick(now: Date) {
+        var answers: [(Int, any ChannelContext, PublishResponse)] = []
+        lock.withLock {
+            let stamp = DateTime(now)
+            for s in subscriptions.values.sorted(by: { $0.id < $1.id }) {
+                for item in s.items.values where item.select == nil && item.mode != .disabled && item.nextSample <= now
+                {
+                    item.nextSample = now.addingTimeInterval(item.samplingMs / 1000)
+                    var v = server.addressSpace.read(item.node, item.attribute, now: stamp)
+                    if v.value != item.last?.value || v.status != item.last?.status {
+                        item.last = v
+                        if s.timestampsToReturn == .server || s.timestampsToReturn == .neither {
+                            v.sourceTimestamp = nil
+                        }
+                        if s.timestampsToReturn == .source || s.timestampsToReturn == .neither {
+                            v.serverTimestamp = nil
+                        }
+                        item.enqueue(.value(MonitoredItemNotification(clientHandle: item.clientHandle, value: v)))
+                    }
+                }
+                guard s.nextPublish <= now else { continue }
+                s.nextPublish = now.addingTimeInterval(s.intervalMs / 1000)
+                let ready = s.enabled ? s.items.values.filter { $0.mode == .reporting && !$0.queue.isEmpty } : []
+                guard let waiting = publishQueue.first else {
+                    s.starvedCycles += 1
+                    if s.starvedCycles >= s.lifetimeCount {
+                        subscriptions[s.id] = nil
+                        server.subscriptionIds.release(s.id)
+                    }
+                    continue
+                }
+                s.starvedCycles = 0
+                if ready.isEmpty {
+                    s.idleCycles += 1
+                    guard s.idleCycles >= s.keepAliveCount || !s.sentFirst else { continue }
+                }
+                publishQueue.removeFirst()
+                s.idleCycles = 0
+                s.sentFirst = true
+                var message = NotificationMessage(sequenceNumber: s.sequence &+ 1, publishTime: stamp)
+                if !ready.isEmpty {
+                    s.sequence &+= 1
+                    if s.sequence == 0 { s.sequence = 1 }
+                    message.sequenceNumber = s.sequence
+                    var values: [MonitoredItemNotification] = []
+                    var events: [EventFieldList] = []
+                    for item in ready.sorted(by: { $0.id < $1.id }) {
+                        for part in item.queue {
+                            switch part {
+                            case .value(let n): values.append(n)
+                            case .event(let e): events.append(e)
+                            }
+                        }
+                        item.queue = []
+                    }
+                    var data: [ExtensionObject] = []
+                    if !values.isEmpty { data.append(DataChangeNotification(monitoredItems: values).extensionObject) }
+                    if !events.isEmpty { data.append(EventNotificationList(events: events).extensionObject) }
+                    message.notificationData = data
+                    s.retained[s.sequence] = message
+                    if s.retained.count > Self.retainedMessages, let oldest = s.retained.keys.min() {
+                        s.retained[oldest] = nil
+                    }
+                }
+                let response = PublishResponse(
+                    responseHeader: server.header(waiting.header, now: now), subscriptionId: s.id,
+                    availableSequenceNumbers: s.retained.keys.sorted(), moreNotifications: false,
+                    notificationMessage: message, results: pendingAcks.removeValue(forKey: waiting.requestId) ?? [])
+                answers.append((Int(waiting.requestId), waiting.channel, response))
+            }
+        }
+        for (id, channel, response) in answers { channel.respond(requestId: UInt32(id), response) }
+    }
+}
+
+/// Subscription ids unique in the server (a client may move a subscription between its sessions).
+final class SubscriptionIds: @unchecked Sendable {
+    private let lock = NSLock()
+    private var next: UInt32 = 1
+    private var live = Set<UInt32>()
+
+    func take() -> UInt32 {
+        lock.withLock {
+            while live.contains(next) || next == 0 { next &+= 1 }
+            live.insert(next)
+            defer { next &+= 1 }
+            return next
+        }
+    }
+
+    func release(_ id: UInt32) { _ = lock.withLock { live.remove(id) } }
+    var count: Int { lock.withLock { live.count } }
+}

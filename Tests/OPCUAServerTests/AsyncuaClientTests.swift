@@ -1,0 +1,203 @@
+import Foundation
+import NIOConcurrencyHelpers
+import OPCUA
+import Testing
+
+@testable import OPCUAServer
+
+/// Python with asyncua (PyPI, FreeOpcUa's stack): `VLOGGER_OPCUA_PYTHON`, else `python3`. In CI
+/// (`VLOGGER_REQUIRE_OPCUA_CLIENTS=1`) a missing one fails the suite instead of skipping it.
+func asyncuaPython() -> String? {
+    let env = ProcessInfo.processInfo.environment
+    let python = env["VLOGGER_OPCUA_PYTHON"] ?? "python3"
+    if env["VLOGGER_REQUIRE_OPCUA_CLIENTS"] == "1" { return python }
+    return (try? TestProcess.run(python, ["-c", "import asyncua"], seconds: 60).code) == 0 ? python : nil
+}
+
+/// A child process with a deadline: its exit code and what it printed.
+enum TestProcess {
+    struct Outcome {
+        let code: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    static func run(_ executable: String, _ arguments: [String], seconds: Double) throws -> Outcome {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [executable] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let killer = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: killer)
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        killer.cancel()
+        return Outcome(
+            code: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self))
+    }
+}
+
+/// A server on a free loopback port with test-only keys made here, a users file and a trust list the test
+/// changes while it runs.
+final class TestServer: @unchecked Sendable {
+    let server: OPCUAServer
+    let port: Int
+    let dir: URL
+    let clientCert: URL
+    let clientKey: URL
+    let clientFingerprint: String
+    private let trustedBox: NIOLockedValueBox<Set<String>>
+    let rejectedBox = NIOLockedValueBox<[String]>([])
+
+    static let password = "pässwort-42"
+
+    init(trustClient: Bool = true) async throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("opcua-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let serverKey = try RSAKeyPair(bits: 2048)
+        let serverCert = try ApplicationCertificate.make(
+            key: serverKey, applicationUri: "urn:vlogger:test:server", applicationName: "vlogger test",
+            hosts: ["localhost", "127.0.0.1"], notBefore: Date().addingTimeInterval(-3600))
+        let key = try RSAKeyPair(bits: 2048)
+        let cert = try ApplicationCertificate.make(
+            key: key, applicationUri: "urn:vlogger:test:asyncua", applicationName: "asyncua test",
+            hosts: ["localhost"], notBefore: Date().addingTimeInterval(-3600))
+        clientCert = dir.appendingPathComponent("client.der")
+        clientKey = dir.appendingPathComponent("client-key.pem")
+        try Data(cert.der).write(to: clientCert)
+        try key.pem.write(to: clientKey, atomically: true, encoding: .utf8)
+        clientFingerprint = cert.fingerprint
+        let trusted = NIOLockedValueBox<Set<String>>(trustClient ? [cert.fingerprint] : [])
+        trustedBox = trusted
+        let rejected = rejectedBox
+        let users = try UsersFile(UsersFile.line(name: "operator", password: Self.password) ?? "")
+        var config = ServerConfiguration(
+            host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:test:server", applicationName: "vlogger test",
+            identity: ServerIdentity(certificate: serverCert, key: serverKey), security: EndpointSecurity.all,
+            users: { users }, trusted: { trusted.withLockedValue { $0 } },
+            rejected: { c in rejected.withLockedValue { $0.append(c.fingerprint) } })
+        config.maxSessions = 20
+        let core = ServerCore(configuration: config, addressSpace: try AddressSpace.standard())
+        server = OPCUAServer(core: core)
+        let bound = try await server.start()
+        port = bound
+    }
+
+    func trust(_ fingerprint: String) { trustedBox.withLockedValue { _ = $0.insert(fingerprint) } }
+
+    var url: String { "opc.tcp://127.0.0.1:\(port)" }
+
+    /// Runs the asyncua client while the server posts an event every 100 ms.
+    func asyncua(_ python: String, _ security: String, user: Bool, expectRefusal: Bool = false) async throws
+        -> [String: Any]
+    {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Clients/asyncua_client.py").path
+        var args = [script, url, security, "--cert", clientCert.path, "--key", clientKey.path]
+        if user { args += ["--user", "operator", "--password", Self.password] }
+        if expectRefusal { args.append("--expect-refusal") }
+        let core = server.core
+        let events = Task {
+            var n = 0
+            while !Task.isCancelled {
+                n += 1
+                core.post(ServerEvent(time: Date(), message: "test event \(n)", severity: 500))
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { events.cancel() }
+        let outcome = try await Task.detached { try TestProcess.run(python, args, seconds: 120) }.value
+        guard outcome.code == 0, let line = outcome.stdout.split(separator: "\n").last,
+            let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else {
+            throw ClientFailure(
+                description: "asyncua \(security) exit \(outcome.code): \(outcome.stdout)\n\(outcome.stderr)")
+        }
+        return json
+    }
+
+    func stop() async {
+        await server.stop()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    struct ClientFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+}
+
+/// asyncua 2.1.0 (PyPI; FreeOpcUa's Python stack, written by others) as the client of every policy and mode the
+/// server offers, anonymous and with a user name: it browses everything below Root, reads every attribute of
+/// every node (OPC 10000-4 §5.10.2: only Bad_AttributeIdInvalid may answer an attribute a class lacks),
+/// translates a browse path, receives data changes and events, calls GetMonitoredItems (OPC 10000-5 §9.1) and
+/// closes.
+@Suite(.serialized, .enabled(if: asyncuaPython() != nil, "no Python asyncua here (pip install asyncua==2.1.0)"))
+struct AsyncuaClientTests {
+    static let securities = [
+        "None", "Basic256Sha256,Sign", "Basic256Sha256,SignAndEncrypt", "Aes128Sha256RsaOaep,SignAndEncrypt",
+    ]
+
+    @Test(arguments: securities, [false, true])
+    func everyPolicyAndIdentity(security: String, user: Bool) async throws {
+        let python = try #require(asyncuaPython())
+        let s = try await TestServer()
+        defer { Task { await s.stop() } }
+        let out = try await s.asyncua(python, security, user: user)
+        print("asyncua \(security) \(user ? "operator" : "anonymous"): \(out)")
+        let nodes = try #require(out["nodes"] as? Int)
+        #expect(nodes >= 100, "\(out)")
+        #expect(out["badReadCount"] as? Int == 0, "\(out["badReads"] ?? "")")
+        #expect(out["attributeReads"] as? Int == nodes * 27)
+        #expect(out["translated"] as? String == "i=2258")
+        #expect((out["changes"] as? Int ?? 0) >= 3)
+        let events = try #require(out["events"] as? [[String: Any]])
+        let message = events.first?["message"] as? String ?? ""
+        #expect(message.hasPrefix("test event"))
+        #expect(events.first?["severity"] as? Int == 500)
+        #expect(out["monitoredItems"] as? Int == 2)
+        #expect(out["namespaces"] as? [String] == ["http://opcfoundation.org/UA/"])
+        #expect(out["closed"] as? Bool == true)
+        // Everything the client opened is gone again.
+        #expect(s.server.core.sessionCount == 0)
+    }
+
+    /// A wrong password is refused (Bad_UserAccessDenied, OPC 10000-4 §5.6.3), as is an unknown user; the right
+    /// one then gets in on the same server.
+    @Test func aWrongPasswordIsRefused() async throws {
+        let python = try #require(asyncuaPython())
+        let s = try await TestServer()
+        defer { Task { await s.stop() } }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Clients/asyncua_client.py").path
+        let wrong = try TestProcess.run(
+            python,
+            [
+                script, s.url, "Basic256Sha256,SignAndEncrypt", "--cert", s.clientCert.path, "--key", s.clientKey.path,
+                "--user", "operator", "--password", "wrong", "--expect-refusal",
+            ], seconds: 60)
+        #expect(wrong.code == 0, "\(wrong.stdout) \(wrong.stderr)")
+        #expect(wrong.stdout.contains("BadUserAccessDenied"), "\(wrong.stdout)")
+        let out = try await s.asyncua(python, "None", user: true)
+        #expect(out["closed"] as? Bool == true)
+    }
+
+    /// A client certificate nobody trusted is refused (Bad_CertificateUntrusted) and kept as rejected; trusted
+    /// while the server runs, the same client gets in without a restart.
+    @Test func anUntrustedCertificateIsRefusedThenTrusted() async throws {
+        let python = try #require(asyncuaPython())
+        let s = try await TestServer(trustClient: false)
+        defer { Task { await s.stop() } }
+        let refused = try await s.asyncua(python, "Basic256Sha256,SignAndEncrypt", user: false, expectRefusal: true)
+        #expect(refused["refused"] is String, "\(refused)")
+        #expect(s.rejectedBox.withLockedValue { $0 }.contains(s.clientFingerprint))
+        s.trust(s.clientFingerprint)
+        let out = try await s.asyncua(python, "Basic256Sha256,SignAndEncrypt", user: false)
+        #expect(out["closed"] as? Bool == true)
+    }
+}
