@@ -145,7 +145,8 @@ let package = Package(
         .target(
             name: "VLoggerOutbox",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "VLoggerConfig", .product(name: "Logging", package: "swift-log"),
+                "VLoggerModel", "VLoggerStore", "VLoggerConfig", "FieldState",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
             name: "VLoggerCore",
@@ -187,10 +188,19 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The OPC UA server as an output kind ([opcua]): the PKI folder, the users file, the gateway's namespace
+        // read from the field state.
+        .target(
+            name: "VLoggerOPCUA",
+            dependencies: [
+                "OPCUA", "OPCUAServer", "FieldState", "VLoggerModel", "VLoggerConfig", "VLoggerOutbox", "ISO15693",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The one list of linked output kinds: the executable, the tests and the fuzzer register it (beside the
         // drivers). A new output is a target above and one line in Sources/LinkedOutputs.
         .target(
-            name: "LinkedOutputs", dependencies: ["VLoggerOutbox", "VLoggerSync", "VLoggerMQTT", "VLoggerWebhook"]),
+            name: "LinkedOutputs",
+            dependencies: ["VLoggerOutbox", "VLoggerSync", "VLoggerMQTT", "VLoggerWebhook", "VLoggerOPCUA"]),
         // The gateway service: one ServiceGroup with a polling job per reader, the store writer, the HTTP
         // listener (Hummingbird), metrics (swift-metrics with the Prometheus backend), sd_notify and reload.
         .target(

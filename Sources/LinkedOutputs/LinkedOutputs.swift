@@ -1,4 +1,5 @@
 import VLoggerMQTT
+import VLoggerOPCUA
 import VLoggerOutbox
 import VLoggerSync
 import VLoggerWebhook
@@ -8,6 +9,6 @@ import VLoggerWebhook
 /// target of its own and one line here.
 public enum LinkedOutputs {
     public static var all: [any OutputKind] {
-        [SyncOutputKind(), MQTTOutputKind(), WebhookOutputKind()]
+        [SyncOutputKind(), MQTTOutputKind(), WebhookOutputKind(), OPCUAOutputKind()]
     }
 }

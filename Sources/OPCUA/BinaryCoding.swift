@@ -281,7 +281,7 @@ func hex(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
 }
 
 /// Hex text for the layers above (the generated nodes' values, certificate fingerprints in messages).
-public enum Hex {
+public enum HexText {
     /// The bytes of `text` (pairs of hex digits), nil for anything else.
     public static func bytes(_ text: some StringProtocol) -> [UInt8]? { OPCUA.bytes(hex: text) }
     /// Two lowercase (or `uppercase`) digits per byte.

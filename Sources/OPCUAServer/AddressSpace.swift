@@ -369,7 +369,7 @@ enum Namespace0 {
             node.eventNotifier = line.en
             if nodeClass == .method { node.executable = true }
             if let v = line.v {
-                guard let bytes = Hex.bytes(v) else { throw Invalid(description: "the value of i=\(line.i)") }
+                guard let bytes = HexText.bytes(v) else { throw Invalid(description: "the value of i=\(line.i)") }
                 node.value = DataValue(value: try Variant.decode(bytes))
             }
             node.references = line.r.compactMap { r in

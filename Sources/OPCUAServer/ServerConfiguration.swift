@@ -43,8 +43,11 @@ public struct EndpointSecurity: Hashable, Sendable, CustomStringConvertible {
 /// What the server is made with: where it listens, who it is, what it offers and whom it lets in. The trust
 /// list and users are asked for on each use, so `vlogger opcua trust` and a new user take effect at once.
 public struct ServerConfiguration: Sendable {
+    /// Where it listens.
     public var host: String
     public var port: Int
+    /// The host endpoints name when the client's URL says none (nil: `host`; set it where `host` is 0.0.0.0).
+    public var advertisedHost: String?
     public var applicationUri: String
     public var productUri = "https://github.com/vlogger/vlogger"
     public var applicationName: String
@@ -95,13 +98,14 @@ public struct ServerConfiguration: Sendable {
     var applicationDescription: ApplicationDescription {
         ApplicationDescription(
             applicationUri: applicationUri, productUri: productUri, applicationName: LocalizedText(applicationName),
-            applicationType: .server, discoveryUrls: ["opc.tcp://\(host):\(port)"])
+            applicationType: .server, discoveryUrls: ["opc.tcp://\(advertisedHost ?? host):\(port)"])
     }
 
     /// The endpoints as GetEndpoints and CreateSession describe them, for the URL the client dialled (its host
     /// echoed, so a client behind NAT or a DNS name reconnects the way it came).
     func endpoints(url: String?) -> [EndpointDescription] {
-        let endpointUrl = url.flatMap { $0.hasPrefix("opc.tcp://") ? $0 : nil } ?? "opc.tcp://\(host):\(port)"
+        let endpointUrl =
+            url.flatMap { $0.hasPrefix("opc.tcp://") ? $0 : nil } ?? "opc.tcp://\(advertisedHost ?? host):\(port)"
         return security.compactMap { s in
             if s.mode != .none, identity == nil { return nil }
             var tokens: [UserTokenPolicy] = []

@@ -1,3 +1,4 @@
+import FieldState
 import Foundation
 import Logging
 import VLoggerConfig
@@ -81,12 +82,18 @@ public struct OutputContext: Sendable {
     /// Made to check its destination only (`outputs status`, `doctor`): nothing that outlives the check
     /// (a Will, a birth, a retained message) is sent.
     public var probe: Bool
+    /// The field's live state (readers, tags present, latest values, alarms): what a server shows its clients.
+    public var fieldState: FieldState?
+    /// The service's version (a server's build information).
+    public var version = "0"
 
     public init(
         gatewayID: String, site: String? = nil, readers: [OutputReader] = [], fields: [FieldInfo] = [],
         store: Store? = nil, logger: Logger = Logger(label: "vlogger.output"),
-        readerUp: @escaping @Sendable () -> [String: Bool] = { [:] }, probe: Bool = false
+        readerUp: @escaping @Sendable () -> [String: Bool] = { [:] }, probe: Bool = false,
+        fieldState: FieldState? = nil
     ) {
+        self.fieldState = fieldState
         self.gatewayID = gatewayID
         self.site = site
         self.readers = readers
@@ -170,6 +177,32 @@ extension OutputSettings {
     public var remotes: [Remote] { [] }
     public func warnings(file: String) -> [String] { [] }
     public func doctorProbe(_ context: OutputContext) async -> OutputProbe? { nil }
+}
+
+/// The settings of a server that others connect to (OPC UA): it reads the field's live state rather than the
+/// store's outbox, so it has no consumer and no cursor. The service runs each as a service of its group.
+public protocol ServerSettings: OutputSettings {
+    func makeServer(_ context: OutputContext) throws -> any OutputServer
+}
+
+extension ServerSettings {
+    public func makeOutput(_ context: OutputContext) throws -> Output {
+        throw VLoggerError("\(name) is a server, not a consumer of the outbox")
+    }
+}
+
+/// A running server of an output kind.
+public protocol OutputServer: Sendable {
+    var name: String { get }
+    /// Serves until the task is cancelled, then closes its connections.
+    func run() async throws
+}
+
+extension Collection where Element == any OutputSettings {
+    /// The outputs that consume the store's outbox (every one but the servers).
+    public var consumers: [any OutputSettings] { filter { !($0 is any ServerSettings) } }
+    /// The servers.
+    public var servers: [any ServerSettings] { compactMap { $0 as? any ServerSettings } }
 }
 
 /// A kind of output: a target of its own (the fleet sync, MQTT, webhooks, …) with one type conforming to this;

@@ -63,6 +63,8 @@ public final class Gateway: @unchecked Sendable {
     let writeQueued = Wakeup()
     /// Runs the outputs' jobs; a reload swaps the outputs that changed.
     let outputsJob: OutputsJob
+    /// The servers others connect to ([opcua]): each a service of the group, reading the field state.
+    let servers: [any OutputServer]
     /// The store's queued writes, as the polling jobs see them (refreshed every 2 s).
     public let pendingWrites = PendingWrites()
     /// The run's time for the jobs that are not a reader's (the audit scheduler): the wall clock, or the
@@ -119,6 +121,16 @@ public final class Gateway: @unchecked Sendable {
         do {
             outputs = try Self.outputs(
                 config, store: store, logger: logger, readerUp: { serviceMetrics.readersUp() })
+        } catch {
+            throw VLoggerError("\(error)")
+        }
+        do {
+            let serverContext = OutputContext(
+                gatewayID: config.gatewayID, site: config.site,
+                readers: config.readers.map { OutputReader(id: $0.id, location: $0.location) },
+                fields: config.fieldInfos, store: store, logger: logger, readerUp: { serviceMetrics.readersUp() },
+                fieldState: serviceMetrics.field)
+            servers = try config.outputs.servers.map { try $0.makeServer(serverContext) }
         } catch {
             throw VLoggerError("\(error)")
         }
@@ -223,6 +235,7 @@ public final class Gateway: @unchecked Sendable {
                     serviceName: "emit"))
         }
         services.append(.init(service: outputsJob, serviceName: "outputs"))
+        for server in servers { services.append(.init(service: ServerJob(server: server), serviceName: server.name)) }
         services.append(
             .init(
                 service: WriterJob(

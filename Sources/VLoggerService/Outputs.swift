@@ -15,7 +15,7 @@ extension Gateway {
             gatewayID: config.gatewayID, site: config.site,
             readers: config.readers.map { OutputReader(id: $0.id, location: $0.location) }, fields: config.fieldInfos,
             store: store, logger: logger, readerUp: readerUp, probe: probe)
-        return try config.outputs.map { try $0.makeOutput(context) }
+        return try config.outputs.consumers.map { try $0.makeOutput(context) }
     }
 }
 

@@ -1,0 +1,201 @@
+import FieldState
+import Foundation
+import ISO15693
+import OPCUA
+import OPCUAServer
+import VLoggerModel
+
+/// The gateway's own namespace on the server (a small one; the AutoID model comes with issue 50): under Objects a
+/// `Gateway` object with its readers (up, location, the tags in their field) and the tags in the fields now, each
+/// with its latest decoded values; values are read from the field state when a client reads or samples them, and
+/// tags come and go as they arrive and leave. Arrivals, departures and alarms are events of the Server object.
+final class GatewayNamespace: @unchecked Sendable {
+    let space: AddressSpace
+    let state: FieldState
+    let ns: UInt16
+    let post: @Sendable (ServerEvent) -> Void
+    private let lock = NSLock()
+    private var tagVariables: [UID: Set<String>] = [:]
+
+    static let baseObjectType = NodeId(58)
+    static let folderType = NodeId(61)
+    static let baseDataVariableType = NodeId(63)
+    static let propertyType = NodeId(68)
+
+    init(
+        space: AddressSpace, state: FieldState, gateway: String, site: String?,
+        post: @escaping @Sendable (ServerEvent) -> Void
+    ) {
+        self.space = space
+        self.state = state
+        self.post = post
+        ns = space.namespace("urn:vlogger:gateway:\(gateway)")
+        object(
+            id("Gateway"), "Gateway", parent: NodeId(85), reference: ReferenceTypeIds.organizes,
+            type: Self.baseObjectType)
+        variable(
+            id("Gateway/GatewayId"), "GatewayId", parent: id("Gateway"), type: 12, value: .scalar(.string(gateway)))
+        variable(id("Gateway/Site"), "Site", parent: id("Gateway"), type: 12, value: .scalar(.string(site ?? "")))
+        variable(id("Gateway/ActiveAlarms"), "ActiveAlarms", parent: id("Gateway"), type: 7) { [state] in
+            DataValue(value: .scalar(.uInt32(UInt32(clamping: state.alarms.count))))
+        }
+        object(
+            id("Readers"), "Readers", parent: id("Gateway"), reference: ReferenceTypeIds.organizes,
+            type: Self.folderType)
+        object(id("Tags"), "Tags", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
+        for r in state.readers { addReader(r.id) }
+        for (uid, v) in state.latestValues where state.readers.contains(where: { $0.tags.contains(uid) }) {
+            addTag(uid)
+            for value in v.values { addValue(uid, value.name) }
+        }
+        state.observe { [weak self] change in self?.apply(change) }
+    }
+
+    func id(_ path: String) -> NodeId { NodeId(namespace: ns, .string(path)) }
+
+    // MARK: Nodes
+
+    private func object(_ nodeId: NodeId, _ name: String, parent: NodeId, reference: NodeId, type: NodeId) {
+        var n = Node(id: nodeId, nodeClass: .object, browseName: QualifiedName(namespace: ns, name))
+        n.eventNotifier = 0
+        n.references = [
+            Reference(reference, parent, forward: false), Reference(ReferenceTypeIds.hasTypeDefinition, type),
+        ]
+        space.add(n)
+    }
+
+    /// A variable of built-in type `type` (its DataType node is i=type), held or read from `source`.
+    private func variable(
+        _ nodeId: NodeId, _ name: String, parent: NodeId, type: UInt32, rank: Int32 = -1, value: Variant? = nil,
+        source: (@Sendable () -> DataValue)? = nil
+    ) {
+        var n = Node(id: nodeId, nodeClass: .variable, browseName: QualifiedName(namespace: ns, name))
+        n.dataType = NodeId(type)
+        n.valueRank = rank
+        n.accessLevel = Node.readable
+        n.minimumSamplingInterval = 0
+        n.value = value.map { DataValue(value: $0) }
+        n.references = [
+            Reference(ReferenceTypeIds.hasComponent, parent, forward: false),
+            Reference(ReferenceTypeIds.hasTypeDefinition, Self.baseDataVariableType),
+        ]
+        space.add(n)
+        if let source { space.setSource(nodeId, source) }
+    }
+
+    private func addReader(_ reader: String) {
+        let base = "Readers/\(reader)"
+        let state = self.state
+        @Sendable func find() -> FieldState.Reader? { state.readers.first { $0.id == reader } }
+        object(
+            id(base), reader, parent: id("Readers"), reference: ReferenceTypeIds.organizes, type: Self.baseObjectType)
+        variable(id(base + "/Up"), "Up", parent: id(base), type: 1) {
+            find().map { DataValue(value: .scalar(.boolean($0.up))) } ?? DataValue(status: .badNoData)
+        }
+        variable(id(base + "/Location"), "Location", parent: id(base), type: 12) {
+            find().map { DataValue(value: .scalar(.string($0.location ?? ""))) } ?? DataValue(status: .badNoData)
+        }
+        variable(id(base + "/TagsInField"), "TagsInField", parent: id(base), type: 7) {
+            find().map { DataValue(value: .scalar(.uInt32(UInt32(clamping: $0.tags.count)))) }
+                ?? DataValue(status: .badNoData)
+        }
+        variable(id(base + "/Uids"), "Uids", parent: id(base), type: 12, rank: 1) {
+            find().map { DataValue(value: .array(.string, $0.tags.map { .string($0.description) })) }
+                ?? DataValue(status: .badNoData)
+        }
+    }
+
+    private func addTag(_ uid: UID) {
+        let fresh = lock.withLock { () -> Bool in
+            guard tagVariables[uid] == nil else { return false }
+            tagVariables[uid] = []
+            return true
+        }
+        guard fresh else { return }
+        let base = "Tags/\(uid)"
+        object(
+            id(base), uid.description, parent: id("Tags"), reference: ReferenceTypeIds.organizes,
+            type: Self.baseObjectType)
+        variable(id(base + "/Uid"), "Uid", parent: id(base), type: 12, value: .scalar(.string(uid.description)))
+        let state = self.state
+        variable(id(base + "/Reader"), "Reader", parent: id(base), type: 12) {
+            DataValue(value: .scalar(.string(state.latestValues[uid]?.reader ?? "")))
+        }
+        variable(id(base + "/Asset"), "Asset", parent: id(base), type: 12) {
+            DataValue(value: .scalar(.string(state.latestValues[uid]?.asset ?? "")))
+        }
+    }
+
+    /// A tag's value variable (its type from the value it had first: Int64, Double or String).
+    private func addValue(_ uid: UID, _ name: String) {
+        let fresh = lock.withLock { tagVariables[uid]?.insert(name).inserted ?? false }
+        guard fresh, let first = state.latestValues[uid]?.values.first(where: { $0.name == name }) else { return }
+        let type: UInt32
+        switch first.value {
+        case .integer: type = 8
+        case .number: type = 11
+        case .text, .json: type = 12
+        }
+        let state = self.state
+        variable(id("Tags/\(uid)/\(name)"), name, parent: id("Tags/\(uid)"), type: type) {
+            guard let v = state.latestValues[uid], let value = v.values.first(where: { $0.name == name }) else {
+                return DataValue(status: .badNoData)
+            }
+            return DataValue(
+                value: .scalar(Self.scalar(value.value)), sourceTimestamp: DateTime(millisecondsSince1970: v.time))
+        }
+    }
+
+    static func scalar(_ v: FieldValue) -> Scalar {
+        switch v {
+        case .integer(let n): return .int64(n)
+        case .number(let d): return .double(d)
+        case .text(let s), .json(let s): return .string(s)
+        }
+    }
+
+    private func removeTag(_ uid: UID) {
+        guard let names = lock.withLock({ tagVariables.removeValue(forKey: uid) }) else { return }
+        let base = "Tags/\(uid)"
+        for n in names { space.remove(id("\(base)/\(n)")) }
+        for n in ["Uid", "Reader", "Asset"] { space.remove(id("\(base)/\(n)")) }
+        space.remove(id(base))
+    }
+
+    // MARK: Changes
+
+    private func apply(_ change: FieldState.Change) {
+        switch change {
+        case .arrived(let uid, let reader, let asset, let time):
+            addTag(uid)
+            post(
+                ServerEvent(
+                    sourceNode: id("Tags/\(uid)"), sourceName: uid.description, time: Self.date(time),
+                    message: "tag \(uid)\(asset.map { " (\($0))" } ?? "") arrived at reader \(reader ?? "?")",
+                    severity: 100))
+        case .departed(let uid, let reader, let time):
+            removeTag(uid)
+            post(
+                ServerEvent(
+                    sourceNode: id("Tags/\(uid)"), sourceName: uid.description, time: Self.date(time),
+                    message: "tag \(uid) left reader \(reader ?? "?")", severity: 100))
+        case .values(let v):
+            addTag(v.uid)
+            for value in v.values { addValue(v.uid, value.name) }
+        case .alarm(let a):
+            let severity: UInt16 = a.severity == .critical ? 900 : a.severity == .warning ? 600 : 300
+            post(
+                ServerEvent(
+                    sourceNode: id("Tags/\(a.uid)"), sourceName: a.asset ?? a.uid.description, time: Self.date(a.since),
+                    message: "alarm \(a.rule) on \(a.asset ?? a.uid.description): \(a.detail)", severity: severity))
+        case .alarmEnded(let rule, let uid, let time):
+            post(
+                ServerEvent(
+                    sourceNode: id("Tags/\(uid)"), sourceName: uid.description, time: Self.date(time),
+                    message: "alarm \(rule) on \(uid) ended", severity: 300))
+        case .reader, .overflow: break
+        }
+    }
+
+    static func date(_ ms: Millis) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
+}

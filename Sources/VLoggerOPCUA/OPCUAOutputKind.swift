@@ -1,0 +1,155 @@
+import FieldState
+import Foundation
+import Logging
+import OPCUA
+import OPCUAServer
+import VLoggerConfig
+import VLoggerModel
+import VLoggerOutbox
+
+/// `[opcua]` as an output kind (registered in LinkedOutputs): a server that others connect to.
+public struct OPCUAOutputKind: OutputKind {
+    public init() {}
+    public var section: OutputSection { .table("opcua") }
+    public var keys: [String] { OPCUASettings.keys }
+    public var summary: String {
+        "an OPC UA server (UA-TCP; None, Basic256Sha256, Aes128_Sha256_RsaOaep): readers, tags in the field and their values, events"
+    }
+    public var sample: String {
+        """
+        [opcua]                               # the OPC UA server (docs/opcua.md)
+        listen = "0.0.0.0:4840"
+        # security = ["Basic256Sha256 SignAndEncrypt", "Aes128_Sha256_RsaOaep SignAndEncrypt"]   # default: all, None too
+        # anonymous = false                   # then users-file is needed
+        # users-file = "/etc/vlogger/opcua-users"   # vlogger opcua user add NAME
+        # pki = "/var/lib/vlogger/opcua-pki"  # default: opcua-pki beside the store
+        # hosts = ["gateway-7.plant.example", "10.0.0.7"]   # in the server's certificate (default: this host's name)
+
+        """
+    }
+
+    public func read(_ section: Section, index: Int, _ reader: ConfigReader, _ context: OutputReadContext)
+        -> (any OutputSettings)?
+    {
+        OPCUASettings.read(section, reader, resolve: context.resolve)
+    }
+}
+
+extension OPCUASettings: ServerSettings {
+    public var files: [OutputFile] {
+        usersFile.map { [OutputFile(what: "opcua.users-file", path: $0, secret: true, minLength: 0)] } ?? []
+    }
+
+    public func warnings(file: String) -> [String] {
+        var out: [String] = []
+        if security.contains("None") && anonymous {
+            out.append(
+                "\(file): [opcua] offers security None to anonymous clients: anyone on the network reads the field (security = [\"Basic256Sha256 SignAndEncrypt\"] and anonymous = false close that)"
+            )
+        }
+        return out
+    }
+
+    /// The PKI folder: as configured, or `opcua-pki` beside the store.
+    public func pkiFolder(store: String?) -> PKIFolder {
+        if let pki { return PKIFolder(path: pki) }
+        let dir = store.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path } ?? "."
+        return PKIFolder(path: URL(fileURLWithPath: dir).appendingPathComponent("opcua-pki").path)
+    }
+
+    public func makeServer(_ context: OutputContext) throws -> any OutputServer {
+        guard let state = context.fieldState else {
+            throw VLoggerError("[opcua] needs the field state of a running service")
+        }
+        return GatewayOPCUAServer(settings: self, context: context, state: state)
+    }
+}
+
+/// The server a running gateway serves: the PKI folder read (its certificate made on first start), the users
+/// file read at each login, the gateway's namespace on namespace 0.
+final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
+    let settings: OPCUASettings
+    let context: OutputContext
+    let state: FieldState
+    var name: String { settings.name }
+
+    init(settings: OPCUASettings, context: OutputContext, state: FieldState) {
+        self.settings = settings
+        self.context = context
+        self.state = state
+    }
+
+    static func hostName() -> String { ProcessInfo.processInfo.hostName }
+
+    func run() async throws {
+        let logger = context.logger
+        let pki = settings.pkiFolder(store: context.store?.path)
+        let uri = settings.applicationUri ?? "urn:vlogger:\(context.gatewayID)"
+        let host = Self.hostName()
+        let identity = try pki.identity(applicationUri: uri, hosts: settings.hosts ?? [host])
+        let usersFile = settings.usersFile
+        let users = UsersCache(path: usersFile, logger: logger)
+        var config = ServerConfiguration(
+            host: settings.listen.host, port: settings.listen.port, applicationUri: uri,
+            applicationName: "vlogger \(context.gatewayID)", identity: identity,
+            security: settings.endpointSecurity, allowAnonymous: settings.anonymous, users: { users.current() },
+            trusted: { pki.trustedFingerprints() },
+            rejected: { cert in
+                pki.reject(cert)
+                logger.warning(
+                    "opcua: refused the client certificate \(cert.subject) (\(cert.fingerprint)); to let it in: vlogger opcua trust \(cert.fingerprint)"
+                )
+            })
+        config.softwareVersion = context.version
+        config.productName = "vlogger"
+        // Endpoints advertise the host the client dialled; a server listening on every address needs a name.
+        if config.host == "0.0.0.0" || config.host == "::" { config.advertisedHost = settings.hosts?.first ?? host }
+        let space = try AddressSpace.standard()
+        let core = ServerCore(configuration: config, addressSpace: space, logger: logger)
+        let namespace = GatewayNamespace(
+            space: space, state: state, gateway: context.gatewayID, site: context.site, post: { core.post($0) })
+        let server = OPCUAServer(core: core)
+        let port = try await server.start()
+        logger.notice(
+            "opcua: listening on opc.tcp://\(settings.listen.host):\(port) (\(settings.endpointSecurity.map(\.description).joined(separator: ", "))); certificate \(identity.certificate.fingerprint) in \(pki.path)"
+        )
+        defer { withExtendedLifetime(namespace) {} }
+        do {
+            while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        } catch {}
+        await server.stop()
+        logger.info("opcua: stopped")
+    }
+}
+
+/// The users file, read again when it changes (a user added while the server runs can log in).
+final class UsersCache: @unchecked Sendable {
+    let path: String?
+    let logger: Logger
+    private let lock = NSLock()
+    private var stamp: (Date, Int)?
+    private var users: UsersFile?
+
+    init(path: String?, logger: Logger) {
+        self.path = path
+        self.logger = logger
+    }
+
+    func current() -> UsersFile? {
+        guard let path else { return nil }
+        let attrs = try? FileManager.default.attributesOfItem(atPath: path)
+        let now = ((attrs?[.modificationDate] as? Date) ?? .distantPast, (attrs?[.size] as? Int) ?? -1)
+        return lock.withLock {
+            if let s = stamp, s == now { return users }
+            stamp = now
+            do {
+                let text = try String(contentsOfFile: path, encoding: .utf8)
+                users = try UsersFile(text)
+            } catch {
+                logger.error("opcua: users file \(path): \(error); no user can log in until it is fixed")
+                users = try? UsersFile("")
+            }
+            return users
+        }
+    }
+}
