@@ -46,7 +46,8 @@ public final class OPCUAServer: @unchecked Sendable {
             channel = bound
             ticker = task
         }
-        return bound.localAddress?.port ?? core.configuration.port
+        core.port = bound.localAddress?.port ?? core.configuration.port
+        return core.port
     }
 
     /// Stops listening and closes every connection's channel.

@@ -95,7 +95,7 @@ public struct ServerConfiguration: Sendable {
     /// RSA PKCS#1 v1.5 with SHA-256, the asymmetric signature of both RSA policies (OPC 10000-7).
     static let rsaSha256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"
 
-    var applicationDescription: ApplicationDescription {
+    func applicationDescription(port: Int) -> ApplicationDescription {
         ApplicationDescription(
             applicationUri: applicationUri, productUri: productUri, applicationName: LocalizedText(applicationName),
             applicationType: .server, discoveryUrls: ["opc.tcp://\(advertisedHost ?? host):\(port)"])
@@ -103,7 +103,7 @@ public struct ServerConfiguration: Sendable {
 
     /// The endpoints as GetEndpoints and CreateSession describe them, for the URL the client dialled (its host
     /// echoed, so a client behind NAT or a DNS name reconnects the way it came).
-    func endpoints(url: String?) -> [EndpointDescription] {
+    func endpoints(url: String?, port: Int) -> [EndpointDescription] {
         let endpointUrl =
             url.flatMap { $0.hasPrefix("opc.tcp://") ? $0 : nil } ?? "opc.tcp://\(advertisedHost ?? host):\(port)"
         return security.compactMap { s in
@@ -119,7 +119,7 @@ public struct ServerConfiguration: Sendable {
                         securityPolicyUri: s.mode == .none ? SecurityPolicy.basic256Sha256.uri : nil))
             }
             return EndpointDescription(
-                endpointUrl: endpointUrl, server: applicationDescription,
+                endpointUrl: endpointUrl, server: applicationDescription(port: port),
                 serverCertificate: identity?.certificate.der, securityMode: s.mode, securityPolicyUri: s.policy.uri,
                 userIdentityTokens: tokens, transportProfileUri: Self.transportProfile, securityLevel: s.level)
         }

@@ -19,6 +19,12 @@ public final class ServerCore: @unchecked Sendable {
     private var channels: [ObjectIdentifier: SecureChannel] = [:]
     private var nextChannelId: UInt32 = 1
     public let startTime: Date
+    private var _boundPort: Int?
+    /// The port the listener bound (the configured one may be 0: any free port).
+    public var port: Int {
+        get { lock.withLock { _boundPort ?? configuration.port } }
+        set { lock.withLock { _boundPort = newValue } }
+    }
 
     /// Operations in one request (Read's nodes, Browse's descriptions …).
     static let maxOperations = 10_000
@@ -99,7 +105,7 @@ public final class ServerCore: @unchecked Sendable {
         let now = clock()
         for s in sessions.purge(now: now) {
             s.subscriptions.removeAll()
-            log("session \(s.id) '\(s.name)' timed out")
+            log("session \(s.number) '\(s.name)' timed out")
         }
         for s in sessions.all { s.subscriptions.tick(now: now) }
         for c in lock.withLock({ Array(channels.values) }) { c.tick(now: now) }

@@ -49,11 +49,11 @@ final class Services: @unchecked Sendable {
         case let q as GetEndpointsRequest:
             return GetEndpointsResponse(
                 responseHeader: server.header(q.requestHeader, now: now),
-                endpoints: server.configuration.endpoints(url: q.endpointUrl ?? channel.endpointUrl))
+                endpoints: server.configuration.endpoints(url: Self.url(q.endpointUrl, channel), port: server.port))
         case let q as FindServersRequest:
             return FindServersResponse(
                 responseHeader: server.header(q.requestHeader, now: now),
-                servers: [server.configuration.applicationDescription])
+                servers: [server.configuration.applicationDescription(port: server.port)])
         case let q as CreateSessionRequest: return try createSession(q, channel: channel, now: now)
         case let q as ActivateSessionRequest: return try activateSession(q, channel: channel, now: now)
         case let q as CloseSessionRequest:
@@ -89,6 +89,11 @@ final class Services: @unchecked Sendable {
         default:
             return try session.subscriptions.answer(request, header: header, requestId: requestId, channel: channel)
         }
+    }
+
+    /// The URL a client names (in its request, else in its Hello), empty taken as none.
+    static func url(_ requested: String?, _ channel: any ChannelContext) -> String? {
+        [requested, channel.endpointUrl].compactMap { $0 }.first { !$0.isEmpty }
     }
 
     /// The operations of a request: Bad_NothingToDo for none, Bad_TooManyOperations past the limit.
@@ -138,12 +143,12 @@ final class Services: @unchecked Sendable {
                 channelId: channel.channelId, now: now, nonceLength: security.policy.nonceLength,
                 subscriptions: SubscriptionSet(server: server))
         else { throw ServiceError(.badTooManySessions) }
-        server.log("session \(s.id) '\(s.name)' created on channel \(channel.channelId) (\(security))")
+        server.log("session \(s.number) '\(s.name)' created on channel \(channel.channelId) (\(security))")
         return CreateSessionResponse(
             responseHeader: server.header(q.requestHeader, now: now), sessionId: s.id,
             authenticationToken: s.authenticationToken, revisedSessionTimeout: timeout, serverNonce: s.serverNonce,
             serverCertificate: server.configuration.identity?.certificate.der,
-            serverEndpoints: server.configuration.endpoints(url: q.endpointUrl ?? channel.endpointUrl),
+            serverEndpoints: server.configuration.endpoints(url: Self.url(q.endpointUrl, channel), port: server.port),
             serverSignature: signature, maxRequestMessageSize: server.configuration.limits.maxMessageSize)
     }
 
@@ -167,7 +172,7 @@ final class Services: @unchecked Sendable {
         s.activated = true
         s.channelId = channel.channelId
         s.serverNonce = ServerCore.random(32)
-        server.log("session \(s.id) activated as \(user ?? "anonymous")")
+        server.log("session \(s.number) activated as \(user ?? "anonymous")")
         return ActivateSessionResponse(
             responseHeader: server.header(q.requestHeader, now: now), serverNonce: s.serverNonce, results: [])
     }
@@ -196,7 +201,7 @@ final class Services: @unchecked Sendable {
                 t.password ?? [], algorithm: algorithm, serverNonce: session.serverNonce, key: identity.key)
         } catch { throw ServiceError(error.status) }
         guard users.accepts(name: name, password: password) else {
-            server.log("session \(session.id): user '\(name)' refused")
+            server.log("session \(session.number): user '\(name)' refused")
             throw ServiceError(.badUserAccessDenied)
         }
         return name

@@ -5,6 +5,8 @@ import OPCUA
 /// ended by CloseSession or by its timeout running out without a request.
 public final class Session: @unchecked Sendable {
     public let id: NodeId
+    /// The session's number in this server's run (log lines name it).
+    public let number: UInt32
     public let authenticationToken: NodeId
     public let name: String
     public let timeoutMs: Double
@@ -20,11 +22,12 @@ public final class Session: @unchecked Sendable {
     let subscriptions: SubscriptionSet
 
     init(
-        id: NodeId, authenticationToken: NodeId, name: String, timeoutMs: Double,
+        id: NodeId, number: UInt32, authenticationToken: NodeId, name: String, timeoutMs: Double,
         clientCertificate: ApplicationCertificate?,
         serverNonce: [UInt8], channelId: UInt32, now: Date, subscriptions: SubscriptionSet
     ) {
         self.id = id
+        self.number = number
         self.authenticationToken = authenticationToken
         self.name = name
         self.timeoutMs = timeoutMs
@@ -62,9 +65,11 @@ final class SessionTable: @unchecked Sendable {
             guard byToken.count < limit else { return nil }
             let number = nextId
             nextId &+= 1
+            // Both in namespace 0, which every server has: a client that maps the server's namespaces onto its own
+            // (open62541 does) sends a token of a namespace the server lacks back under another index.
             let session = Session(
-                id: NodeId(namespace: 1, .numeric(number)),
-                authenticationToken: NodeId(namespace: 1, .opaque(ServerCore.random(32))), name: name,
+                id: NodeId(namespace: 0, .opaque(ServerCore.random(16))), number: number,
+                authenticationToken: NodeId(namespace: 0, .opaque(ServerCore.random(32))), name: name,
                 timeoutMs: timeoutMs, clientCertificate: clientCertificate,
                 serverNonce: ServerCore.random(max(32, nonceLength)), channelId: channelId, now: now,
                 subscriptions: subscriptions)

@@ -57,6 +57,8 @@ final class MonitoredItem {
     var last: DataValue?
     var nextSample = Date.distantPast
     var queue: [ExtensionObjectPart] = []
+    /// Which timestamps its notifications carry (its CreateMonitoredItems request's).
+    var timestamps = TimestampsToReturn.both
 
     enum ExtensionObjectPart {
         case value(MonitoredItemNotification)
@@ -336,9 +338,16 @@ final class SubscriptionSet: @unchecked Sendable {
             select = f.selectClauses ?? []
             filterResult = EventFilterResult(selectClauseResults: select!.map { _ in .good }).extensionObject
         } else {
-            let probe = server.addressSpace.read(target.nodeId, target.attributeId, now: DateTime(now))
-            if probe.status == .badAttributeIdInvalid || probe.status == .badNodeIdUnknown {
-                return MonitoredItemCreateResult(statusCode: probe.status!)
+            // Whether the node has the attribute (a value's source is not asked here, under the lock).
+            if target.attributeId == AttributeId.value.rawValue {
+                guard node.nodeClass == .variable || node.nodeClass == .variableType else {
+                    return MonitoredItemCreateResult(statusCode: .badAttributeIdInvalid)
+                }
+            } else {
+                let probe = server.addressSpace.read(target.nodeId, target.attributeId, now: DateTime(now))
+                if probe.status == .badAttributeIdInvalid {
+                    return MonitoredItemCreateResult(statusCode: .badAttributeIdInvalid)
+                }
             }
             let filter = r.requestedParameters.filter
             if filter != .null, filter.typeId != DataChangeFilter.binaryEncodingId {
@@ -351,6 +360,7 @@ final class SubscriptionSet: @unchecked Sendable {
             mode: r.monitoringMode, samplingMs: sampling,
             queueSize: Self.queue(r.requestedParameters.queueSize, events: select != nil), select: select)
         nextItemId &+= 1
+        item.timestamps = s.timestampsToReturn
         s.items[item.id] = item
         return MonitoredItemCreateResult(
             statusCode: .good, monitoredItemId: item.id, revisedSamplingInterval: sampling,
@@ -372,27 +382,31 @@ final class SubscriptionSet: @unchecked Sendable {
         }
     }
 
-    /// Samples what is due and answers a waiting Publish for each subscription whose interval came round.
+    /// Samples what is due and answers a waiting Publish for each subscription whose interval came round. The
+    /// values are read outside the lock: a value's source may take locks of its own (the field state's).
     func tick(now: Date) {
+        let stamp = DateTime(now)
+        let due: [(MonitoredItem, NodeId, UInt32)] = lock.withLock {
+            subscriptions.values.flatMap { s in
+                s.items.values.filter { $0.select == nil && $0.mode != .disabled && $0.nextSample <= now }.map {
+                    $0.nextSample = now.addingTimeInterval($0.samplingMs / 1000)
+                    return ($0, $0.node, $0.attribute)
+                }
+            }
+        }
+        let sampled = due.map { ($0.0, server.addressSpace.read($0.1, $0.2, now: stamp)) }
         var answers: [(Int, any ChannelContext, PublishResponse)] = []
         lock.withLock {
-            let stamp = DateTime(now)
+            for (item, value) in sampled {
+                var v = value
+                guard v.value != item.last?.value || v.status != item.last?.status else { continue }
+                item.last = v
+                let returned = item.timestamps
+                if returned == .server || returned == .neither { v.sourceTimestamp = nil }
+                if returned == .source || returned == .neither { v.serverTimestamp = nil }
+                item.enqueue(.value(MonitoredItemNotification(clientHandle: item.clientHandle, value: v)))
+            }
             for s in subscriptions.values.sorted(by: { $0.id < $1.id }) {
-                for item in s.items.values where item.select == nil && item.mode != .disabled && item.nextSample <= now
-                {
-                    item.nextSample = now.addingTimeInterval(item.samplingMs / 1000)
-                    var v = server.addressSpace.read(item.node, item.attribute, now: stamp)
-                    if v.value != item.last?.value || v.status != item.last?.status {
-                        item.last = v
-                        if s.timestampsToReturn == .server || s.timestampsToReturn == .neither {
-                            v.sourceTimestamp = nil
-                        }
-                        if s.timestampsToReturn == .source || s.timestampsToReturn == .neither {
-                            v.serverTimestamp = nil
-                        }
-                        item.enqueue(.value(MonitoredItemNotification(clientHandle: item.clientHandle, value: v)))
-                    }
-                }
                 guard s.nextPublish <= now else { continue }
                 s.nextPublish = now.addingTimeInterval(s.intervalMs / 1000)
                 let ready = s.enabled ? s.items.values.filter { $0.mode == .reporting && !$0.queue.isEmpty } : []

@@ -46,9 +46,15 @@ final class GatewayNamespace: @unchecked Sendable {
         for r in state.readers { addReader(r.id) }
         for (uid, v) in state.latestValues where state.readers.contains(where: { $0.tags.contains(uid) }) {
             addTag(uid)
-            for value in v.values { addValue(uid, value.name) }
+            for value in v.values { addValue(uid, value) }
         }
-        state.observe { [weak self] change in self?.apply(change) }
+        // The observer runs on the polling job's thread with the state's lock held: the change is applied on a
+        // queue of its own, so nothing here waits for a lock a reader of the state may hold.
+        let queue = DispatchQueue(label: "vlogger.opcua.namespace")
+        state.observe { [weak self] change in
+            guard let me = self else { return }
+            queue.async { me.apply(change) }
+        }
     }
 
     func id(_ path: String) -> NodeId { NodeId(namespace: ns, .string(path)) }
@@ -127,9 +133,10 @@ final class GatewayNamespace: @unchecked Sendable {
     }
 
     /// A tag's value variable (its type from the value it had first: Int64, Double or String).
-    private func addValue(_ uid: UID, _ name: String) {
+    private func addValue(_ uid: UID, _ first: FieldState.Value) {
+        let name = first.name
         let fresh = lock.withLock { tagVariables[uid]?.insert(name).inserted ?? false }
-        guard fresh, let first = state.latestValues[uid]?.values.first(where: { $0.name == name }) else { return }
+        guard fresh else { return }
         let type: UInt32
         switch first.value {
         case .integer: type = 8
@@ -181,7 +188,7 @@ final class GatewayNamespace: @unchecked Sendable {
                     message: "tag \(uid) left reader \(reader ?? "?")", severity: 100))
         case .values(let v):
             addTag(v.uid)
-            for value in v.values { addValue(v.uid, value.name) }
+            for value in v.values { addValue(v.uid, value) }
         case .alarm(let a):
             let severity: UInt16 = a.severity == .critical ? 900 : a.severity == .warning ? 600 : 300
             post(

@@ -5,13 +5,14 @@ import Testing
 
 @testable import OPCUAServer
 
-/// Python with asyncua (PyPI, FreeOpcUa's stack): `VLOGGER_OPCUA_PYTHON`, else `python3`. In CI
+/// Python with the OPC UA client stacks nobody here wrote: asyncua (PyPI, FreeOpcUa's Python stack) and o6
+/// (PyPI, o6 Automation's Python binding of open62541): `VLOGGER_OPCUA_PYTHON`, else `python3`. In CI
 /// (`VLOGGER_REQUIRE_OPCUA_CLIENTS=1`) a missing one fails the suite instead of skipping it.
-func asyncuaPython() -> String? {
+func opcuaPython() -> String? {
     let env = ProcessInfo.processInfo.environment
     let python = env["VLOGGER_OPCUA_PYTHON"] ?? "python3"
     if env["VLOGGER_REQUIRE_OPCUA_CLIENTS"] == "1" { return python }
-    return (try? TestProcess.run(python, ["-c", "import asyncua"], seconds: 60).code) == 0 ? python : nil
+    return (try? TestProcess.run(python, ["-c", "import asyncua, o6"], seconds: 60).code) == 0 ? python : nil
 }
 
 /// A child process with a deadline: its exit code and what it printed.
@@ -93,14 +94,15 @@ final class TestServer: @unchecked Sendable {
 
     var url: String { "opc.tcp://127.0.0.1:\(port)" }
 
-    /// Runs the asyncua client while the server posts an event every 100 ms.
-    func asyncua(_ python: String, _ security: String, user: Bool, expectRefusal: Bool = false) async throws
-        -> [String: Any]
-    {
+    /// Runs a client (`asyncua` or `o6`: Clients/NAME_client.py) while the server posts an event every 100 ms.
+    func client(
+        _ name: String, _ python: String, _ security: String, user: Bool, password: String = password,
+        expectRefusal: Bool = false
+    ) async throws -> [String: Any] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Clients/asyncua_client.py").path
+            .appendingPathComponent("Clients/\(name)_client.py").path
         var args = [script, url, security, "--cert", clientCert.path, "--key", clientKey.path]
-        if user { args += ["--user", "operator", "--password", Self.password] }
+        if user { args += ["--user", "operator", "--password", password] }
         if expectRefusal { args.append("--expect-refusal") }
         let core = server.core
         let events = Task {
@@ -132,72 +134,73 @@ final class TestServer: @unchecked Sendable {
     }
 }
 
-/// asyncua 2.1.0 (PyPI; FreeOpcUa's Python stack, written by others) as the client of every policy and mode the
-/// server offers, anonymous and with a user name: it browses everything below Root, reads every attribute of
-/// every node (OPC 10000-4 §5.10.2: only Bad_AttributeIdInvalid may answer an attribute a class lacks),
-/// translates a browse path, receives data changes and events, calls GetMonitoredItems (OPC 10000-5 §9.1) and
-/// closes.
-@Suite(.serialized, .enabled(if: asyncuaPython() != nil, "no Python asyncua here (pip install asyncua==2.1.0)"))
-struct AsyncuaClientTests {
+/// Two OPC UA stacks written by others as the clients of every policy and mode the server offers, anonymous and
+/// with a user name: asyncua 2.1.0 (PyPI; FreeOpcUa's Python stack) and o6 2.2.0 (PyPI; o6 Automation's Python
+/// binding of the open62541 C stack). Each browses everything below Root, reads every attribute of every node
+/// (OPC 10000-4 §5.10.2: only Bad_AttributeIdInvalid may answer an attribute a class lacks), translates a browse
+/// path, receives data changes and events, calls GetMonitoredItems (OPC 10000-5 §9.1) and closes.
+@Suite(
+    .serialized,
+    .enabled(if: opcuaPython() != nil, "no Python asyncua and o6 here (pip install asyncua==2.1.0 o6==2.2.0)"))
+struct ClientStackTests {
+    static let clients = ["asyncua", "o6"]
     static let securities = [
         "None", "Basic256Sha256,Sign", "Basic256Sha256,SignAndEncrypt", "Aes128Sha256RsaOaep,SignAndEncrypt",
     ]
 
-    @Test(arguments: securities, [false, true])
-    func everyPolicyAndIdentity(security: String, user: Bool) async throws {
-        let python = try #require(asyncuaPython())
+    @Test(arguments: clients, securities)
+    func everyPolicyAndIdentity(client: String, security: String) async throws {
+        let python = try #require(opcuaPython())
         let s = try await TestServer()
         defer { Task { await s.stop() } }
-        let out = try await s.asyncua(python, security, user: user)
-        print("asyncua \(security) \(user ? "operator" : "anonymous"): \(out)")
-        let nodes = try #require(out["nodes"] as? Int)
-        #expect(nodes >= 100, "\(out)")
-        #expect(out["badReadCount"] as? Int == 0, "\(out["badReads"] ?? "")")
-        #expect(out["attributeReads"] as? Int == nodes * 27)
-        #expect(out["translated"] as? String == "i=2258")
-        #expect((out["changes"] as? Int ?? 0) >= 3)
-        let events = try #require(out["events"] as? [[String: Any]])
-        let message = events.first?["message"] as? String ?? ""
-        #expect(message.hasPrefix("test event"))
-        #expect(events.first?["severity"] as? Int == 500)
-        #expect(out["monitoredItems"] as? Int == 2)
-        #expect(out["namespaces"] as? [String] == ["http://opcfoundation.org/UA/"])
-        #expect(out["closed"] as? Bool == true)
-        // Everything the client opened is gone again.
-        #expect(s.server.core.sessionCount == 0)
+        for user in [false, true] {
+            let out = try await s.client(client, python, security, user: user)
+            print("\(client) \(security) \(user ? "operator" : "anonymous"): \(out)")
+            let nodes = try #require(out["nodes"] as? Int)
+            #expect(nodes >= 100, "\(out)")
+            #expect(out["badReadCount"] as? Int == 0, "\(out["badReads"] ?? "")")
+            #expect(out["attributeReads"] as? Int == nodes * 27)
+            #expect(out["translated"] as? String == "i=2258")
+            #expect((out["changes"] as? Int ?? 0) >= 3)
+            let events = try #require(out["events"] as? [[String: Any]])
+            let message = events.first?["message"] as? String ?? ""
+            #expect(message.hasPrefix("test event"))
+            #expect(events.first?["severity"] as? Int == 500)
+            #expect(out["monitoredItems"] as? Int == 2)
+            #expect(out["namespaces"] as? [String] == ["http://opcfoundation.org/UA/"])
+            #expect(out["closed"] as? Bool == true)
+            // Everything the client opened is gone again.
+            #expect(s.server.core.sessionCount == 0)
+        }
     }
 
-    /// A wrong password is refused (Bad_UserAccessDenied, OPC 10000-4 §5.6.3), as is an unknown user; the right
-    /// one then gets in on the same server.
-    @Test func aWrongPasswordIsRefused() async throws {
-        let python = try #require(asyncuaPython())
+    /// A wrong password is refused (Bad_UserAccessDenied, OPC 10000-4 §5.6.3); the right one then gets in on
+    /// the same server.
+    @Test(arguments: clients)
+    func aWrongPasswordIsRefused(client: String) async throws {
+        let python = try #require(opcuaPython())
         let s = try await TestServer()
         defer { Task { await s.stop() } }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Clients/asyncua_client.py").path
-        let wrong = try TestProcess.run(
-            python,
-            [
-                script, s.url, "Basic256Sha256,SignAndEncrypt", "--cert", s.clientCert.path, "--key", s.clientKey.path,
-                "--user", "operator", "--password", "wrong", "--expect-refusal",
-            ], seconds: 60)
-        #expect(wrong.code == 0, "\(wrong.stdout) \(wrong.stderr)")
-        #expect(wrong.stdout.contains("BadUserAccessDenied"), "\(wrong.stdout)")
-        let out = try await s.asyncua(python, "None", user: true)
+        let wrong = try await s.client(
+            client, python, "Basic256Sha256,SignAndEncrypt", user: true, password: "wrong", expectRefusal: true)
+        #expect((wrong["refused"] as? String ?? "").contains("BadUserAccessDenied"), "\(wrong)")
+        let out = try await s.client(client, python, "None", user: true)
         #expect(out["closed"] as? Bool == true)
     }
 
     /// A client certificate nobody trusted is refused (Bad_CertificateUntrusted) and kept as rejected; trusted
     /// while the server runs, the same client gets in without a restart.
-    @Test func anUntrustedCertificateIsRefusedThenTrusted() async throws {
-        let python = try #require(asyncuaPython())
+    @Test(arguments: clients)
+    func anUntrustedCertificateIsRefusedThenTrusted(client: String) async throws {
+        let python = try #require(opcuaPython())
         let s = try await TestServer(trustClient: false)
         defer { Task { await s.stop() } }
-        let refused = try await s.asyncua(python, "Basic256Sha256,SignAndEncrypt", user: false, expectRefusal: true)
+        let refused = try await s.client(
+            client, python, "Basic256Sha256,SignAndEncrypt", user: false, expectRefusal: true)
         #expect(refused["refused"] is String, "\(refused)")
         #expect(s.rejectedBox.withLockedValue { $0 }.contains(s.clientFingerprint))
         s.trust(s.clientFingerprint)
-        let out = try await s.asyncua(python, "Basic256Sha256,SignAndEncrypt", user: false)
+        let out = try await s.client(client, python, "Basic256Sha256,SignAndEncrypt", user: false)
         #expect(out["closed"] as? Bool == true)
     }
 }
