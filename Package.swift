@@ -249,6 +249,8 @@ let package = Package(
                 "LinkedDrivers",
                 "LinkedOutputs",
                 "VLoggerCLI",
+                "OPCUA",
+                "VLoggerOPCUA",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -394,7 +396,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook", "TagSecurity",
+                "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook", "TagSecurity", "OPCUA",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
     ]

@@ -18,7 +18,7 @@ struct VLogger: AsyncParsableCommand {
                 subcommands: [
                     Run.self, Export.self, AuditCommand.self, AssetsCommand.self, WritesCommand.self,
                     OutputsCommand.self, SyncCommand.self, DoctorCommand.self, Watch.self, ConfigCommand.self,
-                    RulesCommand.self, StoreCommand.self,
+                    RulesCommand.self, StoreCommand.self, OPCUACommand.self,
                 ]),
             CommandGroup(
                 name: "Tag",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent OPC UA client against vlogger's server: Python asyncua (PyPI, FreeOpcUa), not written here.
 
-    asyncua_client.py URL SECURITY [--user NAME --password PW] [--cert DER --key PEM] [--expect-refusal]
+    asyncua_client.py URL SECURITY [--user NAME --password PW] [--cert DER --key PEM] [--expect-refusal] [--wait S]
 
 SECURITY is `None` or `Policy,Mode` (Basic256Sha256,Sign; Aes128Sha256RsaOaep,SignAndEncrypt ...). The client
 connects, browses everything below Root by hierarchical references, reads every attribute of every node,
@@ -67,7 +67,7 @@ async def run(args):
                 if code & 0x80000000 and code != ua.StatusCodes.BadAttributeIdInvalid:
                     bad.append("%s %s %s" % (key, attribute.name, ua.StatusCode(code).name))
         out["attributeReads"] = reads
-        out["badReads"] = bad[:20]
+        out["badReads"] = bad[:1000]
         out["badReadCount"] = len(bad)
         # TranslateBrowsePathsToNodeIds.
         current = await client.nodes.root.get_child(["0:Objects", "0:Server", "0:ServerStatus", "0:CurrentTime"])
@@ -86,7 +86,7 @@ async def run(args):
         sub = await client.create_subscription(50, Handler())
         await sub.subscribe_data_change(current)
         await sub.subscribe_events(client.nodes.server)
-        for _ in range(100):
+        for _ in range(int(args.wait * 20)):
             if len(changes) >= 3 and events:
                 break
             await asyncio.sleep(0.05)
@@ -114,6 +114,7 @@ def main():
     p.add_argument("--cert")
     p.add_argument("--key")
     p.add_argument("--expect-refusal", action="store_true")
+    p.add_argument("--wait", type=float, default=5, help="seconds to wait for 3 changes and an event")
     sys.exit(asyncio.run(run(p.parse_args())))
 
 

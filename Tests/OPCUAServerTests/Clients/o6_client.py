@@ -2,7 +2,7 @@
 """A second independent OPC UA client against vlogger's server: o6 (PyPI o6==2.2.0, o6 Automation GmbH's Python
 stack on the open62541 C SDK), not written here.
 
-    o6_client.py URL SECURITY [--user NAME --password PW] [--cert DER --key PEM] [--expect-refusal]
+    o6_client.py URL SECURITY [--user NAME --password PW] [--cert DER --key PEM] [--expect-refusal] [--wait S]
 
 The same command line and the same JSON as asyncua_client.py. SECURITY is `None` or `Policy,Mode`
 (Basic256Sha256,Sign; Aes128Sha256RsaOaep,SignAndEncrypt ...). The client connects, browses everything below Root
@@ -151,7 +151,7 @@ def run(args):
                 if code & 0x80000000 and code != BAD_ATTRIBUTE_ID_INVALID:
                     bad.append("%s %s %s" % (key, attribute.name, status_name(code)))
         out["attributeReads"] = reads
-        out["badReads"] = bad[:20]
+        out["badReads"] = bad[:1000]
         out["badReadCount"] = len(bad)
         # TranslateBrowsePathsToNodeIds.
         result = client.browseSimplifiedBrowsePaths(
@@ -188,7 +188,7 @@ def run(args):
         event_filter = ns0.datatypes.EventFilter()
         event_filter.selectClauses = selects
         client.monitorEvent("i=2253", event, filter=event_filter, subscription=sub)
-        for _ in range(100):
+        for _ in range(int(args.wait * 20)):
             with lock:
                 if len(changes) >= 3 and events:
                     break
@@ -218,6 +218,7 @@ def main():
     p.add_argument("--cert")
     p.add_argument("--key")
     p.add_argument("--expect-refusal", action="store_true")
+    p.add_argument("--wait", type=float, default=5, help="seconds to wait for 3 changes and an event")
     code = run(p.parse_args())
     sys.stdout.flush()
     sys.exit(code)

@@ -1,0 +1,131 @@
+import Foundation
+import OPCUA
+import Testing
+
+/// Python with both OPC UA client stacks (asyncua and o6, from PyPI); in CI (`VLOGGER_REQUIRE_OPCUA_CLIENTS=1`)
+/// their absence fails the suite instead of skipping it.
+func opcuaClientsAvailable() -> Bool {
+    if ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_OPCUA_CLIENTS"] == "1" { return true }
+    return (try? SyncFaultTests.shell("python3 -c 'import asyncua, o6'", []).code) == 0
+}
+
+/// `vlogger run` on the simulated demo field with `[opcua]`, and two OPC UA stacks nobody here wrote as its
+/// clients (asyncua 2.1.0, o6 2.2.0 on open62541): a client certificate is refused until `vlogger opcua trust`
+/// lets it in (no restart), a user made by `vlogger opcua user add` logs in, and each stack, for every policy and
+/// mode, anonymous and as that user, browses everything, reads every attribute of every node, translates a path,
+/// gets data changes and one of the gateway's events (a tag that arrived or left, an alarm), and calls a method.
+@Suite(.serialized, .enabled(if: opcuaClientsAvailable(), "no Python asyncua and o6 here"))
+struct OPCUAServiceTests {
+    static let securities = [
+        "None", "Basic256Sha256,Sign", "Basic256Sha256,SignAndEncrypt", "Aes128Sha256RsaOaep,SignAndEncrypt",
+    ]
+    static let password = "kalt-raum-12"
+
+    @Test func twoClientStacksAgainstTheRunningGateway() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let bin = try CLITests.binary().path
+        try
+            (try String(contentsOfFile: s.config, encoding: .utf8)
+            + "\n[opcua]\nlisten = \"127.0.0.1:0\"\nusers-file = \"opcua-users\"\nhosts = [\"127.0.0.1\"]\n")
+            .write(toFile: s.config, atomically: true, encoding: .utf8)
+        let add = try SyncFaultTests.shell(
+            #"printf '%s\n' "$3" | "$1" opcua user add operator --config "$2""#, [bin, s.config, Self.password])
+        #expect(add.code == 0, "\(add.err)")
+        // The client's certificate and key, test-only, made here.
+        let key = try RSAKeyPair(bits: 2048)
+        let cert = try ApplicationCertificate.make(
+            key: key, applicationUri: "urn:vlogger:test:client", applicationName: "test client", hosts: ["localhost"],
+            notBefore: Date().addingTimeInterval(-3600))
+        let certFile = s.dir.appendingPathComponent("client.der").path
+        let keyFile = s.dir.appendingPathComponent("client-key.pem").path
+        try Data(cert.der).write(to: URL(fileURLWithPath: certFile))
+        try key.pem.write(toFile: keyFile, atomically: true, encoding: .utf8)
+
+        // A field where the Tag-it tool leaves and comes back every 2 s for 10 minutes: each client sees an
+        // arrival or a departure soon after it subscribes.
+        let steps = stride(from: 4, to: 600, by: 2).map { t in
+            #"{ "at": "\#(t)s", "do": "\#(t % 4 == 0 ? "leave" : "arrive")", "uid": "E007800000007777" }"#
+        }
+        try #"{ "vlogger-scenario": 1, "description": "OPC UA events", "steps": [\#(steps.joined(separator: ", "))] }"#
+            .write(to: s.dir.appendingPathComponent("field/scenario.json"), atomically: true, encoding: .utf8)
+        let log = s.dir.appendingPathComponent("gw.log")
+        let gateway = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --duration 600s"#, [s.dir.path, bin, s.config],
+            stdout: "/dev/null", stderr: log.path)
+        defer {
+            kill(gateway, SIGTERM)
+            _ = SyncFaultTests.wait(gateway)
+        }
+        let port = try #require(Self.opcuaPort(log), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let url = "opc.tcp://127.0.0.1:\(port)"
+        let clients = CLITests.root.appendingPathComponent("Tests/OPCUAServerTests/Clients").path
+        func client(_ name: String, _ security: String, user: Bool, refusal: Bool = false) throws -> [String: Any] {
+            var args = [
+                "\(clients)/\(name)_client.py", url, security, "--cert", certFile, "--key", keyFile, "--wait", "30",
+            ]
+            if user { args += ["--user", "operator", "--password", Self.password] }
+            if refusal { args.append("--expect-refusal") }
+            let r = try SyncFaultTests.shell(#"exec python3 "$@""#, args)
+            let line = r.out.split(separator: "\n").last.map(String.init) ?? ""
+            guard r.code == 0, let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            else { throw CLITests.CLIFailure("\(name) \(security): exit \(r.code)\n\(r.out)\n\(r.err)") }
+            return json
+        }
+
+        // Refused until trusted; kept as rejected; `vlogger opcua trust` lets it in while the service runs.
+        let refused = try client("asyncua", "Basic256Sha256,SignAndEncrypt", user: false, refusal: true)
+        #expect(refused["refused"] is String, "\(refused)")
+        let listed = try SyncFaultTests.shell(#""$1" opcua certificates --config "$2""#, [bin, s.config])
+        #expect(listed.out.contains("rejected  \(cert.fingerprint)"), "\(listed.out)")
+        let trust = try SyncFaultTests.shell(
+            #""$1" opcua trust "$3" --config "$2""#, [bin, s.config, String(cert.fingerprint.prefix(12))])
+        #expect(trust.code == 0, "\(trust.err)")
+
+        for name in ["asyncua", "o6"] {
+            for security in Self.securities {
+                for user in [false, true] {
+                    let out = try client(name, security, user: user)
+                    print(
+                        "vlogger run, \(name) \(security) \(user ? "operator" : "anonymous"): nodes \(out["nodes"] ?? "") reads \(out["attributeReads"] ?? "") changes \(out["changes"] ?? "") events \(out["events"] ?? "")"
+                    )
+                    let nodes = try #require(out["nodes"] as? Int)
+                    #expect(nodes >= 190, "\(name) \(security): the gateway's nodes besides namespace 0's 177")
+                    // The moving tag's nodes go when it leaves: a read between its browse and its leaving finds
+                    // them gone (Bad_NodeIdUnknown), the only Bad answer allowed here.
+                    let bad = (out["badReads"] as? [String] ?? []).filter {
+                        !($0.contains("E007800000007777") && $0.contains("BadNodeIdUnknown"))
+                            && !($0.contains("E007800000007777") && $0.contains("BAD_NODE_ID_UNKNOWN"))
+                    }
+                    #expect(bad.isEmpty, "\(name) \(security): \(bad)")
+                    #expect(out["badReadCount"] as? Int ?? 0 <= 1000)
+                    #expect(out["translated"] as? String == "i=2258")
+                    #expect((out["changes"] as? Int ?? 0) >= 3)
+                    #expect((out["events"] as? [Any])?.isEmpty == false, "\(name) \(security): no event in 15 s")
+                    #expect(out["monitoredItems"] as? Int == 2)
+                    #expect((out["namespaces"] as? [String] ?? []).contains { $0.hasPrefix("urn:vlogger:gateway:") })
+                    #expect(out["closed"] as? Bool == true)
+                }
+            }
+        }
+        let wrong = try SyncFaultTests.shell(
+            #"exec python3 "$1" "$2" None --cert "$3" --key "$4" --user operator --password wrong --expect-refusal"#,
+            ["\(clients)/o6_client.py", url, certFile, keyFile])
+        #expect(wrong.out.contains("BadUserAccessDenied"), "\(wrong.out)")
+    }
+
+    /// The port of `opcua: listening on opc.tcp://127.0.0.1:PORT` in the service's log.
+    static func opcuaPort(_ log: URL, seconds: Double = 30) -> Int? {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let r = text.range(of: #"opc\.tcp://127\.0\.0\.1:(\d+) "#, options: .regularExpression),
+                let port = Int(text[r].dropFirst("opc.tcp://127.0.0.1:".count).dropLast())
+            {
+                return port
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return nil
+    }
+}
