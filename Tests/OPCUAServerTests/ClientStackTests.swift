@@ -53,12 +53,17 @@ final class TestServer: @unchecked Sendable {
     let clientCert: URL
     let clientKey: URL
     let clientFingerprint: String
+    let serverCertificate: ApplicationCertificate
+    let clientKeyPair: RSAKeyPair
+    let clientCertificate: ApplicationCertificate
     private let trustedBox: NIOLockedValueBox<Set<String>>
     let rejectedBox = NIOLockedValueBox<[String]>([])
 
     static let password = "pässwort-42"
 
-    init(trustClient: Bool = true) async throws {
+    init(
+        trustClient: Bool = true, maxSessions: Int = 20, clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("opcua-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let serverKey = try RSAKeyPair(bits: 2048)
@@ -74,6 +79,8 @@ final class TestServer: @unchecked Sendable {
         try Data(cert.der).write(to: clientCert)
         try key.pem.write(to: clientKey, atomically: true, encoding: .utf8)
         clientFingerprint = cert.fingerprint
+        clientKeyPair = key
+        clientCertificate = cert
         let trusted = NIOLockedValueBox<Set<String>>(trustClient ? [cert.fingerprint] : [])
         trustedBox = trusted
         let rejected = rejectedBox
@@ -83,8 +90,9 @@ final class TestServer: @unchecked Sendable {
             identity: ServerIdentity(certificate: serverCert, key: serverKey), security: EndpointSecurity.all,
             users: { users }, trusted: { trusted.withLockedValue { $0 } },
             rejected: { c in rejected.withLockedValue { $0.append(c.fingerprint) } })
-        config.maxSessions = 20
-        let core = ServerCore(configuration: config, addressSpace: try AddressSpace.standard())
+        config.maxSessions = maxSessions
+        self.serverCertificate = serverCert
+        let core = ServerCore(configuration: config, addressSpace: try AddressSpace.standard(), clock: clock)
         server = OPCUAServer(core: core)
         let bound = try await server.start()
         port = bound
