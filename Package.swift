@@ -274,8 +274,10 @@ let package = Package(
                 "DriverFEIG", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity", "SensorTags",
                 "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerConfig", "VLoggerOutbox", "LinkedOutputs",
-                "VLoggerService", "OPCUA",
+                "VLoggerService", "OPCUA", "OPCUAServer",
                 .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // Stand-alone fuzzer: `swift run -c release iso15693-fuzz 1000000`. Not part of `swift test`.
         .executableTarget(name: "iso15693-fuzz", dependencies: ["ISO15693Fuzzing"], path: "bench/Fuzz"),

@@ -12,7 +12,10 @@ import TagSimulator
 import Type5NDEF
 import ISO15693Fuzzing
 import Mustache
+import NIOConcurrencyHelpers
+import Logging
 import OPCUA
+import OPCUAServer
 import VLoggerCore
 import VLoggerService
 import VLoggerModel
@@ -358,6 +361,12 @@ public struct ParserFuzzer {
                 }
                 return true
             },
+            // The OPC UA server's channel: after a Hello and an OPN (policy None), either raw UA-TCP messages
+            // (first byte even) or a service request's body in a MSG of the open channel (odd): whatever comes,
+            // a typed answer or an ERR, never a trap; the channel is closed after each input.
+            Target(name: "opcua-server", seeds: OPCUASeeds.server) { b in
+                OPCUASeeds.serve(b)
+            },
             // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
             Target(
                 name: "feig-frame",
@@ -554,6 +563,92 @@ public struct ParserFuzzer {
 /// Seeds of the OPC UA Binary target: a value of each built-in type in a Variant, arrays and a matrix, nested
 /// DataValues and Variants, a DiagnosticInfo chain, NodeIds in every form.
 enum OPCUASeeds {
+    /// One server for every input (its sessions bounded by its limit, as a real one's are).
+    static let core: ServerCore = {
+        var c = ServerConfiguration(
+            host: "127.0.0.1", port: 4840, applicationUri: "urn:vlogger:fuzz", applicationName: "fuzz",
+            identity: nil, security: [EndpointSecurity(.none, .none)])
+        c.maxSessions = 20
+        var logger = Logger(label: "vlogger.fuzz.opcua")
+        logger.logLevel = .critical
+        return ServerCore(
+            configuration: c, addressSpace: (try? AddressSpace.standard()) ?? AddressSpace(), logger: logger)
+    }()
+
+    static let hello = Hello(receiveBufferSize: 65_536, sendBufferSize: 65_536, endpointUrl: "opc.tcp://fuzz").message
+
+    static func open(_ requestId: UInt32) -> [UInt8] {
+        SecureChunk(
+            kind: .open, channelId: 0,
+            security: .asymmetric(policyUri: SecureChunk.policyNone, senderCertificate: nil, receiverThumbprint: nil),
+            sequenceNumber: 1, requestId: requestId,
+            body: body(OpenSecureChannelRequest(requestType: .issue, securityMode: .none, requestedLifetime: 60_000))
+        ).encoded
+    }
+
+    static func body(_ s: any Structure) -> [UInt8] {
+        var w = BinaryWriter()
+        type(of: s).binaryEncodingId.encode(to: &w)
+        s.encode(to: &w)
+        return w.bytes
+    }
+
+    static var server: [[UInt8]] {
+        let requests: [any Structure] = [
+            GetEndpointsRequest(endpointUrl: "opc.tcp://x"), FindServersRequest(),
+            CreateSessionRequest(
+                sessionName: "s", clientNonce: [UInt8](repeating: 1, count: 32), requestedSessionTimeout: 1000),
+            ReadRequest(nodesToRead: [ReadValueId(nodeId: NodeId(2258), attributeId: 13)]),
+            BrowseRequest(nodesToBrowse: [BrowseDescription(nodeId: NodeId(84), browseDirection: .both)]),
+            CreateSubscriptionRequest(requestedPublishingInterval: 100), PublishRequest(),
+            CallRequest(methodsToCall: [CallMethodRequest(objectId: NodeId(2253), methodId: NodeId(11492))]),
+            ActivateSessionRequest(), CloseSessionRequest(),
+        ]
+        return requests.map { [1] + body($0) } + [
+            [0] + hello, [0] + open(2),
+            [0]
+                + SecureChunk(
+                    kind: .message, channelId: 1, security: .symmetric(tokenId: 1), sequenceNumber: 2, requestId: 3,
+                    body: body(GetEndpointsRequest())
+                ).encoded,
+        ]
+    }
+
+    /// One input against a fresh channel of the shared server.
+    static func serve(_ b: [UInt8]) -> Bool {
+        guard let first = b.first else { return false }
+        let sent = NIOLockedValueBox(0)
+        guard let channel = core.connect(send: { bytes in sent.withLockedValue { $0 += bytes.count } }, close: {})
+        else { return false }
+        defer { channel.connectionClosed() }
+        channel.receive(hello)
+        channel.receive(open(1))
+        let rest = Array(b.dropFirst())
+        if first & 1 == 1 {
+            // A request's body, in one MSG chunk of the open channel.
+            channel.receive(
+                SecureChunk(
+                    kind: .message, channelId: channel.channelId, security: .symmetric(tokenId: 1), sequenceNumber: 2,
+                    requestId: 2, body: rest
+                ).encoded)
+        } else {
+            // Raw messages, cut by their headers' sizes (as the framing does), at most 16.
+            var at = 0
+            for _ in 0..<16 where at + 8 <= rest.count {
+                let size =
+                    Int(rest[at + 4]) | Int(rest[at + 5]) << 8 | Int(rest[at + 6]) << 16 | Int(rest[at + 7]) << 24
+                guard size >= 8, at + size <= rest.count else {
+                    channel.receive(Array(rest[at...]))
+                    break
+                }
+                channel.receive(Array(rest[at..<(at + size)]))
+                at += size
+            }
+        }
+        core.tick()
+        return channel.isOpen
+    }
+
     /// Small limits, so that inputs reach them.
     static let limits = DecodingLimits(maxStringLength: 256, maxByteStringLength: 256, maxArrayLength: 64, maxDepth: 8)
 
