@@ -303,6 +303,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "bench/SyncFleetBench"),
+        // The OPC UA server's benchmark, driven by bench/opcua/bench.sh. Not part of `swift test`.
+        .executableTarget(
+            name: "opcua-bench",
+            dependencies: [
+                "OPCUA", "OPCUAServer", "VLoggerOPCUA", "FieldState", "VLoggerModel", "ISO15693",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "bench/OPCUABench"),
         // Air-time benchmark on the simulator's model: `swift run -c release air-bench [seeds]`. Not part of `swift test`.
         .executableTarget(
             name: "air-bench",

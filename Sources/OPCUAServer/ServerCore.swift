@@ -15,6 +15,8 @@ public final class ServerCore: @unchecked Sendable {
     let subscriptionIds = SubscriptionIds()
     private(set) var services: Services!
     public let methods = MethodTable()
+    /// From a value's sampling to the Publish answer that carries it (the last 100,000, seconds).
+    public let publishLatency = LatencyLog()
     private let lock = NSLock()
     private var channels: [ObjectIdentifier: SecureChannel] = [:]
     private var nextChannelId: UInt32 = 1
@@ -170,6 +172,36 @@ public final class ServerCore: @unchecked Sendable {
         BuildInfo(
             productUri: c.productUri, manufacturerName: c.manufacturerName, productName: c.productName,
             softwareVersion: c.softwareVersion, buildNumber: c.buildNumber, buildDate: start)
+    }
+}
+
+/// The last latencies measured, for benchmarks and metrics.
+public final class LatencyLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Double] = []
+    private var next = 0
+    static let capacity = 100_000
+
+    func record(_ seconds: Double) {
+        lock.withLock {
+            if values.count < Self.capacity {
+                values.append(seconds)
+            } else {
+                values[next] = seconds
+                next = (next + 1) % Self.capacity
+            }
+        }
+    }
+
+    /// The latencies kept, and forgets them.
+    public func drain() -> [Double] {
+        lock.withLock {
+            defer {
+                values = []
+                next = 0
+            }
+            return values
+        }
     }
 }
 

@@ -56,6 +56,8 @@ final class MonitoredItem {
     var select: [SimpleAttributeOperand]?
     var last: DataValue?
     var nextSample = Date.distantPast
+    /// When the oldest value in the queue was sampled (for the Publish latency the server measures).
+    var oldestQueued: Date?
     var queue: [ExtensionObjectPart] = []
     /// Which timestamps its notifications carry (its CreateMonitoredItems request's).
     var timestamps = TimestampsToReturn.both
@@ -405,6 +407,7 @@ final class SubscriptionSet: @unchecked Sendable {
                 if returned == .server || returned == .neither { v.sourceTimestamp = nil }
                 if returned == .source || returned == .neither { v.serverTimestamp = nil }
                 item.enqueue(.value(MonitoredItemNotification(clientHandle: item.clientHandle, value: v)))
+                if item.oldestQueued == nil { item.oldestQueued = now }
             }
             for s in subscriptions.values.sorted(by: { $0.id < $1.id }) {
                 guard s.nextPublish <= now else { continue }
@@ -433,7 +436,11 @@ final class SubscriptionSet: @unchecked Sendable {
                     message.sequenceNumber = s.sequence
                     var values: [MonitoredItemNotification] = []
                     var events: [EventFieldList] = []
+                    if let oldest = ready.compactMap(\.oldestQueued).min() {
+                        server.publishLatency.record(now.timeIntervalSince(oldest))
+                    }
                     for item in ready.sorted(by: { $0.id < $1.id }) {
+                        item.oldestQueued = nil
                         for part in item.queue {
                             switch part {
                             case .value(let n): values.append(n)

@@ -9,7 +9,7 @@ import VLoggerModel
 /// `Gateway` object with its readers (up, location, the tags in their field) and the tags in the fields now, each
 /// with its latest decoded values; values are read from the field state when a client reads or samples them, and
 /// tags come and go as they arrive and leave. Arrivals, departures and alarms are events of the Server object.
-final class GatewayNamespace: @unchecked Sendable {
+public final class GatewayNamespace: @unchecked Sendable {
     let space: AddressSpace
     let state: FieldState
     let ns: UInt16
@@ -22,7 +22,7 @@ final class GatewayNamespace: @unchecked Sendable {
     static let baseDataVariableType = NodeId(63)
     static let propertyType = NodeId(68)
 
-    init(
+    public init(
         space: AddressSpace, state: FieldState, gateway: String, site: String?,
         post: @escaping @Sendable (ServerEvent) -> Void
     ) {
@@ -57,7 +57,8 @@ final class GatewayNamespace: @unchecked Sendable {
         }
     }
 
-    func id(_ path: String) -> NodeId { NodeId(namespace: ns, .string(path)) }
+    /// The node id of a path in the gateway's namespace (`Tags/UID/NAME`).
+    public func id(_ path: String) -> NodeId { NodeId(namespace: ns, .string(path)) }
 
     // MARK: Nodes
 

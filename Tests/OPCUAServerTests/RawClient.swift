@@ -32,7 +32,9 @@ final class RawClient {
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard r == 0 else { throw Closed(description: "connect: \(errno)") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -93,7 +95,8 @@ final class RawClient {
         send(
             Hello(
                 protocolVersion: 0, receiveBufferSize: receiveBufferSize, sendBufferSize: 65_536, maxMessageSize: 0,
-                maxChunkCount: maxChunkCount, endpointUrl: "opc.tcp://127.0.0.1").message)
+                maxChunkCount: maxChunkCount, endpointUrl: "opc.tcp://127.0.0.1"
+            ).message)
         let m = try receive()
         guard Array(m[0..<3]) == Array("ACK".utf8) else { throw Closed(description: "no ACK") }
         var r = BinaryReader(m, offset: 8)
@@ -135,6 +138,28 @@ final class RawClient {
         }
     }
 
+    /// Renews the channel's token (policy None): an OPN with requestType Renew on the open channel; answers the
+    /// new token's id (the client keeps sending with the old until it sets `tokenId`).
+    func renew(lifetimeMs: UInt32 = 600_000) throws -> UInt32 {
+        sequence += 1
+        requestId += 1
+        let request = OpenSecureChannelRequest(
+            requestHeader: RequestHeader(requestHandle: 2, timeoutHint: 10_000), requestType: .renew,
+            securityMode: .none, clientNonce: [], requestedLifetime: lifetimeMs)
+        send(
+            SecureChunk(
+                kind: .open, channelId: channelId,
+                security: .asymmetric(
+                    policyUri: SecurityPolicy.none.uri, senderCertificate: nil, receiverThumbprint: nil),
+                sequenceNumber: sequence, requestId: requestId, body: NodeIdBody.encode(request)
+            ).encoded)
+        let answer = try SecureChunk(try receive())
+        var r = BinaryReader(answer.body)
+        _ = try NodeId(from: &r)
+        let response = try OpenSecureChannelResponse(from: &r)
+        return response.securityToken.tokenId
+    }
+
     /// A MSG chunk of `request`, sealed, as bytes (not sent).
     func chunk(_ request: any Structure, kind: MessageHeader.Chunk = .final) throws -> [UInt8] {
         sequence += 1
@@ -169,7 +194,8 @@ final class RawClient {
     func session(timeoutMs: Double = 60_000) throws -> StatusCode {
         let (type, r0) = try call(
             CreateSessionRequest(
-                requestHeader: header(), clientDescription: ApplicationDescription(applicationUri: "urn:raw", applicationType: .client),
+                requestHeader: header(),
+                clientDescription: ApplicationDescription(applicationUri: "urn:raw", applicationType: .client),
                 endpointUrl: "opc.tcp://127.0.0.1", sessionName: "raw", clientNonce: [UInt8](repeating: 7, count: 32),
                 requestedSessionTimeout: timeoutMs))
         var r = r0
@@ -180,7 +206,8 @@ final class RawClient {
         authenticationToken = created.authenticationToken
         let (type2, r1) = try call(
             ActivateSessionRequest(
-                requestHeader: header(), userIdentityToken: AnonymousIdentityToken(policyId: "anonymous").extensionObject))
+                requestHeader: header(),
+                userIdentityToken: AnonymousIdentityToken(policyId: "anonymous").extensionObject))
         var r2 = r1
         guard type2 == ActivateSessionResponse.binaryEncodingId else {
             return (try? ServiceFault(from: &r2).responseHeader.serviceResult) ?? .badUnexpectedError
