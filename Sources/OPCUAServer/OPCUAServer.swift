@@ -93,8 +93,11 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelActive(context: ChannelHandlerContext) {
         let channel = context.channel
+        // Always through the loop's queue, even from the loop itself: the secure channel numbers its chunks under
+        // its lock and hands them over in that order, and the queue keeps it (a write made directly on the loop
+        // would overtake one another thread queued a moment before: sequence numbers out of order).
         let send: @Sendable ([UInt8]) -> Void = { bytes in
-            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+            channel.eventLoop.execute { channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil) }
         }
         let close: @Sendable () -> Void = { channel.close(promise: nil) }
         guard let secure = core.connect(send: send, close: close) else {

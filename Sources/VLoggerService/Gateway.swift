@@ -26,6 +26,8 @@ public struct GatewayOptions: Sendable {
     public var finalCommitTimeoutMs: Millis = 10_000
     /// Readings and events also to stdout as JSON lines as they are committed (`run --emit jsonl`).
     public var emit = false
+    /// The binary's version (an OPC UA server's BuildInfo).
+    public var version = "0"
 
     public init(configPath: String) { self.configPath = configPath }
 }
@@ -125,11 +127,12 @@ public final class Gateway: @unchecked Sendable {
             throw VLoggerError("\(error)")
         }
         do {
-            let serverContext = OutputContext(
+            var serverContext = OutputContext(
                 gatewayID: config.gatewayID, site: config.site,
                 readers: config.readers.map { OutputReader(id: $0.id, location: $0.location) },
                 fields: config.fieldInfos, store: store, logger: logger, readerUp: { serviceMetrics.readersUp() },
                 fieldState: serviceMetrics.field)
+            serverContext.version = options.version
             servers = try config.outputs.servers.map { try $0.makeServer(serverContext) }
         } catch {
             throw VLoggerError("\(error)")

@@ -166,6 +166,7 @@ struct Run: AsyncParsableCommand {
             return
         }
         var o = GatewayOptions(configPath: options.config)
+        o.version = BuildInfo.version
         o.emit = emit != nil
         o.overrides = RunOverrides(
             reader: reader, field: field, intervalMs: try interval.map(DurationText.parse), store: options.store,

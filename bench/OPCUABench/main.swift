@@ -45,7 +45,8 @@ let server = OPCUAServer(core: core)
 let port = try await server.start()
 FileHandle.standardOutput.write(
     Data(
-        ("port \(port)\nnodes " + uids.map { namespace.id("Tags/\($0)/value").description }.joined(separator: ",") + "\n")
+        ("port \(port)\nnodes " + uids.map { namespace.id("Tags/\($0)/value").description }.joined(separator: ",")
+            + "\n")
             .utf8))
 
 func cpuSeconds() -> Double {
