@@ -339,6 +339,12 @@ let package = Package(
         .testTarget(
             name: "OPCUATests", dependencies: ["OPCUA", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
+            name: "VLoggerOPCUATests",
+            dependencies: [
+                "VLoggerOPCUA", "OPCUA", "OPCUAServer", "FieldState", "VLoggerModel", "VLoggerCore", "ISO15693",
+                "TestDrivers", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
+        .testTarget(
             name: "OPCUAServerTests",
             dependencies: [
                 "OPCUAServer", "OPCUA", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

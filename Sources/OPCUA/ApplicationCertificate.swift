@@ -35,7 +35,13 @@ public struct ApplicationCertificate: Sendable {
         names.compactMap { if case .uniformResourceIdentifier(let u) = $0 { return u } else { return nil } }.first
     }
     public var hostNames: [String] {
-        names.compactMap { if case .dnsName(let d) = $0 { return d } else { return nil } }
+        names.compactMap {
+            switch $0 {
+            case .dnsName(let d): return d
+            case .ipAddress(let a) where a.bytes.count == 4: return a.bytes.map(String.init).joined(separator: ".")
+            default: return nil
+            }
+        }
     }
     private var names: [GeneralName] {
         (try? certificate.extensions.subjectAlternativeNames).flatMap { $0 }.map(Array.init) ?? []

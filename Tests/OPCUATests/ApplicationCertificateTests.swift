@@ -32,7 +32,8 @@ import Testing
         let cert = try ApplicationCertificate.make(
             key: key, applicationUri: "urn:gw-01:vlogger", applicationName: "vlogger gw-01",
             hosts: ["gw-01.plant.example", "192.168.10.20"], notBefore: Self.now)
-        #expect(cert.applicationUri == "urn:gw-01:vlogger" && cert.hostNames == ["gw-01.plant.example"])
+        #expect(cert.applicationUri == "urn:gw-01:vlogger")
+        #expect(cert.hostNames == ["gw-01.plant.example", "192.168.10.20"])
         #expect(cert.isSelfSigned && cert.thumbprint.count == 20 && cert.fingerprint.count == 64)
         #expect(cert.publicKey?.der == key.publicKey.der)
         #expect(cert.notValidBefore == Self.now)

@@ -1,0 +1,116 @@
+import FieldState
+import Foundation
+import ISO15693
+import NIOConcurrencyHelpers
+import OPCUA
+import OPCUAServer
+import TestDrivers
+import Testing
+import VLoggerCore
+import VLoggerModel
+
+@testable import VLoggerOPCUA
+
+/// `[opcua]` as the configuration reads it, the PKI folder on disk, and the gateway's namespace over a field
+/// state (docs/opcua.md says what each does).
+@Suite(.drivers)
+struct VLoggerOPCUATests {
+    static let base = "[gateway]\nid = \"gw-7\"\n"
+
+    @Test func theSectionAndItsDefaults() throws {
+        let config = try AgentConfig.parse(Self.base + "[opcua]\nusers-file = \"users\"\n", file: "/etc/vlogger/x.toml")
+        let s = try #require(config.outputs.compactMap { $0 as? OPCUASettings }.first)
+        #expect(s.listen.host == "0.0.0.0" && s.listen.port == 4840)  // OPC UA's registered port
+        #expect(s.endpointSecurity == EndpointSecurity.all)
+        #expect(s.usersFile == "/etc/vlogger/users")
+        #expect(s.pkiFolder(store: "/var/lib/vlogger/vlogger.db").path == "/var/lib/vlogger/opcua-pki")
+        // A server is no outbox consumer: the outputs the service pumps leave it out.
+        #expect(config.outputs.consumers.isEmpty && config.outputs.servers.count == 1)
+        let only = try AgentConfig.parse(
+            Self.base
+                + "[opcua]\nsecurity = [\"Basic256Sha256 SignAndEncrypt\"]\nanonymous = false\nusers-file = \"u\"\n",
+            file: "/tmp/x.toml")
+        let o = try #require(only.outputs.compactMap { $0 as? OPCUASettings }.first)
+        #expect(o.endpointSecurity == [EndpointSecurity(.basic256Sha256, .signAndEncrypt)] && !o.anonymous)
+        #expect(o.warnings(file: "x.toml").isEmpty)
+        #expect(s.warnings(file: "x.toml").first?.contains("security None to anonymous clients") == true)
+    }
+
+    @Test func wrongSettingsAreErrorsWithTheirLines() {
+        func issues(_ text: String) -> [String] {
+            do { _ = try AgentConfig.parse(Self.base + text, file: "/tmp/x.toml"); return [] } catch {
+                return error.issues.map(\.message)
+            }
+        }
+        #expect(issues("[opcua]\nsecurity = [\"Basic256\"]\n").contains { $0.contains("deprecated and not offered") })
+        #expect(issues("[opcua]\nsecurity = []\n").contains { $0.contains("opcua.security: empty") })
+        #expect(issues("[opcua]\nlisten = \"4840\"\n").contains { $0.contains("opcua.listen") })
+        #expect(issues("[opcua]\nanonymous = false\n").contains { $0.contains("needs users-file") })
+        #expect(issues("[opcua]\nport = 4840\n").contains { $0.contains("unknown key 'port' in [opcua]") })
+    }
+
+    @Test func thePKIFolderMakesItsCertificateOnceAndKeepsTrust() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pki-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let pki = PKIFolder(path: dir.path)
+        let made = try pki.identity(applicationUri: "urn:vlogger:gw-7", hosts: ["gw-7", "10.0.0.7"])
+        #expect(made.certificate.applicationUri == "urn:vlogger:gw-7")
+        #expect(made.certificate.hostNames.contains("10.0.0.7"))
+        let again = try pki.identity(applicationUri: "urn:other", hosts: ["x"])
+        #expect(again.certificate.fingerprint == made.certificate.fingerprint)
+        let keyMode = try FileManager.default.attributesOfItem(atPath: dir.path + "/own/key.pem")[.posixPermissions]
+        #expect((keyMode as? Int) == 0o600)
+        // A refused client is kept, trusted by a fingerprint prefix, untrusted again.
+        let clientKey = try RSAKeyPair(bits: 2048)
+        let client = try ApplicationCertificate.make(
+            key: clientKey, applicationUri: "urn:scada", applicationName: "SCADA-1", hosts: ["scada"],
+            notBefore: Date().addingTimeInterval(-60))
+        pki.reject(client)
+        #expect(pki.list().map(\.trusted) == [false])
+        #expect(throws: VLoggerError.self) { try pki.trust("ABC") }
+        _ = try pki.trust(String(client.fingerprint.prefix(10)))
+        #expect(pki.trustedFingerprints() == [client.fingerprint])
+        _ = try pki.untrust(client.fingerprint)
+        #expect(pki.trustedFingerprints().isEmpty && pki.list().map(\.trusted) == [false])
+    }
+
+    @Test func theGatewayNamespaceFollowsTheFieldState() async throws {
+        let uid = try UID(0xE004_0150_1234_5678)
+        let state = FieldState(readers: [FieldState.Reader(id: "dock-3", location: "Dock door 3", intervalMs: 1000)])
+        let space = try AddressSpace.standard()
+        let events = NIOLockedValueBox<[ServerEvent]>([])
+        let ns = GatewayNamespace(
+            space: space, state: state, gateway: "gw-7", site: "Hall 2",
+            post: { e in events.withLockedValue { $0.append(e) } })
+        #expect(space.namespaces == ["http://opcfoundation.org/UA/", "urn:vlogger:gateway:gw-7"])
+        let now = DateTime(millisecondsSince1970: 1_800_000_000_000)
+        #expect(space.read(ns.id("Gateway/Site"), 13, now: now).value == .scalar(.string("Hall 2")))
+        #expect(space.read(ns.id("Readers/dock-3/Location"), 13, now: now).value == .scalar(.string("Dock door 3")))
+        state.eventRecorded(
+            Event(
+                time: 1_800_000_000_000, gateway: "gw-7", reader: "dock-3", uid: uid, kind: .arrival, name: "",
+                severity: .info, detail: ""), asset: nil)
+        state.readingTaken(
+            Reading(
+                time: 1_800_000_000_500, gateway: "gw-7", reader: "dock-3", uid: uid, first: 0xF8, count: 1,
+                data: [0, 0, 0, 0], decoded: [("temperature", .number(4.5))]),
+            asset: nil)
+        // The namespace applies changes on a queue of its own.
+        var value = DataValue()
+        for _ in 0..<200 {
+            value = space.read(ns.id("Tags/\(uid)/temperature"), 13, now: now)
+            if value.value != nil { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(value.value == .scalar(.double(4.5)))
+        #expect(value.sourceTimestamp == DateTime(millisecondsSince1970: 1_800_000_000_500))
+        #expect(events.withLockedValue { $0 }.contains { $0.message.contains("arrived") && $0.severity == 100 })
+        state.eventRecorded(
+            Event(
+                time: 1_800_000_001_000, gateway: "gw-7", reader: "dock-3", uid: uid, kind: .departure, name: "",
+                severity: .info, detail: ""), asset: nil)
+        for _ in 0..<200 where space.node(ns.id("Tags/\(uid)")) != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(space.node(ns.id("Tags/\(uid)")) == nil)
+        #expect(space.node(ns.id("Tags/\(uid)/temperature")) == nil)
+    }
+}
