@@ -99,7 +99,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         let send: @Sendable ([UInt8]) -> Void = { bytes in
             channel.eventLoop.execute { channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil) }
         }
-        let close: @Sendable () -> Void = { channel.close(promise: nil) }
+        // Queued behind the writes before it, so that an ERR leaves before the connection closes.
+        let close: @Sendable () -> Void = { channel.eventLoop.execute { channel.close(promise: nil) } }
         guard let secure = core.connect(send: send, close: close) else {
             send(ErrorMessage(error: .badTcpNotEnoughResources, reason: "too many connections").message)
             close()

@@ -89,6 +89,7 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         let identity = try pki.identity(applicationUri: uri, hosts: settings.hosts ?? [host])
         let usersFile = settings.usersFile
         let users = UsersCache(path: usersFile, logger: logger)
+        let refusals = RefusalLog()
         var config = ServerConfiguration(
             host: settings.listen.host, port: settings.listen.port, applicationUri: uri,
             applicationName: "vlogger \(context.gatewayID)", identity: identity,
@@ -96,9 +97,12 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
             trusted: { pki.trustedFingerprints() },
             rejected: { cert in
                 pki.reject(cert)
-                logger.warning(
-                    "opcua: refused the client certificate \(cert.subject) (\(cert.fingerprint)); to let it in: vlogger opcua trust \(cert.fingerprint)"
-                )
+                // Once per certificate and ten minutes: a client that retries at once must not flood the journal.
+                if refusals.shouldLog(cert.fingerprint) {
+                    logger.warning(
+                        "opcua: refused the client certificate \(cert.subject) (\(cert.fingerprint)); to let it in: vlogger opcua trust \(cert.fingerprint)"
+                    )
+                }
             })
         config.softwareVersion = context.version
         config.productName = "vlogger"
@@ -150,6 +154,22 @@ final class UsersCache: @unchecked Sendable {
                 users = try? UsersFile("")
             }
             return users
+        }
+    }
+}
+
+/// Which refused certificates were logged lately (at most 1,000 remembered).
+final class RefusalLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: [String: Date] = [:]
+
+    func shouldLog(_ fingerprint: String, now: Date = Date()) -> Bool {
+        lock.withLock {
+            if let t = last[fingerprint], now.timeIntervalSince(t) < 600 { return false }
+            if last.count >= 1000 { last = last.filter { now.timeIntervalSince($0.value) < 600 } }
+            if last.count >= 1000 { last.removeAll() }
+            last[fingerprint] = now
+            return true
         }
     }
 }

@@ -32,7 +32,9 @@ enum TestProcess {
         p.standardOutput = out
         p.standardError = err
         try p.run()
-        let killer = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        // SIGKILL: a client stuck in native code may not end on SIGTERM.
+        let pid = p.processIdentifier
+        let killer = DispatchWorkItem { if p.isRunning { kill(pid, SIGKILL) } }
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: killer)
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
@@ -127,7 +129,7 @@ final class TestServer: @unchecked Sendable {
             let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         else {
             throw ClientFailure(
-                description: "asyncua \(security) exit \(outcome.code): \(outcome.stdout)\n\(outcome.stderr)")
+                description: "\(name) \(security) exit \(outcome.code): \(outcome.stdout)\n\(outcome.stderr)")
         }
         return json
     }
