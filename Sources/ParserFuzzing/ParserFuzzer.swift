@@ -312,10 +312,12 @@ public struct ParserFuzzer {
                         (try? T.decode(once, limits: OPCUASeeds.limits))?.encoded == once, "\(T.self) round trip")
                     return true
                 }
-                // A service message's body: its type's encoding NodeId, then that generated type's fields.
+                // A service message's body: its type's encoding NodeId, then that generated type's fields (namespace
+                // 0's, or AutoID's with their optional fields and unions).
                 var service = false
                 var r = BinaryReader(b, limits: OPCUASeeds.limits)
-                if let id = try? NodeId(from: &r), let type = structuresByEncoding[id],
+                if let id = try? NodeId(from: &r),
+                    let type = structuresByEncoding[id] ?? AutoID.structuresByEncoding[id],
                     let v = try? type.decode(Array(b[r.offset...]), limits: OPCUASeeds.limits)
                 {
                     let once = v.encoded
@@ -727,6 +729,13 @@ enum OPCUASeeds {
         out.append(ReadRequest.binaryEncodingId.encoded + read.encoded)
         out.append(BrowseRequest.binaryEncodingId.encoded + browse.encoded)
         out.append(CreateSessionRequest.binaryEncodingId.encoded + session.encoded)
+        // AutoID's structure with an optional field and its unions.
+        let uid: [UInt8] = [0xE0, 0x04, 0x01, 0x50, 0x12, 0x34, 0x56, 0x78]
+        let result = ScanResult(
+            codeType: "UID", scanData: .byteString(uid), timestamp: DateTime(rawValue: 9), location: .name("Dock 3"))
+        let settings = ScanSettings(duration: 500, cycles: 1, dataAvailable: true, locationType: .name)
+        out.append(ScanResult.binaryEncodingId.encoded + result.encoded)
+        out.append(ScanSettings.binaryEncodingId.encoded + settings.encoded)
         return out
     }
 }
