@@ -158,7 +158,12 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
             }
             if let refusal = c.check(now: server.now(), applicationUri: nil, trusted: server.configuration.trusted()) {
                 if refusal.status == .badCertificateUntrusted { server.configuration.rejected(c) }
-                throw TransportError(refusal.status, refusal.description)
+                // The client learns Bad_SecurityChecksFailed only (OPC 10000-4 §5.5.2: nothing a probe could use);
+                // the log has the reason.
+                server.logger.warning(
+                    "opcua: refused a secure channel: \(refusal.status.name ?? "\(refusal.status)"): \(refusal.description)"
+                )
+                throw TransportError(.badSecurityChecksFailed, "the client's certificate was refused")
             }
             guard key.size >= 256, key.size <= 512 else {
                 throw TransportError(.badCertificatePolicyCheckFailed, "a \(key.size * 8)-bit client key")

@@ -129,6 +129,13 @@ final class Services: @unchecked Sendable {
             guard let own = channel.clientCertificate, q.clientCertificate == own.der else {
                 throw ServiceError(.badCertificateInvalid)
             }
+            // The ApplicationUri the client claims is its certificate's (OPC 10000-4 §5.6.2).
+            if let claimed = q.clientDescription.applicationUri, !claimed.isEmpty, own.applicationUri != claimed {
+                server.logger.warning(
+                    "opcua: CreateSession refused: the client says \(claimed), its certificate \(own.applicationUri ?? "nothing")"
+                )
+                throw ServiceError(.badCertificateUriInvalid)
+            }
             let nonce = q.clientNonce ?? []
             guard nonce.count >= 32 else { throw ServiceError(.badNonceInvalid) }
             guard let identity = server.configuration.identity,

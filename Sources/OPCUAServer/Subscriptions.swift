@@ -61,6 +61,36 @@ final class MonitoredItem {
     var queue: [ExtensionObjectPart] = []
     /// Which timestamps its notifications carry (its CreateMonitoredItems request's).
     var timestamps = TimestampsToReturn.both
+    /// Its DataChangeFilter: what counts as a change, and an absolute deadband (OPC 10000-4 §7.22.2).
+    var trigger = DataChangeTrigger.statusValue
+    var deadband: Double?
+
+    /// Whether `new` is a change worth a notification after `old`.
+    func changed(from old: DataValue?, to new: DataValue) -> Bool {
+        guard let old else { return true }
+        if old.status != new.status { return true }
+        if trigger == .status { return false }
+        if trigger == .statusValueTimestamp, old.sourceTimestamp != new.sourceTimestamp { return true }
+        if let deadband, let a = Self.number(old.value), let b = Self.number(new.value) { return abs(a - b) > deadband }
+        return old.value != new.value
+    }
+
+    static func number(_ v: Variant?) -> Double? {
+        guard case .scalar(let s)? = v else { return nil }
+        switch s {
+        case .sByte(let x): return Double(x)
+        case .byte(let x): return Double(x)
+        case .int16(let x): return Double(x)
+        case .uInt16(let x): return Double(x)
+        case .int32(let x): return Double(x)
+        case .uInt32(let x): return Double(x)
+        case .int64(let x): return Double(x)
+        case .uInt64(let x): return Double(x)
+        case .float(let x): return Double(x)
+        case .double(let x): return x
+        default: return nil
+        }
+    }
 
     enum ExtensionObjectPart {
         case value(MonitoredItemNotification)
@@ -330,6 +360,7 @@ final class SubscriptionSet: @unchecked Sendable {
         }
         var select: [SimpleAttributeOperand]?
         var filterResult = ExtensionObject.null
+        var dataChange: (DataChangeTrigger, Double?) = (.statusValue, nil)
         if target.attributeId == AttributeId.eventNotifier.rawValue {
             guard (node.eventNotifier ?? 0) & 1 != 0 else {
                 return MonitoredItemCreateResult(statusCode: .badAttributeIdInvalid)
@@ -352,8 +383,17 @@ final class SubscriptionSet: @unchecked Sendable {
                 }
             }
             let filter = r.requestedParameters.filter
-            if filter != .null, filter.typeId != DataChangeFilter.binaryEncodingId {
-                return MonitoredItemCreateResult(statusCode: .badMonitoredItemFilterUnsupported)
+            if filter != .null {
+                guard let f = try? DataChangeFilter(filter, limits: server.decodingLimits) else {
+                    return MonitoredItemCreateResult(statusCode: .badMonitoredItemFilterUnsupported)
+                }
+                // None 0, Absolute 1; Percent 2 needs an EURange, which no variable here has yet.
+                guard f.deadbandType <= 1, f.deadbandValue.isFinite, f.deadbandValue >= 0 else {
+                    return MonitoredItemCreateResult(
+                        statusCode: f.deadbandType == 2 ? .badMonitoredItemFilterUnsupported : .badDeadbandFilterInvalid
+                    )
+                }
+                dataChange = (f.trigger, f.deadbandType == 1 ? f.deadbandValue : nil)
             }
         }
         let sampling = select == nil ? Self.revise(r.requestedParameters.samplingInterval, default: s.intervalMs) : 0
@@ -363,6 +403,7 @@ final class SubscriptionSet: @unchecked Sendable {
             queueSize: Self.queue(r.requestedParameters.queueSize, events: select != nil), select: select)
         nextItemId &+= 1
         item.timestamps = s.timestampsToReturn
+        (item.trigger, item.deadband) = dataChange
         s.items[item.id] = item
         return MonitoredItemCreateResult(
             statusCode: .good, monitoredItemId: item.id, revisedSamplingInterval: sampling,
@@ -401,7 +442,7 @@ final class SubscriptionSet: @unchecked Sendable {
         lock.withLock {
             for (item, value) in sampled {
                 var v = value
-                guard v.value != item.last?.value || v.status != item.last?.status else { continue }
+                guard item.changed(from: item.last, to: v) else { continue }
                 item.last = v
                 let returned = item.timestamps
                 if returned == .server || returned == .neither { v.sourceTimestamp = nil }

@@ -18,8 +18,9 @@ public struct OPCUAOutputKind: OutputKind {
     public var sample: String {
         """
         [opcua]                               # the OPC UA server (docs/opcua.md)
-        listen = "0.0.0.0:4840"
+        listen = "127.0.0.1:4840"             # the default; "0.0.0.0:4840" for the plant network
         # security = ["Basic256Sha256 SignAndEncrypt", "Aes128_Sha256_RsaOaep SignAndEncrypt"]   # default: all, None too
+        # allow-unsecured = true              # None on a network address (refused there otherwise)
         # anonymous = false                   # then users-file is needed
         # users-file = "/etc/vlogger/opcua-users"   # vlogger opcua user add NAME
         # pki = "/var/lib/vlogger/opcua-pki"  # default: opcua-pki beside the store
@@ -42,9 +43,9 @@ extension OPCUASettings: ServerSettings {
 
     public func warnings(file: String) -> [String] {
         var out: [String] = []
-        if security.contains("None") && anonymous {
+        if security.contains("None") && anonymous && !listen.isLoopback {
             out.append(
-                "\(file): [opcua] offers security None to anonymous clients: anyone on the network reads the field (security = [\"Basic256Sha256 SignAndEncrypt\"] and anonymous = false close that)"
+                "\(file): [opcua] offers security None to anonymous clients on \(listen): anyone on the network reads the field (security = [\"Basic256Sha256 SignAndEncrypt\"] and anonymous = false close that)"
             )
         }
         return out

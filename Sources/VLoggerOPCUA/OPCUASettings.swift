@@ -8,7 +8,10 @@ import VLoggerModel
 /// ones live in the PKI folder; users in a file of salted hashes (`vlogger opcua user add`).
 public struct OPCUASettings: Equatable, Sendable {
     public var name = "opcua"
-    public var listen = ListenAddress(host: "0.0.0.0", port: 4840)
+    /// Loopback unless configured: a network address is a decision (docs/opcua.md).
+    public var listen = ListenAddress(host: "127.0.0.1", port: 4840)
+    /// Whether security None may be offered on a network address (it is refused there otherwise).
+    public var allowUnsecured = false
     /// The policies and modes offered, as `None`, `Basic256Sha256 Sign`, `Aes128_Sha256_RsaOaep SignAndEncrypt`.
     public var security: [String] = Self.allSecurity
     public var anonymous = true
@@ -23,7 +26,9 @@ public struct OPCUASettings: Equatable, Sendable {
     public init() {}
 
     public static let allSecurity = EndpointSecurity.all.map(\.description)
-    static let keys = ["listen", "security", "anonymous", "users-file", "pki", "application-uri", "hosts"]
+    static let keys = [
+        "listen", "security", "anonymous", "users-file", "pki", "application-uri", "hosts", "allow-unsecured",
+    ]
 
     /// The security settings as the server takes them.
     public var endpointSecurity: [EndpointSecurity] {
@@ -64,6 +69,13 @@ public struct OPCUASettings: Equatable, Sendable {
             } else {
                 out.hosts = h
             }
+        }
+        if let a = s.bool("allow-unsecured") { out.allowUnsecured = a }
+        if out.security.contains("None"), !out.listen.isLoopback, !out.allowUnsecured {
+            r.issue(
+                s.node("security")?.line ?? s.line,
+                "opcua: security None on \(out.listen) (a network address) lets anyone read the field without signing or encryption; offer only signed policies there, or say allow-unsecured = true"
+            )
         }
         if !out.anonymous && out.usersFile == nil {
             r.issue(s.line, "opcua: anonymous = false needs users-file (else nobody can log in)")

@@ -20,7 +20,7 @@ struct VLoggerOPCUATests {
     @Test func theSectionAndItsDefaults() throws {
         let config = try AgentConfig.parse(Self.base + "[opcua]\nusers-file = \"users\"\n", file: "/etc/vlogger/x.toml")
         let s = try #require(config.outputs.compactMap { $0 as? OPCUASettings }.first)
-        #expect(s.listen.host == "0.0.0.0" && s.listen.port == 4840)  // OPC UA's registered port
+        #expect(s.listen.host == "127.0.0.1" && s.listen.port == 4840)  // loopback; OPC UA's registered port
         #expect(s.endpointSecurity == EndpointSecurity.all)
         #expect(s.usersFile == "/etc/vlogger/users")
         #expect(s.pkiFolder(store: "/var/lib/vlogger/vlogger.db").path == "/var/lib/vlogger/opcua-pki")
@@ -32,8 +32,11 @@ struct VLoggerOPCUATests {
             file: "/tmp/x.toml")
         let o = try #require(only.outputs.compactMap { $0 as? OPCUASettings }.first)
         #expect(o.endpointSecurity == [EndpointSecurity(.basic256Sha256, .signAndEncrypt)] && !o.anonymous)
-        #expect(o.warnings(file: "x.toml").isEmpty)
-        #expect(s.warnings(file: "x.toml").first?.contains("security None to anonymous clients") == true)
+        #expect(o.warnings(file: "x.toml").isEmpty && s.warnings(file: "x.toml").isEmpty)
+        let open = try AgentConfig.parse(
+            Self.base + "[opcua]\nlisten = \"0.0.0.0:4840\"\nallow-unsecured = true\n", file: "/tmp/x.toml")
+        let a = try #require(open.outputs.compactMap { $0 as? OPCUASettings }.first)
+        #expect(a.warnings(file: "x.toml").first?.contains("security None to anonymous clients") == true)
     }
 
     @Test func wrongSettingsAreErrorsWithTheirLines() {
@@ -47,6 +50,10 @@ struct VLoggerOPCUATests {
         #expect(issues("[opcua]\nlisten = \"4840\"\n").contains { $0.contains("opcua.listen") })
         #expect(issues("[opcua]\nanonymous = false\n").contains { $0.contains("needs users-file") })
         #expect(issues("[opcua]\nport = 4840\n").contains { $0.contains("unknown key 'port' in [opcua]") })
+        // None on a network address only when said so.
+        #expect(issues("[opcua]\nlisten = \"0.0.0.0:4840\"\n").contains { $0.contains("allow-unsecured = true") })
+        #expect(
+            issues("[opcua]\nlisten = \"0.0.0.0:4840\"\nsecurity = [\"Basic256Sha256 SignAndEncrypt\"]\n").isEmpty)
     }
 
     @Test func thePKIFolderMakesItsCertificateOnceAndKeepsTrust() throws {
