@@ -54,6 +54,8 @@ final class MonitoredItem {
     var queueSize: Int
     var discardOldest: Bool
     var select: [SimpleAttributeOperand]?
+    /// An event item's where clause (nil: every event).
+    var whereClause: WhereClause?
     var last: DataValue?
     var nextSample = Date.distantPast
     /// When the oldest value in the queue was sampled (for the Publish latency the server measures).
@@ -361,6 +363,7 @@ final class SubscriptionSet: @unchecked Sendable {
         var select: [SimpleAttributeOperand]?
         var filterResult = ExtensionObject.null
         var dataChange: (DataChangeTrigger, Double?) = (.statusValue, nil)
+        var whereClause: WhereClause?
         if target.attributeId == AttributeId.eventNotifier.rawValue {
             guard (node.eventNotifier ?? 0) & 1 != 0 else {
                 return MonitoredItemCreateResult(statusCode: .badAttributeIdInvalid)
@@ -369,6 +372,15 @@ final class SubscriptionSet: @unchecked Sendable {
                 return MonitoredItemCreateResult(statusCode: .badEventFilterInvalid)
             }
             select = f.selectClauses ?? []
+            switch WhereClause.make(f.whereClause, limits: server.decodingLimits) {
+            case .success(let clause): whereClause = clause
+            case .failure(let refusal):
+                return MonitoredItemCreateResult(
+                    statusCode: .badEventFilterInvalid,
+                    filterResult: EventFilterResult(
+                        selectClauseResults: select!.map { _ in .good }, whereClauseResult: refusal.result
+                    ).extensionObject)
+            }
             filterResult = EventFilterResult(selectClauseResults: select!.map { _ in .good }).extensionObject
         } else {
             // Whether the node has the attribute (a value's source is not asked here, under the lock).
@@ -404,6 +416,7 @@ final class SubscriptionSet: @unchecked Sendable {
         nextItemId &+= 1
         item.timestamps = s.timestampsToReturn
         (item.trigger, item.deadband) = dataChange
+        item.whereClause = whereClause
         s.items[item.id] = item
         return MonitoredItemCreateResult(
             statusCode: .good, monitoredItemId: item.id, revisedSamplingInterval: sampling,
@@ -418,6 +431,11 @@ final class SubscriptionSet: @unchecked Sendable {
             for s in subscriptions.values {
                 for item in s.items.values where item.select != nil {
                     guard item.node == NodeId(2253) || item.node == event.sourceNode else { continue }
+                    if let clause = item.whereClause,
+                        !clause.admits(event, isSubtype: { server.addressSpace.isSubtype($0, of: $1) })
+                    {
+                        continue
+                    }
                     let fields = (item.select ?? []).map { event.field($0, receivedAt: now) }
                     item.enqueue(.event(EventFieldList(clientHandle: item.clientHandle, eventFields: fields)))
                 }

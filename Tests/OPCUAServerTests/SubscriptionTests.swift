@@ -64,4 +64,86 @@ struct SubscriptionTests {
         space.setValue(id, DataValue(value: .scalar(.double(12.5))))
         #expect(try next() == [12.5])
     }
+
+    /// An EventFilter's where clause (OPC 10000-4 §7.7): And(GreaterThanOrEqual(Severity, 600), OfType
+    /// BaseEventType) lets through the events of severity 600 and more; an operator the server lacks (Like) is
+    /// refused with Bad_EventFilterInvalid and the element's Bad_FilterOperatorUnsupported.
+    @Test func aWhereClauseChoosesTheEvents() async throws {
+        let clock = HostileInputTests.Clock()
+        let s = try await TestServer(clock: { clock.now })
+        defer { Task { await s.stop() } }
+        let c = try RawClient(port: s.port)
+        _ = try c.hello()
+        try c.open()
+        #expect(try c.session() == .good)
+        var (_, r) = try c.call(
+            CreateSubscriptionRequest(
+                requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10_000,
+                requestedMaxKeepAliveCount: 1000, publishingEnabled: true))
+        let subscription = try CreateSubscriptionResponse(from: &r).subscriptionId
+        func field(_ name: String) -> ExtensionObject {
+            SimpleAttributeOperand(
+                typeDefinitionId: NodeId(2041), browsePath: [QualifiedName(name)], attributeId: 13
+            ).extensionObject
+        }
+        func literal(_ v: Variant) -> ExtensionObject { LiteralOperand(value: v).extensionObject }
+        let clause = ContentFilter(elements: [
+            ContentFilterElement(
+                filterOperator: .and,
+                filterOperands: [ElementOperand(index: 1).extensionObject, ElementOperand(index: 2).extensionObject]),
+            ContentFilterElement(
+                filterOperator: .greaterThanOrEqual,
+                filterOperands: [field("Severity"), literal(.scalar(.uInt16(600)))]
+            ),
+            ContentFilterElement(filterOperator: .ofType, filterOperands: [literal(.scalar(.nodeId(NodeId(2041))))]),
+        ])
+        func item(_ filter: ContentFilter, handle: UInt32) throws -> MonitoredItemCreateResult {
+            var (_, r) = try c.call(
+                CreateMonitoredItemsRequest(
+                    requestHeader: c.header(), subscriptionId: subscription,
+                    itemsToCreate: [
+                        MonitoredItemCreateRequest(
+                            itemToMonitor: ReadValueId(nodeId: NodeId(2253), attributeId: 12),
+                            monitoringMode: .reporting,
+                            requestedParameters: MonitoringParameters(
+                                clientHandle: handle,
+                                filter: EventFilter(
+                                    selectClauses: [
+                                        SimpleAttributeOperand(
+                                            typeDefinitionId: NodeId(2041), browsePath: [QualifiedName("Severity")],
+                                            attributeId: 13)
+                                    ], whereClause: filter
+                                ).extensionObject, queueSize: 100))
+                    ]))
+            return try #require(try CreateMonitoredItemsResponse(from: &r).results?.first)
+        }
+        #expect(try item(clause, handle: 1).statusCode == .good)
+        let like = try item(
+            ContentFilter(elements: [
+                ContentFilterElement(
+                    filterOperator: .like, filterOperands: [field("Message"), literal(.scalar(.string("%")))])
+            ]), handle: 2)
+        #expect(like.statusCode == .badEventFilterInvalid)
+        let result = try EventFilterResult(like.filterResult)
+        #expect(result.whereClauseResult.elementResults?.first?.statusCode == .badFilterOperatorUnsupported)
+
+        for severity: UInt16 in [100, 900, 600, 300] {
+            s.server.core.post(ServerEvent(time: clock.now, message: "severity \(severity)", severity: severity))
+        }
+        clock.advance(0.06)
+        var got: [UInt16] = []
+        while got.count < 2 {
+            clock.advance(0.06)
+            var (type, r) = try c.call(PublishRequest(requestHeader: c.header()))
+            #expect(type == PublishResponse.binaryEncodingId)
+            let p = try PublishResponse(from: &r)
+            for e in p.notificationMessage.notificationData ?? [] {
+                for list in (try? EventNotificationList(e))?.events ?? [] {
+                    for case .scalar(.uInt16(let v)) in list.eventFields ?? [] { got.append(v) }
+                }
+            }
+            if p.notificationMessage.notificationData == nil && got.isEmpty { continue }
+        }
+        #expect(got == [900, 600])
+    }
 }
