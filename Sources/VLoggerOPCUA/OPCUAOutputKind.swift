@@ -1,5 +1,8 @@
 import FieldState
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Logging
 import OPCUA
 import OPCUAServer
@@ -56,6 +59,63 @@ extension OPCUASettings: ServerSettings {
         if let pki { return PKIFolder(path: pki) }
         let dir = store.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path } ?? "."
         return PKIFolder(path: URL(fileURLWithPath: dir).appendingPathComponent("opcua-pki").path)
+    }
+
+    /// `vlogger doctor`: the port (free, or a vlogger OPC UA server answering a Hello there), the server's
+    /// certificate (valid, naming the configured hosts), the users file (readable by its owner only, well formed).
+    public func doctorProbe(_ context: OutputContext) async -> OutputProbe? {
+        let destination = "opc.tcp://\(listen)"
+        func fail(_ kind: String, _ message: String, _ advice: String) -> OutputProbe {
+            OutputProbe(
+                check: "opcua", destination: destination, failure: OutboxFailure(kind: kind, message: message),
+                advice: advice)
+        }
+        var found: [String] = []
+        switch PortProbe.check(host: listen.host, port: listen.port) {
+        case .free: found.append("\(listen) is free")
+        case .opcua: found.append("an OPC UA server answers on \(listen) (the running service?)")
+        case .taken:
+            return fail(
+                "port", "\(listen) is in use by a program that does not speak OPC UA",
+                "choose another [opcua] listen port (`ss -ltnp` shows who holds it)")
+        case .error(let e):
+            return fail("port", "\(listen): \(e)", "use an address of this machine and a free port")
+        }
+        let pki = pkiFolder(store: context.storePath ?? context.store?.path)
+        let own = URL(fileURLWithPath: pki.path).appendingPathComponent("own/cert.der")
+        if let data = try? Data(contentsOf: own) {
+            guard let cert = try? ApplicationCertificate(der: Array(data)) else {
+                return fail(
+                    "certificate", "\(own.path) is not a certificate", "move it away: the service makes a new one")
+            }
+            let now = Date()
+            guard now >= cert.notValidBefore, now <= cert.notValidAfter else {
+                return fail(
+                    "certificate", "the server's certificate is valid \(cert.notValidBefore) to \(cert.notValidAfter)",
+                    "move \(pki.path)/own away: the service makes a new one (clients must trust it again)")
+            }
+            let missing = (hosts ?? []).filter { !cert.hostNames.contains($0) }
+            if !missing.isEmpty {
+                return fail(
+                    "certificate", "the server's certificate does not name \(missing.joined(separator: ", "))",
+                    "move \(pki.path)/own away: the service makes a new one with [opcua] hosts")
+            }
+            found.append("its certificate is valid until \(cert.notValidAfter)")
+        } else {
+            found.append("its certificate is made at the first start in \(pki.path)")
+        }
+        if let usersFile {
+            // Its mode is the secrets check's (doctor's "secrets" line); here: that it reads.
+            guard let text = try? String(contentsOfFile: usersFile, encoding: .utf8) else {
+                return fail("users", "\(usersFile) cannot be read", "vlogger opcua user add NAME makes it")
+            }
+            do { _ = try UsersFile(text) } catch {
+                return fail("users", "\(usersFile): \(error)", "fix the line, or remove it and add the user again")
+            }
+            found.append("\(usersFile) is well formed")
+        }
+        return OutputProbe(
+            check: "opcua", destination: destination, failure: nil, detail: "[opcua]: " + found.joined(separator: "; "))
     }
 
     public func makeServer(_ context: OutputContext) throws -> any OutputServer {
@@ -172,5 +232,63 @@ final class RefusalLog: @unchecked Sendable {
             last[fingerprint] = now
             return true
         }
+    }
+}
+
+/// Whether a port is free, taken by an OPC UA server (it acknowledges a Hello), or taken by something else.
+enum PortProbe {
+    enum Outcome {
+        case free, opcua, taken
+        case error(String)
+    }
+
+    static func check(host: String, port: Int) -> Outcome {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return .error("socket: \(errno)") }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
+        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr) == 1 else {
+            return .error("\(host) is not an IPv4 address")
+        }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if bound == 0 { return .free }
+        guard errno == EADDRINUSE else { return .error(String(cString: strerror(errno))) }
+        return helloAnswered(host: host == "0.0.0.0" ? "127.0.0.1" : host, port: port) ? .opcua : .taken
+    }
+
+    /// Sends a Hello and waits up to 2 s for an ACK.
+    static func helloAnswered(host: String, port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
+        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else { return false }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return false }
+        let hello = Hello(
+            receiveBufferSize: 65_536, sendBufferSize: 65_536, endpointUrl: "opc.tcp://\(host):\(port)"
+        ).message
+        guard hello.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == hello.count else {
+            return false
+        }
+        var answer = [UInt8](repeating: 0, count: 3)
+        let n = answer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 3, Int32(MSG_WAITALL)) }
+        return n == 3 && answer == Array("ACK".utf8)
     }
 }

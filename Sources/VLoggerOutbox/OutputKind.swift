@@ -86,6 +86,8 @@ public struct OutputContext: Sendable {
     public var fieldState: FieldState?
     /// The service's version (a server's build information).
     public var version = "0"
+    /// The store's path (a server keeps its certificates beside it), where the context has no open store.
+    public var storePath: String?
 
     public init(
         gatewayID: String, site: String? = nil, readers: [OutputReader] = [], fields: [FieldInfo] = [],
@@ -145,11 +147,14 @@ public struct OutputProbe: Sendable {
     public var failure: OutboxFailure?
     /// What to do about the failure.
     public var advice: String
-    public init(check: String, destination: String, failure: OutboxFailure?, advice: String = "") {
+    /// What a passed check found (empty: the destination took a probe connection).
+    public var detail: String = ""
+    public init(check: String, destination: String, failure: OutboxFailure?, advice: String = "", detail: String = "") {
         self.check = check
         self.destination = destination
         self.failure = failure
         self.advice = advice
+        self.detail = detail
     }
 }
 

@@ -23,7 +23,8 @@ extension Gateway {
     /// `vlogger doctor`'s check of each output's destination at the protocol level (the kinds that have one: MQTT
     /// brokers log in with the configured TLS files and credentials). Nothing is written to the store.
     public static func probeOutputs(_ config: AgentConfig) async -> [OutputProbe] {
-        let context = OutputContext(gatewayID: config.gatewayID, site: config.site, probe: true)
+        var context = OutputContext(gatewayID: config.gatewayID, site: config.site, probe: true)
+        context.storePath = config.storePath
         var out: [OutputProbe] = []
         for o in config.outputs {
             if let p = await o.doctorProbe(context) { out.append(p) }

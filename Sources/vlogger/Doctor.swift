@@ -46,8 +46,9 @@ struct DoctorCommand: AsyncParsableCommand {
                     checks.append(
                         .pass(
                             p.check,
-                            "\(URLRedaction.redact(p.destination)) accepted a probe connection (logged in, nothing published)"
-                        ))
+                            p.detail.isEmpty
+                                ? "\(URLRedaction.redact(p.destination)) accepted a probe connection (logged in, nothing published)"
+                                : p.detail))
                 }
             }
         }

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import OPCUA
 import VLoggerModel
 import VLoggerOPCUA
@@ -105,15 +108,37 @@ struct OPCUACommand: AsyncParsableCommand {
                 .filter { !$0.hasPrefix("\(name):") }
         }
 
+        /// Writes the file whole (a temporary file renamed over it). It keeps the owner, group and mode of the
+        /// file it replaces; a new one is 0600 and, made by root, belongs to the service's user (`vlogger`), which
+        /// reads it.
         static func write(_ lines: [String], to path: String) throws {
             var text = lines.joined(separator: "\n")
             while text.hasSuffix("\n") { text.removeLast() }
+            var old = stat()
+            let existed = stat(path, &old) == 0
             let tmp = path + ".tmp"
-            guard
-                FileManager.default.createFile(
-                    atPath: tmp, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
-            else { throw VLoggerError("cannot write \(tmp)") }
-            guard rename(tmp, path) == 0 else { throw VLoggerError("cannot replace \(path)") }
+            let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw VLoggerError("cannot write \(tmp): \(String(cString: strerror(errno))) (run it as root: sudo)")
+            }
+            let bytes = Array((text + "\n").utf8)
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if existed {
+                _ = fchown(fd, old.st_uid, old.st_gid)
+                _ = fchmod(fd, old.st_mode & 0o777)
+            } else if getuid() == 0, let service = getpwnam("vlogger") {
+                _ = fchown(fd, service.pointee.pw_uid, service.pointee.pw_gid)
+            }
+            let synced = fsync(fd) == 0
+            close(fd)
+            guard written == bytes.count, synced else {
+                unlink(tmp)
+                throw VLoggerError("cannot write \(tmp)")
+            }
+            guard rename(tmp, path) == 0 else {
+                unlink(tmp)
+                throw VLoggerError("cannot replace \(path): \(String(cString: strerror(errno)))")
+            }
         }
 
         struct Add: AsyncParsableCommand {
