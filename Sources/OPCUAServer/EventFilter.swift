@@ -40,8 +40,18 @@ struct WhereClause: Sendable {
 
     /// The clause, or its result saying which element or operand is wrong (Bad_FilterOperatorUnsupported,
     /// Bad_FilterOperandCountMismatch, Bad_FilterOperandInvalid, Bad_FilterElementInvalid).
+    /// Elements and operands an element may have: a clause is checked for each event.
+    static let maxElements = 64
+
     static func make(_ filter: ContentFilter, limits: DecodingLimits) -> Result<WhereClause, Refusal> {
         let raw = filter.elements ?? []
+        if raw.count > maxElements || raw.contains(where: { ($0.filterOperands?.count ?? 0) > maxElements }) {
+            return .failure(
+                Refusal(
+                    result: ContentFilterResult(
+                        elementResults: raw.map { _ in ContentFilterElementResult(statusCode: .badFilterElementInvalid)
+                        })))
+        }
         var out: [Element] = []
         var results: [ContentFilterElementResult] = []
         var bad = false
@@ -79,29 +89,31 @@ struct WhereClause: Sendable {
             : .success(WhereClause(elements: out))
     }
 
-    /// Whether `event` passes (no elements: every event does).
+    /// Whether `event` passes (no elements: every event does). Each element is worked out once, the last first
+    /// (an element operand names a later element), so a clause costs its size, whatever its shape.
     func admits(_ event: ServerEvent, isSubtype: (NodeId, NodeId) -> Bool) -> Bool {
         guard !elements.isEmpty else { return true }
-        return evaluate(0, event, isSubtype, depth: 0) == .scalar(.boolean(true))
+        var results = [Variant](repeating: .null, count: elements.count)
+        for i in elements.indices.reversed() {
+            results[i] = evaluate(elements[i], event, isSubtype, results)
+        }
+        return results[0] == .scalar(.boolean(true))
     }
 
-    private func evaluate(_ i: Int, _ event: ServerEvent, _ isSubtype: (NodeId, NodeId) -> Bool, depth: Int)
-        -> Variant
-    {
-        guard i < elements.count, depth < 64 else { return .null }
-        let e = elements[i]
-        func value(_ o: Operand) -> Variant {
-            switch o {
+    private func evaluate(
+        _ e: Element, _ event: ServerEvent, _ isSubtype: (NodeId, NodeId) -> Bool, _ done: [Variant]
+    ) -> Variant {
+        let v: [Variant] = e.operands.map {
+            switch $0 {
             case .literal(let v): return v
             case .field(let a): return event.field(a, receivedAt: event.time)
-            case .element(let j): return evaluate(j, event, isSubtype, depth: depth + 1)
+            case .element(let j): return done[j]
             }
         }
-        func truth(_ o: Operand) -> Bool? {
-            if case .scalar(.boolean(let b)) = value(o) { return b }
+        func truth(_ x: Variant) -> Bool? {
+            if case .scalar(.boolean(let b)) = x { return b }
             return nil
         }
-        let v = e.operands.map(value)
         func bool(_ b: Bool?) -> Variant { b.map { .scalar(.boolean($0)) } ?? .null }
         switch e.op {
         case .equals: return bool(Self.compare(v[0], v[1]).map { $0 == 0 })
@@ -110,20 +122,18 @@ struct WhereClause: Sendable {
         case .lessThan: return bool(Self.compare(v[0], v[1]).map { $0 < 0 })
         case .greaterThanOrEqual: return bool(Self.compare(v[0], v[1]).map { $0 >= 0 })
         case .lessThanOrEqual: return bool(Self.compare(v[0], v[1]).map { $0 <= 0 })
-        case .not: return bool(truth(e.operands[0]).map { !$0 })
+        case .not: return bool(truth(v[0]).map { !$0 })
         case .between:
             guard let low = Self.compare(v[0], v[1]), let high = Self.compare(v[0], v[2]) else { return bool(nil) }
             return bool(low >= 0 && high <= 0)
         case .inList: return bool(v.dropFirst().contains { Self.compare(v[0], $0) == 0 })
         case .and:
             // Three-valued (§7.7.3): false wins over null.
-            let a = truth(e.operands[0])
-            let b = truth(e.operands[1])
+            let (a, b) = (truth(v[0]), truth(v[1]))
             if a == false || b == false { return bool(false) }
             return bool(a == true && b == true ? true : nil)
         case .or:
-            let a = truth(e.operands[0])
-            let b = truth(e.operands[1])
+            let (a, b) = (truth(v[0]), truth(v[1]))
             if a == true || b == true { return bool(true) }
             return bool(a == false && b == false ? false : nil)
         case .ofType:

@@ -55,6 +55,8 @@ public final class OPCUAServer: @unchecked Sendable {
         let (c, t) = lock.withLock { (channel, ticker) }
         t?.cancel()
         try? await c?.close()
+        // The listener's close leaves its connections open: each gets an ERR (Bad_ServerHalted) and is closed.
+        core.closeAll()
     }
 }
 

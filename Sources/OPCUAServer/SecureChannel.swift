@@ -43,6 +43,9 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
     private var _channelId: UInt32 = 0
     private var _security = EndpointSecurity(.none, .none)
     private var _clientCertificate: ApplicationCertificate?
+    /// When the connection came (it has 30 s to open its channel).
+    private let connected: Date
+    static let openDeadline: TimeInterval = 30
 
     /// The lock around a body that throws a typed error.
     private func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
@@ -63,6 +66,7 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
         self.server = server
         self.sendBytes = send
         self.closeConnection = close
+        self.connected = server.now()
     }
 
     /// One whole UA-TCP message from the client.
@@ -102,8 +106,14 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
 
     /// Called now and then: a channel whose last token expired without a renewal is closed.
     public func tick(now: Date) {
-        let expired = lock.withLock { !closed && (tokens.last.map { $0.expires < now } ?? false) }
+        let (expired, unopened) = lock.withLock {
+            (
+                !closed && (tokens.last.map { $0.expires < now } ?? false),
+                !closed && tokens.isEmpty && now.timeIntervalSince(connected) > Self.openDeadline
+            )
+        }
         if expired { fail(TransportError(.badSecureChannelClosed, "the channel's lifetime ended without a renewal")) }
+        if unopened { fail(TransportError(.badTimeout, "no secure channel opened in \(Int(Self.openDeadline)) s")) }
     }
 
     // MARK: Hello
@@ -160,9 +170,12 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
                 if refusal.status == .badCertificateUntrusted { server.configuration.rejected(c) }
                 // The client learns Bad_SecurityChecksFailed only (OPC 10000-4 §5.5.2: nothing a probe could use);
                 // the log has the reason.
-                server.logger.warning(
-                    "opcua: refused a secure channel: \(refusal.status.name ?? "\(refusal.status)"): \(refusal.description)"
-                )
+                // Untrusted ones are logged by the `rejected` hook with how to trust them; the others here.
+                if refusal.status != .badCertificateUntrusted, server.refusals.shouldLog(c.fingerprint) {
+                    server.logger.warning(
+                        "opcua: refused a secure channel: \(refusal.status.name ?? "\(refusal.status)"): \(refusal.description)"
+                    )
+                }
                 throw TransportError(.badSecurityChecksFailed, "the client's certificate was refused")
             }
             guard key.size >= 256, key.size <= 512 else {
@@ -219,7 +232,8 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
             let token = Token(id: nextTokenId, created: now, lifetimeMs: lifetime, crypto: symmetric)
             nextTokenId &+= 1
             // The old token stays valid until the client uses the new one (or it expires).
-            tokens = tokens.filter { $0.expires > now } + [token]
+            // At most the token the client uses and the new one: renewals cannot pile tokens up.
+            tokens = Array(tokens.filter { $0.expires > now }.prefix(1)) + [token]
             asymmetric = crypto
             _security = security
             _clientCertificate = client

@@ -17,6 +17,8 @@ public final class ServerCore: @unchecked Sendable {
     public let methods = MethodTable()
     /// From a value's sampling to the Publish answer that carries it (the last 100,000, seconds).
     public let publishLatency = LatencyLog()
+    /// Refused certificates logged lately (one line per certificate and ten minutes).
+    public let refusals = RefusalLog()
     private let lock = NSLock()
     private var channels: [ObjectIdentifier: SecureChannel] = [:]
     private var nextChannelId: UInt32 = 1
@@ -100,6 +102,13 @@ public final class ServerCore: @unchecked Sendable {
     func channelClosed(_ c: SecureChannel) { _ = lock.withLock { channels.removeValue(forKey: ObjectIdentifier(c)) } }
 
     public var channelCount: Int { lock.withLock { channels.count } }
+
+    /// Closes every connection (the server stops).
+    func closeAll() {
+        for c in lock.withLock({ Array(channels.values) }) {
+            c.fail(TransportError(.badServerHalted, "the server stops"))
+        }
+    }
     public var sessionCount: Int { sessions.count }
 
     /// The subscriptions' cycle and the timeouts: called every few milliseconds.
@@ -172,6 +181,25 @@ public final class ServerCore: @unchecked Sendable {
         BuildInfo(
             productUri: c.productUri, manufacturerName: c.manufacturerName, productName: c.productName,
             softwareVersion: c.softwareVersion, buildNumber: c.buildNumber, buildDate: start)
+    }
+}
+
+/// Which refused certificates were logged lately (at most 1,000 remembered).
+public final class RefusalLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: [String: Date] = [:]
+
+    public init() {}
+
+    /// True the first time in ten minutes a certificate is refused.
+    public func shouldLog(_ fingerprint: String, now: Date = Date()) -> Bool {
+        lock.withLock {
+            if let t = last[fingerprint], now.timeIntervalSince(t) < 600 { return false }
+            if last.count >= 1000 { last = last.filter { now.timeIntervalSince($0.value) < 600 } }
+            if last.count >= 1000 { last.removeAll() }
+            last[fingerprint] = now
+            return true
+        }
     }
 }
 

@@ -147,7 +147,8 @@ final class Services: @unchecked Sendable {
         guard
             let s = server.sessions.create(
                 name: q.sessionName ?? "", timeoutMs: timeout, clientCertificate: channel.clientCertificate,
-                channelId: channel.channelId, now: now, nonceLength: security.policy.nonceLength,
+                channelId: channel.channelId, securityMode: security.mode, now: now,
+                nonceLength: security.policy.nonceLength,
                 subscriptions: SubscriptionSet(server: server))
         else { throw ServiceError(.badTooManySessions) }
         server.log("session \(s.number) '\(s.name)' created on channel \(channel.channelId) (\(security))")
@@ -164,6 +165,14 @@ final class Services: @unchecked Sendable {
     {
         let s = try session(q.requestHeader, channel, now: now, activated: false)
         let security = channel.security
+        // A session moves to another channel only with the client certificate it was made with (none for none)
+        // and never to a channel of a lower security mode; its first activation is on the channel that made it
+        // (OPC 10000-4 §5.6.3).
+        guard s.clientCertificate?.der == channel.clientCertificate?.der else {
+            throw ServiceError(.badSecurityChecksFailed)
+        }
+        if !s.activated, s.channelId != channel.channelId { throw ServiceError(.badSecurityChecksFailed) }
+        if security.mode.rawValue < s.securityMode.rawValue { throw ServiceError(.badSecurityModeInsufficient) }
         if security.mode != .none {
             // The client signs the server's certificate and the session's last nonce.
             guard let identity = server.configuration.identity, let client = channel.clientCertificate,
@@ -171,8 +180,6 @@ final class Services: @unchecked Sendable {
                 let signature = q.clientSignature.signature,
                 AsymmetricCrypto.verify(identity.certificate.der + s.serverNonce, signature: signature, key: key)
             else { throw ServiceError(.badApplicationSignatureInvalid) }
-            // A session moves to another channel only with the same client certificate.
-            guard s.clientCertificate?.der == client.der else { throw ServiceError(.badSecurityChecksFailed) }
         }
         let user = try identify(q.userIdentityToken, session: s, security: security)
         s.user = user

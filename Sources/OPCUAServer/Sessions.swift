@@ -11,6 +11,8 @@ public final class Session: @unchecked Sendable {
     public let name: String
     public let timeoutMs: Double
     let clientCertificate: ApplicationCertificate?
+    /// The security mode of the channel that made it.
+    let securityMode: MessageSecurityMode
     /// The nonce the next ActivateSession signs (and a password ends with).
     var serverNonce: [UInt8]
     var channelId: UInt32
@@ -24,8 +26,10 @@ public final class Session: @unchecked Sendable {
     init(
         id: NodeId, number: UInt32, authenticationToken: NodeId, name: String, timeoutMs: Double,
         clientCertificate: ApplicationCertificate?,
-        serverNonce: [UInt8], channelId: UInt32, now: Date, subscriptions: SubscriptionSet
+        serverNonce: [UInt8], channelId: UInt32, securityMode: MessageSecurityMode, now: Date,
+        subscriptions: SubscriptionSet
     ) {
+        self.securityMode = securityMode
         self.id = id
         self.number = number
         self.authenticationToken = authenticationToken
@@ -38,7 +42,11 @@ public final class Session: @unchecked Sendable {
         self.subscriptions = subscriptions
     }
 
-    func expired(at now: Date) -> Bool { now.timeIntervalSince(lastUsed) * 1000 > timeoutMs }
+    /// A session not activated within 30 s goes (however long a timeout it asked for): made and abandoned
+    /// sessions cannot hold the table.
+    func expired(at now: Date) -> Bool {
+        now.timeIntervalSince(lastUsed) * 1000 > (activated ? timeoutMs : min(timeoutMs, 30_000))
+    }
 }
 
 /// The server's sessions, at most `limit`: an expired one is dropped when a new one is asked for, so abandoned
@@ -56,8 +64,8 @@ final class SessionTable: @unchecked Sendable {
 
     /// A new session, or nil when `limit` live sessions are open.
     func create(
-        name: String, timeoutMs: Double, clientCertificate: ApplicationCertificate?, channelId: UInt32, now: Date,
-        nonceLength: Int, subscriptions: SubscriptionSet
+        name: String, timeoutMs: Double, clientCertificate: ApplicationCertificate?, channelId: UInt32,
+        securityMode: MessageSecurityMode, now: Date, nonceLength: Int, subscriptions: SubscriptionSet
     ) -> Session? {
         let expired = purge(now: now)
         for s in expired { s.subscriptions.removeAll() }
@@ -71,7 +79,8 @@ final class SessionTable: @unchecked Sendable {
                 id: NodeId(namespace: 0, .opaque(ServerCore.random(16))), number: number,
                 authenticationToken: NodeId(namespace: 0, .opaque(ServerCore.random(32))), name: name,
                 timeoutMs: timeoutMs, clientCertificate: clientCertificate,
-                serverNonce: ServerCore.random(max(32, nonceLength)), channelId: channelId, now: now,
+                serverNonce: ServerCore.random(max(32, nonceLength)), channelId: channelId, securityMode: securityMode,
+                now: now,
                 subscriptions: subscriptions)
             byToken[session.authenticationToken] = session
             return session

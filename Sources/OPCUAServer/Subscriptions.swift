@@ -160,9 +160,9 @@ final class SubscriptionSet: @unchecked Sendable {
     private let lock = NSLock()
     unowned let server: ServerCore
     private var subscriptions: [UInt32: Subscription] = [:]
-    private var publishQueue: [(requestId: UInt32, header: RequestHeader, channel: any ChannelContext)] = []
-    /// Acknowledgement results for the next answer of each waiting Publish.
-    private var pendingAcks: [UInt32: [StatusCode]] = [:]
+    /// Waiting Publish requests, each with its acknowledgements' results.
+    private var publishQueue:
+        [(requestId: UInt32, header: RequestHeader, channel: any ChannelContext, acks: [StatusCode])] = []
     private var nextItemId: UInt32 = 1
 
     static let maxPublishRequests = 10
@@ -304,6 +304,12 @@ final class SubscriptionSet: @unchecked Sendable {
                     results: ids.map { s.items.removeValue(forKey: $0) == nil ? .badMonitoredItemIdInvalid : .good })
             }
         case let q as PublishRequest:
+            var evicted: (UInt32, any ChannelContext, ResponseHeader)?
+            defer {
+                if let (id, channel, header) = evicted {
+                    channel.respond(requestId: id, ServiceFault(responseHeader: header))
+                }
+            }
             return try locked { () throws(ServiceError) -> (any Structure)? in
                 guard !subscriptions.isEmpty else { throw ServiceError(.badNoSubscription) }
                 let acks = (q.subscriptionAcknowledgements ?? []).map { a -> StatusCode in
@@ -311,15 +317,14 @@ final class SubscriptionSet: @unchecked Sendable {
                     return s.retained.removeValue(forKey: a.sequenceNumber) == nil ? .badSequenceNumberUnknown : .good
                 }
                 if publishQueue.count >= Self.maxPublishRequests {
-                    // The oldest waiting Publish is answered Bad_TooManyPublishRequests to make room.
+                    // The oldest waiting Publish is answered Bad_TooManyPublishRequests to make room (after the lock).
                     let old = publishQueue.removeFirst()
-                    old.channel.respond(
-                        requestId: old.requestId,
-                        ServiceFault(
-                            responseHeader: server.header(old.header, now: now, result: .badTooManyPublishRequests)))
+                    evicted = (
+                        old.requestId, old.channel,
+                        server.header(old.header, now: now, result: .badTooManyPublishRequests)
+                    )
                 }
-                publishQueue.append((requestId, q.requestHeader, channel))
-                pendingAcks[requestId] = acks
+                publishQueue.append((requestId, q.requestHeader, channel, acks))
                 return nil
             }
         case let q as RepublishRequest:
@@ -457,6 +462,7 @@ final class SubscriptionSet: @unchecked Sendable {
         }
         let sampled = due.map { ($0.0, server.addressSpace.read($0.1, $0.2, now: stamp)) }
         var answers: [(Int, any ChannelContext, PublishResponse)] = []
+        var faults: [(UInt32, any ChannelContext, ResponseHeader)] = []
         lock.withLock {
             for (item, value) in sampled {
                 var v = value
@@ -465,8 +471,19 @@ final class SubscriptionSet: @unchecked Sendable {
                 let returned = item.timestamps
                 if returned == .server || returned == .neither { v.sourceTimestamp = nil }
                 if returned == .source || returned == .neither { v.serverTimestamp = nil }
+                if returned == .server || returned == .both { v.serverTimestamp = stamp }
                 item.enqueue(.value(MonitoredItemNotification(clientHandle: item.clientHandle, value: v)))
                 if item.oldestQueued == nil { item.oldestQueued = now }
+            }
+            // Publish requests of a channel that closed are answered nowhere: dropped (OPC 10000-4 §5.13.5).
+            publishQueue.removeAll { !$0.channel.isOpen }
+            if subscriptions.isEmpty {
+                // The last subscription went: the waiting Publishes are answered Bad_NoSubscription (§5.13.5).
+                for w in publishQueue {
+                    faults.append(
+                        (w.requestId, w.channel, server.header(w.header, now: now, result: .badNoSubscription)))
+                }
+                publishQueue = []
             }
             for s in subscriptions.values.sorted(by: { $0.id < $1.id }) {
                 guard s.nextPublish <= now else { continue }
@@ -488,7 +505,9 @@ final class SubscriptionSet: @unchecked Sendable {
                 publishQueue.removeFirst()
                 s.idleCycles = 0
                 s.sentFirst = true
-                var message = NotificationMessage(sequenceNumber: s.sequence &+ 1, publishTime: stamp)
+                // A keep-alive carries the number the next message will have (1 after the top).
+                var message = NotificationMessage(
+                    sequenceNumber: s.sequence == UInt32.max ? 1 : s.sequence + 1, publishTime: stamp)
                 if !ready.isEmpty {
                     s.sequence &+= 1
                     if s.sequence == 0 { s.sequence = 1 }
@@ -520,11 +539,12 @@ final class SubscriptionSet: @unchecked Sendable {
                 let response = PublishResponse(
                     responseHeader: server.header(waiting.header, now: now), subscriptionId: s.id,
                     availableSequenceNumbers: s.retained.keys.sorted(), moreNotifications: false,
-                    notificationMessage: message, results: pendingAcks.removeValue(forKey: waiting.requestId) ?? [])
+                    notificationMessage: message, results: waiting.acks)
                 answers.append((Int(waiting.requestId), waiting.channel, response))
             }
         }
         for (id, channel, response) in answers { channel.respond(requestId: UInt32(id), response) }
+        for (id, channel, header) in faults { channel.respond(requestId: id, ServiceFault(responseHeader: header)) }
     }
 }
 

@@ -219,22 +219,6 @@ final class UsersCache: @unchecked Sendable {
     }
 }
 
-/// Which refused certificates were logged lately (at most 1,000 remembered).
-final class RefusalLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last: [String: Date] = [:]
-
-    func shouldLog(_ fingerprint: String, now: Date = Date()) -> Bool {
-        lock.withLock {
-            if let t = last[fingerprint], now.timeIntervalSince(t) < 600 { return false }
-            if last.count >= 1000 { last = last.filter { now.timeIntervalSince($0.value) < 600 } }
-            if last.count >= 1000 { last.removeAll() }
-            last[fingerprint] = now
-            return true
-        }
-    }
-}
-
 /// Whether a port is free, taken by an OPC UA server (it acknowledges a Hello), or taken by something else.
 enum PortProbe {
     enum Outcome {

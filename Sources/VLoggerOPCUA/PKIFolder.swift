@@ -106,21 +106,24 @@ public struct PKIFolder: Sendable {
         }
     }
 
-    /// Keeps a refused client's certificate in `rejected/` (at most `rejectedLimit`, the oldest dropped).
+    /// The largest certificate kept or trusted (what `list` and the server read).
+    static let maxCertificateSize = 16_384
+
+    /// Keeps a refused client's certificate in `rejected/` (at most `rejectedLimit` files, counted by name, the
+    /// oldest dropped; a certificate over 16 KiB is not kept).
     public func reject(_ cert: ApplicationCertificate) {
-        guard (try? make()) != nil else { return }
+        guard cert.der.count < Self.maxCertificateSize, (try? make()) != nil else { return }
         let url = rejectedDir.appendingPathComponent("\(cert.fingerprint).der")
         guard !FileManager.default.fileExists(atPath: url.path) else { return }
-        var kept = certificates(in: rejectedDir).map(\.0)
-        while kept.count >= Self.rejectedLimit {
-            let oldest = kept.min {
-                ((try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate)
-                    ?? .distantPast)
-                    < ((try? $1.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate)
-                        ?? .distantPast)
-            }
-            guard let oldest else { break }
-            try? FileManager.default.removeItem(at: oldest)
+        let fm = FileManager.default
+        var kept = ((try? fm.contentsOfDirectory(atPath: rejectedDir.path)) ?? []).map {
+            rejectedDir.appendingPathComponent($0)
+        }
+        func modified(_ u: URL) -> Date {
+            (try? fm.attributesOfItem(atPath: u.path)[.modificationDate] as? Date) ?? .distantPast
+        }
+        while kept.count >= Self.rejectedLimit, let oldest = kept.min(by: { modified($0) < modified($1) }) {
+            try? fm.removeItem(at: oldest)
             kept.removeAll { $0 == oldest }
         }
         try? Data(cert.der).write(to: url, options: .atomic)
@@ -130,6 +133,7 @@ public struct PKIFolder: Sendable {
     /// a DER or PEM file. Answers the certificate trusted.
     public func trust(_ what: String) throws(VLoggerError) -> Entry {
         let cert: ApplicationCertificate
+        var rejectedFile: URL?
         if FileManager.default.fileExists(atPath: what) {
             guard let data = try? Data(contentsOf: URL(fileURLWithPath: what)), data.count < 65_536 else {
                 throw VLoggerError("\(what) cannot be read")
@@ -137,16 +141,22 @@ public struct PKIFolder: Sendable {
             guard let c = Self.parse(data) else {
                 throw VLoggerError("\(what) is not an X.509 certificate (DER or PEM)")
             }
+            guard c.der.count < Self.maxCertificateSize else {
+                throw VLoggerError(
+                    "\(what): a certificate of \(c.der.count) bytes (at most \(Self.maxCertificateSize))")
+            }
             cert = c
         } else {
             let (url, c) = try find(what, in: rejectedDir, "rejected")
             cert = c
-            try? FileManager.default.removeItem(at: url)
+            rejectedFile = url
         }
         do {
             try make()
             try Data(cert.der).write(to: trustedDir.appendingPathComponent("\(cert.fingerprint).der"), options: .atomic)
         } catch { throw VLoggerError("writing to \(trustedDir.path): \(error)") }
+        // Out of rejected/ only once it is in trusted/.
+        if let rejectedFile { try? FileManager.default.removeItem(at: rejectedFile) }
         return Entry(
             fingerprint: cert.fingerprint, subject: cert.subject, applicationUri: cert.applicationUri,
             notValidAfter: cert.notValidAfter, trusted: true)

@@ -114,17 +114,27 @@ final class TestServer: @unchecked Sendable {
         var args = [script, url, security, "--cert", clientCert.path, "--key", clientKey.path]
         if user { args += ["--user", "operator", "--password", password] }
         if expectRefusal { args.append("--expect-refusal") }
+        // Events from a timer on a dispatch queue, and the client waited for off the cooperative pool: tests that
+        // block its few threads (one per core) must not hold the events back.
         let core = server.core
-        let events = Task {
-            var n = 0
-            while !Task.isCancelled {
-                n += 1
-                core.post(ServerEvent(time: Date(), message: "test event \(n)", severity: 500))
-                try? await Task.sleep(for: .milliseconds(100))
+        let counter = NIOLockedValueBox(0)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+        timer.schedule(deadline: .now(), repeating: .milliseconds(100))
+        timer.setEventHandler {
+            let n = counter.withLockedValue {
+                $0 += 1; return $0
+            }
+            core.post(ServerEvent(time: Date(), message: "test event \(n)", severity: 500))
+        }
+        timer.resume()
+        defer { timer.cancel() }
+        let arguments = args
+        let outcome = try await withCheckedThrowingContinuation {
+            (k: CheckedContinuation<TestProcess.Outcome, Error>) in
+            DispatchQueue.global().async {
+                k.resume(with: Result { try TestProcess.run(python, arguments, seconds: 120) })
             }
         }
-        defer { events.cancel() }
-        let outcome = try await Task.detached { try TestProcess.run(python, args, seconds: 120) }.value
         guard outcome.code == 0, let line = outcome.stdout.split(separator: "\n").last,
             let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         else {

@@ -20,7 +20,16 @@ from asyncua.crypto import security_policies
 
 async def run(args):
     client = Client(args.url, timeout=10)
+    # The ApplicationUri the client claims must be its certificate's (OPC 10000-4 §5.6.2): read from its SAN.
     client.application_uri = "urn:vlogger:test:asyncua"
+    if args.cert:
+        from cryptography import x509
+        with open(args.cert, "rb") as f:
+            cert = x509.load_der_x509_certificate(f.read())
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        uris = san.get_values_for_type(x509.UniformResourceIdentifier)
+        if uris:
+            client.application_uri = uris[0]
     if args.user:
         client.set_user(args.user)
         client.set_password(args.password)
