@@ -103,6 +103,9 @@ public final class ServerCore: @unchecked Sendable {
 
     public var channelCount: Int { lock.withLock { channels.count } }
 
+    /// The monitored items of every session.
+    public func monitoredItemCount() -> Int { sessions.all.reduce(0) { $0 + $1.subscriptions.itemCount } }
+
     /// Closes every connection (the server stops).
     func closeAll() {
         for c in lock.withLock({ Array(channels.values) }) {

@@ -169,6 +169,10 @@ final class SubscriptionSet: @unchecked Sendable {
     static let minIntervalMs = 20.0
     static let maxQueueSize = 100
     static let retainedMessages = 10
+    /// Notifications in one message at most (a client's own limit may be lower).
+    static let maxNotificationsPerMessage = 10_000
+    /// Monitored items across the server's sessions at most.
+    static let maxItemsInServer = 50_000
 
     init(server: ServerCore) { self.server = server }
 
@@ -180,6 +184,8 @@ final class SubscriptionSet: @unchecked Sendable {
     }
 
     var ids: [UInt32] { lock.withLock { Array(subscriptions.keys).sorted() } }
+    /// Its subscriptions' monitored items.
+    var itemCount: Int { lock.withLock { subscriptions.values.reduce(0) { $0 + $1.items.count } } }
 
     func removeAll() {
         lock.withLock {
@@ -256,12 +262,20 @@ final class SubscriptionSet: @unchecked Sendable {
                 })
         case let q as CreateMonitoredItemsRequest:
             let items = try Self.some(q.itemsToCreate)
+            // Counted before this set's lock: the count takes every session's.
+            var room = Self.maxItemsInServer - server.monitoredItemCount()
             guard q.timestampsToReturn != .invalid else { throw ServiceError(.badTimestampsToReturnInvalid) }
             return try locked { () throws(ServiceError) in
                 guard let s = subscriptions[q.subscriptionId] else { throw ServiceError(.badSubscriptionIdInvalid) }
                 s.timestampsToReturn = q.timestampsToReturn
                 return CreateMonitoredItemsResponse(
-                    responseHeader: header, results: items.map { create($0, in: s, now: now) })
+                    responseHeader: header,
+                    results: items.map { r in
+                        guard room > 0 else { return MonitoredItemCreateResult(statusCode: .badTooManyMonitoredItems) }
+                        let result = create(r, in: s, now: now)
+                        if result.statusCode.isGood { room -= 1 }
+                        return result
+                    })
             }
         case let q as ModifyMonitoredItemsRequest:
             let items = try Self.some(q.itemsToModify)
@@ -506,6 +520,7 @@ final class SubscriptionSet: @unchecked Sendable {
                 s.idleCycles = 0
                 s.sentFirst = true
                 // A keep-alive carries the number the next message will have (1 after the top).
+                var more = false
                 var message = NotificationMessage(
                     sequenceNumber: s.sequence == UInt32.max ? 1 : s.sequence + 1, publishTime: stamp)
                 if !ready.isEmpty {
@@ -517,16 +532,27 @@ final class SubscriptionSet: @unchecked Sendable {
                     if let oldest = ready.compactMap(\.oldestQueued).min() {
                         server.publishLatency.record(now.timeIntervalSince(oldest))
                     }
-                    for item in ready.sorted(by: { $0.id < $1.id }) {
-                        item.oldestQueued = nil
-                        for part in item.queue {
+                    // At most the client's maxNotificationsPerPublish (0: no limit) and the server's own limit; the
+                    // rest stays queued for the next Publish, which `moreNotifications` says is due at once.
+                    var budget = Int(
+                        s.maxNotifications == 0
+                            ? UInt32(Self.maxNotificationsPerMessage)
+                            : min(s.maxNotifications, UInt32(Self.maxNotificationsPerMessage)))
+                    for item in ready.sorted(by: { $0.id < $1.id }) where budget > 0 {
+                        let taken = min(budget, item.queue.count)
+                        for part in item.queue.prefix(taken) {
                             switch part {
                             case .value(let n): values.append(n)
                             case .event(let e): events.append(e)
                             }
                         }
-                        item.queue = []
+                        item.queue.removeFirst(taken)
+                        budget -= taken
+                        if item.queue.isEmpty { item.oldestQueued = nil }
                     }
+                    more = s.items.values.contains { $0.mode == .reporting && !$0.queue.isEmpty }
+                    // The rest goes with the next Publish that waits, without waiting for the next interval.
+                    if more { s.nextPublish = now }
                     var data: [ExtensionObject] = []
                     if !values.isEmpty { data.append(DataChangeNotification(monitoredItems: values).extensionObject) }
                     if !events.isEmpty { data.append(EventNotificationList(events: events).extensionObject) }
@@ -538,7 +564,7 @@ final class SubscriptionSet: @unchecked Sendable {
                 }
                 let response = PublishResponse(
                     responseHeader: server.header(waiting.header, now: now), subscriptionId: s.id,
-                    availableSequenceNumbers: s.retained.keys.sorted(), moreNotifications: false,
+                    availableSequenceNumbers: s.retained.keys.sorted(), moreNotifications: more,
                     notificationMessage: message, results: waiting.acks)
                 answers.append((Int(waiting.requestId), waiting.channel, response))
             }

@@ -146,4 +146,44 @@ struct SubscriptionTests {
         }
         #expect(got == [900, 600])
     }
+
+    /// A client's maxNotificationsPerPublish (OPC 10000-4 §5.13.2): three items' first values in two messages of at
+    /// most two, the first saying moreNotifications; nothing is lost.
+    @Test func notificationsPastTheClientsLimitGoInTheNextMessage() async throws {
+        let clock = HostileInputTests.Clock()
+        let s = try await TestServer(clock: { clock.now })
+        defer { Task { await s.stop() } }
+        let c = try RawClient(port: s.port)
+        _ = try c.hello()
+        try c.open()
+        #expect(try c.session() == .good)
+        var (_, r) = try c.call(
+            CreateSubscriptionRequest(
+                requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10_000,
+                requestedMaxKeepAliveCount: 1000, maxNotificationsPerPublish: 2, publishingEnabled: true))
+        let subscription = try CreateSubscriptionResponse(from: &r).subscriptionId
+        (_, r) = try c.call(
+            CreateMonitoredItemsRequest(
+                requestHeader: c.header(), subscriptionId: subscription,
+                itemsToCreate: (1...3).map { handle in
+                    MonitoredItemCreateRequest(
+                        itemToMonitor: ReadValueId(nodeId: NodeId(2257), attributeId: 13), monitoringMode: .reporting,
+                        requestedParameters: MonitoringParameters(
+                            clientHandle: UInt32(handle), samplingInterval: 50, queueSize: 1))
+                }))
+        #expect(try CreateMonitoredItemsResponse(from: &r).results?.map(\.statusCode) == [.good, .good, .good])
+        func publish() throws -> (handles: [UInt32], more: Bool) {
+            clock.advance(0.06)
+            var (_, r) = try c.call(PublishRequest(requestHeader: c.header()))
+            let p = try PublishResponse(from: &r)
+            let handles = try (p.notificationMessage.notificationData ?? []).flatMap {
+                try DataChangeNotification($0).monitoredItems ?? []
+            }.map(\.clientHandle)
+            return (handles, p.moreNotifications)
+        }
+        let first = try publish()
+        #expect(first.handles == [1, 2] && first.more)
+        let second = try publish()
+        #expect(second.handles == [3] && !second.more)
+    }
 }
