@@ -9,6 +9,21 @@ import Testing
 /// clock, stepped by the test.
 @Suite(.serialized)
 struct SubscriptionTests {
+    /// A raw client with an activated session and one subscription (publishing every 50 ms, keep-alives rare).
+    static func subscribed(_ s: TestServer, maxNotifications: UInt32 = 0) throws -> (RawClient, UInt32) {
+        let c = try RawClient(port: s.port)
+        _ = try c.hello()
+        try c.open()
+        #expect(try c.session() == .good)
+        var (type, r) = try c.call(
+            CreateSubscriptionRequest(
+                requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10_000,
+                requestedMaxKeepAliveCount: 1000, maxNotificationsPerPublish: maxNotifications, publishingEnabled: true)
+        )
+        #expect(type == CreateSubscriptionResponse.binaryEncodingId)
+        return (c, try CreateSubscriptionResponse(from: &r).subscriptionId)
+    }
+
     @Test func anAbsoluteDeadbandHoldsBackSmallChanges() async throws {
         let clock = HostileInputTests.Clock()
         let s = try await TestServer(clock: { clock.now })
@@ -23,18 +38,9 @@ struct SubscriptionTests {
         space.add(node)
         space.setValue(id, DataValue(value: .scalar(.double(10))))
 
-        let c = try RawClient(port: s.port)
-        _ = try c.hello()
-        try c.open()
-        #expect(try c.session() == .good)
-        var (type, r) = try c.call(
-            CreateSubscriptionRequest(
-                requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10_000,
-                requestedMaxKeepAliveCount: 1000, publishingEnabled: true))
-        #expect(type == CreateSubscriptionResponse.binaryEncodingId)
-        let subscription = try CreateSubscriptionResponse(from: &r).subscriptionId
+        let (c, subscription) = try Self.subscribed(s)
         let filter = DataChangeFilter(trigger: .statusValue, deadbandType: 1, deadbandValue: 1.0)
-        (type, r) = try c.call(
+        var (_, r) = try c.call(
             CreateMonitoredItemsRequest(
                 requestHeader: c.header(), subscriptionId: subscription, timestampsToReturn: .neither,
                 itemsToCreate: [
@@ -72,15 +78,7 @@ struct SubscriptionTests {
         let clock = HostileInputTests.Clock()
         let s = try await TestServer(clock: { clock.now })
         defer { Task { await s.stop() } }
-        let c = try RawClient(port: s.port)
-        _ = try c.hello()
-        try c.open()
-        #expect(try c.session() == .good)
-        var (_, r) = try c.call(
-            CreateSubscriptionRequest(
-                requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10_000,
-                requestedMaxKeepAliveCount: 1000, publishingEnabled: true))
-        let subscription = try CreateSubscriptionResponse(from: &r).subscriptionId
+        let (c, subscription) = try Self.subscribed(s)
         func field(_ name: String) -> ExtensionObject {
             SimpleAttributeOperand(
                 typeDefinitionId: NodeId(2041), browsePath: [QualifiedName(name)], attributeId: 13
@@ -153,16 +151,8 @@ struct SubscriptionTests {
         let clock = HostileInputTests.Clock()
         let s = try await TestServer(clock: { clock.now })
         defer { Task { await s.stop() } }
-        let c = try RawClient(port: s.port)
-        _ = try c.hello()
-        try c.open()
-        #expect(try c.session() == .good)
+        let (c, subscription) = try Self.subscribed(s, maxNotifications: 2)
         var (_, r) = try c.call(
-            CreateSubscriptionRequest(
-                requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10_000,
-                requestedMaxKeepAliveCount: 1000, maxNotificationsPerPublish: 2, publishingEnabled: true))
-        let subscription = try CreateSubscriptionResponse(from: &r).subscriptionId
-        (_, r) = try c.call(
             CreateMonitoredItemsRequest(
                 requestHeader: c.header(), subscriptionId: subscription,
                 itemsToCreate: (1...3).map { handle in
