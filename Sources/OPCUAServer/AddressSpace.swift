@@ -54,6 +54,9 @@ public struct Node: Sendable {
     public var minimumSamplingInterval: Double?
     public var executable: Bool?
     public var value: DataValue?
+    /// A DataType's DataTypeDefinition attribute (a StructureDefinition or EnumDefinition, OPC 10000-3 §5.8.3):
+    /// a structure's fields with its supertypes' first.
+    public var dataTypeDefinition: Variant?
     public var references: [Reference] = []
 
     public init(
@@ -92,10 +95,18 @@ public final class AddressSpace: @unchecked Sendable {
 
     public init() {}
 
-    /// The address space with namespace 0's generated nodes.
-    public static func standard() throws -> AddressSpace {
+    /// The DI model's namespace URI (OPC 10000-100), the generated nodes' namespace 2.
+    public static let deviceIntegrationUri = "http://opcfoundation.org/UA/DI/"
+
+    /// The address space with the generated nodes: namespace 0's part and the DI model. Its namespace table is
+    /// namespace 0, the server's own (OPC 10000-5 §8.3.2: index 1 is reserved for the local server and holds its
+    /// ApplicationUri), then DI: the indices the generator wrote (tools/opcua/nodeset.py).
+    public static func standard(applicationUri: String) throws -> AddressSpace {
         let space = AddressSpace()
-        for node in try Namespace0.nodes() { space.add(node, mirror: false) }
+        space.namespaces = ["http://opcfoundation.org/UA/", applicationUri, deviceIntegrationUri]
+        for lines in [namespace0Lines, deviceIntegrationLines] {
+            for node in try GeneratedNodes.nodes(lines) { space.add(node, mirror: false) }
+        }
         return space
     }
 
@@ -195,7 +206,9 @@ public final class AddressSpace: @unchecked Sendable {
         case .minimumSamplingInterval: return node.minimumSamplingInterval.map { v(.double($0)) } ?? invalid
         case .historizing: return node.nodeClass == .variable ? v(.boolean(false)) : invalid
         case .executable, .userExecutable: return node.executable.map { v(.boolean($0)) } ?? invalid
-        case .dataTypeDefinition, .rolePermissions, .userRolePermissions, .accessRestrictions: return invalid
+        case .dataTypeDefinition:
+            return node.dataTypeDefinition.map { DataValue(value: $0) } ?? invalid
+        case .rolePermissions, .userRolePermissions, .accessRestrictions: return invalid
         }
     }
 
@@ -322,24 +335,28 @@ public final class AddressSpace: @unchecked Sendable {
     }
 }
 
-/// Namespace 0's generated nodes, decoded from their JSON lines.
-enum Namespace0 {
+/// The generated nodes (namespace 0's part and the DI model), decoded from their JSON lines.
+enum GeneratedNodes {
     private struct Line: Decodable {
         var i: UInt32
+        var n: UInt16?
         var c: Int32
         var b: String
+        var bn: UInt16?
         var d: String?
         var de: String?
         var a: Bool?
         var s: Bool?
         var `in`: String?
         var dt: UInt32?
+        var dn: UInt16?
         var vr: Int32?
         var ad: [UInt32]?
         var al: UInt8?
         var ms: Double?
         var en: UInt8?
         var v: String?
+        var df: String?
         var r: [[UInt32]]
     }
 
@@ -347,21 +364,22 @@ enum Namespace0 {
         let description: String
     }
 
-    static func nodes() throws -> [Node] {
+    static func nodes(_ lines: String) throws -> [Node] {
         let decoder = JSONDecoder()
         var out: [Node] = []
-        for text in namespace0Lines.split(separator: "\n") {
+        for text in lines.split(separator: "\n") {
             let line = try decoder.decode(Line.self, from: Data(text.utf8))
+            let id = NodeId(line.i, namespace: line.n ?? 0)
             guard let nodeClass = NodeClass(rawValue: line.c) else {
                 throw Invalid(description: "node class \(line.c)")
             }
             var node = Node(
-                id: NodeId(line.i), nodeClass: nodeClass, browseName: QualifiedName(line.b),
+                id: id, nodeClass: nodeClass, browseName: QualifiedName(namespace: line.bn ?? 0, line.b),
                 displayName: LocalizedText(line.d ?? line.b), description: line.de.map { LocalizedText($0) })
             node.isAbstract = line.a
             node.symmetric = line.s
             node.inverseName = line.in.map { LocalizedText($0) }
-            node.dataType = line.dt.map { NodeId($0) }
+            node.dataType = line.dt.map { NodeId($0, namespace: line.dn ?? 0) }
             node.valueRank = line.vr
             node.arrayDimensions = line.ad
             node.accessLevel = line.al
@@ -369,11 +387,23 @@ enum Namespace0 {
             node.eventNotifier = line.en
             if nodeClass == .method { node.executable = true }
             if let v = line.v {
-                guard let bytes = HexText.bytes(v) else { throw Invalid(description: "the value of i=\(line.i)") }
+                guard let bytes = HexText.bytes(v) else { throw Invalid(description: "the value of \(id)") }
                 node.value = DataValue(value: try Variant.decode(bytes))
             }
-            node.references = line.r.compactMap { r in
-                r.count == 3 ? Reference(NodeId(r[0]), NodeId(r[1]), forward: r[2] == 1) : nil
+            if let df = line.df {
+                guard let bytes = HexText.bytes(df) else { throw Invalid(description: "the definition of \(id)") }
+                node.dataTypeDefinition = try Variant.decode(bytes)
+            }
+            node.references = try line.r.map { r in
+                switch r.count {
+                case 3: return Reference(NodeId(r[0]), NodeId(r[1]), forward: r[2] == 1)
+                case 5:
+                    guard let tn = UInt16(exactly: r[3]), let n = UInt16(exactly: r[4]) else {
+                        throw Invalid(description: "a reference of \(id)")
+                    }
+                    return Reference(NodeId(r[0], namespace: tn), NodeId(r[1], namespace: n), forward: r[2] == 1)
+                default: throw Invalid(description: "a reference of \(id)")
+                }
             }
             out.append(node)
         }

@@ -574,7 +574,9 @@ enum OPCUASeeds {
         var logger = Logger(label: "vlogger.fuzz.opcua")
         logger.logLevel = .critical
         return ServerCore(
-            configuration: c, addressSpace: (try? AddressSpace.standard()) ?? AddressSpace(), logger: logger)
+            configuration: c,
+            addressSpace: (try? AddressSpace.standard(applicationUri: "urn:vlogger:fuzz")) ?? AddressSpace(),
+            logger: logger)
     }()
 
     static let hello = Hello(receiveBufferSize: 65_536, sendBufferSize: 65_536, endpointUrl: "opc.tcp://fuzz").message

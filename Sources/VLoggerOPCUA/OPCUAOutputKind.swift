@@ -169,7 +169,7 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         config.productName = "vlogger"
         // Endpoints advertise the host the client dialled; a server listening on every address needs a name.
         if config.host == "0.0.0.0" || config.host == "::" { config.advertisedHost = settings.hosts?.first ?? host }
-        let space = try AddressSpace.standard()
+        let space = try AddressSpace.standard(applicationUri: uri)
         let core = ServerCore(configuration: config, addressSpace: space, logger: logger)
         let namespace = GatewayNamespace(
             space: space, state: state, gateway: context.gatewayID, site: context.site, post: { core.post($0) })

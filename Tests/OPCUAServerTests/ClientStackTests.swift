@@ -94,7 +94,9 @@ final class TestServer: @unchecked Sendable {
             rejected: { c in rejected.withLockedValue { $0.append(c.fingerprint) } })
         config.maxSessions = maxSessions
         self.serverCertificate = serverCert
-        let core = ServerCore(configuration: config, addressSpace: try AddressSpace.standard(), clock: clock)
+        let core = ServerCore(
+            configuration: config, addressSpace: try AddressSpace.standard(applicationUri: "urn:vlogger:test:server"),
+            clock: clock)
         server = OPCUAServer(core: core)
         let bound = try await server.start()
         port = bound
@@ -187,7 +189,32 @@ struct ClientStackTests {
             #expect(message.hasPrefix("test event"))
             #expect(events.first?["severity"] as? Int == 500)
             #expect(out["monitoredItems"] as? Int == 2)
-            #expect(out["namespaces"] as? [String] == ["http://opcfoundation.org/UA/"])
+            #expect(
+                out["namespaces"] as? [String] == [
+                    "http://opcfoundation.org/UA/", "urn:vlogger:test:server", "http://opcfoundation.org/UA/DI/",
+                ])
+            // DI's DeviceSet (DI's NodeSet: ns=1;i=5001), found by a browse name in DI's namespace index as the
+            // server's NamespaceArray gives it (o6 prints the index by its own table of namespace names).
+            #expect((out["deviceSet"] as? String ?? "").hasSuffix(";i=5001"), "\(out["deviceSet"] ?? "")")
+            if client == "asyncua" { #expect(out["deviceSet"] as? String == "ns=2;i=5001") }
+            // OPC 10000-3 §8.48: a subtype's StructureDefinition lists its supertype's fields first. The NodeSet
+            // lists UserNameIdentityToken's own three only; PolicyId is UserIdentityToken's (i=316).
+            #expect(
+                out["userNameTokenFields"] as? [String] == ["PolicyId", "UserName", "Password", "EncryptionAlgorithm"])
+            #expect(out["userNameTokenBase"] as? String == "i=316")
+            if client == "asyncua" {
+                // The DI model's structures and enumerations, built by asyncua from their definitions alone.
+                let loaded = Set(out["loadedTypes"] as? [String] ?? [])
+                let di: Set = [
+                    "DeviceHealthEnumeration", "FetchResultDataType", "ParameterResultDataType",
+                    "TransferResultDataDataType", "TransferResultErrorDataType", "UpdateBehavior",
+                    "SoftwareVersionFileType",
+                ]
+                #expect(di.isSubset(of: loaded), "\(loaded)")
+            } else {
+                // Every DataType the generator gave a definition (31) decodes in open62541.
+                #expect(out["definitions"] as? Int == 31, "\(out["definitions"] ?? "")")
+            }
             #expect(out["closed"] as? Bool == true)
             // Everything the client opened is gone again.
             #expect(s.server.core.sessionCount == 0)

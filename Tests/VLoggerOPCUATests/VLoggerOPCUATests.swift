@@ -84,12 +84,16 @@ struct VLoggerOPCUATests {
     @Test func theGatewayNamespaceFollowsTheFieldState() async throws {
         let uid = try UID(0xE004_0150_1234_5678)
         let state = FieldState(readers: [FieldState.Reader(id: "dock-3", location: "Dock door 3", intervalMs: 1000)])
-        let space = try AddressSpace.standard()
+        let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
         let events = NIOLockedValueBox<[ServerEvent]>([])
         let ns = GatewayNamespace(
             space: space, state: state, gateway: "gw-7", site: "Hall 2",
             post: { e in events.withLockedValue { $0.append(e) } })
-        #expect(space.namespaces == ["http://opcfoundation.org/UA/", "urn:vlogger:gateway:gw-7"])
+        #expect(
+            space.namespaces == [
+                "http://opcfoundation.org/UA/", "urn:vlogger:gw-7", "http://opcfoundation.org/UA/DI/",
+                "urn:vlogger:gateway:gw-7",
+            ])
         let now = DateTime(millisecondsSince1970: 1_800_000_000_000)
         #expect(space.read(ns.id("Gateway/Site"), 13, now: now).value == .scalar(.string("Hall 2")))
         #expect(space.read(ns.id("Readers/dock-3/Location"), 13, now: now).value == .scalar(.string("Dock door 3")))

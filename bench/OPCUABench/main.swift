@@ -26,7 +26,7 @@ logger.logLevel = .warning
 let config = ServerConfiguration(
     host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:bench", applicationName: "bench", identity: nil,
     security: [EndpointSecurity(.none, .none)])
-let space = try AddressSpace.standard()
+let space = try AddressSpace.standard(applicationUri: "urn:vlogger:bench")
 let core = ServerCore(configuration: config, addressSpace: space, logger: logger)
 let namespace = GatewayNamespace(space: space, state: state, gateway: "bench", site: nil, post: { core.post($0) })
 

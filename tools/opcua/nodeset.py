@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
-"""Generates the OPC UA server's part of namespace 0 from the OPC Foundation's published NodeSet (issue 49).
+"""Generates the OPC UA server's generated nodes: its part of namespace 0 and the DI model (issue 49).
 
 Input, from the public repository OPCFoundation/UA-Nodeset at a commit (not committed here):
-  Schema/Opc.Ua.NodeSet2.xml   every node of namespace 0, its attributes, references and initial values
+  Schema/Opc.Ua.NodeSet2.xml      every node of namespace 0, its attributes, references and initial values
+  DI/Opc.Ua.Di.NodeSet2.xml       OPC 10000-100 Devices (DI) 1.04, the model AutoID's devices derive from
 
-Output (committed): Sources/OPCUAServer/Generated/Namespace0.swift, the chosen nodes as JSON lines in a string
-(decoded once when the server starts), with the commit it was made from.
+Output (committed): Sources/OPCUAServer/Generated/Namespace0.swift and DeviceIntegration.swift, the chosen nodes
+as JSON lines in a string (decoded once when the server starts), with the commit they were made from.
 
-    python3 tools/opcua/nodeset.py /tmp/UA-Nodeset
+    UA_NODESET_COMMIT="a2d4ae8 2024-10-18" python3 tools/opcua/nodeset.py /tmp/UA-Nodeset
 
 Which nodes: every ReferenceType; the folders under Root; the Server object with the children a client expects
 (ServerArray, NamespaceArray, ServerStatus and its parts, ServiceLevel, Auditing, ServerCapabilities with its
 operation limits, ServerDiagnostics' EnabledFlag, VendorServerInfo, ServerRedundancy, GetMonitoredItems);
-BaseEventType with its fields; and, closed over, every type those nodes name (their type definition, their data
-type, the supertypes of each up to the root, an enumeration's EnumStrings or EnumValues, a method's arguments).
-The full namespace 0 has some 4,900 nodes; a client that browses everything of this one reads about 600.
+BaseEventType with its fields; the DataTypeDefinition types and the user identity tokens; all of DI but its XML
+and JSON encodings and its type dictionary (the server speaks UA Binary and describes types by their
+DataTypeDefinition); and, closed over, every node those name (their type definition, their data type, the
+supertypes of each up to the root, an enumeration's EnumStrings or EnumValues, a method's arguments, a structure's
+binary encoding and its fields' data types). The full namespace 0 has some 4,900 nodes.
+Node ids are written with the server's namespace indices: 0, 1 the server's own (none generated), 2 DI.
 Initial values are carried over from the NodeSet as OPC UA Binary Variants (hex), so the server decodes them with
-the same decoder as everything else.
+the same decoder as everything else. A DataType's <Definition> becomes its DataTypeDefinition attribute, a
+StructureDefinition with the supertypes' fields first (see definition()) or an EnumDefinition.
 """
+import base64
+import datetime
 import json
 import os
 import struct
@@ -44,17 +51,60 @@ SEEDS = [
     2041, 2042, 2043, 2044, 2045, 2046, 2047, 3190, 2050, 2051,  # BaseEventType and its fields
     58, 61, 62, 63, 68, 24, 29, 22, 26, 27, 28,  # base types
     77, 78, 80, 11508, 11510,  # modelling rules: Mandatory, Optional, OptionalPlaceholder...
+    97, 99, 100, 101, 102,  # DataTypeDefinition, StructureDefinition, EnumDefinition, StructureField, EnumField
+    316, 319, 322, 325, 938,  # the user identity tokens (UserNameIdentityToken: a derived structure)
 ]
 
 
-def nid(text):
-    """A namespace-0 numeric node id from its XML text or alias; None for another namespace or form."""
-    if text is None:
+# The server's namespace table: namespace 0, the server's own (its ApplicationUri, OPC 10000-5 §8.3.2: index 1 is
+# the local server's), then the companion models generated here.
+SERVER_NAMESPACES = ["http://opcfoundation.org/UA/", None, "http://opcfoundation.org/UA/DI/"]
+
+# The NodeSet files read, each with the Swift file and string its nodes go to.
+FILES = [
+    ("Schema/Opc.Ua.NodeSet2.xml", "Namespace0.swift", "namespace0Lines"),
+    ("DI/Opc.Ua.Di.NodeSet2.xml", "DeviceIntegration.swift", "deviceIntegrationLines"),
+]
+
+
+class Model:
+    """One NodeSet file: its aliases and how its namespace indices map onto the server's."""
+
+    def __init__(self, path):
+        self.tree = ET.parse(path).getroot()
+        self.aliases = {a.get("Alias"): a.text for a in self.tree.find(U + "Aliases")}
+        uris = self.tree.find(U + "NamespaceUris")
+        local = [u.text for u in uris] if uris is not None else []
+        self.map = {0: 0}
+        for k, uri in enumerate(local, start=1):
+            self.map[k] = SERVER_NAMESPACES.index(uri)
+
+    def nid(self, text):
+        """(server namespace, number) of a node id's XML text or alias; None for a string or GUID id."""
+        if text is None:
+            return None
+        text = self.aliases.get(text, text).strip()
+        ns = 0
+        if text.startswith("ns="):
+            head, text = text.split(";", 1)
+            ns = self.map[int(head[3:])]
+        if text.startswith("i="):
+            return (ns, int(text[2:]))
         return None
-    text = ALIASES.get(text, text)
-    if text.startswith("i="):
-        return int(text[2:])
-    return None
+
+    def qualified(self, text):
+        """(server namespace, name) of a browse name `K:Name`."""
+        head, sep, rest = text.partition(":")
+        if sep and head.isdigit():
+            return (self.map[int(head)], rest)
+        return (0, text)
+
+
+MODEL = None
+
+
+def nid(text):
+    return MODEL.nid(text)
 
 
 def enc_string(s):
@@ -76,13 +126,45 @@ def enc_localized(el):
     return out
 
 
+def enc_text(text):
+    """A LocalizedText with text only (or nothing)."""
+    if text is None:
+        return b"\x00"
+    return b"\x02" + enc_string(text)
+
+
+def enc_id(n):
+    """A node id (namespace, number) in the smallest binary form (OPC 10000-6 §5.2.2.9)."""
+    ns, i = n
+    if ns == 0 and i < 256:
+        return bytes([0, i])
+    if ns < 256 and i < 65536:
+        return bytes([1, ns]) + struct.pack("<H", i)
+    return bytes([2]) + struct.pack("<HI", ns, i)
+
+
 def enc_nodeid(text):
     n = nid(text)
     if n is None:
         raise ValueError("node id " + str(text))
-    if n < 256:
-        return bytes([0, n])
-    return bytes([1, 0]) + struct.pack("<H", n)
+    return enc_id(n)
+
+
+def enc_datetime(el):
+    """xs:dateTime as 100 ns ticks since 1601-01-01 UTC (OPC 10000-6 §5.2.2.5)."""
+    t = datetime.datetime.fromisoformat(el.text.strip().replace("Z", "+00:00"))
+    delta = t - datetime.datetime(1601, 1, 1, tzinfo=datetime.timezone.utc)
+    return struct.pack("<q", (delta.days * 86400 + delta.seconds) * 10_000_000 + delta.microseconds * 10)
+
+
+def enc_qualified(el):
+    ns = int(el.findtext(X + "NamespaceIndex", "0"))
+    return struct.pack("<H", MODEL.map[ns]) + enc_string(el.findtext(X + "Name"))
+
+
+def enc_bytes(el):
+    data = base64.b64decode((el.text or "").strip())
+    return struct.pack("<i", len(data)) + data
 
 
 def enc_extension(el):
@@ -116,9 +198,16 @@ def enc_extension(el):
 
 SCALARS = {
     "Boolean": (1, lambda e: bytes([1 if e.text.strip() == "true" else 0])),
+    "Byte": (3, lambda e: struct.pack("<B", int(e.text))),
+    "UInt16": (5, lambda e: struct.pack("<H", int(e.text))),
     "Int32": (6, lambda e: struct.pack("<i", int(e.text))),
     "UInt32": (7, lambda e: struct.pack("<I", int(e.text))),
+    "Double": (11, lambda e: struct.pack("<d", float(e.text))),
     "String": (12, lambda e: enc_string(e.text or "")),
+    "DateTime": (13, enc_datetime),
+    "ByteString": (15, enc_bytes),
+    "NodeId": (17, lambda e: enc_nodeid(e.findtext(X + "Identifier"))),
+    "QualifiedName": (20, enc_qualified),
     "LocalizedText": (21, enc_localized),
     "ExtensionObject": (22, enc_extension),
 }
@@ -141,84 +230,183 @@ def enc_value(value):
     return bytes([code]) + enc(el)
 
 
+def definition(n, nodes, models, supertype):
+    """A DataType's DataTypeDefinition attribute as a binary Variant holding a StructureDefinition or an
+    EnumDefinition (OPC 10000-3 §8.48 and the EnumDefinition beside it), or None for a type without one (the built-in types, abstract roots).
+
+    A NodeSet's <Definition> lists a structure's own fields only; the attribute lists the supertype's fields first
+    and then the type's own (OPC 10000-3 §8.48: "the fields of the supertype ... are at the beginning"), so the
+    supertype's fields are prepended here, all the way up to Structure."""
+    el, model = nodes[n], models[n]
+    d = el.find(U + "Definition")
+    if d is None:
+        return None
+    global MODEL
+    MODEL = model
+    chain = []
+    t = n
+    while t in supertype:
+        chain.append(t)
+        t = supertype[t]
+    chain.append(t)
+    if (0, 29) in chain or d.get("IsOptionSet") == "true":
+        fields = b""
+        items = d.findall(U + "Field")
+        for f in items:
+            dn = f.find(U + "DisplayName")
+            de = f.find(U + "Description")
+            fields += struct.pack("<q", int(f.get("Value", "0")))
+            fields += enc_text(dn.text if dn is not None else f.get("Name"))
+            fields += enc_text(de.text if de is not None else None)
+            fields += enc_string(f.get("Name"))
+        body = struct.pack("<i", len(items)) + fields
+        return bytes([22]) + enc_id((0, 123)) + b"\x01" + struct.pack("<i", len(body)) + body
+    if (0, 22) not in chain:
+        return None
+    # The fields from the root down: each structure's own, in its supertype's order first.
+    own = []
+    for t in reversed(chain):
+        if t == (0, 22) or t not in nodes:
+            continue
+        td = nodes[t].find(U + "Definition")
+        if td is None:
+            continue
+        MODEL = models[t]
+        for f in td.findall(U + "Field"):
+            own.append((f, models[t]))
+    MODEL = model
+    union = d.get("IsUnion") == "true"
+    optional = any(f.get("IsOptional") == "true" for f, _ in own)
+    subtyped = any(f.get("AllowSubTypes") == "true" for f, _ in own)
+    structure_type = (4 if subtyped else 2) if union else (3 if subtyped else (1 if optional else 0))
+    encoding = next((target for rt, target, fwd in BOTH[n] if rt == (0, 38) and fwd and target in nodes
+                     and nodes[target].get("BrowseName") == "Default Binary"), None)
+    body = enc_id(encoding or (0, 0)) + enc_id(supertype.get(n, (0, 22))) + struct.pack("<i", structure_type)
+    body += struct.pack("<i", len(own))
+    for f, m in own:
+        MODEL = m
+        de = f.find(U + "Description")
+        body += enc_string(f.get("Name"))
+        body += enc_text(de.text if de is not None else None)
+        body += enc_id(m.nid(f.get("DataType", "i=24")) or (0, 24))
+        body += struct.pack("<i", int(f.get("ValueRank", "-1")))
+        dims = f.get("ArrayDimensions")
+        if dims:
+            values = [int(x) for x in dims.split(",")]
+            body += struct.pack("<i", len(values)) + b"".join(struct.pack("<I", v) for v in values)
+        else:
+            body += struct.pack("<i", -1)
+        body += struct.pack("<I", int(f.get("MaxStringLength", "0")))
+        body += bytes([1 if f.get("IsOptional") == "true" else 0])
+    MODEL = model
+    return bytes([22]) + enc_id((0, 122)) + b"\x01" + struct.pack("<i", len(body)) + body
+
+
 def main():
-    global ALIASES
+    global MODEL, BOTH
     root_dir = sys.argv[1]
-    path = os.path.join(root_dir, "Schema", "Opc.Ua.NodeSet2.xml")
     commit = os.environ.get("UA_NODESET_COMMIT") or subprocess.run(
         ["git", "-C", root_dir, "log", "-1", "--format=%h %cs"], capture_output=True, text=True).stdout.strip()
-    tree = ET.parse(path).getroot()
-    ALIASES = {a.get("Alias"): a.text for a in tree.find(U + "Aliases")}
-    nodes = {}
-    for el in tree:
-        kind = el.tag.replace(U, "")
-        if kind not in CLASSES:
-            continue
-        n = nid(el.get("NodeId"))
-        if n is not None:
-            nodes[n] = el
+    nodes, models, origin = {}, {}, {}
+    for index, (path, _, _) in enumerate(FILES):
+        model = Model(os.path.join(root_dir, path))
+        for el in model.tree:
+            kind = el.tag.replace(U, "")
+            if kind not in CLASSES:
+                continue
+            n = model.nid(el.get("NodeId"))
+            if n is not None:
+                nodes[n], models[n], origin[n] = el, model, index
 
-    def refs(el):
+    def refs(n):
+        el, model = nodes[n], models[n]
         out = []
         r = el.find(U + "References")
         for ref in (r if r is not None else []):
-            t, target = nid(ref.get("ReferenceType")), nid(ref.text)
+            t, target = model.nid(ref.get("ReferenceType")), model.nid(ref.text)
             if t is not None and target is not None:
                 out.append((t, target, ref.get("IsForward", "true") != "false"))
         return out
 
     # Every reference, seen from both ends (the NodeSet writes most of them on one end only).
-    both = {n: set() for n in nodes}
-    for n, el in nodes.items():
-        for t, target, forward in refs(el):
-            both[n].add((t, target, forward))
-            if target in both:
-                both[target].add((t, n, not forward))
+    BOTH = {n: set() for n in nodes}
+    for n in nodes:
+        for t, target, forward in refs(n):
+            BOTH[n].add((t, target, forward))
+            if target in BOTH:
+                BOTH[target].add((t, n, not forward))
+    supertype = {n: target for n in nodes for t, target, forward in BOTH[n] if t == (0, 45) and not forward}
 
-    chosen = set(SEEDS) | {n for n, el in nodes.items() if el.tag == U + "UAReferenceType"}
+    def left_out(n):
+        """A companion model's XML and JSON encodings and its (deprecated) type dictionary: the server speaks
+        UA Binary only and describes types by their DataTypeDefinition."""
+        el = nodes[n]
+        if el.get("BrowseName") in ("Default XML", "Default JSON"):
+            return True
+        return any(t == (0, 40) and forward and target in ((0, 72), (0, 69)) for t, target, forward in BOTH[n])
+
+    chosen = {(0, s) for s in SEEDS} | {n for n, el in nodes.items() if el.tag == U + "UAReferenceType"}
+    chosen |= {n for n in nodes if origin[n] > 0 and not left_out(n)}
     todo = list(chosen)
     while todo:
         n = todo.pop()
         el = nodes[n]
         more = set()
-        dt = nid(el.get("DataType"))
+        dt = models[n].nid(el.get("DataType"))
         if dt is not None:
             more.add(dt)
-        for t, target, forward in both[n]:
-            if t == 40 and forward:  # HasTypeDefinition
+        for t, target, forward in BOTH[n]:
+            if t == (0, 40) and forward:  # HasTypeDefinition
                 more.add(target)
-            if t == 45 and not forward:  # HasSubtype, inverse: the supertype
+            if t == (0, 45) and not forward:  # HasSubtype, inverse: the supertype
                 more.add(target)
-            if t == 37 and forward:  # HasModellingRule
+            if t == (0, 37) and forward:  # HasModellingRule
                 more.add(target)
-            if t == 46 and forward and el.tag in (U + "UADataType", U + "UAMethod"):
+            if t == (0, 46) and forward and el.tag in (U + "UADataType", U + "UAMethod"):
                 more.add(target)  # an enumeration's EnumStrings/EnumValues, a method's arguments
+            if t == (0, 38) and forward and nodes.get(target) is not None and \
+                    nodes[target].get("BrowseName") == "Default Binary":
+                more.add(target)  # a structure's binary encoding, named by its DataTypeDefinition
+        d = el.find(U + "Definition")
+        if el.tag == U + "UADataType" and d is not None:
+            for f in d.findall(U + "Field"):
+                ft = models[n].nid(f.get("DataType"))
+                if ft is not None:
+                    more.add(ft)  # a field's data type, named by the DataTypeDefinition
         for m in more:
-            if m in nodes and m not in chosen:
+            if m in nodes and m not in chosen and not left_out(m):
                 chosen.add(m)
                 todo.append(m)
 
-    lines = []
+    out = {name: [] for _, name, _ in FILES}
     skipped = []
+    definitions = 0
     for n in sorted(chosen):
-        el = nodes[n]
+        el, MODEL = nodes[n], models[n]
         kind = el.tag.replace(U, "")
-        node = {"i": n, "c": CLASSES[kind], "b": el.get("BrowseName").split(":")[-1],
-                "d": el.findtext(U + "DisplayName")}
+        bns, bname = MODEL.qualified(el.get("BrowseName"))
+        node = {"i": n[1]}
+        if n[0]:
+            node["n"] = n[0]
+        node.update({"c": CLASSES[kind], "b": bname})
+        if bns:
+            node["bn"] = bns
+        node["d"] = el.findtext(U + "DisplayName")
         desc = el.findtext(U + "Description")
         if desc:
             node["de"] = desc
-        for attr, key in (("IsAbstract", "a"), ("Symmetric", "s"), ("Executable", None)):
-            if attr == "IsAbstract" and kind in ("UAObjectType", "UAVariableType", "UAReferenceType",
-                                                 "UADataType"):
-                node["a"] = el.get("IsAbstract") == "true"
-            if attr == "Symmetric" and kind == "UAReferenceType":
-                node["s"] = el.get("Symmetric") == "true"
+        if kind in ("UAObjectType", "UAVariableType", "UAReferenceType", "UADataType"):
+            node["a"] = el.get("IsAbstract") == "true"
+        if kind == "UAReferenceType":
+            node["s"] = el.get("Symmetric") == "true"
         inverse = el.findtext(U + "InverseName")
         if inverse:
             node["in"] = inverse
         if kind in ("UAVariable", "UAVariableType"):
-            node["dt"] = nid(el.get("DataType", "i=24")) or 24
+            dt = MODEL.nid(el.get("DataType", "i=24")) or (0, 24)
+            node["dt"] = dt[1]
+            if dt[0]:
+                node["dn"] = dt[0]
             node["vr"] = int(el.get("ValueRank", "-1"))
             dims = el.get("ArrayDimensions")
             if dims:
@@ -232,29 +420,49 @@ def main():
         if value is not None and len(value):
             v = enc_value(value)
             if v is None:
-                skipped.append("%d (%s)" % (n, value[0].tag.replace(X, "")))
+                skipped.append("%s (%s)" % (n, value[0].tag.replace(X, "")))
             else:
                 node["v"] = v.hex()
-        node["r"] = sorted([t, target, 1 if forward else 0] for t, target, forward in both[n] if target in chosen)
-        lines.append(json.dumps(node, separators=(",", ":"), ensure_ascii=False))
+        if kind == "UADataType":
+            df = definition(n, nodes, models, supertype)
+            MODEL = models[n]
+            if df is not None:
+                node["df"] = df.hex()
+                definitions += 1
+        rs = []
+        for t, target, forward in BOTH[n]:
+            if target not in chosen:
+                continue
+            if t[0] == 0 and target[0] == 0:
+                rs.append([t[1], target[1], 1 if forward else 0])
+            else:
+                rs.append([t[1], target[1], 1 if forward else 0, t[0], target[0]])
+        node["r"] = sorted(rs)
+        out[FILES[origin[n]][1]].append(json.dumps(node, separators=(",", ":"), ensure_ascii=False))
 
     out_dir = os.path.join(os.path.dirname(__file__), "..", "..", "Sources", "OPCUAServer", "Generated")
     os.makedirs(out_dir, exist_ok=True)
-    text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    with open(os.path.join(out_dir, "Namespace0.swift"), "w") as f:
-        f.write("// Generated by tools/opcua/nodeset.py from OPCFoundation/UA-Nodeset %s, Schema/Opc.Ua.NodeSet2.xml\n"
-                % commit)
-        f.write("// (OPC Foundation, MIT licence). Do not edit. %d of namespace 0's nodes, one JSON object a line:\n"
-                % len(lines))
-        f.write("// i node id, c node class, b browse name, d display name, de description, a abstract, s symmetric,\n")
-        f.write("// in inverse name, dt data type, vr value rank, ad array dimensions, al access level, ms minimum\n")
-        f.write("// sampling interval, en event notifier, v value (a binary Variant, hex), r references\n")
-        f.write("// [type, target, forward].\n\n")
-        f.write("// swift-format-ignore-file\n")
-        f.write('let namespace0Lines = """\n')
-        f.write(text)
-        f.write('\n"""\n')
-    print("%d nodes; values left out: %s" % (len(lines), ", ".join(skipped) or "none"))
+    for path, name, variable in FILES:
+        lines = out[name]
+        text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        uri = Model(os.path.join(root_dir, path)).tree.find(U + "Models")[0].get("ModelUri")
+        with open(os.path.join(out_dir, name), "w") as f:
+            f.write("// Generated by tools/opcua/nodeset.py from OPCFoundation/UA-Nodeset %s, %s\n" % (commit, path))
+            f.write("// (OPC Foundation, MIT licence). Do not edit. %d nodes of %s, one JSON object a line:\n"
+                    % (len(lines), uri))
+            f.write("// i node id, n its namespace (the server's index; none: 0), c node class, b browse name, bn its\n")
+            f.write("// namespace, d display name, de description, a abstract, s symmetric, in inverse name, dt data\n")
+            f.write("// type, dn its namespace, vr value rank, ad array dimensions, al access level, ms minimum sampling\n")
+            f.write("// interval, en event notifier, v value (a binary Variant, hex), df DataTypeDefinition (a binary\n")
+            f.write("// Variant, hex), r references [type, target, forward] or [type, target, forward, type's namespace,\n")
+            f.write("// target's namespace].\n\n")
+            f.write("// swift-format-ignore-file\n")
+            f.write('let %s = """\n' % variable)
+            f.write(text)
+            f.write('\n"""\n')
+    print("%s; %d DataTypeDefinitions; values left out: %s" % (
+        ", ".join("%s %d nodes" % (name, len(out[name])) for _, name, _ in FILES), definitions,
+        ", ".join(skipped) or "none"))
 
 
 if __name__ == "__main__":

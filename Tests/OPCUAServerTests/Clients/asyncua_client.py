@@ -6,7 +6,8 @@
 SECURITY is `None` or `Policy,Mode` (Basic256Sha256,Sign; Aes128Sha256RsaOaep,SignAndEncrypt ...). The client
 connects, browses everything below Root by hierarchical references, reads every attribute of every node,
 translates a browse path, subscribes to a changing variable and to the Server object's events, calls
-GetMonitoredItems, and disconnects. It prints one JSON object: what it saw, for the Swift test to check. With
+GetMonitoredItems, builds its classes for the server's data types from their DataTypeDefinition attributes
+(`load_data_type_definitions`), reads UserNameIdentityToken's definition, finds DI's DeviceSet, and disconnects. It prints one JSON object: what it saw, for the Swift test to check. With
 --expect-refusal it prints the refusal (the exception's text) instead.
 """
 import argparse
@@ -107,6 +108,17 @@ async def run(args):
         out["monitoredItems"] = len(handles[0])
         await sub.delete()
         out["namespaces"] = await client.get_namespace_array()
+        # DataTypeDefinition: asyncua builds its classes for the server's types from that attribute alone.
+        loaded = await client.load_data_type_definitions()
+        out["loadedTypes"] = sorted(loaded.keys())
+        definition = await client.get_node(ua.NodeId(322, 0)).read_data_type_definition()
+        out["userNameTokenFields"] = [f.Name for f in definition.Fields]
+        out["userNameTokenBase"] = definition.BaseDataType.to_string()
+        # The DI model's DeviceSet, found by the namespace's URI.
+        if "http://opcfoundation.org/UA/DI/" in out["namespaces"]:
+            di = out["namespaces"].index("http://opcfoundation.org/UA/DI/")
+            device_set = await client.nodes.objects.get_child(["%d:DeviceSet" % di])
+            out["deviceSet"] = device_set.nodeid.to_string()
     finally:
         await client.disconnect()
     out["closed"] = True

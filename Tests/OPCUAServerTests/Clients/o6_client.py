@@ -130,6 +130,7 @@ def run(args):
         # Every attribute of every node: a Bad status other than Bad_AttributeIdInvalid is a failure.
         bad = []
         reads = 0
+        definitions = 0
         attributes = list(o6.AttributeId)
         for key, node in seen.items():
             request = ns0.datatypes.ReadRequest()
@@ -150,6 +151,12 @@ def run(args):
                 code = int(dv.status or 0)
                 if code & 0x80000000 and code != BAD_ATTRIBUTE_ID_INVALID:
                     bad.append("%s %s %s" % (key, attribute.name, status_name(code)))
+                if attribute == o6.AttributeId.DATA_TYPE_DEFINITION and not code & 0x80000000:
+                    definitions += 1  # decoded by open62541 as its StructureDefinition or EnumDefinition
+                    if key == "i=322":
+                        out["userNameTokenFields"] = [str(f.name) for f in dv.value.fields]
+                        out["userNameTokenBase"] = str(dv.value.baseDataType)
+        out["definitions"] = definitions
         out["attributeReads"] = reads
         out["badReads"] = bad[:1000]
         out["badReadCount"] = len(bad)
@@ -202,6 +209,12 @@ def run(args):
         out["monitoredItems"] = len(outputs[0])
         sub.delete()
         out["namespaces"] = [str(u) for u in client.read("i=2255")]
+        # The DI model's DeviceSet, found by the namespace's URI.
+        if "http://opcfoundation.org/UA/DI/" in out["namespaces"]:
+            di = out["namespaces"].index("http://opcfoundation.org/UA/DI/")
+            result = client.browseSimplifiedBrowsePaths("i=85", [o6.QualifiedName(di, "DeviceSet")])
+            result.statusCode.check(message="TranslateBrowsePathsToNodeIds DeviceSet")
+            out["deviceSet"] = str(o6.NodeId(result.targets[0].targetId))
     finally:
         client.disconnect()
     out["closed"] = True

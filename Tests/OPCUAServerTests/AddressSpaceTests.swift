@@ -1,0 +1,80 @@
+import OPCUA
+import Testing
+
+@testable import OPCUAServer
+
+/// The generated nodes (tools/opcua/nodeset.py from the OPC Foundation's NodeSet2 files at a2d4ae8): namespace 0's
+/// part and the DI model, and the DataTypeDefinition attribute the generator builds from each type's <Definition>.
+struct AddressSpaceTests {
+    let space: AddressSpace
+    let now = DateTime(millisecondsSince1970: 1_800_000_000_000)
+
+    init() throws { space = try AddressSpace.standard(applicationUri: "urn:vlogger:test") }
+
+    func structure(_ id: NodeId) throws -> StructureDefinition {
+        let value = space.read(id, AttributeId.dataTypeDefinition.rawValue, now: now)
+        guard case .scalar(.extensionObject(let e))? = value.value, e.typeId == StructureDefinition.binaryEncodingId,
+            case .binary(let body) = e.body
+        else { throw Unexpected(description: "\(id): \(value)") }
+        var r = BinaryReader(body)
+        return try StructureDefinition(from: &r)
+    }
+
+    struct Unexpected: Error, CustomStringConvertible { let description: String }
+
+    /// The namespace table: 0, the server's own at 1 (OPC 10000-5 §8.3.2: index 1 is the local server's), DI at 2.
+    @Test func theNamespaceTableHasTheServerAtOneAndDIAtTwo() {
+        #expect(
+            space.namespaces == ["http://opcfoundation.org/UA/", "urn:vlogger:test", "http://opcfoundation.org/UA/DI/"])
+        // DI's DeviceSet (ns=1;i=5001 in DI's NodeSet) is organized by Objects (i=85).
+        let deviceSet = space.node(NodeId(5001, namespace: 2))
+        #expect(deviceSet?.browseName == QualifiedName(namespace: 2, "DeviceSet"))
+        #expect(
+            deviceSet?.references.contains(Reference(ReferenceTypeIds.organizes, NodeId(85), forward: false)) == true)
+        #expect(
+            space.node(NodeId(85))?.references.contains(
+                Reference(ReferenceTypeIds.organizes, NodeId(5001, namespace: 2))) == true)
+        // DeviceType (ns=1;i=1002) is a subtype of ComponentType (ns=1;i=15063), OPC 10000-100 §5.5.2.
+        #expect(space.isSubtype(NodeId(1002, namespace: 2), of: NodeId(15063, namespace: 2)))
+    }
+
+    /// UserNameIdentityToken (i=322): the NodeSet's <Definition> has UserName, Password, EncryptionAlgorithm; its
+    /// supertype UserIdentityToken (i=316) has PolicyId. OPC 10000-3 §8.48: the supertype's fields come first.
+    @Test func aDerivedStructureListsItsSupertypesFieldsFirst() throws {
+        let d = try structure(NodeId(322))
+        #expect(d.fields?.map(\.name) == ["PolicyId", "UserName", "Password", "EncryptionAlgorithm"])
+        #expect(d.baseDataType == NodeId(316))
+        #expect(d.defaultEncodingId == NodeId(324))  // UserNameIdentityToken_Encoding_DefaultBinary, NodeIds.csv
+        #expect(d.structureType == .structure)
+    }
+
+    /// Across every generated structure: a subtype's definition begins with its supertype's fields, in order.
+    @Test func everyStructuresDefinitionBeginsWithItsSupertypes() throws {
+        var checked = 0
+        for id in space.allIds {
+            guard let node = space.node(id), node.nodeClass == .dataType, node.dataTypeDefinition != nil,
+                let d = try? structure(id), d.baseDataType != NodeId(22)
+            else { continue }
+            let base = try structure(d.baseDataType)
+            let prefix = Array((d.fields ?? []).prefix(base.fields?.count ?? 0))
+            #expect(prefix == (base.fields ?? []), "\(id)")
+            checked += 1
+        }
+        #expect(checked >= 8)
+    }
+
+    /// DI's DeviceHealthEnumeration (ns=1;i=6244): NORMAL 0 … MAINTENANCE_REQUIRED 4 (OPC 10000-100 §5.5.4).
+    @Test func anEnumerationHasItsEnumDefinition() throws {
+        let value = space.read(NodeId(6244, namespace: 2), AttributeId.dataTypeDefinition.rawValue, now: now)
+        guard case .scalar(.extensionObject(let e))? = value.value, e.typeId == EnumDefinition.binaryEncodingId,
+            case .binary(let body) = e.body
+        else { throw Unexpected(description: "\(value)") }
+        var r = BinaryReader(body)
+        let d = try EnumDefinition(from: &r)
+        #expect(d.fields?.map(\.name) == ["NORMAL", "FAILURE", "CHECK_FUNCTION", "OFF_SPEC", "MAINTENANCE_REQUIRED"])
+        #expect(d.fields?.map(\.value) == [0, 1, 2, 3, 4])
+        // A built-in type has no definition: Bad_AttributeIdInvalid (OPC 10000-4 §5.10.2).
+        let builtIn = space.read(NodeId(12), AttributeId.dataTypeDefinition.rawValue, now: now)
+        #expect(builtIn.status == .badAttributeIdInvalid)
+    }
+}
