@@ -167,6 +167,7 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
                 throw TransportError(.badCertificateInvalid, "the client's certificate cannot be read")
             }
             if let refusal = c.check(now: server.now(), applicationUri: nil, trusted: server.configuration.trusted()) {
+                server.certificateRefused()
                 if refusal.status == .badCertificateUntrusted { server.configuration.rejected(c) }
                 // The client learns Bad_SecurityChecksFailed only (OPC 10000-4 §5.5.2: nothing a probe could use);
                 // the log has the reason.

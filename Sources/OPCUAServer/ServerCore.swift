@@ -106,6 +106,31 @@ public final class ServerCore: @unchecked Sendable {
     /// The monitored items of every session.
     public func monitoredItemCount() -> Int { sessions.all.reduce(0) { $0 + $1.subscriptions.itemCount } }
 
+    private var refusedCertificates = 0
+    private var failedActivations = 0
+
+    /// A secure channel refused for its client certificate (untrusted, expired, unreadable …).
+    func certificateRefused() { lock.withLock { refusedCertificates += 1 } }
+    /// An ActivateSession that failed (a wrong password, a bad signature, a refused identity).
+    func activationFailed() { lock.withLock { failedActivations += 1 } }
+
+    /// What the server holds now and what it refused since it started, for /metrics and /healthz.
+    public struct Statistics: Sendable, Equatable {
+        public var connections: Int
+        public var sessions: Int
+        public var subscriptions: Int
+        public var monitoredItems: Int
+        public var refusedCertificates: Int
+        public var failedActivations: Int
+    }
+
+    public func statistics() -> Statistics {
+        let (refused, failed, connections) = lock.withLock { (refusedCertificates, failedActivations, channels.count) }
+        return Statistics(
+            connections: connections, sessions: sessions.count, subscriptions: subscriptionIds.count,
+            monitoredItems: monitoredItemCount(), refusedCertificates: refused, failedActivations: failed)
+    }
+
     /// Closes every connection (the server stops).
     func closeAll() {
         for c in lock.withLock({ Array(channels.values) }) {

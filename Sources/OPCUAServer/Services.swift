@@ -55,7 +55,11 @@ final class Services: @unchecked Sendable {
                 responseHeader: server.header(q.requestHeader, now: now),
                 servers: [server.configuration.applicationDescription(port: server.port)])
         case let q as CreateSessionRequest: return try createSession(q, channel: channel, now: now)
-        case let q as ActivateSessionRequest: return try activateSession(q, channel: channel, now: now)
+        case let q as ActivateSessionRequest:
+            do { return try activateSession(q, channel: channel, now: now) } catch {
+                server.activationFailed()
+                throw error
+            }
         case let q as CloseSessionRequest:
             let s = try session(q.requestHeader, channel, now: now, activated: false)
             server.sessions.remove(s)
@@ -127,6 +131,7 @@ final class Services: @unchecked Sendable {
         if security.mode != .none {
             // The client's certificate in the request is the channel's (OPC 10000-4 §5.6.2).
             guard let own = channel.clientCertificate, q.clientCertificate == own.der else {
+                server.certificateRefused()
                 throw ServiceError(.badCertificateInvalid)
             }
             // The ApplicationUri the client claims is its certificate's (OPC 10000-4 §5.6.2).
@@ -134,6 +139,7 @@ final class Services: @unchecked Sendable {
                 server.logger.warning(
                     "opcua: CreateSession refused: the client says \(claimed), its certificate \(own.applicationUri ?? "nothing")"
                 )
+                server.certificateRefused()
                 throw ServiceError(.badCertificateUriInvalid)
             }
             let nonce = q.clientNonce ?? []

@@ -140,6 +140,29 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         self.state = state
     }
 
+    /// The running server and its address (nil before it listens and after it stopped).
+    private let running = NSLock()
+    private var serving: (core: ServerCore, url: String)?
+
+    func status() -> ServerStatus? {
+        guard let (core, url) = running.withLock({ serving }) else { return nil }
+        let s = core.statistics()
+        return ServerStatus(
+            listening: url,
+            counts: [
+                .init("connections", s.connections, help: "OPC UA connections (UA-TCP) open now."),
+                .init("sessions", s.sessions, help: "OPC UA sessions open now (activated or not)."),
+                .init("subscriptions", s.subscriptions, help: "OPC UA subscriptions of every session now."),
+                .init("monitored_items", s.monitoredItems, help: "OPC UA monitored items of every subscription now."),
+                .init(
+                    "refused_certificates", s.refusedCertificates, counter: true,
+                    help: "OPC UA client certificates refused (untrusted, expired, not the client's ApplicationUri)."),
+                .init(
+                    "failed_activations", s.failedActivations, counter: true,
+                    help: "OPC UA ActivateSession requests refused (a wrong password, a bad signature)."),
+            ])
+    }
+
     static func hostName() -> String { ProcessInfo.processInfo.hostName }
 
     func run() async throws {
@@ -178,10 +201,12 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         logger.notice(
             "opcua: listening on opc.tcp://\(settings.listen.host):\(port) (\(settings.endpointSecurity.map(\.description).joined(separator: ", "))); certificate \(identity.certificate.fingerprint) in \(pki.path)"
         )
+        running.withLock { serving = (core, "opc.tcp://\(settings.listen.host):\(port)") }
         defer { withExtendedLifetime(namespace) {} }
         do {
             while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
         } catch {}
+        running.withLock { serving = nil }
         await server.stop()
         logger.info("opcua: stopped")
     }

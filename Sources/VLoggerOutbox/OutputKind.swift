@@ -201,6 +201,42 @@ public protocol OutputServer: Sendable {
     var name: String { get }
     /// Serves until the task is cancelled, then closes its connections.
     func run() async throws
+    /// What it serves now, for `/metrics` and `/healthz` (nil: not listening yet, or stopped).
+    func status() -> ServerStatus?
+}
+
+extension OutputServer {
+    public func status() -> ServerStatus? { nil }
+}
+
+/// A server's state as `/metrics` and `/healthz` show it: where it listens and its counts. Each count becomes
+/// the family `vlogger_output_NAME` (a counter's `vlogger_output_NAME_total`) with the label `output`, and the key
+/// `NAME` of the server's object in /healthz.
+public struct ServerStatus: Sendable, Equatable {
+    public struct Count: Sendable, Equatable {
+        /// snake_case, without `_total`.
+        public var name: String
+        /// The family's HELP text.
+        public var help: String
+        /// Only grows (a counter), or goes up and down (a gauge).
+        public var isCounter: Bool
+        public var value: Int
+
+        public init(_ name: String, _ value: Int, counter: Bool = false, help: String) {
+            self.name = name
+            self.value = value
+            self.isCounter = counter
+            self.help = help
+        }
+    }
+    /// The address it listens on (`opc.tcp://127.0.0.1:4840`).
+    public var listening: String
+    public var counts: [Count]
+
+    public init(listening: String, counts: [Count]) {
+        self.listening = listening
+        self.counts = counts
+    }
 }
 
 extension Collection where Element == any OutputSettings {

@@ -134,6 +134,7 @@ public final class Gateway: @unchecked Sendable {
                 fieldState: serviceMetrics.field)
             serverContext.version = options.version
             servers = try config.outputs.servers.map { try $0.makeServer(serverContext) }
+            for server in servers { serviceMetrics.enableServer(name: server.name) { server.status() } }
         } catch {
             throw VLoggerError("\(error)")
         }

@@ -52,7 +52,8 @@ enum MetricHelp {
 
     /// `exposition` with a `# HELP` line before each `# TYPE` line of a family in `families` (and none added where
     /// the registry wrote one already).
-    static func annotate(_ exposition: [UInt8]) -> [UInt8] {
+    /// `extra`: the HELP texts of families named at run time (a server's counts).
+    static func annotate(_ exposition: [UInt8], extra: [String: String] = [:]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(exposition.count + families.count * 80)
         let type = Array("# TYPE ".utf8), help = Array("# HELP ".utf8)
@@ -65,7 +66,8 @@ enum MetricHelp {
                 lastHelp = name(line.dropFirst(help.count))
             } else if line.starts(with: type) {
                 let family = name(line.dropFirst(type.count))
-                if family != lastHelp, let text = families[String(decoding: family, as: UTF8.self)] {
+                let key = String(decoding: family, as: UTF8.self)
+                if family != lastHelp, let text = families[key] ?? extra[key] {
                     out.append(contentsOf: help)
                     out.append(contentsOf: family)
                     out.append(0x20)

@@ -221,6 +221,60 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// Every output's state, in the order they were enabled.
     public var outputStatus: [OutputStatus] { locked { outputs } }
 
+    // MARK: Servers
+
+    /// A server of an output kind ([opcua]): asked for its status at each scrape of /metrics and each /healthz.
+    private struct ServerEntry {
+        var name: String
+        var status: @Sendable () -> ServerStatus?
+        var last: ServerStatus?
+        var gauges: [String: Gauge] = [:]
+        var counters: [String: (counter: Counter, value: Int)] = [:]
+    }
+    private var servers: [ServerEntry] = []
+    /// The HELP texts of the servers' families (they name their own counts).
+    private var serverHelp: [String: String] = [:]
+
+    /// Shows a server in /metrics (`vlogger_output_<count>{output="name"}`) and /healthz (`outputs.name`).
+    public func enableServer(name: String, status: @escaping @Sendable () -> ServerStatus?) {
+        locked {
+            guard !servers.contains(where: { $0.name == name }) else { return }
+            servers.append(ServerEntry(name: name, status: status))
+        }
+    }
+
+    /// Asks each server for its status (outside the lock: a server takes its own) and records its counts.
+    private func refreshServers() {
+        let asks = locked { servers.map { ($0.name, $0.status) } }
+        guard !asks.isEmpty else { return }
+        let answers = asks.map { ($0.0, $0.1()) }
+        locked {
+            for (name, status) in answers {
+                guard let i = servers.firstIndex(where: { $0.name == name }) else { continue }
+                var e = servers[i]
+                e.last = status
+                for c in status?.counts ?? [] {
+                    let family = "vlogger_output_\(c.name)" + (c.isCounter ? "_total" : "")
+                    serverHelp[family] = c.help
+                    if c.isCounter {
+                        var entry =
+                            e.counters[c.name]
+                            ?? (Counter(label: family, dimensions: [("output", name)], factory: factory), 0)
+                        entry.counter.increment(by: max(0, c.value - entry.value))
+                        entry.value = max(entry.value, c.value)
+                        e.counters[c.name] = entry
+                    } else {
+                        let g =
+                            e.gauges[c.name] ?? Gauge(label: family, dimensions: [("output", name)], factory: factory)
+                        g.record(c.value)
+                        e.gauges[c.name] = g
+                    }
+                }
+                servers[i] = e
+            }
+        }
+    }
+
     /// Why the store does not commit now (nil: it does), and how many records wait.
     public var storeState: (problem: String?, queued: Int) { locked { (writer.lastError?.description, writer.queued) } }
 
@@ -455,6 +509,7 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// back-off), and the store commits.
     public func health(now: Millis = Millis.now()) -> (healthy: Bool, json: String) {
         refreshWriter()
+        refreshServers()
         let readers = readerStatus
         return locked {
             var allOK = writer.lastError == nil
@@ -490,7 +545,16 @@ public final class ServiceMetrics: @unchecked Sendable {
                 cycles: readers.reduce(0) { $0 + $1.counters.cycles },
                 tagsInField: readers.reduce(0) { $0 + $1.tags.count },
                 legacy: outputs.compactMap { st in st.legacyName.map { ($0, output(st)) } },
-                outputs: outputs.isEmpty ? nil : outputs.map { ($0.name, output($0)) }, readers: parts)
+                outputs: outputs.isEmpty && servers.isEmpty ? nil : outputs.map { ($0.name, output($0)) },
+                servers: servers.map { e in
+                    // A server's trouble does not make the gateway unhealthy either: its clients see it.
+                    (
+                        e.name,
+                        HealthJSON.Server(
+                            status: e.last == nil ? "starting" : "ok", listening: e.last?.listening,
+                            counts: (e.last?.counts ?? []).map { ($0.name, $0.value) })
+                    )
+                }, readers: parts)
             return (allOK, String(decoding: WireJSON.encode(h), as: UTF8.self))
         }
     }
@@ -498,7 +562,8 @@ public final class ServiceMetrics: @unchecked Sendable {
     /// The Prometheus text exposition format (version 0.0.4), each family with its `# HELP` (`MetricHelp`).
     public func prometheusText() -> [UInt8] {
         refreshWriter()
-        return MetricHelp.annotate(registry.emitToBuffer())
+        refreshServers()
+        return MetricHelp.annotate(registry.emitToBuffer(), extra: locked { serverHelp })
     }
 
     /// A range rule's limit as a dashboard draws it: `vlogger_rule_limit{rule,field,bound,unit}`.
@@ -603,6 +668,19 @@ struct HealthJSON: Encodable {
     /// Outputs with a name from before outputs (`sync`), under it too.
     var legacy: [(String, Output)]
     var outputs: [(String, Output)]?
+    /// The servers ([opcua]), among the outputs.
+    struct Server: Encodable {
+        var status: String
+        var listening: String?
+        var counts: [(String, Int)]
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: WireKey.self)
+            try c.encode(status, forKey: WireKey("status"))
+            try c.encodeIfPresent(listening, forKey: WireKey("listening"))
+            for (k, n) in counts { try c.encode(n, forKey: WireKey(k)) }
+        }
+    }
+    var servers: [(String, Server)] = []
     var readers: [Reader]
 
     func encode(to encoder: Encoder) throws {
@@ -621,6 +699,7 @@ struct HealthJSON: Encodable {
         if let outputs {
             var o = c.nestedContainer(keyedBy: WireKey.self, forKey: WireKey("outputs"))
             for (name, out) in outputs { try o.encode(out, forKey: WireKey(name)) }
+            for (name, server) in servers { try o.encode(server, forKey: WireKey(name)) }
         }
         try c.encode(readers, forKey: WireKey("readers"))
     }

@@ -51,7 +51,8 @@ struct OPCUAServiceTests {
             .write(to: s.dir.appendingPathComponent("field/scenario.json"), atomically: true, encoding: .utf8)
         let log = s.dir.appendingPathComponent("gw.log")
         let gateway = try SyncFaultTests.spawn(
-            #"cd "$1" && exec "$2" run --config "$3" --duration 600s"#, [s.dir.path, bin, s.config],
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 600s"#,
+            [s.dir.path, bin, s.config],
             stdout: "/dev/null", stderr: log.path)
         defer {
             kill(gateway, SIGTERM)
@@ -112,6 +113,26 @@ struct OPCUAServiceTests {
             #"exec python3 "$1" "$2" None --cert "$3" --key "$4" --user operator --password wrong --expect-refusal"#,
             ["\(clients)/o6_client.py", url, certFile, keyFile])
         #expect(wrong.out.contains("BadUserAccessDenied"), "\(wrong.out)")
+
+        // The server in /healthz and /metrics: where it listens, what it holds, what it refused (the certificate
+        // before `trust`, the wrong password).
+        let http = try #require(ServiceTests.listenPort(log))
+        let health = try ServiceTests.get(http, "/healthz")
+        let json = try JSONSerialization.jsonObject(with: Data(health.body.utf8)) as? [String: Any]
+        let opcua = try #require((json?["outputs"] as? [String: Any])?["opcua"] as? [String: Any], "\(health.body)")
+        #expect(opcua["status"] as? String == "ok")
+        #expect(opcua["listening"] as? String == url)
+        #expect((opcua["refused_certificates"] as? Int ?? 0) >= 1, "\(opcua)")
+        #expect((opcua["failed_activations"] as? Int ?? 0) >= 1, "\(opcua)")
+        for key in ["connections", "sessions", "subscriptions", "monitored_items"] {
+            #expect(opcua[key] is Int, "\(key): \(opcua)")
+        }
+        let metrics = try ServiceTests.get(http, "/metrics").body
+        #expect(metrics.contains("# HELP vlogger_output_sessions "), "\(metrics)")
+        let failed = metrics.split(separator: "\n").first {
+            $0.hasPrefix(#"vlogger_output_failed_activations_total{output="opcua"} "#)
+        }
+        #expect((failed?.split(separator: " ").last.flatMap { Double($0) } ?? 0) >= 1, "\(metrics)")
     }
 
     /// The port of `opcua: listening on opc.tcp://127.0.0.1:PORT` in the service's log.

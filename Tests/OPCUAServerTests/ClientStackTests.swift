@@ -231,8 +231,13 @@ struct ClientStackTests {
         let wrong = try await s.client(
             client, python, "Basic256Sha256,SignAndEncrypt", user: true, password: "wrong", expectRefusal: true)
         #expect((wrong["refused"] as? String ?? "").contains("BadUserAccessDenied"), "\(wrong)")
+        // Counted for /metrics and /healthz (vlogger_output_failed_activations_total).
+        let failed = s.server.core.statistics().failedActivations
+        #expect(failed >= 1)
         let out = try await s.client(client, python, "None", user: true)
         #expect(out["closed"] as? Bool == true)
+        #expect(s.server.core.statistics().failedActivations == failed)
+        #expect(s.server.core.statistics().refusedCertificates == 0)
     }
 
     /// A client certificate nobody trusted is refused (Bad_CertificateUntrusted) and kept as rejected; trusted
@@ -246,8 +251,12 @@ struct ClientStackTests {
             client, python, "Basic256Sha256,SignAndEncrypt", user: false, expectRefusal: true)
         #expect(refused["refused"] is String, "\(refused)")
         #expect(s.rejectedBox.withLockedValue { $0 }.contains(s.clientFingerprint))
+        // Counted for /metrics and /healthz (vlogger_output_refused_certificates_total).
+        let refusals = s.server.core.statistics().refusedCertificates
+        #expect(refusals >= 1)
         s.trust(s.clientFingerprint)
         let out = try await s.client(client, python, "Basic256Sha256,SignAndEncrypt", user: false)
         #expect(out["closed"] as? Bool == true)
+        #expect(s.server.core.statistics().refusedCertificates == refusals)
     }
 }

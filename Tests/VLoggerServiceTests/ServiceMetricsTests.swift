@@ -72,6 +72,44 @@ import VLoggerOutbox
         #expect(!m.health(now: 1_763_800_001_000).json.contains("\"hook\""))
     }
 
+    /// A server ([opcua]) reports its counts when asked: gauges as they are, counters by their running total (a
+    /// counter only grows by what the total grew); "starting" until it listens; the gateway's health untouched.
+    @Test func aServersCountsAreSeriesAndPartOfHealth() throws {
+        let m = ServiceMetrics(readers: [], intervalMs: { _ in 1000 }, startedMs: 1_763_800_000_000)
+        final class Box: @unchecked Sendable {
+            let lock = NSLock()
+            var status: ServerStatus?
+            func set(_ s: ServerStatus) { lock.withLock { status = s } }
+            func get() -> ServerStatus? { lock.withLock { status } }
+        }
+        let box = Box()
+        m.enableServer(name: "opcua") { box.get() }
+        var health = m.health(now: 1_763_800_001_000)
+        #expect(health.json.contains(#""opcua":{"status":"starting"}"#), "\(health.json)")
+        func status(sessions: Int, refused: Int) -> ServerStatus {
+            ServerStatus(
+                listening: "opc.tcp://127.0.0.1:4840",
+                counts: [
+                    .init("sessions", sessions, help: "Sessions open now."),
+                    .init("refused_certificates", refused, counter: true, help: "Certificates refused."),
+                ])
+        }
+        box.set(status(sessions: 3, refused: 2))
+        var text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(text.contains("# HELP vlogger_output_sessions Sessions open now.\n"), "\(text)")
+        #expect(text.contains(#"vlogger_output_sessions{output="opcua"} 3"#), "\(text)")
+        #expect(text.contains(#"vlogger_output_refused_certificates_total{output="opcua"} 2"#), "\(text)")
+        box.set(status(sessions: 1, refused: 5))
+        text = String(decoding: m.prometheusText(), as: UTF8.self)
+        #expect(text.contains(#"vlogger_output_sessions{output="opcua"} 1"#), "\(text)")
+        #expect(text.contains(#"vlogger_output_refused_certificates_total{output="opcua"} 5"#), "\(text)")
+        health = m.health(now: 1_763_800_001_000)
+        #expect(
+            health.json.contains(
+                #""opcua":{"listening":"opc.tcp://127.0.0.1:4840","refused_certificates":5,"sessions":1,"status":"ok"}"#
+            ), "\(health.json)")
+    }
+
     @Test func countersAndHealthPerReader() throws {
         let c = try AgentConfig.parse(Self.config, file: "t.toml")
         let m = ServiceMetrics(
@@ -235,6 +273,14 @@ final class LockedCount: @unchecked Sendable {
         m.outputUpdated(
             "hook", backlog: [.events: (0, nil)], sent: [.events: 1], error: nil, connected: true, refused: 1)
         m.reloaded(ok: true)
+        m.enableServer(name: "opcua") {
+            ServerStatus(
+                listening: "opc.tcp://127.0.0.1:4840",
+                counts: [
+                    .init("sessions", 2, help: "Sessions open now."),
+                    .init("failed_activations", 1, counter: true, help: "Activations refused."),
+                ])
+        }
         let rules = try RuleSet.parse(
             """
             [[rule]]
