@@ -23,6 +23,8 @@ public struct ApplicationCertificate: Sendable {
 
     /// The SHA-1 thumbprint, as the OPN's header names the receiver's certificate (OPC 10000-6 §6.7.2.3).
     public var thumbprint: [UInt8] { Array(Insecure.SHA1.hash(data: der)) }
+    /// The SHA-1 thumbprint in hex (upper case), as most clients show a certificate.
+    public var thumbprintHex: String { hex(Insecure.SHA1.hash(data: der), uppercase: true) }
     /// The SHA-256 fingerprint in hex, as `vlogger opcua certificates` lists it.
     public var fingerprint: String { hex(SHA256.hash(data: der), uppercase: true) }
 

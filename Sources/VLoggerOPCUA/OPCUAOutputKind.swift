@@ -92,13 +92,25 @@ extension OPCUASettings: ServerSettings {
             guard now >= cert.notValidBefore, now <= cert.notValidAfter else {
                 return fail(
                     "certificate", "the server's certificate is valid \(cert.notValidBefore) to \(cert.notValidAfter)",
-                    "move \(pki.path)/own away: the service makes a new one (clients must trust it again)")
+                    "vlogger opcua renew makes a new one (restart the service; clients trust it again)")
             }
-            let missing = (hosts ?? []).filter { !cert.hostNames.contains($0) }
+            if cert.notValidAfter < now.addingTimeInterval(30 * 86_400) {
+                return fail(
+                    "certificate", "the server's certificate ends on \(cert.notValidAfter)",
+                    "vlogger opcua renew makes a new one (restart the service; clients trust it again)")
+            }
+            let missing = pki.missingHosts(hosts ?? [], in: cert)
             if !missing.isEmpty {
                 return fail(
                     "certificate", "the server's certificate does not name \(missing.joined(separator: ", "))",
-                    "move \(pki.path)/own away: the service makes a new one with [opcua] hosts")
+                    "vlogger opcua renew makes one with [opcua] hosts (restart the service; clients trust it again)")
+            }
+            let uri = applicationUri ?? "urn:vlogger:\(context.gatewayID)"
+            if cert.applicationUri != uri {
+                return fail(
+                    "certificate",
+                    "the server's certificate is for \(cert.applicationUri ?? "no ApplicationUri"), not \(uri)",
+                    "vlogger opcua renew makes one for \(uri) (restart the service; clients trust it again)")
             }
             found.append("its certificate is valid until \(cert.notValidAfter)")
         } else {
@@ -170,7 +182,19 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         let pki = settings.pkiFolder(store: context.store?.path)
         let uri = settings.applicationUri ?? "urn:vlogger:\(context.gatewayID)"
         let host = Self.hostName()
-        let identity = try pki.identity(applicationUri: uri, hosts: settings.hosts ?? [host])
+        let hosts = settings.hosts ?? [host]
+        let identity = try pki.identity(applicationUri: uri, hosts: hosts)
+        let missing = pki.missingHosts(hosts, in: identity.certificate)
+        if !missing.isEmpty {
+            logger.warning(
+                "opcua: the server's certificate does not name \(missing.joined(separator: ", ")): a client that dials it refuses the server (Bad_CertificateHostNameInvalid); vlogger opcua renew makes one with [opcua] hosts"
+            )
+        }
+        if identity.certificate.notValidAfter < Date().addingTimeInterval(30 * 86_400) {
+            logger.warning(
+                "opcua: the server's certificate is valid until \(identity.certificate.notValidAfter): vlogger opcua renew makes a new one (clients then trust it again)"
+            )
+        }
         let usersFile = settings.usersFile
         let users = UsersCache(path: usersFile, logger: logger)
         let refusals = RefusalLog()

@@ -20,25 +20,69 @@ public struct PKIFolder: Sendable {
     /// Refused certificates kept at most (the oldest go first): a scanner cannot fill the disk.
     static let rejectedLimit = 100
 
-    /// The server's identity: read from `own/`, or made (2048-bit RSA, five years) when there is none.
+    /// The server's identity: read from `own/`, or made (2048-bit RSA, five years) when there is none. A certificate
+    /// of another ApplicationUri is an error (every client would refuse it: Bad_CertificateUriInvalid, OPC 10000-4
+    /// §5.6.2); `renew` replaces it.
     public func identity(applicationUri: String, hosts: [String], now: Date = Date()) throws(VLoggerError)
         -> ServerIdentity
     {
-        let fm = FileManager.default
-        if fm.fileExists(atPath: certificateFile.path) {
-            do {
-                let cert = try ApplicationCertificate(der: Array(try Data(contentsOf: certificateFile)))
-                let key = try RSAKeyPair(pem: try String(contentsOf: keyFile, encoding: .utf8))
-                guard cert.publicKey?.der == key.publicKey.der else {
-                    throw VLoggerError("\(certificateFile.path) is not the certificate of \(keyFile.path)")
-                }
-                return ServerIdentity(certificate: cert, key: key)
-            } catch let e as VLoggerError {
-                throw e
-            } catch {
-                throw VLoggerError("the OPC UA server's certificate in \(own.path): \(error)")
+        if FileManager.default.fileExists(atPath: certificateFile.path) {
+            let identity = try load()
+            guard identity.certificate.applicationUri == applicationUri else {
+                throw VLoggerError(
+                    "the OPC UA server's certificate (\(certificateFile.path)) is for \(identity.certificate.applicationUri ?? "no ApplicationUri"), the server's ApplicationUri is \(applicationUri) ([opcua] application-uri or its default urn:vlogger:GATEWAY-ID): clients would refuse it; vlogger opcua renew makes a new one (clients then trust it again)"
+                )
             }
+            return identity
         }
+        return try makeIdentity(applicationUri: applicationUri, hosts: hosts, now: now)
+    }
+
+    /// The configured host names and addresses the server's certificate does not name (a client that dials one
+    /// refuses the server: Bad_CertificateHostNameInvalid).
+    public func missingHosts(_ hosts: [String], in cert: ApplicationCertificate) -> [String] {
+        hosts.filter { h in !cert.hostNames.contains { $0.lowercased() == h.lowercased() } }
+    }
+
+    /// A new certificate and key for `applicationUri` and `hosts` in place of the old ones, which are kept beside
+    /// them (`cert-STAMP.der`, `key-STAMP.pem`, still 0600). Answers the old certificate (nil: there was none) and
+    /// the new identity. The running service goes on with the old one until it restarts.
+    public func renew(applicationUri: String, hosts: [String], now: Date = Date()) throws(VLoggerError) -> (
+        old: ApplicationCertificate?, new: ServerIdentity
+    ) {
+        let fm = FileManager.default
+        var old: ApplicationCertificate?
+        if fm.fileExists(atPath: certificateFile.path) {
+            old = try? ApplicationCertificate(der: Array((try? Data(contentsOf: certificateFile)) ?? Data()))
+            let stamp = ISO8601DateFormatter().string(from: now).replacingOccurrences(of: ":", with: "")
+            do {
+                if fm.fileExists(atPath: keyFile.path) {
+                    try fm.moveItem(at: keyFile, to: own.appendingPathComponent("key-\(stamp).pem"))
+                }
+                try fm.moveItem(at: certificateFile, to: own.appendingPathComponent("cert-\(stamp).der"))
+            } catch { throw VLoggerError("keeping the old certificate in \(own.path): \(error)") }
+        }
+        return (old, try makeIdentity(applicationUri: applicationUri, hosts: hosts, now: now))
+    }
+
+    private func load() throws(VLoggerError) -> ServerIdentity {
+        do {
+            let cert = try ApplicationCertificate(der: Array(try Data(contentsOf: certificateFile)))
+            let key = try RSAKeyPair(pem: try String(contentsOf: keyFile, encoding: .utf8))
+            guard cert.publicKey?.der == key.publicKey.der else {
+                throw VLoggerError("\(certificateFile.path) is not the certificate of \(keyFile.path)")
+            }
+            return ServerIdentity(certificate: cert, key: key)
+        } catch let e as VLoggerError {
+            throw e
+        } catch {
+            throw VLoggerError("the OPC UA server's certificate in \(own.path): \(error)")
+        }
+    }
+
+    private func makeIdentity(applicationUri: String, hosts: [String], now: Date) throws(VLoggerError)
+        -> ServerIdentity
+    {
         do {
             try make()
             let key = try RSAKeyPair(bits: 2048)
@@ -174,11 +218,15 @@ public struct PKIFolder: Sendable {
 
     private func find(_ text: String, in dir: URL, _ what: String) throws(VLoggerError) -> (URL, ApplicationCertificate)
     {
-        let prefix = text.uppercased().replacingOccurrences(of: ":", with: "")
+        let prefix = text.uppercased().replacingOccurrences(of: ":", with: "").replacingOccurrences(of: " ", with: "")
         guard prefix.count >= 8, prefix.allSatisfy(\.isHexDigit) else {
-            throw VLoggerError("'\(text)': a certificate's SHA-256 fingerprint (8 or more hex digits) or a file")
+            throw VLoggerError(
+                "'\(text)': a certificate's SHA-256 fingerprint or SHA-1 thumbprint (8 or more hex digits) or a file")
         }
-        let matches = certificates(in: dir).filter { $0.1.fingerprint.hasPrefix(prefix) }
+        // The SHA-256 fingerprint vlogger prints, or the SHA-1 thumbprint most clients show (UaExpert, Ignition).
+        let matches = certificates(in: dir).filter {
+            $0.1.fingerprint.hasPrefix(prefix) || $0.1.thumbprintHex.hasPrefix(prefix)
+        }
         guard matches.count == 1 else {
             throw VLoggerError(
                 matches.isEmpty

@@ -16,15 +16,19 @@ struct OPCUACommand: AsyncParsableCommand {
             unless [opcua] pki says otherwise). A client whose certificate is not trusted is refused and its \
             certificate kept under rejected/; `trust` lets it in at its next connection, without a restart.
             """,
-        subcommands: [Certificates.self, Trust.self, Untrust.self, User.self])
+        subcommands: [Certificates.self, Trust.self, Untrust.self, Renew.self, User.self])
 
     /// The configuration's [opcua] section.
     static func settings(_ options: ConfigOptions) throws -> (OPCUASettings, PKIFolder, String) {
+        try settingsAndHost(options).0
+    }
+
+    static func settingsAndHost(_ options: ConfigOptions) throws -> ((OPCUASettings, PKIFolder, String), String) {
         let c = try options.load()
         guard let s = c.outputs.compactMap({ $0 as? OPCUASettings }).first else {
             throw VLoggerError("\(options.config): no [opcua] section (vlogger config sample --output opcua shows one)")
         }
-        return (s, s.pkiFolder(store: try options.storePath()), c.gatewayID)
+        return ((s, s.pkiFolder(store: try options.storePath()), c.gatewayID), ProcessInfo.processInfo.hostName)
     }
 
     struct Certificates: AsyncParsableCommand {
@@ -39,7 +43,9 @@ struct OPCUACommand: AsyncParsableCommand {
                 print(
                     "server    \(cert.fingerprint)  \(cert.applicationUri ?? "")  until \(Self.day(cert.notValidAfter))"
                 )
+                print("          SHA-1 thumbprint (as clients show it): \(cert.thumbprintHex)")
                 print("          hosts: \(cert.hostNames.joined(separator: ", "))")
+                print("          file: \(own.path)")
             } else {
                 print("server    (none yet: made when the service first starts, in \(pki.path))")
             }
@@ -60,13 +66,38 @@ struct OPCUACommand: AsyncParsableCommand {
             abstract: "Trusts a client certificate: a rejected one by its fingerprint (8+ hex digits), or a file.")
         @OptionGroup var options: ConfigOptions
         @ArgumentParser.Argument(
-            help: "A SHA-256 fingerprint (as `certificates` and the service's log print it) or a DER/PEM file.")
+            help:
+                "A SHA-256 fingerprint (as `certificates` and the service's log print it) or SHA-1 thumbprint (as clients show it), 8+ hex digits, or a DER/PEM file."
+        )
         var certificate: String
 
         func run() async throws {
             let (_, pki, _) = try OPCUACommand.settings(options)
             let e = try pki.trust(certificate)
             print("trusted \(e.fingerprint) (\(e.subject)): it is let in at its next connection")
+        }
+    }
+
+    struct Renew: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Makes the server a new certificate for [opcua] application-uri and hosts (the old one is kept).",
+            discussion: """
+                For a changed [opcua] hosts or application-uri, or a certificate near its end. The old certificate and \
+                key stay in own/ under a dated name. The running service goes on with the old one until it restarts; \
+                every client then has to trust the new one (its thumbprint is printed).
+                """)
+        @OptionGroup var options: ConfigOptions
+
+        func run() async throws {
+            let ((settings, pki, gateway), host) = try OPCUACommand.settingsAndHost(options)
+            let uri = settings.applicationUri ?? "urn:vlogger:\(gateway)"
+            let (old, new) = try pki.renew(applicationUri: uri, hosts: settings.hosts ?? [host])
+            if let old { print("old       \(old.fingerprint) (kept in \(pki.path)/own)") }
+            let c = new.certificate
+            print("new       \(c.fingerprint)  \(c.applicationUri ?? "")  until \(Certificates.day(c.notValidAfter))")
+            print("          SHA-1 thumbprint (as clients show it): \(c.thumbprintHex)")
+            print("          hosts: \(c.hostNames.joined(separator: ", "))")
+            print("restart the service (systemctl restart vlogger), then trust the new certificate in every client")
         }
     }
 

@@ -63,10 +63,30 @@ struct VLoggerOPCUATests {
         let made = try pki.identity(applicationUri: "urn:vlogger:gw-7", hosts: ["gw-7", "10.0.0.7"])
         #expect(made.certificate.applicationUri == "urn:vlogger:gw-7")
         #expect(made.certificate.hostNames.contains("10.0.0.7"))
-        let again = try pki.identity(applicationUri: "urn:other", hosts: ["x"])
+        // Kept across starts, whatever the hosts now (the start warns of a host it lacks: missingHosts).
+        let again = try pki.identity(applicationUri: "urn:vlogger:gw-7", hosts: ["gw-7.plant.example"])
         #expect(again.certificate.fingerprint == made.certificate.fingerprint)
+        #expect(pki.missingHosts(["GW-7", "gw-7.plant.example"], in: again.certificate) == ["gw-7.plant.example"])
         let keyMode = try FileManager.default.attributesOfItem(atPath: dir.path + "/own/key.pem")[.posixPermissions]
         #expect((keyMode as? Int) == 0o600)
+        // Another ApplicationUri: every client would refuse the certificate (OPC 10000-4 §5.6.2), so the start
+        // stops and says how to renew it.
+        #expect(throws: VLoggerError.self) { try pki.identity(applicationUri: "urn:other", hosts: ["gw-7"]) }
+        do {
+            _ = try pki.identity(applicationUri: "urn:other", hosts: ["gw-7"])
+        } catch { #expect("\(error)".contains("vlogger opcua renew"), "\(error)") }
+        // Renewed: a new key and certificate for the new URI and hosts; the old pair kept beside, the key 0600.
+        let (old, renewed) = try pki.renew(applicationUri: "urn:other", hosts: ["gw-7.plant.example"])
+        #expect(old?.fingerprint == made.certificate.fingerprint)
+        #expect(renewed.certificate.fingerprint != made.certificate.fingerprint)
+        #expect(renewed.certificate.applicationUri == "urn:other")
+        #expect(renewed.certificate.hostNames.contains("gw-7.plant.example"))
+        #expect(try pki.identity(applicationUri: "urn:other", hosts: []).certificate.der == renewed.certificate.der)
+        let kept = try FileManager.default.contentsOfDirectory(atPath: dir.path + "/own").sorted()
+        #expect(kept.count == 4 && kept.filter { $0.hasPrefix("cert-") || $0.hasPrefix("key-") }.count == 2, "\(kept)")
+        let oldKey = try #require(kept.first { $0.hasPrefix("key-") })
+        let oldMode = try FileManager.default.attributesOfItem(atPath: dir.path + "/own/" + oldKey)[.posixPermissions]
+        #expect((oldMode as? Int) == 0o600)
         // A refused client is kept, trusted by a fingerprint prefix, untrusted again.
         let clientKey = try RSAKeyPair(bits: 2048)
         let client = try ApplicationCertificate.make(
@@ -79,6 +99,13 @@ struct VLoggerOPCUATests {
         #expect(pki.trustedFingerprints() == [client.fingerprint])
         _ = try pki.untrust(client.fingerprint)
         #expect(pki.trustedFingerprints().isEmpty && pki.list().map(\.trusted) == [false])
+        // By the SHA-1 thumbprint a client shows (UaExpert, Ignition), colons and all.
+        let sha1 = client.thumbprintHex.enumerated().map {
+            $0.offset > 0 && $0.offset % 2 == 0 ? ":\($0.element)" : "\($0.element)"
+        }
+        .joined()
+        _ = try pki.trust(String(sha1.prefix(23)).lowercased())
+        #expect(pki.trustedFingerprints() == [client.fingerprint])
     }
 
     @Test func theGatewayNamespaceFollowsTheFieldState() async throws {
