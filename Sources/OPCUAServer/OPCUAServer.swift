@@ -29,6 +29,9 @@ public final class OPCUAServer: @unchecked Sendable {
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // Past 256 KiB of answers the client has not taken, the connection stops reading its requests until it
+            // takes them (below 64 KiB): a client that does not read cannot make the server buffer without end.
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 65_536, high: 262_144))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = ConnectionHandler(core: core)
@@ -98,8 +101,14 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         // Always through the loop's queue, even from the loop itself: the secure channel numbers its chunks under
         // its lock and hands them over in that order, and the queue keeps it (a write made directly on the loop
         // would overtake one another thread queued a moment before: sequence numbers out of order).
+        let core = self.core
         let send: @Sendable ([UInt8]) -> Void = { bytes in
-            channel.eventLoop.execute { channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil) }
+            core.output(queued: bytes.count)
+            channel.eventLoop.execute {
+                channel.writeAndFlush(channel.allocator.buffer(bytes: bytes)).whenComplete { _ in
+                    core.output(written: bytes.count)
+                }
+            }
         }
         // Queued behind the writes before it, so that an ERR leaves before the connection closes.
         let close: @Sendable () -> Void = { channel.eventLoop.execute { channel.close(promise: nil) } }
@@ -114,6 +123,12 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         secure?.receive(unwrapInboundIn(data))
+    }
+
+    /// Backpressure: no requests are read while the answers wait above the high water mark.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        context.channel.setOption(ChannelOptions.autoRead, value: context.channel.isWritable).whenFailure { _ in }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {

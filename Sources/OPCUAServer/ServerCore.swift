@@ -108,6 +108,11 @@ public final class ServerCore: @unchecked Sendable {
 
     private var refusedCertificates = 0
     private var failedActivations = 0
+    private var pendingOutput = 0
+
+    /// Bytes handed to a connection to send, and then written to its socket (or dropped with it).
+    func output(queued n: Int) { lock.withLock { pendingOutput += n } }
+    func output(written n: Int) { lock.withLock { pendingOutput -= n } }
 
     /// A secure channel refused for its client certificate (untrusted, expired, unreadable …).
     func certificateRefused() { lock.withLock { refusedCertificates += 1 } }
@@ -122,13 +127,18 @@ public final class ServerCore: @unchecked Sendable {
         public var monitoredItems: Int
         public var refusedCertificates: Int
         public var failedActivations: Int
+        /// Answers waiting for clients that have not taken them yet (bytes).
+        public var pendingOutputBytes: Int
     }
 
     public func statistics() -> Statistics {
-        let (refused, failed, connections) = lock.withLock { (refusedCertificates, failedActivations, channels.count) }
+        let (refused, failed, connections, pending) = lock.withLock {
+            (refusedCertificates, failedActivations, channels.count, pendingOutput)
+        }
         return Statistics(
             connections: connections, sessions: sessions.count, subscriptions: subscriptionIds.count,
-            monitoredItems: monitoredItemCount(), refusedCertificates: refused, failedActivations: failed)
+            monitoredItems: monitoredItemCount(), refusedCertificates: refused, failedActivations: failed,
+            pendingOutputBytes: pending)
     }
 
     /// Closes every connection (the server stops).

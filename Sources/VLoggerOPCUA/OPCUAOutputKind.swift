@@ -167,6 +167,9 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
                 .init("subscriptions", s.subscriptions, help: "OPC UA subscriptions of every session now."),
                 .init("monitored_items", s.monitoredItems, help: "OPC UA monitored items of every subscription now."),
                 .init(
+                    "pending_bytes", s.pendingOutputBytes,
+                    help: "OPC UA answers waiting for clients that have not taken them yet, in bytes."),
+                .init(
                     "refused_certificates", s.refusedCertificates, counter: true,
                     help: "OPC UA client certificates refused (untrusted, expired, not the client's ApplicationUri)."),
                 .init(

@@ -122,4 +122,50 @@ struct HostileInputTests {
         print("hostile clients: RSS \(rssBefore) KiB before, \(rssAfter) KiB after")
         #expect(rssAfter - rssBefore < 64 * 1024, "\(rssBefore) → \(rssAfter) KiB")
     }
+
+    /// A client that sends requests and does not read the answers: past 256 KiB of answers waiting, its connection
+    /// stops reading requests (SwiftNIO's write buffer water mark and autoRead), so what waits stays bounded; when
+    /// the client reads again, every answer comes, in order, and a well-behaved client is served throughout.
+    @Test func aClientThatDoesNotReadIsNotBufferedWithoutEnd() async throws {
+        let s = try await TestServer(maxSessions: 50)
+        defer { Task { await s.stop() } }
+        let good = try RawClient(port: s.port)
+        _ = try good.hello()
+        try good.open()
+        #expect(try good.session() == .good)
+        let slow = try RawClient(port: s.port)
+        _ = try slow.hello()
+        try slow.open()
+        #expect(try slow.session() == .good)
+        // Each request reads ServerStatus (i=2256) 2,000 times: ~36 KiB asked, ~300 KiB answered. 60 of them
+        // unanswered would be ~18 MiB waiting in the server without backpressure.
+        let items = [ReadValueId](repeating: ReadValueId(nodeId: NodeId(2256), attributeId: 13), count: 2_000)
+        var sent = 0
+        for _ in 0..<60 {
+            guard slow.send(try slow.chunk(ReadRequest(requestHeader: slow.header(), nodesToRead: items))) else {
+                break
+            }
+            sent += 1
+        }
+        // Until the server stops taking requests: what waits for the slow client stops growing.
+        var peak = 0
+        var still = 0
+        let end = Date().addingTimeInterval(20)
+        while still < 20, Date() < end {
+            #expect(try good.readCurrentTime() == .good)
+            let pending = s.server.core.statistics().pendingOutputBytes
+            still = pending > peak ? 0 : still + 1
+            peak = max(peak, pending)
+        }
+        print("a client that does not read: \(sent) requests sent, at most \(peak) bytes waiting in the server")
+        #expect(sent >= 20)
+        #expect(peak < 4 << 20, "\(peak) bytes waiting")
+        // It reads again: every answer, then the connection goes on as before.
+        for _ in 0..<sent {
+            let (type, _) = try slow.receiveResponse()
+            #expect(type == ReadResponse.binaryEncodingId)
+        }
+        #expect(try slow.readCurrentTime() == .good)
+        #expect(s.server.core.statistics().pendingOutputBytes == 0)
+    }
 }

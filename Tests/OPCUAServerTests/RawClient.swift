@@ -39,6 +39,7 @@ final class RawClient {
         guard r == 0 else { throw Closed(description: "connect: \(errno)") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { close(fd) }
@@ -173,6 +174,11 @@ final class RawClient {
     /// Sends a request and answers the response's body (its encoding NodeId and the structure).
     func call(_ request: any Structure) throws -> (NodeId, BinaryReader) {
         send(try chunk(request))
+        return try receiveResponse()
+    }
+
+    /// The next response's body, its chunks put together.
+    func receiveResponse() throws -> (NodeId, BinaryReader) {
         var body: [UInt8] = []
         while true {
             let m = try receive()
