@@ -19,6 +19,8 @@ public final class ServerCore: @unchecked Sendable {
     public let publishLatency = LatencyLog()
     /// Refused certificates logged lately (one line per certificate and ten minutes).
     public let refusals = RefusalLog()
+    /// Password checks, at most 5 a second (10 at once) across the server.
+    public let passwordChecks = PasswordThrottle()
     private let lock = NSLock()
     private var channels: [ObjectIdentifier: SecureChannel] = [:]
     private var nextChannelId: UInt32 = 1
@@ -236,6 +238,39 @@ public final class RefusalLog: @unchecked Sendable {
             if last.count >= 1000 { last = last.filter { now.timeIntervalSince($0.value) < 600 } }
             if last.count >= 1000 { last.removeAll() }
             last[fingerprint] = now
+            return true
+        }
+    }
+}
+
+/// How many password checks the server makes: each costs 210,000 PBKDF2 rounds on a connection's event loop, so a
+/// client trying passwords as fast as it can would take the loops from everyone. A bucket of `burst` checks,
+/// refilled at `perSecond`; a login past it is answered Bad_ServerTooBusy without a check (and tried again later).
+public final class PasswordThrottle: @unchecked Sendable {
+    private let lock = NSLock()
+    let perSecond: Double
+    let burst: Double
+    private var tokens: Double
+    private var last: Date?
+    /// Logins answered Bad_ServerTooBusy since the start.
+    public private(set) var refused = 0
+
+    public init(perSecond: Double = 5, burst: Double = 10) {
+        self.perSecond = perSecond
+        self.burst = burst
+        self.tokens = burst
+    }
+
+    /// True when a check may be made now (and takes its token).
+    public func take(now: Date) -> Bool {
+        lock.withLock {
+            if let last { tokens = min(burst, tokens + max(0, now.timeIntervalSince(last)) * perSecond) }
+            last = now
+            guard tokens >= 1 else {
+                refused += 1
+                return false
+            }
+            tokens -= 1
             return true
         }
     }

@@ -215,6 +215,16 @@ final class Services: @unchecked Sendable {
         // A password in clear is taken only on an encrypted channel.
         let algorithm = t.encryptionAlgorithm ?? ""
         if algorithm.isEmpty, security.mode != .signAndEncrypt { throw ServiceError(.badIdentityTokenRejected) }
+        // Past the server's rate of password checks: refused before the costly check (OPC 10000-4 §7.38
+        // Bad_ServerTooBusy: not the resources now); the client tries again later.
+        guard server.passwordChecks.take(now: server.now()) else {
+            if server.refusals.shouldLog("password checks") {
+                server.logger.warning(
+                    "opcua: more than \(Int(server.passwordChecks.perSecond)) logins a second: some answered Bad_ServerTooBusy (someone trying passwords?)"
+                )
+            }
+            throw ServiceError(.badServerTooBusy)
+        }
         let password: [UInt8]
         do {
             password = try UserPassword.decrypt(

@@ -1,3 +1,4 @@
+import Foundation
 import OPCUA
 import Testing
 
@@ -76,5 +77,25 @@ struct AddressSpaceTests {
         // A built-in type has no definition: Bad_AttributeIdInvalid (OPC 10000-4 §5.10.2).
         let builtIn = space.read(NodeId(12), AttributeId.dataTypeDefinition.rawValue, now: now)
         #expect(builtIn.status == .badAttributeIdInvalid)
+    }
+}
+
+/// The server's rate of password checks (its own design: 210,000 PBKDF2 rounds a check, on an event loop).
+struct PasswordThrottleTests {
+    @Test func tenAtOnceThenFiveASecond() {
+        let t = PasswordThrottle(perSecond: 5, burst: 10)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect((0..<10).allSatisfy { _ in t.take(now: start) })
+        #expect(!t.take(now: start))
+        // 0.2 s later one more (5 a second), not two.
+        #expect(t.take(now: start.addingTimeInterval(0.2)))
+        #expect(!t.take(now: start.addingTimeInterval(0.2)))
+        // A quiet minute refills the bucket to 10, not to 300.
+        let later = start.addingTimeInterval(60)
+        #expect((0..<10).allSatisfy { _ in t.take(now: later) })
+        #expect(!t.take(now: later))
+        #expect(t.refused == 3)
+        // A clock that steps back takes nothing and gives nothing.
+        #expect(!t.take(now: start))
     }
 }
