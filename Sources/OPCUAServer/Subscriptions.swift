@@ -164,6 +164,9 @@ final class SubscriptionSet: @unchecked Sendable {
     private var publishQueue:
         [(requestId: UInt32, header: RequestHeader, channel: any ChannelContext, acks: [StatusCode])] = []
     private var nextItemId: UInt32 = 1
+    /// Subscriptions whose lifetime ran out, each told to the next Publish that waits: a StatusChangeNotification
+    /// of Bad_Timeout (OPC 10000-4 §5.13.1.1), at most 16 kept.
+    private var timedOut: [(id: UInt32, sequence: UInt32)] = []
 
     static let maxPublishRequests = 10
     static let minIntervalMs = 20.0
@@ -325,7 +328,8 @@ final class SubscriptionSet: @unchecked Sendable {
                 }
             }
             return try locked { () throws(ServiceError) -> (any Structure)? in
-                guard !subscriptions.isEmpty else { throw ServiceError(.badNoSubscription) }
+                // Queued while a timed-out subscription waits to be told (the next tick answers it).
+                guard !subscriptions.isEmpty || !timedOut.isEmpty else { throw ServiceError(.badNoSubscription) }
                 let acks = (q.subscriptionAcknowledgements ?? []).map { a -> StatusCode in
                     guard let s = subscriptions[a.subscriptionId] else { return .badSubscriptionIdInvalid }
                     return s.retained.removeValue(forKey: a.sequenceNumber) == nil ? .badSequenceNumberUnknown : .good
@@ -491,6 +495,22 @@ final class SubscriptionSet: @unchecked Sendable {
             }
             // Publish requests of a channel that closed are answered nowhere: dropped (OPC 10000-4 §5.13.5).
             publishQueue.removeAll { !$0.channel.isOpen }
+            // A subscription that timed out is told first, each to a Publish of its own.
+            while !timedOut.isEmpty, !publishQueue.isEmpty {
+                let (id, sequence) = timedOut.removeFirst()
+                let waiting = publishQueue.removeFirst()
+                let message = NotificationMessage(
+                    sequenceNumber: sequence, publishTime: stamp,
+                    notificationData: [StatusChangeNotification(status: .badTimeout).extensionObject])
+                answers.append(
+                    (
+                        Int(waiting.requestId), waiting.channel,
+                        PublishResponse(
+                            responseHeader: server.header(waiting.header, now: now), subscriptionId: id,
+                            availableSequenceNumbers: [], moreNotifications: false, notificationMessage: message,
+                            results: waiting.acks)
+                    ))
+            }
             if subscriptions.isEmpty {
                 // The last subscription went: the waiting Publishes are answered Bad_NoSubscription (§5.13.5).
                 for w in publishQueue {
@@ -508,6 +528,8 @@ final class SubscriptionSet: @unchecked Sendable {
                     if s.starvedCycles >= s.lifetimeCount {
                         subscriptions[s.id] = nil
                         server.subscriptionIds.release(s.id)
+                        timedOut.append((s.id, s.sequence == UInt32.max ? 1 : s.sequence + 1))
+                        if timedOut.count > 16 { timedOut.removeFirst() }
                     }
                     continue
                 }

@@ -176,4 +176,41 @@ struct SubscriptionTests {
         let second = try publish()
         #expect(second.handles == [3] && !second.more)
     }
+
+    /// A subscription without Publish requests for its lifetime count of intervals is deleted, and the next Publish
+    /// is told so: a NotificationMessage for that subscription holding a StatusChangeNotification of Bad_Timeout
+    /// (OPC 10000-4 §5.13.1.1); the Publish after it finds no subscription (Bad_NoSubscription, §5.13.5).
+    @Test func aSubscriptionWhoseLifetimeEndsIsToldToTheNextPublish() async throws {
+        let clock = HostileInputTests.Clock()
+        let s = try await TestServer(clock: { clock.now })
+        defer { Task { await s.stop() } }
+        let c = try RawClient(port: s.port)
+        _ = try c.hello()
+        try c.open()
+        #expect(try c.session() == .good)
+        var (type, r) = try c.call(
+            CreateSubscriptionRequest(
+                requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10,
+                requestedMaxKeepAliveCount: 3, publishingEnabled: true))
+        #expect(type == CreateSubscriptionResponse.binaryEncodingId)
+        let created = try CreateSubscriptionResponse(from: &r)
+        #expect(created.revisedLifetimeCount == 10)
+        // Ten intervals and more without a Publish request: the subscription goes.
+        for _ in 0..<12 {
+            clock.advance(0.06)
+            s.server.core.tick()
+        }
+        clock.advance(0.06)
+        (type, r) = try c.call(PublishRequest(requestHeader: c.header()))
+        #expect(type == PublishResponse.binaryEncodingId)
+        let told = try PublishResponse(from: &r)
+        #expect(told.subscriptionId == created.subscriptionId)
+        let data = told.notificationMessage.notificationData ?? []
+        #expect(data.count == 1 && data.first?.typeId == StatusChangeNotification.binaryEncodingId)
+        #expect(try data.first.map { try StatusChangeNotification($0).status } == .badTimeout)
+        clock.advance(0.06)
+        (type, r) = try c.call(PublishRequest(requestHeader: c.header()))
+        #expect(type == ServiceFault.binaryEncodingId)
+        #expect(try ServiceFault(from: &r).responseHeader.serviceResult == .badNoSubscription)
+    }
 }
