@@ -307,8 +307,11 @@ public final class AddressSpace: @unchecked Sendable {
             let elements = path.relativePath.elements ?? []
             guard !elements.isEmpty else { return BrowsePathResult(statusCode: .badNothingToDo) }
             var current: [NodeId] = [path.startingNode]
-            for e in elements {
-                guard let name = e.targetName.name, !name.isEmpty else {
+            for (index, e) in elements.enumerated() {
+                // Only the final element may have an empty name: then every target of its references is one of
+                // the path's (OPC 10000-4 §7.26, RelativePath).
+                let anyName = e.targetName.name?.isEmpty ?? true
+                guard !anyName || index == elements.count - 1 else {
                     return BrowsePathResult(statusCode: .badBrowseNameInvalid)
                 }
                 var next: [NodeId] = []
@@ -320,7 +323,7 @@ public final class AddressSpace: @unchecked Sendable {
                                 || (e.includeSubtypes && subtype(r.type, of: e.referenceTypeId))
                             if !matches { continue }
                         }
-                        if let t = nodes[r.target], t.browseName == e.targetName, !next.contains(t.id) {
+                        if let t = nodes[r.target], anyName || t.browseName == e.targetName, !next.contains(t.id) {
                             next.append(t.id)
                         }
                     }

@@ -39,6 +39,28 @@ struct AddressSpaceTests {
         #expect(space.isSubtype(NodeId(1002, namespace: 2), of: NodeId(15063, namespace: 2)))
     }
 
+    /// TranslateBrowsePaths (OPC 10000-4 §7.26): the final element may have an empty target name, and then every
+    /// target of its references is one; an empty name before the last is Bad_BrowseNameInvalid.
+    @Test func aPathsLastElementMayNameNoTarget() {
+        func path(_ names: [QualifiedName]) -> BrowsePath {
+            BrowsePath(
+                startingNode: NodeId(84),
+                relativePath: RelativePath(
+                    elements: names.map {
+                        RelativePathElement(
+                            referenceTypeId: ReferenceTypeIds.hierarchicalReferences, includeSubtypes: true,
+                            targetName: $0)
+                    }))
+        }
+        let all = space.translate(path([QualifiedName("Objects"), QualifiedName(nil)]))
+        #expect(all.statusCode == .good)
+        let targets = Set((all.targets ?? []).map(\.targetId.nodeId))
+        // Objects (i=85) organizes Server (i=2253) and DI's DeviceSet, among others.
+        #expect(targets.contains(NodeId(2253)) && targets.contains(NodeId(5001, namespace: 2)), "\(targets)")
+        let middle = space.translate(path([QualifiedName(nil), QualifiedName("Server")]))
+        #expect(middle.statusCode == .badBrowseNameInvalid)
+    }
+
     /// UserNameIdentityToken (i=322): the NodeSet's <Definition> has UserName, Password, EncryptionAlgorithm; its
     /// supertype UserIdentityToken (i=316) has PolicyId. OPC 10000-3 §8.48: the supertype's fields come first.
     @Test func aDerivedStructureListsItsSupertypesFieldsFirst() throws {
