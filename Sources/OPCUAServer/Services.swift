@@ -293,27 +293,27 @@ final class Services: @unchecked Sendable {
     /// The first `limit` references, the rest behind a continuation point (at most 10 a session).
     private func page(_ refs: [ReferenceDescription], limit: Int, session: Session) -> BrowseResult {
         guard refs.count > limit else { return BrowseResult(statusCode: .good, references: refs) }
-        guard session.continuations.count < ServerCore.maxContinuationPoints else {
-            return BrowseResult(statusCode: .badNoContinuationPoints)
-        }
-        let point = ServerCore.random(16)
-        session.continuations[point] = Array(refs[limit...])
+        guard
+            let point = session.keep(
+                Session.Continuation(limit: limit, rest: Array(refs[limit...])), max: ServerCore.maxContinuationPoints)
+        else { return BrowseResult(statusCode: .badNoContinuationPoints) }
         return BrowseResult(statusCode: .good, continuationPoint: point, references: Array(refs[..<limit]))
     }
 
+    /// The next page of each continuation point, as many references as the Browse asked for a page (OPC 10000-4
+    /// §5.8.3), or the point released.
     private func browseNext(_ q: BrowseNextRequest, _ header: ResponseHeader, _ session: Session)
         throws(ServiceError) -> BrowseNextResponse
     {
         let points = try operations(q.continuationPoints)
-        let limit = server.configuration.maxBrowseReferences
         return BrowseNextResponse(
             responseHeader: header,
             results: points.map { point in
-                guard let point, let rest = session.continuations.removeValue(forKey: point) else {
+                guard let point, let c = session.take(point) else {
                     return BrowseResult(statusCode: .badContinuationPointInvalid)
                 }
                 if q.releaseContinuationPoints { return BrowseResult(statusCode: .good) }
-                return page(rest, limit: limit, session: session)
+                return page(c.rest, limit: c.limit, session: session)
             })
     }
 }

@@ -13,15 +13,60 @@ public final class Session: @unchecked Sendable {
     let clientCertificate: ApplicationCertificate?
     /// The security mode of the channel that made it.
     let securityMode: MessageSecurityMode
-    /// The nonce the next ActivateSession signs (and a password ends with).
-    var serverNonce: [UInt8]
-    var channelId: UInt32
-    var activated = false
-    public internal(set) var user: String?
-    var lastUsed: Date
-    /// Browse results not yet given, by continuation point.
-    var continuations: [[UInt8]: [ReferenceDescription]] = [:]
     let subscriptions: SubscriptionSet
+
+    /// What changes: set by a request's connection, read by the server's tick (its timeout) and by others (one
+    /// session may be used from two channels at once), so under a lock.
+    private struct State {
+        var serverNonce: [UInt8]
+        var channelId: UInt32
+        var activated = false
+        var user: String?
+        var lastUsed: Date
+        var continuations: [[UInt8]: Continuation] = [:]
+    }
+    private let lock = NSLock()
+    private var state: State
+
+    /// The nonce the next ActivateSession signs (and a password ends with).
+    var serverNonce: [UInt8] {
+        get { lock.withLock { state.serverNonce } }
+        set { lock.withLock { state.serverNonce = newValue } }
+    }
+    var channelId: UInt32 {
+        get { lock.withLock { state.channelId } }
+        set { lock.withLock { state.channelId = newValue } }
+    }
+    var activated: Bool {
+        get { lock.withLock { state.activated } }
+        set { lock.withLock { state.activated = newValue } }
+    }
+    public internal(set) var user: String? {
+        get { lock.withLock { state.user } }
+        set { lock.withLock { state.user = newValue } }
+    }
+    var lastUsed: Date {
+        get { lock.withLock { state.lastUsed } }
+        set { lock.withLock { state.lastUsed = newValue } }
+    }
+    /// Browse results not yet given, and the page size the Browse asked for (BrowseNext gives pages of it).
+    struct Continuation {
+        var limit: Int
+        var rest: [ReferenceDescription]
+    }
+
+    /// Keeps the rest of a Browse behind a new continuation point; nil when the session holds `max` already.
+    func keep(_ c: Continuation, max: Int) -> [UInt8]? {
+        lock.withLock {
+            guard state.continuations.count < max else { return nil }
+            let point = ServerCore.random(16)
+            state.continuations[point] = c
+            return point
+        }
+    }
+
+    /// The rest behind a continuation point, which is then released (nil: none such).
+    func take(_ point: [UInt8]) -> Continuation? { lock.withLock { state.continuations.removeValue(forKey: point) } }
 
     init(
         id: NodeId, number: UInt32, authenticationToken: NodeId, name: String, timeoutMs: Double,
@@ -36,16 +81,15 @@ public final class Session: @unchecked Sendable {
         self.name = name
         self.timeoutMs = timeoutMs
         self.clientCertificate = clientCertificate
-        self.serverNonce = serverNonce
-        self.channelId = channelId
-        self.lastUsed = now
+        self.state = State(serverNonce: serverNonce, channelId: channelId, lastUsed: now)
         self.subscriptions = subscriptions
     }
 
     /// A session not activated within 30 s goes (however long a timeout it asked for): made and abandoned
     /// sessions cannot hold the table.
     func expired(at now: Date) -> Bool {
-        now.timeIntervalSince(lastUsed) * 1000 > (activated ? timeoutMs : min(timeoutMs, 30_000))
+        let (lastUsed, activated) = lock.withLock { (state.lastUsed, state.activated) }
+        return now.timeIntervalSince(lastUsed) * 1000 > (activated ? timeoutMs : min(timeoutMs, 30_000))
     }
 }
 

@@ -121,3 +121,43 @@ struct PasswordThrottleTests {
         #expect(!t.take(now: start))
     }
 }
+
+/// Browse and BrowseNext over a session (OPC 10000-4 §5.8.2–5.8.3).
+@Suite(.serialized)
+struct BrowseTests {
+    /// BrowseNext gives pages of the size the Browse asked for (requestedMaxReferencesPerNode), not the server's
+    /// own limit, until the last page, which has no continuation point.
+    @Test func browseNextKeepsThePageSizeTheBrowseAskedFor() async throws {
+        let s = try await TestServer()
+        defer { Task { await s.stop() } }
+        let c = try RawClient(port: s.port)
+        _ = try c.hello()
+        try c.open()
+        #expect(try c.session() == .good)
+        // BaseDataType's subtypes (HasSubtype, forward): Boolean, String, DateTime … ten in this address space.
+        let all = s.server.core.addressSpace.browse(
+            BrowseDescription(nodeId: NodeId(24), referenceTypeId: ReferenceTypeIds.hasSubtype, resultMask: 63)
+        ).references
+        #expect(all.count >= 7)
+        var (type, r) = try c.call(
+            BrowseRequest(
+                requestHeader: c.header(), requestedMaxReferencesPerNode: 3,
+                nodesToBrowse: [
+                    BrowseDescription(nodeId: NodeId(24), referenceTypeId: ReferenceTypeIds.hasSubtype, resultMask: 63)
+                ]))
+        #expect(type == BrowseResponse.binaryEncodingId)
+        var result = try #require(try BrowseResponse(from: &r).results?.first)
+        var pages = [result.references?.count ?? 0]
+        var seen = result.references ?? []
+        while let point = result.continuationPoint, !point.isEmpty {
+            (type, r) = try c.call(BrowseNextRequest(requestHeader: c.header(), continuationPoints: [point]))
+            #expect(type == BrowseNextResponse.binaryEncodingId)
+            result = try #require(try BrowseNextResponse(from: &r).results?.first)
+            pages.append(result.references?.count ?? 0)
+            seen += result.references ?? []
+        }
+        let full = all.count / 3
+        #expect(pages == Array(repeating: 3, count: full) + (all.count % 3 == 0 ? [] : [all.count % 3]), "\(pages)")
+        #expect(seen.map(\.nodeId) == all.map(\.nodeId))
+    }
+}
