@@ -113,6 +113,18 @@ public final class FieldState: @unchecked Sendable {
         lock.withLock { observers.append(observer) }
     }
 
+    /// As `observe`, with the state as it is when the observation begins handed to `start` first, under the same
+    /// lock: no change falls between the two, and `start` runs before the first change is observed. Neither
+    /// closure may call back into this state.
+    public func observe(
+        from start: (Snapshot) -> Void, _ observer: @escaping @Sendable (Change) -> Void
+    ) {
+        lock.withLock {
+            start(Snapshot(readers: readerList, values: now, alarms: sortedAlarms()))
+            observers.append(observer)
+        }
+    }
+
     // MARK: Fed by the polling jobs
 
     /// After a reader's cycle.

@@ -43,17 +43,26 @@ public final class GatewayNamespace: @unchecked Sendable {
             id("Readers"), "Readers", parent: id("Gateway"), reference: ReferenceTypeIds.organizes,
             type: Self.folderType)
         object(id("Tags"), "Tags", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
-        for r in state.readers { addReader(r.id) }
-        for (uid, v) in state.latestValues where state.readers.contains(where: { $0.tags.contains(uid) }) {
+        // The observer runs on the polling job's thread with the state's lock held: the change is applied on a
+        // queue of its own, so nothing here waits for a lock a reader of the state may hold. The readers and tags
+        // there now go on that queue first, taken under the same lock as the observation's start: no arrival or
+        // departure falls between them, and none is applied before them.
+        let queue = DispatchQueue(label: "vlogger.opcua.namespace")
+        state.observe(
+            from: { snapshot in queue.async { [self] in self.build(snapshot) } },
+            { [weak self] change in
+                guard let me = self else { return }
+                queue.async { me.apply(change) }
+            })
+        queue.sync {}
+    }
+
+    /// The readers and the tags in their fields as the state has them.
+    private func build(_ snapshot: FieldState.Snapshot) {
+        for r in snapshot.readers { addReader(r.id) }
+        for (uid, v) in snapshot.values where snapshot.readers.contains(where: { $0.tags.contains(uid) }) {
             addTag(uid)
             for value in v.values { addValue(uid, value) }
-        }
-        // The observer runs on the polling job's thread with the state's lock held: the change is applied on a
-        // queue of its own, so nothing here waits for a lock a reader of the state may hold.
-        let queue = DispatchQueue(label: "vlogger.opcua.namespace")
-        state.observe { [weak self] change in
-            guard let me = self else { return }
-            queue.async { me.apply(change) }
         }
     }
 

@@ -161,4 +161,43 @@ import VLoggerModel
             #expect(s.latestValues[uid]?.values.first?.value == .integer(Int64(perThread - 1)))
         }
     }
+
+    /// An observer that starts from the state (`observe(from:)`, what the OPC UA namespace does) misses nothing:
+    /// while a polling thread reads tags and sees them leave, the tags with values in the snapshot, plus those a
+    /// reading brought and minus those that left after it, are at the end the tags the state has values of. (Read
+    /// apart, a departure between the snapshot and the observation's start left a tag behind for good.)
+    @Test func anObservationFromTheStateMissesNoChange() {
+        let s = Self.state()
+        let uids = (0..<8).map { try! UID(parsing: String(format: "E00401000000%04X", $0)) }
+        final class Seen: @unchecked Sendable {
+            let lock = NSLock()
+            var tags: Set<UID> = []
+            func update(_ body: (inout Set<UID>) -> Void) { lock.withLock { body(&tags) } }
+        }
+        for round in 0..<50 {
+            let seen = Seen()
+            let feeder = Thread {
+                for i in 0..<200 {
+                    let uid = uids[(round + i) % uids.count]
+                    if i % 3 == 2 {
+                        s.eventRecorded(Self.event(.departure, uid, Millis(i)), asset: nil)
+                    } else {
+                        s.readingTaken(Self.reading(uid, Millis(i), [("n", .integer(Int64(i)))]), asset: nil)
+                    }
+                }
+            }
+            feeder.start()
+            s.observe(
+                from: { snap in seen.update { $0 = Set(snap.values.keys) } },
+                { change in
+                    switch change {
+                    case .values(let v): seen.update { $0.insert(v.uid) }
+                    case .departed(let uid, _, _): seen.update { $0.remove(uid) }
+                    default: break
+                    }
+                })
+            while !feeder.isFinished { usleep(100) }
+            #expect(seen.lock.withLock { seen.tags } == Set(s.latestValues.keys), "round \(round)")
+        }
+    }
 }
