@@ -37,6 +37,15 @@ public protocol Structure: BinaryCodable, Hashable {
 }
 
 extension Structure {
+    /// A service message's body (what a MSG or OPN chunk carries, OPC 10000-6 §6.7.2): the NodeId of the type's
+    /// binary encoding, then the structure.
+    public var messageBody: [UInt8] {
+        var w = BinaryWriter(capacity: 256)
+        Self.binaryEncodingId.encode(to: &w)
+        encode(to: &w)
+        return w.bytes
+    }
+
     /// The structure in its envelope.
     public var extensionObject: ExtensionObject {
         ExtensionObject(typeId: Self.binaryEncodingId, body: .binary(encoded))

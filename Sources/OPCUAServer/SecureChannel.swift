@@ -251,7 +251,7 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
             receiverThumbprint: client?.thumbprint)
         try sendMessage(
             kind: .open, security: header, crypto: crypto, requestId: requestId,
-            body: NodeId.encodedBody(response), limits: n)
+            body: response.messageBody, limits: n)
     }
 
     // MARK: MSG and CLO
@@ -300,7 +300,7 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
         do throws(TransportError) {
             try sendMessage(
                 kind: .message, security: .symmetric(tokenId: token.id), crypto: token.crypto, requestId: requestId,
-                body: NodeId.encodedBody(response), limits: limits)
+                body: response.messageBody, limits: limits)
         } catch  where error.status == .badResponseTooLarge {
             // Too large for the client: a ServiceFault says so instead (OPC 10000-6 §7.1.2.4).
             var header = ResponseHeader(timestamp: DateTime(server.now()), serviceResult: .badResponseTooLarge)
@@ -308,7 +308,7 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
             let fault = ServiceFault(responseHeader: header)
             try? sendMessage(
                 kind: .message, security: .symmetric(tokenId: token.id), crypto: token.crypto, requestId: requestId,
-                body: NodeId.encodedBody(fault), limits: limits)
+                body: fault.messageBody, limits: limits)
         } catch {
             server.log("channel \(channel): \(error)")
             fail(error)
@@ -359,16 +359,6 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
             }
             sendBytes(out)
         }
-    }
-}
-
-extension NodeId {
-    /// A service message's body: the NodeId of its type's binary encoding, then the structure.
-    static func encodedBody(_ s: any Structure) -> [UInt8] {
-        var w = BinaryWriter(capacity: 256)
-        type(of: s).binaryEncodingId.encode(to: &w)
-        s.encode(to: &w)
-        return w.bytes
     }
 }
 

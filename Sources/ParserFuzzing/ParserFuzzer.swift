@@ -586,15 +586,9 @@ enum OPCUASeeds {
             kind: .open, channelId: 0,
             security: .asymmetric(policyUri: SecureChunk.policyNone, senderCertificate: nil, receiverThumbprint: nil),
             sequenceNumber: 1, requestId: requestId,
-            body: body(OpenSecureChannelRequest(requestType: .issue, securityMode: .none, requestedLifetime: 60_000))
+            body: OpenSecureChannelRequest(requestType: .issue, securityMode: .none, requestedLifetime: 60_000)
+                .messageBody
         ).encoded
-    }
-
-    static func body(_ s: any Structure) -> [UInt8] {
-        var w = BinaryWriter()
-        type(of: s).binaryEncodingId.encode(to: &w)
-        s.encode(to: &w)
-        return w.bytes
     }
 
     static var server: [[UInt8]] {
@@ -608,12 +602,12 @@ enum OPCUASeeds {
             CallRequest(methodsToCall: [CallMethodRequest(objectId: NodeId(2253), methodId: NodeId(11492))]),
             ActivateSessionRequest(), CloseSessionRequest(),
         ]
-        return requests.map { [1] + body($0) } + [
+        return requests.map { [1] + $0.messageBody } + [
             [0] + hello, [0] + open(2),
             [0]
                 + SecureChunk(
                     kind: .message, channelId: 1, security: .symmetric(tokenId: 1), sequenceNumber: 2, requestId: 3,
-                    body: body(GetEndpointsRequest())
+                    body: GetEndpointsRequest().messageBody
                 ).encoded,
         ]
     }

@@ -310,7 +310,7 @@ public struct Doctor {
             return .fail("listener", "\(listen) is not host:port", "set [service] listen to e.g. 127.0.0.1:8080")
         }
         let host = address.host
-        switch Self.tryBind(host: host, port: port) {
+        switch BindCheck.tryBind(host: host, port: port) {
         case .free: return .pass("listener", "\(listen) is free for the service")
         case .inUse:
             if let answer = Self.httpGet(host: host, port: port, path: "/healthz"),
@@ -326,33 +326,6 @@ public struct Doctor {
                 "listener", "\(listen): \(e)",
                 "use an address of this machine (127.0.0.1, ::1, 0.0.0.0 or one of `ip addr`) and a port above 1023")
         }
-    }
-
-    enum BindResult { case free, inUse, error(String) }
-
-    static func tryBind(host: String, port: UInt16) -> BindResult {
-        #if canImport(Glibc)
-            var hints = addrinfo()
-            hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            var res: UnsafeMutablePointer<addrinfo>?
-            let rc = getaddrinfo(host, String(port), &hints, &res)
-            guard rc == 0, let ai = res else {
-                return .error("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
-            }
-            defer { freeaddrinfo(res) }
-            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
-            guard fd >= 0 else { return .error(String(cString: strerror(errno))) }
-            defer { close(fd) }
-            var one: Int32 = 1
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-            if bind(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
-                return errno == EADDRINUSE ? .inUse : .error(String(cString: strerror(errno)))
-            }
-            return .free
-        #else
-            return .error("not on Linux")
-        #endif
     }
 
     /// A plain HTTP/1.0 GET with a 2 s timeout; the whole answer, or nil.

@@ -279,25 +279,14 @@ enum PortProbe {
     }
 
     static func check(host: String, port: Int) -> Outcome {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return .error("socket: \(errno)") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
-        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &addr.sin_addr) == 1 else {
-            return .error("\(host) is not an IPv4 address")
+        guard let p = UInt16(exactly: port) else { return .error("\(port) is not a port") }
+        switch BindCheck.tryBind(host: host, port: p) {
+        case .free: return .free
+        case .error(let e): return .error(e)
+        case .inUse:
+            let target = host == "0.0.0.0" || host == "localhost" ? "127.0.0.1" : host
+            return helloAnswered(host: target, port: port) ? .opcua : .taken
         }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if bound == 0 { return .free }
-        guard errno == EADDRINUSE else { return .error(String(cString: strerror(errno))) }
-        return helloAnswered(host: host == "0.0.0.0" ? "127.0.0.1" : host, port: port) ? .opcua : .taken
     }
 
     /// Sends a Hello and waits up to 2 s for an ACK.

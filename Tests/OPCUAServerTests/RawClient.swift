@@ -125,7 +125,7 @@ final class RawClient {
             kind: .open, channelId: 0,
             security: .asymmetric(
                 policyUri: policy.uri, senderCertificate: own?.certificate.der, receiverThumbprint: server?.thumbprint),
-            sequenceNumber: sequence, requestId: requestId, body: NodeIdBody.encode(request))
+            sequenceNumber: sequence, requestId: requestId, body: request.messageBody)
         send(try chunk.sealed(with: asymmetric))
         let answer = try SecureChunk(try receive(), opening: asymmetric)
         var r = BinaryReader(answer.body)
@@ -152,7 +152,7 @@ final class RawClient {
                 kind: .open, channelId: channelId,
                 security: .asymmetric(
                     policyUri: SecurityPolicy.none.uri, senderCertificate: nil, receiverThumbprint: nil),
-                sequenceNumber: sequence, requestId: requestId, body: NodeIdBody.encode(request)
+                sequenceNumber: sequence, requestId: requestId, body: request.messageBody
             ).encoded)
         let answer = try SecureChunk(try receive())
         var r = BinaryReader(answer.body)
@@ -167,7 +167,7 @@ final class RawClient {
         requestId += 1
         return try SecureChunk(
             kind: .message, chunk: kind, channelId: channelId, security: .symmetric(tokenId: tokenId),
-            sequenceNumber: sequence, requestId: requestId, body: NodeIdBody.encode(request)
+            sequenceNumber: sequence, requestId: requestId, body: request.messageBody
         ).sealed(with: crypto)
     }
 
@@ -233,15 +233,6 @@ final class RawClient {
         guard let v = response.results?.first else { return .badUnexpectedError }
         guard case .scalar(.dateTime)? = v.value else { return v.status ?? .badUnexpectedError }
         return .good
-    }
-}
-
-enum NodeIdBody {
-    static func encode(_ s: any Structure) -> [UInt8] {
-        var w = BinaryWriter()
-        type(of: s).binaryEncodingId.encode(to: &w)
-        s.encode(to: &w)
-        return w.bytes
     }
 }
 
