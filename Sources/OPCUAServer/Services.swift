@@ -251,22 +251,8 @@ final class Services: @unchecked Sendable {
                 if let encoding = item.dataEncoding.name, !encoding.isEmpty, encoding != "Default Binary" {
                     return DataValue(status: .badDataEncodingInvalid)
                 }
-                var v = server.addressSpace.read(item.nodeId, item.attributeId, now: stamp)
-                if item.attributeId != AttributeId.value.rawValue {
-                    v.sourceTimestamp = nil
-                    v.serverTimestamp = nil
-                    return v
-                }
-                switch q.timestampsToReturn {
-                case .source: v.serverTimestamp = nil
-                case .server: v.sourceTimestamp = nil
-                case .neither:
-                    v.sourceTimestamp = nil
-                    v.serverTimestamp = nil
-                default: break
-                }
-                if q.timestampsToReturn == .server || q.timestampsToReturn == .both { v.serverTimestamp = stamp }
-                return v
+                return server.addressSpace.read(item.nodeId, item.attributeId, now: stamp)
+                    .stamped(q.timestampsToReturn, attribute: item.attributeId, serverTime: stamp)
             })
     }
 
@@ -315,6 +301,18 @@ final class Services: @unchecked Sendable {
                 if q.releaseContinuationPoints { return BrowseResult(statusCode: .good) }
                 return page(c.rest, limit: c.limit, session: session)
             })
+    }
+}
+
+extension DataValue {
+    /// With the timestamps a client asked for (OPC 10000-4 §7.40, TimestampsToReturn): the source's as read, the
+    /// server's `serverTime`; an attribute other than Value has neither (§5.10.2).
+    func stamped(_ returned: TimestampsToReturn, attribute: UInt32, serverTime: DateTime) -> DataValue {
+        var v = self
+        let value = attribute == AttributeId.value.rawValue
+        if !value || returned == .server || returned == .neither { v.sourceTimestamp = nil }
+        v.serverTimestamp = value && (returned == .server || returned == .both) ? serverTime : nil
+        return v
     }
 }
 

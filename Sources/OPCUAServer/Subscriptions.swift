@@ -483,13 +483,9 @@ final class SubscriptionSet: @unchecked Sendable {
         var faults: [(UInt32, any ChannelContext, ResponseHeader)] = []
         lock.withLock {
             for (item, value) in sampled {
-                var v = value
-                guard item.changed(from: item.last, to: v) else { continue }
-                item.last = v
-                let returned = item.timestamps
-                if returned == .server || returned == .neither { v.sourceTimestamp = nil }
-                if returned == .source || returned == .neither { v.serverTimestamp = nil }
-                if returned == .server || returned == .both { v.serverTimestamp = stamp }
+                guard item.changed(from: item.last, to: value) else { continue }
+                item.last = value
+                let v = value.stamped(item.timestamps, attribute: item.attribute, serverTime: stamp)
                 item.enqueue(.value(MonitoredItemNotification(clientHandle: item.clientHandle, value: v)))
                 if item.oldestQueued == nil { item.oldestQueued = now }
             }

@@ -24,9 +24,13 @@ final class RawClient {
         let description: String
     }
 
-    init(port: Int) throws {
+    /// `receiveBuffer`: the socket's receive buffer (SO_RCVBUF, before connecting: the TCP window it offers).
+    init(port: Int, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Closed(description: "socket") }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
