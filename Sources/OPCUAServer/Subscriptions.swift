@@ -132,7 +132,12 @@ final class Subscription {
     var keepAliveCount: UInt32
     var maxNotifications: UInt32
     var enabled: Bool
-    var items: [UInt32: MonitoredItem] = [:]
+    var items: [UInt32: MonitoredItem] = [:] {
+        didSet { nextSampleDue = .distantPast }
+    }
+    /// The earliest time one of its data items is to be sampled: the tick passes the subscription by until then
+    /// (an item added or changed sets it back, so the next tick looks again).
+    var nextSampleDue = Date.distantPast
     var nextPublish: Date
     var idleCycles: UInt32 = 0
     var starvedCycles: UInt32 = 0
@@ -292,6 +297,8 @@ final class SubscriptionSet: @unchecked Sendable {
                         }
                         item.clientHandle = m.requestedParameters.clientHandle
                         item.samplingMs = Self.revise(m.requestedParameters.samplingInterval, default: s.intervalMs)
+                        item.nextSample = .distantPast
+                        s.nextSampleDue = .distantPast
                         item.queueSize = Self.queue(m.requestedParameters.queueSize, events: item.select != nil)
                         item.discardOldest = m.requestedParameters.discardOldest
                         return MonitoredItemModifyResult(
@@ -308,6 +315,7 @@ final class SubscriptionSet: @unchecked Sendable {
                     results: ids.map { id in
                         guard let item = s.items[id] else { return .badMonitoredItemIdInvalid }
                         item.mode = q.monitoringMode
+                        s.nextSampleDue = .distantPast
                         if q.monitoringMode == .disabled { item.queue = [] }
                         return .good
                     })
@@ -471,11 +479,21 @@ final class SubscriptionSet: @unchecked Sendable {
     func tick(now: Date) {
         let stamp = DateTime(now)
         let due: [(MonitoredItem, NodeId, UInt32)] = lock.withLock {
-            subscriptions.values.flatMap { s in
-                s.items.values.filter { $0.select == nil && $0.mode != .disabled && $0.nextSample <= now }.map {
-                    $0.nextSample = now.addingTimeInterval($0.samplingMs / 1000)
-                    return ($0, $0.node, $0.attribute)
+            subscriptions.values.flatMap { s -> [(MonitoredItem, NodeId, UInt32)] in
+                // Most ticks (every 5 ms) find nothing due: a subscription's items are looked at only when the
+                // earliest of them is.
+                guard s.nextSampleDue <= now else { return [] }
+                var taken: [(MonitoredItem, NodeId, UInt32)] = []
+                var next = Date.distantFuture
+                for item in s.items.values where item.select == nil && item.mode != .disabled {
+                    if item.nextSample <= now {
+                        item.nextSample = now.addingTimeInterval(item.samplingMs / 1000)
+                        taken.append((item, item.node, item.attribute))
+                    }
+                    next = min(next, item.nextSample)
                 }
+                s.nextSampleDue = next
+                return taken
             }
         }
         let sampled = due.map { ($0.0, server.addressSpace.read($0.1, $0.2, now: stamp)) }
