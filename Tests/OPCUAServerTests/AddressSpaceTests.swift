@@ -130,10 +130,7 @@ struct BrowseTests {
     @Test func browseNextKeepsThePageSizeTheBrowseAskedFor() async throws {
         let s = try await TestServer()
         defer { Task { await s.stop() } }
-        let c = try RawClient(port: s.port)
-        _ = try c.hello()
-        try c.open()
-        #expect(try c.session() == .good)
+        let c = try RawClient.withSession(port: s.port)
         // BaseDataType's subtypes (HasSubtype, forward): Boolean, String, DateTime … ten in this address space.
         let all = s.server.core.addressSpace.browse(
             BrowseDescription(nodeId: NodeId(24), referenceTypeId: ReferenceTypeIds.hasSubtype, resultMask: 63)

@@ -21,10 +21,7 @@ struct HostileInputTests {
         let clock = Clock()
         let s = try await TestServer(maxSessions: 50, clock: { clock.now })
         defer { Task { await s.stop() } }
-        let good = try RawClient(port: s.port)
-        _ = try good.hello()
-        try good.open()
-        #expect(try good.session() == .good)
+        let good = try RawClient.withSession(port: s.port)
         #expect(try good.readCurrentTime() == .good)
         let rssBefore = residentKiB()
 
@@ -129,15 +126,9 @@ struct HostileInputTests {
     @Test func aClientThatDoesNotReadIsNotBufferedWithoutEnd() async throws {
         let s = try await TestServer(maxSessions: 50)
         defer { Task { await s.stop() } }
-        let good = try RawClient(port: s.port)
-        _ = try good.hello()
-        try good.open()
-        #expect(try good.session() == .good)
+        let good = try RawClient.withSession(port: s.port)
         // A small window, so that the kernel's buffers do not take in what the test is about.
-        let slow = try RawClient(port: s.port, receiveBuffer: 65_536)
-        _ = try slow.hello()
-        try slow.open()
-        #expect(try slow.session() == .good)
+        let slow = try RawClient.withSession(port: s.port, receiveBuffer: 65_536)
         // Each request reads ServerStatus (i=2256) 2,000 times: ~36 KiB asked, ~300 KiB answered. 100 of them
         // unanswered would be ~30 MiB waiting in the server without backpressure.
         let items = [ReadValueId](repeating: ReadValueId(nodeId: NodeId(2256), attributeId: 13), count: 2_000)

@@ -225,6 +225,16 @@ final class RawClient {
         return .good
     }
 
+    /// A client with a channel (policy None) and an activated anonymous session, the start of most tests.
+    static func withSession(port: Int, receiveBuffer: Int32? = nil) throws -> RawClient {
+        let c = try RawClient(port: port, receiveBuffer: receiveBuffer)
+        _ = try c.hello()
+        try c.open()
+        let status = try c.session()
+        guard status == .good else { throw Closed(description: "the session: \(status)") }
+        return c
+    }
+
     /// Reads the server's CurrentTime (i=2258): its status.
     func readCurrentTime() throws -> StatusCode {
         let (type, r0) = try call(

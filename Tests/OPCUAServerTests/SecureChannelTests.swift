@@ -13,10 +13,7 @@ struct SecureChannelTests {
         let clock = HostileInputTests.Clock()
         let s = try await TestServer(clock: { clock.now })
         defer { Task { await s.stop() } }
-        let c = try RawClient(port: s.port)
-        _ = try c.hello()
-        try c.open()
-        #expect(try c.session() == .good)
+        let c = try RawClient.withSession(port: s.port)
         let first = c.tokenId
         let second = try c.renew()
         #expect(second != first)

@@ -11,10 +11,7 @@ import Testing
 struct SubscriptionTests {
     /// A raw client with an activated session and one subscription (publishing every 50 ms, keep-alives rare).
     static func subscribed(_ s: TestServer, maxNotifications: UInt32 = 0) throws -> (RawClient, UInt32) {
-        let c = try RawClient(port: s.port)
-        _ = try c.hello()
-        try c.open()
-        #expect(try c.session() == .good)
+        let c = try RawClient.withSession(port: s.port)
         var (type, r) = try c.call(
             CreateSubscriptionRequest(
                 requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10_000,
@@ -184,10 +181,7 @@ struct SubscriptionTests {
         let clock = HostileInputTests.Clock()
         let s = try await TestServer(clock: { clock.now })
         defer { Task { await s.stop() } }
-        let c = try RawClient(port: s.port)
-        _ = try c.hello()
-        try c.open()
-        #expect(try c.session() == .good)
+        let c = try RawClient.withSession(port: s.port)
         var (type, r) = try c.call(
             CreateSubscriptionRequest(
                 requestHeader: c.header(), requestedPublishingInterval: 50, requestedLifetimeCount: 10,
