@@ -97,14 +97,17 @@ public final class AddressSpace: @unchecked Sendable {
 
     /// The DI model's namespace URI (OPC 10000-100), the generated nodes' namespace 2.
     public static let deviceIntegrationUri = "http://opcfoundation.org/UA/DI/"
+    /// The AutoID model's namespace URI (OPC 30010), the generated nodes' namespace 3.
+    public static let autoIdUri = "http://opcfoundation.org/UA/AutoID/"
 
-    /// The address space with the generated nodes: namespace 0's part and the DI model. Its namespace table is
-    /// namespace 0, the server's own (OPC 10000-5 §8.3.2: index 1 is reserved for the local server and holds its
-    /// ApplicationUri), then DI: the indices the generator wrote (tools/opcua/nodeset.py).
+    /// The address space with the generated nodes: namespace 0's part, the DI model and the AutoID model's types.
+    /// Its namespace table is namespace 0, the server's own (OPC 10000-5 §8.3.2: index 1 is reserved for the local
+    /// server and holds its ApplicationUri), DI, then AutoID: the indices the generator wrote
+    /// (tools/opcua/nodeset.py).
     public static func standard(applicationUri: String) throws -> AddressSpace {
         let space = AddressSpace()
-        space.namespaces = ["http://opcfoundation.org/UA/", applicationUri, deviceIntegrationUri]
-        for lines in [namespace0Lines, deviceIntegrationLines] {
+        space.namespaces = ["http://opcfoundation.org/UA/", applicationUri, deviceIntegrationUri, autoIdUri]
+        for lines in [namespace0Lines, deviceIntegrationLines, autoIdLines] {
             for node in try GeneratedNodes.nodes(lines) { space.add(node, mirror: false) }
         }
         return space

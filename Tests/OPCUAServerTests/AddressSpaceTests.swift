@@ -23,10 +23,14 @@ struct AddressSpaceTests {
 
     struct Unexpected: Error, CustomStringConvertible { let description: String }
 
-    /// The namespace table: 0, the server's own at 1 (OPC 10000-5 §8.3.2: index 1 is the local server's), DI at 2.
+    /// The namespace table: 0, the server's own at 1 (OPC 10000-5 §8.3.2: index 1 is the local server's), DI at 2,
+    /// AutoID at 3.
     @Test func theNamespaceTableHasTheServerAtOneAndDIAtTwo() {
         #expect(
-            space.namespaces == ["http://opcfoundation.org/UA/", "urn:vlogger:test", "http://opcfoundation.org/UA/DI/"])
+            space.namespaces == [
+                "http://opcfoundation.org/UA/", "urn:vlogger:test", "http://opcfoundation.org/UA/DI/",
+                "http://opcfoundation.org/UA/AutoID/",
+            ])
         // DI's DeviceSet (ns=1;i=5001 in DI's NodeSet) is organized by Objects (i=85).
         let deviceSet = space.node(NodeId(5001, namespace: 2))
         #expect(deviceSet?.browseName == QualifiedName(namespace: 2, "DeviceSet"))
@@ -69,6 +73,22 @@ struct AddressSpaceTests {
         #expect(d.baseDataType == NodeId(316))
         #expect(d.defaultEncodingId == NodeId(324))  // UserNameIdentityToken_Encoding_DefaultBinary, NodeIds.csv
         #expect(d.structureType == .structure)
+    }
+
+    /// AutoID's RfidScanResult (ns=1;i=3007 in its NodeSet, a subtype of the abstract ScanResult, i=3001): its
+    /// NodeSet <Definition> has Sighting only; served, it has ScanResult's CodeType, ScanData, Timestamp and
+    /// optional Location first, and is a structure with optional fields (StructureType 1) through the inherited
+    /// Location (OPC 10000-3 §8.48; OPC 30010 §9.3.8–9.3.9). The abstract ScanResult has no DefaultEncodingId.
+    @Test func autoIdsRfidScanResultHasItsSupertypesFieldsFirst() throws {
+        let d = try structure(NodeId(3007, namespace: 3))
+        #expect(d.fields?.map(\.name) == ["CodeType", "ScanData", "Timestamp", "Location", "Sighting"])
+        #expect(d.fields?.map(\.isOptional) == [false, false, false, true, false])
+        #expect(d.structureType == .structureWithOptionalFields)
+        #expect(d.baseDataType == NodeId(3001, namespace: 3))
+        #expect(d.defaultEncodingId == NodeId(5011, namespace: 3))  // RfidScanResult's Default Binary
+        #expect(try structure(NodeId(3001, namespace: 3)).defaultEncodingId == .null)
+        // RfidReaderDeviceType (i=1003) is an AutoIdDeviceType (i=1001), a DI DeviceType (DI i=1002).
+        #expect(space.isSubtype(NodeId(1003, namespace: 3), of: NodeId(1002, namespace: 2)))
     }
 
     /// Across every generated structure: a subtype's definition begins with its supertype's fields, in order.

@@ -166,6 +166,12 @@ final class TestServer: @unchecked Sendable {
     .enabled(if: opcuaPython() != nil, "no Python asyncua and o6 here (pip install asyncua==2.1.0 o6==2.2.0)"))
 struct ClientStackTests {
     static let clients = ["asyncua", "o6"]
+    /// One RfidScanResult in OPC UA Binary (docs/reference/opcua.md, "One RfidScanResult"): no Location, CodeType
+    /// "UID", ScanData's ByteString E004010012345678, 2026-01-01T00:00:00Z, one sighting (antenna 1, strength -40,
+    /// the same time, power level 0).
+    static let rfidScanResult59 =
+        "00000000" + "03000000554944" + "01000000" + "08000000e004010012345678" + "00008192b17adc01" + "01000000"
+        + "01000000" + "d8ffffff" + "00008192b17adc01" + "00000000"
     static let securities = [
         "None", "Basic256Sha256,Sign", "Basic256Sha256,SignAndEncrypt", "Aes128Sha256RsaOaep,SignAndEncrypt",
     ]
@@ -192,6 +198,7 @@ struct ClientStackTests {
             #expect(
                 out["namespaces"] as? [String] == [
                     "http://opcfoundation.org/UA/", "urn:vlogger:test:server", "http://opcfoundation.org/UA/DI/",
+                    "http://opcfoundation.org/UA/AutoID/",
                 ])
             // DI's DeviceSet (DI's NodeSet: ns=1;i=5001), found by a browse name in DI's namespace index as the
             // server's NamespaceArray gives it (o6 prints the index by its own table of namespace names).
@@ -202,18 +209,27 @@ struct ClientStackTests {
             #expect(
                 out["userNameTokenFields"] as? [String] == ["PolicyId", "UserName", "Password", "EncryptionAlgorithm"])
             #expect(out["userNameTokenBase"] as? String == "i=316")
+            // AutoID's RfidScanResult as served: ScanResult's four fields, then its own Sighting (OPC 10000-3 §8.48).
+            #expect(
+                out["rfidScanResultFields"] as? [String] == [
+                    "CodeType", "ScanData", "Timestamp", "Location", "Sighting",
+                ], "\(out["rfidScanResultFields"] ?? "")")
             if client == "asyncua" {
-                // The DI model's structures and enumerations, built by asyncua from their definitions alone.
+                // DI's and AutoID's structures and enumerations, built by asyncua from their definitions alone.
                 let loaded = Set(out["loadedTypes"] as? [String] ?? [])
-                let di: Set = [
+                let expected: Set = [
                     "DeviceHealthEnumeration", "FetchResultDataType", "ParameterResultDataType",
                     "TransferResultDataDataType", "TransferResultErrorDataType", "UpdateBehavior",
-                    "SoftwareVersionFileType",
+                    "SoftwareVersionFileType", "RfidScanResult", "RfidSighting", "ScanData", "Location",
+                    "ScanSettings", "AutoIdOperationStatusEnumeration",
                 ]
-                #expect(di.isSubset(of: loaded), "\(loaded)")
+                #expect(expected.isSubset(of: loaded), "\(loaded)")
+                // One RfidScanResult encoded by asyncua's class built from the served definition: the 59 bytes of
+                // docs/reference/opcua.md (UID E004010012345678, 2026-01-01Z, antenna 1, strength -40).
+                #expect(out["rfidScanResultBytes"] as? String == Self.rfidScanResult59, "\(out)")
             } else {
-                // Every DataType the generator gave a definition (31) decodes in open62541.
-                #expect(out["definitions"] as? Int == 31, "\(out["definitions"] ?? "")")
+                // Every DataType the generator gave a definition (58) decodes in open62541.
+                #expect(out["definitions"] as? Int == 58, "\(out["definitions"] ?? "")")
             }
             #expect(out["closed"] as? Bool == true)
             // Everything the client opened is gone again.

@@ -77,4 +77,23 @@ struct CompanionTypesTests {
         // A SwitchField past the union's fields is refused.
         #expect(throws: DecodingError.self) { _ = try ScanData.decode([5, 0, 0, 0]) }
     }
+
+    /// One RfidScanResult, worked out byte by byte in docs/reference/opcua.md ("One RfidScanResult"): an empty
+    /// EncodingMask (no Location), CodeType "UID", ScanData's switch 1 with the ByteString E004010012345678,
+    /// 2026-01-01T00:00:00Z as 0x01DC7AB192810000 ticks, one sighting (antenna 1, strength -40, the same time, power
+    /// level 0): 59 bytes. asyncua 2.1.0's class built from the server's definition writes the same
+    /// (ClientStackTests).
+    @Test func oneRfidScanResultIsFiftyNineBytes() throws {
+        let t = DateTime(millisecondsSince1970: 1_767_225_600_000)
+        #expect(t.rawValue == 0x01DC_7AB1_9281_0000)
+        let r = RfidScanResult(
+            codeType: "UID", scanData: .byteString([0xE0, 0x04, 0x01, 0x00, 0x12, 0x34, 0x56, 0x78]), timestamp: t,
+            sighting: [RfidSighting(antenna: 1, strength: -40, timestamp: t, currentPowerLevel: 0)])
+        let hex =
+            "00000000" + "03000000554944" + "01000000" + "08000000e004010012345678" + "00008192b17adc01"
+            + "01000000" + "01000000" + "d8ffffff" + "00008192b17adc01" + "00000000"
+        #expect(r.encoded.count == 59)
+        #expect(HexText.string(r.encoded) == hex)
+        #expect(try RfidScanResult.decode(r.encoded) == r)
+    }
 }

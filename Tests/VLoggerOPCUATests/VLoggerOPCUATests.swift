@@ -119,7 +119,7 @@ struct VLoggerOPCUATests {
         #expect(
             space.namespaces == [
                 "http://opcfoundation.org/UA/", "urn:vlogger:gw-7", "http://opcfoundation.org/UA/DI/",
-                "urn:vlogger:gateway:gw-7",
+                "http://opcfoundation.org/UA/AutoID/", "urn:vlogger:gateway:gw-7",
             ])
         let now = DateTime(millisecondsSince1970: 1_800_000_000_000)
         #expect(space.read(ns.id("Gateway/Site"), 13, now: now).value == .scalar(.string("Hall 2")))

@@ -4,8 +4,10 @@
 Input, from the public repository OPCFoundation/UA-Nodeset at a commit (not committed here):
   Schema/Opc.Ua.NodeSet2.xml      every node of namespace 0, its attributes, references and initial values
   DI/Opc.Ua.Di.NodeSet2.xml       OPC 10000-100 Devices (DI) 1.04, the model AutoID's devices derive from
+  AutoID/Opc.Ua.AutoID.NodeSet2.xml  OPC 30010 AutoID 1.01: the readers' types, their methods, events and data types
 
-Output (committed): Sources/OPCUAServer/Generated/Namespace0.swift and DeviceIntegration.swift, the chosen nodes
+Output (committed): Sources/OPCUAServer/Generated/Namespace0.swift, DeviceIntegration.swift and AutoIDModel.swift,
+the chosen nodes
 as JSON lines in a string (decoded once when the server starts), with the commit they were made from.
 
     UA_NODESET_COMMIT="a2d4ae8 2024-10-18" python3 tools/opcua/nodeset.py /tmp/UA-Nodeset
@@ -13,12 +15,12 @@ as JSON lines in a string (decoded once when the server starts), with the commit
 Which nodes: every ReferenceType; the folders under Root; the Server object with the children a client expects
 (ServerArray, NamespaceArray, ServerStatus and its parts, ServiceLevel, Auditing, ServerCapabilities with its
 operation limits, ServerDiagnostics' EnabledFlag, VendorServerInfo, ServerRedundancy, GetMonitoredItems);
-BaseEventType with its fields; the DataTypeDefinition types and the user identity tokens; all of DI but its XML
-and JSON encodings and its type dictionary (the server speaks UA Binary and describes types by their
+BaseEventType with its fields; the DataTypeDefinition types and the user identity tokens; all of DI and of AutoID
+but their XML and JSON encodings and their type dictionaries (the server speaks UA Binary and describes types by their
 DataTypeDefinition); and, closed over, every node those name (their type definition, their data type, the
 supertypes of each up to the root, an enumeration's EnumStrings or EnumValues, a method's arguments, a structure's
 binary encoding and its fields' data types). The full namespace 0 has some 4,900 nodes.
-Node ids are written with the server's namespace indices: 0, 1 the server's own (none generated), 2 DI.
+Node ids are written with the server's namespace indices: 0, 1 the server's own (none generated), 2 DI, 3 AutoID.
 Initial values are carried over from the NodeSet as OPC UA Binary Variants (hex), so the server decodes them with
 the same decoder as everything else. A DataType's <Definition> becomes its DataTypeDefinition attribute, a
 StructureDefinition with the supertypes' fields first (see definition()) or an EnumDefinition.
@@ -58,12 +60,14 @@ SEEDS = [
 
 # The server's namespace table: namespace 0, the server's own (its ApplicationUri, OPC 10000-5 §8.3.2: index 1 is
 # the local server's), then the companion models generated here.
-SERVER_NAMESPACES = ["http://opcfoundation.org/UA/", None, "http://opcfoundation.org/UA/DI/"]
+SERVER_NAMESPACES = [
+    "http://opcfoundation.org/UA/", None, "http://opcfoundation.org/UA/DI/", "http://opcfoundation.org/UA/AutoID/"]
 
 # The NodeSet files read, each with the Swift file and string its nodes go to.
 FILES = [
     ("Schema/Opc.Ua.NodeSet2.xml", "Namespace0.swift", "namespace0Lines"),
     ("DI/Opc.Ua.Di.NodeSet2.xml", "DeviceIntegration.swift", "deviceIntegrationLines"),
+    ("AutoID/Opc.Ua.AutoID.NodeSet2.xml", "AutoIDModel.swift", "autoIdLines"),
 ]
 
 
@@ -279,8 +283,11 @@ def definition(n, nodes, models, supertype):
     optional = any(f.get("IsOptional") == "true" for f, _ in own)
     subtyped = any(f.get("AllowSubTypes") == "true" for f, _ in own)
     structure_type = (4 if subtyped else 2) if union else (3 if subtyped else (1 if optional else 0))
-    encoding = next((target for rt, target, fwd in BOTH[n] if rt == (0, 38) and fwd and target in nodes
-                     and nodes[target].get("BrowseName") == "Default Binary"), None)
+    # An abstract type's DefaultEncodingId is null (§8.48), even where its NodeSet gives it an encoding (AutoID's
+    # ScanResult does).
+    encoding = None if el.get("IsAbstract") == "true" else next(
+        (target for rt, target, fwd in BOTH[n] if rt == (0, 38) and fwd and target in nodes
+         and nodes[target].get("BrowseName") == "Default Binary"), None)
     body = enc_id(encoding or (0, 0)) + enc_id(supertype.get(n, (0, 22))) + struct.pack("<i", structure_type)
     body += struct.pack("<i", len(own))
     for f, m in own:

@@ -12,11 +12,13 @@ GetMonitoredItems, builds its classes for the server's data types from their Dat
 """
 import argparse
 import asyncio
+import datetime
 import json
 import sys
 
 from asyncua import Client, ua
 from asyncua.crypto import security_policies
+from asyncua.ua.ua_binary import struct_to_binary
 
 
 async def run(args):
@@ -114,6 +116,16 @@ async def run(args):
         definition = await client.get_node(ua.NodeId(322, 0)).read_data_type_definition()
         out["userNameTokenFields"] = [f.Name for f in definition.Fields]
         out["userNameTokenBase"] = definition.BaseDataType.to_string()
+        if "http://opcfoundation.org/UA/AutoID/" in out["namespaces"]:
+            autoid = out["namespaces"].index("http://opcfoundation.org/UA/AutoID/")
+            definition = await client.get_node(ua.NodeId(3007, autoid)).read_data_type_definition()
+            out["rfidScanResultFields"] = [f.Name for f in definition.Fields]
+            # One RfidScanResult through the class asyncua built from the served definition.
+            t = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+            result = ua.RfidScanResult(
+                CodeType="UID", ScanData=ua.ScanData(Encoding=1, Value=bytes.fromhex("E004010012345678")), Timestamp=t,
+                Sighting=[ua.RfidSighting(Antenna=1, Strength=-40, Timestamp=t, CurrentPowerLevel=0)])
+            out["rfidScanResultBytes"] = struct_to_binary(result).hex()
         # The DI model's DeviceSet, found by the namespace's URI.
         if "http://opcfoundation.org/UA/DI/" in out["namespaces"]:
             di = out["namespaces"].index("http://opcfoundation.org/UA/DI/")

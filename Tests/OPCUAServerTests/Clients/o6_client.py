@@ -131,6 +131,7 @@ def run(args):
         bad = []
         reads = 0
         definitions = 0
+
         attributes = list(o6.AttributeId)
         for key, node in seen.items():
             request = ns0.datatypes.ReadRequest()
@@ -146,9 +147,12 @@ def run(args):
             response.responseHeader.serviceResult.check(message="Read " + key)
             if len(response.results) != len(attributes):
                 raise RuntimeError("Read %s: %d results for %d attributes" % (key, len(response.results), len(attributes)))
+            browse_name = None
             for attribute, dv in zip(attributes, response.results):
                 reads += 1
                 code = int(dv.status or 0)
+                if attribute == o6.AttributeId.BROWSE_NAME and not code & 0x80000000:
+                    browse_name = str(getattr(dv.value, "name", ""))
                 if code & 0x80000000 and code != BAD_ATTRIBUTE_ID_INVALID:
                     bad.append("%s %s %s" % (key, attribute.name, status_name(code)))
                 if attribute == o6.AttributeId.DATA_TYPE_DEFINITION and not code & 0x80000000:
@@ -156,6 +160,8 @@ def run(args):
                     if key == "i=322":
                         out["userNameTokenFields"] = [str(f.name) for f in dv.value.fields]
                         out["userNameTokenBase"] = str(dv.value.baseDataType)
+                    if browse_name == "RfidScanResult":  # AutoID's (o6 numbers namespaces by its own table)
+                        out["rfidScanResultFields"] = [str(f.name) for f in dv.value.fields]
         out["definitions"] = definitions
         out["attributeReads"] = reads
         out["badReads"] = bad[:1000]
