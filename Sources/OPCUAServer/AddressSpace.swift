@@ -125,14 +125,7 @@ public final class AddressSpace: @unchecked Sendable {
     /// Adds (or replaces) a node; with `mirror`, each reference is also written on its target, inverted.
     public func add(_ node: Node, mirror: Bool = true) {
         lock.withLock {
-            nodes[node.id] = node
-            guard mirror else { return }
-            for r in node.references {
-                let back = Reference(r.type, node.id, forward: !r.forward)
-                if nodes[r.target] != nil, !nodes[r.target]!.references.contains(back) {
-                    nodes[r.target]!.references.append(back)
-                }
-            }
+            if mirror { insert(node) } else { nodes[node.id] = node }
         }
     }
 
@@ -166,6 +159,121 @@ public final class AddressSpace: @unchecked Sendable {
     public func node(_ id: NodeId) -> Node? { lock.withLock { nodes[id] } }
     public var count: Int { lock.withLock { nodes.count } }
     public var allIds: [NodeId] { lock.withLock { Array(nodes.keys) } }
+
+    // MARK: Instances
+
+    /// Modelling rules (OPC 10000-3 §6.4.4): Mandatory i=78, Optional i=80.
+    static let mandatory = NodeId(78)
+    static let optionalRule = NodeId(80)
+
+    /// The instance declarations of a type (OPC 10000-3 §6.3.3): the variables and objects its HasComponent and
+    /// HasProperty references name with the modelling rule Mandatory or Optional (placeholders left out), the
+    /// type's own first and then its supertypes' not yet named, by browse name. Each with whether it is mandatory.
+    func declarations(of type: NodeId) -> [(name: QualifiedName, node: Node, reference: NodeId, mandatory: Bool)] {
+        var out: [(QualifiedName, Node, NodeId, Bool)] = []
+        var seen: Set<QualifiedName> = []
+        var current: NodeId? = type
+        var depth = 0
+        while let t = current, depth < 32, let typeNode = nodes[t] {
+            for r in typeNode.references
+            where r.forward && (r.type == ReferenceTypeIds.hasComponent || r.type == ReferenceTypeIds.hasProperty) {
+                guard let child = nodes[r.target], child.nodeClass == .object || child.nodeClass == .variable,
+                    !seen.contains(child.browseName)
+                else { continue }
+                let rule = child.references.first { $0.forward && $0.type == ReferenceTypeIds.hasModellingRule }?.target
+                guard rule == Self.mandatory || rule == Self.optionalRule else { continue }
+                seen.insert(child.browseName)
+                out.append((child.browseName, child, r.type, rule == Self.mandatory))
+            }
+            current = typeNode.references.first { !$0.forward && $0.type == ReferenceTypeIds.hasSubtype }?.target
+            depth += 1
+        }
+        return out
+    }
+
+    /// Makes an object of `type` under `parent` (OPC 10000-3 §6.3): its mandatory children, and the optional ones
+    /// whose path (browse names joined by "/", e.g. `Diagnostics/Presence`) is in `optional`, each with the browse
+    /// name, class, data type and initial value its declaration has and its declaration's type definition, and
+    /// their own children the same way (the declaration's, then its type's). Values are read only (a source or
+    /// `setValue` gives them). Answers the node id of each path made ("" for the object itself).
+    @discardableResult
+    public func instantiate(
+        type: NodeId, id: NodeId, browseName: QualifiedName, parent: NodeId, reference: NodeId,
+        optional: Set<String> = [], childId: (String) -> NodeId
+    ) -> [String: NodeId] {
+        lock.withLock {
+            var made: [String: NodeId] = ["": id]
+            var object = Node(id: id, nodeClass: .object, browseName: browseName)
+            object.eventNotifier = 0
+            object.references = [
+                Reference(reference, parent, forward: false), Reference(ReferenceTypeIds.hasTypeDefinition, type),
+            ]
+            insert(object)
+            children(
+                of: type, declaration: nil, instance: id, path: "", optional: optional, childId: childId, made: &made)
+            return made
+        }
+    }
+
+    /// With the lock held: `instance`'s children from `declaration`'s own (when it is one) and `type`'s.
+    private func children(
+        of type: NodeId, declaration: Node?, instance: NodeId, path: String, optional: Set<String>,
+        childId: (String) -> NodeId, made: inout [String: NodeId]
+    ) {
+        var list: [(name: QualifiedName, node: Node, reference: NodeId, mandatory: Bool)] = []
+        if let declaration {
+            for r in declaration.references
+            where r.forward && (r.type == ReferenceTypeIds.hasComponent || r.type == ReferenceTypeIds.hasProperty) {
+                guard let child = nodes[r.target], child.nodeClass == .object || child.nodeClass == .variable else {
+                    continue
+                }
+                let rule = child.references.first { $0.forward && $0.type == ReferenceTypeIds.hasModellingRule }?.target
+                guard rule == Self.mandatory || rule == Self.optionalRule else { continue }
+                list.append((child.browseName, child, r.type, rule == Self.mandatory))
+            }
+        }
+        let named = Set(list.map(\.name))
+        list += declarations(of: type).filter { !named.contains($0.name) }
+        for d in list {
+            let childPath = path.isEmpty ? d.name.name ?? "" : "\(path)/\(d.name.name ?? "")"
+            guard d.mandatory || optional.contains(childPath), made[childPath] == nil, made.count < 1_000 else {
+                continue
+            }
+            let id = childId(childPath)
+            var n = Node(
+                id: id, nodeClass: d.node.nodeClass, browseName: d.name, displayName: d.node.displayName,
+                description: d.node.description)
+            let typeDefinition = d.node.typeDefinition
+            n.references = [Reference(d.reference, instance, forward: false)]
+            if let typeDefinition { n.references.append(Reference(ReferenceTypeIds.hasTypeDefinition, typeDefinition)) }
+            if d.node.nodeClass == .variable {
+                n.dataType = d.node.dataType
+                n.valueRank = d.node.valueRank
+                n.arrayDimensions = d.node.arrayDimensions
+                n.accessLevel = Node.readable
+                n.minimumSamplingInterval = d.node.minimumSamplingInterval ?? 0
+                n.value = d.node.value
+            } else {
+                n.eventNotifier = 0
+            }
+            insert(n)
+            made[childPath] = id
+            children(
+                of: typeDefinition ?? NodeId(58), declaration: d.node, instance: id, path: childPath,
+                optional: optional, childId: childId, made: &made)
+        }
+    }
+
+    /// With the lock held: adds a node and writes each of its references on its target too, inverted.
+    private func insert(_ node: Node) {
+        nodes[node.id] = node
+        for r in node.references {
+            let back = Reference(r.type, node.id, forward: !r.forward)
+            if nodes[r.target] != nil, !nodes[r.target]!.references.contains(back) {
+                nodes[r.target]!.references.append(back)
+            }
+        }
+    }
 
     // MARK: Read
 

@@ -14,8 +14,11 @@ public final class GatewayNamespace: @unchecked Sendable {
     let state: FieldState
     let ns: UInt16
     let post: @Sendable (ServerEvent) -> Void
+    let version: String
     private let lock = NSLock()
     private var tagVariables: [UID: Set<String>] = [:]
+    /// Each reader's last tag to arrive and when (its device's LastScanData and LastScanTimestamp).
+    private var lastScan: [String: (uid: UID, time: Millis)] = [:]
 
     static let baseObjectType = NodeId(58)
     static let folderType = NodeId(61)
@@ -23,12 +26,13 @@ public final class GatewayNamespace: @unchecked Sendable {
     static let propertyType = NodeId(68)
 
     public init(
-        space: AddressSpace, state: FieldState, gateway: String, site: String?,
+        space: AddressSpace, state: FieldState, gateway: String, site: String?, version: String = "",
         post: @escaping @Sendable (ServerEvent) -> Void
     ) {
         self.space = space
         self.state = state
         self.post = post
+        self.version = version
         ns = space.namespace("urn:vlogger:gateway:\(gateway)")
         object(
             id("Gateway"), "Gateway", parent: NodeId(85), reference: ReferenceTypeIds.organizes,
@@ -119,6 +123,63 @@ public final class GatewayNamespace: @unchecked Sendable {
             find().map { DataValue(value: .array(.string, $0.tags.map { .string($0.description) })) }
                 ?? DataValue(status: .badNoData)
         }
+        addDevice(reader, find: find)
+    }
+
+    // MARK: AutoID devices
+
+    /// AutoID's RfidReaderDeviceType (OPC 30010 §6.3, ns=1;i=1003 in its NodeSet) and DI's DeviceSet (OPC 10000-100
+    /// §4.9, DI i=5001), in the server's namespaces 3 and 2.
+    static let rfidReaderDeviceType = NodeId(1003, namespace: 3)
+    static let deviceSet = NodeId(5001, namespace: 2)
+
+    /// The reader as an RfidReaderDeviceType under DeviceSet (`DeviceSet/ID`): DI's mandatory device properties,
+    /// AutoID's DeviceName, AutoIdModelVersion and DeviceStatus (Idle while the reader answers, Error while it does
+    /// not), and the optional DeviceLocationName, LastScanData (the UID of the last tag to arrive, as a ByteString,
+    /// most significant byte first), LastScanTimestamp and ScanActive. The methods (Scan, ReadTag …) come with
+    /// issue 50's next part.
+    private func addDevice(_ reader: String, find: @escaping @Sendable () -> FieldState.Reader?) {
+        let base = "DeviceSet/\(reader)"
+        let made = space.instantiate(
+            type: Self.rfidReaderDeviceType, id: id(base), browseName: QualifiedName(namespace: ns, reader),
+            parent: Self.deviceSet, reference: ReferenceTypeIds.hasComponent,
+            optional: ["DeviceLocationName", "LastScanData", "LastScanTimestamp", "ScanActive"],
+            childId: { self.id("\(base)/\($0)") })
+        func held(_ path: String, _ v: Variant) {
+            if let node = made[path] { space.setValue(node, DataValue(value: v)) }
+        }
+        func source(_ path: String, _ f: @escaping @Sendable () -> DataValue) {
+            if let node = made[path] { space.setSource(node, f) }
+        }
+        // DI's DeviceType (OPC 10000-100 §5.5.2): what vlogger knows of the device; the rest empty, not invented.
+        held("Manufacturer", .scalar(.localizedText(LocalizedText(""))))
+        held("ManufacturerUri", .scalar(.string("")))
+        held("SerialNumber", .scalar(.string("")))
+        held("HardwareRevision", .scalar(.string("")))
+        held("DeviceRevision", .scalar(.string("")))
+        held("DeviceManual", .scalar(.string("")))
+        held("RevisionCounter", .scalar(.int32(0)))
+        held("SoftwareRevision", .scalar(.string(version)))
+        source("Model") { DataValue(value: .scalar(.localizedText(LocalizedText(find()?.name ?? "")))) }
+        // AutoID's AutoIdDeviceType (OPC 30010 §6.2).
+        held("DeviceName", .scalar(.string(reader)))
+        held("AutoIdModelVersion", .scalar(.string("1.01")))
+        held("ScanActive", .scalar(.boolean(false)))
+        source("DeviceStatus") {
+            // DeviceStatusEnumeration: Idle 0, Error 1, Scanning 2, Busy 3.
+            DataValue(value: .scalar(.int32(find()?.up == false ? 1 : 0)))
+        }
+        source("DeviceLocationName") { DataValue(value: .scalar(.string(find()?.location ?? ""))) }
+        source("LastScanData") { [weak self] in
+            guard let scan = self?.lock.withLock({ self?.lastScan[reader] }) else { return DataValue() }
+            return DataValue(
+                value: .scalar(.byteString(scan.uid.displayBytes)),
+                sourceTimestamp: DateTime(millisecondsSince1970: scan.time))
+        }
+        source("LastScanTimestamp") { [weak self] in
+            guard let scan = self?.lock.withLock({ self?.lastScan[reader] }) else { return DataValue() }
+            return DataValue(value: .scalar(.dateTime(DateTime(millisecondsSince1970: scan.time))))
+        }
     }
 
     private func addTag(_ uid: UID) {
@@ -184,6 +245,7 @@ public final class GatewayNamespace: @unchecked Sendable {
     private func apply(_ change: FieldState.Change) {
         switch change {
         case .arrived(let uid, let reader, let asset, let time):
+            if let reader { lock.withLock { lastScan[reader] = (uid, time) } }
             addTag(uid)
             post(
                 ServerEvent(

@@ -222,7 +222,8 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         let space = try AddressSpace.standard(applicationUri: uri)
         let core = ServerCore(configuration: config, addressSpace: space, logger: logger)
         let namespace = GatewayNamespace(
-            space: space, state: state, gateway: context.gatewayID, site: context.site, post: { core.post($0) })
+            space: space, state: state, gateway: context.gatewayID, site: context.site, version: context.version,
+            post: { core.post($0) })
         let server = OPCUAServer(core: core)
         let port = try await server.start()
         logger.notice(

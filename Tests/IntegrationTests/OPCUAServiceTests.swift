@@ -105,6 +105,11 @@ struct OPCUAServiceTests {
                     #expect((out["events"] as? [Any])?.isEmpty == false, "\(name) \(security): no event in 15 s")
                     #expect(out["monitoredItems"] as? Int == 2)
                     #expect((out["namespaces"] as? [String] ?? []).contains { $0.hasPrefix("urn:vlogger:gateway:") })
+                    if name == "asyncua" {
+                        // The demo's readers as AutoID RfidReaderDeviceTypes under DeviceSet, Idle (0).
+                        let devices = out["devices"] as? [String: Int] ?? [:]
+                        #expect(!devices.isEmpty && devices.values.allSatisfy { $0 == 0 }, "\(devices)")
+                    }
                     #expect(out["closed"] as? Bool == true)
                 }
             }

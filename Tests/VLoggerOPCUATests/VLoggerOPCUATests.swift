@@ -142,6 +142,36 @@ struct VLoggerOPCUATests {
         }
         #expect(value.value == .scalar(.double(4.5)))
         #expect(value.sourceTimestamp == DateTime(millisecondsSince1970: 1_800_000_000_500))
+        // The reader as AutoID's RfidReaderDeviceType (AutoID ns=1;i=1003, here 3) under DI's DeviceSet (DI i=5001,
+        // here 2), a component of it (OPC 10000-100 §4.9), with DI's mandatory properties in DI's namespace and
+        // AutoID's in AutoID's (OPC 30010 §6.2: DeviceName, AutoIdModelVersion, DeviceStatus are mandatory).
+        let device = try #require(space.node(ns.id("DeviceSet/dock-3")))
+        #expect(device.typeDefinition == NodeId(1003, namespace: 3))
+        #expect(
+            space.node(NodeId(5001, namespace: 2))?.references.contains(
+                Reference(ReferenceTypeIds.hasComponent, device.id)) == true)
+        func child(_ path: String) -> DataValue { space.read(ns.id("DeviceSet/dock-3/\(path)"), 13, now: now) }
+        #expect(
+            space.node(ns.id("DeviceSet/dock-3/Manufacturer"))?.browseName
+                == QualifiedName(namespace: 2, "Manufacturer"))
+        #expect(
+            space.node(ns.id("DeviceSet/dock-3/DeviceName"))?.browseName == QualifiedName(namespace: 3, "DeviceName"))
+        for path in [
+            "Manufacturer", "Model", "SerialNumber", "HardwareRevision", "SoftwareRevision", "DeviceRevision",
+            "DeviceManual", "RevisionCounter", "DeviceName", "AutoIdModelVersion", "DeviceStatus",
+        ] {
+            #expect(space.node(ns.id("DeviceSet/dock-3/\(path)")) != nil, "\(path)")
+        }
+        #expect(child("DeviceName").value == .scalar(.string("dock-3")))
+        #expect(child("AutoIdModelVersion").value == .scalar(.string("1.01")))
+        #expect(child("DeviceStatus").value == .scalar(.int32(0)))  // Idle: the reader answers
+        #expect(child("DeviceLocationName").value == .scalar(.string("Dock door 3")))
+        // The last tag to arrive, most significant byte first as the UID is printed, and when.
+        #expect(child("LastScanData").value == .scalar(.byteString([0xE0, 0x04, 0x01, 0x50, 0x12, 0x34, 0x56, 0x78])))
+        #expect(
+            child("LastScanTimestamp").value == .scalar(.dateTime(DateTime(millisecondsSince1970: 1_800_000_000_000))))
+        // An optional member not asked for is not there.
+        #expect(space.node(ns.id("DeviceSet/dock-3/LastScanRSSI")) == nil)
         #expect(events.withLockedValue { $0 }.contains { $0.message.contains("arrived") && $0.severity == 100 })
         state.eventRecorded(
             Event(

@@ -131,6 +131,17 @@ async def run(args):
             di = out["namespaces"].index("http://opcfoundation.org/UA/DI/")
             device_set = await client.nodes.objects.get_child(["%d:DeviceSet" % di])
             out["deviceSet"] = device_set.nodeid.to_string()
+            # The AutoID readers under it: each RfidReaderDeviceType's DeviceName and DeviceStatus.
+            if "http://opcfoundation.org/UA/AutoID/" in out["namespaces"]:
+                autoid = out["namespaces"].index("http://opcfoundation.org/UA/AutoID/")
+                devices = {}
+                for child in await device_set.get_children(refs=ua.ObjectIds.HasComponent):
+                    if (await child.read_type_definition()) != ua.NodeId(1003, autoid):
+                        continue
+                    name = await (await child.get_child(["%d:DeviceName" % autoid])).read_value()
+                    status = await (await child.get_child(["%d:DeviceStatus" % autoid])).read_value()
+                    devices[name] = int(status)
+                out["devices"] = devices
     finally:
         await client.disconnect()
     out["closed"] = True
