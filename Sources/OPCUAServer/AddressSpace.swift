@@ -166,35 +166,60 @@ public final class AddressSpace: @unchecked Sendable {
     static let mandatory = NodeId(78)
     static let optionalRule = NodeId(80)
 
-    /// The instance declarations of a type (OPC 10000-3 §6.3.3): the variables and objects its HasComponent and
-    /// HasProperty references name with the modelling rule Mandatory or Optional (placeholders left out), the
-    /// type's own first and then its supertypes' not yet named, by browse name. Each with whether it is mandatory.
-    func declarations(of type: NodeId) -> [(name: QualifiedName, node: Node, reference: NodeId, mandatory: Bool)] {
-        var out: [(QualifiedName, Node, NodeId, Bool)] = []
-        var seen: Set<QualifiedName> = []
-        var current: NodeId? = type
-        var depth = 0
-        while let t = current, depth < 32, let typeNode = nodes[t] {
-            for r in typeNode.references
-            where r.forward && (r.type == ReferenceTypeIds.hasComponent || r.type == ReferenceTypeIds.hasProperty) {
-                guard let child = nodes[r.target], child.nodeClass == .object || child.nodeClass == .variable,
-                    !seen.contains(child.browseName)
-                else { continue }
-                let rule = child.references.first { $0.forward && $0.type == ReferenceTypeIds.hasModellingRule }?.target
-                guard rule == Self.mandatory || rule == Self.optionalRule else { continue }
-                seen.insert(child.browseName)
-                out.append((child.browseName, child, r.type, rule == Self.mandatory))
+    /// One instance declaration: a browse name and the nodes that declare it, the most derived first (a subtype
+    /// may declare again what its supertype declared: its modelling rule wins, and the children of all count).
+    struct Declaration {
+        var name: QualifiedName
+        var nodes: [Node]
+        var reference: NodeId
+        var mandatory: Bool
+    }
+
+    /// With the lock held: the variables and objects `node` names by HasComponent or HasProperty with the modelling
+    /// rule Mandatory or Optional (placeholders left out).
+    private func ownDeclarations(_ node: Node) -> [Declaration] {
+        node.references.compactMap { r in
+            guard r.forward, r.type == ReferenceTypeIds.hasComponent || r.type == ReferenceTypeIds.hasProperty,
+                let child = nodes[r.target], child.nodeClass == .object || child.nodeClass == .variable
+            else { return nil }
+            let rule = child.references.first { $0.forward && $0.type == ReferenceTypeIds.hasModellingRule }?.target
+            guard rule == Self.mandatory || rule == Self.optionalRule else { return nil }
+            return Declaration(
+                name: child.browseName, nodes: [child], reference: r.type, mandatory: rule == Self.mandatory)
+        }
+    }
+
+    /// Declarations merged by browse name, in order: the first keeps its place and rule, later ones add their nodes.
+    private func merged(_ lists: [[Declaration]]) -> [Declaration] {
+        var out: [Declaration] = []
+        var at: [QualifiedName: Int] = [:]
+        for d in lists.joined() {
+            if let i = at[d.name] {
+                out[i].nodes += d.nodes
+            } else {
+                at[d.name] = out.count
+                out.append(d)
             }
-            current = typeNode.references.first { !$0.forward && $0.type == ReferenceTypeIds.hasSubtype }?.target
-            depth += 1
         }
         return out
+    }
+
+    /// With the lock held: the instance declarations of a type (OPC 10000-3 §6.3.3), its own first and then its
+    /// supertypes'.
+    func declarations(of type: NodeId) -> [Declaration] {
+        var lists: [[Declaration]] = []
+        var current: NodeId? = type
+        while let t = current, lists.count < 32, let typeNode = nodes[t] {
+            lists.append(ownDeclarations(typeNode))
+            current = typeNode.references.first { !$0.forward && $0.type == ReferenceTypeIds.hasSubtype }?.target
+        }
+        return merged(lists)
     }
 
     /// Makes an object of `type` under `parent` (OPC 10000-3 §6.3): its mandatory children, and the optional ones
     /// whose path (browse names joined by "/", e.g. `Diagnostics/Presence`) is in `optional`, each with the browse
     /// name, class, data type and initial value its declaration has and its declaration's type definition, and
-    /// their own children the same way (the declaration's, then its type's). Values are read only (a source or
+    /// their own children the same way (the declarations', then their type's). Values are read only (a source or
     /// `setValue` gives them). Answers the node id of each path made ("" for the object itself).
     @discardableResult
     public func instantiate(
@@ -209,58 +234,43 @@ public final class AddressSpace: @unchecked Sendable {
                 Reference(reference, parent, forward: false), Reference(ReferenceTypeIds.hasTypeDefinition, type),
             ]
             insert(object)
-            children(
-                of: type, declaration: nil, instance: id, path: "", optional: optional, childId: childId, made: &made)
+            children(declarations(of: type), instance: id, path: "", optional: optional, childId: childId, made: &made)
             return made
         }
     }
 
-    /// With the lock held: `instance`'s children from `declaration`'s own (when it is one) and `type`'s.
+    /// With the lock held: `instance`'s children from `list`, and theirs.
     private func children(
-        of type: NodeId, declaration: Node?, instance: NodeId, path: String, optional: Set<String>,
-        childId: (String) -> NodeId, made: inout [String: NodeId]
+        _ list: [Declaration], instance: NodeId, path: String, optional: Set<String>, childId: (String) -> NodeId,
+        made: inout [String: NodeId]
     ) {
-        var list: [(name: QualifiedName, node: Node, reference: NodeId, mandatory: Bool)] = []
-        if let declaration {
-            for r in declaration.references
-            where r.forward && (r.type == ReferenceTypeIds.hasComponent || r.type == ReferenceTypeIds.hasProperty) {
-                guard let child = nodes[r.target], child.nodeClass == .object || child.nodeClass == .variable else {
-                    continue
-                }
-                let rule = child.references.first { $0.forward && $0.type == ReferenceTypeIds.hasModellingRule }?.target
-                guard rule == Self.mandatory || rule == Self.optionalRule else { continue }
-                list.append((child.browseName, child, r.type, rule == Self.mandatory))
-            }
-        }
-        let named = Set(list.map(\.name))
-        list += declarations(of: type).filter { !named.contains($0.name) }
         for d in list {
             let childPath = path.isEmpty ? d.name.name ?? "" : "\(path)/\(d.name.name ?? "")"
-            guard d.mandatory || optional.contains(childPath), made[childPath] == nil, made.count < 1_000 else {
-                continue
-            }
+            guard d.mandatory || optional.contains(childPath), made[childPath] == nil, made.count < 1_000,
+                let first = d.nodes.first
+            else { continue }
             let id = childId(childPath)
             var n = Node(
-                id: id, nodeClass: d.node.nodeClass, browseName: d.name, displayName: d.node.displayName,
-                description: d.node.description)
-            let typeDefinition = d.node.typeDefinition
+                id: id, nodeClass: first.nodeClass, browseName: d.name, displayName: first.displayName,
+                description: first.description)
+            let typeDefinition = first.typeDefinition
             n.references = [Reference(d.reference, instance, forward: false)]
             if let typeDefinition { n.references.append(Reference(ReferenceTypeIds.hasTypeDefinition, typeDefinition)) }
-            if d.node.nodeClass == .variable {
-                n.dataType = d.node.dataType
-                n.valueRank = d.node.valueRank
-                n.arrayDimensions = d.node.arrayDimensions
+            if first.nodeClass == .variable {
+                n.dataType = first.dataType
+                n.valueRank = first.valueRank
+                n.arrayDimensions = first.arrayDimensions
                 n.accessLevel = Node.readable
-                n.minimumSamplingInterval = d.node.minimumSamplingInterval ?? 0
-                n.value = d.node.value
+                n.minimumSamplingInterval = first.minimumSamplingInterval ?? 0
+                n.value = d.nodes.lazy.compactMap(\.value).first
             } else {
                 n.eventNotifier = 0
             }
             insert(n)
             made[childPath] = id
-            children(
-                of: typeDefinition ?? NodeId(58), declaration: d.node, instance: id, path: childPath,
-                optional: optional, childId: childId, made: &made)
+            // Its children: what each of its declarations declares, then what its type does.
+            let own = merged(d.nodes.map { ownDeclarations($0) } + [declarations(of: typeDefinition ?? NodeId(58))])
+            children(own, instance: id, path: childPath, optional: optional, childId: childId, made: &made)
         }
     }
 

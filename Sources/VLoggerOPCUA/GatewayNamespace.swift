@@ -136,14 +136,18 @@ public final class GatewayNamespace: @unchecked Sendable {
     /// The reader as an RfidReaderDeviceType under DeviceSet (`DeviceSet/ID`): DI's mandatory device properties,
     /// AutoID's DeviceName, AutoIdModelVersion and DeviceStatus (Idle while the reader answers, Error while it does
     /// not), and the optional DeviceLocationName, LastScanData (the UID of the last tag to arrive, as a ByteString,
-    /// most significant byte first), LastScanTimestamp and ScanActive. The methods (Scan, ReadTag …) come with
-    /// issue 50's next part.
+    /// most significant byte first), LastScanTimestamp, ScanActive, Diagnostics/Presence (the tags in the field)
+    /// and RuntimeParameters' TagTypes and CodeTypes. The methods (Scan, ReadTag …) come with issue 50's next part.
     private func addDevice(_ reader: String, find: @escaping @Sendable () -> FieldState.Reader?) {
         let base = "DeviceSet/\(reader)"
         let made = space.instantiate(
             type: Self.rfidReaderDeviceType, id: id(base), browseName: QualifiedName(namespace: ns, reader),
             parent: Self.deviceSet, reference: ReferenceTypeIds.hasComponent,
-            optional: ["DeviceLocationName", "LastScanData", "LastScanTimestamp", "ScanActive"],
+            optional: [
+                "DeviceLocationName", "LastScanData", "LastScanTimestamp", "ScanActive", "Diagnostics",
+                "Diagnostics/Presence", "RuntimeParameters", "RuntimeParameters/TagTypes",
+                "RuntimeParameters/CodeTypes",
+            ],
             childId: { self.id("\(base)/\($0)") })
         func held(_ path: String, _ v: Variant) {
             if let node = made[path] { space.setValue(node, DataValue(value: v)) }
@@ -170,6 +174,18 @@ public final class GatewayNamespace: @unchecked Sendable {
             DataValue(value: .scalar(.int32(find()?.up == false ? 1 : 0)))
         }
         source("DeviceLocationName") { DataValue(value: .scalar(.string(find()?.location ?? ""))) }
+        // Presence as SIMATIC Ident readers give it (their OPC UA manual, 02/2022 §3.3): the tags in the field now.
+        source("Diagnostics/Presence") {
+            DataValue(value: .scalar(.uInt16(UInt16(clamping: find()?.tags.count ?? 0))))
+        }
+        // MultiStateDiscrete values index their EnumStrings: the tag type "ISO 15693" (OPC 30010 §6.5.3) and the
+        // code type "UID" (§9.1.3), the only ones a vlogger reader has.
+        held(
+            "RuntimeParameters/TagTypes/EnumStrings",
+            .array(.localizedText, [.localizedText(LocalizedText("ISO 15693"))]))
+        held("RuntimeParameters/TagTypes", .array(.uInt32, [.uInt32(0)]))
+        held("RuntimeParameters/CodeTypes/EnumStrings", .array(.localizedText, [.localizedText(LocalizedText("UID"))]))
+        held("RuntimeParameters/CodeTypes", .array(.uInt32, [.uInt32(0)]))
         source("LastScanData") { [weak self] in
             guard let scan = self?.lock.withLock({ self?.lastScan[reader] }) else { return DataValue() }
             return DataValue(

@@ -170,6 +170,17 @@ struct VLoggerOPCUATests {
         #expect(child("LastScanData").value == .scalar(.byteString([0xE0, 0x04, 0x01, 0x50, 0x12, 0x34, 0x56, 0x78])))
         #expect(
             child("LastScanTimestamp").value == .scalar(.dateTime(DateTime(millisecondsSince1970: 1_800_000_000_000))))
+        #expect(child("Diagnostics/Presence").value == .scalar(.uInt16(0)))  // no cycle has reported tags yet
+        // TagTypes is declared by RfidReaderDeviceType's RuntimeParameters, CodeTypes by AutoIdDeviceType's: the
+        // instance has both (a subtype's declaration adds to its supertype's, OPC 10000-3 §6.3.3).
+        #expect(child("RuntimeParameters/TagTypes").value == .array(.uInt32, [.uInt32(0)]))
+        #expect(
+            child("RuntimeParameters/TagTypes/EnumStrings").value
+                == .array(.localizedText, [.localizedText(LocalizedText("ISO 15693"))]))
+        #expect(child("RuntimeParameters/CodeTypes").value == .array(.uInt32, [.uInt32(0)]))
+        #expect(
+            child("RuntimeParameters/CodeTypes/EnumStrings").value
+                == .array(.localizedText, [.localizedText(LocalizedText("UID"))]))
         // An optional member not asked for is not there.
         #expect(space.node(ns.id("DeviceSet/dock-3/LastScanRSSI")) == nil)
         #expect(events.withLockedValue { $0 }.contains { $0.message.contains("arrived") && $0.severity == 100 })
