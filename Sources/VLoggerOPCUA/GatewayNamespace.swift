@@ -123,8 +123,23 @@ public final class GatewayNamespace: @unchecked Sendable {
             find().map { DataValue(value: .array(.string, $0.tags.map { .string($0.description) })) }
                 ?? DataValue(status: .badNoData)
         }
+        // The flat set a PLC reads without structures (an S7-1500 reads no DataTypeDefinition): the last tag to
+        // arrive as text and as bytes, and when.
+        variable(id(base + "/LastUid"), "LastUid", parent: id(base), type: 12) { [weak self] in
+            DataValue(value: .scalar(.string(self?.last(reader)?.uid.description ?? "")))
+        }
+        variable(id(base + "/LastUidBytes"), "LastUidBytes", parent: id(base), type: 15) { [weak self] in
+            DataValue(value: .scalar(.byteString(self?.last(reader)?.uid.displayBytes ?? [])))
+        }
+        variable(id(base + "/LastScanTime"), "LastScanTime", parent: id(base), type: 13) { [weak self] in
+            guard let scan = self?.last(reader) else { return DataValue() }
+            return DataValue(value: .scalar(.dateTime(DateTime(millisecondsSince1970: scan.time))))
+        }
         addDevice(reader, find: find)
     }
+
+    /// The reader's last tag to arrive and when.
+    private func last(_ reader: String) -> (uid: UID, time: Millis)? { lock.withLock { lastScan[reader] } }
 
     // MARK: AutoID devices
 
@@ -187,13 +202,13 @@ public final class GatewayNamespace: @unchecked Sendable {
         held("RuntimeParameters/CodeTypes/EnumStrings", .array(.localizedText, [.localizedText(LocalizedText("UID"))]))
         held("RuntimeParameters/CodeTypes", .array(.uInt32, [.uInt32(0)]))
         source("LastScanData") { [weak self] in
-            guard let scan = self?.lock.withLock({ self?.lastScan[reader] }) else { return DataValue() }
+            guard let scan = self?.last(reader) else { return DataValue() }
             return DataValue(
                 value: .scalar(.byteString(scan.uid.displayBytes)),
                 sourceTimestamp: DateTime(millisecondsSince1970: scan.time))
         }
         source("LastScanTimestamp") { [weak self] in
-            guard let scan = self?.lock.withLock({ self?.lastScan[reader] }) else { return DataValue() }
+            guard let scan = self?.last(reader) else { return DataValue() }
             return DataValue(value: .scalar(.dateTime(DateTime(millisecondsSince1970: scan.time))))
         }
     }

@@ -170,6 +170,11 @@ struct VLoggerOPCUATests {
         #expect(child("LastScanData").value == .scalar(.byteString([0xE0, 0x04, 0x01, 0x50, 0x12, 0x34, 0x56, 0x78])))
         #expect(
             child("LastScanTimestamp").value == .scalar(.dateTime(DateTime(millisecondsSince1970: 1_800_000_000_000))))
+        // The same as flat variables of the reader, for a PLC.
+        #expect(space.read(ns.id("Readers/dock-3/LastUid"), 13, now: now).value == .scalar(.string("E004015012345678")))
+        #expect(
+            space.read(ns.id("Readers/dock-3/LastUidBytes"), 13, now: now).value
+                == .scalar(.byteString([0xE0, 0x04, 0x01, 0x50, 0x12, 0x34, 0x56, 0x78])))
         #expect(child("Diagnostics/Presence").value == .scalar(.uInt16(0)))  // no cycle has reported tags yet
         // TagTypes is declared by RfidReaderDeviceType's RuntimeParameters, CodeTypes by AutoIdDeviceType's: the
         // instance has both (a subtype's declaration adds to its supertype's, OPC 10000-3 §6.3.3).
