@@ -145,7 +145,7 @@ let package = Package(
         .target(
             name: "VLoggerOutbox",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "VLoggerConfig", "FieldState",
+                "VLoggerModel", "VLoggerStore", "VLoggerConfig", "FieldState", "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(

@@ -175,12 +175,12 @@ public final class AddressSpace: @unchecked Sendable {
         var mandatory: Bool
     }
 
-    /// With the lock held: the variables and objects `node` names by HasComponent or HasProperty with the modelling
-    /// rule Mandatory or Optional (placeholders left out).
+    /// With the lock held: the variables, objects and methods `node` names by HasComponent or HasProperty with the
+    /// modelling rule Mandatory or Optional (placeholders left out).
     private func ownDeclarations(_ node: Node) -> [Declaration] {
         node.references.compactMap { r in
             guard r.forward, r.type == ReferenceTypeIds.hasComponent || r.type == ReferenceTypeIds.hasProperty,
-                let child = nodes[r.target], child.nodeClass == .object || child.nodeClass == .variable
+                let child = nodes[r.target], [.object, .variable, .method].contains(child.nodeClass)
             else { return nil }
             let rule = child.references.first { $0.forward && $0.type == ReferenceTypeIds.hasModellingRule }?.target
             guard rule == Self.mandatory || rule == Self.optionalRule else { return nil }
@@ -263,6 +263,8 @@ public final class AddressSpace: @unchecked Sendable {
                 n.accessLevel = Node.readable
                 n.minimumSamplingInterval = first.minimumSamplingInterval ?? 0
                 n.value = d.nodes.lazy.compactMap(\.value).first
+            } else if first.nodeClass == .method {
+                n.executable = true
             } else {
                 n.eventNotifier = 0
             }
@@ -353,6 +355,40 @@ public final class AddressSpace: @unchecked Sendable {
     /// Whether `type` is `base` or one of its subtypes (HasSubtype, followed down from `base`).
     public func isSubtype(_ type: NodeId, of base: NodeId) -> Bool {
         lock.withLock { subtype(type, of: base) }
+    }
+
+    /// The built-in type a value of DataType `type` travels as (OPC 10000-3 §5.8.2): the first of namespace 0's
+    /// built-in types (i=1 … i=25) up its supertypes, a structure's as an ExtensionObject and an enumeration's as an
+    /// Int32; nil for an unknown type or BaseDataType (any value).
+    public func builtInType(of type: NodeId) -> BuiltInType? {
+        lock.withLock {
+            var current = type
+            var seen = Set<NodeId>()
+            while seen.insert(current).inserted {
+                if current.namespace == 0, case .numeric(let n) = current.identifier {
+                    if n == 22 { return .extensionObject }
+                    if n == 29 { return .int32 }
+                    if n != 24, n <= 25, let t = BuiltInType(rawValue: UInt8(n)) { return t }
+                    if n == 24 { return nil }
+                }
+                guard
+                    let up = nodes[current]?.references.first(where: {
+                        !$0.forward && $0.type == ReferenceTypeIds.hasSubtype
+                    })
+                else { return nil }
+                current = up.target
+            }
+            return nil
+        }
+    }
+
+    /// The property of `node` with the browse name `name` (a method's `InputArguments`), if it has one.
+    public func property(_ node: NodeId, named name: String) -> NodeId? {
+        lock.withLock {
+            nodes[node]?.references.first {
+                $0.forward && $0.type == ReferenceTypeIds.hasProperty && nodes[$0.target]?.browseName.name == name
+            }?.target
+        }
     }
 
     private func subtype(_ type: NodeId, of base: NodeId) -> Bool {

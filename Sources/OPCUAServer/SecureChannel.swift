@@ -363,5 +363,5 @@ public final class SecureChannel: ChannelContext, @unchecked Sendable {
 }
 
 extension DateTime {
-    init(_ date: Date) { self.init(millisecondsSince1970: Int64((date.timeIntervalSince1970 * 1000).rounded())) }
+    public init(_ date: Date) { self.init(millisecondsSince1970: Int64((date.timeIntervalSince1970 * 1000).rounded())) }
 }

@@ -52,12 +52,12 @@ public final class ServerCore: @unchecked Sendable {
         self.startTime = clock()
         self.services = Services(server: self)
         serverNodes()
-        methods.add(object: NodeId(2253), method: NodeId(11492)) { args, session in
+        methods.add(object: NodeId(2253), method: NodeId(11492)) { call in
             // GetMonitoredItems (OPC 10000-5 §9.1): the server and client handles of a subscription's items.
-            guard args.count == 1, case .scalar(.uInt32(let id)) = args[0] else {
+            guard call.arguments.count == 1, case .scalar(.uInt32(let id)) = call.arguments[0] else {
                 return .failure(.badInvalidArgument)
             }
-            guard let (servers, clients) = session.subscriptions.handles(id) else {
+            guard let (servers, clients) = call.session.subscriptions.handles(id) else {
                 return .failure(.badSubscriptionIdInvalid)
             }
             return .success([
@@ -306,31 +306,126 @@ public final class LatencyLog: @unchecked Sendable {
     }
 }
 
-/// The methods the server answers Call for: each by (object, method).
+/// The methods the server answers Call for, each by (object, method): a method of an object's type instantiated on
+/// the object (AutoID's `Scan` on each reader) has a node of its own per object. Handlers are asynchronous: a call
+/// that waits for a reader answers when it is done, while the connection goes on with other requests (the Call's
+/// answer comes later, like Publish's). Before a handler runs, the arguments are checked against the method's
+/// `InputArguments` (OPC 10000-4 §5.11.2.2): too few is Bad_ArgumentsMissing, too many Bad_TooManyArguments, one
+/// of another type Bad_InvalidArgument with Bad_TypeMismatch for that argument.
 public final class MethodTable: @unchecked Sendable {
-    public typealias Handler = @Sendable ([Variant], Session) -> Result<[Variant], MethodFailure>
+    /// One call as its handler sees it.
+    public struct Call: Sendable {
+        public let object: NodeId
+        public let method: NodeId
+        public let arguments: [Variant]
+        public let session: Session
+        /// When the client stops waiting (its request's timeout hint); nil without a hint.
+        public let deadline: Date?
+    }
+    public typealias Handler = @Sendable (Call) async -> Result<[Variant], MethodFailure>
     public struct MethodFailure: Error {
         public let status: StatusCode
-        public init(_ status: StatusCode) { self.status = status }
+        /// One status per input argument (which one was wrong), or empty.
+        public let argumentResults: [StatusCode]
+        public init(_ status: StatusCode, arguments: [StatusCode] = []) {
+            self.status = status
+            self.argumentResults = arguments
+        }
         public static let badInvalidArgument = MethodFailure(.badInvalidArgument)
         public static let badSubscriptionIdInvalid = MethodFailure(.badSubscriptionIdInvalid)
+        /// Argument `index` of `count` is wrong (its own status Bad_InvalidArgument, or `status`).
+        public static func argument(_ index: Int, of count: Int, _ status: StatusCode = .badInvalidArgument)
+            -> MethodFailure
+        {
+            MethodFailure(
+                .badInvalidArgument, arguments: (0..<count).map { $0 == index ? status : StatusCode.good })
+        }
     }
 
+    private struct Key: Hashable {
+        let object: NodeId
+        let method: NodeId
+    }
     private let lock = NSLock()
-    private var handlers: [NodeId: (object: NodeId, handler: Handler)] = [:]
+    private var handlers: [Key: Handler] = [:]
+    private var inFlight = 0
+    /// Call requests answered later at once, across the server: past it a Call is Bad_TooManyOperations.
+    static let maxInFlight = 64
 
     public func add(object: NodeId, method: NodeId, _ handler: @escaping Handler) {
-        lock.withLock { handlers[method] = (object, handler) }
+        lock.withLock { handlers[Key(object: object, method: method)] = handler }
     }
 
-    func call(_ r: CallMethodRequest, session: Session) -> CallMethodResult {
-        guard let (object, handler) = lock.withLock({ handlers[r.methodId] }) else {
+    /// Takes a place for a Call request (false: too many wait for their answers).
+    func begin() -> Bool {
+        lock.withLock {
+            guard inFlight < Self.maxInFlight else { return false }
+            inFlight += 1
+            return true
+        }
+    }
+
+    func end() { lock.withLock { inFlight -= 1 } }
+
+    func call(_ r: CallMethodRequest, session: Session, deadline: Date?, space: AddressSpace) async
+        -> CallMethodResult
+    {
+        guard let handler = lock.withLock({ handlers[Key(object: r.objectId, method: r.methodId)] }) else {
+            if space.node(r.objectId) == nil { return CallMethodResult(statusCode: .badNodeIdUnknown) }
             return CallMethodResult(statusCode: .badMethodInvalid)
         }
-        guard object == r.objectId else { return CallMethodResult(statusCode: .badMethodInvalid) }
-        switch handler(r.inputArguments ?? [], session) {
+        let arguments = r.inputArguments ?? []
+        if let failure = Self.check(arguments, of: r.methodId, space) {
+            return CallMethodResult(statusCode: failure.status, inputArgumentResults: failure.argumentResults)
+        }
+        let call = Call(
+            object: r.objectId, method: r.methodId, arguments: arguments, session: session, deadline: deadline)
+        switch await handler(call) {
         case .success(let out): return CallMethodResult(statusCode: .good, outputArguments: out)
-        case .failure(let f): return CallMethodResult(statusCode: f.status)
+        case .failure(let f):
+            return CallMethodResult(
+                statusCode: f.status, inputArgumentResults: f.argumentResults.isEmpty ? nil : f.argumentResults)
+        }
+    }
+
+    /// The arguments against the method's InputArguments property (none: no argument).
+    static func check(_ arguments: [Variant], of method: NodeId, _ space: AddressSpace) -> MethodFailure? {
+        var declared: [Argument] = []
+        if let p = space.property(method, named: "InputArguments"),
+            case .array(_, let items?, _) = space.node(p)?.value?.value
+        {
+            for case .extensionObject(let e) in items {
+                guard let a = try? Argument(e) else { return MethodFailure(.badInternalError) }
+                declared.append(a)
+            }
+        }
+        if arguments.count < declared.count { return MethodFailure(.badArgumentsMissing) }
+        if arguments.count > declared.count { return MethodFailure(.badTooManyArguments) }
+        var results: [StatusCode] = []
+        for (value, a) in zip(arguments, declared) {
+            results.append(fits(value, a, space) ? .good : .badTypeMismatch)
+        }
+        guard results.allSatisfy(\.isGood) else { return MethodFailure(.badInvalidArgument, arguments: results) }
+        return nil
+    }
+
+    /// Whether a value has an argument's built-in type and rank (a null value passes: the handler decides).
+    private static func fits(_ value: Variant, _ a: Argument, _ space: AddressSpace) -> Bool {
+        let type = space.builtInType(of: a.dataType)
+        switch value {
+        case .null: return true
+        // ValueRank (OPC 10000-3 §5.6.2): -1 a scalar, -2 anything, -3 a scalar or one dimension, 0 one or more
+        // dimensions, n exactly n.
+        case .scalar(let s):
+            guard [-1, -2, -3].contains(a.valueRank) else { return false }
+            return type.map { $0 == s.type } ?? true
+        case .array(let t, _, let dimensions):
+            let rank = dimensions?.count ?? 1
+            guard a.valueRank == -2 || (a.valueRank == -3 && rank == 1) || a.valueRank == 0 || Int(a.valueRank) == rank
+            else {
+                return false
+            }
+            return type.map { $0 == t } ?? true
         }
     }
 }

@@ -87,9 +87,26 @@ final class Services: @unchecked Sendable {
             _ = try operations(q.nodesToUnregister)
             return UnregisterNodesResponse(responseHeader: header)
         case let q as CallRequest:
+            // Answered when every method has returned (a method may wait for a reader); meanwhile the connection
+            // goes on with other requests, whose answers may come first (OPC 10000-6 §6.7.2: by request id).
             let calls = try operations(q.methodsToCall)
-            return CallResponse(
-                responseHeader: header, results: calls.map { server.methods.call($0, session: session) })
+            guard server.methods.begin() else { throw ServiceError(.badTooManyOperations) }
+            let hint = q.requestHeader.timeoutHint
+            let deadline = hint > 0 ? now.addingTimeInterval(Double(hint) / 1000) : nil
+            let server = self.server
+            let requestHeader = q.requestHeader
+            Task {
+                var results: [CallMethodResult] = []
+                for c in calls {
+                    results.append(
+                        await server.methods.call(c, session: session, deadline: deadline, space: server.addressSpace))
+                }
+                server.methods.end()
+                channel.respond(
+                    requestId: requestId,
+                    CallResponse(responseHeader: server.header(requestHeader, now: server.now()), results: results))
+            }
+            return nil
         default:
             return try session.subscriptions.answer(request, header: header, requestId: requestId, channel: channel)
         }
@@ -157,6 +174,7 @@ final class Services: @unchecked Sendable {
                 nonceLength: security.policy.nonceLength,
                 subscriptions: SubscriptionSet(server: server))
         else { throw ServiceError(.badTooManySessions) }
+        s.clientApplicationUri = q.clientDescription.applicationUri
         server.log("session \(s.number) '\(s.name)' created on channel \(channel.channelId) (\(security))")
         return CreateSessionResponse(
             responseHeader: server.header(q.requestHeader, now: now), sessionId: s.id,

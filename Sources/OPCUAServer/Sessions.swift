@@ -22,6 +22,7 @@ public final class Session: @unchecked Sendable {
         var channelId: UInt32
         var activated = false
         var user: String?
+        var clientApplicationUri: String?
         var lastUsed: Date
         var continuations: [[UInt8]: Continuation] = [:]
     }
@@ -44,6 +45,11 @@ public final class Session: @unchecked Sendable {
     public internal(set) var user: String? {
         get { lock.withLock { state.user } }
         set { lock.withLock { state.user = newValue } }
+    }
+    /// The ApplicationUri the client gave in CreateSession (its certificate's, where it has one).
+    public internal(set) var clientApplicationUri: String? {
+        get { lock.withLock { state.clientApplicationUri } }
+        set { lock.withLock { state.clientApplicationUri = newValue } }
     }
     var lastUsed: Date {
         get { lock.withLock { state.lastUsed } }

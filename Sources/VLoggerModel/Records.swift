@@ -134,6 +134,9 @@ public struct Event: Equatable, Sendable {
         /// A reader failed a whole cycle after working, and works again.
         case readerDown = "reader_down"
         case readerUp = "reader_up"
+        /// A server's client used a reader (an OPC UA Scan or ReadTag; `name`: the command, `origin`: the client).
+        /// Its writes are `write_done` and `write_failed` events with the client as their origin.
+        case access
 
         /// Who asked for what an event of this kind reports, when the kind says: a queued write's outcome is the
         /// queue's, a finished audit the audit's; nil for what the agent sees by itself.

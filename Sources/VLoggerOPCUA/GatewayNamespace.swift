@@ -1,5 +1,6 @@
 import FieldState
 import Foundation
+import VLoggerOutbox
 import ISO15693
 import OPCUA
 import OPCUAServer
@@ -25,15 +26,24 @@ public final class GatewayNamespace: @unchecked Sendable {
     static let baseDataVariableType = NodeId(63)
     static let propertyType = NodeId(68)
 
+    /// The readers' methods (nil: the devices have none, as without a running service).
+    let methods: ReaderMethods?
+
     public init(
         space: AddressSpace, state: FieldState, gateway: String, site: String?, version: String = "",
-        post: @escaping @Sendable (ServerEvent) -> Void
+        methods: MethodTable? = nil, access: (any FieldAccess)? = nil, post: @escaping @Sendable (ServerEvent) -> Void
     ) {
         self.space = space
         self.state = state
         self.post = post
         self.version = version
-        ns = space.namespace("urn:vlogger:gateway:\(gateway)")
+        let ns = space.namespace("urn:vlogger:gateway:\(gateway)")
+        self.ns = ns
+        if let methods, let access {
+            self.methods = ReaderMethods(space: space, methods: methods, access: access, ns: ns)
+        } else {
+            self.methods = nil
+        }
         object(
             id("Gateway"), "Gateway", parent: NodeId(85), reference: ReferenceTypeIds.organizes,
             type: Self.baseObjectType)
@@ -152,17 +162,17 @@ public final class GatewayNamespace: @unchecked Sendable {
     /// AutoID's DeviceName, AutoIdModelVersion and DeviceStatus (Idle while the reader answers, Error while it does
     /// not), and the optional DeviceLocationName, LastScanData (the UID of the last tag to arrive, as a ByteString,
     /// most significant byte first), LastScanTimestamp, ScanActive, Diagnostics/Presence (the tags in the field)
-    /// and RuntimeParameters' TagTypes and CodeTypes. The methods (Scan, ReadTag …) come with issue 50's next part.
+    /// and RuntimeParameters' TagTypes and CodeTypes; with a field access, the methods (`ReaderMethods`).
     private func addDevice(_ reader: String, find: @escaping @Sendable () -> FieldState.Reader?) {
         let base = "DeviceSet/\(reader)"
         let made = space.instantiate(
             type: Self.rfidReaderDeviceType, id: id(base), browseName: QualifiedName(namespace: ns, reader),
             parent: Self.deviceSet, reference: ReferenceTypeIds.hasComponent,
-            optional: [
+            optional: Set([
                 "DeviceLocationName", "LastScanData", "LastScanTimestamp", "ScanActive", "Diagnostics",
                 "Diagnostics/Presence", "RuntimeParameters", "RuntimeParameters/TagTypes",
                 "RuntimeParameters/CodeTypes",
-            ],
+            ]).union(methods == nil ? [] : ReaderMethods.autoIdMethods),
             childId: { self.id("\(base)/\($0)") })
         func held(_ path: String, _ v: Variant) {
             if let node = made[path] { space.setValue(node, DataValue(value: v)) }
@@ -184,6 +194,7 @@ public final class GatewayNamespace: @unchecked Sendable {
         held("DeviceName", .scalar(.string(reader)))
         held("AutoIdModelVersion", .scalar(.string("1.01")))
         held("ScanActive", .scalar(.boolean(false)))
+        methods?.register(reader: reader, device: id(base), made: made, id: id)
         source("DeviceStatus") {
             // DeviceStatusEnumeration: Idle 0, Error 1, Scanning 2, Busy 3.
             DataValue(value: .scalar(.int32(find()?.up == false ? 1 : 0)))

@@ -84,6 +84,8 @@ public struct OutputContext: Sendable {
     public var probe: Bool
     /// The field's live state (readers, tags present, latest values, alarms): what a server shows its clients.
     public var fieldState: FieldState?
+    /// The readers, for a server whose clients scan, read and write tags (nil: none; a server then answers that).
+    public var fieldAccess: (any FieldAccess)?
     /// The service's version (a server's build information).
     public var version = "0"
     /// The store's path (a server keeps its certificates beside it), where the context has no open store.

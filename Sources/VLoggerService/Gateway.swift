@@ -126,6 +126,7 @@ public final class Gateway: @unchecked Sendable {
         } catch {
             throw VLoggerError("\(error)")
         }
+        let readerAccess = ReaderAccess(store: store, queued: writeQueued)
         do {
             var serverContext = OutputContext(
                 gatewayID: config.gatewayID, site: config.site,
@@ -133,6 +134,7 @@ public final class Gateway: @unchecked Sendable {
                 fields: config.fieldInfos, store: store, logger: logger, readerUp: { serviceMetrics.readersUp() },
                 fieldState: serviceMetrics.field)
             serverContext.version = options.version
+            serverContext.fieldAccess = readerAccess
             servers = try config.outputs.servers.map { try $0.makeServer(serverContext) }
             for server in servers { serviceMetrics.enableServer(name: server.name) { server.status() } }
         } catch {
@@ -176,6 +178,7 @@ public final class Gateway: @unchecked Sendable {
                 PollingJob(agent: agent, cycles: options.cycles, durationMs: options.durationMs, metrics: metrics))
         }
         self.jobs = jobs
+        readerAccess.attach(jobs)
         do {
             try store.expireWrites()
             try pendingWrites.refresh(from: store)

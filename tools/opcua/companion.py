@@ -8,10 +8,10 @@ Output (committed): Sources/OPCUA/Generated/AutoID.swift: each DataType's <Defin
 (Int32), structures (a structure with optional fields has an EncodingMask, a UInt32 whose bit n says the n-th
 optional field follows, counted over the supertype's fields first: OPC 10000-6 §5.2.7), unions (a UInt32
 SwitchField, 0 for no field, n for the n-th: OPC 10000-6 §5.2.8), and the String subtypes as typealiases. The
-NodeIds keep the namespace index the NodeSet gives them (1); a server that serves the model maps it to its own
-index of the model's URI.
+NodeIds take the index the server gives the model's URI (the fourth argument; the NodeSet's own index, 1, without
+it): vlogger's server has AutoID at 3 (namespace 0, the server's own at 1, DI at 2: tools/opcua/nodeset.py).
 
-    python3 tools/opcua/companion.py /tmp/UA-Nodeset AutoID/Opc.Ua.AutoID.NodeSet2.xml AutoID
+    python3 tools/opcua/companion.py /tmp/UA-Nodeset AutoID/Opc.Ua.AutoID.NodeSet2.xml AutoID 3
 """
 import os
 import re
@@ -50,7 +50,7 @@ NS0 = {
 }
 
 
-def main(repo, path, model):
+def main(repo, path, model, index=None):
     commit = subprocess.run(
         ["git", "-C", repo, "log", "-1", "--format=%h %cs"], capture_output=True, text=True).stdout.strip()
     commit = commit or os.environ.get("UA_NODESET_COMMIT", "(commit not known)")
@@ -139,8 +139,9 @@ def main(repo, path, model):
             out.append("        guard let v = %s(rawValue: raw) else { throw DecodingError(.invalid, at: at, \"%s: \\(raw)\") }\n" % (name, name))
             out.append("        self = v\n    }\n}\n\n")
             continue
-        header = ("    public static let dataTypeId = NodeId(%d, namespace: %d)\n" % (key[1], key[0])
-                  + "    public static let binaryEncodingId = NodeId(%d, namespace: %d)\n" % (t["encoding"][1], t["encoding"][0]))
+        header = ("    public static let dataTypeId = NodeId(%d, namespace: %d)\n" % (key[1], index or key[0])
+                  + "    public static let binaryEncodingId = NodeId(%d, namespace: %d)\n"
+                  % (t["encoding"][1], index or t["encoding"][0]))
         names.append(name)
         if k == "union":
             fields = t["definition"].findall(U + "Field")
@@ -223,4 +224,4 @@ def main(repo, path, model):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3])
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)

@@ -9,8 +9,8 @@ public enum AutoID {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.17
 public struct AccessResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3017, namespace: 1)
-    public static let binaryEncodingId = NodeId(5022, namespace: 1)
+    public static let dataTypeId = NodeId(3017, namespace: 3)
+    public static let binaryEncodingId = NodeId(5022, namespace: 3)
     public var codeType: String?
     public var identifier: ScanData?
     public var timestamp: DateTime?
@@ -42,8 +42,8 @@ public struct AccessResult: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.3
 public struct AntennaNameIdPair: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3011, namespace: 1)
-    public static let binaryEncodingId = NodeId(5017, namespace: 1)
+    public static let dataTypeId = NodeId(3011, namespace: 3)
+    public static let binaryEncodingId = NodeId(5017, namespace: 3)
     public var antennaId: Int32
     public var antennaName: String?
 
@@ -115,8 +115,8 @@ public enum DeviceStatusEnumeration: Int32, Hashable, Sendable, CaseIterable, Bi
 }
 
 public struct DhcpGeoConfCoordinate: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3023, namespace: 1)
-    public static let binaryEncodingId = NodeId(5034, namespace: 1)
+    public static let dataTypeId = NodeId(3023, namespace: 3)
+    public static let binaryEncodingId = NodeId(5034, namespace: 3)
     public var laRes: UInt8
     public var latitudeInteger: Int16
     public var latitudeFraction: Int32
@@ -174,8 +174,8 @@ public struct DhcpGeoConfCoordinate: Hashable, Sendable, BinaryCodable, Structur
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.4
 public struct LocalCoordinate: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3019, namespace: 1)
-    public static let binaryEncodingId = NodeId(5028, namespace: 1)
+    public static let dataTypeId = NodeId(3019, namespace: 3)
+    public static let binaryEncodingId = NodeId(5028, namespace: 3)
     public var x: Double
     public var y: Double
     public var z: Double
@@ -213,8 +213,8 @@ public struct LocalCoordinate: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.4.1
 public enum Location: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3008, namespace: 1)
-    public static let binaryEncodingId = NodeId(5013, namespace: 1)
+    public static let dataTypeId = NodeId(3008, namespace: 3)
+    public static let binaryEncodingId = NodeId(5013, namespace: 3)
     /// No field (SwitchField 0).
     case null
     case nmea(String?)
@@ -276,8 +276,8 @@ public typealias NmeaCoordinateString = String
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.9
 public struct OcrScanResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3002, namespace: 1)
-    public static let binaryEncodingId = NodeId(5004, namespace: 1)
+    public static let dataTypeId = NodeId(3002, namespace: 3)
+    public static let binaryEncodingId = NodeId(5004, namespace: 3)
     public var codeType: String?
     public var scanData: ScanData
     public var timestamp: DateTime
@@ -333,8 +333,8 @@ public struct OcrScanResult: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.10
 public struct OpticalScanResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3026, namespace: 1)
-    public static let binaryEncodingId = NodeId(5040, namespace: 1)
+    public static let dataTypeId = NodeId(3026, namespace: 3)
+    public static let binaryEncodingId = NodeId(5040, namespace: 3)
     public var codeType: String?
     public var scanData: ScanData
     public var timestamp: DateTime
@@ -388,8 +388,8 @@ public struct OpticalScanResult: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.11
 public struct OpticalVerifierScanResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3030, namespace: 1)
-    public static let binaryEncodingId = NodeId(5052, namespace: 1)
+    public static let dataTypeId = NodeId(3030, namespace: 3)
+    public static let binaryEncodingId = NodeId(5052, namespace: 3)
     public var codeType: String?
     public var scanData: ScanData
     public var timestamp: DateTime
@@ -479,8 +479,8 @@ public struct OpticalVerifierScanResult: Hashable, Sendable, BinaryCodable, Stru
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.5
 public struct Position: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3004, namespace: 1)
-    public static let binaryEncodingId = NodeId(5007, namespace: 1)
+    public static let dataTypeId = NodeId(3004, namespace: 3)
+    public static let binaryEncodingId = NodeId(5007, namespace: 3)
     public var positionX: Int32
     public var positionY: Int32
     public var sizeX: Int32
@@ -514,8 +514,8 @@ public struct Position: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.18
 public struct RfidAccessResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3018, namespace: 1)
-    public static let binaryEncodingId = NodeId(5024, namespace: 1)
+    public static let dataTypeId = NodeId(3018, namespace: 3)
+    public static let binaryEncodingId = NodeId(5024, namespace: 3)
     public var codeType: String?
     public var identifier: ScanData?
     public var timestamp: DateTime?
@@ -628,8 +628,8 @@ public enum RfidPasswordTypeEnumeration: Int32, Hashable, Sendable, CaseIterable
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.12
 public struct RfidScanResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3007, namespace: 1)
-    public static let binaryEncodingId = NodeId(5011, namespace: 1)
+    public static let dataTypeId = NodeId(3007, namespace: 3)
+    public static let binaryEncodingId = NodeId(5011, namespace: 3)
     public var codeType: String?
     public var scanData: ScanData
     public var timestamp: DateTime
@@ -667,8 +667,8 @@ public struct RfidScanResult: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.13
 public struct RfidSighting: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3006, namespace: 1)
-    public static let binaryEncodingId = NodeId(5009, namespace: 1)
+    public static let dataTypeId = NodeId(3006, namespace: 3)
+    public static let binaryEncodingId = NodeId(5009, namespace: 3)
     public var antenna: Int32
     public var strength: Int32
     public var timestamp: DateTime
@@ -698,8 +698,8 @@ public struct RfidSighting: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.14
 public struct Rotation: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3029, namespace: 1)
-    public static let binaryEncodingId = NodeId(5050, namespace: 1)
+    public static let dataTypeId = NodeId(3029, namespace: 3)
+    public static let binaryEncodingId = NodeId(5050, namespace: 3)
     public var yaw: Double
     public var pitch: Double
     public var roll: Double
@@ -725,8 +725,8 @@ public struct Rotation: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.15
 public struct RtlsLocationResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3028, namespace: 1)
-    public static let binaryEncodingId = NodeId(5048, namespace: 1)
+    public static let dataTypeId = NodeId(3028, namespace: 3)
+    public static let binaryEncodingId = NodeId(5048, namespace: 3)
     public var codeType: String?
     public var scanData: ScanData
     public var timestamp: DateTime
@@ -776,8 +776,8 @@ public struct RtlsLocationResult: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.4.2
 public enum ScanData: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3020, namespace: 1)
-    public static let binaryEncodingId = NodeId(5030, namespace: 1)
+    public static let dataTypeId = NodeId(3020, namespace: 3)
+    public static let binaryEncodingId = NodeId(5030, namespace: 3)
     /// No field (SwitchField 0).
     case null
     case byteString([UInt8]?)
@@ -818,8 +818,8 @@ public enum ScanData: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.6
 public struct ScanDataEpc: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3024, namespace: 1)
-    public static let binaryEncodingId = NodeId(5036, namespace: 1)
+    public static let dataTypeId = NodeId(3024, namespace: 3)
+    public static let binaryEncodingId = NodeId(5036, namespace: 3)
     public var pc: UInt16
     public var uId: [UInt8]?
     public var xpc_w1: UInt16
@@ -849,8 +849,8 @@ public struct ScanDataEpc: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.8
 public struct ScanResult: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3001, namespace: 1)
-    public static let binaryEncodingId = NodeId(5002, namespace: 1)
+    public static let dataTypeId = NodeId(3001, namespace: 3)
+    public static let binaryEncodingId = NodeId(5002, namespace: 3)
     public var codeType: String?
     public var scanData: ScanData
     public var timestamp: DateTime
@@ -884,8 +884,8 @@ public struct ScanResult: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.7
 public struct ScanSettings: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3010, namespace: 1)
-    public static let binaryEncodingId = NodeId(5015, namespace: 1)
+    public static let dataTypeId = NodeId(3010, namespace: 3)
+    public static let binaryEncodingId = NodeId(5015, namespace: 3)
     public var duration: Double
     public var cycles: Int32
     public var dataAvailable: Bool
@@ -919,8 +919,8 @@ public struct ScanSettings: Hashable, Sendable, BinaryCodable, Structure {
 
 /// https://reference.opcfoundation.org/v104/AutoID/v101/docs/9.3.16
 public struct WGS84Coordinate: Hashable, Sendable, BinaryCodable, Structure {
-    public static let dataTypeId = NodeId(3027, namespace: 1)
-    public static let binaryEncodingId = NodeId(5046, namespace: 1)
+    public static let dataTypeId = NodeId(3027, namespace: 3)
+    public static let binaryEncodingId = NodeId(5046, namespace: 3)
     public var n_S_Hemisphere: String?
     public var latitude: Double
     public var e_W_Hemisphere: String?

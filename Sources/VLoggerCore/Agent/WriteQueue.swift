@@ -70,133 +70,140 @@ extension Agent {
             if let e = w.expires, now > e {
                 finish(.expired, "expired \(TimeSpec.format(e)) before the tag was seen"); continue
             }
-            let option: Bool? = w.flags?.contains(.option) == true ? true : nil
-            do {
-                if w.operation == .lock {
-                    guard w.first.int < memory.blockCount else {
-                        finish(.failed, "block \(w.first) is past the end of the tag (\(memory.blockCount) blocks)");
-                        continue
-                    }
-                    if try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true {
-                        finish(.done, "block \(w.first) already locked (read back); not locked again"); continue
-                    }
-                    try session.client.lockBlock(uid, block: w.first, option: option)
-                    let locked =
-                        try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true
-                    finish(
-                        locked ? .done : .failed,
-                        locked
-                            ? "block \(w.first) locked and read back locked"
-                            : "the tag accepted the lock but block \(w.first) reads back unlocked")
-                    continue
-                }
-                let size = memory.blockSize
-                guard !w.data.isEmpty, w.data.count % size == 0 else {
-                    finish(.failed, "\(w.data.count) bytes is not a whole number of this tag's \(size)-byte blocks");
-                    continue
-                }
-                let blocks = stride(from: 0, to: w.data.count, by: size).map { Array(w.data[$0..<($0 + size)]) }
-                guard blocks.count <= memory.blockCount, w.first.int <= memory.blockCount - blocks.count else {
-                    finish(
-                        .failed,
-                        "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)");
-                    continue
-                }
-                // A password this tag rejected earlier (a plan read's, or another write's) is not given again
-                // until the secrets file changes.
-                if let kind = [PasswordMemory.Kind.read, .write].first(where: {
-                    passwords.isRejected(uid, $0, secretsFile: config.secretsFile)
-                }) {
-                    finish(
-                        .rejected,
-                        "password rejected earlier: this tag's \(kind) password was not accepted; correct the secrets file ([security] secrets-file), then run `vlogger writes retry \(w.id)`"
-                    )
-                    continue
-                }
-                // NXP page protection, ST25DV areas: the password session opens before the first read of a
-                // protected page where it can matter, or after an error answer that protection may explain
-                // (PasswordUnlock.guarded); a chip that does not answer the protection status has none.
-                let lockAfter = w.operation == .writeLock
-                let step: QueuedWriteStep
-                switch try guardedWrite(
-                    uid, first: w.first, count: blocks.count,
-                    { () throws(ClientError) -> QueuedWriteStep in
-                        let current = try session.client.readBlocks(
-                            uid, first: w.first, count: blocks.count, security: true)
-                        if current.map(\.data) == blocks { return .alreadyThere(current) }
-                        if let locked = current.first(where: { $0.security?.isLocked == true }) {
-                            return .locked(locked.number)
-                        }
-                        return .written(
-                            try session.client.writeBlocks(
-                                uid, first: w.first, blocks: blocks, verify: true, option: option))
-                    })
-                {
-                case .done(let s, _): step = s
-                case .stopped(.rejected(let why)):
-                    // Not given again: the write password, and the read password when that was the one refused (an
-                    // ST25DV's one password opens reads and writes alike).
-                    passwords.reject(uid, .write, secretsFile: config.secretsFile)
-                    if why.contains("read password") || uid.manufacturer == .stMicroelectronics {
-                        passwords.reject(uid, .read, secretsFile: config.secretsFile)
-                    }
-                    // The chip is mute until its power is reset: reset the field, and try nothing more.
-                    try? session.reader.fieldOff()
-                    try? session.reader.fieldOn()
-                    finish(
-                        .rejected,
-                        "\(why); the field was reset; not tried again until an operator runs `vlogger writes retry \(w.id)`"
-                    )
-                    continue
-                case .stopped(let outcome):
-                    if case .refused(let why) = outcome { finish(.failed, why) } else { finish(.failed, "\(outcome)") }
-                    continue
-                }
-                var done: [String] = []
-                switch step {
-                case .alreadyThere(let current):
-                    if !lockAfter || current.allSatisfy({ $0.security?.isLocked == true }) {
-                        finish(
-                            .done, "already on the tag\(lockAfter ? " and locked" : "") (read back); not written again");
-                        continue
-                    }
-                    done.append("data already on the tag (read back)")
-                case .locked(let number):
-                    finish(.failed, "block \(number) is locked"); continue
-                case .written(let report):
-                    writer.add(
-                        WriteRecord(
-                            time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data,
-                            flags: w.flags,
-                            result: "ok (queued write \(w.id))", verified: report.verified, exchanges: report.exchanges,
-                            origin: w.origin ?? "queue"))
-                    done.append("written and read back in \(report.exchanges) exchanges")
-                }
-                if lockAfter {
-                    // A block locked before a crash cut off the record is not locked again.
-                    let status = try session.client.securityStatus(uid, first: w.first, count: blocks.count)
-                    var n = 0
-                    for (k, st) in status.enumerated() where !st.isLocked {
-                        guard let b = BlockNumber(exactly: w.first.int + k) else { continue }
-                        try session.client.lockBlock(uid, block: b, option: option)
-                        n += 1
-                    }
-                    let after = try session.client.securityStatus(uid, first: w.first, count: blocks.count)
-                    guard after.count == blocks.count, after.allSatisfy(\.isLocked) else {
-                        finish(
-                            .failed,
-                            done.joined(separator: "; ")
-                                + "; the tag accepted the locks but a block reads back unlocked");
-                        continue
-                    }
-                    done.append("\(n) block(s) locked and read back locked")
-                }
-                finish(.done, done.joined(separator: "; "))
-            } catch  where error.isTransient {
-                continue  // the tag left or the air was bad: still queued, tried when the tag is seen again
-            } catch {
-                finish(.failed, "\(error)")
+            switch carryOut(w, uid, memory: memory, now: now) {
+            case .none: continue  // the tag left or the air was bad: still queued, tried when the tag is seen again
+            case .some((let state, let result)): finish(state, result)
             }
+        }
+    }
+
+    /// Makes one write (queued, or a server's client's: `id` 0) to a tag in the field: the read-back decides (data
+    /// already there is not written again; a locked block fails it), then written and verified, then locked when the
+    /// write asks. The write made is recorded (with the write's origin); the outcome is the caller's to record. Nil
+    /// when the tag did not answer (it left, or the air was bad): nothing was recorded as written.
+    func carryOut(_ w: QueuedWrite, _ uid: UID, memory: TagMemory, now: Millis) -> (QueuedWrite.State, String)? {
+        let option: Bool? = w.flags?.contains(.option) == true ? true : nil
+        do {
+            if w.operation == .lock {
+                guard w.first.int < memory.blockCount else {
+                    return (.failed, "block \(w.first) is past the end of the tag (\(memory.blockCount) blocks)")
+                }
+                if try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true {
+                    return (.done, "block \(w.first) already locked (read back); not locked again")
+                }
+                try session.client.lockBlock(uid, block: w.first, option: option)
+                let locked =
+                    try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true
+                return (
+                    locked ? .done : .failed,
+                    locked
+                        ? "block \(w.first) locked and read back locked"
+                        : "the tag accepted the lock but block \(w.first) reads back unlocked"
+                )
+            }
+            let size = memory.blockSize
+            guard !w.data.isEmpty, w.data.count % size == 0 else {
+                return (.failed, "\(w.data.count) bytes is not a whole number of this tag's \(size)-byte blocks")
+            }
+            let blocks = stride(from: 0, to: w.data.count, by: size).map { Array(w.data[$0..<($0 + size)]) }
+            guard blocks.count <= memory.blockCount, w.first.int <= memory.blockCount - blocks.count else {
+                return (
+                    .failed,
+                    "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)"
+                )
+            }
+            // A password this tag rejected earlier (a plan read's, or another write's) is not given again
+            // until the secrets file changes.
+            if let kind = [PasswordMemory.Kind.read, .write].first(where: {
+                passwords.isRejected(uid, $0, secretsFile: config.secretsFile)
+            }) {
+                return (
+                    .rejected,
+                    "password rejected earlier: this tag's \(kind) password was not accepted; correct the secrets file ([security] secrets-file), then \(w.id == 0 ? "write again" : "run `vlogger writes retry \(w.id)`")"
+                )
+            }
+            // NXP page protection, ST25DV areas: the password session opens before the first read of a
+            // protected page where it can matter, or after an error answer that protection may explain
+            // (PasswordUnlock.guarded); a chip that does not answer the protection status has none.
+            let lockAfter = w.operation == .writeLock
+            let step: QueuedWriteStep
+            switch try guardedWrite(
+                uid, first: w.first, count: blocks.count,
+                { () throws(ClientError) -> QueuedWriteStep in
+                    let current = try session.client.readBlocks(
+                        uid, first: w.first, count: blocks.count, security: true)
+                    if current.map(\.data) == blocks { return .alreadyThere(current) }
+                    if let locked = current.first(where: { $0.security?.isLocked == true }) {
+                        return .locked(locked.number)
+                    }
+                    return .written(
+                        try session.client.writeBlocks(
+                            uid, first: w.first, blocks: blocks, verify: true, option: option))
+                })
+            {
+            case .done(let s, _): step = s
+            case .stopped(.rejected(let why)):
+                // Not given again: the write password, and the read password when that was the one refused (an
+                // ST25DV's one password opens reads and writes alike).
+                passwords.reject(uid, .write, secretsFile: config.secretsFile)
+                if why.contains("read password") || uid.manufacturer == .stMicroelectronics {
+                    passwords.reject(uid, .read, secretsFile: config.secretsFile)
+                }
+                // The chip is mute until its power is reset: reset the field, and try nothing more.
+                try? session.reader.fieldOff()
+                try? session.reader.fieldOn()
+                return (
+                    .rejected,
+                    "\(why); the field was reset; not tried again \(w.id == 0 ? "until the secrets file changes" : "until an operator runs `vlogger writes retry \(w.id)`")"
+                )
+            case .stopped(let outcome):
+                if case .refused(let why) = outcome { return (.failed, why) } else { return (.failed, "\(outcome)") }
+            }
+            var done: [String] = []
+            switch step {
+            case .alreadyThere(let current):
+                if !lockAfter || current.allSatisfy({ $0.security?.isLocked == true }) {
+                    return (
+                        .done, "already on the tag\(lockAfter ? " and locked" : "") (read back); not written again"
+                    )
+                }
+                done.append("data already on the tag (read back)")
+            case .locked(let number):
+                return (.failed, "block \(number) is locked")
+            case .written(let report):
+                writer.add(
+                    WriteRecord(
+                        time: now, gateway: config.gatewayID, uid: uid, first: w.first, data: w.data,
+                        flags: w.flags,
+                        result: w.id == 0 ? "ok" : "ok (queued write \(w.id))", verified: report.verified,
+                        exchanges: report.exchanges,
+                        origin: w.origin ?? "queue"))
+                done.append("written and read back in \(report.exchanges) exchanges")
+            }
+            if lockAfter {
+                // A block locked before a crash cut off the record is not locked again.
+                let status = try session.client.securityStatus(uid, first: w.first, count: blocks.count)
+                var n = 0
+                for (k, st) in status.enumerated() where !st.isLocked {
+                    guard let b = BlockNumber(exactly: w.first.int + k) else { continue }
+                    try session.client.lockBlock(uid, block: b, option: option)
+                    n += 1
+                }
+                let after = try session.client.securityStatus(uid, first: w.first, count: blocks.count)
+                guard after.count == blocks.count, after.allSatisfy(\.isLocked) else {
+                    return (
+                        .failed,
+                        done.joined(separator: "; ")
+                            + "; the tag accepted the locks but a block reads back unlocked"
+                    )
+                }
+                done.append("\(n) block(s) locked and read back locked")
+            }
+            return (.done, done.joined(separator: "; "))
+        } catch  where error.isTransient {
+            return nil
+        } catch {
+            return (.failed, "\(error)")
         }
     }
 }

@@ -173,7 +173,8 @@ enum OpenAPIDocument {
                 "write_expired",
                 "audit_finished",
                 "reader_down",
-                "reader_up"
+                "reader_up",
+                "access"
               ]
             }
           },
@@ -1109,7 +1110,8 @@ enum OpenAPIDocument {
               "write_expired",
               "audit_finished",
               "reader_down",
-              "reader_up"
+              "reader_up",
+              "access"
             ],
             "description": "What happened (docs/json.md lists the kinds)"
           },

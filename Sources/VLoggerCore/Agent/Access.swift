@@ -1,0 +1,193 @@
+import Foundation
+import ISO15693
+import Readers
+import VLoggerModel
+import VLoggerOutbox
+import VLoggerStore
+
+/// A server's client using this agent's reader (OPC UA's Scan, ReadTag, WriteTag and their scalar twins, through
+/// `FieldAccess`): run on the polling thread between two cycles (`PollingJob.exclusive`), with the agent's own
+/// inventory, reads and write path. Each access is recorded: a write as the write path records it (`write_done` or
+/// `write_failed` with the client as the origin, and the write itself), a scan or a read as an `access` event.
+extension Agent {
+    /// Every tag in the field now (the quiet ones woken, as an audit's round does; the next cycle quiets them again).
+    public func accessScan(origin: String) -> Result<[UID], FieldAccessError> {
+        let result: Result<[UID], FieldAccessError>
+        do { result = .success(try inventoryEveryTag().map(\.uid)) } catch {
+            result = .failure(Self.accessError(error))
+        }
+        recordAccess(
+            "Scan", uid: nil, origin: origin,
+            result.map { "\($0.count) tag\($0.count == 1 ? "" : "s") in the field" })
+        return result
+    }
+
+    /// Bytes of a tag in the field, read by address in as few exchanges as the chip allows.
+    public func accessRead(_ uid: UID, _ range: TagRange, origin: String) -> Result<[UInt8], FieldAccessError> {
+        let result = accessRead(uid, range)
+        recordAccess(
+            "Read", uid: uid, origin: origin, result.map { "\($0.count) bytes (\(Self.describe(range)))" })
+        return result
+    }
+
+    private func accessRead(_ uid: UID, _ range: TagRange) -> Result<[UInt8], FieldAccessError> {
+        guard tagsInField.contains(uid) else { return .failure(Self.notInField(uid, readerConfig.id)) }
+        do {
+            let m = try client.memory(of: uid)
+            let (first, count, skip, length) = try Self.blocks(range, m)
+            let blocks = try client.readBlocks(uid, first: first, count: count)
+            let bytes = blocks.flatMap(\.data)
+            guard bytes.count >= skip + length else {
+                return .failure(
+                    FieldAccessError(.tagError, "the tag answered \(bytes.count) bytes for \(count) blocks"))
+            }
+            return .success(Array(bytes[skip..<(skip + length)]))
+        } catch let e as FieldAccessError {
+            return .failure(e)
+        } catch let e as ClientError {
+            return .failure(Self.accessError(e))
+        } catch {
+            return .failure(FieldAccessError(.tagError, "\(error)"))
+        }
+    }
+
+    /// Writes bytes through the write path: whole blocks as they are; a byte range within its blocks (the bytes
+    /// around it read first and written back unchanged). The outcome is a write event with the client as its
+    /// origin, the write made a write record.
+    public func accessWrite(_ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String)
+        -> Result<String, FieldAccessError>
+    {
+        guard tagsInField.contains(uid) else { return .failure(Self.notInField(uid, readerConfig.id)) }
+        guard !data.isEmpty else { return .failure(FieldAccessError(.invalid, "no data to write")) }
+        let now = clock.now()
+        let write: QueuedWrite
+        do {
+            let m = try client.memory(of: uid)
+            switch start {
+            case .block(let b):
+                guard data.count % m.blockSize == 0 else {
+                    return .failure(
+                        FieldAccessError(
+                            .outOfRange,
+                            "\(data.count) bytes is not a whole number of this tag's \(m.blockSize)-byte blocks"))
+                }
+                let (first, _, _, _) = try Self.blocks(.blocks(first: b, count: data.count / m.blockSize), m)
+                write = QueuedWrite(created: now, uid: uid, first: first, data: data, origin: origin)
+            case .byte(let offset):
+                let (first, count, skip, _) = try Self.blocks(.bytes(offset: offset, length: data.count), m)
+                var blocks = data
+                if skip != 0 || data.count != count * m.blockSize {
+                    // The blocks the range touches, with the new bytes in place.
+                    var current = try client.readBlocks(uid, first: first, count: count).flatMap(\.data)
+                    guard current.count == count * m.blockSize else {
+                        return .failure(FieldAccessError(.tagError, "the tag answered \(current.count) bytes"))
+                    }
+                    current.replaceSubrange(skip..<(skip + data.count), with: data)
+                    blocks = current
+                }
+                write = QueuedWrite(created: now, uid: uid, first: first, data: blocks, origin: origin)
+            }
+        } catch let e as FieldAccessError {
+            return .failure(e)
+        } catch let e as ClientError {
+            return .failure(Self.accessError(e))
+        } catch {
+            return .failure(FieldAccessError(.tagError, "\(error)"))
+        }
+        let memory: TagMemory
+        do { memory = try client.memory(of: uid) } catch { return .failure(Self.accessError(error)) }
+        guard let (state, result) = carryOut(write, uid, memory: memory, now: now) else {
+            let e = FieldAccessError(.noAnswer, "the tag did not answer (it may have left the field); nothing written")
+            recordWrite(uid, write, .failed, e.message, origin: origin, now: now)
+            return .failure(e)
+        }
+        recordWrite(uid, write, state, result, origin: origin, now: now)
+        switch state {
+        case .done: return .success(result)
+        case .rejected: return .failure(FieldAccessError(.password, result))
+        default:
+            let kind: FieldAccessError.Kind =
+                result.contains("is locked") ? .locked : result.contains("past the end") ? .outOfRange : .failed
+            return .failure(FieldAccessError(kind, result))
+        }
+    }
+
+    private func recordWrite(
+        _ uid: UID, _ w: QueuedWrite, _ state: QueuedWrite.State, _ result: String, origin: String, now: Millis
+    ) {
+        writer.add(
+            Event(
+                time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
+                uid: uid,
+                kind: state == .done ? .writeDone : .writeFailed, name: "", severity: state == .done ? .info : .warning,
+                detail: "write from \(origin) (\(w.data.count) bytes from block \(w.first)): \(result)", origin: origin)
+        )
+        logger.notice("write from \(origin) to \(uid): \(state.rawValue): \(result)", metadata: ["uid": "\(uid)"])
+    }
+
+    private func recordAccess(_ command: String, uid: UID?, origin: String, _ result: Result<String, FieldAccessError>)
+    {
+        let (severity, detail): (Event.Severity, String)
+        switch result {
+        case .success(let s): (severity, detail) = (.info, "\(command) from \(origin): \(s)")
+        case .failure(let e): (severity, detail) = (.warning, "\(command) from \(origin) failed: \(e.message)")
+        }
+        writer.add(
+            Event(
+                time: clock.now(), gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
+                uid: uid, kind: .access, name: command, severity: severity, detail: detail, origin: origin))
+    }
+
+    /// The blocks a range covers: the first, how many, the bytes to skip in the first, and the bytes wanted.
+    static func blocks(_ range: TagRange, _ m: TagMemory) throws(FieldAccessError) -> (BlockNumber, Int, Int, Int) {
+        let size = m.blockSize
+        let total = m.blockCount
+        let end = "the tag has \(total) blocks of \(size) bytes"
+        switch range {
+        case .blocks(let first, let count):
+            guard count > 0 else { throw FieldAccessError(.invalid, "no blocks asked for") }
+            guard first >= 0, first < total, count <= total - first, let b = BlockNumber(exactly: first) else {
+                throw FieldAccessError(.outOfRange, "blocks \(first)+\(count) run past the end: \(end)")
+            }
+            return (b, count, 0, count * size)
+        case .bytes(let offset, let length):
+            guard length > 0 else { throw FieldAccessError(.invalid, "no bytes asked for") }
+            guard offset >= 0, offset < total * size, length <= total * size - offset,
+                let b = BlockNumber(exactly: offset / size)
+            else {
+                throw FieldAccessError(.outOfRange, "bytes \(offset)+\(length) run past the end: \(end)")
+            }
+            let last = (offset + length - 1) / size
+            return (b, last - offset / size + 1, offset % size, length)
+        }
+    }
+
+    static func describe(_ range: TagRange) -> String {
+        switch range {
+        case .blocks(let first, let count): return "blocks \(first)+\(count)"
+        case .bytes(let offset, let length): return "bytes \(offset)+\(length)"
+        }
+    }
+
+    static func notInField(_ uid: UID, _ reader: String) -> FieldAccessError {
+        FieldAccessError(.notInField, "\(uid) is not in the field of reader \(reader)")
+    }
+
+    /// A client error as an access error.
+    static func accessError(_ e: ClientError) -> FieldAccessError {
+        switch e {
+        case .reader(.timeout, _): return FieldAccessError(.noAnswer, "the tag did not answer (\(e))")
+        case .reader(.device, _), .reader(.fieldOff, _), .reader(.notSupported, _):
+            return FieldAccessError(.readerDown, "\(e)")
+        case .reader: return FieldAccessError(.noAnswer, "\(e)")
+        case .tag(let code, _):
+            if code == .blockLocked || code == .blockAlreadyLocked { return FieldAccessError(.locked, "\(e)") }
+            if code == .blockReadProtected { return FieldAccessError(.password, "\(e)") }
+            if code == .blockNotAvailable { return FieldAccessError(.outOfRange, "\(e)") }
+            return FieldAccessError(.tagError, "\(e)")
+        case .malformed: return FieldAccessError(.tagError, "\(e)")
+        case .invalid(let m): return FieldAccessError(.invalid, m)
+        case .verifyFailed: return FieldAccessError(.failed, "\(e)")
+        }
+    }
+}

@@ -1,0 +1,352 @@
+import Foundation
+import ISO15693
+import OPCUA
+import OPCUAServer
+import VLoggerOutbox
+
+/// The methods of each reader's AutoID device (OPC 30010 §6.3): `Scan`, `ReadTag` and `WriteTag` with the spec's
+/// arguments, and the scalar twins a PLC can call without structures (an S7-1500's `UA_MethodCall` builds no
+/// `ScanData` union): `ReadBlocks(Uid, FirstBlock, Count) → (Data, Status)`, `WriteBlocks(Uid, FirstBlock, Data) →
+/// (Status)` and `QueueBlocks(Uid, FirstBlock, Data) → (WriteId, Status)`. Every one goes through the gateway's
+/// `FieldAccess` (the reader's polling thread, between its cycles). A method answers Good with its AutoID status
+/// (`AutoIdOperationStatusEnumeration`, §9.1.1) in `Status`; a wrong argument is Bad_InvalidArgument.
+///
+/// A client that calls a write again with the same arguments within a minute (a retry after its timeout) gets the
+/// first call's answer: the tag is not written twice and one write event is recorded.
+final class ReaderMethods: @unchecked Sendable {
+    let space: AddressSpace
+    let methods: MethodTable
+    let access: any FieldAccess
+    let ns: UInt16
+    let clock: @Sendable () -> Date
+    private let lock = NSLock()
+    private var recent: [RecentKey: (time: Date, answer: Task<Result<[Variant], MethodTable.MethodFailure>, Never>)] =
+        [:]
+    static let retryWindow: TimeInterval = 60
+
+    struct RecentKey: Hashable {
+        let origin: String
+        let method: String
+        let arguments: [Variant]
+    }
+
+    init(
+        space: AddressSpace, methods: MethodTable, access: any FieldAccess, ns: UInt16,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.space = space
+        self.methods = methods
+        self.access = access
+        self.ns = ns
+        self.clock = clock
+    }
+
+    typealias Status = AutoIdOperationStatusEnumeration
+
+    /// The AutoID methods a reader's device has (the optional paths `instantiate` makes).
+    static let autoIdMethods = ["Scan", "ReadTag", "WriteTag"]
+
+    /// Registers a reader's methods: AutoID's (instantiated with the device, in `made`), and adds the scalar twins
+    /// under the device.
+    func register(reader: String, device: NodeId, made: [String: NodeId], id: (String) -> NodeId) {
+        let access = self.access
+        if let scan = made["Scan"] {
+            methods.add(object: device, method: scan) { [self] call in
+                // Scan(Settings ScanSettings) → (Results RfidScanResult[], Status): the tags in the field now.
+                guard case .scalar(.extensionObject(let e)) = call.arguments[0],
+                    let settings: ScanSettings = self.structure(e)
+                else { return .failure(.argument(0, of: 1)) }
+                let result = await Self.scan(access, reader, settings, origin: Self.origin(call.session))
+                switch result {
+                case .success(let found):
+                    let results = found.map { (pair: (UID, Date)) -> RfidScanResult in
+                        let (uid, time) = pair
+                        return RfidScanResult(
+                            codeType: "UID", scanData: .byteString(uid.displayBytes), timestamp: DateTime(time),
+                            sighting: [RfidSighting(antenna: 1, strength: 0, timestamp: DateTime(time))])
+                    }
+                    return .success([
+                        .array(.extensionObject, results.map { .extensionObject($0.extensionObject) }),
+                        Self.status(found.isEmpty && settings.dataAvailable ? .no_identifier : .success),
+                    ])
+                case .failure(let e):
+                    return .success([.array(.extensionObject, []), Self.status(Self.code(e, write: false))])
+                }
+            }
+        }
+        if let read = made["ReadTag"] {
+            methods.add(object: device, method: read) { [self] call in
+                // ReadTag(Identifier ScanData, CodeType, Region UInt16, Offset UInt32, Length UInt32, Password) →
+                // (ResultData ByteString, Status).
+                let a = call.arguments
+                let uid: UID
+                switch self.identifier(a, count: 6) {
+                case .failure(let f): return .failure(f)
+                case .success(.some(let u)): uid = u
+                case .success(.none): return .success([.scalar(.byteString([])), Self.status(.code_not_supported)])
+                }
+                guard case .scalar(.uInt16(let region)) = a[2] else { return .failure(.argument(2, of: 6)) }
+                guard case .scalar(.uInt32(let offset)) = a[3] else { return .failure(.argument(3, of: 6)) }
+                guard case .scalar(.uInt32(let length)) = a[4] else { return .failure(.argument(4, of: 6)) }
+                if let s = Self.unsupported(region: region, password: a[5]) {
+                    return .success([.scalar(.byteString([])), Self.status(s)])
+                }
+                guard length > 0, length <= 65_536, offset <= 1 << 24 else {
+                    return .success([.scalar(.byteString([])), Self.status(.out_of_range_error)])
+                }
+                switch await access.read(
+                    reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)),
+                    origin: Self.origin(call.session))
+                {
+                case .success(let data): return .success([.scalar(.byteString(data)), Self.status(.success)])
+                case .failure(let e):
+                    return .success([.scalar(.byteString([])), Self.status(Self.code(e, write: false))])
+                }
+            }
+        }
+        if let write = made["WriteTag"] {
+            methods.add(object: device, method: write) { [self] call in
+                // WriteTag(Identifier ScanData, CodeType, Region UInt16, Offset UInt32, Data ByteString, Password)
+                // → (Status).
+                let a = call.arguments
+                let uid: UID
+                switch self.identifier(a, count: 6) {
+                case .failure(let f): return .failure(f)
+                case .success(.some(let u)): uid = u
+                case .success(.none): return .success([Self.status(.code_not_supported)])
+                }
+                guard case .scalar(.uInt16(let region)) = a[2] else { return .failure(.argument(2, of: 6)) }
+                guard case .scalar(.uInt32(let offset)) = a[3] else { return .failure(.argument(3, of: 6)) }
+                guard case .scalar(.byteString(let data)) = a[4], let data, !data.isEmpty, data.count <= 65_536 else {
+                    return .failure(.argument(4, of: 6))
+                }
+                if let s = Self.unsupported(region: region, password: a[5]) { return .success([Self.status(s)]) }
+                guard offset <= 1 << 24 else { return .success([Self.status(.out_of_range_error)]) }
+                let origin = Self.origin(call.session)
+                return await once(origin, "WriteTag", a) {
+                    switch await access.write(
+                        reader: reader, uid: uid, at: .byte(Int(offset)), data: data, origin: origin)
+                    {
+                    case .success: return .success([Self.status(.success)])
+                    case .failure(let e): return .success([Self.status(Self.code(e, write: true))])
+                    }
+                }
+            }
+        }
+        // The scalar twins, in the gateway's namespace under the device.
+        let byteString = NodeId(15)
+        let uint16 = NodeId(5)
+        let int32 = NodeId(6)
+        let uint64 = NodeId(9)
+        func arg(_ name: String, _ type: NodeId, _ text: String) -> Argument {
+            Argument(name: name, dataType: type, valueRank: -1, description: LocalizedText(text))
+        }
+        let uidArg = arg("Uid", byteString, "The tag's UID, 8 bytes, most significant (E0) first")
+        let firstArg = arg("FirstBlock", uint16, "The first block")
+        let statusArg = arg("Status", int32, "AutoIdOperationStatusEnumeration: 0 success, 8 no tag, 7 out of range …")
+        let readBlocks = id("DeviceSet/\(reader)/ReadBlocks")
+        addMethod(
+            readBlocks, "ReadBlocks", parent: device,
+            inputs: [uidArg, firstArg, arg("Count", uint16, "How many blocks")],
+            outputs: [arg("Data", byteString, "The blocks' bytes"), statusArg])
+        methods.add(object: device, method: readBlocks) { call in
+            let a = call.arguments
+            guard let uid = Self.uid(a[0]) else { return .failure(.argument(0, of: 3)) }
+            guard case .scalar(.uInt16(let first)) = a[1] else { return .failure(.argument(1, of: 3)) }
+            guard case .scalar(.uInt16(let count)) = a[2], count > 0 else { return .failure(.argument(2, of: 3)) }
+            switch await access.read(
+                reader: reader, uid: uid, .blocks(first: Int(first), count: Int(count)),
+                origin: Self.origin(call.session))
+            {
+            case .success(let data): return .success([.scalar(.byteString(data)), Self.status(.success)])
+            case .failure(let e): return .success([.scalar(.byteString([])), Self.status(Self.code(e, write: false))])
+            }
+        }
+        let writeBlocks = id("DeviceSet/\(reader)/WriteBlocks")
+        addMethod(
+            writeBlocks, "WriteBlocks", parent: device,
+            inputs: [uidArg, firstArg, arg("Data", byteString, "Whole blocks")], outputs: [statusArg])
+        methods.add(object: device, method: writeBlocks) { [self] call in
+            let a = call.arguments
+            guard let uid = Self.uid(a[0]) else { return .failure(.argument(0, of: 3)) }
+            guard case .scalar(.uInt16(let first)) = a[1] else { return .failure(.argument(1, of: 3)) }
+            guard case .scalar(.byteString(let data)) = a[2], let data, !data.isEmpty, data.count <= 65_536 else {
+                return .failure(.argument(2, of: 3))
+            }
+            let origin = Self.origin(call.session)
+            return await once(origin, "WriteBlocks", a) {
+                switch await access.write(reader: reader, uid: uid, at: .block(Int(first)), data: data, origin: origin)
+                {
+                case .success: return .success([Self.status(.success)])
+                case .failure(let e): return .success([Self.status(Self.code(e, write: true))])
+                }
+            }
+        }
+        let queueBlocks = id("DeviceSet/\(reader)/QueueBlocks")
+        addMethod(
+            queueBlocks, "QueueBlocks", parent: device,
+            inputs: [uidArg, firstArg, arg("Data", byteString, "Whole blocks")],
+            outputs: [arg("WriteId", uint64, "The queued write's id (vlogger writes show ID)"), statusArg])
+        methods.add(object: device, method: queueBlocks) { [self] call in
+            let a = call.arguments
+            guard let uid = Self.uid(a[0]) else { return .failure(.argument(0, of: 3)) }
+            guard case .scalar(.uInt16(let first)) = a[1] else { return .failure(.argument(1, of: 3)) }
+            guard case .scalar(.byteString(let data)) = a[2], let data, !data.isEmpty, data.count <= 65_536 else {
+                return .failure(.argument(2, of: 3))
+            }
+            let origin = Self.origin(call.session)
+            return await once(origin, "QueueBlocks", a) {
+                switch await access.queueWrite(
+                    reader: reader, uid: uid, firstBlock: Int(first), data: data, origin: origin)
+                {
+                case .success(let id): return .success([.scalar(.uInt64(UInt64(id))), Self.status(.success)])
+                case .failure(let e): return .success([.scalar(.uInt64(0)), Self.status(Self.code(e, write: true))])
+                }
+            }
+        }
+    }
+
+    /// A write's answer, or the answer of the same call made by the same client within the retry window (awaited
+    /// while it is still running).
+    private func once(
+        _ origin: String, _ method: String, _ arguments: [Variant],
+        _ body: @escaping @Sendable () async -> Result<[Variant], MethodTable.MethodFailure>
+    ) async -> Result<[Variant], MethodTable.MethodFailure> {
+        let key = RecentKey(origin: origin, method: method, arguments: arguments)
+        let now = clock()
+        let task = lock.withLock { () -> Task<Result<[Variant], MethodTable.MethodFailure>, Never> in
+            if let r = recent[key], now.timeIntervalSince(r.time) < Self.retryWindow { return r.answer }
+            if recent.count >= 1_000 {
+                recent = recent.filter { now.timeIntervalSince($0.value.time) < Self.retryWindow }
+            }
+            let t = Task { await body() }
+            if recent.count < 1_000 { recent[key] = (now, t) }
+            return t
+        }
+        return await task.value
+    }
+
+    /// A method node with its argument properties (OPC 10000-3 §5.7: InputArguments and OutputArguments, Argument
+    /// arrays), a component of `parent`.
+    private func addMethod(_ id: NodeId, _ name: String, parent: NodeId, inputs: [Argument], outputs: [Argument]) {
+        var m = Node(id: id, nodeClass: .method, browseName: QualifiedName(namespace: ns, name))
+        m.executable = true
+        m.references = [Reference(ReferenceTypeIds.hasComponent, parent, forward: false)]
+        space.add(m)
+        for (property, list) in [("InputArguments", inputs), ("OutputArguments", outputs)] where !list.isEmpty {
+            guard case .string(let path) = id.identifier else { continue }
+            var p = Node(
+                id: NodeId(namespace: ns, .string("\(path ?? "")/\(property)")), nodeClass: .variable,
+                browseName: QualifiedName(namespace: 0, property))
+            p.dataType = Argument.dataTypeId
+            p.valueRank = 1
+            p.arrayDimensions = [0]
+            p.accessLevel = Node.readable
+            p.minimumSamplingInterval = 0
+            p.value = DataValue(value: .array(.extensionObject, list.map { .extensionObject($0.extensionObject) }))
+            p.references = [
+                Reference(ReferenceTypeIds.hasProperty, id, forward: false),
+                Reference(ReferenceTypeIds.hasTypeDefinition, NodeId(68)),
+            ]
+            space.add(p)
+        }
+    }
+
+    // MARK: Arguments and answers
+
+    /// Who called, as the store's origin: `opcua:` and the client's ApplicationUri (else its session's name), with
+    /// the user where it logged in as one.
+    static func origin(_ s: Session) -> String {
+        var o = "opcua:" + (s.clientApplicationUri.flatMap { $0.isEmpty ? nil : $0 } ?? s.name)
+        if let user = s.user { o += " (\(user))" }
+        return String(o.prefix(200))
+    }
+
+    static func status(_ s: Status) -> Variant { .scalar(.int32(s.rawValue)) }
+
+    /// A UID as a ByteString of 8 bytes, most significant first (as LastScanData gives it), or 16 hex digits.
+    static func uid(_ v: Variant) -> UID? {
+        switch v {
+        case .scalar(.byteString(let b?)) where b.count == 8: return try? UID(displayBytes: b)
+        case .scalar(.string(let s?)) where s.utf8.count <= 64: return try? UID(parsing: s)
+        default: return nil
+        }
+    }
+
+    /// A structure argument of an AutoID type. Its type id names the type's encoding in the server's AutoID
+    /// namespace; one whose namespace index is not in the server's table at all (so it names nothing else here) but
+    /// whose number is the encoding's is taken as it too: o6 2.2.0 (open62541) sends its own index of the AutoID
+    /// model there (65525) instead of the server's (docs/opcua.md, "Tested against").
+    func structure<T: Structure>(_ e: ExtensionObject) -> T? {
+        if let v = try? T(e) { return v }
+        guard e.typeId.namespace >= space.namespaces.count, e.typeId.identifier == T.binaryEncodingId.identifier,
+            case .binary(let body) = e.body
+        else { return nil }
+        return try? T.decode(body, limits: .server)
+    }
+
+    /// ReadTag's and WriteTag's Identifier and CodeType: the UID (nil: a code type other than UID).
+    func identifier(_ a: [Variant], count: Int) -> Result<UID?, MethodTable.MethodFailure> {
+        guard case .scalar(.extensionObject(let e)) = a[0], let data: ScanData = structure(e) else {
+            return .failure(.argument(0, of: count))
+        }
+        guard case .scalar(.string(let code)) = a[1] else { return .failure(.argument(1, of: count)) }
+        guard (code ?? "UID").uppercased() == "UID" else { return .success(nil) }
+        let uid: UID?
+        switch data {
+        case .byteString(let b): uid = Self.uid(.scalar(.byteString(b)))
+        case .string(let s): uid = Self.uid(.scalar(.string(s)))
+        default: uid = nil
+        }
+        guard let uid else { return .failure(.argument(0, of: count)) }
+        return .success(uid)
+    }
+
+    /// Region 0 (the user memory) only, and no password in the call (a tag's passwords come from the secrets file).
+    static func unsupported(region: UInt16, password: Variant) -> Status? {
+        if region != 0 { return .region_not_found_error }
+        if case .scalar(.byteString(let p?)) = password, !p.isEmpty { return .not_supported_by_device }
+        return nil
+    }
+
+    /// An access error's AutoID status (OPC 30010 §9.1.1).
+    static func code(_ e: FieldAccessError, write: Bool) -> Status {
+        switch e.kind {
+        case .noReader: return .device_fault
+        case .readerDown, .busy: return .device_not_ready
+        case .notInField: return .no_identifier
+        case .outOfRange: return .out_of_range_error
+        case .locked: return .permisson_error
+        case .password: return .password_error
+        case .noAnswer: return .rf_communication_error
+        case .tagError: return write ? .write_error : .read_error
+        case .invalid: return .op_not_possible_error
+        case .failed: return .write_error
+        }
+    }
+
+    /// Scan's settings: one inventory, repeated for `Cycles` rounds or until `Duration` (ms) passes (at most 10 s),
+    /// stopping at the first round that finds a tag when `DataAvailable`; each UID once, with when it was first seen.
+    static func scan(_ access: any FieldAccess, _ reader: String, _ s: ScanSettings, origin: String) async -> Result<
+        [(UID, Date)], FieldAccessError
+    > {
+        let start = Date()
+        let duration = s.duration.isFinite && s.duration > 0 ? min(s.duration, 10_000) / 1000 : 0
+        let rounds = s.cycles > 0 ? min(Int(s.cycles), 1_000) : (duration > 0 ? 1_000 : 1)
+        var found: [(UID, Date)] = []
+        var seen = Set<UID>()
+        for round in 0..<rounds {
+            // Rounds 50 ms apart: the reader's own cycles go on between them.
+            if round > 0 { try? await Task.sleep(for: .milliseconds(50)) }
+            switch await access.scan(reader: reader, origin: origin) {
+            case .success(let uids):
+                let now = Date()
+                for u in uids where seen.insert(u).inserted { found.append((u, now)) }
+            case .failure(let e): if found.isEmpty { return .failure(e) } else { return .success(found) }
+            }
+            if s.dataAvailable, !found.isEmpty { break }
+            if duration > 0, Date().timeIntervalSince(start) >= duration { break }
+        }
+        return .success(found)
+    }
+}

@@ -1,0 +1,70 @@
+import ISO15693
+import VLoggerModel
+
+/// The gateway's readers as a server's clients use them (OPC UA's AutoID Scan, ReadTag and WriteTag, and their
+/// scalar twins): each operation runs on the reader's polling thread between two of its cycles, so a reader is never
+/// opened a second time nor used by two at once, and goes through what the agent does itself (its inventory, its
+/// addressed and chunked reads, its write path: verified by read-back, never written twice, recorded with the
+/// client as the origin). The service gives servers one (`OutputContext.fieldAccess`); tests give a fake.
+public protocol FieldAccess: Sendable {
+    /// An inventory of every tag in the reader's field now (the quiet ones too), with when it was made.
+    func scan(reader: String, origin: String) async -> Result<[UID], FieldAccessError>
+    /// Bytes of a tag in the reader's field: whole blocks, or a range of bytes within its memory.
+    func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<[UInt8], FieldAccessError>
+    /// Writes bytes to a tag in the reader's field from a block or from a byte offset (the blocks around a byte
+    /// range are read first and kept); the outcome as the write event says it.
+    func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
+        -> Result<String, FieldAccessError>
+    /// Queues a write of whole blocks for when the tag is next in the reader's field (the write queue, as `vlogger
+    /// write --when-seen` does); its id.
+    func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async
+        -> Result<Int64, FieldAccessError>
+}
+
+/// Where in a tag's memory.
+public enum TagRange: Sendable, Equatable {
+    /// Whole blocks.
+    case blocks(first: Int, count: Int)
+    /// Bytes from the start of the user memory (block 0, byte 0).
+    case bytes(offset: Int, length: Int)
+
+    public enum Start: Sendable, Equatable {
+        case block(Int)
+        case byte(Int)
+    }
+}
+
+/// Why an access failed, as a client is told (AutoID's operation status, OPC 30010 §9.1.1, maps each kind).
+public struct FieldAccessError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Equatable {
+        /// No reader of that id on this gateway.
+        case noReader
+        /// The reader fails its cycles now.
+        case readerDown
+        /// The tag is not in the reader's field (answered at once, without air).
+        case notInField
+        /// Blocks or bytes past the end of the tag's memory, or not whole blocks.
+        case outOfRange
+        /// A block to be written is locked.
+        case locked
+        /// The tag refused the password it needed (or one is needed and there is none).
+        case password
+        /// The tag did not answer (it left the field mid-access, or the air was bad).
+        case noAnswer
+        /// The tag answered with its error flag, or what it answered is not ISO 15693.
+        case tagError
+        /// The request itself is wrong (a zero length, a UID of another length …).
+        case invalid
+        /// The reader's work queue is full, or the store refused the write.
+        case busy
+        /// Written, but the read-back differs (or the locks read back unlocked).
+        case failed
+    }
+    public var kind: Kind
+    public var message: String
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    public var description: String { message }
+}

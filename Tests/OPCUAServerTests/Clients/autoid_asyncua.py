@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""AutoID (OPC 30010) method calls against vlogger's server with Python asyncua (PyPI, FreeOpcUa), not written here.
+
+    autoid_asyncua.py URL READER UID
+
+Connects on security None as anonymous, builds its classes for the server's data types from their
+DataTypeDefinition attributes (`load_data_type_definitions`: ScanSettings, ScanData, RfidScanResult come from
+the server, not from this script), finds DeviceSet/READER (DI's DeviceSet, ns=DI;i=5001), and calls:
+
+- Scan(ScanSettings{Duration 0, Cycles 1, DataAvailable false}) -> (RfidScanResult[], Status)
+- ReadTag(ScanData{ByteString UID}, "UID", 0, Offset 4, Length 8, b"") -> (ResultData, Status)
+- WriteTag(ScanData, "UID", 0, Offset 40, Data 4 bytes, b"") -> (Status), then ReadTag of them back
+- the scalar twins: WriteBlocks(Uid, FirstBlock 12, 8 bytes) -> (Status), ReadBlocks(Uid, 12, 2) -> (Data, Status),
+  WriteBlocks again with the same arguments (a retry: answered from the first call), ReadBlocks of a UID that is
+  not in the field (Status 8, no_identifier), ReadBlocks past the end of the tag (Status 7, out_of_range_error)
+- ReadBlocks with a String where the UInt16 FirstBlock goes (Bad_InvalidArgument)
+
+It prints one JSON object with what it got, for the Swift test to check.
+"""
+import asyncio
+import dataclasses
+import json
+import sys
+import time
+
+from asyncua import Client, ua
+
+
+async def run(url, reader, uid_hex):
+    client = Client(url, timeout=10)
+    client.application_uri = "urn:vlogger:test:autoid-asyncua"
+    await client.connect()
+    out = {}
+    try:
+        await client.load_data_type_definitions()
+        di = await client.get_namespace_index("http://opcfoundation.org/UA/DI/")
+        autoid = await client.get_namespace_index("http://opcfoundation.org/UA/AutoID/")
+        device_set = client.get_node(ua.NodeId(5001, di))
+        device = None
+        for child in await device_set.get_children():
+            if (await child.read_browse_name()).Name == reader:
+                device = child
+        if device is None:
+            raise SystemExit("no device %s under DeviceSet" % reader)
+
+        async def method(name, ns):
+            return await device.get_child(["%d:%s" % (ns, name)])
+
+        gateway_ns = device.nodeid.NamespaceIndex
+        uid = bytes.fromhex(uid_hex)
+        # Scan: the tags in the field now.
+        settings = ua.ScanSettings(Duration=0.0, Cycles=1, DataAvailable=False)
+        t0 = time.monotonic()
+        results, status = await device.call_method(await method("Scan", autoid), settings)
+        out["scanMs"] = round((time.monotonic() - t0) * 1000, 1)
+        out["scanStatus"] = status
+        out["scanned"] = [r.ScanData.Value.hex().upper() for r in results]
+        out["scanFields"] = [[f.name for f in dataclasses.fields(r)] for r in results[:1]]
+        out["scanCodeTypes"] = sorted({r.CodeType for r in results})
+        if results:
+            s = results[0].Sighting[0]
+            out["sighting"] = {"antenna": s.Antenna, "strength": s.Strength}
+
+        identifier = ua.ScanData(Encoding=1, Value=uid)
+
+        def u16(n):
+            return ua.Variant(n, ua.VariantType.UInt16)
+
+        def u32(n):
+            return ua.Variant(n, ua.VariantType.UInt32)
+
+        data, status = await device.call_method(
+            await method("ReadTag", autoid), identifier, "UID", u16(0), u32(4), u32(8), b"")
+        out["readTag"] = {"status": status, "data": data.hex().upper()}
+        status = await device.call_method(
+            await method("WriteTag", autoid), identifier, "UID", u16(0), u32(40), bytes([0xCA, 0xFE, 0xF0, 0x0D]), b"")
+        out["writeTag"] = status
+        data, status = await device.call_method(
+            await method("ReadTag", autoid), identifier, "UID", u16(0), u32(40), u32(4), b"")
+        out["readBack"] = {"status": status, "data": data.hex().upper()}
+        data, status = await device.call_method(
+            await method("ReadTag", autoid), ua.ScanData(Encoding=1, Value=uid), "EPC", u16(0), u32(0), u32(4), b"")
+        out["readTagEpc"] = status
+
+        write_blocks = await method("WriteBlocks", gateway_ns)
+        read_blocks = await method("ReadBlocks", gateway_ns)
+        payload = bytes(range(0x10, 0x18))
+        out["writeBlocks"] = await device.call_method(write_blocks, uid, u16(12), payload)
+        out["writeBlocksAgain"] = await device.call_method(write_blocks, uid, u16(12), payload)
+        t0 = time.monotonic()
+        data, status = await device.call_method(read_blocks, uid, u16(12), u16(2))
+        out["readBlocksMs"] = round((time.monotonic() - t0) * 1000, 1)
+        out["readBlocks"] = {"status": status, "data": data.hex().upper()}
+        data, status = await device.call_method(read_blocks, bytes.fromhex("E004010099999999"), u16(0), u16(1))
+        out["absent"] = status
+        data, status = await device.call_method(read_blocks, uid, u16(65000), u16(2))
+        out["pastTheEnd"] = status
+        try:
+            await device.call_method(read_blocks, uid, "twelve", u16(2))
+            out["wrongType"] = "Good"
+        except ua.UaStatusCodeError as e:
+            out["wrongType"] = ua.StatusCode(e.code).name
+    finally:
+        await client.disconnect()
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(run(sys.argv[1], sys.argv[2], sys.argv[3])))

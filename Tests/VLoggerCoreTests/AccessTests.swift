@@ -1,0 +1,101 @@
+import Foundation
+import ISO15693
+import Readers
+import TagSimulator
+import TestDrivers
+import Testing
+import VLoggerModel
+import VLoggerOutbox
+import VLoggerStore
+
+@testable import VLoggerCore
+
+/// A server's client using the agent's reader (`FieldAccess`, OPC UA's ReadTag, WriteTag and their scalar twins):
+/// the agent's own reads and write path, each access recorded. The demo field's SLIX2 (E004010812345601: 80 blocks of
+/// 4 bytes, block 0 locked, Config/demo-field/slix2-pallet-0001.json) and ST25DV64K (E002260000C0FFEE).
+@Suite(.drivers) struct AccessTests {
+    static let slix2 = try! UID(parsing: "E004010812345601")
+    static let st25 = try! UID(parsing: "E002260000C0FFEE")
+
+    func rig() throws -> AgentTests.Rig {
+        try AgentTests().rig { [Self.slix2, Self.st25].contains($0.uid) }
+    }
+
+    /// A tag that is not in the field is answered at once, without a frame on the air; a tag in it is read by
+    /// address: blocks as they are on the tag, or a byte range inside them.
+    @Test func readsAreAnsweredFromTheTagOrAtOnceForATagNotInTheField() throws {
+        let r = try rig()
+        let before = r.agent.client.exchanges
+        let absent = r.agent.accessRead(Self.slix2, .blocks(first: 1, count: 2), origin: "opcua:test")
+        #expect(
+            absent == .failure(FieldAccessError(.notInField, "E004010812345601 is not in the field of reader reader")))
+        #expect(r.agent.client.exchanges == before)
+        r.agent.cycle()
+        let image = try #require(r.field.tag(Self.slix2)).image
+        let blocks = r.agent.accessRead(Self.slix2, .blocks(first: 1, count: 2), origin: "opcua:test")
+        #expect(blocks == .success(image.blocks[1] + image.blocks[2]))
+        // Bytes 5…10: the last three of block 1 and the first three of block 2.
+        let bytes = r.agent.accessRead(Self.slix2, .bytes(offset: 5, length: 6), origin: "opcua:test")
+        #expect(bytes == .success(Array((image.blocks[1] + image.blocks[2])[1..<7])))
+        // Past the end of its 80 blocks: refused before any air.
+        let n = r.agent.client.exchanges
+        guard case .failure(let e) = r.agent.accessRead(Self.slix2, .blocks(first: 79, count: 2), origin: "opcua:test")
+        else {
+            Issue.record("a read past the end succeeded")
+            return
+        }
+        #expect(e.kind == .outOfRange && r.agent.client.exchanges == n)
+        r.agent.writer.commitNow()
+        let events = try r.store.events(kind: .access)
+        #expect(events.count == 4)
+        #expect(events.allSatisfy { $0.origin == "opcua:test" && $0.name == "Read" })
+        #expect(events.filter { $0.severity == .warning }.count == 2)
+    }
+
+    /// A write goes through the write path: verified by read-back, recorded as a write with the client as its
+    /// origin; the same write again finds its data on the tag and is not written twice; a byte range keeps the bytes
+    /// around it; the other tag in the field is untouched; a locked block fails the write with nothing written.
+    @Test func writesGoThroughTheWritePathAndAreNotMadeTwice() throws {
+        let r = try rig()
+        r.agent.cycle()
+        let other = try #require(r.field.tag(Self.st25)).image.blocks
+        let data: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04]
+        let first = r.agent.accessWrite(Self.slix2, at: .block(10), data: data, origin: "opcua:plc")
+        #expect((try? first.get())?.contains("written and read back") == true, "\(first)")
+        #expect(Array(try #require(r.field.tag(Self.slix2)).image.blocks[10...11].joined()) == data)
+        let again = r.agent.accessWrite(Self.slix2, at: .block(10), data: data, origin: "opcua:plc")
+        #expect((try? again.get())?.contains("not written again") == true, "\(again)")
+        // Two bytes from byte 41 (block 10's second byte): the rest of block 10 stays.
+        let part = r.agent.accessWrite(Self.slix2, at: .byte(41), data: [0x55, 0x66], origin: "opcua:plc")
+        #expect((try? part.get()) != nil, "\(part)")
+        #expect(try #require(r.field.tag(Self.slix2)).image.blocks[10] == [0xDE, 0x55, 0x66, 0xEF])
+        #expect(try #require(r.field.tag(Self.st25)).image.blocks == other)
+        // Block 0 is locked (the image's lockedBlocks): the read-back finds it so and nothing is written.
+        let locked = r.agent.accessWrite(Self.slix2, at: .block(0), data: [1, 2, 3, 4], origin: "opcua:plc")
+        #expect((try? locked.get()) == nil)
+        if case .failure(let e) = locked { #expect(e.kind == .locked, "\(e)") }
+        r.agent.writer.commitNow()
+        // Two writes made (the first and the byte range), three done (the second found its data there).
+        #expect(try r.store.count("writes") == 2)
+        let done = try r.store.events(kind: .writeDone)
+        #expect(done.count == 3 && done.allSatisfy { $0.origin == "opcua:plc" })
+        #expect(try r.store.events(kind: .writeFailed).count == 1)
+    }
+
+    /// A tag that leaves in the middle of a write: the client hears that the tag did not answer, and the write is
+    /// a failed write event, not a done one.
+    @Test func aTagLeavingMidWriteIsNoAnswer() throws {
+        let r = try rig()
+        r.agent.cycle()
+        r.field.inject(.leaveAfter(uid: Self.slix2, exchanges: 1))
+        let result = r.agent.accessWrite(Self.slix2, at: .block(20), data: [9, 9, 9, 9], origin: "opcua:plc")
+        guard case .failure(let e) = result else {
+            Issue.record("the write succeeded: \(result)")
+            return
+        }
+        #expect(e.kind == .noAnswer)
+        r.agent.writer.commitNow()
+        #expect(try r.store.events(kind: .writeFailed).count == 1)
+        #expect(try r.store.events(kind: .writeDone).isEmpty)
+    }
+}
