@@ -140,6 +140,91 @@ struct OPCUAServiceTests {
         #expect((failed?.split(separator: " ").last.flatMap { Double($0) } ?? 0) >= 1, "\(metrics)")
     }
 
+    /// AutoID's methods on the running gateway, called by both stacks (Tests/OPCUAServerTests/Clients/autoid_*.py):
+    /// Scan finds the demo field's tags as RfidScanResults (code type UID, the reader as antenna 1); ReadTag,
+    /// WriteTag and ReadBlocks/WriteBlocks read and write the SLIX2's blocks through the polling agent; a UID not in
+    /// the field is AutoID status 8 (no_identifier), a read past the end 7 (out_of_range_error), an argument of
+    /// another type Bad_InvalidArgument (OPC 30010 §9.1.1; OPC 10000-4 §5.11.2.2). The store has each access with the
+    /// client as its origin, and one write event per write: asyncua's WriteBlocks retried with the same arguments is
+    /// answered from the first call, not written again.
+    @Test func autoIdMethodsFromBothStacks() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let bin = try CLITests.binary().path
+        try (try String(contentsOfFile: s.config, encoding: .utf8) + "\n[opcua]\nlisten = \"127.0.0.1:0\"\n")
+            .write(toFile: s.config, atomically: true, encoding: .utf8)
+        let log = s.dir.appendingPathComponent("gw.log")
+        let gateway = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 300s"#,
+            [s.dir.path, bin, s.config], stdout: "/dev/null", stderr: log.path)
+        var stopped = false
+        defer {
+            if !stopped {
+                kill(gateway, SIGTERM)
+                _ = SyncFaultTests.wait(gateway)
+            }
+        }
+        let port = try #require(Self.opcuaPort(log), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let clients = CLITests.root.appendingPathComponent("Tests/OPCUAServerTests/Clients").path
+        let slix2 = "E004010812345601"
+        func client(_ name: String) throws -> [String: Any] {
+            let r = try SyncFaultTests.shell(
+                #"exec python3 "$@""#,
+                ["\(clients)/autoid_\(name).py", "opc.tcp://127.0.0.1:\(port)", "cage-room", slix2])
+            let line = r.out.split(separator: "\n").last.map(String.init) ?? ""
+            guard r.code == 0, let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            else { throw CLITests.CLIFailure("\(name): exit \(r.code)\n\(r.out)\n\(r.err)") }
+            return json
+        }
+        for name in ["asyncua", "o6"] {
+            let out = try client(name)
+            print("AutoID, \(name): \(out)")
+            #expect(out["scanStatus"] as? Int == 0)
+            #expect((out["scanned"] as? [String] ?? []).contains(slix2), "\(name): \(out)")
+            #expect(out["scanCodeTypes"] as? [String] == ["UID"])
+            #expect((out["sighting"] as? [String: Int])?["antenna"] == 1)
+            let readTag = out["readTag"] as? [String: Any]
+            // Bytes 4…11 of the SLIX2's image: its blocks 1 and 2 (Config/demo-field/slix2-pallet-0001.json).
+            #expect(readTag?["status"] as? Int == 0 && readTag?["data"] as? String == "0313D1010F540265", "\(out)")
+            #expect(out["writeTag"] as? Int == 0)
+            let back = out["readBack"] as? [String: Any]
+            #expect(back?["data"] as? String == (name == "asyncua" ? "CAFEF00D" : "BEEF0001"), "\(out)")
+            #expect(out["writeBlocks"] as? Int == 0)
+            let blocks = out["readBlocks"] as? [String: Any]
+            #expect(
+                blocks?["data"] as? String == (name == "asyncua" ? "1011121314151617" : "2021222324252627"), "\(out)")
+            #expect(out["absent"] as? Int == 8)
+            #expect(out["wrongType"] as? String == "BadInvalidArgument")
+            if name == "asyncua" {
+                #expect(out["writeBlocksAgain"] as? Int == 0)
+                #expect(out["pastTheEnd"] as? Int == 7)
+                #expect(out["readTagEpc"] as? Int == 13)  // code_not_supported
+                #expect(
+                    (out["scanFields"] as? [[String]])?.first?.contains("Sighting") == true, "\(out)")
+            } else {
+                #expect(out["scanTypes"] as? [String] == ["RfidScanResult"])
+            }
+        }
+        kill(gateway, SIGTERM)
+        _ = SyncFaultTests.wait(gateway)
+        stopped = true
+        let export = try CLITests.run([
+            "export", "--config", s.config, "--table", "events", "--after-id", "0", "--format", "jsonl",
+        ])
+        #expect(export.code == 0, "\(export.err)")
+        let events = export.out.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let fromClients = events.filter { ($0["origin"] as? String ?? "").hasPrefix("opcua:urn:vlogger:test:autoid-") }
+        let writes = fromClients.filter { $0["kind"] as? String == "write_done" }
+        // WriteTag and WriteBlocks from each client; asyncua's retried WriteBlocks is not a third write.
+        #expect(writes.count == 4, "\(writes)")
+        let accesses = fromClients.filter { $0["kind"] as? String == "access" }
+        #expect(
+            accesses.contains { $0["name"] as? String == "Scan" }
+                && accesses.contains { $0["name"] as? String == "Read" })
+    }
+
     /// The port of `opcua: listening on opc.tcp://127.0.0.1:PORT` in the service's log.
     static func opcuaPort(_ log: URL, seconds: Double = 30) -> Int? {
         let end = Date().addingTimeInterval(seconds)
