@@ -11,11 +11,15 @@ public struct ServerEvent: Sendable {
     /// 1 (lowest) to 1000.
     public var severity: UInt16
     public var eventId: [UInt8] = ServerCore.random(16)
+    /// The fields of the event's type beyond BaseEventType's, by their browse names' path joined with "/"
+    /// (`DeviceName`, `ScanResult`: AutoID's RfidScanEventType).
+    public var fields: [String: Variant]
 
     public init(
         eventType: NodeId = NodeId(2041), sourceNode: NodeId = NodeId(2253), sourceName: String = "Server",
-        time: Date, message: String, severity: UInt16
+        time: Date, message: String, severity: UInt16, fields: [String: Variant] = [:]
     ) {
+        self.fields = fields
         self.eventType = eventType
         self.sourceNode = sourceNode
         self.sourceName = sourceName
@@ -38,7 +42,7 @@ public struct ServerEvent: Sendable {
         case ["ReceiveTime"]: return .scalar(.dateTime(DateTime(now)))
         case ["Message"]: return .scalar(.localizedText(LocalizedText(message)))
         case ["Severity"]: return .scalar(.uInt16(severity))
-        default: return .null
+        case let path: return fields[path.joined(separator: "/")] ?? .null
         }
     }
 }

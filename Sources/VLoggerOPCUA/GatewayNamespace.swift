@@ -40,7 +40,7 @@ public final class GatewayNamespace: @unchecked Sendable {
         let ns = space.namespace("urn:vlogger:gateway:\(gateway)")
         self.ns = ns
         if let methods, let access {
-            self.methods = ReaderMethods(space: space, methods: methods, access: access, ns: ns)
+            self.methods = ReaderMethods(space: space, methods: methods, access: access, ns: ns, post: post)
         } else {
             self.methods = nil
         }
@@ -174,6 +174,11 @@ public final class GatewayNamespace: @unchecked Sendable {
                 "RuntimeParameters/CodeTypes",
             ]).union(methods == nil ? [] : ReaderMethods.autoIdMethods),
             childId: { self.id("\(base)/\($0)") })
+        // The device reports its scans and accesses (AutoID's events): a client may subscribe to it.
+        if var node = space.node(id(base)) {
+            node.eventNotifier = 1
+            space.add(node)
+        }
         func held(_ path: String, _ v: Variant) {
             if let node = made[path] { space.setValue(node, DataValue(value: v)) }
         }
@@ -193,11 +198,38 @@ public final class GatewayNamespace: @unchecked Sendable {
         // AutoID's AutoIdDeviceType (OPC 30010 §6.2).
         held("DeviceName", .scalar(.string(reader)))
         held("AutoIdModelVersion", .scalar(.string("1.01")))
-        held("ScanActive", .scalar(.boolean(false)))
-        methods?.register(reader: reader, device: id(base), made: made, id: id)
+        source("ScanActive") { [weak self] in
+            DataValue(value: .scalar(.boolean(self?.methods?.isScanning(reader) ?? false)))
+        }
+        if let methods {
+            methods.register(reader: reader, device: id(base), made: made, id: id)
+            // What a client did last (SIMATIC Ident's LastAccess, its OPC UA manual 02/2022 §3.3), one value read
+            // whole: a PLC that triggers on Timestamp reads the client, command, identifier and status of that access.
+            object(
+                id(base + "/LastAccess"), "LastAccess", parent: id(base), reference: ReferenceTypeIds.hasComponent,
+                type: Self.baseObjectType)
+            let last = "\(base)/LastAccess"
+            variable(id(last + "/Client"), "Client", parent: id(last), type: 12) {
+                DataValue(value: .scalar(.string(methods.lastAccess(reader).client)))
+            }
+            variable(id(last + "/Command"), "Command", parent: id(last), type: 12) {
+                DataValue(value: .scalar(.string(methods.lastAccess(reader).command)))
+            }
+            variable(id(last + "/Identifier"), "Identifier", parent: id(last), type: 15) {
+                DataValue(value: .scalar(.byteString(methods.lastAccess(reader).identifier)))
+            }
+            variable(id(last + "/Status"), "Status", parent: id(last), type: 6) {
+                DataValue(value: .scalar(.int32(methods.lastAccess(reader).status)))
+            }
+            variable(id(last + "/Timestamp"), "Timestamp", parent: id(last), type: 13) {
+                guard let t = methods.lastAccess(reader).time else { return DataValue() }
+                return DataValue(value: .scalar(.dateTime(DateTime(t))))
+            }
+        }
         source("DeviceStatus") {
             // DeviceStatusEnumeration: Idle 0, Error 1, Scanning 2, Busy 3.
-            DataValue(value: .scalar(.int32(find()?.up == false ? 1 : 0)))
+            let scanning = self.methods?.isScanning(reader) == true
+            return DataValue(value: .scalar(.int32(find()?.up == false ? 1 : scanning ? 2 : 0)))
         }
         source("DeviceLocationName") { DataValue(value: .scalar(.string(find()?.location ?? ""))) }
         // Presence as SIMATIC Ident readers give it (their OPC UA manual, 02/2022 §3.3): the tags in the field now.
@@ -287,7 +319,14 @@ public final class GatewayNamespace: @unchecked Sendable {
     private func apply(_ change: FieldState.Change) {
         switch change {
         case .arrived(let uid, let reader, let asset, let time):
-            if let reader { lock.withLock { lastScan[reader] = (uid, time) } }
+            if let reader {
+                lock.withLock { lastScan[reader] = (uid, time) }
+                // AutoID's scan event from the reader's device too (OPC 30010 §5.3, option 3: the reader scans by
+                // itself and reports what it finds): a client subscribed to the device hears every arrival.
+                if methods != nil {
+                    post(ReaderMethods.scanEvent(reader, id("DeviceSet/\(reader)"), uid, Self.date(time)))
+                }
+            }
             addTag(uid)
             post(
                 ServerEvent(

@@ -19,6 +19,7 @@ final class ReaderMethods: @unchecked Sendable {
     let access: any FieldAccess
     let ns: UInt16
     let clock: @Sendable () -> Date
+    let post: @Sendable (ServerEvent) -> Void
     private let lock = NSLock()
     private var recent: [RecentKey: (time: Date, answer: Task<Result<[Variant], MethodTable.MethodFailure>, Never>)] =
         [:]
@@ -32,8 +33,9 @@ final class ReaderMethods: @unchecked Sendable {
 
     init(
         space: AddressSpace, methods: MethodTable, access: any FieldAccess, ns: UInt16,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() }, post: @escaping @Sendable (ServerEvent) -> Void = { _ in }
     ) {
+        self.post = post
         self.space = space
         self.methods = methods
         self.access = access
@@ -44,7 +46,7 @@ final class ReaderMethods: @unchecked Sendable {
     typealias Status = AutoIdOperationStatusEnumeration
 
     /// The AutoID methods a reader's device has (the optional paths `instantiate` makes).
-    static let autoIdMethods = ["Scan", "ReadTag", "WriteTag"]
+    static let autoIdMethods = ["Scan", "ScanStart", "ScanStop", "ReadTag", "WriteTag"]
 
     /// Registers a reader's methods: AutoID's (instantiated with the device, in `made`), and adds the scalar twins
     /// under the device.
@@ -74,6 +76,22 @@ final class ReaderMethods: @unchecked Sendable {
                 }
             }
         }
+        if let start = made["ScanStart"] {
+            methods.add(object: device, method: start) { [self] call in
+                // ScanStart(Settings ScanSettings) → (Status): scans until ScanStop or the settings' end.
+                guard case .scalar(.extensionObject(let e)) = call.arguments[0],
+                    let settings: ScanSettings = self.structure(e)
+                else { return .failure(.argument(0, of: 1)) }
+                return .success([Self.status(startScan(reader, device, settings, origin: Self.origin(call.session)))])
+            }
+        }
+        if let stop = made["ScanStop"] {
+            methods.add(object: device, method: stop) { [self] _ in
+                let task = lock.withLock { scanning.removeValue(forKey: reader) }
+                task?.cancel()
+                return .success([])
+            }
+        }
         if let read = made["ReadTag"] {
             methods.add(object: device, method: read) { [self] call in
                 // ReadTag(Identifier ScanData, CodeType, Region UInt16, Offset UInt32, Length UInt32, Password) →
@@ -94,14 +112,13 @@ final class ReaderMethods: @unchecked Sendable {
                 guard length > 0, length <= 65_536, offset <= 1 << 24 else {
                     return .success([.scalar(.byteString([])), Self.status(.out_of_range_error)])
                 }
-                switch await access.read(
-                    reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)),
-                    origin: Self.origin(call.session))
-                {
-                case .success(let data): return .success([.scalar(.byteString(data)), Self.status(.success)])
-                case .failure(let e):
-                    return .success([.scalar(.byteString([])), Self.status(Self.code(e, write: false))])
-                }
+                let origin = Self.origin(call.session)
+                let (data, status) = Self.outcome(
+                    await access.read(
+                        reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)), origin: origin),
+                    write: false)
+                self.accessed(reader, device, "ReadTag", uid, origin, status)
+                return .success([.scalar(.byteString(data ?? [])), Self.status(status)])
             }
         }
         if let write = made["WriteTag"] {
@@ -124,12 +141,12 @@ final class ReaderMethods: @unchecked Sendable {
                 guard offset <= 1 << 24 else { return .success([Self.status(.out_of_range_error)]) }
                 let origin = Self.origin(call.session)
                 return await once(origin, "WriteTag", a) {
-                    switch await access.write(
-                        reader: reader, uid: uid, at: .byte(Int(offset)), data: data, origin: origin)
-                    {
-                    case .success: return .success([Self.status(.success)])
-                    case .failure(let e): return .success([Self.status(Self.code(e, write: true))])
-                    }
+                    let (_, status) = Self.outcome(
+                        await access.write(
+                            reader: reader, uid: uid, at: .byte(Int(offset)), data: data, origin: origin),
+                        write: true)
+                    self.accessed(reader, device, "WriteTag", uid, origin, status)
+                    return .success([Self.status(status)])
                 }
             }
         }
@@ -149,18 +166,18 @@ final class ReaderMethods: @unchecked Sendable {
             readBlocks, "ReadBlocks", parent: device,
             inputs: [uidArg, firstArg, arg("Count", uint16, "How many blocks")],
             outputs: [arg("Data", byteString, "The blocks' bytes"), statusArg])
-        methods.add(object: device, method: readBlocks) { call in
+        methods.add(object: device, method: readBlocks) { [self] call in
             let a = call.arguments
             guard let uid = Self.uid(a[0]) else { return .failure(.argument(0, of: 3)) }
             guard case .scalar(.uInt16(let first)) = a[1] else { return .failure(.argument(1, of: 3)) }
             guard case .scalar(.uInt16(let count)) = a[2], count > 0 else { return .failure(.argument(2, of: 3)) }
-            switch await access.read(
-                reader: reader, uid: uid, .blocks(first: Int(first), count: Int(count)),
-                origin: Self.origin(call.session))
-            {
-            case .success(let data): return .success([.scalar(.byteString(data)), Self.status(.success)])
-            case .failure(let e): return .success([.scalar(.byteString([])), Self.status(Self.code(e, write: false))])
-            }
+            let origin = Self.origin(call.session)
+            let (data, status) = Self.outcome(
+                await access.read(
+                    reader: reader, uid: uid, .blocks(first: Int(first), count: Int(count)), origin: origin),
+                write: false)
+            self.accessed(reader, device, "ReadBlocks", uid, origin, status)
+            return .success([.scalar(.byteString(data ?? [])), Self.status(status)])
         }
         let writeBlocks = id("DeviceSet/\(reader)/WriteBlocks")
         addMethod(
@@ -175,11 +192,11 @@ final class ReaderMethods: @unchecked Sendable {
             }
             let origin = Self.origin(call.session)
             return await once(origin, "WriteBlocks", a) {
-                switch await access.write(reader: reader, uid: uid, at: .block(Int(first)), data: data, origin: origin)
-                {
-                case .success: return .success([Self.status(.success)])
-                case .failure(let e): return .success([Self.status(Self.code(e, write: true))])
-                }
+                let (_, status) = Self.outcome(
+                    await access.write(reader: reader, uid: uid, at: .block(Int(first)), data: data, origin: origin),
+                    write: true)
+                self.accessed(reader, device, "WriteBlocks", uid, origin, status)
+                return .success([Self.status(status)])
             }
         }
         let queueBlocks = id("DeviceSet/\(reader)/QueueBlocks")
@@ -252,7 +269,110 @@ final class ReaderMethods: @unchecked Sendable {
         }
     }
 
+    // MARK: Continuous scans
+
+    private var scanning: [String: Task<Void, Never>] = [:]
+
+    /// Whether a ScanStart runs on the reader (its device's ScanActive, DeviceStatus Scanning).
+    func isScanning(_ reader: String) -> Bool { lock.withLock { scanning[reader] != nil } }
+
+    /// ScanStart: inventories 250 ms apart through the field access (the reader's thread, between its cycles), each
+    /// tag an RfidScanEventType event from the device when it is seen first in this scan and when it is seen again
+    /// after a round without it; until ScanStop, `Duration` (ms) or `Cycles` rounds, or the first tag when
+    /// `DataAvailable`. The first round is recorded as the client's Scan; one scan at a time per reader.
+    func startScan(_ reader: String, _ device: NodeId, _ settings: ScanSettings, origin: String) -> Status {
+        let access = self.access
+        let duration = settings.duration.isFinite && settings.duration > 0 ? settings.duration / 1000 : nil
+        let rounds = settings.cycles > 0 ? Int(settings.cycles) : nil
+        return lock.withLock { () -> Status in
+            guard scanning[reader] == nil else { return .op_not_possible_error }
+            scanning[reader] = Task { [self] in
+                let start = clock()
+                var round = 0
+                var present = Set<UID>()
+                while !Task.isCancelled {
+                    if let rounds, round >= rounds { break }
+                    if let duration, clock().timeIntervalSince(start) >= duration { break }
+                    let result = await access.scan(reader: reader, origin: round == 0 ? origin : nil)
+                    round += 1
+                    guard case .success(let uids) = result else { break }
+                    let now = clock()
+                    for uid in uids where !present.contains(uid) {
+                        post(Self.scanEvent(reader, device, uid, now))
+                    }
+                    present = Set(uids)
+                    if settings.dataAvailable, !uids.isEmpty { break }
+                    try? await Task.sleep(for: .milliseconds(250))
+                }
+                _ = lock.withLock { scanning.removeValue(forKey: reader) }
+            }
+            return .success
+        }
+    }
+
+    /// An RfidScanEventType event (OPC 30010 §7.3): the device's name and the tag as one RfidScanResult.
+    static func scanEvent(_ reader: String, _ device: NodeId, _ uid: UID, _ time: Date) -> ServerEvent {
+        let result = RfidScanResult(
+            codeType: "UID", scanData: .byteString(uid.displayBytes), timestamp: DateTime(time),
+            sighting: [RfidSighting(antenna: 1, strength: 0, timestamp: DateTime(time))])
+        return ServerEvent(
+            eventType: rfidScanEventType, sourceNode: device, sourceName: reader, time: time,
+            message: "\(uid) seen by \(reader)", severity: 100,
+            fields: [
+                "DeviceName": .scalar(.string(reader)),
+                "ScanResult": .array(.extensionObject, [.extensionObject(result.extensionObject)]),
+            ])
+    }
+
+    // MARK: Accesses
+
+    /// What a client did last with a reader (LastAccess), one value under one lock: a PLC that triggers on the
+    /// timestamp reads the other members of the same access.
+    struct LastAccess {
+        var client = ""
+        var command = ""
+        var identifier: [UInt8] = []
+        var status: Int32 = 0
+        var time: Date?
+    }
+    private var last: [String: LastAccess] = [:]
+
+    func lastAccess(_ reader: String) -> LastAccess { lock.withLock { last[reader] ?? LastAccess() } }
+
+    /// An access done: LastAccess, and an RfidAccessEventType event from the device (OPC 30010 §7.6: Client,
+    /// Command, AccessResult).
+    func accessed(_ reader: String, _ device: NodeId, _ command: String, _ uid: UID, _ origin: String, _ status: Status)
+    {
+        let now = clock()
+        lock.withLock {
+            last[reader] = LastAccess(
+                client: origin, command: command, identifier: uid.displayBytes, status: status.rawValue, time: now)
+        }
+        let result = RfidAccessResult(
+            codeType: "UID", identifier: .byteString(uid.displayBytes), timestamp: DateTime(now), antenna: 1)
+        post(
+            ServerEvent(
+                eventType: Self.rfidAccessEventType, sourceNode: device, sourceName: reader, time: now,
+                message: "\(command) \(uid) from \(origin): \(status)", severity: status == .success ? 100 : 500,
+                fields: [
+                    "Client": .scalar(.string(origin)), "Command": .scalar(.string(command)),
+                    "AccessResult": .array(.extensionObject, [.extensionObject(result.extensionObject)]),
+                ]))
+    }
+
+    /// AutoID's event types (OPC 30010 §7, i=1006 and i=1016 in its NodeSet), in the server's namespace 3.
+    static let rfidScanEventType = NodeId(1006, namespace: 3)
+    static let rfidAccessEventType = NodeId(1016, namespace: 3)
+
     // MARK: Arguments and answers
+
+    /// An access's data (empty when it failed) and AutoID status.
+    static func outcome<T>(_ r: Result<T, FieldAccessError>, write: Bool) -> (T?, Status) {
+        switch r {
+        case .success(let v): return (v, .success)
+        case .failure(let e): return (nil, code(e, write: write))
+        }
+    }
 
     /// Who called, as the store's origin: `opcua:` and the client's ApplicationUri (else its session's name), with
     /// the user where it logged in as one.

@@ -7,8 +7,9 @@ import VLoggerModel
 /// addressed and chunked reads, its write path: verified by read-back, never written twice, recorded with the
 /// client as the origin). The service gives servers one (`OutputContext.fieldAccess`); tests give a fake.
 public protocol FieldAccess: Sendable {
-    /// An inventory of every tag in the reader's field now (the quiet ones too), with when it was made.
-    func scan(reader: String, origin: String) async -> Result<[UID], FieldAccessError>
+    /// An inventory of every tag in the reader's field now (the quiet ones too); recorded as an access of `origin`
+    /// (nil: not recorded, a round of a scan already recorded when it started).
+    func scan(reader: String, origin: String?) async -> Result<[UID], FieldAccessError>
     /// Bytes of a tag in the reader's field: whole blocks, or a range of bytes within its memory.
     func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<[UInt8], FieldAccessError>
     /// Writes bytes to a tag in the reader's field from a block or from a byte offset (the blocks around a byte

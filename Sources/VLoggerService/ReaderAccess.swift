@@ -50,7 +50,7 @@ final class ReaderAccess: FieldAccess, @unchecked Sendable {
         }
     }
 
-    func scan(reader: String, origin: String) async -> Result<[UID], FieldAccessError> {
+    func scan(reader: String, origin: String?) async -> Result<[UID], FieldAccessError> {
         await run(reader) { $0.accessScan(origin: origin) }
     }
 

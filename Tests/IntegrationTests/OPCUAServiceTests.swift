@@ -194,11 +194,29 @@ struct OPCUAServiceTests {
             #expect(
                 blocks?["data"] as? String == (name == "asyncua" ? "1011121314151617" : "2021222324252627"), "\(out)")
             #expect(out["absent"] as? Int == 8)
+            // ScanStart: RfidScanEventType events from the device, every field decoded by the client.
+            #expect(out["scanStart"] as? Int == 0)
+            let event = out["scanEvent"] as? [String: Any] ?? [:]
+            #expect(event["DeviceName"] as? String == "cage-room" && event["SourceName"] as? String == "cage-room")
+            #expect(event["CodeType"] as? String == "UID" && event["Antenna"] as? Int == 1, "\(name): \(event)")
+            #expect((event["ScanData"] as? String ?? "").hasPrefix("E0"), "\(name): \(event)")
             #expect(out["wrongType"] as? String == "BadInvalidArgument")
             if name == "asyncua" {
                 #expect(out["writeBlocksAgain"] as? Int == 0)
                 #expect(out["pastTheEnd"] as? Int == 7)
                 #expect(out["readTagEpc"] as? Int == 13)  // code_not_supported
+                #expect(out["scanActiveWhileScanning"] as? Bool == true && out["scanActiveAfterStop"] as? Bool == false)
+                // An RfidAccessEventType event per access, and LastAccess: the last one (ReadBlocks past the end, 7).
+                #expect(
+                    out["accessCommands"] as? [String]
+                        == ["ReadTag", "WriteTag", "ReadTag", "WriteBlocks", "ReadBlocks", "ReadBlocks", "ReadBlocks"],
+                    "\(out)")
+                let access = out["accessEvent"] as? [String: Any] ?? [:]
+                #expect(access["Client"] as? String == "opcua:urn:vlogger:test:autoid-asyncua")
+                #expect(access["Identifier"] as? String == slix2 && access["CodeType"] as? String == "UID")
+                let last = out["lastAccess"] as? [String: Any] ?? [:]
+                #expect(last["Command"] as? String == "ReadBlocks" && last["Status"] as? Int == 7, "\(last)")
+                #expect(last["Identifier"] as? String == slix2 && last["Timestamp"] is String)
                 #expect(
                     (out["scanFields"] as? [[String]])?.first?.contains("Sighting") == true, "\(out)")
             } else {

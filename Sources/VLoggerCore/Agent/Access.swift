@@ -11,11 +11,13 @@ import VLoggerStore
 /// `write_failed` with the client as the origin, and the write itself), a scan or a read as an `access` event.
 extension Agent {
     /// Every tag in the field now (the quiet ones woken, as an audit's round does; the next cycle quiets them again).
-    public func accessScan(origin: String) -> Result<[UID], FieldAccessError> {
+    /// Recorded as the client's access when `origin` is given (a continuous scan records its first round only).
+    public func accessScan(origin: String?) -> Result<[UID], FieldAccessError> {
         let result: Result<[UID], FieldAccessError>
         do { result = .success(try inventoryEveryTag().map(\.uid)) } catch {
             result = .failure(Self.accessError(error))
         }
+        guard let origin else { return result }
         recordAccess(
             "Scan", uid: nil, origin: origin,
             result.map { "\($0.count) tag\($0.count == 1 ? "" : "s") in the field" })
@@ -125,8 +127,10 @@ extension Agent {
         logger.notice("write from \(origin) to \(uid): \(state.rawValue): \(result)", metadata: ["uid": "\(uid)"])
     }
 
-    private func recordAccess(_ command: String, uid: UID?, origin: String, _ result: Result<String, FieldAccessError>)
-    {
+    /// An `access` event: a client's command and its outcome.
+    public func recordAccess(
+        _ command: String, uid: UID?, origin: String, _ result: Result<String, FieldAccessError>
+    ) {
         let (severity, detail): (Event.Severity, String)
         switch result {
         case .success(let s): (severity, detail) = (.info, "\(command) from \(origin): \(s)")

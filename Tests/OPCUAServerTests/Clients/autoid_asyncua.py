@@ -48,6 +48,22 @@ async def run(url, reader, uid_hex):
 
         gateway_ns = device.nodeid.NamespaceIndex
         uid = bytes.fromhex(uid_hex)
+
+        # The device's AutoID events: RfidScanEventType (after ScanStart) and RfidAccessEventType (each access).
+        events = {"scan": [], "access": []}
+
+        class Handler:
+            def event_notification(self, event):
+                if hasattr(event, "ScanResult"):
+                    events["scan"].append(event)
+                elif hasattr(event, "AccessResult"):
+                    events["access"].append(event)
+
+        sub = await client.create_subscription(50, Handler())
+        scan_type = client.get_node(ua.NodeId(1006, autoid))
+        access_type = client.get_node(ua.NodeId(1016, autoid))
+        await sub.subscribe_events(device, scan_type)
+        await sub.subscribe_events(device, access_type)
         # Scan: the tags in the field now.
         settings = ua.ScanSettings(Duration=0.0, Cycles=1, DataAvailable=False)
         t0 = time.monotonic()
@@ -82,6 +98,28 @@ async def run(url, reader, uid_hex):
             await method("ReadTag", autoid), ua.ScanData(Encoding=1, Value=uid), "EPC", u16(0), u32(0), u32(4), b"")
         out["readTagEpc"] = status
 
+        # ScanStart for 1.5 s: an RfidScanEventType event per tag, each field decoded by asyncua from the event
+        # type's properties (DeviceName, ScanResult: RfidScanResult[]).
+        status = await device.call_method(await method("ScanStart", autoid), ua.ScanSettings(Duration=1500.0))
+        out["scanStart"] = status
+        active = await (await device.get_child(["%d:ScanActive" % autoid])).read_value()
+        for _ in range(60):
+            if events["scan"]:
+                break
+            await asyncio.sleep(0.05)
+        await device.call_method(await method("ScanStop", autoid))
+        await asyncio.sleep(0.3)
+        out["scanActiveWhileScanning"] = active
+        out["scanActiveAfterStop"] = await (await device.get_child(["%d:ScanActive" % autoid])).read_value()
+        if events["scan"]:
+            e = events["scan"][0]
+            r = e.ScanResult[0]
+            out["scanEvent"] = {
+                "DeviceName": e.DeviceName, "SourceName": e.SourceName, "Severity": e.Severity,
+                "Message": e.Message.Text, "CodeType": r.CodeType, "ScanData": r.ScanData.Value.hex().upper(),
+                "Antenna": r.Sighting[0].Antenna, "Timestamp": r.Timestamp.isoformat()}
+            out["scanEventUids"] = sorted({e.ScanResult[0].ScanData.Value.hex().upper() for e in events["scan"]})
+
         write_blocks = await method("WriteBlocks", gateway_ns)
         read_blocks = await method("ReadBlocks", gateway_ns)
         payload = bytes(range(0x10, 0x18))
@@ -95,6 +133,19 @@ async def run(url, reader, uid_hex):
         out["absent"] = status
         data, status = await device.call_method(read_blocks, uid, u16(65000), u16(2))
         out["pastTheEnd"] = status
+        await asyncio.sleep(0.3)
+        commands = [e.Command for e in events["access"]]
+        out["accessCommands"] = commands
+        if events["access"]:
+            e = events["access"][-1]
+            a = e.AccessResult[0]
+            out["accessEvent"] = {"Client": e.Client, "Command": e.Command, "Identifier": a.Identifier.Value.hex().upper(),
+                                  "CodeType": a.CodeType, "Severity": e.Severity}
+        last = await device.get_child(["%d:LastAccess" % gateway_ns])
+        out["lastAccess"] = {
+            name: (v.hex().upper() if isinstance(v, bytes) else v if not hasattr(v, "isoformat") else v.isoformat())
+            for name in ["Client", "Command", "Identifier", "Status", "Timestamp"]
+            for v in [await (await last.get_child(["%d:%s" % (gateway_ns, name)])).read_value()]}
         try:
             await device.call_method(read_blocks, uid, "twelve", u16(2))
             out["wrongType"] = "Good"

@@ -15,6 +15,7 @@ runs for ten minutes without a licence file; this script takes seconds) and its 
 """
 import json
 import sys
+import threading
 import time
 
 import o6
@@ -84,6 +85,51 @@ def run(url, reader, uid_hex):
         status, (data, st) = call(
             "ReadTag", [identifier(), o6.String("UID"), o6.UInt16(0), o6.UInt32(44), o6.UInt32(4), o6.ByteString(b"")])
         out["readBack"] = {"status": int(st), "data": bytes(data).hex().upper()}
+
+        # ScanStart for 1.5 s with the device's RfidScanEventType events subscribed (select clauses by browse name,
+        # the type from o6's AutoID binding): each event's ScanResult decoded by the binding.
+        lock = threading.Lock()
+        events = []
+
+        def event(fields):
+            with lock:
+                events.append(fields)
+
+        selects = []
+        for name in ["EventType", "SourceName", "Message", "DeviceName", "ScanResult"]:
+            operand = ns0.datatypes.SimpleAttributeOperand()
+            operand.typeDefinitionId = o6.NodeId(auto_id.objtypes.RfidScanEventType)
+            operand.browsePath = [o6.QualifiedName(0 if name in ("EventType", "SourceName", "Message") else
+                                                   auto_id.index, name)]
+            operand.attributeId = o6.AttributeId.VALUE
+            selects.append(operand)
+        event_filter = ns0.datatypes.EventFilter()
+        event_filter.selectClauses = selects
+        sub = client.createSubscription(publishingInterval=50.0)
+        client.monitorEvent(device, event, filter=event_filter, subscription=sub)
+        settings = auto_id.datatypes.ScanSettings()
+        settings.duration = 1500.0
+        status, (st,) = call("ScanStart", [settings])
+        out["scanStart"] = int(st)
+        for _ in range(60):
+            with lock:
+                if events:
+                    break
+            time.sleep(0.05)
+        call("ScanStop", [])
+        with lock:
+            got = list(events)
+        if got:
+            # o6 keys a field by its type and browse path: `ns=3;i=1006/3:ScanResult`.
+            f = {k.rsplit("/", 1)[-1].split(":")[-1]: v for k, v in got[0].items()}
+            scan = [o6.decodeBinary(r.body, auto_id.datatypes.RfidScanResult) if isinstance(r, o6.ExtensionObject)
+                    else r for r in (f.get("ScanResult") or [])]
+            out["scanEvent"] = {
+                "DeviceName": str(f.get("DeviceName")), "SourceName": str(f.get("SourceName")),
+                "CodeType": str(scan[0].codeType) if scan else None,
+                "ScanData": bytes(scan[0].scanData.byteString).hex().upper() if scan else None,
+                "Antenna": int(scan[0].sighting[0].antenna) if scan else None}
+            out["scanEventKeys"] = sorted(got[0].keys())
 
         payload = bytes(range(0x20, 0x28))
         status, (st,) = call("WriteBlocks", [o6.ByteString(uid), o6.UInt16(14), o6.ByteString(payload)])
