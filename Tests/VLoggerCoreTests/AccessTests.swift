@@ -94,8 +94,14 @@ import VLoggerStore
             return
         }
         #expect(e.kind == .noAnswer)
+        // Gone now: a write to it is answered at once, and is a failed write event too (one per write asked).
+        let absent = r.agent.accessWrite(
+            try UID(parsing: "E004010099999999"), at: .block(1), data: [1, 2, 3, 4], origin: "opcua:plc")
+        #expect((try? absent.get()) == nil)
         r.agent.writer.commitNow()
-        #expect(try r.store.events(kind: .writeFailed).count == 1)
+        let failed = try r.store.events(kind: .writeFailed)
+        #expect(failed.count == 2 && failed.allSatisfy { $0.origin == "opcua:plc" }, "\(failed)")
+        #expect(failed.last?.detail.contains("not in the field") == true)
         #expect(try r.store.events(kind: .writeDone).isEmpty)
     }
 }

@@ -59,12 +59,39 @@ extension Agent {
     public func accessWrite(_ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String)
         -> Result<String, FieldAccessError>
     {
+        let now = clock.now()
+        let result = makeWrite(uid, at: start, data: data, origin: origin, now: now)
+        // Every write asked for is one write event, made or not (a tag not in the field, a locked block …).
+        let at: String
+        switch start {
+        case .block(let b): at = "block \(b)"
+        case .byte(let o): at = "byte \(o)"
+        }
+        let (kind, detail): (Event.Kind, String)
+        switch result {
+        case .success(let s): (kind, detail) = (.writeDone, s)
+        case .failure(let e): (kind, detail) = (.writeFailed, e.message)
+        }
+        writer.add(
+            Event(
+                time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
+                uid: uid, kind: kind, name: "", severity: kind == .writeDone ? .info : .warning,
+                detail: "write from \(origin) (\(data.count) bytes from \(at)): \(detail)", origin: origin))
+        logger.notice("write from \(origin) to \(uid): \(kind.rawValue): \(detail)", metadata: ["uid": "\(uid)"])
+        return result
+    }
+
+    /// The write itself: the whole blocks it comes to, then the write path (`carryOut`).
+    private func makeWrite(_ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, now: Millis)
+        -> Result<String, FieldAccessError>
+    {
         guard tagsInField.contains(uid) else { return .failure(Self.notInField(uid, readerConfig.id)) }
         guard !data.isEmpty else { return .failure(FieldAccessError(.invalid, "no data to write")) }
-        let now = clock.now()
         let write: QueuedWrite
+        let memory: TagMemory
         do {
             let m = try client.memory(of: uid)
+            memory = m
             switch start {
             case .block(let b):
                 guard data.count % m.blockSize == 0 else {
@@ -96,14 +123,10 @@ extension Agent {
         } catch {
             return .failure(FieldAccessError(.tagError, "\(error)"))
         }
-        let memory: TagMemory
-        do { memory = try client.memory(of: uid) } catch { return .failure(Self.accessError(error)) }
         guard let (state, result) = carryOut(write, uid, memory: memory, now: now) else {
-            let e = FieldAccessError(.noAnswer, "the tag did not answer (it may have left the field); nothing written")
-            recordWrite(uid, write, .failed, e.message, origin: origin, now: now)
-            return .failure(e)
+            return .failure(
+                FieldAccessError(.noAnswer, "the tag did not answer (it may have left the field); nothing written"))
         }
-        recordWrite(uid, write, state, result, origin: origin, now: now)
         switch state {
         case .done: return .success(result)
         case .rejected: return .failure(FieldAccessError(.password, result))
@@ -112,19 +135,6 @@ extension Agent {
                 result.contains("is locked") ? .locked : result.contains("past the end") ? .outOfRange : .failed
             return .failure(FieldAccessError(kind, result))
         }
-    }
-
-    private func recordWrite(
-        _ uid: UID, _ w: QueuedWrite, _ state: QueuedWrite.State, _ result: String, origin: String, now: Millis
-    ) {
-        writer.add(
-            Event(
-                time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
-                uid: uid,
-                kind: state == .done ? .writeDone : .writeFailed, name: "", severity: state == .done ? .info : .warning,
-                detail: "write from \(origin) (\(w.data.count) bytes from block \(w.first)): \(result)", origin: origin)
-        )
-        logger.notice("write from \(origin) to \(uid): \(state.rawValue): \(result)", metadata: ["uid": "\(uid)"])
     }
 
     /// An `access` event: a client's command and its outcome.

@@ -1,0 +1,213 @@
+import FieldState
+import Foundation
+import ISO15693
+import NIOConcurrencyHelpers
+import OPCUA
+import Testing
+import VLoggerOutbox
+
+@testable import OPCUAServer
+@testable import VLoggerOPCUA
+
+/// A field access that answers what the test says and counts what it was asked.
+final class FakeFieldAccess: FieldAccess, @unchecked Sendable {
+    let calls = NIOLockedValueBox<[String]>([])
+    let answer = NIOLockedValueBox<FieldAccessError?>(nil)
+    let tags: [UID]
+
+    init(tags: [UID]) { self.tags = tags }
+
+    func scan(reader: String, origin: String?) async -> Result<[UID], FieldAccessError> {
+        calls.withLockedValue { $0.append("scan \(origin == nil ? "-" : "recorded")") }
+        if let e = answer.withLockedValue({ $0 }) { return .failure(e) }
+        return .success(tags)
+    }
+
+    func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<[UInt8], FieldAccessError> {
+        calls.withLockedValue { $0.append("read \(uid) \(range)") }
+        if let e = answer.withLockedValue({ $0 }) { return .failure(e) }
+        switch range {
+        case .blocks(_, let count): return .success(Array(repeating: 0xAB, count: count * 4))
+        case .bytes(_, let length): return .success(Array(repeating: 0xCD, count: length))
+        }
+    }
+
+    func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
+        -> Result<String, FieldAccessError>
+    {
+        calls.withLockedValue { $0.append("write \(uid) \(start) \(data.count) \(origin)") }
+        if let e = answer.withLockedValue({ $0 }) { return .failure(e) }
+        return .success("written and read back")
+    }
+
+    func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async
+        -> Result<Int64, FieldAccessError>
+    {
+        calls.withLockedValue { $0.append("queue \(uid) \(firstBlock)") }
+        return .success(42)
+    }
+}
+
+/// The readers' AutoID methods over a fake field access (OPC 30010 §6.3, §9.1.1; OPC 10000-4 §5.11.2.2): what a
+/// method hands the field access, what it answers for each failure, and what it refuses before any access.
+@Suite(.serialized)
+struct ReaderMethodsTests {
+    static let uid = try! UID(parsing: "E004010812345601")
+
+    struct Rig {
+        let core: ServerCore
+        let namespace: GatewayNamespace
+        let access: FakeFieldAccess
+        let session: Session
+        let events: NIOLockedValueBox<[ServerEvent]>
+        func id(_ path: String) -> NodeId { namespace.id(path) }
+
+        func call(_ method: String, _ args: [Variant]) async -> CallMethodResult {
+            await core.methods.call(
+                CallMethodRequest(
+                    objectId: id("DeviceSet/dock-3"), methodId: id("DeviceSet/dock-3/\(method)"), inputArguments: args),
+                session: session, deadline: nil, space: core.addressSpace)
+        }
+    }
+
+    func rig() throws -> Rig {
+        let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
+        let core = ServerCore(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:gw-7", applicationName: "t", identity: nil,
+                security: [EndpointSecurity(.none, .none)]),
+            addressSpace: space)
+        let state = FieldState(readers: [FieldState.Reader(id: "dock-3", location: "Dock door 3", intervalMs: 1000)])
+        let access = FakeFieldAccess(tags: [Self.uid])
+        let events = NIOLockedValueBox<[ServerEvent]>([])
+        let namespace = GatewayNamespace(
+            space: space, state: state, gateway: "gw-7", site: nil, methods: core.methods, access: access,
+            post: { e in events.withLockedValue { $0.append(e) } })
+        let session = Session(
+            id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "plc", timeoutMs: 60_000,
+            clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
+            subscriptions: SubscriptionSet(server: core))
+        session.clientApplicationUri = "urn:plc-7"
+        return Rig(core: core, namespace: namespace, access: access, session: session, events: events)
+    }
+
+    static func u16(_ n: UInt16) -> Variant { .scalar(.uInt16(n)) }
+    static func bytes(_ b: [UInt8]) -> Variant { .scalar(.byteString(b)) }
+
+    /// A UID of 0 or 200 bytes, a block count of 0, too few or too many arguments, a value of another type: each its
+    /// status, and the reader is never asked.
+    @Test func wrongArgumentsNeverReachTheReader() async throws {
+        let r = try rig()
+        let uid = Self.bytes(Self.uid.displayBytes)
+        var result = await r.call("ReadBlocks", [Self.bytes([]), Self.u16(0), Self.u16(1)])
+        #expect(result.statusCode == .badInvalidArgument && result.inputArgumentResults?.first == .badInvalidArgument)
+        result = await r.call("ReadBlocks", [Self.bytes(Array(repeating: 0xE0, count: 200)), Self.u16(0), Self.u16(1)])
+        #expect(result.statusCode == .badInvalidArgument)
+        result = await r.call("ReadBlocks", [uid, Self.u16(0), Self.u16(0)])
+        #expect(result.statusCode == .badInvalidArgument && result.inputArgumentResults?[2] == .badInvalidArgument)
+        result = await r.call("ReadBlocks", [uid, Self.u16(0)])
+        #expect(result.statusCode == .badArgumentsMissing)
+        result = await r.call("WriteBlocks", [uid, Self.u16(0), Self.bytes([1, 2, 3, 4]), Self.u16(9)])
+        #expect(result.statusCode == .badTooManyArguments)
+        result = await r.call("WriteBlocks", [uid, .scalar(.uInt32(0)), Self.bytes([1, 2, 3, 4])])
+        #expect(result.inputArgumentResults == [.good, .badTypeMismatch, .good])
+        result = await r.call("WriteBlocks", [uid, Self.u16(0), Self.bytes([])])
+        #expect(result.statusCode == .badInvalidArgument)
+        // ReadTag's Offset + Length past what any ISO 15693 tag holds: out_of_range_error (7) at once.
+        let id = Variant.scalar(.extensionObject(ScanData.byteString(Self.uid.displayBytes).extensionObject))
+        result = await r.call(
+            "ReadTag",
+            [id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(.max)), .scalar(.uInt32(.max)), Self.bytes([])])
+        #expect(result.statusCode == .good && result.outputArguments?.last == .scalar(.int32(7)))
+        // Region 1 (not the user memory): region_not_found_error (5); a password in the call:
+        // not_supported_by_device (15); a code type other than UID: code_not_supported (13).
+        result = await r.call(
+            "ReadTag",
+            [id, .scalar(.string("UID")), Self.u16(1), .scalar(.uInt32(0)), .scalar(.uInt32(4)), Self.bytes([])])
+        #expect(result.outputArguments?.last == .scalar(.int32(5)))
+        result = await r.call(
+            "ReadTag",
+            [id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(0)), .scalar(.uInt32(4)), Self.bytes([1, 2])])
+        #expect(result.outputArguments?.last == .scalar(.int32(15)))
+        result = await r.call(
+            "ReadTag",
+            [id, .scalar(.string("EPC")), Self.u16(0), .scalar(.uInt32(0)), .scalar(.uInt32(4)), Self.bytes([])])
+        #expect(result.outputArguments?.last == .scalar(.int32(13)))
+        // A ScanData that is no ScanData.
+        result = await r.call(
+            "ReadTag",
+            [
+                .scalar(.extensionObject(ScanSettings().extensionObject)), .scalar(.string("UID")), Self.u16(0),
+                .scalar(.uInt32(0)), .scalar(.uInt32(4)), Self.bytes([]),
+            ])
+        #expect(result.statusCode == .badInvalidArgument && result.inputArgumentResults?.first == .badInvalidArgument)
+        #expect(r.access.calls.withLockedValue { $0 }.isEmpty)
+    }
+
+    /// Each access failure is its AutoID status (OPC 30010 §9.1.1, AutoIdOperationStatusEnumeration): the method
+    /// call itself is Good.
+    @Test func accessFailuresAreTheirAutoIdStatus() async throws {
+        let r = try rig()
+        let expected: [(FieldAccessError.Kind, Int32, Int32)] = [
+            // kind, its status for a read, for a write
+            (.notInField, 8, 8), (.outOfRange, 7, 7), (.locked, 3, 3), (.password, 4, 4), (.noAnswer, 19, 19),
+            (.tagError, 10, 14), (.readerDown, 17, 17), (.busy, 17, 17), (.invalid, 6, 6), (.failed, 14, 14),
+        ]
+        for (n, (kind, read, write)) in expected.enumerated() {
+            r.access.answer.withLockedValue { $0 = FieldAccessError(kind, "\(kind)") }
+            let uid = Self.bytes(Self.uid.displayBytes)
+            let a = await r.call("ReadBlocks", [uid, Self.u16(UInt16(n)), Self.u16(1)])
+            #expect(a.statusCode == .good && a.outputArguments?.last == .scalar(.int32(read)), "\(kind)")
+            let b = await r.call("WriteBlocks", [uid, Self.u16(UInt16(n)), Self.bytes([1, 2, 3, 4])])
+            #expect(b.outputArguments == [.scalar(.int32(write))], "\(kind)")
+        }
+        // Each access an RfidAccessEventType event from the device, with the client and the command.
+        let access = r.events.withLockedValue { $0 }.filter { $0.eventType == NodeId(1016, namespace: 3) }
+        #expect(access.count == 2 * expected.count)
+        #expect(access.first?.fields["Client"] == .scalar(.string("opcua:urn:plc-7")))
+        #expect(access.first?.fields["Command"] == .scalar(.string("ReadBlocks")))
+    }
+
+    /// The same write from the same client within a minute (a retry after its timeout) is answered from the first
+    /// call: the reader is asked once. Other data is another write.
+    @Test func aRetriedWriteIsMadeOnce() async throws {
+        let r = try rig()
+        let args = [Self.bytes(Self.uid.displayBytes), Self.u16(3), Self.bytes([1, 2, 3, 4])]
+        let first = await r.call("WriteBlocks", args)
+        let again = await r.call("WriteBlocks", args)
+        #expect(first.outputArguments == [.scalar(.int32(0))] && again.outputArguments == first.outputArguments)
+        _ = await r.call("WriteBlocks", [Self.bytes(Self.uid.displayBytes), Self.u16(3), Self.bytes([5, 6, 7, 8])])
+        let writes = r.access.calls.withLockedValue { $0 }.filter { $0.hasPrefix("write") }
+        #expect(writes.count == 2, "\(writes)")
+        #expect(writes.first?.hasSuffix("opcua:urn:plc-7") == true)
+    }
+
+    /// Scan's settings: `Cycles` inventories (the first recorded as the client's), or one when DataAvailable finds a
+    /// tag; ScanStart runs one scan at a time per reader (a second is op_not_possible_error, 6) until ScanStop.
+    @Test func scanSettingsAndOneContinuousScanAtATime() async throws {
+        let r = try rig()
+        let settings = { (s: ScanSettings) in Variant.scalar(.extensionObject(s.extensionObject)) }
+        var result = await r.call("Scan", [settings(ScanSettings(cycles: 3))])
+        #expect(result.outputArguments?.last == .scalar(.int32(0)))
+        #expect(r.access.calls.withLockedValue { $0 } == ["scan recorded", "scan recorded", "scan recorded"])
+        if case .array(.extensionObject, let items?, _) = result.outputArguments?.first,
+            case .extensionObject(let e) = items.first
+        {
+            let found = try RfidScanResult(e)
+            #expect(found.codeType == "UID" && found.scanData == .byteString(Self.uid.displayBytes))
+        } else {
+            Issue.record("no RfidScanResult: \(result)")
+        }
+        r.access.calls.withLockedValue { $0 = [] }
+        result = await r.call("Scan", [settings(ScanSettings(cycles: 5, dataAvailable: true))])
+        #expect(r.access.calls.withLockedValue { $0 }.count == 1)
+        result = await r.call("ScanStart", [settings(ScanSettings())])
+        #expect(result.outputArguments == [.scalar(.int32(0))])
+        #expect(r.namespace.methods?.isScanning("dock-3") == true)
+        result = await r.call("ScanStart", [settings(ScanSettings())])
+        #expect(result.outputArguments == [.scalar(.int32(6))])
+        result = await r.call("ScanStop", [])
+        #expect(result.statusCode == .good)
+        #expect(r.namespace.methods?.isScanning("dock-3") == false)
+    }
+}
