@@ -23,6 +23,7 @@ public final class Session: @unchecked Sendable {
         var activated = false
         var user: String?
         var clientApplicationUri: String?
+        var closed = false
         var lastUsed: Date
         var continuations: [[UInt8]: Continuation] = [:]
     }
@@ -45,6 +46,11 @@ public final class Session: @unchecked Sendable {
     public internal(set) var user: String? {
         get { lock.withLock { state.user } }
         set { lock.withLock { state.user = newValue } }
+    }
+    /// Whether the session ended (closed by its client, or its timeout ran out): what it started stops.
+    public internal(set) var isClosed: Bool {
+        get { lock.withLock { state.closed } }
+        set { lock.withLock { state.closed = newValue } }
     }
     /// The ApplicationUri the client gave in CreateSession (its certificate's, where it has one).
     public internal(set) var clientApplicationUri: String? {
@@ -152,6 +158,7 @@ final class SessionTable: @unchecked Sendable {
 
     func remove(_ session: Session) {
         lock.withLock { byToken[session.authenticationToken] = nil }
+        session.isClosed = true
         session.subscriptions.removeAll()
     }
 
@@ -161,6 +168,7 @@ final class SessionTable: @unchecked Sendable {
         lock.withLock {
             let gone = byToken.values.filter { $0.expired(at: now) }
             for s in gone { byToken[s.authenticationToken] = nil }
+            for s in gone { s.isClosed = true }
             return gone
         }
     }

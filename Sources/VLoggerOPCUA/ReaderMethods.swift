@@ -58,6 +58,14 @@ final class ReaderMethods: @unchecked Sendable {
                 guard case .scalar(.extensionObject(let e)) = call.arguments[0],
                     let settings: ScanSettings = self.structure(e)
                 else { return .failure(.argument(0, of: 1)) }
+                // Settings that never end (no Duration, no Cycles, not until data) are Bad_InvalidArgument, and a Scan
+                // while a ScanStart runs Bad_InvalidState (OPC 30010 §6.1.3.4–6.1.3.5).
+                if !(settings.duration.isFinite && settings.duration > 0), settings.cycles <= 0,
+                    !settings.dataAvailable
+                {
+                    return .failure(.argument(0, of: 1))
+                }
+                if isScanning(reader) { return .failure(MethodTable.MethodFailure(.badInvalidState)) }
                 let result = await Self.scan(access, reader, settings, origin: Self.origin(call.session))
                 switch result {
                 case .success(let found):
@@ -82,7 +90,11 @@ final class ReaderMethods: @unchecked Sendable {
                 guard case .scalar(.extensionObject(let e)) = call.arguments[0],
                     let settings: ScanSettings = self.structure(e)
                 else { return .failure(.argument(0, of: 1)) }
-                return .success([Self.status(startScan(reader, device, settings, origin: Self.origin(call.session)))])
+                // One at a time per reader: a second is Bad_InvalidState (OPC 30010 §6.1.3.5).
+                guard startScan(reader, device, settings, session: call.session) else {
+                    return .failure(MethodTable.MethodFailure(.badInvalidState))
+                }
+                return .success([Self.status(.success)])
             }
         }
         if let stop = made["ScanStop"] {
@@ -278,19 +290,22 @@ final class ReaderMethods: @unchecked Sendable {
 
     /// ScanStart: inventories 250 ms apart through the field access (the reader's thread, between its cycles), each
     /// tag an RfidScanEventType event from the device when it is seen first in this scan and when it is seen again
-    /// after a round without it; until ScanStop, `Duration` (ms) or `Cycles` rounds, or the first tag when
-    /// `DataAvailable`. The first round is recorded as the client's Scan; one scan at a time per reader.
-    func startScan(_ reader: String, _ device: NodeId, _ settings: ScanSettings, origin: String) -> Status {
+    /// after a round without it; until ScanStop, `Duration` (ms) or `Cycles` rounds, the first tag when
+    /// `DataAvailable`, or the end of the session that started it. The first round is recorded as the client's Scan;
+    /// one scan at a time per reader (false: one runs).
+    func startScan(_ reader: String, _ device: NodeId, _ settings: ScanSettings, session: Session) -> Bool {
         let access = self.access
+        let origin = Self.origin(session)
         let duration = settings.duration.isFinite && settings.duration > 0 ? settings.duration / 1000 : nil
         let rounds = settings.cycles > 0 ? Int(settings.cycles) : nil
-        return lock.withLock { () -> Status in
-            guard scanning[reader] == nil else { return .op_not_possible_error }
+        return lock.withLock { () -> Bool in
+            guard scanning[reader] == nil else { return false }
             scanning[reader] = Task { [self] in
                 let start = clock()
                 var round = 0
                 var present = Set<UID>()
-                while !Task.isCancelled {
+                // It ends with the session that started it too (OPC 30010 §6.1.3.5).
+                while !Task.isCancelled, !session.isClosed {
                     if let rounds, round >= rounds { break }
                     if let duration, clock().timeIntervalSince(start) >= duration { break }
                     let result = await access.scan(reader: reader, origin: round == 0 ? origin : nil)
@@ -306,7 +321,7 @@ final class ReaderMethods: @unchecked Sendable {
                 }
                 _ = lock.withLock { scanning.removeValue(forKey: reader) }
             }
-            return .success
+            return true
         }
     }
 
@@ -445,27 +460,29 @@ final class ReaderMethods: @unchecked Sendable {
         }
     }
 
-    /// Scan's settings: one inventory, repeated for `Cycles` rounds or until `Duration` (ms) passes (at most 10 s),
-    /// stopping at the first round that finds a tag when `DataAvailable`; each UID once, with when it was first seen.
+    /// Scan's settings: an inventory, repeated for `Cycles` rounds or until `Duration` (ms) passes, stopping at the
+    /// first round that finds a tag when `DataAvailable`; at most 10 s and 1,000 rounds in all. Each UID once, with
+    /// when it was first seen.
     static func scan(_ access: any FieldAccess, _ reader: String, _ s: ScanSettings, origin: String) async -> Result<
         [(UID, Date)], FieldAccessError
     > {
         let start = Date()
         let duration = s.duration.isFinite && s.duration > 0 ? min(s.duration, 10_000) / 1000 : 0
-        let rounds = s.cycles > 0 ? min(Int(s.cycles), 1_000) : (duration > 0 ? 1_000 : 1)
+        let rounds = s.cycles > 0 ? min(Int(s.cycles), 1_000) : 1_000
         var found: [(UID, Date)] = []
         var seen = Set<UID>()
         for round in 0..<rounds {
             // Rounds 50 ms apart: the reader's own cycles go on between them.
             if round > 0 { try? await Task.sleep(for: .milliseconds(50)) }
-            switch await access.scan(reader: reader, origin: origin) {
+            // The first round is the client's Scan in the store; the rest are its rounds.
+            switch await access.scan(reader: reader, origin: round == 0 ? origin : nil) {
             case .success(let uids):
                 let now = Date()
                 for u in uids where seen.insert(u).inserted { found.append((u, now)) }
             case .failure(let e): if found.isEmpty { return .failure(e) } else { return .success(found) }
             }
             if s.dataAvailable, !found.isEmpty { break }
-            if duration > 0, Date().timeIntervalSince(start) >= duration { break }
+            if Date().timeIntervalSince(start) >= (duration > 0 ? duration : 10) { break }
         }
         return .success(found)
     }

@@ -5,7 +5,7 @@ import Testing
 
 @testable import OPCUAServer
 
-/// Call (OPC 10000-4 §5.11.2): the arguments checked against the method's InputArguments before its handler runs,
+/// Call (OPC 10000-4 §5.11.2; docs/reference/opcua.md, "Methods"): the arguments checked against the method's InputArguments before its handler runs,
 /// and a method that waits (for a reader) answered later while the connection goes on.
 ///
 /// The raw client blocks in `recv`: each test runs it on a thread of its own (`offThePool`), not on one of the

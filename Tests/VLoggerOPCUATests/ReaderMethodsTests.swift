@@ -48,7 +48,8 @@ final class FakeFieldAccess: FieldAccess, @unchecked Sendable {
     }
 }
 
-/// The readers' AutoID methods over a fake field access (OPC 30010 §6.3, §9.1.1; OPC 10000-4 §5.11.2.2): what a
+/// The readers' AutoID methods over a fake field access (OPC 30010 §6.3, §9.1.1; OPC 10000-4 §5.11.2.2; the facts in
+/// docs/reference/opcua.md, "Methods"): what a
 /// method hands the field access, what it answers for each failure, and what it refuses before any access.
 @Suite(.serialized)
 struct ReaderMethodsTests {
@@ -183,13 +184,14 @@ struct ReaderMethodsTests {
     }
 
     /// Scan's settings: `Cycles` inventories (the first recorded as the client's), or one when DataAvailable finds a
-    /// tag; ScanStart runs one scan at a time per reader (a second is op_not_possible_error, 6) until ScanStop.
+    /// tag; settings that never end are refused; ScanStart runs one scan at a time per reader until ScanStop, and
+    /// ends with the session that started it.
     @Test func scanSettingsAndOneContinuousScanAtATime() async throws {
         let r = try rig()
         let settings = { (s: ScanSettings) in Variant.scalar(.extensionObject(s.extensionObject)) }
         var result = await r.call("Scan", [settings(ScanSettings(cycles: 3))])
         #expect(result.outputArguments?.last == .scalar(.int32(0)))
-        #expect(r.access.calls.withLockedValue { $0 } == ["scan recorded", "scan recorded", "scan recorded"])
+        #expect(r.access.calls.withLockedValue { $0 } == ["scan recorded", "scan -", "scan -"])
         if case .array(.extensionObject, let items?, _) = result.outputArguments?.first,
             case .extensionObject(let e) = items.first
         {
@@ -198,16 +200,31 @@ struct ReaderMethodsTests {
         } else {
             Issue.record("no RfidScanResult: \(result)")
         }
+        // Settings that never end: Bad_InvalidArgument, the reader not asked.
         r.access.calls.withLockedValue { $0 = [] }
+        result = await r.call("Scan", [settings(ScanSettings())])
+        #expect(result.statusCode == .badInvalidArgument)
+        #expect(r.access.calls.withLockedValue { $0 }.isEmpty)
         result = await r.call("Scan", [settings(ScanSettings(cycles: 5, dataAvailable: true))])
         #expect(r.access.calls.withLockedValue { $0 }.count == 1)
         result = await r.call("ScanStart", [settings(ScanSettings())])
         #expect(result.outputArguments == [.scalar(.int32(0))])
         #expect(r.namespace.methods?.isScanning("dock-3") == true)
+        // A second ScanStart, and a Scan while one runs: Bad_InvalidState (OPC 30010 §6.1.3.4–6.1.3.5).
         result = await r.call("ScanStart", [settings(ScanSettings())])
-        #expect(result.outputArguments == [.scalar(.int32(6))])
+        #expect(result.statusCode == .badInvalidState)
+        result = await r.call("Scan", [settings(ScanSettings(cycles: 1))])
+        #expect(result.statusCode == .badInvalidState)
         result = await r.call("ScanStop", [])
         #expect(result.statusCode == .good)
+        #expect(r.namespace.methods?.isScanning("dock-3") == false)
+        // Started again, then its session ends: the scan stops at its next round.
+        result = await r.call("ScanStart", [settings(ScanSettings())])
+        #expect(result.outputArguments == [.scalar(.int32(0))])
+        r.session.isClosed = true
+        for _ in 0..<200 where r.namespace.methods?.isScanning("dock-3") == true {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(r.namespace.methods?.isScanning("dock-3") == false)
     }
 }
