@@ -274,7 +274,7 @@ let package = Package(
                 "DriverFEIG", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity", "SensorTags",
                 "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerConfig", "VLoggerOutbox", "LinkedOutputs",
-                "VLoggerService", "OPCUA", "OPCUAServer",
+                "VLoggerService", "OPCUA", "OPCUAServer", "VLoggerOPCUA", "FieldState",
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -224,6 +224,19 @@ public final class ServerCore: @unchecked Sendable {
     }
 }
 
+extension ServerCore {
+    /// Calls a method as a client's session would, without a connection (the fuzzer and the benchmarks): the
+    /// arguments checked against the method's InputArguments, then its handler. The session is one of its own, in
+    /// no table; its name is the client's in the store's origin.
+    public func call(_ request: CallMethodRequest, sessionName: String = "local") async -> CallMethodResult {
+        let session = Session(
+            id: NodeId(0), number: 0, authenticationToken: NodeId(0), name: sessionName, timeoutMs: 60_000,
+            clientCertificate: nil, serverNonce: [], channelId: 0, securityMode: .none, now: now(),
+            subscriptions: SubscriptionSet(server: self))
+        return await methods.call(request, session: session, deadline: nil, space: addressSpace)
+    }
+}
+
 /// Which refused certificates were logged lately (at most 1,000 remembered).
 public final class RefusalLog: @unchecked Sendable {
     private let lock = NSLock()

@@ -95,7 +95,9 @@ final class Services: @unchecked Sendable {
             let deadline = hint > 0 ? now.addingTimeInterval(Double(hint) / 1000) : nil
             let server = self.server
             let requestHeader = q.requestHeader
-            Task {
+            // On the server's own executor: a call never waits for Swift's shared pool, whose few threads blocking
+            // work elsewhere in the process may hold.
+            Task(executorPreference: MethodExecutor.shared) {
                 var results: [CallMethodResult] = []
                 for c in calls {
                     results.append(
@@ -369,3 +371,16 @@ extension SetMonitoringModeRequest: ServiceRequest {}
 extension PublishRequest: ServiceRequest {}
 extension RepublishRequest: ServiceRequest {}
 extension TransferSubscriptionsRequest: ServiceRequest {}
+
+/// The executor method calls run on: a concurrent dispatch queue of the server's own (its threads are GCD's, not the
+/// cooperative pool's), so a call is answered even while every pool thread is blocked elsewhere in the process.
+final class MethodExecutor: TaskExecutor, @unchecked Sendable {
+    static let shared = MethodExecutor()
+    private let queue = DispatchQueue(label: "vlogger.opcua.methods", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}

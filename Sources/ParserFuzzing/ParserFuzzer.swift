@@ -16,6 +16,8 @@ import NIOConcurrencyHelpers
 import Logging
 import OPCUA
 import OPCUAServer
+import VLoggerOPCUA
+import FieldState
 import VLoggerCore
 import VLoggerService
 import VLoggerModel
@@ -368,6 +370,12 @@ public struct ParserFuzzer {
             // a typed answer or an ERR, never a trap; the channel is closed after each input.
             Target(name: "opcua-server", seeds: OPCUASeeds.server) { b in
                 OPCUASeeds.serve(b)
+            },
+            // A reader's AutoID methods (Scan, ReadTag, WriteTag, ReadBlocks, WriteBlocks, QueueBlocks) with
+            // arguments read from the bytes as Variants, over a field access that answers at once: whatever the
+            // arguments, the call's status or an AutoID status, never a trap.
+            Target(name: "opcua-methods", seeds: OPCUAMethodSeeds.seeds) { b in
+                OPCUAMethodSeeds.call(b)
             },
             // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
             Target(
@@ -733,5 +741,100 @@ enum OPCUASeeds {
         out.append(ScanResult.binaryEncodingId.encoded + result.encoded)
         out.append(ScanSettings.binaryEncodingId.encoded + settings.encoded)
         return out
+    }
+}
+
+/// The `opcua-methods` target: a gateway namespace with one reader, its methods over a field access that answers
+/// at once (a tag E004010812345601 of 80 four-byte blocks in the field).
+enum OPCUAMethodSeeds {
+    struct Field: FieldAccess {
+        static let uid = try! UID(parsing: "E004010812345601")
+        static let size = 320
+        func scan(reader: String, origin: String?) async -> Result<[UID], FieldAccessError> { .success([Self.uid]) }
+        func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<
+            [UInt8], FieldAccessError
+        > {
+            guard uid == Self.uid else { return .failure(FieldAccessError(.notInField, "not in the field")) }
+            let (start, count): (Int, Int)
+            switch range {
+            case .blocks(let first, let n): (start, count) = (first * 4, n * 4)
+            case .bytes(let offset, let length): (start, count) = (offset, length)
+            }
+            guard start >= 0, count > 0, start <= Self.size, count <= Self.size - start else {
+                return .failure(FieldAccessError(.outOfRange, "past the end"))
+            }
+            return .success(Array(repeating: 0x5A, count: count))
+        }
+        func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
+            -> Result<String, FieldAccessError>
+        {
+            uid == Self.uid ? .success("written") : .failure(FieldAccessError(.notInField, "not in the field"))
+        }
+        func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async
+            -> Result<Int64, FieldAccessError>
+        { .success(1) }
+    }
+
+    static let core: ServerCore = {
+        let space = (try? AddressSpace.standard(applicationUri: "urn:vlogger:fuzz")) ?? AddressSpace()
+        var logger = Logger(label: "vlogger.fuzz.methods")
+        logger.logLevel = .critical
+        return ServerCore(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1", port: 4840, applicationUri: "urn:vlogger:fuzz", applicationName: "fuzz",
+                identity: nil, security: [EndpointSecurity(.none, .none)]),
+            addressSpace: space, logger: logger)
+    }()
+    static let namespace = GatewayNamespace(
+        space: core.addressSpace,
+        state: FieldState(readers: [FieldState.Reader(id: "r", location: nil, intervalMs: 1000)]),
+        gateway: "fuzz", site: nil, methods: core.methods, access: Field(), post: { _ in })
+    static let methods = ["Scan", "ReadTag", "WriteTag", "ReadBlocks", "WriteBlocks", "QueueBlocks"]
+
+    static func variants(_ list: [Variant]) -> [UInt8] {
+        var w = BinaryWriter(capacity: 64)
+        for v in list { v.encode(to: &w) }
+        return w.bytes
+    }
+
+    static var seeds: [[UInt8]] {
+        let uid = Variant.scalar(.byteString(Field.uid.displayBytes))
+        let id = Variant.scalar(.extensionObject(ScanData.byteString(Field.uid.displayBytes).extensionObject))
+        let u16 = { (n: UInt16) in Variant.scalar(.uInt16(n)) }
+        let u32 = { (n: UInt32) in Variant.scalar(.uInt32(n)) }
+        return [
+            [0] + variants([.scalar(.extensionObject(ScanSettings(cycles: 1).extensionObject))]),
+            [1] + variants([id, .scalar(.string("UID")), u16(0), u32(4), u32(8), .scalar(.byteString([]))]),
+            [2] + variants([id, .scalar(.string("UID")), u16(0), u32(5), .scalar(.byteString([1, 2])), .null]),
+            [3] + variants([uid, u16(1), u16(2)]),
+            [4] + variants([uid, u16(1), .scalar(.byteString([1, 2, 3, 4]))]),
+            [5] + variants([uid, u16(79), .scalar(.byteString([1, 2, 3, 4]))]),
+        ]
+    }
+
+    /// The first byte picks the method, the rest are its arguments (at most 8 Variants).
+    static func call(_ b: [UInt8]) -> Bool {
+        guard let first = b.first else { return false }
+        let name = methods[Int(first) % methods.count]
+        var r = BinaryReader(Array(b.dropFirst()), limits: OPCUASeeds.limits)
+        var args: [Variant] = []
+        while r.offset < b.count - 1, args.count < 8, let v = try? Variant(from: &r) { args.append(v) }
+        let request = CallMethodRequest(
+            objectId: namespace.id("DeviceSet/r"), methodId: namespace.id("DeviceSet/r/\(name)"), inputArguments: args)
+        let done = DispatchSemaphore(value: 0)
+        let result = NIOLockedValueBox<CallMethodResult?>(nil)
+        Task {
+            let answer = await core.call(request, sessionName: "fuzz")
+            result.withLockedValue { $0 = answer }
+            done.signal()
+        }
+        done.wait()
+        let status = result.withLockedValue { $0 }?.statusCode ?? .badUnexpectedError
+        precondition(
+            status == .good
+                || [
+                    StatusCode.badInvalidArgument, .badArgumentsMissing, .badTooManyArguments, .badInvalidState,
+                ].contains(status), "\(name): \(status)")
+        return status == .good
     }
 }

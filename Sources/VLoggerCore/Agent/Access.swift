@@ -26,9 +26,15 @@ extension Agent {
 
     /// Bytes of a tag in the field, read by address in as few exchanges as the chip allows.
     public func accessRead(_ uid: UID, _ range: TagRange, origin: String) -> Result<[UInt8], FieldAccessError> {
+        let air = session.reader.airTime
         let result = accessRead(uid, range)
+        // The air time the reader spent (a real reader's estimate, the simulator's model), for the access's record.
+        let spent = (session.reader.airTime - air).milliseconds
         recordAccess(
-            "Read", uid: uid, origin: origin, result.map { "\($0.count) bytes (\(Self.describe(range)))" })
+            "Read", uid: uid, origin: origin,
+            result.map {
+                "\($0.count) bytes (\(Self.describe(range))), air \(String(format: "%.2f", spent)) ms"
+            })
         return result
     }
 
