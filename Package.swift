@@ -342,7 +342,7 @@ let package = Package(
             name: "VLoggerOPCUATests",
             dependencies: [
                 "VLoggerOPCUA", "OPCUA", "OPCUAServer", "FieldState", "VLoggerModel", "VLoggerCore", "ISO15693",
-                "TestDrivers", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "VLoggerOutbox", "TestDrivers", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(
             name: "OPCUAServerTests",
