@@ -788,7 +788,7 @@ enum OPCUAMethodSeeds {
     static let namespace = GatewayNamespace(
         space: core.addressSpace,
         state: FieldState(readers: [FieldState.Reader(id: "r", location: nil, intervalMs: 1000)]),
-        gateway: "fuzz", site: nil, methods: core.methods, access: Field(), post: { _ in })
+        gateway: "fuzz", site: nil, methods: core.methods, access: Field(), scanPause: { _ in }, post: { _ in })
     static let methods = ["Scan", "ReadTag", "WriteTag", "ReadBlocks", "WriteBlocks", "QueueBlocks"]
 
     static func variants(_ list: [Variant]) -> [UInt8] {
@@ -823,7 +823,8 @@ enum OPCUAMethodSeeds {
             objectId: namespace.id("DeviceSet/r"), methodId: namespace.id("DeviceSet/r/\(name)"), inputArguments: args)
         let done = DispatchSemaphore(value: 0)
         let result = NIOLockedValueBox<CallMethodResult?>(nil)
-        Task {
+        // Detached: the caller may be the main actor's thread (vlogger-fuzz's top level), which waits here.
+        Task.detached {
             let answer = await core.call(request, sessionName: "fuzz")
             result.withLockedValue { $0 = answer }
             done.signal()

@@ -31,7 +31,9 @@ public final class GatewayNamespace: @unchecked Sendable {
 
     public init(
         space: AddressSpace, state: FieldState, gateway: String, site: String?, version: String = "",
-        methods: MethodTable? = nil, access: (any FieldAccess)? = nil, post: @escaping @Sendable (ServerEvent) -> Void
+        methods: MethodTable? = nil, access: (any FieldAccess)? = nil,
+        scanPause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+        post: @escaping @Sendable (ServerEvent) -> Void
     ) {
         self.space = space
         self.state = state
@@ -40,7 +42,8 @@ public final class GatewayNamespace: @unchecked Sendable {
         let ns = space.namespace("urn:vlogger:gateway:\(gateway)")
         self.ns = ns
         if let methods, let access {
-            self.methods = ReaderMethods(space: space, methods: methods, access: access, ns: ns, post: post)
+            self.methods = ReaderMethods(
+                space: space, methods: methods, access: access, ns: ns, post: post, pause: scanPause)
         } else {
             self.methods = nil
         }

@@ -20,6 +20,8 @@ final class ReaderMethods: @unchecked Sendable {
     let ns: UInt16
     let clock: @Sendable () -> Date
     let post: @Sendable (ServerEvent) -> Void
+    /// The wait between two rounds of a scan (a fuzzer or a test waits not at all).
+    let pause: @Sendable (Duration) async -> Void
     private let lock = NSLock()
     private var recent: [RecentKey: (time: Date, answer: Task<Result<[Variant], MethodTable.MethodFailure>, Never>)] =
         [:]
@@ -33,8 +35,10 @@ final class ReaderMethods: @unchecked Sendable {
 
     init(
         space: AddressSpace, methods: MethodTable, access: any FieldAccess, ns: UInt16,
-        clock: @escaping @Sendable () -> Date = { Date() }, post: @escaping @Sendable (ServerEvent) -> Void = { _ in }
+        clock: @escaping @Sendable () -> Date = { Date() }, post: @escaping @Sendable (ServerEvent) -> Void = { _ in },
+        pause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
     ) {
+        self.pause = pause
         self.post = post
         self.space = space
         self.methods = methods
@@ -66,7 +70,7 @@ final class ReaderMethods: @unchecked Sendable {
                     return .failure(.argument(0, of: 1))
                 }
                 if isScanning(reader) { return .failure(MethodTable.MethodFailure(.badInvalidState)) }
-                let result = await Self.scan(access, reader, settings, origin: Self.origin(call.session))
+                let result = await self.scan(access, reader, settings, origin: Self.origin(call.session))
                 switch result {
                 case .success(let found):
                     let results = found.map { (pair: (UID, Date)) -> RfidScanResult in
@@ -317,7 +321,7 @@ final class ReaderMethods: @unchecked Sendable {
                     }
                     present = Set(uids)
                     if settings.dataAvailable, !uids.isEmpty { break }
-                    try? await Task.sleep(for: .milliseconds(250))
+                    await pause(.milliseconds(250))
                 }
                 _ = lock.withLock { scanning.removeValue(forKey: reader) }
             }
@@ -463,7 +467,7 @@ final class ReaderMethods: @unchecked Sendable {
     /// Scan's settings: an inventory, repeated for `Cycles` rounds or until `Duration` (ms) passes, stopping at the
     /// first round that finds a tag when `DataAvailable`; at most 10 s and 1,000 rounds in all. Each UID once, with
     /// when it was first seen.
-    static func scan(_ access: any FieldAccess, _ reader: String, _ s: ScanSettings, origin: String) async -> Result<
+    func scan(_ access: any FieldAccess, _ reader: String, _ s: ScanSettings, origin: String) async -> Result<
         [(UID, Date)], FieldAccessError
     > {
         let start = Date()
@@ -473,7 +477,7 @@ final class ReaderMethods: @unchecked Sendable {
         var seen = Set<UID>()
         for round in 0..<rounds {
             // Rounds 50 ms apart: the reader's own cycles go on between them.
-            if round > 0 { try? await Task.sleep(for: .milliseconds(50)) }
+            if round > 0 { await pause(.milliseconds(50)) }
             // The first round is the client's Scan in the store; the rest are its rounds.
             switch await access.scan(reader: reader, origin: round == 0 ? origin : nil) {
             case .success(let uids):

@@ -83,7 +83,7 @@ struct ReaderMethodsTests {
         let events = NIOLockedValueBox<[ServerEvent]>([])
         let namespace = GatewayNamespace(
             space: space, state: state, gateway: "gw-7", site: nil, methods: core.methods, access: access,
-            post: { e in events.withLockedValue { $0.append(e) } })
+            scanPause: { _ in await Task.yield() }, post: { e in events.withLockedValue { $0.append(e) } })
         let session = Session(
             id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "plc", timeoutMs: 60_000,
             clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
