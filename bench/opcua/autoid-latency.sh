@@ -40,7 +40,9 @@ import json, sys
 out, secs, uids = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
 steps = []
 for k, uid in enumerate(uids):
-    t = 3.0 + 0.4 * k
+    # Off the 100 ms poll grid (a tag enters between two cycles, as on a real field): the wait for the next poll
+    # is part of the figure.
+    t = 3.0 + 0.4 * k + 0.013 + 0.017 * k
     while t < secs + 20:
         steps.append({"at": round(t, 3), "do": "leave", "uid": uid})
         steps.append({"at": round(t + 1.0, 3), "do": "arrive", "uid": uid})
@@ -73,13 +75,16 @@ import paho.mqtt.client as mqtt
 port, out, seconds = int(sys.argv[1]), open(sys.argv[2], "w", buffering=1), float(sys.argv[3])
 def on_message(c, u, m):
     now = time.time()
-    e = json.loads(m.payload)
+    try:
+        e = json.loads(m.payload)
+    except ValueError:
+        return
     if e.get("kind") != "arrival":
         return
     t = datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
     out.write("%.4f %s %.4f\n" % (now, e["uid"], t))
 c = mqtt.Client(client_id="autoid-latency-sub")
-c.on_connect = lambda c, u, f, rc: c.subscribe("vlogger/gw-autoid/#", qos=1)
+c.on_connect = lambda c, u, f, rc: c.subscribe("vlogger/gw-autoid/+/event", qos=1)
 c.on_message = on_message
 c.connect("127.0.0.1", port)
 c.loop_start()
