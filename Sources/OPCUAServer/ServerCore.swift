@@ -225,6 +225,10 @@ public final class ServerCore: @unchecked Sendable {
 }
 
 extension ServerCore {
+    /// The executor the server's method calls run on (its own threads, not Swift's shared pool): a caller that
+    /// blocks a thread while it waits for a call (a fuzzer) starts the call's task on it.
+    public static var methodExecutor: any TaskExecutor { MethodExecutor.shared }
+
     /// Calls a method as a client's session would, without a connection (the fuzzer and the benchmarks): the
     /// arguments checked against the method's InputArguments, then its handler. The session is one of its own, in
     /// no table; its name is the client's in the store's origin.

@@ -823,8 +823,9 @@ enum OPCUAMethodSeeds {
             objectId: namespace.id("DeviceSet/r"), methodId: namespace.id("DeviceSet/r/\(name)"), inputArguments: args)
         let done = DispatchSemaphore(value: 0)
         let result = NIOLockedValueBox<CallMethodResult?>(nil)
-        // Detached: the caller may be the main actor's thread (vlogger-fuzz's top level), which waits here.
-        Task.detached {
+        // Detached (the caller may be the main actor's thread, vlogger-fuzz's top level, which waits here) and on the
+        // server's method executor, not on Swift's shared pool, whose thread this caller may be blocking.
+        Task.detached(executorPreference: ServerCore.methodExecutor) {
             let answer = await core.call(request, sessionName: "fuzz")
             result.withLockedValue { $0 = answer }
             done.signal()
