@@ -100,6 +100,7 @@ public final class GatewayNamespace: @unchecked Sendable {
     /// A variable of built-in type `type` (its DataType node is i=type), held or read from `source`.
     private func variable(
         _ nodeId: NodeId, _ name: String, parent: NodeId, type: UInt32, rank: Int32 = -1, value: Variant? = nil,
+        typeDefinition: NodeId = GatewayNamespace.baseDataVariableType, properties: [NodeId] = [],
         source: (@Sendable () -> DataValue)? = nil
     ) {
         var n = Node(id: nodeId, nodeClass: .variable, browseName: QualifiedName(namespace: ns, name))
@@ -108,12 +109,14 @@ public final class GatewayNamespace: @unchecked Sendable {
         n.accessLevel = Node.readable
         n.minimumSamplingInterval = 0
         n.value = value.map { DataValue(value: $0) }
-        n.references = [
-            Reference(ReferenceTypeIds.hasComponent, parent, forward: false),
-            Reference(ReferenceTypeIds.hasTypeDefinition, Self.baseDataVariableType),
-        ]
-        space.add(n)
+        n.references =
+            [
+                Reference(ReferenceTypeIds.hasComponent, parent, forward: false),
+                Reference(ReferenceTypeIds.hasTypeDefinition, typeDefinition),
+            ] + properties.map { Reference(ReferenceTypeIds.hasProperty, $0) }
+        // Its source first: a client that finds the node reads its value.
         if let source { space.setSource(nodeId, source) }
+        space.add(n)
     }
 
     private func addReader(_ reader: String) {
@@ -292,7 +295,31 @@ public final class GatewayNamespace: @unchecked Sendable {
         case .text, .json: type = 12
         }
         let state = self.state
-        variable(id("Tags/\(uid)/\(name)"), name, parent: id("Tags/\(uid)"), type: type) {
+        let node = id("Tags/\(uid)/\(name)")
+        // A number with a unit the UNECE table knows is an AnalogUnitType (OPC 10000-8 §5.3.2.3) with its
+        // EngineeringUnits (§5.6.3): a SCADA shows °C, not a bare number. The property is made first, so that the
+        // variable is whole when a client finds it.
+        var properties: [NodeId] = []
+        if type != 12, let unit = first.unit.flatMap(EngineeringUnits.unit) {
+            let units = id("Tags/\(uid)/\(name)/EngineeringUnits")
+            var p = Node(id: units, nodeClass: .variable, browseName: QualifiedName(namespace: 0, "EngineeringUnits"))
+            p.dataType = EUInformation.dataTypeId
+            p.valueRank = -1
+            p.accessLevel = Node.readable
+            p.minimumSamplingInterval = 0
+            p.value = DataValue(value: .scalar(.extensionObject(unit.information.extensionObject)))
+            p.references = [
+                Reference(ReferenceTypeIds.hasProperty, node, forward: false),
+                Reference(ReferenceTypeIds.hasTypeDefinition, Self.propertyType),
+            ]
+            space.add(p)
+            properties.append(units)
+        }
+        variable(
+            node, name, parent: id("Tags/\(uid)"), type: type,
+            typeDefinition: properties.isEmpty ? Self.baseDataVariableType : Self.analogUnitType,
+            properties: properties
+        ) {
             guard let v = state.latestValues[uid], let value = v.values.first(where: { $0.name == name }) else {
                 return DataValue(status: .badNoData)
             }
@@ -300,6 +327,9 @@ public final class GatewayNamespace: @unchecked Sendable {
                 value: .scalar(Self.scalar(value.value)), sourceTimestamp: DateTime(millisecondsSince1970: v.time))
         }
     }
+
+    /// AnalogUnitType (OPC 10000-8 §5.3.2.3, i=17497).
+    static let analogUnitType = NodeId(17497)
 
     static func scalar(_ v: FieldValue) -> Scalar {
         switch v {
@@ -312,7 +342,10 @@ public final class GatewayNamespace: @unchecked Sendable {
     private func removeTag(_ uid: UID) {
         guard let names = lock.withLock({ tagVariables.removeValue(forKey: uid) }) else { return }
         let base = "Tags/\(uid)"
-        for n in names { space.remove(id("\(base)/\(n)")) }
+        for n in names {
+            space.remove(id("\(base)/\(n)/EngineeringUnits"))
+            space.remove(id("\(base)/\(n)"))
+        }
         for n in ["Uid", "Reader", "Asset"] { space.remove(id("\(base)/\(n)")) }
         space.remove(id(base))
     }

@@ -217,6 +217,9 @@ struct OPCUAServiceTests {
                 let last = out["lastAccess"] as? [String: Any] ?? [:]
                 #expect(last["Command"] as? String == "ReadBlocks" && last["Status"] as? Int == 7, "\(last)")
                 #expect(last["Identifier"] as? String == slix2 && last["Timestamp"] is String)
+                // The cage's temperature (Config/vlogger.toml: unit = "°C") with UNECE's CEL (OPC 10000-8 §5.6.3).
+                let units = out["temperatureUnits"] as? [String: Any] ?? [:]
+                #expect(units["UnitId"] as? Int == 4_408_652 && units["DisplayName"] as? String == "°C", "\(out)")
                 #expect(
                     (out["scanFields"] as? [[String]])?.first?.contains("Sighting") == true, "\(out)")
             } else {

@@ -110,7 +110,9 @@ struct VLoggerOPCUATests {
 
     @Test func theGatewayNamespaceFollowsTheFieldState() async throws {
         let uid = try UID(0xE004_0150_1234_5678)
-        let state = FieldState(readers: [FieldState.Reader(id: "dock-3", location: "Dock door 3", intervalMs: 1000)])
+        let state = FieldState(
+            readers: [FieldState.Reader(id: "dock-3", location: "Dock door 3", intervalMs: 1000)],
+            units: ["temperature": "°C"])
         let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
         let events = NIOLockedValueBox<[ServerEvent]>([])
         let ns = GatewayNamespace(
@@ -142,6 +144,17 @@ struct VLoggerOPCUATests {
         }
         #expect(value.value == .scalar(.double(4.5)))
         #expect(value.sourceTimestamp == DateTime(millisecondsSince1970: 1_800_000_000_500))
+        // °C: an AnalogUnitType (i=17497) with EngineeringUnits, UNECE's CEL (UnitId 4408652, OPC 10000-8 §5.6.3;
+        // docs/reference/opcua.md, "Engineering units").
+        #expect(space.node(ns.id("Tags/\(uid)/temperature"))?.typeDefinition == NodeId(17497))
+        let units = space.read(ns.id("Tags/\(uid)/temperature/EngineeringUnits"), 13, now: now).value
+        guard case .scalar(.extensionObject(let e))? = units else {
+            Issue.record("no EngineeringUnits: \(String(describing: units))")
+            return
+        }
+        let info = try EUInformation(e)
+        #expect(info.namespaceUri == "http://www.opcfoundation.org/UA/units/un/cefact")
+        #expect(info.unitId == 4_408_652 && info.displayName == LocalizedText("°C"))
         // The reader as AutoID's RfidReaderDeviceType (AutoID ns=1;i=1003, here 3) under DI's DeviceSet (DI i=5001,
         // here 2), a component of it (OPC 10000-100 §4.9), with DI's mandatory properties in DI's namespace and
         // AutoID's in AutoID's (OPC 30010 §6.2: DeviceName, AutoIdModelVersion, DeviceStatus are mandatory).
@@ -196,5 +209,6 @@ struct VLoggerOPCUATests {
         for _ in 0..<200 where space.node(ns.id("Tags/\(uid)")) != nil { try await Task.sleep(for: .milliseconds(10)) }
         #expect(space.node(ns.id("Tags/\(uid)")) == nil)
         #expect(space.node(ns.id("Tags/\(uid)/temperature")) == nil)
+        #expect(space.node(ns.id("Tags/\(uid)/temperature/EngineeringUnits")) == nil)
     }
 }

@@ -146,6 +146,14 @@ async def run(url, reader, uid_hex):
             name: (v.hex().upper() if isinstance(v, bytes) else v if not hasattr(v, "isoformat") else v.isoformat())
             for name in ["Client", "Command", "Identifier", "Status", "Timestamp"]
             for v in [await (await last.get_child(["%d:%s" % (gateway_ns, name)])).read_value()]}
+        # A decoded value with a unit: its EngineeringUnits (OPC 10000-8 §5.6.3), decoded by asyncua's own EUInformation.
+        try:
+            units = await client.get_node(
+                ua.NodeId("Tags/E008010000004212/temperature/EngineeringUnits", gateway_ns)).read_value()
+            out["temperatureUnits"] = {"UnitId": units.UnitId, "DisplayName": units.DisplayName.Text,
+                                       "NamespaceUri": units.NamespaceUri}
+        except ua.UaStatusCodeError as e:
+            out["temperatureUnits"] = ua.StatusCode(e.code).name
         try:
             await device.call_method(read_blocks, uid, "twelve", u16(2))
             out["wrongType"] = "Good"
