@@ -382,6 +382,20 @@ public final class AddressSpace: @unchecked Sendable {
         }
     }
 
+    /// The method of `object` (a HasComponent target) with the browse name of `declaration`, a method node of its
+    /// type: a client may call a type's method on an instance (OPC 10000-4 §5.11.2).
+    public func instanceMethod(of object: NodeId, declaredBy declaration: NodeId) -> NodeId? {
+        lock.withLock {
+            guard let name = nodes[declaration]?.browseName, nodes[declaration]?.nodeClass == .method else {
+                return nil
+            }
+            return nodes[object]?.references.first {
+                $0.forward && $0.type == ReferenceTypeIds.hasComponent && nodes[$0.target]?.browseName == name
+                    && nodes[$0.target]?.nodeClass == .method
+            }?.target
+        }
+    }
+
     /// The property of `node` with the browse name `name` (a method's `InputArguments`), if it has one.
     public func property(_ node: NodeId, named name: String) -> NodeId? {
         lock.withLock {

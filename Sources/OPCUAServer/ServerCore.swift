@@ -387,16 +387,20 @@ public final class MethodTable: @unchecked Sendable {
     func call(_ r: CallMethodRequest, session: Session, deadline: Date?, space: AddressSpace) async
         -> CallMethodResult
     {
-        guard let handler = lock.withLock({ handlers[Key(object: r.objectId, method: r.methodId)] }) else {
+        // The object's own method node, or its type's method of the same name (called on the instance).
+        let method =
+            lock.withLock({ handlers[Key(object: r.objectId, method: r.methodId)] }) != nil
+            ? r.methodId : space.instanceMethod(of: r.objectId, declaredBy: r.methodId) ?? r.methodId
+        guard let handler = lock.withLock({ handlers[Key(object: r.objectId, method: method)] }) else {
             if space.node(r.objectId) == nil { return CallMethodResult(statusCode: .badNodeIdUnknown) }
             return CallMethodResult(statusCode: .badMethodInvalid)
         }
         let arguments = r.inputArguments ?? []
-        if let failure = Self.check(arguments, of: r.methodId, space) {
+        if let failure = Self.check(arguments, of: method, space) {
             return CallMethodResult(statusCode: failure.status, inputArgumentResults: failure.argumentResults)
         }
         let call = Call(
-            object: r.objectId, method: r.methodId, arguments: arguments, session: session, deadline: deadline)
+            object: r.objectId, method: method, arguments: arguments, session: session, deadline: deadline)
         switch await handler(call) {
         case .success(let out): return CallMethodResult(statusCode: .good, outputArguments: out)
         case .failure(let f):

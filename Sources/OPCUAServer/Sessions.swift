@@ -149,6 +149,7 @@ final class SessionTable: @unchecked Sendable {
             guard let s = byToken[token] else { return nil }
             if s.expired(at: now) {
                 byToken[token] = nil
+                s.isClosed = true
                 s.subscriptions.removeAll()
                 return nil
             }

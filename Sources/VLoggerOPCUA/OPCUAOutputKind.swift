@@ -235,6 +235,7 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
             while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
         } catch {}
         running.withLock { serving = nil }
+        namespace.methods?.stop()
         await server.stop()
         logger.info("opcua: stopped")
     }

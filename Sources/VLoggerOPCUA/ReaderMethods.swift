@@ -27,10 +27,14 @@ final class ReaderMethods: @unchecked Sendable {
         [:]
     static let retryWindow: TimeInterval = 60
 
+    /// A write call as a retry names it: the client, the reader, the method, the tag and its arguments (by their
+    /// hash: the data is not kept).
     struct RecentKey: Hashable {
         let origin: String
+        let reader: String
         let method: String
-        let arguments: [Variant]
+        let uid: UID
+        let arguments: Int
     }
 
     init(
@@ -69,8 +73,9 @@ final class ReaderMethods: @unchecked Sendable {
                 {
                     return .failure(.argument(0, of: 1))
                 }
-                if isScanning(reader) { return .failure(MethodTable.MethodFailure(.badInvalidState)) }
+                guard beginScan(reader) else { return .failure(MethodTable.MethodFailure(.badInvalidState)) }
                 let result = await self.scan(access, reader, settings, origin: Self.origin(call.session))
+                endScan(reader)
                 switch result {
                 case .success(let found):
                     let results = found.map { (pair: (UID, Date)) -> RfidScanResult in
@@ -103,8 +108,8 @@ final class ReaderMethods: @unchecked Sendable {
         }
         if let stop = made["ScanStop"] {
             methods.add(object: device, method: stop) { [self] _ in
-                let task = lock.withLock { scanning.removeValue(forKey: reader) }
-                task?.cancel()
+                let scan = lock.withLock { scanning.removeValue(forKey: reader) }
+                scan?.task.cancel()
                 return .success([])
             }
         }
@@ -156,7 +161,7 @@ final class ReaderMethods: @unchecked Sendable {
                 if let s = Self.unsupported(region: region, password: a[5]) { return .success([Self.status(s)]) }
                 guard offset <= 1 << 24 else { return .success([Self.status(.out_of_range_error)]) }
                 let origin = Self.origin(call.session)
-                return await once(origin, "WriteTag", a) {
+                return await once(origin, reader, "WriteTag", uid, a) {
                     let (_, status) = Self.outcome(
                         await access.write(
                             reader: reader, uid: uid, at: .byte(Int(offset)), data: data, origin: origin),
@@ -207,7 +212,7 @@ final class ReaderMethods: @unchecked Sendable {
                 return .failure(.argument(2, of: 3))
             }
             let origin = Self.origin(call.session)
-            return await once(origin, "WriteBlocks", a) {
+            return await once(origin, reader, "WriteBlocks", uid, a) {
                 let (_, status) = Self.outcome(
                     await access.write(reader: reader, uid: uid, at: .block(Int(first)), data: data, origin: origin),
                     write: true)
@@ -228,7 +233,7 @@ final class ReaderMethods: @unchecked Sendable {
                 return .failure(.argument(2, of: 3))
             }
             let origin = Self.origin(call.session)
-            return await once(origin, "QueueBlocks", a) {
+            return await once(origin, reader, "QueueBlocks", uid, a) {
                 switch await access.queueWrite(
                     reader: reader, uid: uid, firstBlock: Int(first), data: data, origin: origin)
                 {
@@ -239,24 +244,41 @@ final class ReaderMethods: @unchecked Sendable {
         }
     }
 
-    /// A write's answer, or the answer of the same call made by the same client within the retry window (awaited
-    /// while it is still running).
+    /// A write's answer, or the answer of the same call made by the same client to the same reader within the retry
+    /// window (awaited while it is still running). Only a write that was made answers a retry: a failed one is tried
+    /// again when called again. A write made to a tag forgets the other writes to it, so that the same arguments
+    /// called again after another write (01, then 00, then 01) are a new write.
     private func once(
-        _ origin: String, _ method: String, _ arguments: [Variant],
+        _ origin: String, _ reader: String, _ method: String, _ uid: UID, _ arguments: [Variant],
         _ body: @escaping @Sendable () async -> Result<[Variant], MethodTable.MethodFailure>
     ) async -> Result<[Variant], MethodTable.MethodFailure> {
-        let key = RecentKey(origin: origin, method: method, arguments: arguments)
+        var hasher = Hasher()
+        hasher.combine(arguments)
+        let key = RecentKey(origin: origin, reader: reader, method: method, uid: uid, arguments: hasher.finalize())
         let now = clock()
         let task = lock.withLock { () -> Task<Result<[Variant], MethodTable.MethodFailure>, Never> in
-            if let r = recent[key], now.timeIntervalSince(r.time) < Self.retryWindow { return r.answer }
-            if recent.count >= 1_000 {
-                recent = recent.filter { now.timeIntervalSince($0.value.time) < Self.retryWindow }
-            }
-            let t = Task { await body() }
+            recent = recent.filter { now.timeIntervalSince($0.value.time) < Self.retryWindow }
+            if let r = recent[key] { return r.answer }
+            // On the server's method executor, as the call itself (a task made here would not inherit it).
+            let t = Task(executorPreference: ServerCore.methodExecutor) { await body() }
             if recent.count < 1_000 { recent[key] = (now, t) }
             return t
         }
-        return await task.value
+        let result = await task.value
+        lock.withLock {
+            if Self.made(result) {
+                recent = recent.filter { $0.key == key || $0.key.reader != reader || $0.key.uid != uid }
+            } else if recent[key]?.answer == task {
+                recent[key] = nil
+            }
+        }
+        return result
+    }
+
+    /// Whether a write's answer says it was made (its Status, the last output, is success).
+    static func made(_ r: Result<[Variant], MethodTable.MethodFailure>) -> Bool {
+        guard case .success(let out) = r else { return false }
+        return out.last == status(.success)
     }
 
     /// A method node with its argument properties (OPC 10000-3 §5.7: InputArguments and OutputArguments, Argument
@@ -287,7 +309,31 @@ final class ReaderMethods: @unchecked Sendable {
 
     // MARK: Continuous scans
 
-    private var scanning: [String: Task<Void, Never>] = [:]
+    /// Each reader's ScanStart (its token, so that a scan that ends removes only itself) and the readers a Scan runs
+    /// on now: one of either at a time (OPC 30010 §6.1.3.5).
+    private var scanning: [String: (token: UInt64, task: Task<Void, Never>)] = [:]
+    private var scanningOnce: Set<String> = []
+    private var nextToken: UInt64 = 0
+
+    /// Ends every ScanStart (the server stops).
+    func stop() {
+        let tasks = lock.withLock { () -> [Task<Void, Never>] in
+            defer { scanning = [:] }
+            return scanning.values.map(\.task)
+        }
+        for t in tasks { t.cancel() }
+    }
+
+    /// Takes the reader for a Scan (false: a scan runs on it); `endScan` gives it back.
+    func beginScan(_ reader: String) -> Bool {
+        lock.withLock {
+            guard scanning[reader] == nil, !scanningOnce.contains(reader) else { return false }
+            scanningOnce.insert(reader)
+            return true
+        }
+    }
+
+    func endScan(_ reader: String) { _ = lock.withLock { scanningOnce.remove(reader) } }
 
     /// Whether a ScanStart runs on the reader (its device's ScanActive, DeviceStatus Scanning).
     func isScanning(_ reader: String) -> Bool { lock.withLock { scanning[reader] != nil } }
@@ -303,8 +349,10 @@ final class ReaderMethods: @unchecked Sendable {
         let duration = settings.duration.isFinite && settings.duration > 0 ? settings.duration / 1000 : nil
         let rounds = settings.cycles > 0 ? Int(settings.cycles) : nil
         return lock.withLock { () -> Bool in
-            guard scanning[reader] == nil else { return false }
-            scanning[reader] = Task { [self] in
+            guard scanning[reader] == nil, !scanningOnce.contains(reader) else { return false }
+            nextToken &+= 1
+            let token = nextToken
+            let task = Task(executorPreference: ServerCore.methodExecutor) { [self] in
                 let start = clock()
                 var round = 0
                 var present = Set<UID>()
@@ -323,8 +371,11 @@ final class ReaderMethods: @unchecked Sendable {
                     if settings.dataAvailable, !uids.isEmpty { break }
                     await pause(.milliseconds(250))
                 }
-                _ = lock.withLock { scanning.removeValue(forKey: reader) }
+                lock.withLock {
+                    if scanning[reader]?.token == token { scanning[reader] = nil }
+                }
             }
+            scanning[reader] = (token, task)
             return true
         }
     }

@@ -13,9 +13,10 @@ final class ReaderAccess: FieldAccess, @unchecked Sendable {
     private let jobs = NIOLockedValueBox<[String: PollingJob]>([:])
     let store: Store
     let queued: Wakeup
-    /// Operations waiting for or using a reader, across the gateway: past it an access is `busy` at once.
-    private let waiting = NIOLockedValueBox(0)
-    static let maxWaiting = 64
+    /// Operations waiting for or using each reader: past the limit an access is `busy` at once, and a reader that
+    /// hangs holds no more than its own.
+    private let waiting = NIOLockedValueBox<[String: Int]>([:])
+    static let maxWaiting = 16
 
     init(store: Store, queued: Wakeup) {
         self.store = store
@@ -26,25 +27,32 @@ final class ReaderAccess: FieldAccess, @unchecked Sendable {
         jobs.withLockedValue { j in for job in list { j[job.agent.readerConfig.id] = job } }
     }
 
-    private func run<T: Sendable>(_ reader: String, _ body: @escaping @Sendable (Agent) -> Result<T, FieldAccessError>)
+    /// `refused`: what the agent records when the reader is down (a write's failed write event).
+    private func run<T: Sendable>(
+        _ reader: String, refused: (@Sendable (Agent, FieldAccessError) -> Void)? = nil,
+        _ body: @escaping @Sendable (Agent) -> Result<T, FieldAccessError>
+    )
         async -> Result<T, FieldAccessError>
     {
         guard let job = jobs.withLockedValue({ $0[reader] }) else {
             return .failure(FieldAccessError(.noReader, "this gateway has no reader \(reader)"))
         }
-        let admitted = waiting.withLockedValue { n -> Bool in
-            guard n < Self.maxWaiting else { return false }
-            n += 1
+        let admitted = waiting.withLockedValue { w -> Bool in
+            guard w[reader, default: 0] < Self.maxWaiting else { return false }
+            w[reader, default: 0] += 1
             return true
         }
         guard admitted else {
-            return .failure(FieldAccessError(.busy, "\(Self.maxWaiting) accesses wait for the readers; try again"))
+            return .failure(
+                FieldAccessError(.busy, "\(Self.maxWaiting) accesses wait for reader \(reader); try again"))
         }
-        defer { waiting.withLockedValue { $0 -= 1 } }
+        defer { waiting.withLockedValue { $0[reader, default: 1] -= 1 } }
         let agent = UncheckedBox(job.agent)
         return await job.exclusive { _ in
             guard agent.value.readerHealthy else {
-                return .failure(FieldAccessError(.readerDown, "reader \(reader) fails its cycles now"))
+                let e = FieldAccessError(.readerDown, "reader \(reader) fails its cycles now")
+                refused?(agent.value, e)
+                return .failure(e)
             }
             return body(agent.value)
         }
@@ -61,7 +69,9 @@ final class ReaderAccess: FieldAccess, @unchecked Sendable {
     func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
         -> Result<String, FieldAccessError>
     {
-        await run(reader) { $0.accessWrite(uid, at: start, data: data, origin: origin) }
+        await run(
+            reader, refused: { $0.recordWrite(uid, at: start, data: data, origin: origin, .failure($1)) }
+        ) { $0.accessWrite(uid, at: start, data: data, origin: origin) }
     }
 
     func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async

@@ -170,17 +170,31 @@ struct ReaderMethodsTests {
     }
 
     /// The same write from the same client within a minute (a retry after its timeout) is answered from the first
-    /// call: the reader is asked once. Other data is another write.
+    /// call: the reader is asked once. Other data is another write; the first data again after it (01, 00, 01) is a
+    /// third; a write that failed (the tag not yet in the field) is tried again when called again.
     @Test func aRetriedWriteIsMadeOnce() async throws {
         let r = try rig()
-        let args = [Self.bytes(Self.uid.displayBytes), Self.u16(3), Self.bytes([1, 2, 3, 4])]
-        let first = await r.call("WriteBlocks", args)
-        let again = await r.call("WriteBlocks", args)
+        let one = [Self.bytes(Self.uid.displayBytes), Self.u16(3), Self.bytes([1, 2, 3, 4])]
+        let zero = [Self.bytes(Self.uid.displayBytes), Self.u16(3), Self.bytes([0, 0, 0, 0])]
+        let first = await r.call("WriteBlocks", one)
+        let again = await r.call("WriteBlocks", one)
         #expect(first.outputArguments == [.scalar(.int32(0))] && again.outputArguments == first.outputArguments)
-        _ = await r.call("WriteBlocks", [Self.bytes(Self.uid.displayBytes), Self.u16(3), Self.bytes([5, 6, 7, 8])])
-        let writes = r.access.calls.withLockedValue { $0 }.filter { $0.hasPrefix("write") }
-        #expect(writes.count == 2, "\(writes)")
+        var writes: [String] { r.access.calls.withLockedValue { $0 }.filter { $0.hasPrefix("write") } }
+        #expect(writes.count == 1, "\(writes)")
         #expect(writes.first?.hasSuffix("opcua:urn:plc-7") == true)
+        _ = await r.call("WriteBlocks", zero)
+        _ = await r.call("WriteBlocks", one)
+        #expect(writes.count == 3, "\(writes)")
+        // Not in the field yet: status 8, and the same call a moment later is made.
+        r.access.answer.withLockedValue { $0 = FieldAccessError(.notInField, "not yet") }
+        let early = await r.call(
+            "WriteBlocks", [Self.bytes(Self.uid.displayBytes), Self.u16(9), Self.bytes([7, 7, 7, 7])])
+        #expect(early.outputArguments == [.scalar(.int32(8))])
+        r.access.answer.withLockedValue { $0 = nil }
+        let later = await r.call(
+            "WriteBlocks", [Self.bytes(Self.uid.displayBytes), Self.u16(9), Self.bytes([7, 7, 7, 7])])
+        #expect(later.outputArguments == [.scalar(.int32(0))])
+        #expect(writes.count == 5, "\(writes)")
     }
 
     /// Scan's settings: `Cycles` inventories (the first recorded as the client's), or one when DataAvailable finds a
@@ -200,6 +214,13 @@ struct ReaderMethodsTests {
         } else {
             Issue.record("no RfidScanResult: \(result)")
         }
+        // The type's Scan (RfidReaderDeviceType's, AutoID i=7013, here namespace 3) called on the device: the device's.
+        let viaType = await r.core.methods.call(
+            CallMethodRequest(
+                objectId: r.id("DeviceSet/dock-3"), methodId: NodeId(7013, namespace: 3),
+                inputArguments: [settings(ScanSettings(cycles: 1))]),
+            session: r.session, deadline: nil, space: r.core.addressSpace)
+        #expect(viaType.statusCode == .good && viaType.outputArguments?.last == .scalar(.int32(0)))
         // Settings that never end: Bad_InvalidArgument, the reader not asked.
         r.access.calls.withLockedValue { $0 = [] }
         result = await r.call("Scan", [settings(ScanSettings())])
@@ -218,6 +239,14 @@ struct ReaderMethodsTests {
         result = await r.call("ScanStop", [])
         #expect(result.statusCode == .good)
         #expect(r.namespace.methods?.isScanning("dock-3") == false)
+        // Stopped and started again at once: the first scan's end does not take the second's place.
+        result = await r.call("ScanStart", [settings(ScanSettings())])
+        _ = await r.call("ScanStop", [])
+        result = await r.call("ScanStart", [settings(ScanSettings())])
+        #expect(result.outputArguments == [.scalar(.int32(0))])
+        for _ in 0..<20 { await Task.yield() }
+        #expect(r.namespace.methods?.isScanning("dock-3") == true)
+        _ = await r.call("ScanStop", [])
         // Started again, then its session ends: the scan stops at its next round.
         result = await r.call("ScanStart", [settings(ScanSettings())])
         #expect(result.outputArguments == [.scalar(.int32(0))])

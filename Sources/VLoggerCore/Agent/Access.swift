@@ -67,7 +67,17 @@ extension Agent {
     {
         let now = clock.now()
         let result = makeWrite(uid, at: start, data: data, origin: origin, now: now)
-        // Every write asked for is one write event, made or not (a tag not in the field, a locked block …).
+        recordWrite(uid, at: start, data: data, origin: origin, result, now: now)
+        return result
+    }
+
+    /// A client's write as its write event: every write asked for is one, made or not (a tag not in the field, a
+    /// locked block, the reader down …).
+    public func recordWrite(
+        _ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, _ result: Result<String, FieldAccessError>,
+        now: Millis? = nil
+    ) {
+        let now = now ?? clock.now()
         let at: String
         switch start {
         case .block(let b): at = "block \(b)"
@@ -84,7 +94,6 @@ extension Agent {
                 uid: uid, kind: kind, name: "", severity: kind == .writeDone ? .info : .warning,
                 detail: "write from \(origin) (\(data.count) bytes from \(at)): \(detail)", origin: origin))
         logger.notice("write from \(origin) to \(uid): \(kind.rawValue): \(detail)", metadata: ["uid": "\(uid)"])
-        return result
     }
 
     /// The write itself: the whole blocks it comes to, then the write path (`carryOut`).
@@ -131,7 +140,10 @@ extension Agent {
         }
         guard let (state, result) = carryOut(write, uid, memory: memory, now: now) else {
             return .failure(
-                FieldAccessError(.noAnswer, "the tag did not answer (it may have left the field); nothing written"))
+                FieldAccessError(
+                    .noAnswer,
+                    "the tag did not answer (it may have left the field): the write may or may not have reached it; calling again reads it back first and writes only what is not there"
+                ))
         }
         switch state {
         case .done: return .success(result)

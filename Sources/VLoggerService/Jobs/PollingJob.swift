@@ -21,6 +21,8 @@ public final class PollingJob: Service, @unchecked Sendable {
     private var sightings: [UID: Millis] = [:]
     private var prunedMs: Millis = 0
     private var polling = true
+    /// Where work that needs the reader runs once polling has ended (a server's client calling after `--cycles`).
+    private let afterPolling = DispatchQueue(label: "vlogger.poll.after")
     let finished = AsyncStream<Void>.makeStream()
 
     static func monotonicMs() -> Millis { Millis(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
@@ -88,7 +90,12 @@ public final class PollingJob: Service, @unchecked Sendable {
                 work.append { c.resume(returning: body(session.value)) }
                 return true
             }
-            if queued { stop.nudge() } else { Blocking.queue.async { c.resume(returning: body(session.value)) } }
+            if queued {
+                stop.nudge()
+            } else {
+                // One at a time, as between cycles: the reader and its agent are not used by two threads at once.
+                afterPolling.async { c.resume(returning: body(session.value)) }
+            }
         }
     }
 
