@@ -78,12 +78,7 @@ final class ReaderMethods: @unchecked Sendable {
                 endScan(reader)
                 switch result {
                 case .success(let found):
-                    let results = found.map { (pair: (UID, Date)) -> RfidScanResult in
-                        let (uid, time) = pair
-                        return RfidScanResult(
-                            codeType: "UID", scanData: .byteString(uid.displayBytes), timestamp: DateTime(time),
-                            sighting: [RfidSighting(antenna: 1, strength: 0, timestamp: DateTime(time))])
-                    }
+                    let results = found.map { Self.scanResult($0.0, $0.1) }
                     return .success([
                         .array(.extensionObject, results.map { .extensionObject($0.extensionObject) }),
                         Self.status(found.isEmpty && settings.dataAvailable ? .no_identifier : .success),
@@ -118,14 +113,12 @@ final class ReaderMethods: @unchecked Sendable {
                 // ReadTag(Identifier ScanData, CodeType, Region UInt16, Offset UInt32, Length UInt32, Password) →
                 // (ResultData ByteString, Status).
                 let a = call.arguments
-                let uid: UID
-                switch self.identifier(a, count: 6) {
+                let (uid, region, offset): (UID, UInt16, UInt32)
+                switch self.tagArguments(a) {
                 case .failure(let f): return .failure(f)
-                case .success(.some(let u)): uid = u
+                case .success(.some(let t)): (uid, region, offset) = t
                 case .success(.none): return .success([.scalar(.byteString([])), Self.status(.code_not_supported)])
                 }
-                guard case .scalar(.uInt16(let region)) = a[2] else { return .failure(.argument(2, of: 6)) }
-                guard case .scalar(.uInt32(let offset)) = a[3] else { return .failure(.argument(3, of: 6)) }
                 guard case .scalar(.uInt32(let length)) = a[4] else { return .failure(.argument(4, of: 6)) }
                 if let s = Self.unsupported(region: region, password: a[5]) {
                     return .success([.scalar(.byteString([])), Self.status(s)])
@@ -147,14 +140,12 @@ final class ReaderMethods: @unchecked Sendable {
                 // WriteTag(Identifier ScanData, CodeType, Region UInt16, Offset UInt32, Data ByteString, Password)
                 // → (Status).
                 let a = call.arguments
-                let uid: UID
-                switch self.identifier(a, count: 6) {
+                let (uid, region, offset): (UID, UInt16, UInt32)
+                switch self.tagArguments(a) {
                 case .failure(let f): return .failure(f)
-                case .success(.some(let u)): uid = u
+                case .success(.some(let t)): (uid, region, offset) = t
                 case .success(.none): return .success([Self.status(.code_not_supported)])
                 }
-                guard case .scalar(.uInt16(let region)) = a[2] else { return .failure(.argument(2, of: 6)) }
-                guard case .scalar(.uInt32(let offset)) = a[3] else { return .failure(.argument(3, of: 6)) }
                 guard case .scalar(.byteString(let data)) = a[4], let data, !data.isEmpty, data.count <= 65_536 else {
                     return .failure(.argument(4, of: 6))
                 }
@@ -380,11 +371,17 @@ final class ReaderMethods: @unchecked Sendable {
         }
     }
 
-    /// An RfidScanEventType event (OPC 30010 §7.3): the device's name and the tag as one RfidScanResult.
-    static func scanEvent(_ reader: String, _ device: NodeId, _ uid: UID, _ time: Date) -> ServerEvent {
-        let result = RfidScanResult(
+    /// A tag seen: CodeType `UID`, its UID as a ByteString most significant byte first, the reader as antenna 1 (an
+    /// HF reader reports no strength).
+    static func scanResult(_ uid: UID, _ time: Date) -> RfidScanResult {
+        RfidScanResult(
             codeType: "UID", scanData: .byteString(uid.displayBytes), timestamp: DateTime(time),
             sighting: [RfidSighting(antenna: 1, strength: 0, timestamp: DateTime(time))])
+    }
+
+    /// An RfidScanEventType event (OPC 30010 §7.3): the device's name and the tag as one RfidScanResult.
+    static func scanEvent(_ reader: String, _ device: NodeId, _ uid: UID, _ time: Date) -> ServerEvent {
+        let result = scanResult(uid, time)
         return ServerEvent(
             eventType: rfidScanEventType, sourceNode: device, sourceName: reader, time: time,
             message: "\(uid) seen by \(reader)", severity: 100,
@@ -473,6 +470,20 @@ final class ReaderMethods: @unchecked Sendable {
             case .binary(let body) = e.body
         else { return nil }
         return try? T.decode(body, limits: .server)
+    }
+
+    /// ReadTag's and WriteTag's first four arguments (of six): the UID, Region and Offset (nil: a code type other than
+    /// UID).
+    func tagArguments(_ a: [Variant]) -> Result<(UID, UInt16, UInt32)?, MethodTable.MethodFailure> {
+        let uid: UID
+        switch identifier(a, count: 6) {
+        case .failure(let f): return .failure(f)
+        case .success(.none): return .success(nil)
+        case .success(.some(let u)): uid = u
+        }
+        guard case .scalar(.uInt16(let region)) = a[2] else { return .failure(.argument(2, of: 6)) }
+        guard case .scalar(.uInt32(let offset)) = a[3] else { return .failure(.argument(3, of: 6)) }
+        return .success((uid, region, offset))
     }
 
     /// ReadTag's and WriteTag's Identifier and CodeType: the UID (nil: a code type other than UID).

@@ -50,12 +50,8 @@ extension Agent {
                     FieldAccessError(.tagError, "the tag answered \(bytes.count) bytes for \(count) blocks"))
             }
             return .success(Array(bytes[skip..<(skip + length)]))
-        } catch let e as FieldAccessError {
-            return .failure(e)
-        } catch let e as ClientError {
-            return .failure(Self.accessError(e))
         } catch {
-            return .failure(FieldAccessError(.tagError, "\(error)"))
+            return .failure(Self.accessError(error))
         }
     }
 
@@ -131,12 +127,8 @@ extension Agent {
                 }
                 write = QueuedWrite(created: now, uid: uid, first: first, data: blocks, origin: origin)
             }
-        } catch let e as FieldAccessError {
-            return .failure(e)
-        } catch let e as ClientError {
-            return .failure(Self.accessError(e))
         } catch {
-            return .failure(FieldAccessError(.tagError, "\(error)"))
+            return .failure(Self.accessError(error))
         }
         guard let (state, result) = carryOut(write, uid, memory: memory, now: now) else {
             return .failure(
@@ -203,6 +195,15 @@ extension Agent {
 
     static func notInField(_ uid: UID, _ reader: String) -> FieldAccessError {
         FieldAccessError(.notInField, "\(uid) is not in the field of reader \(reader)")
+    }
+
+    /// What a step of an access threw, as an access error.
+    static func accessError(_ error: any Error) -> FieldAccessError {
+        switch error {
+        case let e as FieldAccessError: return e
+        case let e as ClientError: return accessError(e)
+        default: return FieldAccessError(.tagError, "\(error)")
+        }
     }
 
     /// A client error as an access error.
