@@ -147,6 +147,10 @@ final class Subscription {
     var starvedCycles: UInt32 = 0
     var sequence: UInt32 = 0
     var sentFirst = false
+    /// Its interval came round with something to send (notifications, or a keep-alive due) and no Publish waiting:
+    /// the next Publish to come is answered at once, not an interval later (the Late state, OPC 10000-4
+    /// §5.13.1.2).
+    var late = false
     var retained: [UInt32: NotificationMessage] = [:]
 
     init(id: UInt32, intervalMs: Double, lifetime: UInt32, keepAlive: UInt32, max: UInt32, enabled: Bool, now: Date) {
@@ -538,11 +542,13 @@ final class SubscriptionSet: @unchecked Sendable {
                 publishQueue = []
             }
             for s in subscriptions.values.sorted(by: { $0.id < $1.id }) {
-                guard s.nextPublish <= now else { continue }
-                s.nextPublish = now.addingTimeInterval(s.intervalMs / 1000)
+                let due = s.nextPublish <= now
+                guard due || (s.late && !publishQueue.isEmpty) else { continue }
+                if due { s.nextPublish = now.addingTimeInterval(s.intervalMs / 1000) }
                 let ready = s.enabled ? s.items.values.filter { $0.mode == .reporting && !$0.queue.isEmpty } : []
                 guard let waiting = publishQueue.first else {
                     s.starvedCycles += 1
+                    if !ready.isEmpty || !s.sentFirst || s.idleCycles + 1 >= s.keepAliveCount { s.late = true }
                     if s.starvedCycles >= s.lifetimeCount {
                         subscriptions[s.id] = nil
                         server.subscriptionIds.release(s.id)
@@ -552,10 +558,11 @@ final class SubscriptionSet: @unchecked Sendable {
                     continue
                 }
                 s.starvedCycles = 0
-                if ready.isEmpty {
+                if ready.isEmpty, !s.late {
                     s.idleCycles += 1
                     guard s.idleCycles >= s.keepAliveCount || !s.sentFirst else { continue }
                 }
+                s.late = false
                 publishQueue.removeFirst()
                 s.idleCycles = 0
                 s.sentFirst = true

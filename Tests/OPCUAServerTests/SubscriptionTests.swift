@@ -68,6 +68,47 @@ struct SubscriptionTests {
         #expect(try next() == [12.5])
     }
 
+    /// A subscription whose interval comes round with a notification to send and no Publish waiting is Late: the
+    /// next Publish is answered at once, not an interval later (OPC 10000-4 §5.13.1.2, the state table's Late
+    /// row). On the stepped clock, which does not move after the tick, the old behaviour left the Publish
+    /// unanswered (the client's 10 s receive timeout; a flake of the unit lane under load, where the server's own
+    /// tick came between the step and the Publish).
+    @Test func aLateSubscriptionAnswersTheNextPublishAtOnce() async throws {
+        let clock = HostileInputTests.Clock()
+        let s = try await TestServer(clock: { clock.now })
+        defer { Task { await s.stop() } }
+        let space = s.server.core.addressSpace
+        let id = NodeId(namespace: 1, .string("level"))
+        var node = Node(id: id, nodeClass: .variable, browseName: QualifiedName(namespace: 1, "level"))
+        node.dataType = NodeId(11)
+        node.valueRank = -1
+        node.accessLevel = Node.readable
+        node.references = [Reference(ReferenceTypeIds.hasComponent, NodeId(85), forward: false)]
+        space.add(node)
+        space.setValue(id, DataValue(value: .scalar(.double(3))))
+        let (c, subscription) = try Self.subscribed(s)
+        var (_, r) = try c.call(
+            CreateMonitoredItemsRequest(
+                requestHeader: c.header(), subscriptionId: subscription, timestampsToReturn: .neither,
+                itemsToCreate: [
+                    MonitoredItemCreateRequest(
+                        itemToMonitor: ReadValueId(nodeId: id, attributeId: 13), monitoringMode: .reporting,
+                        requestedParameters: MonitoringParameters(clientHandle: 1, samplingInterval: 50, queueSize: 1))
+                ]))
+        #expect(try CreateMonitoredItemsResponse(from: &r).results?.first?.statusCode == .good)
+        clock.advance(0.06)
+        // The interval comes round (sampled, due) with no Publish waiting.
+        s.server.core.tick()
+        var type: NodeId
+        (type, r) = try c.call(PublishRequest(requestHeader: c.header()))
+        #expect(type == PublishResponse.binaryEncodingId)
+        let p = try PublishResponse(from: &r)
+        let values = try (p.notificationMessage.notificationData ?? []).flatMap { e in
+            try DataChangeNotification(e).monitoredItems ?? []
+        }.compactMap { MonitoredItem.number($0.value.value) }
+        #expect(values == [3])
+    }
+
     /// An EventFilter's where clause (OPC 10000-4 §7.7): And(GreaterThanOrEqual(Severity, 600), OfType
     /// BaseEventType) lets through the events of severity 600 and more; an operator the server lacks (Like) is
     /// refused with Bad_EventFilterInvalid and the element's Bad_FilterOperatorUnsupported.
