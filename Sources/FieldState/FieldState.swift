@@ -67,6 +67,25 @@ public final class FieldState: @unchecked Sendable {
         public var detail: String
         /// The tag's latest decoded values (updated with each of its readings while the violation lasts).
         public var latest: [(name: String, value: FieldValue)] = []
+        /// Who acknowledged it, when, with what comment (nil: not yet).
+        public var acknowledged: Acknowledgement?
+    }
+
+    /// An acknowledgement of a rule violation (an `acknowledged` event).
+    public struct Acknowledgement: Sendable, Equatable {
+        public var rule: String
+        public var uid: UID
+        /// Who: the event's origin (`opcua:<ApplicationUri> (user)`).
+        public var by: String
+        public var comment: String
+        public var time: Millis
+        public init(rule: String, uid: UID, by: String, comment: String, time: Millis) {
+            self.rule = rule
+            self.uid = uid
+            self.by = by
+            self.comment = comment
+            self.time = time
+        }
     }
 
     /// What changed.
@@ -79,6 +98,8 @@ public final class FieldState: @unchecked Sendable {
         case values(Values)
         case alarm(Alarm)
         case alarmEnded(rule: String, uid: UID, time: Millis)
+        /// A violation, going on or ended, was acknowledged.
+        case alarmAcknowledged(Acknowledgement)
         /// This subscriber fell behind and changes were dropped: read `snapshot()` again.
         case overflow
     }
@@ -187,6 +208,10 @@ public final class FieldState: @unchecked Sendable {
             case .violationEnded:
                 active[key] = nil
                 emit(.alarmEnded(rule: e.name, uid: uid, time: e.time))
+            case .acknowledged:
+                let ack = Acknowledgement(rule: e.name, uid: uid, by: e.origin ?? "", comment: e.detail, time: e.time)
+                active[key]?.acknowledged = ack
+                emit(.alarmAcknowledged(ack))
             default:
                 break
             }

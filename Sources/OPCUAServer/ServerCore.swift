@@ -71,7 +71,7 @@ public final class ServerCore: @unchecked Sendable {
     func log(_ message: String) { logger.info("\(message)") }
 
     /// `count` random bytes (nonces, tokens, continuation points).
-    static func random(_ count: Int) -> [UInt8] {
+    public static func random(_ count: Int) -> [UInt8] {
         var g = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &g) }
     }
@@ -371,6 +371,11 @@ public final class MethodTable: @unchecked Sendable {
 
     public func add(object: NodeId, method: NodeId, _ handler: @escaping Handler) {
         lock.withLock { handlers[Key(object: object, method: method)] = handler }
+    }
+
+    /// Removes every handler of `object` (a condition that went).
+    public func remove(object: NodeId) {
+        lock.withLock { handlers = handlers.filter { $0.key.object != object } }
     }
 
     /// Takes a place for a Call request (false: too many wait for their answers).

@@ -103,6 +103,12 @@ public final class Session: @unchecked Sendable {
         let (lastUsed, activated) = lock.withLock { (state.lastUsed, state.activated) }
         return now.timeIntervalSince(lastUsed) * 1000 > (activated ? timeoutMs : min(timeoutMs, 30_000))
     }
+
+    /// ConditionRefresh (OPC 10000-9 §5.5.7) for one of this session's subscriptions, with the conditions' current
+    /// events: Good, Bad_SubscriptionIdInvalid or Bad_NothingToDo.
+    public func refreshConditions(subscription: UInt32, _ conditions: [ServerEvent]) -> StatusCode {
+        subscriptions.refresh(subscription: subscription, conditions: conditions, now: subscriptions.server.clock())
+    }
 }
 
 /// The server's sessions, at most `limit`: an expired one is dropped when a new one is asked for, so abandoned

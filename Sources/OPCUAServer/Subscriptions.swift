@@ -14,6 +14,9 @@ public struct ServerEvent: Sendable {
     /// The fields of the event's type beyond BaseEventType's, by their browse names' path joined with "/"
     /// (`DeviceName`, `ScanResult`: AutoID's RfidScanEventType).
     public var fields: [String: Variant]
+    /// A condition's event (OPC 10000-9 §5.5): the condition's node, the ConditionId a client selects with
+    /// ConditionType's NodeId attribute and an empty path (§5.5.2); nil for other events.
+    public var conditionId: NodeId?
 
     public init(
         eventType: NodeId = NodeId(2041), sourceNode: NodeId = NodeId(2253), sourceName: String = "Server",
@@ -31,7 +34,10 @@ public struct ServerEvent: Sendable {
     /// The value of one select clause: a BaseEventType field named by its browse path.
     func field(_ operand: SimpleAttributeOperand, receivedAt now: Date) -> Variant {
         guard operand.attributeId == AttributeId.value.rawValue || operand.attributeId == 0 else {
-            return operand.attributeId == AttributeId.nodeId.rawValue ? .scalar(.nodeId(NodeId(2041))) : .null
+            guard operand.attributeId == AttributeId.nodeId.rawValue, (operand.browsePath ?? []).isEmpty,
+                let conditionId
+            else { return .null }
+            return .scalar(.nodeId(conditionId))
         }
         switch (operand.browsePath ?? []).map({ $0.name ?? "" }) {
         case ["EventId"]: return .scalar(.byteString(eventId))
@@ -479,6 +485,40 @@ final class SubscriptionSet: @unchecked Sendable {
                     item.enqueue(.event(EventFieldList(clientHandle: item.clientHandle, eventFields: fields)))
                 }
             }
+        }
+    }
+
+    /// ConditionRefresh (OPC 10000-9 §5.5.7) for one of the session's subscriptions: to each of its event items a
+    /// RefreshStartEvent, then each condition's current event that its filter lets through, then a RefreshEndEvent
+    /// (the two refresh events whatever the filter, each item's copy with the same EventId). Bad_SubscriptionIdInvalid
+    /// for a subscription not of this session, Bad_NothingToDo where it has no event item. The items' queues are
+    /// bounded as for any event: a flood of refreshes drops the oldest, never grows them.
+    func refresh(subscription id: UInt32, conditions: [ServerEvent], now: Date) -> StatusCode {
+        let start = ServerEvent(
+            eventType: NodeId(2787), time: now, message: "ConditionRefresh: the conditions follow", severity: 1)
+        let end = ServerEvent(
+            eventType: NodeId(2788), time: now, message: "ConditionRefresh: the conditions were sent", severity: 1)
+        return lock.withLock {
+            guard let s = subscriptions[id] else { return .badSubscriptionIdInvalid }
+            let items = s.items.values.filter { $0.select != nil }.sorted { $0.id < $1.id }
+            guard !items.isEmpty else { return .badNothingToDo }
+            for item in items {
+                func add(_ event: ServerEvent) {
+                    let fields = (item.select ?? []).map { event.field($0, receivedAt: now) }
+                    item.enqueue(.event(EventFieldList(clientHandle: item.clientHandle, eventFields: fields)))
+                }
+                add(start)
+                for c in conditions where item.node == NodeId(2253) || item.node == c.sourceNode {
+                    if let clause = item.whereClause,
+                        !clause.admits(c, isSubtype: { server.addressSpace.isSubtype($0, of: $1) })
+                    {
+                        continue
+                    }
+                    add(c)
+                }
+                add(end)
+            }
+            return .good
         }
     }
 

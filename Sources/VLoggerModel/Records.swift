@@ -137,6 +137,9 @@ public struct Event: Equatable, Sendable {
         /// A server's client used a reader (an OPC UA Scan or ReadTag; `name`: the command, `origin`: the client).
         /// Its writes are `write_done` and `write_failed` events with the client as their origin.
         case access
+        /// Someone acknowledged a rule violation (`name`: the rule, `detail`: their comment, `origin`: who, e.g. an
+        /// OPC UA client's Acknowledge); the violation goes on until it ends.
+        case acknowledged
 
         /// Who asked for what an event of this kind reports, when the kind says: a queued write's outcome is the
         /// queue's, a finished audit the audit's; nil for what the agent sees by itself.

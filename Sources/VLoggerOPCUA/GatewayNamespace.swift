@@ -18,6 +18,8 @@ public final class GatewayNamespace: @unchecked Sendable {
     let version: String
     private let lock = NSLock()
     private var tagVariables: [UID: Set<String>] = [:]
+    /// Where the field state's changes are applied, in order.
+    private let queue = DispatchQueue(label: "vlogger.opcua.namespace")
     /// Each reader's last tag to arrive and when (its device's LastScanData and LastScanTimestamp).
     private var lastScan: [String: (uid: UID, time: Millis)] = [:]
 
@@ -28,10 +30,13 @@ public final class GatewayNamespace: @unchecked Sendable {
 
     /// The readers' methods (nil: the devices have none, as without a running service).
     let methods: ReaderMethods?
+    /// The rules' violations as alarm conditions (nil without a method table: plain events then).
+    let conditions: AlarmConditions?
 
     public init(
         space: AddressSpace, state: FieldState, gateway: String, site: String?, version: String = "",
-        methods: MethodTable? = nil, access: (any FieldAccess)? = nil,
+        methods: MethodTable? = nil, access: (any FieldAccess)? = nil, rules: [AlarmRule] = [],
+        acknowledge: (@Sendable (AlarmAcknowledgement) -> Bool)? = nil,
         scanPause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
         post: @escaping @Sendable (ServerEvent) -> Void
     ) {
@@ -47,6 +52,13 @@ public final class GatewayNamespace: @unchecked Sendable {
         } else {
             self.methods = nil
         }
+        if let methods {
+            conditions = AlarmConditions(
+                space: space, methods: methods, ns: ns, rules: rules, record: acknowledge,
+                id: { NodeId(namespace: ns, .string($0)) }, post: post)
+        } else {
+            conditions = nil
+        }
         object(
             id("Gateway"), "Gateway", parent: NodeId(85), reference: ReferenceTypeIds.organizes,
             type: Self.baseObjectType)
@@ -60,11 +72,13 @@ public final class GatewayNamespace: @unchecked Sendable {
             id("Readers"), "Readers", parent: id("Gateway"), reference: ReferenceTypeIds.organizes,
             type: Self.folderType)
         object(id("Tags"), "Tags", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
+        object(
+            id("Alarms"), "Alarms", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
         // The observer runs on the polling job's thread with the state's lock held: the change is applied on a
         // queue of its own, so nothing here waits for a lock a reader of the state may hold. The readers and tags
         // there now go on that queue first, taken under the same lock as the observation's start: no arrival or
         // departure falls between them, and none is applied before them.
-        let queue = DispatchQueue(label: "vlogger.opcua.namespace")
+        let queue = self.queue
         state.observe(
             from: { snapshot in queue.async { [self] in self.build(snapshot) } },
             { [weak self] change in
@@ -74,6 +88,9 @@ public final class GatewayNamespace: @unchecked Sendable {
         queue.sync {}
     }
 
+    /// Returns when the changes made to the field state before the call are applied.
+    func settled() { queue.sync {} }
+
     /// The readers and the tags in their fields as the state has them.
     private func build(_ snapshot: FieldState.Snapshot) {
         for r in snapshot.readers { addReader(r.id) }
@@ -81,6 +98,7 @@ public final class GatewayNamespace: @unchecked Sendable {
             addTag(uid)
             for value in v.values { addValue(uid, value) }
         }
+        for a in snapshot.alarms { conditions?.raised(a, source: id("Tags/\(a.uid)")) }
     }
 
     /// The node id of a path in the gateway's namespace (`Tags/UID/NAME`).
@@ -378,6 +396,12 @@ public final class GatewayNamespace: @unchecked Sendable {
         case .values(let v):
             addTag(v.uid)
             for value in v.values { addValue(v.uid, value) }
+        case .alarm(let a) where conditions != nil:
+            conditions?.raised(a, source: id("Tags/\(a.uid)"))
+        case .alarmEnded(let rule, let uid, let time) where conditions != nil:
+            conditions?.ended(rule: rule, uid: uid, time: time)
+        case .alarmAcknowledged(let ack):
+            conditions?.acknowledged(ack)
         case .alarm(let a):
             let severity: UInt16 = a.severity == .critical ? 900 : a.severity == .warning ? 600 : 300
             post(

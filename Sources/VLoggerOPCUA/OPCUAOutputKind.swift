@@ -223,7 +223,8 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         let core = ServerCore(configuration: config, addressSpace: space, logger: logger)
         let namespace = GatewayNamespace(
             space: space, state: state, gateway: context.gatewayID, site: context.site, version: context.version,
-            methods: core.methods, access: context.fieldAccess, post: { core.post($0) })
+            methods: core.methods, access: context.fieldAccess, rules: context.alarmRules,
+            acknowledge: context.acknowledgeAlarm, post: { core.post($0) })
         let server = OPCUAServer(core: core)
         let port = try await server.start()
         logger.notice(

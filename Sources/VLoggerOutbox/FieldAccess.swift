@@ -69,3 +69,37 @@ public struct FieldAccessError: Error, Sendable, Equatable, CustomStringConverti
     }
     public var description: String { message }
 }
+
+/// A rule that judges a tag's values, as a server shows its violations (OPC UA's alarm conditions): its name, its
+/// severity, and where it watches one numeric field within limits (a `range` rule), that field and its limits.
+public struct AlarmRule: Sendable, Equatable {
+    public var name: String
+    public var severity: Event.Severity
+    public var field: String?
+    public var low: Double?
+    public var high: Double?
+    public init(name: String, severity: Event.Severity, field: String? = nil, low: Double? = nil, high: Double? = nil) {
+        self.name = name
+        self.severity = severity
+        self.field = field
+        self.low = low
+        self.high = high
+    }
+}
+
+/// A client's acknowledgement of a rule violation (OPC UA's Acknowledge): the service records it as an
+/// `acknowledged` event with the client as origin, and the field state marks the alarm (the pages show it).
+public struct AlarmAcknowledgement: Sendable, Equatable {
+    public var rule: String
+    public var uid: UID
+    public var comment: String
+    public var origin: String
+    public var time: Millis
+    public init(rule: String, uid: UID, comment: String, origin: String, time: Millis) {
+        self.rule = rule
+        self.uid = uid
+        self.comment = comment
+        self.origin = origin
+        self.time = time
+    }
+}

@@ -86,6 +86,11 @@ public struct OutputContext: Sendable {
     public var fieldState: FieldState?
     /// The readers, for a server whose clients scan, read and write tags (nil: none; a server then answers that).
     public var fieldAccess: (any FieldAccess)?
+    /// The rules that judge tags' values (a server's alarm conditions).
+    public var alarmRules: [AlarmRule] = []
+    /// Records a client's acknowledgement of a violation (an `acknowledged` event, the field state's alarm marked);
+    /// false when the store refused it. Nil: none is recorded (a server then keeps it to itself).
+    public var acknowledgeAlarm: (@Sendable (AlarmAcknowledgement) -> Bool)?
     /// The service's version (a server's build information).
     public var version = "0"
     /// The store's path (a server keeps its certificates beside it), where the context has no open store.

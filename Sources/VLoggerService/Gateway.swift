@@ -127,6 +127,7 @@ public final class Gateway: @unchecked Sendable {
             throw VLoggerError("\(error)")
         }
         let readerAccess = ReaderAccess(store: store, queued: writeQueued)
+        let ackWriter = NIOLockedValueBox<StoreWriter?>(nil)
         do {
             var serverContext = OutputContext(
                 gatewayID: config.gatewayID, site: config.site,
@@ -135,6 +136,23 @@ public final class Gateway: @unchecked Sendable {
                 fieldState: serviceMetrics.field)
             serverContext.version = options.version
             serverContext.fieldAccess = readerAccess
+            serverContext.alarmRules = rules.rules.map { r in
+                let w = r.check.watchedField
+                return AlarmRule(name: r.name, severity: r.severity, field: w?.name, low: w?.min, high: w?.max)
+            }
+            // An acknowledgement is an event of the store (with the client as origin) and marks the field state's
+            // alarm; the store's writer is made below, before any server starts.
+            let gateway = config.gatewayID
+            serverContext.acknowledgeAlarm = { [ackWriter] ack in
+                guard let writer = ackWriter.withLockedValue({ $0 }) else { return false }
+                let alarm = serviceMetrics.field.alarms.first { $0.rule == ack.rule && $0.uid == ack.uid }
+                let e = Event(
+                    time: ack.time, gateway: gateway, reader: alarm?.reader, location: alarm?.location, uid: ack.uid,
+                    kind: .acknowledged, name: ack.rule, severity: .info, detail: ack.comment, origin: ack.origin)
+                writer.add(e)
+                serviceMetrics.eventRecorded(e, asset: alarm?.asset)
+                return true
+            }
             servers = try config.outputs.servers.map { try $0.makeServer(serverContext) }
             for server in servers { serviceMetrics.enableServer(name: server.name) { server.status() } }
         } catch {
@@ -143,6 +161,7 @@ public final class Gateway: @unchecked Sendable {
         writer = StoreWriter(
             store: store, gateway: config.gatewayID, batchSize: config.batchSize,
             flushIntervalMs: config.flushIntervalMs, queueLimit: config.queueLimit)
+        ackWriter.withLockedValue { [writer] in $0 = writer }
         outputsJob = OutputsJob(
             outputs: outputs, store: store, metrics: metrics, logger: logger, wakeup: outputWakeup)
         var jobs: [PollingJob] = []

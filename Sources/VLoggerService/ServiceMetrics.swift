@@ -435,7 +435,7 @@ public final class ServiceMetrics: @unchecked Sendable {
                     f.gauge.destroy()
                     fieldGauges[k] = nil
                 }
-            case .reader, .arrived, .overflow:
+            case .reader, .arrived, .overflow, .alarmAcknowledged:
                 break
             }
         }

@@ -57,6 +57,16 @@ SEEDS = [
     316, 319, 322, 325, 938,  # the user identity tokens (UserNameIdentityToken: a derived structure)
 ]
 
+# Event and condition types whose instance declarations come too (the mandatory ones, down their own mandatory
+# children, and the optional ones named in WITH_OPTIONAL): the alarms' condition instances are made from them, and a
+# client builds its event filter by browsing them (asyncua's get_filter_from_event_type). ConditionType,
+# AcknowledgeableConditionType, AlarmConditionType, LimitAlarmType, RefreshStartEventType, RefreshEndEventType.
+WITH_DECLARATIONS = [2782, 2881, 2915, 2955, 2787, 2788]
+WITH_OPTIONAL = [
+    3875,  # ConditionType's ConditionRefresh (called on the type)
+    11125, 11126,  # LimitAlarmType's HighLimit and LowLimit (a range rule's limits)
+]
+
 
 # The server's namespace table: namespace 0, the server's own (its ApplicationUri, OPC 10000-5 §8.3.2: index 1 is
 # the local server's), then the companion models generated here.
@@ -353,6 +363,20 @@ def main():
         return any(t == (0, 40) and forward and target in ((0, 72), (0, 69)) for t, target, forward in BOTH[n])
 
     chosen = {(0, s) for s in SEEDS} | {n for n, el in nodes.items() if el.tag == U + "UAReferenceType"}
+
+    def mandatory(n):
+        return any(t == (0, 37) and forward and target == (0, 78) for t, target, forward in BOTH[n])
+
+    # The condition types' instance declarations (WITH_DECLARATIONS).
+    todo = [(0, t) for t in WITH_DECLARATIONS]
+    chosen |= set(todo) | {(0, o) for o in WITH_OPTIONAL}
+    todo += [(0, o) for o in WITH_OPTIONAL]
+    while todo:
+        n = todo.pop()
+        for t, target, forward in BOTH[n]:
+            if forward and t in ((0, 46), (0, 47)) and target in nodes and target not in chosen and mandatory(target):
+                chosen.add(target)
+                todo.append(target)
     chosen |= {n for n in nodes if origin[n] > 0 and not left_out(n)}
     todo = list(chosen)
     while todo:

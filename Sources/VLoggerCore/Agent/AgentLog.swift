@@ -66,7 +66,7 @@ final class AgentLog {
         case .readerUp: logger.notice("\(detail)")
         case .arrival, .departure, .violationEnded:
             logger.info("\(detail)", metadata: uid.map { ["uid": "\($0)"] })
-        case .start, .stop, .writeDone, .writeFailed, .writeExpired, .auditFinished, .access:
+        case .start, .stop, .writeDone, .writeFailed, .writeExpired, .auditFinished, .access, .acknowledged:
             logger.info("\(kind.rawValue): \(detail)")
         }
     }

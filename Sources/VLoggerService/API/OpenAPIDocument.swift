@@ -174,7 +174,8 @@ enum OpenAPIDocument {
                 "audit_finished",
                 "reader_down",
                 "reader_up",
-                "access"
+                "access",
+                "acknowledged"
               ]
             }
           },
@@ -1111,7 +1112,8 @@ enum OpenAPIDocument {
               "audit_finished",
               "reader_down",
               "reader_up",
-              "access"
+              "access",
+              "acknowledged"
             ],
             "description": "What happened (docs/json.md lists the kinds)"
           },

@@ -90,7 +90,7 @@ public struct PageTemplates: Sendable {
         th{background:#f7f8f9;font-weight:600;overflow-wrap:normal}
         tr.alarm td{background:#fdecee}tr.alarm td:first-child{border-left:4px solid #b00020}
         .uid,code{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.88em;white-space:nowrap}
-        .hot{color:#b00020;font-weight:700}.counts td{font-size:1.3em}
+        .hot{color:#b00020;font-weight:700}.acked{font-weight:400;font-size:.9em}.counts td{font-size:1.3em}
         .v{white-space:nowrap}.num{font-variant-numeric:tabular-nums}
         .chart svg{width:100%;height:auto;max-width:760px;display:block}
         form.pick{display:flex;flex-wrap:wrap;gap:.5em;align-items:center;margin:.3em 0}
@@ -178,7 +178,7 @@ public struct PageTemplates: Sendable {
             <h2>Alarms ({{alarmCount}})</h2>
             {{#hasAlarms}}
             <table class="cards alarms"><tr><th>severity</th><th>rule</th><th>asset</th><th>where</th><th>since</th><th>started with</th><th>now</th></tr>
-            {{#alarms}}<tr class="alarm"><td data-label="severity">{{severity}}</td><td data-label="rule">{{rule}}</td><td data-label="asset"><a href="{{link}}">{{asset}}</a></td><td data-label="where">{{place}}</td><td data-label="since" class="v">{{since}} ({{age}})</td><td data-label="started with">{{detail}}</td><td data-label="now" class="num">{{latest}}</td></tr>
+            {{#alarms}}<tr class="alarm"><td data-label="severity">{{severity}}</td><td data-label="rule">{{rule}}{{#acked}}<br><span class="acked">{{acked}}</span>{{/acked}}</td><td data-label="asset"><a href="{{link}}">{{asset}}</a></td><td data-label="where">{{place}}</td><td data-label="since" class="v">{{since}} ({{age}})</td><td data-label="started with">{{detail}}</td><td data-label="now" class="num">{{latest}}</td></tr>
             {{/alarms}}</table>
             {{/hasAlarms}}{{^hasAlarms}}<p class="none">No rule is violated now.</p>{{/hasAlarms}}
             {{#missing}}<p class="hot">{{.}}</p>{{/missing}}
@@ -230,7 +230,7 @@ public struct PageTemplates: Sendable {
             <table class="cards"><tr><th>UID</th><th>chip</th><th>registered at</th><th>last seen</th><th>first seen</th></tr>
             <tr{{#alarm}} class="alarm"{{/alarm}}><td data-label="UID" class="uid">{{uid}}</td><td data-label="chip">{{chip}}</td><td data-label="registered at">{{registered}}</td><td data-label="last seen">{{lastSeen}}</td><td data-label="first seen">{{firstSeen}}</td></tr></table>
             {{#hasAlarms}}<table class="cards alarms"><tr><th>alarm</th><th>since</th><th>started with</th></tr>
-            {{#alarms}}<tr class="alarm"><td data-label="alarm">{{rule}} ({{severity}})</td><td data-label="since" class="v">{{since}} ({{age}})</td><td data-label="started with">{{detail}}</td></tr>
+            {{#alarms}}<tr class="alarm"><td data-label="alarm">{{rule}} ({{severity}}){{#acked}}<br><span class="acked">{{acked}}</span>{{/acked}}</td><td data-label="since" class="v">{{since}} ({{age}})</td><td data-label="started with">{{detail}}</td></tr>
             {{/alarms}}</table>{{/hasAlarms}}
             <h2>Values now</h2>
             {{#hasValues}}<table class="cards"><tr><th>value</th><th>now</th></tr>

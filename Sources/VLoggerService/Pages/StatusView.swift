@@ -1,6 +1,7 @@
 import Foundation
 import VLoggerModel
 import VLoggerStore
+import FieldState
 
 /// The status page: the plant's state (alarms, missing assets, readers down) apart from the software's, the
 /// alarms first, then readers, the tags in each field with their values, outputs, a chart of a chosen value over a
@@ -8,6 +9,8 @@ import VLoggerStore
 struct StatusView {
     struct Alarm {
         let severity, rule, asset, link, place, since, age, detail, latest: String
+        /// Who acknowledged it, when, and their comment (an OPC UA client's Acknowledge); nil: not yet.
+        var acked: String? = nil
     }
     struct ReaderRow {
         let id, location, driver, state, tags, lastPoll: String
@@ -66,6 +69,12 @@ struct StatusView {
 }
 
 extension Pages {
+    /// An alarm's acknowledgement as its row says it: `acknowledged 12:01:02 by opcua:urn:plc (op): comment`.
+    static func acknowledgement(_ a: FieldState.Acknowledgement?, _ c: PageContext) -> String? {
+        guard let a else { return nil }
+        return "acknowledged \(c.time.dateTime(a.time)) by \(a.by)" + (a.comment.isEmpty ? "" : ": \(a.comment)")
+    }
+
     /// The status page for `field` and `range` (from the query; defaults: the configured chart field, the last hour).
     static func status(
         metrics: ServiceMetrics, store: Store, context c: PageContext, field: String?, range: String?,
@@ -88,7 +97,7 @@ extension Pages {
                 latest: (latest.isEmpty ? c.readable(current) : latest).map {
                     "\($0.name) \(c.text($0.name, $0.value))"
                 }
-                .joined(separator: " · "))
+                .joined(separator: " · "), acked: acknowledgement(v.acknowledged, c))
         }
         let readerStatus = metrics.readerStatus
         let readers = readerStatus.map { r in

@@ -59,7 +59,8 @@ extension Pages {
             StatusView.Alarm(
                 severity: v.severity.rawValue, rule: v.rule, asset: names.name(uid), link: "/tags/\(uid)",
                 place: place(v.reader, v.location), since: t.dateTime(v.since),
-                age: "for " + PageContext.age(now - v.since), detail: v.detail, latest: c.summary(v.latest))
+                age: "for " + PageContext.age(now - v.since), detail: v.detail, latest: c.summary(v.latest),
+                acked: acknowledgement(v.acknowledged, c))
         }
         let latest = (try? store.latestValues([uid], since: since))?[uid]
         let values = c.readable(latest?.fields ?? []).map {
