@@ -246,6 +246,131 @@ struct OPCUAServiceTests {
                 && accesses.contains { $0["name"] as? String == "Read" })
     }
 
+    /// Alarms as conditions (OPC 10000-9; docs/reference/opcua.md, "Alarms and conditions"), from both stacks: asyncua
+    /// builds its filter by browsing the server's AlarmConditionType and LimitAlarmType, o6 sends one written out;
+    /// each calls ConditionRefresh (RefreshStart, the retained conditions, RefreshEnd), acknowledges a condition of
+    /// its rule with the EventId it got (the next event has AckedState/Id true), is refused a second time
+    /// (Bad_ConditionBranchAlreadyAcked) and with an unknown EventId (Bad_EventIdUnknown), and floods the server with
+    /// 200 ConditionRefresh calls (each Good). The status page shows the alarm acknowledged by the client with its
+    /// comment, and the store has one `acknowledged` event per client with the client as origin.
+    @Test func alarmsFromBothStacks() throws {
+        let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
+        defer { try? FileManager.default.removeItem(at: s.dir) }
+        let bin = try CLITests.binary().path
+        try (try String(contentsOfFile: s.config, encoding: .utf8) + "\n[opcua]\nlisten = \"127.0.0.1:0\"\n")
+            .write(toFile: s.config, atomically: true, encoding: .utf8)
+        // Two rules that the demo field violates from its first readings: a range on the cage's temperature (a
+        // LimitAlarmType) and a manufacturer rule (AlarmConditionType, on the tags not made by Fujitsu).
+        let rules = s.dir.appendingPathComponent("rules.toml").path
+        try
+            (try String(contentsOfFile: rules, encoding: .utf8) + """
+
+                [[rule]]
+                name = "test: cage at most 10 °C"
+                kind = "range"
+                field = "temperature"
+                max = 10.0
+                severity = "critical"
+
+                [[rule]]
+                name = "test: Fujitsu only"
+                kind = "manufacturer"
+                allow = ["Fujitsu"]
+                severity = "warning"
+
+                """).write(toFile: rules, atomically: true, encoding: .utf8)
+        let log = s.dir.appendingPathComponent("gw.log")
+        let gateway = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 300s"#,
+            [s.dir.path, bin, s.config], stdout: "/dev/null", stderr: log.path)
+        var stopped = false
+        defer {
+            if !stopped {
+                kill(gateway, SIGTERM)
+                _ = SyncFaultTests.wait(gateway)
+            }
+        }
+        let port = try #require(Self.opcuaPort(log), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let http = try #require(ServiceTests.listenPort(log))
+        // Both rules violated (the service logs each violation).
+        let end = Date().addingTimeInterval(60)
+        var text = ""
+        while Date() < end {
+            text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if text.contains("rule 'test: cage at most 10 °C' violated"),
+                text.contains("rule 'test: Fujitsu only' violated")
+            {
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(text.contains("rule 'test: cage at most 10 °C' violated"), "\(text)")
+        let clients = CLITests.root.appendingPathComponent("Tests/OPCUAServerTests/Clients").path
+        func client(_ name: String, _ rule: String) throws -> [String: Any] {
+            let r = try SyncFaultTests.shell(
+                #"exec python3 "$@""#, ["\(clients)/alarms_\(name).py", "opc.tcp://127.0.0.1:\(port)", rule])
+            let line = r.out.split(separator: "\n").last.map(String.init) ?? ""
+            guard r.code == 0, let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            else { throw CLITests.CLIFailure("\(name): exit \(r.code)\n\(r.out)\n\(r.err)") }
+            return json
+        }
+        for (name, rule) in [("asyncua", "test: cage at most 10 °C"), ("o6", "test: Fujitsu only")] {
+            let out = try client(name, rule)
+            print("Alarms, \(name): \(out)")
+            let refreshed = out["refreshed"] as? [[String: Any]] ?? []
+            #expect(refreshed.contains { $0["ConditionName"] as? String == rule }, "\(name): \(out)")
+            #expect(out["acknowledge"] as? String == "Good")
+            let acked = out["ackedEvent"] as? [String: Any] ?? [:]
+            #expect(acked["AckedState/Id"] as? Bool == true && acked["Retain"] as? Bool == true, "\(name): \(acked)")
+            #expect(acked["Comment"] as? String == "checked by \(name)")
+            #expect(acked["ClientUserId"] as? String == "opcua:urn:vlogger:test:alarms-\(name)")
+            #expect(out["again"] as? String == "BadConditionBranchAlreadyAcked")
+            #expect(out["unknownEventId"] as? String == "BadEventIdUnknown")
+            #expect((out["flood"] as? [String: Int]) == ["Good": 200], "\(name): \(out)")
+            if name == "asyncua" {
+                // The range rule: a LimitAlarmType (i=2955) with its HighLimit; asyncua found the fields by browsing.
+                let limit = refreshed.first { $0["ConditionName"] as? String == rule } ?? [:]
+                #expect(limit["EventType"] as? String == "i=2955" && limit["HighLimit"] as? Double == 10)
+                #expect(limit["Severity"] as? Int == 900)
+                let fields = out["fieldNames"] as? [String] ?? []
+                #expect(
+                    fields.contains("AckedState/Id") && fields.contains("ActiveState/Id") && fields.contains("NodeId"))
+                #expect(out["ackedStateRead"] as? Bool == true)
+            } else {
+                let other = refreshed.first { $0["ConditionName"] as? String == rule } ?? [:]
+                #expect(other["EventType"] as? String == "i=2915" && other["Severity"] as? Int == 600, "\(other)")
+            }
+        }
+        // The operator's page: the alarm acknowledged from OPC UA, by whom, with the comment.
+        let page = try ServiceTests.get(http, "/")
+        #expect(page.status == 200)
+        #expect(
+            page.body.contains("by opcua:urn:vlogger:test:alarms-asyncua: checked by asyncua"),
+            "\(page.body.prefix(3000))")
+        if let r = page.body.range(
+            of: "acknowledged [^<]* by opcua:urn:vlogger:test:alarms-asyncua[^<]*", options: .regularExpression)
+        {
+            print("Status page: \(page.body[r])")
+        }
+        kill(gateway, SIGTERM)
+        _ = SyncFaultTests.wait(gateway)
+        stopped = true
+        let export = try CLITests.run([
+            "export", "--config", s.config, "--table", "events", "--after-id", "0", "--format", "jsonl",
+        ])
+        #expect(export.code == 0, "\(export.err)")
+        let acks = export.out.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.filter { $0["kind"] as? String == "acknowledged" }
+        #expect(
+            Set(acks.compactMap { $0["origin"] as? String })
+                == ["opcua:urn:vlogger:test:alarms-asyncua", "opcua:urn:vlogger:test:alarms-o6"], "\(acks)")
+        #expect(
+            acks.contains {
+                $0["name"] as? String == "test: cage at most 10 °C" && $0["detail"] as? String == "checked by asyncua"
+            })
+    }
+
     /// The port of `opcua: listening on opc.tcp://127.0.0.1:PORT` in the service's log.
     static func opcuaPort(_ log: URL, seconds: Double = 30) -> Int? {
         let end = Date().addingTimeInterval(seconds)
