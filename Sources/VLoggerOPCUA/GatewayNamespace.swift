@@ -6,6 +6,20 @@ import OPCUA
 import OPCUAServer
 import VLoggerModel
 
+/// An asset of the register, as the gateway's namespace shows it.
+public struct PlantAsset: Sendable, Equatable {
+    public var id: String
+    public var name: String?
+    public var location: String?
+    public var uid: UID
+    public init(id: String, name: String?, location: String?, uid: UID) {
+        self.id = id
+        self.name = name
+        self.location = location
+        self.uid = uid
+    }
+}
+
 /// The gateway's own namespace on the server (a small one; the AutoID model comes with issue 50): under Objects a
 /// `Gateway` object with its readers (up, location, the tags in their field) and the tags in the fields now, each
 /// with its latest decoded values; values are read from the field state when a client reads or samples them, and
@@ -18,11 +32,34 @@ public final class GatewayNamespace: @unchecked Sendable {
     let version: String
     private let lock = NSLock()
     private var tagVariables: [UID: Set<String>] = [:]
+    /// A value as the namespace last had it: when it was read (the reading's time on the tag, a sensor log's
+    /// record time) and when it came here (staleness is judged by this one).
+    struct Sample {
+        var value: FieldState.Value
+        var time: Millis
+        var received: Date
+        var reader: String?
+    }
+    /// Each tag's latest values (an asset's kept after its tag left, with a Bad status; another tag's forgotten).
+    private var samples: [UID: [String: Sample]] = [:]
+    /// The tags in a field now, and the reader that has each.
+    private var present: [UID: String] = [:]
+    /// Each reader's last value of each field, whichever tag it came from (the flat set a PLC reads).
+    private var readerSamples: [String: [String: Sample]] = [:]
+    private var readerVariables: [String: Set<String>] = [:]
+    /// The register's assets by their tags' UIDs, and the value variables made under each.
+    private let assets: [UID: PlantAsset]
+    private var assetVariables: [UID: Set<String>] = [:]
+    /// A field's range (EURange) where a range rule gives both limits.
+    private let ranges: [String: (low: Double, high: Double)]
+    let clock: @Sendable () -> Date
     /// Where the field state's changes are applied, in order.
     private let queue = DispatchQueue(label: "vlogger.opcua.namespace")
     /// Each reader's last tag to arrive and when (its device's LastScanData and LastScanTimestamp).
     private var lastScan: [String: (uid: UID, time: Millis)] = [:]
 
+    /// The register's assets shown at most (each is seven nodes and more).
+    static let maxAssets = 20_000
     static let baseObjectType = NodeId(58)
     static let folderType = NodeId(61)
     static let baseDataVariableType = NodeId(63)
@@ -36,7 +73,8 @@ public final class GatewayNamespace: @unchecked Sendable {
     public init(
         space: AddressSpace, state: FieldState, gateway: String, site: String?, version: String = "",
         methods: MethodTable? = nil, access: (any FieldAccess)? = nil, rules: [AlarmRule] = [],
-        acknowledge: (@Sendable (AlarmAcknowledgement) -> Bool)? = nil,
+        acknowledge: (@Sendable (AlarmAcknowledgement) -> Bool)? = nil, assets: [PlantAsset] = [],
+        clock: @escaping @Sendable () -> Date = { Date() },
         scanPause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
         post: @escaping @Sendable (ServerEvent) -> Void
     ) {
@@ -44,6 +82,16 @@ public final class GatewayNamespace: @unchecked Sendable {
         self.state = state
         self.post = post
         self.version = version
+        self.clock = clock
+        self.assets = Dictionary(
+            assets.prefix(Self.maxAssets).map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+        var ranges: [String: (low: Double, high: Double)] = [:]
+        for r in rules {
+            if let f = r.field, let low = r.low, let high = r.high, low <= high, ranges[f] == nil {
+                ranges[f] = (low, high)
+            }
+        }
+        self.ranges = ranges
         let ns = space.namespace("urn:vlogger:gateway:\(gateway)")
         self.ns = ns
         if let methods, let access {
@@ -74,6 +122,9 @@ public final class GatewayNamespace: @unchecked Sendable {
         object(id("Tags"), "Tags", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
         object(
             id("Alarms"), "Alarms", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
+        object(
+            id("Assets"), "Assets", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
+        for a in self.assets.values.sorted(by: { $0.id < $1.id }) { addAsset(a) }
         // The observer runs on the polling job's thread with the state's lock held: the change is applied on a
         // queue of its own, so nothing here waits for a lock a reader of the state may hold. The readers and tags
         // there now go on that queue first, taken under the same lock as the observation's start: no arrival or
@@ -94,9 +145,12 @@ public final class GatewayNamespace: @unchecked Sendable {
     /// The readers and the tags in their fields as the state has them.
     private func build(_ snapshot: FieldState.Snapshot) {
         for r in snapshot.readers { addReader(r.id) }
+        for r in snapshot.readers {
+            for uid in r.tags { lock.withLock { present[uid] = r.id } }
+        }
         for (uid, v) in snapshot.values where snapshot.readers.contains(where: { $0.tags.contains(uid) }) {
             addTag(uid)
-            for value in v.values { addValue(uid, value) }
+            took(v)
         }
         for a in snapshot.alarms { conditions?.raised(a, source: id("Tags/\(a.uid)")) }
     }
@@ -165,11 +219,45 @@ public final class GatewayNamespace: @unchecked Sendable {
         variable(id(base + "/LastUidBytes"), "LastUidBytes", parent: id(base), type: 15) { [weak self] in
             DataValue(value: .scalar(.byteString(self?.last(reader)?.uid.displayBytes ?? [])))
         }
+        object(
+            id(base + "/Values"), "Values", parent: id(base), reference: ReferenceTypeIds.organizes,
+            type: Self.folderType)
         variable(id(base + "/LastScanTime"), "LastScanTime", parent: id(base), type: 13) { [weak self] in
             guard let scan = self?.last(reader) else { return DataValue() }
             return DataValue(value: .scalar(.dateTime(DateTime(millisecondsSince1970: scan.time))))
         }
         addDevice(reader, find: find)
+    }
+
+    /// An asset of the register as an object (`Assets/ID`, displayed with its name): its id, name, registered
+    /// location and tag (as text and as bytes), whether the tag is in a field now and at which reader, and its
+    /// values as they come (kept with a Bad status while the tag is away).
+    private func addAsset(_ a: PlantAsset) {
+        let base = "Assets/\(a.id)"
+        var n = Node(
+            id: id(base), nodeClass: .object, browseName: QualifiedName(namespace: ns, a.id),
+            displayName: LocalizedText(a.name.map { "\(a.id) — \($0)" } ?? a.id))
+        n.eventNotifier = 0
+        n.references = [
+            Reference(ReferenceTypeIds.organizes, id("Assets"), forward: false),
+            Reference(ReferenceTypeIds.hasTypeDefinition, Self.baseObjectType),
+        ]
+        space.add(n)
+        variable(id(base + "/AssetId"), "AssetId", parent: id(base), type: 12, value: .scalar(.string(a.id)))
+        variable(id(base + "/Name"), "Name", parent: id(base), type: 12, value: .scalar(.string(a.name ?? "")))
+        variable(
+            id(base + "/Location"), "Location", parent: id(base), type: 12, value: .scalar(.string(a.location ?? "")))
+        variable(id(base + "/Uid"), "Uid", parent: id(base), type: 12, value: .scalar(.string(a.uid.description)))
+        variable(
+            id(base + "/UidBytes"), "UidBytes", parent: id(base), type: 15,
+            value: .scalar(.byteString(a.uid.displayBytes)))
+        let uid = a.uid
+        variable(id(base + "/Present"), "Present", parent: id(base), type: 1) { [weak self] in
+            DataValue(value: .scalar(.boolean(self?.lock.withLock { self?.present[uid] != nil } ?? false)))
+        }
+        variable(id(base + "/Reader"), "Reader", parent: id(base), type: 12) { [weak self] in
+            DataValue(value: .scalar(.string(self?.lock.withLock { self?.present[uid] } ?? "")))
+        }
     }
 
     /// The reader's last tag to arrive and when.
@@ -301,49 +389,122 @@ public final class GatewayNamespace: @unchecked Sendable {
         }
     }
 
-    /// A tag's value variable (its type from the value it had first: Int64, Double or String).
-    private func addValue(_ uid: UID, _ first: FieldState.Value) {
+    /// A reading's values: kept (for the tag, and as its reader's last of each field), and a variable made for each
+    /// new one under the tag, its asset and its reader.
+    private func took(_ v: FieldState.Values) {
+        let now = clock()
+        lock.withLock {
+            for value in v.values {
+                let sample = Sample(value: value, time: v.time, received: now, reader: v.reader)
+                samples[v.uid, default: [:]][value.name] = sample
+                if let r = v.reader { readerSamples[r, default: [:]][value.name] = sample }
+            }
+        }
+        for value in v.values {
+            let name = value.name
+            let uid = v.uid
+            if lock.withLock({ tagVariables[uid]?.insert(name).inserted ?? false }) {
+                valueVariable(id("Tags/\(uid)/\(name)"), parent: id("Tags/\(uid)"), value) { [weak self] in
+                    self?.tagValue(uid, $0) ?? DataValue(status: .badNoData)
+                }
+            }
+            if let asset = assets[uid], lock.withLock({ assetVariables[uid, default: []].insert(name).inserted }) {
+                valueVariable(id("Assets/\(asset.id)/\(name)"), parent: id("Assets/\(asset.id)"), value) {
+                    [weak self] in self?.tagValue(uid, $0) ?? DataValue(status: .badNoData)
+                }
+            }
+            if let reader = v.reader,
+                lock.withLock({ readerVariables[reader, default: []].insert(name).inserted })
+            {
+                valueVariable(
+                    id("Readers/\(reader)/Values/\(name)"), parent: id("Readers/\(reader)/Values"), value
+                ) { [weak self] in
+                    self?.readerValue(reader, $0) ?? DataValue(status: .badNoData)
+                }
+            }
+        }
+    }
+
+    /// A tag's value `name` with its status: Good; Uncertain_LastUsableValue when it came longer ago than three of
+    /// its reader's intervals (the plan's values are read once a cycle); Bad_NoCommunication while its reader fails;
+    /// Bad_OutOfService once the tag left the field (the last value kept, an asset's only). The source timestamp
+    /// is the reading's time on the tag (a sensor log's record time).
+    private func tagValue(_ uid: UID, _ name: String) -> DataValue {
+        let (sample, here) = lock.withLock { (samples[uid]?[name], present[uid] != nil) }
+        return dataValue(sample, present: here)
+    }
+
+    private func readerValue(_ reader: String, _ name: String) -> DataValue {
+        dataValue(lock.withLock { readerSamples[reader]?[name] }, present: true)
+    }
+
+    private func dataValue(_ sample: Sample?, present: Bool) -> DataValue {
+        guard let sample else { return DataValue(status: .badWaitingForInitialData) }
+        var status = StatusCode.good
+        let reader = state.readers.first { $0.id == sample.reader }
+        if reader?.up == false {
+            status = .badNoCommunication
+        } else if !present {
+            status = .badOutOfService
+        } else if clock().timeIntervalSince(sample.received) > 3 * Double(reader?.intervalMs ?? 1000) / 1000 {
+            status = .uncertainLastUsableValue
+        }
+        return DataValue(
+            value: .scalar(Self.scalar(sample.value.value)), status: status == .good ? nil : status,
+            sourceTimestamp: DateTime(millisecondsSince1970: sample.time))
+    }
+
+    /// A value variable (its type from the value it had first: Int64, Double or String). A number with a unit the
+    /// UNECE table knows is an AnalogUnitType (OPC 10000-8 §5.3.2.3) with its EngineeringUnits (§5.6.3), and its
+    /// EURange (§5.6.2, a Range) where a range rule gives the field both limits: a SCADA shows °C and scales a bar,
+    /// not a bare number. The properties are made first, so that the variable is whole when a client finds it.
+    private func valueVariable(
+        _ node: NodeId, parent: NodeId, _ first: FieldState.Value,
+        source: @escaping @Sendable (String) -> DataValue
+    ) {
         let name = first.name
-        let fresh = lock.withLock { tagVariables[uid]?.insert(name).inserted ?? false }
-        guard fresh else { return }
         let type: UInt32
         switch first.value {
         case .integer: type = 8
         case .number: type = 11
         case .text, .json: type = 12
         }
-        let state = self.state
-        let node = id("Tags/\(uid)/\(name)")
-        // A number with a unit the UNECE table knows is an AnalogUnitType (OPC 10000-8 §5.3.2.3) with its
-        // EngineeringUnits (§5.6.3): a SCADA shows °C, not a bare number. The property is made first, so that the
-        // variable is whole when a client finds it.
         var properties: [NodeId] = []
-        if type != 12, let unit = first.unit.flatMap(EngineeringUnits.unit) {
-            let units = id("Tags/\(uid)/\(name)/EngineeringUnits")
-            var p = Node(id: units, nodeClass: .variable, browseName: QualifiedName(namespace: 0, "EngineeringUnits"))
-            p.dataType = EUInformation.dataTypeId
+        func property(_ browse: String, _ dataType: NodeId, _ value: ExtensionObject) {
+            let pid = NodeId(namespace: ns, .string("\(Self.path(node))/\(browse)"))
+            var p = Node(id: pid, nodeClass: .variable, browseName: QualifiedName(namespace: 0, browse))
+            p.dataType = dataType
             p.valueRank = -1
             p.accessLevel = Node.readable
             p.minimumSamplingInterval = 0
-            p.value = DataValue(value: .scalar(.extensionObject(unit.information.extensionObject)))
+            p.value = DataValue(value: .scalar(.extensionObject(value)))
             p.references = [
                 Reference(ReferenceTypeIds.hasProperty, node, forward: false),
                 Reference(ReferenceTypeIds.hasTypeDefinition, Self.propertyType),
             ]
             space.add(p)
-            properties.append(units)
+            properties.append(pid)
+        }
+        if type != 12, let unit = first.unit.flatMap(EngineeringUnits.unit) {
+            property("EngineeringUnits", EUInformation.dataTypeId, unit.information.extensionObject)
+            if let r = ranges[name] {
+                property("EURange", Self.rangeType, Range(low: r.low, high: r.high).extensionObject)
+            }
         }
         variable(
-            node, name, parent: id("Tags/\(uid)"), type: type,
+            node, name, parent: parent, type: type,
             typeDefinition: properties.isEmpty ? Self.baseDataVariableType : Self.analogUnitType,
             properties: properties
-        ) {
-            guard let v = state.latestValues[uid], let value = v.values.first(where: { $0.name == name }) else {
-                return DataValue(status: .badNoData)
-            }
-            return DataValue(
-                value: .scalar(Self.scalar(value.value)), sourceTimestamp: DateTime(millisecondsSince1970: v.time))
-        }
+        ) { source(name) }
+    }
+
+    /// Range (OPC 10000-8 §5.6.2, i=884).
+    static let rangeType = NodeId(884)
+
+    /// A node id's string path (`Tags/UID/NAME`).
+    static func path(_ node: NodeId) -> String {
+        if case .string(let s?) = node.identifier { return s }
+        return "\(node)"
     }
 
     /// AnalogUnitType (OPC 10000-8 §5.3.2.3, i=17497).
@@ -362,6 +523,7 @@ public final class GatewayNamespace: @unchecked Sendable {
         let base = "Tags/\(uid)"
         for n in names {
             space.remove(id("\(base)/\(n)/EngineeringUnits"))
+            space.remove(id("\(base)/\(n)/EURange"))
             space.remove(id("\(base)/\(n)"))
         }
         for n in ["Uid", "Reader", "Asset"] { space.remove(id("\(base)/\(n)")) }
@@ -381,6 +543,7 @@ public final class GatewayNamespace: @unchecked Sendable {
                     post(ReaderMethods.scanEvent(reader, id("DeviceSet/\(reader)"), uid, Self.date(time)))
                 }
             }
+            lock.withLock { present[uid] = reader ?? "" }
             addTag(uid)
             post(
                 ServerEvent(
@@ -388,6 +551,10 @@ public final class GatewayNamespace: @unchecked Sendable {
                     message: "tag \(uid)\(asset.map { " (\($0))" } ?? "") arrived at reader \(reader ?? "?")",
                     severity: 100))
         case .departed(let uid, let reader, let time):
+            lock.withLock {
+                present[uid] = nil
+                if assets[uid] == nil { samples[uid] = nil }
+            }
             removeTag(uid)
             post(
                 ServerEvent(
@@ -395,7 +562,7 @@ public final class GatewayNamespace: @unchecked Sendable {
                     message: "tag \(uid) left reader \(reader ?? "?")", severity: 100))
         case .values(let v):
             addTag(v.uid)
-            for value in v.values { addValue(v.uid, value) }
+            took(v)
         case .alarm(let a) where conditions != nil:
             conditions?.raised(a, source: id("Tags/\(a.uid)"))
         case .alarmEnded(let rule, let uid, let time) where conditions != nil:

@@ -9,6 +9,7 @@ import OPCUAServer
 import VLoggerConfig
 import VLoggerModel
 import VLoggerOutbox
+import VLoggerStore
 
 /// `[opcua]` as an output kind (registered in LinkedOutputs): a server that others connect to.
 public struct OPCUAOutputKind: OutputKind {
@@ -141,6 +142,25 @@ extension OPCUASettings: ServerSettings {
 /// The server a running gateway serves: the PKI folder read (its certificate made on first start), the users
 /// file read at each login, the gateway's namespace on namespace 0.
 final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
+    /// The register's assets as the store has them (imported at start), the first `GatewayNamespace.maxAssets` by
+    /// id; none where the store cannot say.
+    static func assets(_ context: OutputContext, logger: Logger) -> [PlantAsset] {
+        guard let store = context.store else { return [] }
+        let rows: [AssetRow]
+        do { rows = try store.assets() } catch {
+            logger.warning("opcua: the register's assets could not be read from the store (\(error)); Assets is empty")
+            return []
+        }
+        if rows.count > GatewayNamespace.maxAssets {
+            logger.warning(
+                "opcua: the register has \(rows.count) assets; Assets shows the first \(GatewayNamespace.maxAssets) by id"
+            )
+        }
+        return rows.sorted { $0.assetID < $1.assetID }.prefix(GatewayNamespace.maxAssets).map {
+            PlantAsset(id: $0.assetID, name: $0.name, location: $0.location, uid: $0.uid)
+        }
+    }
+
     let settings: OPCUASettings
     let context: OutputContext
     let state: FieldState
@@ -224,7 +244,8 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         let namespace = GatewayNamespace(
             space: space, state: state, gateway: context.gatewayID, site: context.site, version: context.version,
             methods: core.methods, access: context.fieldAccess, rules: context.alarmRules,
-            acknowledge: context.acknowledgeAlarm, post: { core.post($0) })
+            acknowledge: context.acknowledgeAlarm, assets: Self.assets(context, logger: logger), post: { core.post($0) }
+        )
         let server = OPCUAServer(core: core)
         let port = try await server.start()
         logger.notice(

@@ -336,6 +336,12 @@ struct OPCUAServiceTests {
                 #expect(
                     fields.contains("AckedState/Id") && fields.contains("ActiveState/Id") && fields.contains("NodeId"))
                 #expect(out["ackedStateRead"] as? Bool == true)
+                // The plant's view: the cage's temperature under its asset, °C, the range rule's 2…24 as EURange
+                // (Config/rules.toml's "cold room temperature"; the test's own rule has no low limit), Good while read.
+                let asset = out["assetValue"] as? [String: Any] ?? [:]
+                #expect(asset["name"] as? String == "Cold cage 12" && asset["unit"] as? String == "°C", "\(asset)")
+                #expect(asset["range"] as? [Double] == [2, 24] && asset["status"] as? Int == 0, "\(asset)")
+                #expect(asset["value"] is Double)
             } else {
                 let other = refreshed.first { $0["ConditionName"] as? String == rule } ?? [:]
                 #expect(other["EventType"] as? String == "i=2915" && other["Severity"] as? Int == 600, "\(other)")

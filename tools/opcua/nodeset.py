@@ -55,6 +55,7 @@ SEEDS = [
     77, 78, 80, 11508, 11510,  # modelling rules: Mandatory, Optional, OptionalPlaceholder...
     97, 99, 100, 101, 102,  # DataTypeDefinition, StructureDefinition, EnumDefinition, StructureField, EnumField
     316, 319, 322, 325, 938,  # the user identity tokens (UserNameIdentityToken: a derived structure)
+    884,  # Range (a value's EURange)
 ]
 
 # Event and condition types whose instance declarations come too (the mandatory ones, down their own mandatory

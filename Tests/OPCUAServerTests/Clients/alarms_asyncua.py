@@ -121,6 +121,17 @@ async def run(url, rule):
         out["floodMs"] = round((time.monotonic() - t0) * 1000, 1)
         out["flood"] = statuses
         out["afterFlood"] = str(await client.nodes.server_state.read_value())
+        # The plant's view: an asset's value with its unit, range and status, as asyncua decodes them.
+        namespaces = await client.get_namespace_array()
+        gateway = next(i for i, u in enumerate(namespaces) if u.startswith("urn:vlogger:gateway:"))
+        asset_value = client.get_node(ua.NodeId("Assets/CAGE-12/temperature", gateway))
+        dv = await asset_value.read_data_value(raise_on_bad_status=False)
+        eu_range = await client.get_node(ua.NodeId("Assets/CAGE-12/temperature/EURange", gateway)).read_value()
+        units = await client.get_node(ua.NodeId("Assets/CAGE-12/temperature/EngineeringUnits", gateway)).read_value()
+        out["assetValue"] = {"value": dv.Value.Value, "status": dv.StatusCode.value if dv.StatusCode else 0,
+                             "sourceTimestamp": dv.SourceTimestamp.isoformat() if dv.SourceTimestamp else None,
+                             "range": [eu_range.Low, eu_range.High], "unit": units.DisplayName.Text,
+                             "name": await client.get_node(ua.NodeId("Assets/CAGE-12/Name", gateway)).read_value()}
     finally:
         await client.disconnect()
     print(json.dumps(out, default=str))
