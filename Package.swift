@@ -193,7 +193,8 @@ let package = Package(
         .target(
             name: "VLoggerOPCUA",
             dependencies: [
-                "OPCUA", "OPCUAServer", "FieldState", "VLoggerModel", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox", "ISO15693",
+                "OPCUA", "OPCUAServer", "FieldState", "VLoggerModel", "VLoggerStore", "VLoggerConfig", "VLoggerOutbox",
+                "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The one list of linked output kinds: the executable, the tests and the fuzzer register it (beside the
