@@ -79,12 +79,15 @@ public final class FieldState: @unchecked Sendable {
         public var by: String
         public var comment: String
         public var time: Millis
-        public init(rule: String, uid: UID, by: String, comment: String, time: Millis) {
+        /// When the violation it acknowledges began (nil: not known, the one going on).
+        public var since: Millis?
+        public init(rule: String, uid: UID, by: String, comment: String, time: Millis, since: Millis? = nil) {
             self.rule = rule
             self.uid = uid
             self.by = by
             self.comment = comment
             self.time = time
+            self.since = since
         }
     }
 
@@ -209,7 +212,9 @@ public final class FieldState: @unchecked Sendable {
                 active[key] = nil
                 emit(.alarmEnded(rule: e.name, uid: uid, time: e.time))
             case .acknowledged:
-                let ack = Acknowledgement(rule: e.name, uid: uid, by: e.origin ?? "", comment: e.detail, time: e.time)
+                let ack = Acknowledgement(
+                    rule: e.name, uid: uid, by: e.origin ?? "", comment: e.detail, time: e.time,
+                    since: active[key]?.since)
                 active[key]?.acknowledged = ack
                 emit(.alarmAcknowledged(ack))
             default:

@@ -359,23 +359,20 @@ public final class MethodTable: @unchecked Sendable {
         }
     }
 
-    private struct Key: Hashable {
-        let object: NodeId
-        let method: NodeId
-    }
     private let lock = NSLock()
-    private var handlers: [Key: Handler] = [:]
+    /// By object, then method.
+    private var handlers: [NodeId: [NodeId: Handler]] = [:]
     private var inFlight = 0
     /// Call requests answered later at once, across the server: past it a Call is Bad_TooManyOperations.
     static let maxInFlight = 64
 
     public func add(object: NodeId, method: NodeId, _ handler: @escaping Handler) {
-        lock.withLock { handlers[Key(object: object, method: method)] = handler }
+        lock.withLock { handlers[object, default: [:]][method] = handler }
     }
 
     /// Removes every handler of `object` (a condition that went).
     public func remove(object: NodeId) {
-        lock.withLock { handlers = handlers.filter { $0.key.object != object } }
+        _ = lock.withLock { handlers.removeValue(forKey: object) }
     }
 
     /// Takes a place for a Call request (false: too many wait for their answers).
@@ -394,9 +391,9 @@ public final class MethodTable: @unchecked Sendable {
     {
         // The object's own method node, or its type's method of the same name (called on the instance).
         let method =
-            lock.withLock({ handlers[Key(object: r.objectId, method: r.methodId)] }) != nil
+            lock.withLock({ handlers[r.objectId]?[r.methodId] }) != nil
             ? r.methodId : space.instanceMethod(of: r.objectId, declaredBy: r.methodId) ?? r.methodId
-        guard let handler = lock.withLock({ handlers[Key(object: r.objectId, method: method)] }) else {
+        guard let handler = lock.withLock({ handlers[r.objectId]?[method] }) else {
             if space.node(r.objectId) == nil { return CallMethodResult(statusCode: .badNodeIdUnknown) }
             return CallMethodResult(statusCode: .badMethodInvalid)
         }

@@ -124,9 +124,10 @@ final class MonitoredItem {
         self.select = select
     }
 
-    func enqueue(_ part: ExtensionObjectPart) {
+    /// `whole`: past the queue's size, not dropping (a ConditionRefresh's events, all or none).
+    func enqueue(_ part: ExtensionObjectPart, whole: Bool = false) {
         guard mode != .disabled else { return }
-        if queue.count >= queueSize {
+        if queue.count >= queueSize, !whole {
             if discardOldest { queue.removeFirst() } else { queue.removeLast() }
         }
         queue.append(part)
@@ -491,8 +492,10 @@ final class SubscriptionSet: @unchecked Sendable {
     /// ConditionRefresh (OPC 10000-9 §5.5.7) for one of the session's subscriptions: to each of its event items a
     /// RefreshStartEvent, then each condition's current event that its filter lets through, then a RefreshEndEvent
     /// (the two refresh events whatever the filter, each item's copy with the same EventId). Bad_SubscriptionIdInvalid
-    /// for a subscription not of this session, Bad_NothingToDo where it has no event item. The items' queues are
-    /// bounded as for any event: a flood of refreshes drops the oldest, never grows them.
+    /// for a subscription not of this session, Bad_NothingToDo where it has no event item. A refresh goes whole into
+    /// the queues, past their size (none of its conditions dropped); while a queue is still past its size, the last
+    /// refresh not yet sent, another is Bad_RefreshInProgress: a flood of refreshes never grows a queue past its
+    /// size and one refresh.
     func refresh(subscription id: UInt32, conditions: [ServerEvent], now: Date) -> StatusCode {
         let start = ServerEvent(
             eventType: NodeId(2787), time: now, message: "ConditionRefresh: the conditions follow", severity: 1)
@@ -502,10 +505,12 @@ final class SubscriptionSet: @unchecked Sendable {
             guard let s = subscriptions[id] else { return .badSubscriptionIdInvalid }
             let items = s.items.values.filter { $0.select != nil }.sorted { $0.id < $1.id }
             guard !items.isEmpty else { return .badNothingToDo }
+            guard items.allSatisfy({ $0.queue.count <= $0.queueSize }) else { return .badRefreshInProgress }
             for item in items {
                 func add(_ event: ServerEvent) {
                     let fields = (item.select ?? []).map { event.field($0, receivedAt: now) }
-                    item.enqueue(.event(EventFieldList(clientHandle: item.clientHandle, eventFields: fields)))
+                    item.enqueue(
+                        .event(EventFieldList(clientHandle: item.clientHandle, eventFields: fields)), whole: true)
                 }
                 add(start)
                 for c in conditions where item.node == NodeId(2253) || item.node == c.sourceNode {

@@ -380,6 +380,7 @@ public final class GatewayNamespace: @unchecked Sendable {
             id(base), uid.description, parent: id("Tags"), reference: ReferenceTypeIds.organizes,
             type: Self.baseObjectType)
         variable(id(base + "/Uid"), "Uid", parent: id(base), type: 12, value: .scalar(.string(uid.description)))
+        conditions?.attach(uid, source: id(base))
         let state = self.state
         variable(id(base + "/Reader"), "Reader", parent: id(base), type: 12) {
             DataValue(value: .scalar(.string(state.latestValues[uid]?.reader ?? "")))

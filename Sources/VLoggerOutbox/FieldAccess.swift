@@ -95,11 +95,15 @@ public struct AlarmAcknowledgement: Sendable, Equatable {
     public var comment: String
     public var origin: String
     public var time: Millis
-    public init(rule: String, uid: UID, comment: String, origin: String, time: Millis) {
+    /// When the violation acknowledged began: the field state's alarm is marked only when it is that one (an ended
+    /// violation's acknowledgement leaves a new one of the same rule and tag unacknowledged).
+    public var since: Millis
+    public init(rule: String, uid: UID, comment: String, origin: String, time: Millis, since: Millis) {
         self.rule = rule
         self.uid = uid
         self.comment = comment
         self.origin = origin
         self.time = time
+        self.since = since
     }
 }

@@ -145,12 +145,15 @@ public final class Gateway: @unchecked Sendable {
             let gateway = config.gatewayID
             serverContext.acknowledgeAlarm = { [ackWriter] ack in
                 guard let writer = ackWriter.withLockedValue({ $0 }) else { return false }
-                let alarm = serviceMetrics.field.alarms.first { $0.rule == ack.rule && $0.uid == ack.uid }
+                // The violation going on now, if it is the one acknowledged (else it ended: only the store hears).
+                let alarm = serviceMetrics.field.alarms.first {
+                    $0.rule == ack.rule && $0.uid == ack.uid && $0.since == ack.since
+                }
                 let e = Event(
                     time: ack.time, gateway: gateway, reader: alarm?.reader, location: alarm?.location, uid: ack.uid,
                     kind: .acknowledged, name: ack.rule, severity: .info, detail: ack.comment, origin: ack.origin)
                 writer.add(e)
-                serviceMetrics.eventRecorded(e, asset: alarm?.asset)
+                if let alarm { serviceMetrics.eventRecorded(e, asset: alarm.asset) }
                 return true
             }
             servers = try config.outputs.servers.map { try $0.makeServer(serverContext) }

@@ -163,4 +163,168 @@ struct AlarmConditionsTests {
         let wrong = await r.call(NodeId(2782), NodeId(3875), [.scalar(.int32(77))])
         #expect(wrong.statusCode == .badInvalidArgument)
     }
+
+    /// A channel that keeps what it is sent (Publish answers).
+    final class Channel: ChannelContext, @unchecked Sendable {
+        let channelId: UInt32 = 1
+        let security = EndpointSecurity(.none, .none)
+        let clientCertificate: ApplicationCertificate? = nil
+        let endpointUrl: String? = nil
+        let isOpen = true
+        let sent = NIOLockedValueBox<[any Structure]>([])
+        func respond(requestId: UInt32, _ response: any Structure) { sent.withLockedValue { $0.append(response) } }
+    }
+
+    /// A violation that begins again is a new activation: an EventId of the earlier one acknowledges nothing
+    /// (Bad_EventIdUnknown), and its state is unacknowledged again.
+    @Test func anEventOfAnEarlierViolationAcknowledgesNothing() async throws {
+        let r = try rig()
+        r.event(.arrival, Self.t0)
+        r.event(.violation, Self.t0 + 100, detail: "first")
+        let node = r.namespace.id("Alarms/\(Self.uid)/\(Self.rule)")
+        let first = try #require(r.events.withLockedValue { $0 }.last { $0.conditionId == node })
+        r.event(.violationEnded, Self.t0 + 200)
+        r.event(.violation, Self.t0 + 300, detail: "second")
+        let second = try #require(r.events.withLockedValue { $0 }.last { $0.conditionId == node })
+        #expect(
+            second.fields["ActiveState/Id"] == .scalar(.boolean(true))
+                && second.fields["Retain"] == .scalar(.boolean(true)))
+        let comment = Variant.scalar(.localizedText(LocalizedText("")))
+        var result = await r.call(node, NodeId(9111), [.scalar(.byteString(first.eventId)), comment])
+        #expect(result.statusCode == .badEventIdUnknown)
+        result = await r.call(node, NodeId(9111), [.scalar(.byteString(second.eventId)), comment])
+        #expect(result.statusCode == .good)
+        // The acknowledgement names the violation it acknowledged (the second, begun at t0 + 300).
+        #expect(r.recorded.withLockedValue { $0 }.map(\.since) == [Self.t0 + 300])
+    }
+
+    /// Two Acknowledge calls at once: one is recorded, the other Bad_ConditionBranchAlreadyAcked (the first holds
+    /// the condition while the store takes it).
+    @Test func twoAcknowledgementsAtOnceAreRecordedOnce() async throws {
+        let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
+        let core = ServerCore(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:gw-7", applicationName: "t", identity: nil,
+                security: [EndpointSecurity(.none, .none)]),
+            addressSpace: space)
+        let state = FieldState(readers: [FieldState.Reader(id: "cold-1", location: nil, intervalMs: 1000)])
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let records = NIOLockedValueBox(0)
+        let events = NIOLockedValueBox<[ServerEvent]>([])
+        let namespace = GatewayNamespace(
+            space: space, state: state, gateway: "gw-7", site: nil, methods: core.methods,
+            acknowledge: { _ in
+                records.withLockedValue { $0 += 1 }
+                entered.signal()
+                release.wait()
+                return true
+            }, post: { e in events.withLockedValue { $0.append(e) } })
+        state.eventRecorded(
+            Event(
+                time: Self.t0, gateway: "gw-7", reader: "cold-1", uid: Self.uid, kind: .violation, name: "door open",
+                severity: .warning, detail: ""), asset: nil)
+        namespace.settled()
+        let node = namespace.id("Alarms/\(Self.uid)/door open")
+        let raised = try #require(events.withLockedValue { $0 }.last { $0.conditionId == node })
+        #expect(raised.eventType == NodeId(2915))
+        let session = Session(
+            id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "scada", timeoutMs: 60_000,
+            clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
+            subscriptions: SubscriptionSet(server: core))
+        let request = CallMethodRequest(
+            objectId: node, methodId: NodeId(9111),
+            inputArguments: [.scalar(.byteString(raised.eventId)), .scalar(.localizedText(LocalizedText("a")))])
+        // The first call waits inside the store's recording, on the server's method executor (not Swift's pool).
+        let first = Task.detached(executorPreference: ServerCore.methodExecutor) {
+            await core.methods.call(request, session: session, deadline: nil, space: space)
+        }
+        await withCheckedContinuation { c in
+            DispatchQueue.global().async {
+                entered.wait()
+                c.resume()
+            }
+        }
+        let second = await core.methods.call(request, session: session, deadline: nil, space: space)
+        #expect(second.statusCode == .badConditionBranchAlreadyAcked)
+        release.signal()
+        #expect(await first.value.statusCode == .good)
+        #expect(records.withLockedValue { $0 } == 1)
+    }
+
+    /// ConditionRefresh (OPC 10000-9 §5.5.7) for a subscription with an event item: RefreshStartEvent (i=2787), each
+    /// retained condition, RefreshEndEvent (i=2788), in that order and whatever the item's where clause (here:
+    /// Severity ≥ 700, which the warning condition does not pass and the refresh events do); another refresh while
+    /// the first is still queued past the item's size is Bad_RefreshInProgress; one without an event item
+    /// Bad_NothingToDo.
+    @Test func aRefreshSendsTheRetainedConditionsBetweenItsTwoEvents() async throws {
+        let r = try rig()
+        r.event(.arrival, Self.t0)
+        r.event(.violation, Self.t0 + 100, detail: "too warm")
+        r.state.eventRecorded(
+            Event(
+                time: Self.t0 + 200, gateway: "gw-7", reader: "cold-1", uid: Self.uid, kind: .violation,
+                name: "door open", severity: .warning, detail: ""), asset: nil)
+        r.namespace.settled()
+        let channel = Channel()
+        let header = ResponseHeader()
+        var answer = try r.session.subscriptions.answer(
+            CreateSubscriptionRequest(
+                requestHeader: RequestHeader(), requestedPublishingInterval: 100, requestedLifetimeCount: 1000,
+                requestedMaxKeepAliveCount: 10, maxNotificationsPerPublish: 0, publishingEnabled: true),
+            header: header, requestId: 1, channel: channel)
+        let subscription = try #require(answer as? CreateSubscriptionResponse).subscriptionId
+        let refresh = await r.call(NodeId(2782), NodeId(3875), [.scalar(.uInt32(subscription))])
+        #expect(refresh.statusCode == .badNothingToDo)
+        let select = [["EventType"], ["ConditionName"], ["Severity"]].map {
+            SimpleAttributeOperand(
+                typeDefinitionId: NodeId(2041), browsePath: $0.map { QualifiedName(namespace: 0, $0) }, attributeId: 13,
+                indexRange: nil)
+        }
+        let severity = SimpleAttributeOperand(
+            typeDefinitionId: NodeId(2041), browsePath: [QualifiedName(namespace: 0, "Severity")], attributeId: 13,
+            indexRange: nil)
+        let clause = ContentFilter(elements: [
+            ContentFilterElement(
+                filterOperator: .greaterThanOrEqual,
+                filterOperands: [
+                    severity.extensionObject, LiteralOperand(value: .scalar(.uInt16(700))).extensionObject,
+                ])
+        ])
+        answer = try r.session.subscriptions.answer(
+            CreateMonitoredItemsRequest(
+                requestHeader: RequestHeader(), subscriptionId: subscription, timestampsToReturn: .neither,
+                itemsToCreate: [
+                    MonitoredItemCreateRequest(
+                        itemToMonitor: ReadValueId(nodeId: NodeId(2253), attributeId: 12), monitoringMode: .reporting,
+                        requestedParameters: MonitoringParameters(
+                            clientHandle: 5, samplingInterval: 0,
+                            filter: EventFilter(selectClauses: select, whereClause: clause).extensionObject,
+                            queueSize: 2))
+                ]), header: header, requestId: 2, channel: channel)
+        let items = try #require(answer as? CreateMonitoredItemsResponse)
+        let created = try #require(items.results?.first)
+        #expect(created.statusCode == .good)
+        // Each refresh queues three (start, the critical condition, end: the warning one filtered out); once the
+        // queue is past its size, the next is Bad_RefreshInProgress, and the queue never grows past its size and
+        // one refresh.
+        var statuses: [StatusCode] = []
+        for _ in 0..<(Int(created.revisedQueueSize) / 3 + 3) {
+            statuses.append(await r.call(NodeId(2782), NodeId(3875), [.scalar(.uInt32(subscription))]).statusCode)
+        }
+        #expect(statuses.first == .good && statuses.last == .badRefreshInProgress, "\(statuses)")
+        #expect(statuses.filter { $0 == .good }.count == Int(created.revisedQueueSize) / 3 + 1, "\(statuses)")
+        _ = try r.session.subscriptions.answer(
+            PublishRequest(requestHeader: RequestHeader()), header: header, requestId: 3, channel: channel)
+        r.session.subscriptions.tick(now: Date().addingTimeInterval(1))
+        let published = try #require(channel.sent.withLockedValue { $0 }.last as? PublishResponse)
+        let fields = try (published.notificationMessage.notificationData ?? []).flatMap {
+            try EventNotificationList($0).events ?? []
+        }.map { $0.eventFields ?? [] }
+        #expect(
+            fields.prefix(3).map { $0.first } == [
+                .scalar(.nodeId(NodeId(2787))), .scalar(.nodeId(NodeId(2955))), .scalar(.nodeId(NodeId(2788))),
+            ], "\(fields)")
+        #expect(fields[1].dropFirst().first == .scalar(.string(Self.rule)))
+    }
 }
