@@ -745,7 +745,8 @@ enum OPCUASeeds {
 }
 
 /// The `opcua-methods` target: a gateway namespace with one reader, its methods over a field access that answers
-/// at once (a tag E004010812345601 of 80 four-byte blocks in the field).
+/// at once (a tag E004010812345601 of 80 four-byte blocks in the field), and one alarm condition (its Acknowledge and
+/// AddComment) with ConditionType's ConditionRefresh.
 enum OPCUAMethodSeeds {
     struct Field: FieldAccess {
         static let uid = try! UID(parsing: "E004010812345601")
@@ -785,11 +786,25 @@ enum OPCUAMethodSeeds {
                 identity: nil, security: [EndpointSecurity(.none, .none)]),
             addressSpace: space, logger: logger)
     }()
-    static let namespace = GatewayNamespace(
-        space: core.addressSpace,
-        state: FieldState(readers: [FieldState.Reader(id: "r", location: nil, intervalMs: 1000)]),
-        gateway: "fuzz", site: nil, methods: core.methods, access: Field(), scanPause: { _ in }, post: { _ in })
+    static let state = FieldState(readers: [FieldState.Reader(id: "r", location: nil, intervalMs: 1000)])
+    static let namespace: GatewayNamespace = {
+        let n = GatewayNamespace(
+            space: core.addressSpace, state: state, gateway: "fuzz", site: nil, methods: core.methods,
+            access: Field(), rules: [AlarmRule(name: "warm", severity: .critical, field: "t", low: 0, high: 8)],
+            acknowledge: { _ in true }, scanPause: { _ in }, post: { _ in })
+        state.eventRecorded(
+            Event(
+                time: 1_800_000_000_000, gateway: "fuzz", reader: "r", uid: Field.uid, kind: .violation, name: "warm",
+                severity: .critical, detail: "t 9 > 8"), asset: nil)
+        n.settled()
+        return n
+    }()
     static let methods = ["Scan", "ReadTag", "WriteTag", "ReadBlocks", "WriteBlocks", "QueueBlocks"]
+    /// The condition's methods (Acknowledge i=9111, AddComment i=9029) and ConditionRefresh (i=3875 on i=2782).
+    static var conditionMethods: [(NodeId, NodeId)] {
+        let condition = namespace.id("Alarms/\(Field.uid)/warm")
+        return [(condition, NodeId(9111)), (condition, NodeId(9029)), (NodeId(2782), NodeId(3875))]
+    }
 
     static func variants(_ list: [Variant]) -> [UInt8] {
         var w = BinaryWriter(capacity: 64)
@@ -809,18 +824,28 @@ enum OPCUAMethodSeeds {
             [3] + variants([uid, u16(1), u16(2)]),
             [4] + variants([uid, u16(1), .scalar(.byteString([1, 2, 3, 4]))]),
             [5] + variants([uid, u16(79), .scalar(.byteString([1, 2, 3, 4]))]),
+            [6]
+                + variants([
+                    .scalar(.byteString(Array(repeating: 7, count: 16))), .scalar(.localizedText(LocalizedText("ok"))),
+                ]),
+            [7] + variants([.scalar(.byteString([])), .scalar(.localizedText(LocalizedText("note")))]),
+            [8] + variants([.scalar(.uInt32(1))]),
         ]
     }
 
     /// The first byte picks the method, the rest are its arguments (at most 8 Variants).
     static func call(_ b: [UInt8]) -> Bool {
         guard let first = b.first else { return false }
-        let name = methods[Int(first) % methods.count]
+        let pick = Int(first) % (methods.count + conditionMethods.count)
+        let name = pick < methods.count ? methods[pick] : "condition \(pick - methods.count)"
         var r = BinaryReader(Array(b.dropFirst()), limits: OPCUASeeds.limits)
         var args: [Variant] = []
         while r.offset < b.count - 1, args.count < 8, let v = try? Variant(from: &r) { args.append(v) }
-        let request = CallMethodRequest(
-            objectId: namespace.id("DeviceSet/r"), methodId: namespace.id("DeviceSet/r/\(name)"), inputArguments: args)
+        let (object, method) =
+            pick < methods.count
+            ? (namespace.id("DeviceSet/r"), namespace.id("DeviceSet/r/\(name)"))
+            : conditionMethods[pick - methods.count]
+        let request = CallMethodRequest(objectId: object, methodId: method, inputArguments: args)
         let done = DispatchSemaphore(value: 0)
         let result = NIOLockedValueBox<CallMethodResult?>(nil)
         // Detached (the caller may be the main actor's thread, vlogger-fuzz's top level, which waits here) and on the
@@ -836,6 +861,7 @@ enum OPCUAMethodSeeds {
             status == .good
                 || [
                     StatusCode.badInvalidArgument, .badArgumentsMissing, .badTooManyArguments, .badInvalidState,
+                    .badEventIdUnknown, .badConditionBranchAlreadyAcked, .badSubscriptionIdInvalid,
                 ].contains(status), "\(name): \(status)")
         return status == .good
     }

@@ -140,7 +140,7 @@ public final class GatewayNamespace: @unchecked Sendable {
     }
 
     /// Returns when the changes made to the field state before the call are applied.
-    func settled() { queue.sync {} }
+    public func settled() { queue.sync {} }
 
     /// The readers and the tags in their fields as the state has them.
     private func build(_ snapshot: FieldState.Snapshot) {
