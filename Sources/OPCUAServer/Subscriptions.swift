@@ -445,13 +445,20 @@ final class SubscriptionSet: @unchecked Sendable {
                 guard let f = try? DataChangeFilter(filter, limits: server.decodingLimits) else {
                     return MonitoredItemCreateResult(statusCode: .badMonitoredItemFilterUnsupported)
                 }
-                // None 0, Absolute 1; Percent 2 needs an EURange, which no variable here has yet.
-                guard f.deadbandType <= 1, f.deadbandValue.isFinite, f.deadbandValue >= 0 else {
-                    return MonitoredItemCreateResult(
-                        statusCode: f.deadbandType == 2 ? .badMonitoredItemFilterUnsupported : .badDeadbandFilterInvalid
-                    )
+                // None 0, Absolute 1, Percent 2: a percentage (0 to 100) of the variable's EURange, as an absolute
+                // deadband of that share of High − Low (OPC 10000-8 §7.2); without an EURange, or past 100 %,
+                // Bad_DeadbandFilterInvalid.
+                guard f.deadbandType <= 2, f.deadbandValue.isFinite, f.deadbandValue >= 0 else {
+                    return MonitoredItemCreateResult(statusCode: .badDeadbandFilterInvalid)
                 }
-                dataChange = (f.trigger, f.deadbandType == 1 ? f.deadbandValue : nil)
+                var deadband: Double? = f.deadbandType == 1 ? f.deadbandValue : nil
+                if f.deadbandType == 2 {
+                    guard f.deadbandValue <= 100, let range = euRange(target.nodeId) else {
+                        return MonitoredItemCreateResult(statusCode: .badDeadbandFilterInvalid)
+                    }
+                    deadband = f.deadbandValue / 100 * (range.high - range.low)
+                }
+                dataChange = (f.trigger, deadband)
             }
         }
         let sampling = select == nil ? Self.revise(r.requestedParameters.samplingInterval, default: s.intervalMs) : 0
@@ -467,6 +474,16 @@ final class SubscriptionSet: @unchecked Sendable {
         return MonitoredItemCreateResult(
             statusCode: .good, monitoredItemId: item.id, revisedSamplingInterval: sampling,
             revisedQueueSize: UInt32(item.queueSize), filterResult: filterResult)
+    }
+
+    /// A variable's EURange property (OPC 10000-8 §5.6.2), where it has one with finite limits, low ≤ high.
+    private func euRange(_ node: NodeId) -> (low: Double, high: Double)? {
+        let space = server.addressSpace
+        guard let p = space.property(node, named: "EURange"),
+            case .scalar(.extensionObject(let e))? = space.node(p)?.value?.value,
+            let r = try? Range(e), r.low.isFinite, r.high.isFinite, r.low <= r.high
+        else { return nil }
+        return (r.low, r.high)
     }
 
     // MARK: The cycle

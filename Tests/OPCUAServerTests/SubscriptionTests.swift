@@ -68,6 +68,65 @@ struct SubscriptionTests {
         #expect(try next() == [12.5])
     }
 
+    /// A percent deadband (OPC 10000-8 §7.2): a share of the variable's EURange (High − Low), here 1 % of 0…200 = 2.0:
+    /// 11.5 stays within 2.0 of the 10 last reported, 12.5 does not. Without an EURange, or past 100 %,
+    /// Bad_DeadbandFilterInvalid.
+    @Test func aPercentDeadbandIsAShareOfTheEURange() async throws {
+        let clock = HostileInputTests.Clock()
+        let s = try await TestServer(clock: { clock.now })
+        defer { Task { await s.stop() } }
+        let space = s.server.core.addressSpace
+        let id = NodeId(namespace: 1, .string("level"))
+        let bare = NodeId(namespace: 1, .string("bare"))
+        let rangeId = NodeId(namespace: 1, .string("level/EURange"))
+        for n in [id, bare] {
+            var node = Node(id: n, nodeClass: .variable, browseName: QualifiedName(namespace: 1, "v"))
+            node.dataType = NodeId(11)
+            node.valueRank = -1
+            node.accessLevel = Node.readable
+            node.references = [Reference(ReferenceTypeIds.hasComponent, NodeId(85), forward: false)]
+            space.add(node)
+            space.setValue(n, DataValue(value: .scalar(.double(10))))
+        }
+        var p = Node(id: rangeId, nodeClass: .variable, browseName: QualifiedName(namespace: 0, "EURange"))
+        p.dataType = NodeId(884)
+        p.valueRank = -1
+        p.value = DataValue(value: .scalar(.extensionObject(OPCUA.Range(low: 0, high: 200).extensionObject)))
+        p.references = [Reference(ReferenceTypeIds.hasProperty, id, forward: false)]
+        space.add(p)
+
+        let (c, subscription) = try Self.subscribed(s)
+        func create(_ node: NodeId, _ percent: Double) throws -> StatusCode? {
+            let filter = DataChangeFilter(trigger: .statusValue, deadbandType: 2, deadbandValue: percent)
+            var (_, r) = try c.call(
+                CreateMonitoredItemsRequest(
+                    requestHeader: c.header(), subscriptionId: subscription, timestampsToReturn: .neither,
+                    itemsToCreate: [
+                        MonitoredItemCreateRequest(
+                            itemToMonitor: ReadValueId(nodeId: node, attributeId: 13), monitoringMode: .reporting,
+                            requestedParameters: MonitoringParameters(
+                                clientHandle: 9, samplingInterval: 50, filter: filter.extensionObject, queueSize: 10))
+                    ]))
+            return try CreateMonitoredItemsResponse(from: &r).results?.first?.statusCode
+        }
+        #expect(try create(bare, 1) == .badDeadbandFilterInvalid)
+        #expect(try create(id, 150) == .badDeadbandFilterInvalid)
+        #expect(try create(id, 1) == .good)
+        func next() throws -> [Double] {
+            clock.advance(0.06)
+            var (_, r) = try c.call(PublishRequest(requestHeader: c.header()))
+            let p = try PublishResponse(from: &r)
+            return try (p.notificationMessage.notificationData ?? []).flatMap { e in
+                try DataChangeNotification(e).monitoredItems ?? []
+            }.compactMap { MonitoredItem.number($0.value.value) }
+        }
+        #expect(try next() == [10])
+        space.setValue(id, DataValue(value: .scalar(.double(11.5))))
+        clock.advance(0.06)
+        space.setValue(id, DataValue(value: .scalar(.double(12.5))))
+        #expect(try next() == [12.5])
+    }
+
     /// A subscription whose interval comes round with a notification to send and no Publish waiting is Late: the
     /// next Publish is answered at once, not an interval later (OPC 10000-4 §5.13.1.2, the state table's Late
     /// row). On the stepped clock, which does not move after the tick, the old behaviour left the Publish
