@@ -74,6 +74,7 @@ public final class GatewayNamespace: @unchecked Sendable {
         space: AddressSpace, state: FieldState, gateway: String, site: String?, version: String = "",
         methods: MethodTable? = nil, access: (any FieldAccess)? = nil, rules: [AlarmRule] = [],
         acknowledge: (@Sendable (AlarmAcknowledgement) -> Bool)? = nil, assets: [PlantAsset] = [],
+        allowLock: Bool = false,
         clock: @escaping @Sendable () -> Date = { Date() },
         scanPause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
         post: @escaping @Sendable (ServerEvent) -> Void
@@ -96,7 +97,8 @@ public final class GatewayNamespace: @unchecked Sendable {
         self.ns = ns
         if let methods, let access {
             self.methods = ReaderMethods(
-                space: space, methods: methods, access: access, ns: ns, post: post, pause: scanPause)
+                space: space, methods: methods, access: access, ns: ns, post: post, pause: scanPause,
+                allowLock: allowLock)
         } else {
             self.methods = nil
         }
@@ -284,7 +286,7 @@ public final class GatewayNamespace: @unchecked Sendable {
                 "DeviceLocationName", "LastScanData", "LastScanTimestamp", "ScanActive", "Diagnostics",
                 "Diagnostics/Presence", "RuntimeParameters", "RuntimeParameters/TagTypes",
                 "RuntimeParameters/CodeTypes",
-            ]).union(methods == nil ? [] : ReaderMethods.autoIdMethods),
+            ]).union(methods?.methodNames ?? []),
             childId: { self.id("\(base)/\($0)") })
         // The device reports its scans and accesses (AutoID's events): a client may subscribe to it.
         if var node = space.node(id(base)) {

@@ -29,6 +29,7 @@ public struct OPCUAOutputKind: OutputKind {
         # users-file = "/etc/vlogger/opcua-users"   # vlogger opcua user add NAME
         # pki = "/var/lib/vlogger/opcua-pki"  # default: opcua-pki beside the store
         # hosts = ["gateway-7.plant.example", "10.0.0.7"]   # in the server's certificate (default: this host's name)
+        # allow-lock = true                   # clients may lock tags' blocks for ever (AutoID's LockTag)
 
         """
     }
@@ -244,8 +245,8 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
         let namespace = GatewayNamespace(
             space: space, state: state, gateway: context.gatewayID, site: context.site, version: context.version,
             methods: core.methods, access: context.fieldAccess, rules: context.alarmRules,
-            acknowledge: context.acknowledgeAlarm, assets: Self.assets(context, logger: logger), post: { core.post($0) }
-        )
+            acknowledge: context.acknowledgeAlarm, assets: Self.assets(context, logger: logger),
+            allowLock: settings.allowLock, post: { core.post($0) })
         let server = OPCUAServer(core: core)
         let port = try await server.start()
         logger.notice(

@@ -22,12 +22,15 @@ public struct OPCUASettings: Equatable, Sendable {
     public var applicationUri: String?
     /// Host names and addresses the certificate names (nil: this host's name).
     public var hosts: [String]?
+    /// Whether clients may lock tags' blocks for ever (AutoID's LockTag): off unless configured.
+    public var allowLock = false
 
     public init() {}
 
     public static let allSecurity = EndpointSecurity.all.map(\.description)
     static let keys = [
         "listen", "security", "anonymous", "users-file", "pki", "application-uri", "hosts", "allow-unsecured",
+        "allow-lock",
     ]
 
     /// The security settings as the server takes them.
@@ -54,6 +57,7 @@ public struct OPCUASettings: Equatable, Sendable {
             }
         }
         if let a = s.bool("anonymous") { out.anonymous = a }
+        if let l = s.bool("allow-lock") { out.allowLock = l }
         out.usersFile = s.string("users-file").map(resolve)
         out.pki = s.string("pki").map(resolve)
         if let uri = s.string("application-uri") {

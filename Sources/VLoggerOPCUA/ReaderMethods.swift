@@ -40,8 +40,10 @@ final class ReaderMethods: @unchecked Sendable {
     init(
         space: AddressSpace, methods: MethodTable, access: any FieldAccess, ns: UInt16,
         clock: @escaping @Sendable () -> Date = { Date() }, post: @escaping @Sendable (ServerEvent) -> Void = { _ in },
-        pause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
+        pause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+        allowLock: Bool = false
     ) {
+        self.allowLock = allowLock
         self.pause = pause
         self.post = post
         self.space = space
@@ -55,6 +57,10 @@ final class ReaderMethods: @unchecked Sendable {
 
     /// The AutoID methods a reader's device has (the optional paths `instantiate` makes).
     static let autoIdMethods = ["Scan", "ScanStart", "ScanStop", "ReadTag", "WriteTag"]
+    /// Whether clients may lock tags' blocks (`[opcua] allow-lock`): only then has a device LockTag.
+    let allowLock: Bool
+    /// The AutoID methods each device is made with.
+    var methodNames: Set<String> { Set(Self.autoIdMethods + (allowLock ? ["LockTag"] : [])) }
 
     /// Registers a reader's methods: AutoID's (instantiated with the device, in `made`), and adds the scalar twins
     /// under the device.
@@ -160,6 +166,38 @@ final class ReaderMethods: @unchecked Sendable {
                     self.accessed(reader, device, "WriteTag", uid, origin, status)
                     return .success([Self.status(status)])
                 }
+            }
+        }
+        if allowLock, let lockTag = made["LockTag"] {
+            methods.add(object: device, method: lockTag) { [self] call in
+                // LockTag(Identifier ScanData, CodeType, Password ByteString, Region RfidLockRegionEnumeration,
+                // Lock RfidLockOperationEnumeration, Offset UInt32, Length UInt32) → (Status) (OPC 30010 §6.3.5).
+                let a = call.arguments
+                let uid: UID
+                switch self.identifier(a, count: 7) {
+                case .failure(let f): return .failure(f)
+                case .success(.none): return .success([Self.status(.code_not_supported)])
+                case .success(.some(let u)): uid = u
+                }
+                guard case .scalar(.int32(let region)) = a[3] else { return .failure(.argument(3, of: 7)) }
+                guard case .scalar(.int32(let operation)) = a[4] else { return .failure(.argument(4, of: 7)) }
+                guard case .scalar(.uInt32(let offset)) = a[5] else { return .failure(.argument(5, of: 7)) }
+                guard case .scalar(.uInt32(let length)) = a[6], length > 0 else { return .failure(.argument(6, of: 7)) }
+                // The user memory (RfidLockRegionEnumeration User, 4) only; an ISO 15693 lock is for ever, so only
+                // PermanentLock (2): Lock and Unlock (reversible) and PermanentUnlock cannot be done.
+                if region != 4 { return .success([Self.status(.region_not_found_error)]) }
+                if operation != 2 { return .success([Self.status(.not_supported_by_device)]) }
+                if case .scalar(.byteString(let p?)) = a[2], !p.isEmpty {
+                    return .success([Self.status(.not_supported_by_device)])
+                }
+                guard offset <= 1 << 24, length <= 1 << 24 else { return .success([Self.status(.out_of_range_error)]) }
+                let origin = Self.origin(call.session)
+                let (_, status) = Self.outcome(
+                    await access.lock(
+                        reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)), origin: origin),
+                    write: true)
+                self.accessed(reader, device, "LockTag", uid, origin, status)
+                return .success([Self.status(status)])
             }
         }
         // The scalar twins, in the gateway's namespace under the device.

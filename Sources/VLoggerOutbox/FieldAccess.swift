@@ -20,6 +20,18 @@ public protocol FieldAccess: Sendable {
     /// write --when-seen` does); its id.
     func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async
         -> Result<Int64, FieldAccessError>
+    /// Locks whole blocks of a tag in the reader's field for ever (ISO 15693 Lock Block), each read back locked; a
+    /// range that is not whole blocks locks nothing. Recorded as a write event of `origin`.
+    func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<String, FieldAccessError>
+}
+
+extension FieldAccess {
+    /// A field access that cannot lock (a fake, a probe): `invalid`.
+    public func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<
+        String, FieldAccessError
+    > {
+        .failure(FieldAccessError(.invalid, "locking is not possible here"))
+    }
 }
 
 /// Where in a tag's memory.

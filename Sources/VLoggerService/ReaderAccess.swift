@@ -74,6 +74,12 @@ final class ReaderAccess: FieldAccess, @unchecked Sendable {
         ) { $0.accessWrite(uid, at: start, data: data, origin: origin) }
     }
 
+    func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<String, FieldAccessError> {
+        await run(reader, refused: { $0.recordLock(uid, range, origin: origin, .failure($1)) }) {
+            $0.accessLock(uid, range, origin: origin)
+        }
+    }
+
     func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async
         -> Result<Int64, FieldAccessError>
     {

@@ -104,4 +104,38 @@ import VLoggerStore
         #expect(failed.last?.detail.contains("not in the field") == true)
         #expect(try r.store.events(kind: .writeDone).isEmpty)
     }
+
+    /// A client's lock (OPC UA's LockTag): whole blocks only (ISO 15693's Lock Block, 0x22, is per block and for ever:
+    /// docs/reference/iso15693.md), so a range that is not whole blocks locks nothing; each block is read back locked,
+    /// one already locked is not locked again; the other tag in the field keeps its locks; a tag not in the field is
+    /// answered at once; every lock is a write event with the client as origin.
+    @Test func aLockCoversWholeBlocksAndIsReadBackLocked() throws {
+        let r = try rig()
+        r.agent.cycle()
+        let before = try #require(r.field.tag(Self.slix2)).image.locked
+        let otherBefore = try #require(r.field.tag(Self.st25)).image.locked
+        guard case .failure(let e) = r.agent.accessLock(Self.slix2, .bytes(offset: 6, length: 4), origin: "opcua:test")
+        else {
+            Issue.record("a lock of half blocks succeeded")
+            return
+        }
+        let unchanged = try #require(r.field.tag(Self.slix2)).image.locked
+        #expect(e.kind == .outOfRange && unchanged == before)
+        let locked = r.agent.accessLock(Self.slix2, .bytes(offset: 8, length: 8), origin: "opcua:test")
+        #expect(
+            locked == .success("block 0x02 locked and read back locked; block 0x03 locked and read back locked"),
+            "\(locked)")
+        let after = try #require(r.field.tag(Self.slix2)).image.locked
+        #expect(after[2] && after[3] && after[1] == before[1] && after[4] == before[4])
+        #expect(try #require(r.field.tag(Self.st25)).image.locked == otherBefore)
+        let again = r.agent.accessLock(Self.slix2, .blocks(first: 2, count: 1), origin: "opcua:test")
+        #expect(again == .success("block 0x02 already locked (read back); not locked again"))
+        let absent = r.agent.accessLock(
+            try UID(parsing: "E004010899999999"), .blocks(first: 0, count: 1), origin: "opcua:test")
+        #expect((try? absent.get()) == nil)
+        r.agent.writer.commitNow()
+        let events = try r.store.events(kind: .writeDone) + r.store.events(kind: .writeFailed)
+        #expect(events.filter { $0.detail.hasPrefix("lock from opcua:test") }.count == 4, "\(events.map(\.detail))")
+        #expect(events.allSatisfy { $0.origin == "opcua:test" })
+    }
 }

@@ -46,6 +46,12 @@ final class FakeFieldAccess: FieldAccess, @unchecked Sendable {
         calls.withLockedValue { $0.append("queue \(uid) \(firstBlock)") }
         return .success(42)
     }
+
+    func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<String, FieldAccessError> {
+        calls.withLockedValue { $0.append("lock \(uid) \(range)") }
+        if let e = answer.withLockedValue({ $0 }) { return .failure(e) }
+        return .success("locked and read back locked")
+    }
 }
 
 /// The readers' AutoID methods over a fake field access (OPC 30010 §6.3, §9.1.1; OPC 10000-4 §5.11.2.2; the facts in
@@ -71,7 +77,7 @@ struct ReaderMethodsTests {
         }
     }
 
-    func rig() throws -> Rig {
+    func rig(allowLock: Bool = false) throws -> Rig {
         let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
         let core = ServerCore(
             configuration: ServerConfiguration(
@@ -83,7 +89,8 @@ struct ReaderMethodsTests {
         let events = NIOLockedValueBox<[ServerEvent]>([])
         let namespace = GatewayNamespace(
             space: space, state: state, gateway: "gw-7", site: nil, methods: core.methods, access: access,
-            scanPause: { _ in await Task.yield() }, post: { e in events.withLockedValue { $0.append(e) } })
+            allowLock: allowLock, scanPause: { _ in await Task.yield() },
+            post: { e in events.withLockedValue { $0.append(e) } })
         let session = Session(
             id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "plc", timeoutMs: 60_000,
             clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
@@ -255,5 +262,46 @@ struct ReaderMethodsTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(r.namespace.methods?.isScanning("dock-3") == false)
+    }
+
+    /// LockTag (OPC 30010 §6.3.5) only where `[opcua] allow-lock` says so: without it the device has no LockTag. With
+    /// it, the user memory (RfidLockRegionEnumeration User, 4) locked for ever (RfidLockOperationEnumeration
+    /// PermanentLock, 2) is handed to the field access as a byte range; another region is region_not_found_error,
+    /// a reversible lock or an unlock not_supported_by_device (an ISO 15693 lock is for ever), a password in the call
+    /// not_supported_by_device, a Lock of another type Bad_InvalidArgument; each before any access.
+    @Test func lockTagOnlyWhereAllowedAndOnlyForEver() async throws {
+        let without = try rig()
+        #expect(without.core.addressSpace.node(without.id("DeviceSet/dock-3/LockTag")) == nil)
+        let r = try rig(allowLock: true)
+        #expect(r.core.addressSpace.node(r.id("DeviceSet/dock-3/LockTag")) != nil)
+        let id = Variant.scalar(.extensionObject(ScanData.byteString(Self.uid.displayBytes).extensionObject))
+        func lockTag(region: Int32 = 4, lock: Int32 = 2, password: [UInt8] = [], _ lockArg: Variant? = nil) async
+            -> CallMethodResult
+        {
+            await r.call(
+                "LockTag",
+                [
+                    id, .scalar(.string("UID")), .scalar(.byteString(password)), .scalar(.int32(region)),
+                    lockArg ?? .scalar(.int32(lock)), .scalar(.uInt32(8)), .scalar(.uInt32(8)),
+                ])
+        }
+        var result = await lockTag()
+        #expect(result.statusCode == .good && result.outputArguments == [.scalar(.int32(0))])
+        #expect(r.access.calls.withLockedValue { $0 } == ["lock E004010812345601 bytes(offset: 8, length: 8)"])
+        result = await lockTag(region: 1)
+        #expect(result.outputArguments == [ReaderMethods.status(.region_not_found_error)])
+        result = await lockTag(lock: 0)
+        #expect(result.outputArguments == [ReaderMethods.status(.not_supported_by_device)])
+        result = await lockTag(lock: 3)
+        #expect(result.outputArguments == [ReaderMethods.status(.not_supported_by_device)])
+        result = await lockTag(password: [1, 2, 3, 4])
+        #expect(result.outputArguments == [ReaderMethods.status(.not_supported_by_device)])
+        result = await lockTag(.scalar(.string("PermanentLock")))
+        #expect(result.statusCode == .badInvalidArgument)
+        #expect(r.access.calls.withLockedValue { $0 }.count == 1)
+        // A lock the tag refuses (a block past its end): its status.
+        r.access.answer.withLockedValue { $0 = FieldAccessError(.outOfRange, "past the end") }
+        result = await lockTag()
+        #expect(result.outputArguments == [ReaderMethods.status(.out_of_range_error)])
     }
 }

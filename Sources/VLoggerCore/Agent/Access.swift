@@ -92,6 +92,78 @@ extension Agent {
         logger.notice("write from \(origin) to \(uid): \(kind.rawValue): \(detail)", metadata: ["uid": "\(uid)"])
     }
 
+    /// A client's lock (OPC UA's LockTag): whole blocks of a tag in the field, each locked through the queued
+    /// writes' lock path (read back locked; one already locked is not locked again), in order, stopping at the first
+    /// that fails. A range that is not whole blocks locks nothing: a lock is for ever. Recorded as a write event.
+    public func accessLock(_ uid: UID, _ range: TagRange, origin: String) -> Result<String, FieldAccessError> {
+        let now = clock.now()
+        let result = makeLock(uid, range, origin: origin, now: now)
+        recordLock(uid, range, origin: origin, result, now: now)
+        return result
+    }
+
+    /// A client's lock as its write event (made or not).
+    public func recordLock(
+        _ uid: UID, _ range: TagRange, origin: String, _ result: Result<String, FieldAccessError>, now: Millis? = nil
+    ) {
+        let (kind, detail): (Event.Kind, String)
+        switch result {
+        case .success(let s): (kind, detail) = (.writeDone, s)
+        case .failure(let e): (kind, detail) = (.writeFailed, e.message)
+        }
+        writer.add(
+            Event(
+                time: now ?? clock.now(), gateway: config.gatewayID, reader: readerConfig.id,
+                location: readerConfig.location, uid: uid, kind: kind, name: "",
+                severity: kind == .writeDone ? .info : .warning,
+                detail: "lock from \(origin) (\(Self.describe(range))): \(detail)", origin: origin))
+        logger.notice("lock from \(origin) of \(uid): \(kind.rawValue): \(detail)", metadata: ["uid": "\(uid)"])
+    }
+
+    private func makeLock(_ uid: UID, _ range: TagRange, origin: String, now: Millis) -> Result<
+        String, FieldAccessError
+    > {
+        guard tagsInField.contains(uid) else { return .failure(Self.notInField(uid, readerConfig.id)) }
+        let memory: TagMemory
+        let first: BlockNumber
+        let count: Int
+        do {
+            memory = try client.memory(of: uid)
+            let skip: Int
+            let length: Int
+            (first, count, skip, length) = try Self.blocks(range, memory)
+            guard skip == 0, length == count * memory.blockSize else {
+                return .failure(
+                    FieldAccessError(
+                        .outOfRange,
+                        "a lock covers whole blocks of \(memory.blockSize) bytes: \(Self.describe(range)) does not; nothing locked"
+                    ))
+            }
+        } catch {
+            return .failure(Self.accessError(error))
+        }
+        var done: [String] = []
+        for i in 0..<count {
+            guard let b = first.advanced(by: i) else { break }
+            let w = QueuedWrite(created: now, uid: uid, first: b, data: [], operation: .lock, origin: origin)
+            guard let (state, result) = carryOut(w, uid, memory: memory, now: now) else {
+                return .failure(
+                    FieldAccessError(
+                        .noAnswer,
+                        "the tag did not answer at block \(b) (it may have left the field)\(done.isEmpty ? "" : "; before it: \(done.joined(separator: "; "))")"
+                    ))
+            }
+            guard state == .done else {
+                let kind: FieldAccessError.Kind = state == .rejected ? .password : .failed
+                return .failure(
+                    FieldAccessError(
+                        kind, result + (done.isEmpty ? "" : "; before it: \(done.joined(separator: "; "))")))
+            }
+            done.append(result)
+        }
+        return .success(done.joined(separator: "; "))
+    }
+
     /// The write itself: the whole blocks it comes to, then the write path (`carryOut`).
     private func makeWrite(_ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, now: Millis)
         -> Result<String, FieldAccessError>
