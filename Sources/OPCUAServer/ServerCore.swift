@@ -362,6 +362,12 @@ public final class MethodTable: @unchecked Sendable {
     private let lock = NSLock()
     /// By object, then method.
     private var handlers: [NodeId: [NodeId: Handler]] = [:]
+    private var waitUntil: @Sendable (Date) async -> Void = { date in
+        try? await Task.sleep(for: .seconds(max(0, date.timeIntervalSinceNow)))
+    }
+
+    /// How a call waits for its deadline (a test steps it by hand).
+    public func setWait(_ wait: @escaping @Sendable (Date) async -> Void) { lock.withLock { waitUntil = wait } }
     private var inFlight = 0
     /// Call requests answered later at once, across the server: past it a Call is Bad_TooManyOperations.
     static let maxInFlight = 64
@@ -403,11 +409,48 @@ public final class MethodTable: @unchecked Sendable {
         }
         let call = Call(
             object: r.objectId, method: method, arguments: arguments, session: session, deadline: deadline)
-        switch await handler(call) {
+        guard let answer = await answer(handler, call, deadline: deadline) else {
+            return CallMethodResult(statusCode: .badTimeout)
+        }
+        switch answer {
         case .success(let out): return CallMethodResult(statusCode: .good, outputArguments: out)
         case .failure(let f):
             return CallMethodResult(
                 statusCode: f.status, inputArgumentResults: f.argumentResults.isEmpty ? nil : f.argumentResults)
+        }
+    }
+
+    /// The handler's answer, or nil when the call's deadline (its request's timeout hint) passes first: the client
+    /// is answered Bad_Timeout (OPC 10000-4, the RequestHeader's timeoutHint) and the handler goes on to its end (a write is made
+    /// and recorded; a retry of it is answered from it).
+    private func answer(_ handler: @escaping Handler, _ call: Call, deadline: Date?) async -> Result<
+        [Variant], MethodFailure
+    >? {
+        guard let deadline else { return await handler(call) }
+        let wait = lock.withLock { waitUntil }
+        let first = FirstOnce()
+        return await withCheckedContinuation { c in
+            let timer = Task(executorPreference: MethodExecutor.shared) {
+                await wait(deadline)
+                if first.take() { c.resume(returning: nil) }
+            }
+            Task(executorPreference: MethodExecutor.shared) {
+                let r = await handler(call)
+                if first.take() { c.resume(returning: r) }
+                timer.cancel()
+            }
+        }
+    }
+
+    /// True for the first caller only.
+    private final class FirstOnce: @unchecked Sendable {
+        private let lock = NSLock()
+        private var taken = false
+        func take() -> Bool {
+            lock.withLock {
+                defer { taken = true }
+                return !taken
+            }
         }
     }
 

@@ -95,6 +95,59 @@ struct MethodCallTests {
         #expect(result.outputArguments == [.scalar(.string("done"))])
     }
 
+    /// A call whose request's timeout hint passes before its method returns is answered Bad_Timeout (OPC 10000-4, the
+    /// RequestHeader's timeoutHint: docs/reference/opcua.md, "A request's timeout hint"), and the method goes on to
+    /// its end; one that returns first is answered with its outputs. The deadline is stepped by the test.
+    @Test func aCallPastItsDeadlineIsBadTimeoutAndItsWorkGoesOn() async throws {
+        let space = try AddressSpace.standard(applicationUri: "urn:test")
+        let core = ServerCore(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1", port: 0, applicationUri: "urn:test", applicationName: "t", identity: nil,
+                security: [EndpointSecurity(.none, .none)]),
+            addressSpace: space)
+        let object = NodeId(namespace: 1, .string("Slow"))
+        let method = NodeId(namespace: 1, .string("Slow/Work"))
+        var o = Node(id: object, nodeClass: .object, browseName: QualifiedName(namespace: 1, "Slow"))
+        o.references = [Reference(ReferenceTypeIds.organizes, NodeId(85), forward: false)]
+        space.add(o)
+        var m = Node(id: method, nodeClass: .method, browseName: QualifiedName(namespace: 1, "Work"))
+        m.executable = true
+        m.references = [Reference(ReferenceTypeIds.hasComponent, object, forward: false)]
+        space.add(m)
+        let work = AsyncStream<Void>.makeStream()
+        let finished = AsyncStream<Void>.makeStream()
+        let deadlines = AsyncStream<Void>.makeStream()
+        core.methods.add(object: object, method: method) { _ in
+            for await _ in work.stream { break }
+            finished.continuation.yield()
+            return .success([.scalar(.string("done"))])
+        }
+        core.methods.setWait { _ in
+            for await _ in deadlines.stream { break }
+        }
+        let session = Session(
+            id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "t", timeoutMs: 60_000,
+            clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
+            subscriptions: SubscriptionSet(server: core))
+        let request = CallMethodRequest(objectId: object, methodId: method, inputArguments: [])
+        let late = Task.detached {
+            await core.methods.call(request, session: session, deadline: Date().addingTimeInterval(5), space: space)
+        }
+        deadlines.continuation.yield()
+        #expect(await late.value.statusCode == .badTimeout)
+        // The method was not stopped: it ends when its work does.
+        work.continuation.yield()
+        for await _ in finished.stream { break }
+        // A method that returns before its deadline: its outputs.
+        let inTime = Task.detached {
+            await core.methods.call(request, session: session, deadline: Date().addingTimeInterval(5), space: space)
+        }
+        work.continuation.yield()
+        let answered = await inTime.value
+        #expect(answered.statusCode == .good && answered.outputArguments == [.scalar(.string("done"))])
+        deadlines.continuation.finish()
+    }
+
     /// A method instantiated from a type (AutoID's Scan on a reader) is executable (OPC 10000-3 §5.7: Executable).
     @Test func anInstantiatedMethodIsExecutable() throws {
         let space = try AddressSpace.standard(applicationUri: "urn:test")
