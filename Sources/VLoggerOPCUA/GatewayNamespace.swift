@@ -148,7 +148,14 @@ public final class GatewayNamespace: @unchecked Sendable {
     private func build(_ snapshot: FieldState.Snapshot) {
         for r in snapshot.readers { addReader(r.id) }
         for r in snapshot.readers {
-            for uid in r.tags { lock.withLock { present[uid] = r.id } }
+            lock.withLock {
+                for uid in r.tags { present[uid] = r.id }
+                // The tags already there when the server began: the last the reader found is its last scan, at its
+                // last good poll (its arrival's own time is not kept).
+                if let uid = r.tags.last, lastScan[r.id] == nil {
+                    lastScan[r.id] = (uid, r.lastGoodPollMs ?? Millis(Date().timeIntervalSince1970 * 1000))
+                }
+            }
         }
         for (uid, v) in snapshot.values where snapshot.readers.contains(where: { $0.tags.contains(uid) }) {
             addTag(uid)

@@ -194,6 +194,9 @@ struct OPCUAServiceTests {
             #expect(
                 blocks?["data"] as? String == (name == "asyncua" ? "1011121314151617" : "2021222324252627"), "\(out)")
             #expect(out["absent"] as? Int == 8)
+            // LastScanData: the UID of the last tag to arrive at the reader, 8 bytes, E0 first (OPC 30010 §6.2).
+            let last = out["lastScanData"] as? String ?? ""
+            #expect(last.count == 16 && last.hasPrefix("E0"), "\(name): \(out)")
             // ScanStart: RfidScanEventType events from the device, every field decoded by the client.
             #expect(out["scanStart"] as? Int == 0)
             let event = out["scanEvent"] as? [String: Any] ?? [:]

@@ -104,4 +104,26 @@ struct PlantViewTests {
         #expect(space.node(ns.id("Tags/\(Self.uid)")) == nil)
         #expect(space.node(ns.id("Tags/\(Self.uid)/temperature/EURange")) == nil)
     }
+
+    /// A server begun while tags are already in a reader's field (the agent polls before the server starts): the
+    /// device's LastScanData (OPC 30010 §6.2, the UID as a ByteString, E0 first) is the last tag the reader found, not
+    /// empty until some other tag arrives; the tag is present under its asset.
+    @Test func aServerBegunWithTagsInTheFieldHasTheirLastScan() throws {
+        let state = FieldState(readers: [FieldState.Reader(id: "cage-room", location: nil, intervalMs: 1000)])
+        state.cycleDone(
+            reader: "cage-room", tags: [Self.uid], up: true, lastGoodPollMs: Self.t0, name: "sim", intervalMs: 1000,
+            location: nil)
+        let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
+        let ns = GatewayNamespace(
+            space: space, state: state, gateway: "gw-7", site: nil,
+            assets: [PlantAsset(id: "CAGE-12", name: nil, location: nil, uid: Self.uid)], post: { _ in })
+        let now = DateTime(millisecondsSince1970: Self.t0)
+        #expect(
+            space.read(ns.id("DeviceSet/cage-room/LastScanData"), 13, now: now).value
+                == .scalar(.byteString(Self.uid.displayBytes)))
+        #expect(
+            space.read(ns.id("DeviceSet/cage-room/LastScanTimestamp"), 13, now: now).value
+                == .scalar(.dateTime(DateTime(millisecondsSince1970: Self.t0))))
+        #expect(space.read(ns.id("Assets/CAGE-12/Present"), 13, now: now).value == .scalar(.boolean(true)))
+    }
 }

@@ -131,6 +131,10 @@ async def run(url, reader, uid_hex):
         out["readBlocks"] = {"status": status, "data": data.hex().upper()}
         data, status = await device.call_method(read_blocks, bytes.fromhex("E004010099999999"), u16(0), u16(1))
         out["absent"] = status
+        # LastScanData (the UID of the last tag to arrive, a ByteString) and LastScanTimestamp.
+        last = await (await device.get_child(["%d:LastScanData" % autoid])).read_value()
+        out["lastScanData"] = last.hex().upper() if isinstance(last, bytes) else repr(last)
+        out["lastScanTimestamp"] = str(await (await device.get_child(["%d:LastScanTimestamp" % autoid])).read_value())
         data, status = await device.call_method(read_blocks, uid, u16(65000), u16(2))
         out["pastTheEnd"] = status
         await asyncio.sleep(0.3)

@@ -141,6 +141,9 @@ def run(url, reader, uid_hex):
         status, (data, st) = call(
             "ReadBlocks", [o6.ByteString(bytes.fromhex("E004010099999999")), o6.UInt16(0), o6.UInt16(1)])
         out["absent"] = int(st)
+        # LastScanData (the UID of the last tag to arrive, a ByteString).
+        last = client.read(methods["LastScanData"])
+        out["lastScanData"] = bytes(last).hex().upper() if last is not None else None
         status, outputs = call("ReadBlocks", [o6.ByteString(uid), o6.UInt32(14), o6.UInt16(2)])
         out["wrongType"] = o6.StatusCodeError(status).symbol if status & BAD else "Good"
     finally:
