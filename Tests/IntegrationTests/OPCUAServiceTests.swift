@@ -150,31 +150,13 @@ struct OPCUAServiceTests {
     @Test func autoIdMethodsFromBothStacks() throws {
         let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
         defer { try? FileManager.default.removeItem(at: s.dir) }
-        let bin = try CLITests.binary().path
-        try (try String(contentsOfFile: s.config, encoding: .utf8) + "\n[opcua]\nlisten = \"127.0.0.1:0\"\n")
-            .write(toFile: s.config, atomically: true, encoding: .utf8)
-        let log = s.dir.appendingPathComponent("gw.log")
-        let gateway = try SyncFaultTests.spawn(
-            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 300s"#,
-            [s.dir.path, bin, s.config], stdout: "/dev/null", stderr: log.path)
-        var stopped = false
-        defer {
-            if !stopped {
-                kill(gateway, SIGTERM)
-                _ = SyncFaultTests.wait(gateway)
-            }
-        }
-        let port = try #require(Self.opcuaPort(log), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let gateway = try OPCUAGateway(s)
+        defer { gateway.stop() }
+        let port = gateway.port
         let clients = CLITests.root.appendingPathComponent("Tests/OPCUAServerTests/Clients").path
         let slix2 = "E004010812345601"
         func client(_ name: String) throws -> [String: Any] {
-            let r = try SyncFaultTests.shell(
-                #"exec python3 "$@""#,
-                ["\(clients)/autoid_\(name).py", "opc.tcp://127.0.0.1:\(port)", "cage-room", slix2])
-            let line = r.out.split(separator: "\n").last.map(String.init) ?? ""
-            guard r.code == 0, let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            else { throw CLITests.CLIFailure("\(name): exit \(r.code)\n\(r.out)\n\(r.err)") }
-            return json
+            try Self.script("\(clients)/autoid_\(name).py", ["opc.tcp://127.0.0.1:\(port)", "cage-room", slix2])
         }
         for name in ["asyncua", "o6"] {
             let out = try client(name)
@@ -229,9 +211,7 @@ struct OPCUAServiceTests {
                 #expect(out["scanTypes"] as? [String] == ["RfidScanResult"])
             }
         }
-        kill(gateway, SIGTERM)
-        _ = SyncFaultTests.wait(gateway)
-        stopped = true
+        gateway.stop()
         let export = try CLITests.run([
             "export", "--config", s.config, "--table", "events", "--after-id", "0", "--format", "jsonl",
         ])
@@ -259,9 +239,6 @@ struct OPCUAServiceTests {
     @Test func alarmsFromBothStacks() throws {
         let s = try AgentCLITests.setup(interval: "200ms", batch: 20, flush: "200ms")
         defer { try? FileManager.default.removeItem(at: s.dir) }
-        let bin = try CLITests.binary().path
-        try (try String(contentsOfFile: s.config, encoding: .utf8) + "\n[opcua]\nlisten = \"127.0.0.1:0\"\n")
-            .write(toFile: s.config, atomically: true, encoding: .utf8)
         // Two rules that the demo field violates from its first readings: a range on the cage's temperature (a
         // LimitAlarmType) and a manufacturer rule (AlarmConditionType, on the tags not made by Fujitsu).
         let rules = s.dir.appendingPathComponent("rules.toml").path
@@ -282,18 +259,9 @@ struct OPCUAServiceTests {
                 severity = "warning"
 
                 """).write(toFile: rules, atomically: true, encoding: .utf8)
-        let log = s.dir.appendingPathComponent("gw.log")
-        let gateway = try SyncFaultTests.spawn(
-            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 300s"#,
-            [s.dir.path, bin, s.config], stdout: "/dev/null", stderr: log.path)
-        var stopped = false
-        defer {
-            if !stopped {
-                kill(gateway, SIGTERM)
-                _ = SyncFaultTests.wait(gateway)
-            }
-        }
-        let port = try #require(Self.opcuaPort(log), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let gateway = try OPCUAGateway(s)
+        defer { gateway.stop() }
+        let (log, port) = (gateway.log, gateway.port)
         let http = try #require(ServiceTests.listenPort(log))
         // Both rules violated (the service logs each violation).
         let end = Date().addingTimeInterval(60)
@@ -311,12 +279,7 @@ struct OPCUAServiceTests {
         #expect(text.contains("rule 'test: Fujitsu only' violated"), "\(text)")
         let clients = CLITests.root.appendingPathComponent("Tests/OPCUAServerTests/Clients").path
         func client(_ name: String, _ rule: String) throws -> [String: Any] {
-            let r = try SyncFaultTests.shell(
-                #"exec python3 "$@""#, ["\(clients)/alarms_\(name).py", "opc.tcp://127.0.0.1:\(port)", rule])
-            let line = r.out.split(separator: "\n").last.map(String.init) ?? ""
-            guard r.code == 0, let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            else { throw CLITests.CLIFailure("\(name): exit \(r.code)\n\(r.out)\n\(r.err)") }
-            return json
+            try Self.script("\(clients)/alarms_\(name).py", ["opc.tcp://127.0.0.1:\(port)", rule])
         }
         for (name, rule) in [("asyncua", "test: cage at most 10 °C"), ("o6", "test: Fujitsu only")] {
             let out = try client(name, rule)
@@ -367,9 +330,7 @@ struct OPCUAServiceTests {
         {
             print("Status page: \(page.body[r])")
         }
-        kill(gateway, SIGTERM)
-        _ = SyncFaultTests.wait(gateway)
-        stopped = true
+        gateway.stop()
         let export = try CLITests.run([
             "export", "--config", s.config, "--table", "events", "--after-id", "0", "--format", "jsonl",
         ])
@@ -386,6 +347,16 @@ struct OPCUAServiceTests {
             })
     }
 
+    /// A client script's JSON, the last line it prints (a non-zero exit throws with what it said).
+    static func script(_ path: String, _ args: [String]) throws -> [String: Any] {
+        let r = try SyncFaultTests.shell(#"exec python3 "$@""#, [path] + args)
+        let line = r.out.split(separator: "\n").last.map(String.init) ?? ""
+        guard r.code == 0, let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw CLITests.CLIFailure("\(path): exit \(r.code)\n\(r.out)\n\(r.err)")
+        }
+        return json
+    }
+
     /// The port of `opcua: listening on opc.tcp://127.0.0.1:PORT` in the service's log.
     static func opcuaPort(_ log: URL, seconds: Double = 30) -> Int? {
         let end = Date().addingTimeInterval(seconds)
@@ -399,5 +370,38 @@ struct OPCUAServiceTests {
             Thread.sleep(forTimeInterval: 0.1)
         }
         return nil
+    }
+}
+
+/// `vlogger run` on a setup's config with `[opcua]` added, the OPC UA server and the HTTP listener on free loopback
+/// ports; stopped by its PID (SIGTERM, then waited for), once.
+final class OPCUAGateway {
+    let pid: pid_t
+    let log: URL
+    let port: Int
+    private var stopped = false
+
+    init(_ s: (dir: URL, config: String, store: String)) throws {
+        let bin = try CLITests.binary().path
+        try (try String(contentsOfFile: s.config, encoding: .utf8) + "\n[opcua]\nlisten = \"127.0.0.1:0\"\n")
+            .write(toFile: s.config, atomically: true, encoding: .utf8)
+        log = s.dir.appendingPathComponent("gw.log")
+        pid = try SyncFaultTests.spawn(
+            #"cd "$1" && exec "$2" run --config "$3" --listen 127.0.0.1:0 --duration 300s"#,
+            [s.dir.path, bin, s.config], stdout: "/dev/null", stderr: log.path)
+        guard let port = OPCUAServiceTests.opcuaPort(log) else {
+            kill(pid, SIGTERM)
+            _ = SyncFaultTests.wait(pid)
+            throw CLITests.CLIFailure(
+                "no OPC UA port in the log: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        }
+        self.port = port
+    }
+
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        kill(pid, SIGTERM)
+        _ = SyncFaultTests.wait(pid)
     }
 }

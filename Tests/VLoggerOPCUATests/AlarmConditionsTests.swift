@@ -47,11 +47,7 @@ struct AlarmConditionsTests {
 
     func rig() throws -> Rig {
         let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
-        let core = ServerCore(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:gw-7", applicationName: "t", identity: nil,
-                security: [EndpointSecurity(.none, .none)]),
-            addressSpace: space)
+        let core = testCore(space)
         let state = FieldState(readers: [FieldState.Reader(id: "cold-1", location: "Cold room", intervalMs: 1000)])
         let events = NIOLockedValueBox<[ServerEvent]>([])
         let recorded = NIOLockedValueBox<[AlarmAcknowledgement]>([])
@@ -68,12 +64,7 @@ struct AlarmConditionsTests {
                 return true
             },
             post: { e in events.withLockedValue { $0.append(e) } })
-        let session = Session(
-            id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "scada", timeoutMs: 60_000,
-            clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
-            subscriptions: SubscriptionSet(server: core))
-        session.clientApplicationUri = "urn:scada-1"
-        session.user = "op"
+        let session = testSession(core, name: "scada", uri: "urn:scada-1", user: "op")
         return Rig(
             space: space, core: core, state: state, namespace: namespace, session: session, events: events,
             recorded: recorded)
@@ -202,11 +193,7 @@ struct AlarmConditionsTests {
     /// the condition while the store takes it).
     @Test func twoAcknowledgementsAtOnceAreRecordedOnce() async throws {
         let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
-        let core = ServerCore(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:gw-7", applicationName: "t", identity: nil,
-                security: [EndpointSecurity(.none, .none)]),
-            addressSpace: space)
+        let core = testCore(space)
         let state = FieldState(readers: [FieldState.Reader(id: "cold-1", location: nil, intervalMs: 1000)])
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
@@ -228,10 +215,7 @@ struct AlarmConditionsTests {
         let node = namespace.id("Alarms/\(Self.uid)/door open")
         let raised = try #require(events.withLockedValue { $0 }.last { $0.conditionId == node })
         #expect(raised.eventType == NodeId(2915))
-        let session = Session(
-            id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "scada", timeoutMs: 60_000,
-            clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
-            subscriptions: SubscriptionSet(server: core))
+        let session = testSession(core, name: "scada")
         let request = CallMethodRequest(
             objectId: node, methodId: NodeId(9111),
             inputArguments: [.scalar(.byteString(raised.eventId)), .scalar(.localizedText(LocalizedText("a")))])

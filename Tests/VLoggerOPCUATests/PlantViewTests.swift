@@ -28,11 +28,7 @@ struct PlantViewTests {
             readers: [FieldState.Reader(id: "cage-room", location: "Cold room", intervalMs: 1000)],
             units: ["temperature": "°C"])
         let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
-        let core = ServerCore(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:gw-7", applicationName: "t", identity: nil,
-                security: [EndpointSecurity(.none, .none)]),
-            addressSpace: space)
+        let core = testCore(space)
         let clock = Clock()
         let ns = GatewayNamespace(
             space: space, state: state, gateway: "gw-7", site: nil, methods: core.methods,

@@ -54,6 +54,26 @@ final class FakeFieldAccess: FieldAccess, @unchecked Sendable {
     }
 }
 
+/// A server core on `space` (no listener: calls go straight to its method table), for this module's tests.
+func testCore(_ space: AddressSpace, uri: String = "urn:vlogger:gw-7") -> ServerCore {
+    ServerCore(
+        configuration: ServerConfiguration(
+            host: "127.0.0.1", port: 0, applicationUri: uri, applicationName: "t", identity: nil,
+            security: [EndpointSecurity(.none, .none)]),
+        addressSpace: space)
+}
+
+/// An activated-looking session of `core` named `name` (a call's origin: its ApplicationUri and user).
+func testSession(_ core: ServerCore, name: String, uri: String? = nil, user: String? = nil) -> Session {
+    let session = Session(
+        id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: name, timeoutMs: 60_000,
+        clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
+        subscriptions: SubscriptionSet(server: core))
+    session.clientApplicationUri = uri
+    session.user = user
+    return session
+}
+
 /// The readers' AutoID methods over a fake field access (OPC 30010 §6.3, §9.1.1; OPC 10000-4 §5.11.2.2; the facts in
 /// docs/reference/opcua.md, "Methods"): what a
 /// method hands the field access, what it answers for each failure, and what it refuses before any access.
@@ -79,11 +99,7 @@ struct ReaderMethodsTests {
 
     func rig(allowLock: Bool = false) throws -> Rig {
         let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
-        let core = ServerCore(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, applicationUri: "urn:vlogger:gw-7", applicationName: "t", identity: nil,
-                security: [EndpointSecurity(.none, .none)]),
-            addressSpace: space)
+        let core = testCore(space)
         let state = FieldState(readers: [FieldState.Reader(id: "dock-3", location: "Dock door 3", intervalMs: 1000)])
         let access = FakeFieldAccess(tags: [Self.uid])
         let events = NIOLockedValueBox<[ServerEvent]>([])
@@ -91,11 +107,7 @@ struct ReaderMethodsTests {
             space: space, state: state, gateway: "gw-7", site: nil, methods: core.methods, access: access,
             allowLock: allowLock, scanPause: { _ in await Task.yield() },
             post: { e in events.withLockedValue { $0.append(e) } })
-        let session = Session(
-            id: NodeId(1), number: 1, authenticationToken: NodeId(2), name: "plc", timeoutMs: 60_000,
-            clientCertificate: nil, serverNonce: [], channelId: 1, securityMode: .none, now: Date(),
-            subscriptions: SubscriptionSet(server: core))
-        session.clientApplicationUri = "urn:plc-7"
+        let session = testSession(core, name: "plc", uri: "urn:plc-7")
         return Rig(core: core, namespace: namespace, access: access, session: session, events: events)
     }
 
