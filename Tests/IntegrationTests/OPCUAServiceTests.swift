@@ -399,9 +399,10 @@ final class OPCUAGateway {
     }
 
     func stop() {
-        guard !stopped else { return }
-        stopped = true
-        kill(pid, SIGTERM)
-        _ = SyncFaultTests.wait(pid)
+        if !stopped {
+            stopped = true
+            kill(pid, SIGTERM)
+            _ = SyncFaultTests.wait(pid)
+        }
     }
 }
