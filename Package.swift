@@ -343,7 +343,8 @@ let package = Package(
             name: "VLoggerOPCUATests",
             dependencies: [
                 "VLoggerOPCUA", "OPCUA", "OPCUAServer", "FieldState", "VLoggerModel", "VLoggerCore", "ISO15693",
-                "VLoggerOutbox", "TestDrivers", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "VLoggerOutbox", "VLoggerStore", "TestDrivers",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(
             name: "OPCUAServerTests",

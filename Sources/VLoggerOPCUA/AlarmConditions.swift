@@ -108,15 +108,6 @@ final class AlarmConditions: @unchecked Sendable {
         }
     }
 
-    func currentEvents() -> [ServerEvent] { lock.withLock { currentEventsLocked() } }
-
-    /// The condition of `rule` on `uid` and its state (tests).
-    func state(_ rule: String, _ uid: UID) -> (active: Bool, acked: Bool, comment: String, user: String)? {
-        lock.withLock { conditions[Self.key(rule, uid)].map { ($0.active, $0.acked, $0.comment, $0.user) } }
-    }
-
-    var count: Int { lock.withLock { conditions.count } }
-
     // MARK: Changes from the field state
 
     /// A violation began (or began again): its condition active and unacknowledged (acknowledged already where the
@@ -366,7 +357,6 @@ final class AlarmConditions: @unchecked Sendable {
             eventType: c.type, sourceNode: c.source, sourceName: c.sourceName, time: c.time, message: c.message,
             severity: c.severity, fields: fields(c))
         e.eventId = eventId
-        e.fields["EventId"] = .scalar(.byteString(eventId))
         e.conditionId = c.node
         return e
     }

@@ -5,20 +5,7 @@ import ISO15693
 import OPCUA
 import OPCUAServer
 import VLoggerModel
-
-/// An asset of the register, as the gateway's namespace shows it.
-public struct PlantAsset: Sendable, Equatable {
-    public var id: String
-    public var name: String?
-    public var location: String?
-    public var uid: UID
-    public init(id: String, name: String?, location: String?, uid: UID) {
-        self.id = id
-        self.name = name
-        self.location = location
-        self.uid = uid
-    }
-}
+import VLoggerStore
 
 /// The gateway's own namespace on the server (a small one; the AutoID model comes with issue 50): under Objects a
 /// `Gateway` object with its readers (up, location, the tags in their field) and the tags in the fields now, each
@@ -48,7 +35,7 @@ public final class GatewayNamespace: @unchecked Sendable {
     private var readerSamples: [String: [String: Sample]] = [:]
     private var readerVariables: [String: Set<String>] = [:]
     /// The register's assets by their tags' UIDs, and the value variables made under each.
-    private let assets: [UID: PlantAsset]
+    private let assets: [UID: AssetRow]
     private var assetVariables: [UID: Set<String>] = [:]
     /// A field's range (EURange) where a range rule gives both limits.
     private let ranges: [String: (low: Double, high: Double)]
@@ -73,7 +60,7 @@ public final class GatewayNamespace: @unchecked Sendable {
     public init(
         space: AddressSpace, state: FieldState, gateway: String, site: String?, version: String = "",
         methods: MethodTable? = nil, access: (any FieldAccess)? = nil, rules: [AlarmRule] = [],
-        acknowledge: (@Sendable (AlarmAcknowledgement) -> Bool)? = nil, assets: [PlantAsset] = [],
+        acknowledge: (@Sendable (AlarmAcknowledgement) -> Bool)? = nil, assets: [AssetRow] = [],
         allowLock: Bool = false,
         clock: @escaping @Sendable () -> Date = { Date() },
         scanPause: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
@@ -126,7 +113,7 @@ public final class GatewayNamespace: @unchecked Sendable {
             id("Alarms"), "Alarms", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
         object(
             id("Assets"), "Assets", parent: id("Gateway"), reference: ReferenceTypeIds.organizes, type: Self.folderType)
-        for a in self.assets.values.sorted(by: { $0.id < $1.id }) { addAsset(a) }
+        for a in self.assets.values.sorted(by: { $0.assetID < $1.assetID }) { addAsset(a) }
         // The observer runs on the polling job's thread with the state's lock held: the change is applied on a
         // queue of its own, so nothing here waits for a lock a reader of the state may hold. The readers and tags
         // there now go on that queue first, taken under the same lock as the observation's start: no arrival or
@@ -241,18 +228,18 @@ public final class GatewayNamespace: @unchecked Sendable {
     /// An asset of the register as an object (`Assets/ID`, displayed with its name): its id, name, registered
     /// location and tag (as text and as bytes), whether the tag is in a field now and at which reader, and its
     /// values as they come (kept with a Bad status while the tag is away).
-    private func addAsset(_ a: PlantAsset) {
-        let base = "Assets/\(a.id)"
+    private func addAsset(_ a: AssetRow) {
+        let base = "Assets/\(a.assetID)"
         var n = Node(
-            id: id(base), nodeClass: .object, browseName: QualifiedName(namespace: ns, a.id),
-            displayName: LocalizedText(a.name.map { "\(a.id) — \($0)" } ?? a.id))
+            id: id(base), nodeClass: .object, browseName: QualifiedName(namespace: ns, a.assetID),
+            displayName: LocalizedText(a.label()))
         n.eventNotifier = 0
         n.references = [
             Reference(ReferenceTypeIds.organizes, id("Assets"), forward: false),
             Reference(ReferenceTypeIds.hasTypeDefinition, Self.baseObjectType),
         ]
         space.add(n)
-        variable(id(base + "/AssetId"), "AssetId", parent: id(base), type: 12, value: .scalar(.string(a.id)))
+        variable(id(base + "/AssetId"), "AssetId", parent: id(base), type: 12, value: .scalar(.string(a.assetID)))
         variable(id(base + "/Name"), "Name", parent: id(base), type: 12, value: .scalar(.string(a.name ?? "")))
         variable(
             id(base + "/Location"), "Location", parent: id(base), type: 12, value: .scalar(.string(a.location ?? "")))
@@ -419,7 +406,7 @@ public final class GatewayNamespace: @unchecked Sendable {
                 }
             }
             if let asset = assets[uid], lock.withLock({ assetVariables[uid, default: []].insert(name).inserted }) {
-                valueVariable(id("Assets/\(asset.id)/\(name)"), parent: id("Assets/\(asset.id)"), value) {
+                valueVariable(id("Assets/\(asset.assetID)/\(name)"), parent: id("Assets/\(asset.assetID)"), value) {
                     [weak self] in self?.tagValue(uid, $0) ?? DataValue(status: .badNoData)
                 }
             }

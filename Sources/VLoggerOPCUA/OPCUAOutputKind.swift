@@ -145,7 +145,7 @@ extension OPCUASettings: ServerSettings {
 final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
     /// The register's assets as the store has them (imported at start), the first `GatewayNamespace.maxAssets` by
     /// id; none where the store cannot say.
-    static func assets(_ context: OutputContext, logger: Logger) -> [PlantAsset] {
+    static func assets(_ context: OutputContext, logger: Logger) -> [AssetRow] {
         guard let store = context.store else { return [] }
         let rows: [AssetRow]
         do { rows = try store.assets() } catch {
@@ -157,9 +157,7 @@ final class GatewayOPCUAServer: OutputServer, @unchecked Sendable {
                 "opcua: the register has \(rows.count) assets; Assets shows the first \(GatewayNamespace.maxAssets) by id"
             )
         }
-        return rows.sorted { $0.assetID < $1.assetID }.prefix(GatewayNamespace.maxAssets).map {
-            PlantAsset(id: $0.assetID, name: $0.name, location: $0.location, uid: $0.uid)
-        }
+        return Array(rows.sorted { $0.assetID < $1.assetID }.prefix(GatewayNamespace.maxAssets))
     }
 
     let settings: OPCUASettings

@@ -21,42 +21,60 @@ struct SubscriptionTests {
         return (c, try CreateSubscriptionResponse(from: &r).subscriptionId)
     }
 
+    /// A Double variable under Objects, holding `value`.
+    static func addDouble(_ space: AddressSpace, _ id: NodeId, _ value: Double) {
+        var node = Node(id: id, nodeClass: .variable, browseName: QualifiedName(namespace: 1, "v"))
+        node.dataType = NodeId(11)
+        node.valueRank = -1
+        node.accessLevel = Node.readable
+        node.references = [Reference(ReferenceTypeIds.hasComponent, NodeId(85), forward: false)]
+        space.add(node)
+        space.setValue(id, DataValue(value: .scalar(.double(value))))
+    }
+
+    /// A data-change item on `node`'s value: its status.
+    static func monitor(
+        _ c: RawClient, _ subscription: UInt32, _ node: NodeId, filter: DataChangeFilter? = nil, queueSize: UInt32 = 10
+    ) throws -> StatusCode? {
+        var (_, r) = try c.call(
+            CreateMonitoredItemsRequest(
+                requestHeader: c.header(), subscriptionId: subscription, timestampsToReturn: .neither,
+                itemsToCreate: [
+                    MonitoredItemCreateRequest(
+                        itemToMonitor: ReadValueId(nodeId: node, attributeId: 13), monitoringMode: .reporting,
+                        requestedParameters: MonitoringParameters(
+                            clientHandle: 7, samplingInterval: 50, filter: filter?.extensionObject ?? .null,
+                            queueSize: queueSize))
+                ]))
+        return try CreateMonitoredItemsResponse(from: &r).results?.first?.statusCode
+    }
+
+    /// The numbers of the next Publish answer's data changes.
+    static func published(_ c: RawClient) throws -> [Double] {
+        var (type, r) = try c.call(PublishRequest(requestHeader: c.header()))
+        #expect(type == PublishResponse.binaryEncodingId)
+        let p = try PublishResponse(from: &r)
+        return try (p.notificationMessage.notificationData ?? []).flatMap { e in
+            try DataChangeNotification(e).monitoredItems ?? []
+        }.compactMap { MonitoredItem.number($0.value.value) }
+    }
+
     @Test func anAbsoluteDeadbandHoldsBackSmallChanges() async throws {
         let clock = HostileInputTests.Clock()
         let s = try await TestServer(clock: { clock.now })
         defer { Task { await s.stop() } }
         let space = s.server.core.addressSpace
         let id = NodeId(namespace: 1, .string("temperature"))
-        var node = Node(id: id, nodeClass: .variable, browseName: QualifiedName(namespace: 1, "temperature"))
-        node.dataType = NodeId(11)
-        node.valueRank = -1
-        node.accessLevel = Node.readable
-        node.references = [Reference(ReferenceTypeIds.hasComponent, NodeId(85), forward: false)]
-        space.add(node)
-        space.setValue(id, DataValue(value: .scalar(.double(10))))
+        Self.addDouble(space, id, 10)
 
         let (c, subscription) = try Self.subscribed(s)
         let filter = DataChangeFilter(trigger: .statusValue, deadbandType: 1, deadbandValue: 1.0)
-        var (_, r) = try c.call(
-            CreateMonitoredItemsRequest(
-                requestHeader: c.header(), subscriptionId: subscription, timestampsToReturn: .neither,
-                itemsToCreate: [
-                    MonitoredItemCreateRequest(
-                        itemToMonitor: ReadValueId(nodeId: id, attributeId: 13), monitoringMode: .reporting,
-                        requestedParameters: MonitoringParameters(
-                            clientHandle: 7, samplingInterval: 50, filter: filter.extensionObject, queueSize: 10))
-                ]))
-        #expect(try CreateMonitoredItemsResponse(from: &r).results?.first?.statusCode == .good)
+        #expect(try Self.monitor(c, subscription, id, filter: filter) == .good)
 
         /// Steps the clock one interval and answers the values of the next Publish answer with data.
         func next() throws -> [Double] {
             clock.advance(0.06)
-            var (type, r) = try c.call(PublishRequest(requestHeader: c.header()))
-            #expect(type == PublishResponse.binaryEncodingId)
-            let p = try PublishResponse(from: &r)
-            return try (p.notificationMessage.notificationData ?? []).flatMap { e in
-                try DataChangeNotification(e).monitoredItems ?? []
-            }.compactMap { MonitoredItem.number($0.value.value) }
+            return try Self.published(c)
         }
         #expect(try next() == [10])
         space.setValue(id, DataValue(value: .scalar(.double(10.5))))
@@ -79,15 +97,7 @@ struct SubscriptionTests {
         let id = NodeId(namespace: 1, .string("level"))
         let bare = NodeId(namespace: 1, .string("bare"))
         let rangeId = NodeId(namespace: 1, .string("level/EURange"))
-        for n in [id, bare] {
-            var node = Node(id: n, nodeClass: .variable, browseName: QualifiedName(namespace: 1, "v"))
-            node.dataType = NodeId(11)
-            node.valueRank = -1
-            node.accessLevel = Node.readable
-            node.references = [Reference(ReferenceTypeIds.hasComponent, NodeId(85), forward: false)]
-            space.add(node)
-            space.setValue(n, DataValue(value: .scalar(.double(10))))
-        }
+        for n in [id, bare] { Self.addDouble(space, n, 10) }
         var p = Node(id: rangeId, nodeClass: .variable, browseName: QualifiedName(namespace: 0, "EURange"))
         p.dataType = NodeId(884)
         p.valueRank = -1
@@ -97,28 +107,16 @@ struct SubscriptionTests {
 
         let (c, subscription) = try Self.subscribed(s)
         func create(_ node: NodeId, _ percent: Double) throws -> StatusCode? {
-            let filter = DataChangeFilter(trigger: .statusValue, deadbandType: 2, deadbandValue: percent)
-            var (_, r) = try c.call(
-                CreateMonitoredItemsRequest(
-                    requestHeader: c.header(), subscriptionId: subscription, timestampsToReturn: .neither,
-                    itemsToCreate: [
-                        MonitoredItemCreateRequest(
-                            itemToMonitor: ReadValueId(nodeId: node, attributeId: 13), monitoringMode: .reporting,
-                            requestedParameters: MonitoringParameters(
-                                clientHandle: 9, samplingInterval: 50, filter: filter.extensionObject, queueSize: 10))
-                    ]))
-            return try CreateMonitoredItemsResponse(from: &r).results?.first?.statusCode
+            try Self.monitor(
+                c, subscription, node,
+                filter: DataChangeFilter(trigger: .statusValue, deadbandType: 2, deadbandValue: percent))
         }
         #expect(try create(bare, 1) == .badDeadbandFilterInvalid)
         #expect(try create(id, 150) == .badDeadbandFilterInvalid)
         #expect(try create(id, 1) == .good)
         func next() throws -> [Double] {
             clock.advance(0.06)
-            var (_, r) = try c.call(PublishRequest(requestHeader: c.header()))
-            let p = try PublishResponse(from: &r)
-            return try (p.notificationMessage.notificationData ?? []).flatMap { e in
-                try DataChangeNotification(e).monitoredItems ?? []
-            }.compactMap { MonitoredItem.number($0.value.value) }
+            return try Self.published(c)
         }
         #expect(try next() == [10])
         space.setValue(id, DataValue(value: .scalar(.double(11.5))))
@@ -138,34 +136,13 @@ struct SubscriptionTests {
         defer { Task { await s.stop() } }
         let space = s.server.core.addressSpace
         let id = NodeId(namespace: 1, .string("level"))
-        var node = Node(id: id, nodeClass: .variable, browseName: QualifiedName(namespace: 1, "level"))
-        node.dataType = NodeId(11)
-        node.valueRank = -1
-        node.accessLevel = Node.readable
-        node.references = [Reference(ReferenceTypeIds.hasComponent, NodeId(85), forward: false)]
-        space.add(node)
-        space.setValue(id, DataValue(value: .scalar(.double(3))))
+        Self.addDouble(space, id, 3)
         let (c, subscription) = try Self.subscribed(s)
-        var (_, r) = try c.call(
-            CreateMonitoredItemsRequest(
-                requestHeader: c.header(), subscriptionId: subscription, timestampsToReturn: .neither,
-                itemsToCreate: [
-                    MonitoredItemCreateRequest(
-                        itemToMonitor: ReadValueId(nodeId: id, attributeId: 13), monitoringMode: .reporting,
-                        requestedParameters: MonitoringParameters(clientHandle: 1, samplingInterval: 50, queueSize: 1))
-                ]))
-        #expect(try CreateMonitoredItemsResponse(from: &r).results?.first?.statusCode == .good)
+        #expect(try Self.monitor(c, subscription, id, queueSize: 1) == .good)
         clock.advance(0.06)
         // The interval comes round (sampled, due) with no Publish waiting.
         s.server.core.tick()
-        var type: NodeId
-        (type, r) = try c.call(PublishRequest(requestHeader: c.header()))
-        #expect(type == PublishResponse.binaryEncodingId)
-        let p = try PublishResponse(from: &r)
-        let values = try (p.notificationMessage.notificationData ?? []).flatMap { e in
-            try DataChangeNotification(e).monitoredItems ?? []
-        }.compactMap { MonitoredItem.number($0.value.value) }
-        #expect(values == [3])
+        #expect(try Self.published(c) == [3])
     }
 
     /// An EventFilter's where clause (OPC 10000-4 §7.7): And(GreaterThanOrEqual(Severity, 600), OfType

@@ -6,6 +6,7 @@ import OPCUA
 import Testing
 import VLoggerModel
 import VLoggerOutbox
+import VLoggerStore
 
 @testable import OPCUAServer
 @testable import VLoggerOPCUA
@@ -35,7 +36,7 @@ struct PlantViewTests {
             rules: [
                 AlarmRule(name: "cold room temperature", severity: .critical, field: "temperature", low: 2, high: 24)
             ],
-            assets: [PlantAsset(id: "CAGE-12", name: "Cold cage 12", location: "Cold room, cage 12", uid: Self.uid)],
+            assets: [AssetRow(uid: Self.uid, assetID: "CAGE-12", name: "Cold cage 12", location: "Cold room, cage 12")],
             clock: { clock.now }, post: { _ in })
         let now = DateTime(millisecondsSince1970: Self.t0)
         func read(_ path: String) -> DataValue { space.read(ns.id(path), 13, now: now) }
@@ -112,7 +113,7 @@ struct PlantViewTests {
         let space = try AddressSpace.standard(applicationUri: "urn:vlogger:gw-7")
         let ns = GatewayNamespace(
             space: space, state: state, gateway: "gw-7", site: nil,
-            assets: [PlantAsset(id: "CAGE-12", name: nil, location: nil, uid: Self.uid)], post: { _ in })
+            assets: [AssetRow(uid: Self.uid, assetID: "CAGE-12")], post: { _ in })
         let now = DateTime(millisecondsSince1970: Self.t0)
         #expect(
             space.read(ns.id("DeviceSet/cage-room/LastScanData"), 13, now: now).value
