@@ -152,7 +152,11 @@ public final class Gateway: @unchecked Sendable {
                 let e = Event(
                     time: ack.time, gateway: gateway, reader: alarm?.reader, location: alarm?.location, uid: ack.uid,
                     kind: .acknowledged, name: ack.rule, severity: .info, detail: ack.comment, origin: ack.origin)
-                writer.add(e)
+                // Committed before the client is answered: an acknowledgement answered Good is never lost to a
+                // crash within the flush interval.
+                var batch = Batch()
+                batch.events = [e]
+                do { try writer.commit(batch) } catch { return false }
                 if let alarm { serviceMetrics.eventRecorded(e, asset: alarm.asset) }
                 return true
             }
