@@ -752,9 +752,9 @@ enum OPCUAMethodSeeds {
         static let uid = try! UID(parsing: "E004010812345601")
         static let size = 320
         func scan(reader: String, origin: String?) async -> Result<[UID], FieldAccessError> { .success([Self.uid]) }
-        func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<
-            [UInt8], FieldAccessError
-        > {
+        func read(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async
+            -> Result<[UInt8], FieldAccessError>
+        {
             guard uid == Self.uid else { return .failure(FieldAccessError(.notInField, "not in the field")) }
             let (start, count): (Int, Int)
             switch range {
@@ -766,9 +766,9 @@ enum OPCUAMethodSeeds {
             }
             return .success(Array(repeating: 0x5A, count: count))
         }
-        func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
-            -> Result<String, FieldAccessError>
-        {
+        func write(
+            reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, password: TagPassword?
+        ) async -> Result<String, FieldAccessError> {
             uid == Self.uid ? .success("written") : .failure(FieldAccessError(.notInField, "not in the field"))
         }
         func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async
@@ -821,6 +821,13 @@ enum OPCUAMethodSeeds {
             [0] + variants([.scalar(.extensionObject(ScanSettings(cycles: 1).extensionObject))]),
             [1] + variants([id, .scalar(.string("UID")), u16(0), u32(4), u32(8), .scalar(.byteString([]))]),
             [2] + variants([id, .scalar(.string("UID")), u16(0), u32(5), .scalar(.byteString([1, 2])), .null]),
+            // A call's Password (TagPassword): 4 bytes, and longer than any chip's.
+            [1] + variants([id, .scalar(.string("UID")), u16(0), u32(4), u32(8), .scalar(.byteString([1, 2, 3, 4]))]),
+            [2]
+                + variants([
+                    id, .scalar(.string("UID")), u16(0), u32(5), .scalar(.byteString([1, 2])),
+                    .scalar(.byteString(Array(repeating: 9, count: 40))),
+                ]),
             [3] + variants([uid, u16(1), u16(2)]),
             [4] + variants([uid, u16(1), .scalar(.byteString([1, 2, 3, 4]))]),
             [5] + variants([uid, u16(79), .scalar(.byteString([1, 2, 3, 4]))]),

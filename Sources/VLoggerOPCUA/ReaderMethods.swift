@@ -126,16 +126,21 @@ final class ReaderMethods: @unchecked Sendable {
                 case .success(.none): return .success([.scalar(.byteString([])), Self.status(.code_not_supported)])
                 }
                 guard case .scalar(.uInt32(let length)) = a[4] else { return .failure(.argument(4, of: 6)) }
-                if let s = Self.unsupported(region: region, password: a[5]) {
-                    return .success([.scalar(.byteString([])), Self.status(s)])
+                let password: TagPassword?
+                switch Self.password(a[5], argument: 5, of: 6) {
+                case .failure(let f): return .failure(f)
+                case .status(let s): return .success([.scalar(.byteString([])), Self.status(s)])
+                case .password(let p): password = p
                 }
+                if region != 0 { return .success([.scalar(.byteString([])), Self.status(.region_not_found_error)]) }
                 guard length > 0, length <= 65_536, offset <= 1 << 24 else {
                     return .success([.scalar(.byteString([])), Self.status(.out_of_range_error)])
                 }
                 let origin = Self.origin(call.session)
                 let (data, status) = Self.outcome(
                     await access.read(
-                        reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)), origin: origin),
+                        reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)), origin: origin,
+                        password: password),
                     write: false)
                 self.accessed(reader, device, "ReadTag", uid, origin, status)
                 return .success([.scalar(.byteString(data ?? [])), Self.status(status)])
@@ -155,13 +160,20 @@ final class ReaderMethods: @unchecked Sendable {
                 guard case .scalar(.byteString(let data)) = a[4], let data, !data.isEmpty, data.count <= 65_536 else {
                     return .failure(.argument(4, of: 6))
                 }
-                if let s = Self.unsupported(region: region, password: a[5]) { return .success([Self.status(s)]) }
+                let password: TagPassword?
+                switch Self.password(a[5], argument: 5, of: 6) {
+                case .failure(let f): return .failure(f)
+                case .status(let s): return .success([Self.status(s)])
+                case .password(let p): password = p
+                }
+                if region != 0 { return .success([Self.status(.region_not_found_error)]) }
                 guard offset <= 1 << 24 else { return .success([Self.status(.out_of_range_error)]) }
                 let origin = Self.origin(call.session)
                 return await once(origin, reader, "WriteTag", uid, a) {
                     let (_, status) = Self.outcome(
                         await access.write(
-                            reader: reader, uid: uid, at: .byte(Int(offset)), data: data, origin: origin),
+                            reader: reader, uid: uid, at: .byte(Int(offset)), data: data, origin: origin,
+                            password: password),
                         write: true)
                     self.accessed(reader, device, "WriteTag", uid, origin, status)
                     return .success([Self.status(status)])
@@ -187,14 +199,18 @@ final class ReaderMethods: @unchecked Sendable {
                 // PermanentLock (2): Lock and Unlock (reversible) and PermanentUnlock cannot be done.
                 if region != 4 { return .success([Self.status(.region_not_found_error)]) }
                 if operation != 2 { return .success([Self.status(.not_supported_by_device)]) }
-                if case .scalar(.byteString(let p?)) = a[2], !p.isEmpty {
-                    return .success([Self.status(.not_supported_by_device)])
+                let password: TagPassword?
+                switch Self.password(a[2], argument: 2, of: 7) {
+                case .failure(let f): return .failure(f)
+                case .status(let s): return .success([Self.status(s)])
+                case .password(let p): password = p
                 }
                 guard offset <= 1 << 24, length <= 1 << 24 else { return .success([Self.status(.out_of_range_error)]) }
                 let origin = Self.origin(call.session)
                 let (_, status) = Self.outcome(
                     await access.lock(
-                        reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)), origin: origin),
+                        reader: reader, uid: uid, .bytes(offset: Int(offset), length: Int(length)), origin: origin,
+                        password: password),
                     write: true)
                 self.accessed(reader, device, "LockTag", uid, origin, status)
                 return .success([Self.status(status)])
@@ -224,7 +240,8 @@ final class ReaderMethods: @unchecked Sendable {
             let origin = Self.origin(call.session)
             let (data, status) = Self.outcome(
                 await access.read(
-                    reader: reader, uid: uid, .blocks(first: Int(first), count: Int(count)), origin: origin),
+                    reader: reader, uid: uid, .blocks(first: Int(first), count: Int(count)), origin: origin,
+                    password: nil),
                 write: false)
             self.accessed(reader, device, "ReadBlocks", uid, origin, status)
             return .success([.scalar(.byteString(data ?? [])), Self.status(status)])
@@ -243,7 +260,8 @@ final class ReaderMethods: @unchecked Sendable {
             let origin = Self.origin(call.session)
             return await once(origin, reader, "WriteBlocks", uid, a) {
                 let (_, status) = Self.outcome(
-                    await access.write(reader: reader, uid: uid, at: .block(Int(first)), data: data, origin: origin),
+                    await access.write(
+                        reader: reader, uid: uid, at: .block(Int(first)), data: data, origin: origin, password: nil),
                     write: true)
                 self.accessed(reader, device, "WriteBlocks", uid, origin, status)
                 return .success([Self.status(status)])
@@ -541,11 +559,25 @@ final class ReaderMethods: @unchecked Sendable {
         return .success(uid)
     }
 
-    /// Region 0 (the user memory) only, and no password in the call (a tag's passwords come from the secrets file).
-    static func unsupported(region: UInt16, password: Variant) -> Status? {
-        if region != 0 { return .region_not_found_error }
-        if case .scalar(.byteString(let p?)) = password, !p.isEmpty { return .not_supported_by_device }
-        return nil
+    /// A call's `Password` (docs/opcua.md, "Passwords"): none (null, or an empty ByteString), or a password for the
+    /// blocks a tag's password protects (`TagPassword`: checked against the secrets file, never shown). Longer than
+    /// any chip's (an ST25DV's is 8 bytes) is a password error before the air; another type is a wrong argument.
+    static func password(_ v: Variant, argument: Int, of count: Int) -> PasswordArgument {
+        switch v {
+        case .null, .scalar(.byteString(nil)): return .password(nil)
+        case .scalar(.byteString(let p?)):
+            if p.isEmpty { return .password(nil) }
+            return p.count <= 32 ? .password(TagPassword(p)) : .status(.password_error)
+        default: return .failure(.argument(argument, of: count))
+        }
+    }
+
+    /// What a call's `Password` argument comes to.
+    enum PasswordArgument {
+        case password(TagPassword?)
+        /// Answered with this status, before the air.
+        case status(Status)
+        case failure(MethodTable.MethodFailure)
     }
 
     /// An access error's AutoID status (OPC 30010 §9.1.1).

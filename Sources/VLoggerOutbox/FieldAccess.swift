@@ -10,27 +10,53 @@ public protocol FieldAccess: Sendable {
     /// An inventory of every tag in the reader's field now (the quiet ones too); recorded as an access of `origin`
     /// (nil: not recorded, a round of a scan already recorded when it started).
     func scan(reader: String, origin: String?) async -> Result<[UID], FieldAccessError>
-    /// Bytes of a tag in the reader's field: whole blocks, or a range of bytes within its memory.
-    func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<[UInt8], FieldAccessError>
+    /// Bytes of a tag in the reader's field: whole blocks, or a range of bytes within its memory. `password`: one
+    /// given with the access (OPC UA's ReadTag), for blocks a password protects (`TagPassword`).
+    func read(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async -> Result<
+        [UInt8], FieldAccessError
+    >
     /// Writes bytes to a tag in the reader's field from a block or from a byte offset (the blocks around a byte
     /// range are read first and kept); the outcome as the write event says it.
-    func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
-        -> Result<String, FieldAccessError>
+    func write(
+        reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, password: TagPassword?
+    )
+        async -> Result<String, FieldAccessError>
     /// Queues a write of whole blocks for when the tag is next in the reader's field (the write queue, as `vlogger
     /// write --when-seen` does); its id.
     func queueWrite(reader: String, uid: UID, firstBlock: Int, data: [UInt8], origin: String) async
         -> Result<Int64, FieldAccessError>
     /// Locks whole blocks of a tag in the reader's field for ever (ISO 15693 Lock Block), each read back locked; a
     /// range that is not whole blocks locks nothing. Recorded as a write event of `origin`.
-    func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<String, FieldAccessError>
+    func lock(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async -> Result<
+        String, FieldAccessError
+    >
 }
 
 extension FieldAccess {
     /// A field access that cannot lock (a fake, a probe): `invalid`.
-    public func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<
-        String, FieldAccessError
-    > {
+    public func lock(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async
+        -> Result<String, FieldAccessError>
+    {
         .failure(FieldAccessError(.invalid, "locking is not possible here"))
+    }
+}
+
+/// A password given with an access (OPC UA's ReadTag, WriteTag and LockTag `Password`), for the blocks a tag's
+/// password protects (docs/opcua.md, "Passwords"). It authorises the access against the secrets file: where the file
+/// holds a password the blocks need, the one given must be one of those (or no password is sent to the tag), and the
+/// file's are sent; a password the file does not hold for the tag is the one given. Never shown: its description
+/// is its length.
+public struct TagPassword: Sendable, Equatable, CustomStringConvertible {
+    public let bytes: [UInt8]
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public var description: String { "a \(bytes.count)-byte password (not shown)" }
+
+    /// Whether `other` is this password, in time that does not depend on where they differ.
+    public func matches(_ other: [UInt8]) -> Bool {
+        guard other.count == bytes.count else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(bytes, other) { difference |= a ^ b }
+        return difference == 0
     }
 }
 

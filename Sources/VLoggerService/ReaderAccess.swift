@@ -62,21 +62,27 @@ final class ReaderAccess: FieldAccess, @unchecked Sendable {
         await run(reader) { $0.accessScan(origin: origin) }
     }
 
-    func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<[UInt8], FieldAccessError> {
-        await run(reader) { $0.accessRead(uid, range, origin: origin) }
+    func read(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async -> Result<
+        [UInt8], FieldAccessError
+    > {
+        await run(reader) { $0.accessRead(uid, range, origin: origin, password: password) }
     }
 
-    func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
-        -> Result<String, FieldAccessError>
+    func write(
+        reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, password: TagPassword?
+    )
+        async -> Result<String, FieldAccessError>
     {
         await run(
             reader, refused: { $0.recordWrite(uid, at: start, data: data, origin: origin, .failure($1)) }
-        ) { $0.accessWrite(uid, at: start, data: data, origin: origin) }
+        ) { $0.accessWrite(uid, at: start, data: data, origin: origin, password: password) }
     }
 
-    func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<String, FieldAccessError> {
+    func lock(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async -> Result<
+        String, FieldAccessError
+    > {
         await run(reader, refused: { $0.recordLock(uid, range, origin: origin, .failure($1)) }) {
-            $0.accessLock(uid, range, origin: origin)
+            $0.accessLock(uid, range, origin: origin, password: password)
         }
     }
 

@@ -5,6 +5,7 @@ import TagImages
 import TestDrivers
 import Testing
 import VLoggerModel
+import VLoggerOutbox
 import VLoggerStore
 
 @testable import TagSimulator
@@ -174,6 +175,28 @@ import DriverSim
         #expect(w.state == .rejected && w.result?.contains("password rejected: the ST25DV's RF_PWD_1") == true)
         #expect(w.result?.contains("PRESENT PASSWORD") == true, "\(w.result ?? "-")")
         #expect(r.tag.passwordAttempts == 1 && r.tag.image.blocks[9] == [0, 0, 0, 0] && r.tag.stSession == nil)
+    }
+
+    /// A client's password (OPC UA's WriteTag `Password`, `TagPassword`) for an area the secrets file has no
+    /// password for: 8 bytes, presented as the area's RF password; another length is refused before the air.
+    @Test func aClientsPasswordOpensAnArea() throws {
+        let r = try Self.rig(secrets: nil)
+        r.agent.run(cycles: 1, stop: StopSignal())
+        let uid = try UID(parsing: Self.uid)
+        let short = r.agent.accessWrite(
+            uid, at: .block(9), data: [1, 2, 3, 4], origin: "opcua:plc", password: TagPassword([1, 2, 3, 4]))
+        if case .failure(let e) = short {
+            #expect(e.kind == .password && e.message.contains("is 8 bytes"), "\(e.message)")
+        } else {
+            Issue.record("a 4-byte password opened an ST25DV area")
+        }
+        #expect(r.tag.passwordAttempts == 0)
+        let right = r.agent.accessWrite(
+            uid, at: .block(9), data: [1, 2, 3, 4], origin: "opcua:plc",
+            password: TagPassword(try Hex.parse(Self.password1)))
+        #expect((try? right.get()) != nil, "\(right)")
+        #expect(r.tag.image.blocks[9] == [1, 2, 3, 4] && r.tag.passwordAttempts == 1 && r.tag.stSession == 1)
+        try Self.expectNoPassword(r)
     }
 
     @Test func refusalsBeforeTheAir() throws {

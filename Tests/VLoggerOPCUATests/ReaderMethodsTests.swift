@@ -23,8 +23,13 @@ final class FakeFieldAccess: FieldAccess, @unchecked Sendable {
         return .success(tags)
     }
 
-    func read(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<[UInt8], FieldAccessError> {
-        calls.withLockedValue { $0.append("read \(uid) \(range)") }
+    /// How a call's password reached the field access: its length, never its value (" password N").
+    static func pw(_ p: TagPassword?) -> String { p.map { " password \($0.bytes.count)" } ?? "" }
+
+    func read(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async -> Result<
+        [UInt8], FieldAccessError
+    > {
+        calls.withLockedValue { $0.append("read \(uid) \(range)\(Self.pw(password))") }
         if let e = answer.withLockedValue({ $0 }) { return .failure(e) }
         switch range {
         case .blocks(_, let count): return .success(Array(repeating: 0xAB, count: count * 4))
@@ -32,10 +37,12 @@ final class FakeFieldAccess: FieldAccess, @unchecked Sendable {
         }
     }
 
-    func write(reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String) async
-        -> Result<String, FieldAccessError>
+    func write(
+        reader: String, uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, password: TagPassword?
+    )
+        async -> Result<String, FieldAccessError>
     {
-        calls.withLockedValue { $0.append("write \(uid) \(start) \(data.count) \(origin)") }
+        calls.withLockedValue { $0.append("write \(uid) \(start) \(data.count) \(origin)\(Self.pw(password))") }
         if let e = answer.withLockedValue({ $0 }) { return .failure(e) }
         return .success("written and read back")
     }
@@ -47,8 +54,10 @@ final class FakeFieldAccess: FieldAccess, @unchecked Sendable {
         return .success(42)
     }
 
-    func lock(reader: String, uid: UID, _ range: TagRange, origin: String) async -> Result<String, FieldAccessError> {
-        calls.withLockedValue { $0.append("lock \(uid) \(range)") }
+    func lock(reader: String, uid: UID, _ range: TagRange, origin: String, password: TagPassword?) async -> Result<
+        String, FieldAccessError
+    > {
+        calls.withLockedValue { $0.append("lock \(uid) \(range)\(Self.pw(password))") }
         if let e = answer.withLockedValue({ $0 }) { return .failure(e) }
         return .success("locked and read back locked")
     }
@@ -139,16 +148,19 @@ struct ReaderMethodsTests {
             "ReadTag",
             [id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(.max)), .scalar(.uInt32(.max)), Self.bytes([])])
         #expect(result.statusCode == .good && result.outputArguments?.last == .scalar(.int32(7)))
-        // Region 1 (not the user memory): region_not_found_error (5); a password in the call:
-        // not_supported_by_device (15); a code type other than UID: code_not_supported (13).
+        // Region 1 (not the user memory): region_not_found_error (5); a password longer than any chip's (33 bytes;
+        // an ST25DV's is 8): password_error (4); a code type other than UID: code_not_supported (13).
         result = await r.call(
             "ReadTag",
             [id, .scalar(.string("UID")), Self.u16(1), .scalar(.uInt32(0)), .scalar(.uInt32(4)), Self.bytes([])])
         #expect(result.outputArguments?.last == .scalar(.int32(5)))
         result = await r.call(
             "ReadTag",
-            [id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(0)), .scalar(.uInt32(4)), Self.bytes([1, 2])])
-        #expect(result.outputArguments?.last == .scalar(.int32(15)))
+            [
+                id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(0)), .scalar(.uInt32(4)),
+                Self.bytes(Array(repeating: 7, count: 33)),
+            ])
+        #expect(result.outputArguments?.last == .scalar(.int32(4)))
         result = await r.call(
             "ReadTag",
             [id, .scalar(.string("EPC")), Self.u16(0), .scalar(.uInt32(0)), .scalar(.uInt32(4)), Self.bytes([])])
@@ -162,6 +174,36 @@ struct ReaderMethodsTests {
             ])
         #expect(result.statusCode == .badInvalidArgument && result.inputArgumentResults?.first == .badInvalidArgument)
         #expect(r.access.calls.withLockedValue { $0 }.isEmpty)
+    }
+
+    /// A call's Password (OPC 30010 §6.3.3–6.3.5: ReadTag, WriteTag, LockTag) reaches the field access as a
+    /// `TagPassword`; an empty ByteString or a null is none; the scalar twins take none.
+    @Test func aCallsPasswordGoesWithItsAccess() async throws {
+        let r = try rig()
+        let id = Variant.scalar(.extensionObject(ScanData.byteString(Self.uid.displayBytes).extensionObject))
+        var result = await r.call(
+            "ReadTag",
+            [
+                id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(4)), .scalar(.uInt32(4)),
+                Self.bytes([1, 2, 3, 4]),
+            ])
+        #expect(result.outputArguments?.last == ReaderMethods.status(.success))
+        result = await r.call(
+            "WriteTag",
+            [
+                id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(4)), Self.bytes([9]),
+                Self.bytes(Array(repeating: 1, count: 8)),
+            ])
+        #expect(result.outputArguments?.last == ReaderMethods.status(.success))
+        result = await r.call(
+            "ReadTag", [id, .scalar(.string("UID")), Self.u16(0), .scalar(.uInt32(0)), .scalar(.uInt32(4)), .null])
+        #expect(result.outputArguments?.last == ReaderMethods.status(.success))
+        #expect(
+            r.access.calls.withLockedValue { $0 } == [
+                "read E004010812345601 bytes(offset: 4, length: 4) password 4",
+                "write E004010812345601 byte(4) 1 opcua:urn:plc-7 password 8",
+                "read E004010812345601 bytes(offset: 0, length: 4)",
+            ])
     }
 
     /// Each access failure is its AutoID status (OPC 30010 §9.1.1, AutoIdOperationStatusEnumeration): the method
@@ -306,11 +348,15 @@ struct ReaderMethodsTests {
         #expect(result.outputArguments == [ReaderMethods.status(.not_supported_by_device)])
         result = await lockTag(lock: 3)
         #expect(result.outputArguments == [ReaderMethods.status(.not_supported_by_device)])
-        result = await lockTag(password: [1, 2, 3, 4])
-        #expect(result.outputArguments == [ReaderMethods.status(.not_supported_by_device)])
         result = await lockTag(.scalar(.string("PermanentLock")))
         #expect(result.statusCode == .badInvalidArgument)
         #expect(r.access.calls.withLockedValue { $0 }.count == 1)
+        // A password goes with the lock to the field access (the agent checks it: AccessPasswordTests).
+        result = await lockTag(password: [1, 2, 3, 4])
+        #expect(result.outputArguments == [ReaderMethods.status(.success)])
+        #expect(
+            r.access.calls.withLockedValue { $0 }.last == "lock E004010812345601 bytes(offset: 8, length: 8) password 4"
+        )
         // A lock the tag refuses (a block past its end): its status.
         r.access.answer.withLockedValue { $0 = FieldAccessError(.outOfRange, "past the end") }
         result = await lockTag()

@@ -24,10 +24,14 @@ extension Agent {
         return result
     }
 
-    /// Bytes of a tag in the field, read by address in as few exchanges as the chip allows.
-    public func accessRead(_ uid: UID, _ range: TagRange, origin: String) -> Result<[UInt8], FieldAccessError> {
+    /// Bytes of a tag in the field, read by address in as few exchanges as the chip allows; blocks a password
+    /// protects in its password session (the secrets file's passwords, `password` where the file holds none: the
+    /// agent's plan reads' rules, `PasswordUnlock`).
+    public func accessRead(_ uid: UID, _ range: TagRange, origin: String, password: TagPassword? = nil) -> Result<
+        [UInt8], FieldAccessError
+    > {
         let air = session.reader.airTime
-        let result = accessRead(uid, range)
+        let result = accessRead(uid, range, given: password)
         // The air time the reader spent (a real reader's estimate, the simulator's model), for the access's record.
         let spent = (session.reader.airTime - air).milliseconds
         recordAccess(
@@ -38,13 +42,16 @@ extension Agent {
         return result
     }
 
-    private func accessRead(_ uid: UID, _ range: TagRange) -> Result<[UInt8], FieldAccessError> {
+    private func accessRead(_ uid: UID, _ range: TagRange, given: TagPassword?) -> Result<[UInt8], FieldAccessError> {
         guard tagsInField.contains(uid) else { return .failure(Self.notInField(uid, readerConfig.id)) }
         do {
             let m = try client.memory(of: uid)
             let (first, count, skip, length) = try Self.blocks(range, m)
-            let blocks = try client.readBlocks(uid, first: first, count: count)
-            let bytes = blocks.flatMap(\.data)
+            let bytes: [UInt8]
+            switch try readGuarded(uid, first: first, count: count, given: given) {
+            case .success(let b): bytes = b
+            case .failure(let e): return .failure(e)
+            }
             guard bytes.count >= skip + length else {
                 return .failure(
                     FieldAccessError(.tagError, "the tag answered \(bytes.count) bytes for \(count) blocks"))
@@ -58,11 +65,11 @@ extension Agent {
     /// Writes bytes through the write path: whole blocks as they are; a byte range within its blocks (the bytes
     /// around it read first and written back unchanged). The outcome is a write event with the client as its
     /// origin, the write made a write record.
-    public func accessWrite(_ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String)
-        -> Result<String, FieldAccessError>
-    {
+    public func accessWrite(
+        _ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, password: TagPassword? = nil
+    ) -> Result<String, FieldAccessError> {
         let now = clock.now()
-        let result = makeWrite(uid, at: start, data: data, origin: origin, now: now)
+        let result = makeWrite(uid, at: start, data: data, origin: origin, now: now, given: password)
         recordWrite(uid, at: start, data: data, origin: origin, result, now: now)
         return result
     }
@@ -95,9 +102,11 @@ extension Agent {
     /// A client's lock (OPC UA's LockTag): whole blocks of a tag in the field, each locked through the queued
     /// writes' lock path (read back locked; one already locked is not locked again), in order, stopping at the first
     /// that fails. A range that is not whole blocks locks nothing: a lock is for ever. Recorded as a write event.
-    public func accessLock(_ uid: UID, _ range: TagRange, origin: String) -> Result<String, FieldAccessError> {
+    public func accessLock(_ uid: UID, _ range: TagRange, origin: String, password: TagPassword? = nil) -> Result<
+        String, FieldAccessError
+    > {
         let now = clock.now()
-        let result = makeLock(uid, range, origin: origin, now: now)
+        let result = makeLock(uid, range, origin: origin, now: now, given: password)
         recordLock(uid, range, origin: origin, result, now: now)
         return result
     }
@@ -120,7 +129,7 @@ extension Agent {
         logger.notice("lock from \(origin) of \(uid): \(kind.rawValue): \(detail)", metadata: ["uid": "\(uid)"])
     }
 
-    private func makeLock(_ uid: UID, _ range: TagRange, origin: String, now: Millis) -> Result<
+    private func makeLock(_ uid: UID, _ range: TagRange, origin: String, now: Millis, given: TagPassword?) -> Result<
         String, FieldAccessError
     > {
         guard tagsInField.contains(uid) else { return .failure(Self.notInField(uid, readerConfig.id)) }
@@ -146,7 +155,7 @@ extension Agent {
         for i in 0..<count {
             guard let b = first.advanced(by: i) else { break }
             let w = QueuedWrite(created: now, uid: uid, first: b, data: [], operation: .lock, origin: origin)
-            guard let (state, result) = carryOut(w, uid, memory: memory, now: now) else {
+            guard let (state, result) = carryOut(w, uid, memory: memory, now: now, given: given) else {
                 return .failure(
                     FieldAccessError(
                         .noAnswer,
@@ -165,9 +174,9 @@ extension Agent {
     }
 
     /// The write itself: the whole blocks it comes to, then the write path (`carryOut`).
-    private func makeWrite(_ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, now: Millis)
-        -> Result<String, FieldAccessError>
-    {
+    private func makeWrite(
+        _ uid: UID, at start: TagRange.Start, data: [UInt8], origin: String, now: Millis, given: TagPassword?
+    ) -> Result<String, FieldAccessError> {
         guard tagsInField.contains(uid) else { return .failure(Self.notInField(uid, readerConfig.id)) }
         guard !data.isEmpty else { return .failure(FieldAccessError(.invalid, "no data to write")) }
         let write: QueuedWrite
@@ -190,7 +199,11 @@ extension Agent {
                 var blocks = data
                 if skip != 0 || data.count != count * m.blockSize {
                     // The blocks the range touches, with the new bytes in place.
-                    var current = try client.readBlocks(uid, first: first, count: count).flatMap(\.data)
+                    var current: [UInt8]
+                    switch try readGuarded(uid, first: first, count: count, given: given) {
+                    case .success(let b): current = b
+                    case .failure(let e): return .failure(e)
+                    }
                     guard current.count == count * m.blockSize else {
                         return .failure(FieldAccessError(.tagError, "the tag answered \(current.count) bytes"))
                     }
@@ -202,7 +215,7 @@ extension Agent {
         } catch {
             return .failure(Self.accessError(error))
         }
-        guard let (state, result) = carryOut(write, uid, memory: memory, now: now) else {
+        guard let (state, result) = carryOut(write, uid, memory: memory, now: now, given: given) else {
             return .failure(
                 FieldAccessError(
                     .noAnswer,
@@ -216,6 +229,37 @@ extension Agent {
             let kind: FieldAccessError.Kind =
                 result.contains("is locked") ? .locked : result.contains("past the end") ? .outOfRange : .failed
             return .failure(FieldAccessError(kind, result))
+        }
+    }
+
+    /// Blocks read in the password session they need (`guarded` for reading). A read password the tag rejected
+    /// earlier is not given again (as the plan reads do) unless the client gives its own; one the tag rejects now
+    /// resets the field (the chip is mute until its power is reset).
+    private func readGuarded(_ uid: UID, first: BlockNumber, count: Int, given: TagPassword?) throws(ClientError)
+        -> Result<[UInt8], FieldAccessError>
+    {
+        if given == nil, passwords.isRejected(uid, .read, secretsFile: config.secretsFile) {
+            return .failure(
+                FieldAccessError(
+                    .password,
+                    "the tag rejected its read password earlier; not given again until the secrets file changes or the service restarts"
+                ))
+        }
+        switch try guarded(
+            uid, first: first, count: count, for: .read, given: given,
+            { () throws(ClientError) -> [UInt8] in
+                try client.readBlocks(uid, first: first, count: count).flatMap(\.data)
+            }
+        ) {
+        case .done(let bytes, _): return .success(bytes)
+        case .stopped(.rejected(let why)):
+            if given == nil { passwords.reject(uid, .read, secretsFile: config.secretsFile) }
+            try? session.reader.fieldOff()
+            try? session.reader.fieldOn()
+            return .failure(FieldAccessError(.password, "\(why); the field was reset"))
+        case .stopped(let outcome):
+            if case .refused(let why) = outcome { return .failure(FieldAccessError(.password, why)) }
+            return .failure(FieldAccessError(.password, "\(outcome)"))
         }
     }
 

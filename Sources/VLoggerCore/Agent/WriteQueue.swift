@@ -1,6 +1,7 @@
 import Foundation
 import ISO15693
 import Readers
+import VLoggerOutbox
 import VLoggerStore
 import VLoggerModel
 
@@ -80,43 +81,38 @@ extension Agent {
     /// Makes one write (queued, or a server's client's: `id` 0) to a tag in the field: the read-back decides (data
     /// already there is not written again; a locked block fails it), then written and verified, then locked when the
     /// write asks. The write made is recorded (with the write's origin); the outcome is the caller's to record. Nil
-    /// when the tag did not answer (it left, or the air was bad): nothing was recorded as written.
-    func carryOut(_ w: QueuedWrite, _ uid: UID, memory: TagMemory, now: Millis) -> (QueuedWrite.State, String)? {
+    /// when the tag did not answer (it left, or the air was bad): nothing was recorded as written. `given`: a client's
+    /// password (`TagPassword`); a password of it the tag rejects is not remembered as the secrets file's, and a
+    /// refusal is `.rejected` for a client (its password error) where a queued write fails.
+    func carryOut(_ w: QueuedWrite, _ uid: UID, memory: TagMemory, now: Millis, given: TagPassword? = nil) -> (
+        QueuedWrite.State, String
+    )? {
         let option: Bool? = w.flags?.contains(.option) == true ? true : nil
         do {
+            let size = memory.blockSize
+            let count = w.operation == .lock ? 1 : w.data.count / size
             if w.operation == .lock {
                 guard w.first.int < memory.blockCount else {
                     return (.failed, "block \(w.first) is past the end of the tag (\(memory.blockCount) blocks)")
                 }
-                if try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true {
-                    return (.done, "block \(w.first) already locked (read back); not locked again")
+            } else {
+                guard !w.data.isEmpty, w.data.count % size == 0 else {
+                    return (.failed, "\(w.data.count) bytes is not a whole number of this tag's \(size)-byte blocks")
                 }
-                try session.client.lockBlock(uid, block: w.first, option: option)
-                let locked =
-                    try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true
-                return (
-                    locked ? .done : .failed,
-                    locked
-                        ? "block \(w.first) locked and read back locked"
-                        : "the tag accepted the lock but block \(w.first) reads back unlocked"
-                )
+                guard count <= memory.blockCount, w.first.int <= memory.blockCount - count else {
+                    return (
+                        .failed,
+                        "blocks \(w.first)+\(count) run past the end of the tag (\(memory.blockCount) blocks)"
+                    )
+                }
             }
-            let size = memory.blockSize
-            guard !w.data.isEmpty, w.data.count % size == 0 else {
-                return (.failed, "\(w.data.count) bytes is not a whole number of this tag's \(size)-byte blocks")
-            }
-            let blocks = stride(from: 0, to: w.data.count, by: size).map { Array(w.data[$0..<($0 + size)]) }
-            guard blocks.count <= memory.blockCount, w.first.int <= memory.blockCount - blocks.count else {
-                return (
-                    .failed,
-                    "blocks \(w.first)+\(blocks.count) run past the end of the tag (\(memory.blockCount) blocks)"
-                )
-            }
-            // A password this tag rejected earlier (a plan read's, or another write's) is not given again
-            // until the secrets file changes.
-            if let kind = [PasswordMemory.Kind.read, .write].first(where: {
-                passwords.isRejected(uid, $0, secretsFile: config.secretsFile)
-            }) {
+            // A password this tag rejected earlier (a plan read's, or another write's) is not given again until the
+            // secrets file changes; a client's own password is its to try.
+            if given == nil,
+                let kind = [PasswordMemory.Kind.read, .write].first(where: {
+                    passwords.isRejected(uid, $0, secretsFile: config.secretsFile)
+                })
+            {
                 return (
                     .rejected,
                     "password rejected earlier: this tag's \(kind) password was not accepted; correct the secrets file ([security] secrets-file), then \(w.id == 0 ? "write again" : "run `vlogger writes retry \(w.id)`")"
@@ -124,11 +120,36 @@ extension Agent {
             }
             // NXP page protection, ST25DV areas: the password session opens before the first read of a
             // protected page where it can matter, or after an error answer that protection may explain
-            // (PasswordUnlock.guarded); a chip that does not answer the protection status has none.
+            // (PasswordUnlock.guarded); a chip that does not answer the protection status has none. A lock is a
+            // write of its block.
+            if w.operation == .lock {
+                switch try guarded(
+                    uid, first: w.first, count: 1, for: .write, given: given,
+                    { () throws(ClientError) -> Bool? in
+                        if try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked == true {
+                            return nil
+                        }
+                        try session.client.lockBlock(uid, block: w.first, option: option)
+                        return try session.client.securityStatus(uid, first: w.first, count: 1).first?.isLocked
+                            == true
+                    })
+                {
+                case .done(nil, _): return (.done, "block \(w.first) already locked (read back); not locked again")
+                case .done(let locked, _):
+                    return (
+                        locked == true ? .done : .failed,
+                        locked == true
+                            ? "block \(w.first) locked and read back locked"
+                            : "the tag accepted the lock but block \(w.first) reads back unlocked"
+                    )
+                case .stopped(let outcome): return stopped(outcome, w, uid, given: given)
+                }
+            }
+            let blocks = stride(from: 0, to: w.data.count, by: size).map { Array(w.data[$0..<($0 + size)]) }
             let lockAfter = w.operation == .writeLock
             let step: QueuedWriteStep
-            switch try guardedWrite(
-                uid, first: w.first, count: blocks.count,
+            switch try guarded(
+                uid, first: w.first, count: blocks.count, for: .write, given: given,
                 { () throws(ClientError) -> QueuedWriteStep in
                     let current = try session.client.readBlocks(
                         uid, first: w.first, count: blocks.count, security: true)
@@ -142,22 +163,7 @@ extension Agent {
                 })
             {
             case .done(let s, _): step = s
-            case .stopped(.rejected(let why)):
-                // Not given again: the write password, and the read password when that was the one refused (an
-                // ST25DV's one password opens reads and writes alike).
-                passwords.reject(uid, .write, secretsFile: config.secretsFile)
-                if why.contains("read password") || uid.manufacturer == .stMicroelectronics {
-                    passwords.reject(uid, .read, secretsFile: config.secretsFile)
-                }
-                // The chip is mute until its power is reset: reset the field, and try nothing more.
-                try? session.reader.fieldOff()
-                try? session.reader.fieldOn()
-                return (
-                    .rejected,
-                    "\(why); the field was reset; not tried again \(w.id == 0 ? "until the secrets file changes" : "until an operator runs `vlogger writes retry \(w.id)`")"
-                )
-            case .stopped(let outcome):
-                if case .refused(let why) = outcome { return (.failed, why) } else { return (.failed, "\(outcome)") }
+            case .stopped(let outcome): return stopped(outcome, w, uid, given: given)
             }
             var done: [String] = []
             switch step {
@@ -219,13 +225,44 @@ enum QueuedWriteStep {
 }
 
 extension Agent {
-    /// `PasswordUnlock.guarded` for a write, with the configuration's secrets file and the register's asset id of the
-    /// tag.
-    func guardedWrite<T>(_ uid: UID, first: BlockNumber, count: Int, _ body: () throws(ClientError) -> T)
-        throws(ClientError) -> PasswordUnlock.Guarded<T>
-    {
+    /// `PasswordUnlock.guarded` with the configuration's secrets file and the register's asset id of the tag.
+    func guarded<T>(
+        _ uid: UID, first: BlockNumber, count: Int, for purpose: PasswordUnlock.Purpose, given: TagPassword? = nil,
+        _ body: () throws(ClientError) -> T
+    ) throws(ClientError) -> PasswordUnlock.Guarded<T> {
         try PasswordUnlock.guarded(
-            session.client, uid, first: first, count: count, for: .write, secretsFile: config.secretsFile,
-            asset: register?.rows[uid.description]?["asset_id"], body)
+            session.client, uid, first: first, count: count, for: purpose, secretsFile: config.secretsFile,
+            asset: register?.rows[uid.description]?["asset_id"], given: given, body)
+    }
+
+    /// A write or lock that its password session stopped, as its outcome. A rejected password mutes an NXP chip
+    /// until its power is reset: the field is reset and nothing more is tried; the secrets file's password is not
+    /// given again (a client's own is not remembered). A refusal (no password, or a client's that is not the secrets
+    /// file's) sent nothing to the tag: a client's password error, a queued write's failure.
+    func stopped(_ outcome: PasswordUnlock.Outcome, _ w: QueuedWrite, _ uid: UID, given: TagPassword?) -> (
+        QueuedWrite.State, String
+    ) {
+        switch outcome {
+        case .rejected(let why):
+            if given == nil {
+                // The write password, and the read password when that was the one refused (an ST25DV's one password
+                // opens reads and writes alike).
+                passwords.reject(uid, .write, secretsFile: config.secretsFile)
+                if why.contains("read password") || uid.manufacturer == .stMicroelectronics {
+                    passwords.reject(uid, .read, secretsFile: config.secretsFile)
+                }
+            }
+            try? session.reader.fieldOff()
+            try? session.reader.fieldOn()
+            let until =
+                given != nil
+                ? "not tried again with the secrets file's passwords"
+                : w.id == 0
+                    ? "not tried again until the secrets file changes"
+                    : "not tried again until an operator runs `vlogger writes retry \(w.id)`"
+            return (.rejected, "\(why); the field was reset; \(until)")
+        case .refused(let why): return (w.id == 0 ? .rejected : .failed, why)
+        case .open, .unlocked: return (.failed, "\(outcome)")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import ISO15693
 import Readers
+import VLoggerOutbox
 
 /// Opening an NXP ICODE password session before a read or write of password-protected blocks (docs/reference/
 /// tag-passwords.md): the blocks' protection status first (GET MULTIPLE BLOCK PROTECTION STATUS), then for each
@@ -42,13 +43,14 @@ public enum PasswordUnlock {
     /// the chip's model has page protection (NXP) or areas (ST25DV), or the secrets file holds an NXP read or write
     /// password for this tag or its asset. Otherwise the blocks are read or written at once, and only an error
     /// answer that protection may explain makes vlogger ask (`guarded`).
-    public static func statusCanMatter(_ client: ISO15693Client, _ uid: UID, secretsFile: String?, asset: String?)
-        -> Bool
-    {
+    /// A password given with the access (`given`) makes it matter on any NXP chip.
+    public static func statusCanMatter(
+        _ client: ISO15693Client, _ uid: UID, secretsFile: String?, asset: String?, given: TagPassword? = nil
+    ) -> Bool {
         let model = (try? client.memory(of: uid))?.model ?? ICModel.identify(uid: uid)
         if uid.manufacturer == .stMicroelectronics { return STSecurity.hasAreas(model) }
         guard uid.manufacturer == .nxp else { return false }
-        if model?.hasPageProtection == true { return true }
+        if model?.hasPageProtection == true || given != nil { return true }
         guard let secretsFile else { return false }
         // A secrets file that cannot be read cannot say: ask, and say what is wrong with it if a password is needed.
         guard let secrets = try? TagSecrets.load(secretsFile) else { return true }
@@ -62,16 +64,18 @@ public enum PasswordUnlock {
     /// once, and only when the tag answers an error that protection may explain (`protectionErrors`) is the status
     /// asked, the session opened and `body` run again. A chip that does not answer the status query has no page
     /// protection: the error stands.
+    /// `given`: a password given with the access (`TagPassword`).
     public static func guarded<T>(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
-        secretsFile: String?, asset: String?, _ body: () throws(ClientError) -> T
+        secretsFile: String?, asset: String?, given: TagPassword? = nil, _ body: () throws(ClientError) -> T
     ) throws(ClientError) -> Guarded<T> {
         var asked = false
         var outcome = Outcome.open
-        if statusCanMatter(client, uid, secretsFile: secretsFile, asset: asset) {
+        if statusCanMatter(client, uid, secretsFile: secretsFile, asset: asset, given: given) {
             asked = true
             outcome = try open(
-                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
+                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset,
+                given: given)
             switch outcome {
             case .open, .unlocked: break
             case .refused, .rejected: return .stopped(outcome)
@@ -90,7 +94,8 @@ public enum PasswordUnlock {
             else { throw error }
             if silent { client.askAgain(uid, code: query, manufacturer: uid.manufacturer) }
             outcome = try open(
-                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
+                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset,
+                given: given)
             switch outcome {
             case .open: throw error
             case .unlocked: return .done(try body(), outcome)
@@ -100,14 +105,17 @@ public enum PasswordUnlock {
     }
 
     /// Asks the blocks' protection status and opens the password session they need. The status query is optional
-    /// (`optionalCustom`): a chip that does not answer it has no page protection, and the blocks are `.open`.
+    /// (`optionalCustom`): a chip that does not answer it has no page protection, and the blocks are `.open`. The
+    /// passwords come from the secrets file; `given` (a password given with the access) must be one of those the file
+    /// holds for the blocks, and stands for any the file does not hold (`passwords`).
     public static func open(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
-        secretsFile: String?, asset: String?
+        secretsFile: String?, asset: String?, given: TagPassword? = nil
     ) throws(ClientError) -> Outcome {
         if uid.manufacturer == .stMicroelectronics {
             return try openST(
-                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset)
+                client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset,
+                given: given)
         }
         guard uid.manufacturer == .nxp, first.int + count <= 256,
             let status = try client.nxpProtectionStatus(uid, first: first, count: count)
@@ -118,31 +126,76 @@ public enum PasswordUnlock {
             needed.append((NXPSecurity.writePassword, "write"))
         }
         guard !needed.isEmpty else { return .open }
-        let names = needed.map(\.name).joined(separator: " and ")
-        guard let secretsFile else {
-            return .refused(
-                "blocks \(first)+\(count) are protected by the NXP \(names) password, and no secrets file is configured ([security] secrets-file)"
-            )
+        let blocks = "blocks \(first)+\(count)"
+        let chosen = passwords(
+            needed.map { ("the NXP \($0.name) password", "nxp-\($0.name)") }, of: blocks, uid, length: 4,
+            secretsFile: secretsFile, given: given
+        ) { secrets, i in secrets.nxpPassword(needed[i].id, uid: uid, asset: asset) }
+        let values: [[UInt8]]
+        switch chosen {
+        case .failure(let refusal): return .refused(refusal.why)
+        case .success(let v): values = v
         }
-        let secrets: TagSecrets
-        do { secrets = try TagSecrets.load(secretsFile) } catch {
-            return .refused("blocks \(first)+\(count) need the NXP \(names) password; the secrets file: \(error)")
-        }
-        var passwords: [(id: UInt8, name: String, password: [UInt8])] = []
-        for n in needed {
-            guard let p = secrets.nxpPassword(n.id, uid: uid, asset: asset) else {
-                return .refused(
-                    "blocks \(first)+\(count) are protected by the NXP \(n.name) password; the secrets file has none for \(uid)"
-                )
-            }
-            passwords.append((n.id, n.name, p))
-        }
-        for p in passwords {
-            if case .rejected(let why) = try client.nxpSetPassword(uid, id: p.id, password: p.password) {
-                return .rejected("password rejected: the NXP \(p.name) password (\(why))")
+        for (n, password) in zip(needed, values) {
+            if case .rejected(let why) = try client.nxpSetPassword(uid, id: n.id, password: password) {
+                return .rejected("password rejected: the NXP \(n.name) password (\(why))")
             }
         }
         return .unlocked
+    }
+
+    /// Why the passwords a session needs cannot be given (`Outcome.refused`).
+    struct Refusal: Error {
+        let why: String
+        init(_ why: String) { self.why = why }
+    }
+
+    /// The values of the passwords `needed` (what each is, its secrets-file key) for `blocks`: each the secrets
+    /// file's, or the one given where the file holds none for the tag. A given password must be one the file holds
+    /// for these blocks when it holds any (else no password is sent: a client cannot try passwords on a tag the
+    /// file knows), and `length` bytes long when it stands in for one. Refusals name what is wrong, never a value.
+    static func passwords(
+        _ needed: [(what: String, key: String)], of blocks: String, _ uid: UID, length: Int, secretsFile: String?,
+        given: TagPassword?, _ lookup: (TagSecrets, Int) -> [UInt8]?
+    ) -> Result<[[UInt8]], Refusal> {
+        let names = needed.map(\.what).joined(separator: " and ")
+        var secrets: TagSecrets?
+        if let secretsFile {
+            do { secrets = try TagSecrets.load(secretsFile) } catch {
+                return .failure(Refusal("\(blocks) need \(names); the secrets file: \(error)"))
+            }
+        }
+        let held = needed.indices.map { i in secrets.flatMap { lookup($0, i) } }
+        if let given {
+            let known = held.compactMap { $0 }
+            if !known.isEmpty, !known.contains(where: given.matches) {
+                return .failure(
+                    Refusal(
+                        "the password given is not \(known.count == 1 ? "the one" : "one of those") the secrets file holds for \(uid) (\(names) of \(blocks)); no password was sent to the tag"
+                    ))
+            }
+            if known.count < needed.count, given.bytes.count != length {
+                return .failure(
+                    Refusal(
+                        "the password given is \(given.bytes.count) bytes; \(names) of \(blocks) \(needed.count == 1 ? "is" : "are") \(length) bytes; no password was sent to the tag"
+                    ))
+            }
+        }
+        var values: [[UInt8]] = []
+        for (i, n) in needed.enumerated() {
+            if let v = held[i] ?? given?.bytes {
+                values.append(v)
+            } else if secretsFile == nil {
+                return .failure(
+                    Refusal(
+                        "\(blocks) are protected by \(n.what), and no secrets file is configured ([security] secrets-file)"
+                    ))
+            } else {
+                return .failure(
+                    Refusal("\(blocks) are protected by \(n.what); the secrets file has no \(n.key) for \(uid)"))
+            }
+        }
+        return .success(values)
     }
 
     /// ST25DV areas (docs/reference/tag-passwords.md, "ST25DV areas"): the area map (READ CONFIGURATION, no password),
@@ -151,7 +204,7 @@ public enum PasswordUnlock {
     /// to an area whose writes are forbidden, or whose protection no password lifts, is refused before the air.
     static func openST(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
-        secretsFile: String?, asset: String?
+        secretsFile: String?, asset: String?, given: TagPassword?
     ) throws(ClientError) -> Outcome {
         let memory = try client.memory(of: uid)
         guard STSecurity.hasAreas(memory.model) else { return .open }
@@ -177,17 +230,14 @@ public enum PasswordUnlock {
             )
         }
         let what = "the ST25DV's RF_PWD_\(number) (area \(guarded.map { String($0.number) }.joined(separator: ", ")))"
-        guard let secretsFile else {
-            return .refused(
-                "\(blocks) are protected by \(what), and no secrets file is configured ([security] secrets-file)")
-        }
-        let secrets: TagSecrets
-        do { secrets = try TagSecrets.load(secretsFile) } catch {
-            return .refused("\(blocks) need \(what); the secrets file: \(error)")
-        }
-        guard let password = secrets.stPassword(UInt8(number), uid: uid, asset: asset) else {
-            return .refused(
-                "\(blocks) are protected by \(what); the secrets file has no st-password-\(number) for \(uid)")
+        let password: [UInt8]
+        switch passwords(
+            [(what, "st-password-\(number)")], of: blocks, uid, length: STSecurity.passwordLength,
+            secretsFile: secretsFile, given: given,
+            { secrets, _ in secrets.stPassword(UInt8(number), uid: uid, asset: asset) })
+        {
+        case .failure(let refusal): return .refused(refusal.why)
+        case .success(let v): password = v[0]
         }
         if case .rejected(let why) = try client.stPresentPassword(uid, number: UInt8(number), password: password) {
             return .rejected("password rejected: \(what) (\(why))")
