@@ -141,8 +141,10 @@ struct Write: ParsableCommand {
             try? session.reader.fieldOn()
             throw VLoggerError("\(uid): \(why); the field was reset, nothing written")
         case .stopped(let outcome):
-            if case .refused(let why) = outcome { throw VLoggerError("\(uid): \(why)") }
-            throw VLoggerError("\(uid): \(outcome)")
+            switch outcome {
+            case .refused(let why), .forbidden(let why): throw VLoggerError("\(uid): \(why)")
+            default: throw VLoggerError("\(uid): \(outcome)")
+            }
         }
         try record(uid, first, bytes, flags, result: "ok", verified: report.verified, exchanges: report.exchanges)
         if options.json {

@@ -15,10 +15,11 @@ import VLoggerStore
 /// NXP ICODE SLIX2 whose high page a password protects. The simulated chip follows the data sheet's semantics
 /// (docs/reference/tag-passwords.md): the protection pointer splits the memory into pages, the protection condition
 /// says which password guards reading and writing each, SET PASSWORD opens the session, and a wrong one mutes the chip
-/// until its power is reset. The rules under test (docs/opcua.md, "Passwords"): a password the secrets file does not
-/// hold is the one given; where the file holds the passwords, the one given must be one of them or nothing is sent to
-/// the tag; a rejected given password resets the field and is not remembered. No password reaches the trace or the
-/// store.
+/// until its power is reset. The rules under test (docs/opcua.md, "Passwords"): where the secrets file holds no
+/// password for the tag, the one given is sent; where it holds any, the one given must be one of them and the file's are
+/// sent, or no password is sent to the tag; a rejected file password is not sent again (blocks that need none are read
+/// and locked still), a rejected given one resets the field and is not remembered. No password reaches the trace or
+/// the store.
 @Suite(.serialized, .drivers) struct AccessPasswordTests {
     static let uid = try! UID(parsing: "E004010812345677")
     static let write: [UInt8] = [0xA1, 0xB2, 0xC3, 0xD4]
@@ -92,6 +93,9 @@ import VLoggerStore
             Self.uid, at: .block(0x12), data: data, origin: "opcua:plc", password: TagPassword([9, 9, 9, 9]))
         #expect(Self.message(wrong).hasPrefix("password:") && Self.message(wrong).contains("password rejected"))
         #expect(r.tag.passwordAttempts == 1 && r.tag.state != .muted && r.tag.image.blocks[0x12] == [0, 0, 0, 0])
+        // Not remembered as a secrets-file password would be: the next call without one is refused for want of a file.
+        let after = r.agent.accessWrite(Self.uid, at: .block(0x12), data: data, origin: "opcua:plc")
+        #expect(Self.message(after).contains("no secrets file"), "\(Self.message(after))")
         let right = r.agent.accessWrite(
             Self.uid, at: .block(0x12), data: data, origin: "opcua:plc", password: TagPassword(Self.write))
         #expect(Self.message(right) == "success")
@@ -125,7 +129,7 @@ import VLoggerStore
             Self.uid, at: .block(0x12), data: [1, 2, 3, 4], origin: "opcua:plc", password: TagPassword([5, 6, 7, 8]))
         #expect(
             Self.message(foreign).hasPrefix("password:")
-                && Self.message(foreign).contains("not one of those the secrets file holds"), "\(Self.message(foreign))"
+                && Self.message(foreign).contains("not one the secrets file holds"), "\(Self.message(foreign))"
         )
         #expect(
             r.trace().filter { $0.contains("NXP Get Random Number") || $0.contains("NXP Set Password") }.count == sent)
@@ -133,7 +137,7 @@ import VLoggerStore
         let foreignRead = r.agent.accessRead(
             Self.uid, .blocks(first: 0x11, count: 1), origin: "opcua:plc", password: TagPassword(Self.write.reversed()))
         #expect(
-            Self.message(foreignRead).contains("not the one the secrets file holds"), "\(Self.message(foreignRead))")
+            Self.message(foreignRead).contains("not one the secrets file holds"), "\(Self.message(foreignRead))")
         // The read password given for a write that needs both: the file's two are sent.
         let own = r.agent.accessWrite(
             Self.uid, at: .block(0x12), data: [1, 2, 3, 4], origin: "opcua:plc", password: TagPassword(Self.read))
@@ -143,5 +147,43 @@ import VLoggerStore
         r.agent.writer.commitNow()
         let failed = try r.store.events(kind: .writeFailed)
         #expect(failed.count == 1 && failed.first?.origin == "opcua:plc")
+    }
+
+    /// The secrets file's read password is wrong: rejected once, remembered, and not sent again, even when a client
+    /// gives that same value; blocks of the page no password guards are still read and locked; a client's password
+    /// that the file does not hold is refused although it is the tag's.
+    @Test func aRejectedFilePasswordIsNotSentAgain() throws {
+        let r = try Self.rig(
+            condition: 0x30, secrets: "nxp-read = \"00000000\"\nnxp-write = \"\(Hex.format(Self.write))\"")
+        let first = r.agent.accessRead(Self.uid, .blocks(first: 0x11, count: 1), origin: "opcua:plc")
+        #expect(Self.message(first).hasPrefix("password:") && Self.message(first).contains("password rejected"))
+        #expect(r.tag.passwordAttempts == 1 && r.tag.state != .muted)
+        let low = r.agent.accessRead(Self.uid, .blocks(first: 0x02, count: 1), origin: "opcua:plc")
+        #expect(try low.get() == [0, 0, 0, 0])
+        let lock = r.agent.accessLock(Self.uid, .blocks(first: 0x03, count: 1), origin: "opcua:plc")
+        #expect(Self.message(lock) == "success" && r.tag.image.locked[0x03] == true)
+        let same = r.agent.accessRead(
+            Self.uid, .blocks(first: 0x11, count: 1), origin: "opcua:plc", password: TagPassword([0, 0, 0, 0]))
+        #expect(
+            Self.message(same).contains("rejected the NXP read password of the secrets file earlier"),
+            "\(Self.message(same))")
+        let tags = r.agent.accessRead(
+            Self.uid, .blocks(first: 0x11, count: 1), origin: "opcua:plc", password: TagPassword(Self.read))
+        #expect(Self.message(tags).contains("not one the secrets file holds"), "\(Self.message(tags))")
+        #expect(r.tag.passwordAttempts == 1)
+    }
+
+    /// The file holds the read password only; the page needs both for a write: the file's read password given is
+    /// not sent in the write password's place (the file has no nxp-write: refused), nor is the tag's write password
+    /// the file does not hold.
+    @Test func aFileWithOnePasswordIsNotFilledInByTheClient() throws {
+        let r = try Self.rig(condition: 0x30, secrets: "nxp-read = \"\(Hex.format(Self.read))\"")
+        let filled = r.agent.accessWrite(
+            Self.uid, at: .block(0x12), data: [1, 2, 3, 4], origin: "opcua:plc", password: TagPassword(Self.read))
+        #expect(Self.message(filled).contains("the secrets file has no nxp-write"), "\(Self.message(filled))")
+        let other = r.agent.accessWrite(
+            Self.uid, at: .block(0x12), data: [1, 2, 3, 4], origin: "opcua:plc", password: TagPassword(Self.write))
+        #expect(Self.message(other).contains("not one the secrets file holds"), "\(Self.message(other))")
+        #expect(r.tag.passwordAttempts == 0 && r.tag.image.blocks[0x12] == [0, 0, 0, 0])
     }
 }

@@ -232,19 +232,12 @@ extension Agent {
         }
     }
 
-    /// Blocks read in the password session they need (`guarded` for reading). A read password the tag rejected
-    /// earlier is not given again (as the plan reads do) unless the client gives its own; one the tag rejects now
-    /// resets the field (the chip is mute until its power is reset).
+    /// Blocks read in the password session they need (`guarded` for reading; a read password the tag rejected before
+    /// is refused there, not sent again, as the plan reads do). One the tag rejects now resets the field (the chip is
+    /// mute until its power is reset); a secrets-file one is remembered.
     private func readGuarded(_ uid: UID, first: BlockNumber, count: Int, given: TagPassword?) throws(ClientError)
         -> Result<[UInt8], FieldAccessError>
     {
-        if given == nil, passwords.isRejected(uid, .read, secretsFile: config.secretsFile) {
-            return .failure(
-                FieldAccessError(
-                    .password,
-                    "the tag rejected its read password earlier; not given again until the secrets file changes or the service restarts"
-                ))
-        }
         switch try guarded(
             uid, first: first, count: count, for: .read, given: given,
             { () throws(ClientError) -> [UInt8] in
@@ -253,13 +246,20 @@ extension Agent {
         ) {
         case .done(let bytes, _): return .success(bytes)
         case .stopped(.rejected(let why)):
-            if given == nil { passwords.reject(uid, .read, secretsFile: config.secretsFile) }
+            passwords.reject(uid, .read, secretsFile: config.secretsFile)
+            if uid.manufacturer == .stMicroelectronics {
+                passwords.reject(uid, .write, secretsFile: config.secretsFile)
+            }
             try? session.reader.fieldOff()
             try? session.reader.fieldOn()
             return .failure(FieldAccessError(.password, "\(why); the field was reset"))
-        case .stopped(let outcome):
-            if case .refused(let why) = outcome { return .failure(FieldAccessError(.password, why)) }
-            return .failure(FieldAccessError(.password, "\(outcome)"))
+        case .stopped(.givenRejected(let why)):
+            try? session.reader.fieldOff()
+            try? session.reader.fieldOn()
+            return .failure(FieldAccessError(.password, "\(why); the field was reset"))
+        case .stopped(.forbidden(let why)): return .failure(FieldAccessError(.locked, why))
+        case .stopped(.refused(let why)): return .failure(FieldAccessError(.password, why))
+        case .stopped(let outcome): return .failure(FieldAccessError(.failed, "\(outcome)"))
         }
     }
 

@@ -313,14 +313,14 @@ final class TagPlanReader {
         switch outcome {
         case .open: return .notProtected
         case .unlocked: return .retry
-        case .refused(let why):
+        case .refused(let why), .forbidden(let why):
             if passwords.firstReport(uid) {
                 log.event(
                     .error, uid: uid, name: "read-password", severity: .warning,
                     detail: "\(why); no reading stored while the tag is in the field (reported once a visit)")
             }
             return .stop
-        case .rejected(let why):
+        case .rejected(let why), .givenRejected(let why):
             // The chip is mute until its power is reset.
             try? session.reader.fieldOff()
             try? session.reader.fieldOn()

@@ -107,8 +107,9 @@ extension Agent {
                 }
             }
             // A password this tag rejected earlier (a plan read's, or another write's) is not given again until the
-            // secrets file changes; a client's own password is its to try.
-            if given == nil,
+            // secrets file changes: a write is not tried (a lock of a block no password guards still is; a password it
+            // needs is refused in the session, as one with a client's password is: `guarded`).
+            if given == nil, w.operation != .lock,
                 let kind = [PasswordMemory.Kind.read, .write].first(where: {
                     passwords.isRejected(uid, $0, secretsFile: config.secretsFile)
                 })
@@ -230,21 +231,28 @@ extension Agent {
         _ uid: UID, first: BlockNumber, count: Int, for purpose: PasswordUnlock.Purpose, given: TagPassword? = nil,
         _ body: () throws(ClientError) -> T
     ) throws(ClientError) -> PasswordUnlock.Guarded<T> {
-        try PasswordUnlock.guarded(
-            session.client, uid, first: first, count: count, for: purpose, secretsFile: config.secretsFile,
-            asset: register?.rows[uid.description]?["asset_id"], given: given, body)
+        let file = config.secretsFile
+        return try PasswordUnlock.guarded(
+            session.client, uid, first: first, count: count, for: purpose, secretsFile: file,
+            asset: register?.rows[uid.description]?["asset_id"], given: given,
+            rejectedEarlier: { [passwords] in passwords.isRejected(uid, $0 == .read ? .read : .write, secretsFile: file)
+            },
+            body)
     }
 
     /// A write or lock that its password session stopped, as its outcome. A rejected password mutes an NXP chip
-    /// until its power is reset: the field is reset and nothing more is tried; the secrets file's password is not
-    /// given again (a client's own is not remembered). A refusal (no password, or a client's that is not the secrets
-    /// file's) sent nothing to the tag: a client's password error, a queued write's failure.
+    /// until its power is reset: the field is reset and nothing more is tried; a secrets-file password is not given
+    /// again (a client's own, sent where the file holds none, is not remembered). A refusal (no password, a client's
+    /// that is not the file's, one rejected before) sent no password: a client's password error, a queued write's
+    /// failure; blocks no password opens fail either way.
     func stopped(_ outcome: PasswordUnlock.Outcome, _ w: QueuedWrite, _ uid: UID, given: TagPassword?) -> (
         QueuedWrite.State, String
     ) {
         switch outcome {
-        case .rejected(let why):
-            if given == nil {
+        case .rejected(let why), .givenRejected(let why):
+            let file: Bool
+            if case .rejected = outcome { file = true } else { file = false }
+            if file {
                 // The write password, and the read password when that was the one refused (an ST25DV's one password
                 // opens reads and writes alike).
                 passwords.reject(uid, .write, secretsFile: config.secretsFile)
@@ -255,13 +263,14 @@ extension Agent {
             try? session.reader.fieldOff()
             try? session.reader.fieldOn()
             let until =
-                given != nil
-                ? "not tried again with the secrets file's passwords"
+                !file
+                ? "the password given is not remembered"
                 : w.id == 0
                     ? "not tried again until the secrets file changes"
                     : "not tried again until an operator runs `vlogger writes retry \(w.id)`"
             return (.rejected, "\(why); the field was reset; \(until)")
         case .refused(let why): return (w.id == 0 ? .rejected : .failed, why)
+        case .forbidden(let why): return (.failed, why)
         case .open, .unlocked: return (.failed, "\(outcome)")
         }
     }

@@ -37,6 +37,13 @@ public struct TagSecrets: Sendable, CustomStringConvertible {
         lookup(uid: uid, asset: asset) { $0.st[number] }
     }
 
+    /// Every password the file holds for a tag (NXP and ST alike): a password given with a client's access must be
+    /// one of them when there is any (`PasswordUnlock.passwords`).
+    public func passwords(uid: UID, asset: String?) -> [[UInt8]] {
+        Self.nxpKeys.values.sorted().compactMap { nxpPassword($0, uid: uid, asset: asset) }
+            + Self.stKeys.values.sorted().compactMap { stPassword($0, uid: uid, asset: asset) }
+    }
+
     private func lookup(uid: UID, asset: String?, _ value: (Entry) -> [UInt8]?) -> [UInt8]? {
         if let e = entries.first(where: { $0.uid == uid && value($0) != nil }) { return value(e) }
         if let asset, let e = entries.first(where: { $0.asset == asset && value($0) != nil }) { return value(e) }

@@ -15,8 +15,14 @@ public enum PasswordUnlock {
         case unlocked
         /// A password is needed and none is configured (or the secrets file is refused): none was tried.
         case refused(String)
-        /// The tag did not accept a password (an NXP chip is then mute until its power is reset).
+        /// The tag did not accept a password of the secrets file (an NXP chip is then mute until its power is reset).
         case rejected(String)
+        /// The tag did not accept the password given with the access, sent where the secrets file holds none for the
+        /// tag (the chip is mute until its power is reset; the file's passwords are not in question).
+        case givenRejected(String)
+        /// No password can open the blocks for this access (an ST25DV area never writable over RF, or one no RF
+        /// password opens, or blocks over areas of different passwords): refused before any password.
+        case forbidden(String)
     }
 
     /// What the blocks are opened for: a read needs the read password of read-protected blocks; a write needs that
@@ -64,10 +70,12 @@ public enum PasswordUnlock {
     /// once, and only when the tag answers an error that protection may explain (`protectionErrors`) is the status
     /// asked, the session opened and `body` run again. A chip that does not answer the status query has no page
     /// protection: the error stands.
-    /// `given`: a password given with the access (`TagPassword`).
+    /// `given`: a password given with the access (`TagPassword`); `rejectedEarlier`: whether the tag rejected the
+    /// secrets file's password for reading or for writing before (such a password is refused, not sent again).
     public static func guarded<T>(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
-        secretsFile: String?, asset: String?, given: TagPassword? = nil, _ body: () throws(ClientError) -> T
+        secretsFile: String?, asset: String?, given: TagPassword? = nil,
+        rejectedEarlier: (Purpose) -> Bool = { _ in false }, _ body: () throws(ClientError) -> T
     ) throws(ClientError) -> Guarded<T> {
         var asked = false
         var outcome = Outcome.open
@@ -75,10 +83,10 @@ public enum PasswordUnlock {
             asked = true
             outcome = try open(
                 client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset,
-                given: given)
+                given: given, rejectedEarlier: rejectedEarlier)
             switch outcome {
             case .open, .unlocked: break
-            case .refused, .rejected: return .stopped(outcome)
+            case .refused, .rejected, .givenRejected, .forbidden: return .stopped(outcome)
             }
         }
         do {
@@ -95,27 +103,28 @@ public enum PasswordUnlock {
             if silent { client.askAgain(uid, code: query, manufacturer: uid.manufacturer) }
             outcome = try open(
                 client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset,
-                given: given)
+                given: given, rejectedEarlier: rejectedEarlier)
             switch outcome {
             case .open: throw error
             case .unlocked: return .done(try body(), outcome)
-            case .refused, .rejected: return .stopped(outcome)
+            case .refused, .rejected, .givenRejected, .forbidden: return .stopped(outcome)
             }
         }
     }
 
     /// Asks the blocks' protection status and opens the password session they need. The status query is optional
     /// (`optionalCustom`): a chip that does not answer it has no page protection, and the blocks are `.open`. The
-    /// passwords come from the secrets file; `given` (a password given with the access) must be one of those the file
-    /// holds for the blocks, and stands for any the file does not hold (`passwords`).
+    /// passwords come from the secrets file; `given` (a password given with the access) must be one the file holds
+    /// for the tag, and is sent only where the file holds none for it (`passwords`).
     public static func open(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
-        secretsFile: String?, asset: String?, given: TagPassword? = nil
+        secretsFile: String?, asset: String?, given: TagPassword? = nil,
+        rejectedEarlier: (Purpose) -> Bool = { _ in false }
     ) throws(ClientError) -> Outcome {
         if uid.manufacturer == .stMicroelectronics {
             return try openST(
                 client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset,
-                given: given)
+                given: given, rejectedEarlier: rejectedEarlier)
         }
         guard uid.manufacturer == .nxp, first.int + count <= 256,
             let status = try client.nxpProtectionStatus(uid, first: first, count: count)
@@ -128,17 +137,24 @@ public enum PasswordUnlock {
         guard !needed.isEmpty else { return .open }
         let blocks = "blocks \(first)+\(count)"
         let chosen = passwords(
-            needed.map { ("the NXP \($0.name) password", "nxp-\($0.name)") }, of: blocks, uid, length: 4,
-            secretsFile: secretsFile, given: given
+            needed.map {
+                (
+                    "the NXP \($0.name) password", "nxp-\($0.name)",
+                    rejectedEarlier($0.id == NXPSecurity.readPassword ? .read : .write)
+                )
+            }, of: blocks, uid, asset: asset, length: 4, secretsFile: secretsFile, given: given
         ) { secrets, i in secrets.nxpPassword(needed[i].id, uid: uid, asset: asset) }
         let values: [[UInt8]]
+        let givenSent: Bool
         switch chosen {
         case .failure(let refusal): return .refused(refusal.why)
-        case .success(let v): values = v
+        case .success(let v): (values, givenSent) = v
         }
         for (n, password) in zip(needed, values) {
             if case .rejected(let why) = try client.nxpSetPassword(uid, id: n.id, password: password) {
-                return .rejected("password rejected: the NXP \(n.name) password (\(why))")
+                let what = "the NXP \(n.name) password\(givenSent ? " given" : "") (\(why))"
+                return givenSent
+                    ? .givenRejected("password rejected: \(what)") : .rejected("password rejected: \(what)")
             }
         }
         return .unlocked
@@ -150,14 +166,15 @@ public enum PasswordUnlock {
         init(_ why: String) { self.why = why }
     }
 
-    /// The values of the passwords `needed` (what each is, its secrets-file key) for `blocks`: each the secrets
-    /// file's, or the one given where the file holds none for the tag. A given password must be one the file holds
-    /// for these blocks when it holds any (else no password is sent: a client cannot try passwords on a tag the
-    /// file knows), and `length` bytes long when it stands in for one. Refusals name what is wrong, never a value.
+    /// The values of the passwords `needed` (what each is, its secrets-file key, whether the tag rejected the file's
+    /// before) for `blocks`, and whether they are the one given. The file's, each; where the file holds no password at
+    /// all for the tag, the one given (`length` bytes) in every place. A password given where the file holds any for
+    /// the tag must be one of those, and then the file's are sent: a client cannot try passwords on a tag the file
+    /// knows. A file password the tag rejected before is refused, not sent again. Refusals never name a value.
     static func passwords(
-        _ needed: [(what: String, key: String)], of blocks: String, _ uid: UID, length: Int, secretsFile: String?,
-        given: TagPassword?, _ lookup: (TagSecrets, Int) -> [UInt8]?
-    ) -> Result<[[UInt8]], Refusal> {
+        _ needed: [(what: String, key: String, rejectedEarlier: Bool)], of blocks: String, _ uid: UID, asset: String?,
+        length: Int, secretsFile: String?, given: TagPassword?, _ lookup: (TagSecrets, Int) -> [UInt8]?
+    ) -> Result<([[UInt8]], given: Bool), Refusal> {
         let names = needed.map(\.what).joined(separator: " and ")
         var secrets: TagSecrets?
         if let secretsFile {
@@ -165,25 +182,33 @@ public enum PasswordUnlock {
                 return .failure(Refusal("\(blocks) need \(names); the secrets file: \(error)"))
             }
         }
-        let held = needed.indices.map { i in secrets.flatMap { lookup($0, i) } }
         if let given {
-            let known = held.compactMap { $0 }
-            if !known.isEmpty, !known.contains(where: given.matches) {
-                return .failure(
-                    Refusal(
-                        "the password given is not \(known.count == 1 ? "the one" : "one of those") the secrets file holds for \(uid) (\(names) of \(blocks)); no password was sent to the tag"
-                    ))
+            let known = secrets?.passwords(uid: uid, asset: asset) ?? []
+            if known.isEmpty {
+                guard given.bytes.count == length else {
+                    return .failure(
+                        Refusal(
+                            "the password given is \(given.bytes.count) bytes; \(names) of \(blocks) \(needed.count == 1 ? "is" : "are") \(length) bytes; no password was sent to the tag"
+                        ))
+                }
+                return .success((Array(repeating: given.bytes, count: needed.count), given: true))
             }
-            if known.count < needed.count, given.bytes.count != length {
+            guard known.contains(where: given.matches) else {
                 return .failure(
                     Refusal(
-                        "the password given is \(given.bytes.count) bytes; \(names) of \(blocks) \(needed.count == 1 ? "is" : "are") \(length) bytes; no password was sent to the tag"
+                        "the password given is not one the secrets file holds for \(uid) (\(blocks) need \(names)); no password was sent to the tag"
                     ))
             }
         }
         var values: [[UInt8]] = []
         for (i, n) in needed.enumerated() {
-            if let v = held[i] ?? given?.bytes {
+            if let secrets, let v = lookup(secrets, i) {
+                if n.rejectedEarlier {
+                    return .failure(
+                        Refusal(
+                            "\(blocks): the tag rejected \(n.what) of the secrets file earlier; not given again until the secrets file changes or the service restarts"
+                        ))
+                }
                 values.append(v)
             } else if secretsFile == nil {
                 return .failure(
@@ -195,7 +220,7 @@ public enum PasswordUnlock {
                     Refusal("\(blocks) are protected by \(n.what); the secrets file has no \(n.key) for \(uid)"))
             }
         }
-        return .success(values)
+        return .success((values, given: false))
     }
 
     /// ST25DV areas (docs/reference/tag-passwords.md, "ST25DV areas"): the area map (READ CONFIGURATION, no password),
@@ -204,7 +229,7 @@ public enum PasswordUnlock {
     /// to an area whose writes are forbidden, or whose protection no password lifts, is refused before the air.
     static func openST(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
-        secretsFile: String?, asset: String?, given: TagPassword?
+        secretsFile: String?, asset: String?, given: TagPassword?, rejectedEarlier: (Purpose) -> Bool
     ) throws(ClientError) -> Outcome {
         let memory = try client.memory(of: uid)
         guard STSecurity.hasAreas(memory.model) else { return .open }
@@ -213,34 +238,37 @@ public enum PasswordUnlock {
         let touched = areas.filter { $0.firstBlock <= last && first.int <= $0.lastBlock }
         let blocks = "blocks \(first)+\(count)"
         if purpose == .write, let a = touched.first(where: \.writeForbidden) {
-            return .refused("\(blocks): area \(a.number) of the ST25DV is never writable over RF (RW_PROTECTION 11b)")
+            return .forbidden("\(blocks): area \(a.number) of the ST25DV is never writable over RF (RW_PROTECTION 11b)")
         }
         let guarded = touched.filter {
             purpose == .read ? $0.readNeedsSession : $0.writeNeedsSession || $0.readNeedsSession
         }
         guard !guarded.isEmpty else { return .open }
         if let a = guarded.first(where: { $0.password == 0 }) {
-            return .refused(
+            return .forbidden(
                 "\(blocks): area \(a.number) of the ST25DV is protected and no RF password opens it (PWD_CTRL 00b)")
         }
         let numbers = Set(guarded.map(\.password))
         guard numbers.count == 1, let number = numbers.first else {
-            return .refused(
+            return .forbidden(
                 "\(blocks) span areas \(guarded.map { String($0.number) }.joined(separator: ", ")) opened by different passwords (\(numbers.sorted().map { "RF_PWD_\($0)" }.joined(separator: ", "))); only one RF session is open at a time: write them area by area"
             )
         }
         let what = "the ST25DV's RF_PWD_\(number) (area \(guarded.map { String($0.number) }.joined(separator: ", ")))"
         let password: [UInt8]
+        let givenSent: Bool
+        // One RF password opens reads and writes alike: one the tag rejected for either is not sent again.
         switch passwords(
-            [(what, "st-password-\(number)")], of: blocks, uid, length: STSecurity.passwordLength,
-            secretsFile: secretsFile, given: given,
+            [(what, "st-password-\(number)", rejectedEarlier(.read) || rejectedEarlier(.write))], of: blocks, uid,
+            asset: asset, length: STSecurity.passwordLength, secretsFile: secretsFile, given: given,
             { secrets, _ in secrets.stPassword(UInt8(number), uid: uid, asset: asset) })
         {
         case .failure(let refusal): return .refused(refusal.why)
-        case .success(let v): password = v[0]
+        case .success(let v): (password, givenSent) = (v.0[0], v.given)
         }
         if case .rejected(let why) = try client.stPresentPassword(uid, number: UInt8(number), password: password) {
-            return .rejected("password rejected: \(what) (\(why))")
+            let text = "password rejected: \(what)\(givenSent ? ", the password given" : "") (\(why))"
+            return givenSent ? .givenRejected(text) : .rejected(text)
         }
         return .unlocked
     }
