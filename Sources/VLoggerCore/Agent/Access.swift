@@ -239,7 +239,7 @@ extension Agent {
         -> Result<[UInt8], FieldAccessError>
     {
         switch try guarded(
-            uid, first: first, count: count, for: .read, given: given,
+            uid, first: first, count: count, for: .read, given: given, askFirst: given != nil,
             { () throws(ClientError) -> [UInt8] in
                 try client.readBlocks(uid, first: first, count: count).flatMap(\.data)
             }

@@ -229,7 +229,7 @@ extension Agent {
     /// `PasswordUnlock.guarded` with the configuration's secrets file and the register's asset id of the tag.
     func guarded<T>(
         _ uid: UID, first: BlockNumber, count: Int, for purpose: PasswordUnlock.Purpose, given: TagPassword? = nil,
-        _ body: () throws(ClientError) -> T
+        askFirst: Bool = true, _ body: () throws(ClientError) -> T
     ) throws(ClientError) -> PasswordUnlock.Guarded<T> {
         let file = config.secretsFile
         return try PasswordUnlock.guarded(
@@ -237,7 +237,7 @@ extension Agent {
             asset: register?.rows[uid.description]?["asset_id"], given: given,
             rejectedEarlier: { [passwords] in passwords.isRejected(uid, $0 == .read ? .read : .write, secretsFile: file)
             },
-            body)
+            askFirst: askFirst, body)
     }
 
     /// A write or lock that its password session stopped, as its outcome. A rejected password mutes an NXP chip

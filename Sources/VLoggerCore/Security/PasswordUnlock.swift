@@ -71,15 +71,18 @@ public enum PasswordUnlock {
     /// asked, the session opened and `body` run again. A chip that does not answer the status query has no page
     /// protection: the error stands.
     /// `given`: a password given with the access (`TagPassword`); `rejectedEarlier`: whether the tag rejected the
-    /// secrets file's password for reading or for writing before (such a password is refused, not sent again).
+    /// secrets file's password for reading or for writing before (such a password is refused, not sent again);
+    /// `askFirst` false: `body` is tried first whatever the chip (a read, as the plan reads do: the status costs an
+    /// exchange on every read of a chip with page protection that protects nothing).
     public static func guarded<T>(
         _ client: ISO15693Client, _ uid: UID, first: BlockNumber, count: Int, for purpose: Purpose,
         secretsFile: String?, asset: String?, given: TagPassword? = nil,
-        rejectedEarlier: (Purpose) -> Bool = { _ in false }, _ body: () throws(ClientError) -> T
+        rejectedEarlier: (Purpose) -> Bool = { _ in false }, askFirst: Bool = true,
+        _ body: () throws(ClientError) -> T
     ) throws(ClientError) -> Guarded<T> {
         var asked = false
         var outcome = Outcome.open
-        if statusCanMatter(client, uid, secretsFile: secretsFile, asset: asset, given: given) {
+        if askFirst, statusCanMatter(client, uid, secretsFile: secretsFile, asset: asset, given: given) {
             asked = true
             outcome = try open(
                 client, uid, first: first, count: count, for: purpose, secretsFile: secretsFile, asset: asset,
