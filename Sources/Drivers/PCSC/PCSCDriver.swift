@@ -5,28 +5,29 @@ import Readers
     import Glibc
 #endif
 
-/// PC/SC readers through pcscd: transparent exchange, or the storage-card commands (`storage:` prefix).
+/// PC/SC readers through pcscd: the transparent exchange, HID OMNIKEY's or Identiv's envelope (found by probing), or
+/// the storage-card commands; a device string's prefix (`storage:`, `omnikey:`, `identiv:`, `transparent:`) forces one.
 public struct PCSCDriver: ReaderDriver {
     public init() {}
     public var name: String { "pcsc" }
     public var summary: String {
-        "PC/SC readers through pcscd (transparent exchange; 'storage:' before the device forces the storage-card commands)"
+        "PC/SC readers through pcscd (transparent exchange, HID OMNIKEY FF 68 or Identiv FF FD, probed; 'storage:', 'omnikey:', 'identiv:' or 'transparent:' before the device forces one)"
     }
     public var deviceHelp: String? {
-        "a reader name, part of one, or its index in `vlogger devices` (prefix storage: to force the storage-card commands)"
+        "a reader name, part of one, or its index in `vlogger devices` (prefix storage:, omnikey:, identiv: or transparent: to force how ISO 15693 is carried)"
     }
     public var capabilities: DriverCapabilities { [.iso15693] }
 
     public func open(field: String?, device: String?, options: DriverOptions) throws -> OpenedReader {
         var want = device
-        var storage = false
-        if let d = want, d.hasPrefix("storage:") {
-            storage = true
-            want = String(d.dropFirst("storage:".count))
+        var forced: PCSC.Codec?
+        if let d = want, let colon = d.firstIndex(of: ":"), let codec = PCSC.Codec(rawValue: String(d[..<colon])) {
+            forced = codec
+            want = String(d[d.index(after: colon)...])
             if want?.isEmpty == true { want = nil }
         }
         let reader = PCSCReader(reader: want)
-        reader.forceStorageMode = storage
+        reader.forcedCodec = forced
         do { try reader.fieldOn() } catch { throw ReaderError.device("PC/SC: \(error)") }
         return OpenedReader(reader: reader)
     }
@@ -38,11 +39,16 @@ public struct PCSCDriver: ReaderDriver {
             let r = PCSCReader(reader: name)
             defer { try? r.fieldOff() }
             let card = (try? r.cardPresent()) ?? false
+            // With a tag presented, the codec the reader answers (probed as a poll would); without one, what would be
+            // tried first.
+            let codec: String
+            if card, let c = try? r.codec() {
+                codec = "ISO 15693 through \(c.label)"
+            } else {
+                codec = "ISO 15693: would try \(PCSC.Codec.probeOrder(readerName: name).first?.label ?? "-") first"
+            }
             return DeviceListing(
-                name: "\(i): \(name)",
-                detail:
-                    "\(card ? "card present (a tag in the field)" : "no card")  ISO 15693: through the transparent exchange, or storage-card commands"
-            )
+                name: "\(i): \(name)", detail: "\(card ? "card present (a tag in the field)" : "no card")  \(codec)")
         }
     }
 

@@ -3,15 +3,14 @@ import ISO15693
 import Readers
 
 /// The PC/SC driver (pcsc-lite through `CPCSCLite`): ISO 15693 frames through the PC/SC 2.02 Part 3
-/// transparent exchange (`FF C2`), or, on readers without it, a translation of the few commands the
-/// storage-card APDUs can carry (`FF CA`, `FF B0`, `FF D6`).
+/// transparent exchange (`FF C2`), HID OMNIKEY's `FF 68 0E 03` or Identiv's `FF FD` (the codec found by probing
+/// at each connection, the reader's name choosing which to try first), or, on readers with none of them, a translation
+/// of the few commands the storage-card APDUs can carry (`FF CA`, `FF B0`, `FF D6`).
 ///
-/// Tested only against the project's virtual card behind a real pcscd (vsmartcard vpcd); see the README.
+/// Tested only against the project's virtual card behind a real pcscd (vsmartcard vpcd), and the vendor envelopes
+/// against the public exchanges of docs/reference/reader-paths.md; see the README.
 public final class PCSCReader: TagReader {
-    public enum Mode: String, Sendable {
-        case transparent = "PC/SC 2.02 transparent exchange (FF C2)"
-        case storage = "storage-card commands only (FF CA, FF B0, FF D6)"
-    }
+    public typealias Mode = PCSC.Codec
 
     /// What the storage-card fallback cannot do, said once where it matters.
     public static let storageLimits =
@@ -31,7 +30,15 @@ public final class PCSCReader: TagReader {
     /// can fail with 64 01, docs/reference/reader-paths.md §2.3).
     public var writeTimerMicroseconds: UInt32 = 50_000
     /// Use the storage-card commands even if the reader has transparent exchange.
-    public var forceStorageMode = false
+    public var forceStorageMode: Bool {
+        get { forcedCodec == .storage }
+        set { forcedCodec = newValue ? .storage : nil }
+    }
+    /// Use this codec and no other (a device string's `omnikey:`, `identiv:`, `transparent:` or `storage:`); nil:
+    /// probe.
+    public var forcedCodec: PCSC.Codec?
+    /// Whether an Identiv reader passes the tag's CRC on after its answer (learnt from the probe's Inventory).
+    public private(set) var identivCRC = false
 
     private var context: SCARDCONTEXT?
     private var card: SCARDHANDLE?
@@ -135,7 +142,7 @@ public final class PCSCReader: TagReader {
                 let bytes = try storageAnswer(request).encode()
                 return (bytes, bytes)
             }
-            let bytes = try transparentExchange(frame, wait: wait)
+            let bytes = try rawExchange(frame, wait: wait)
             return (bytes, bytes)
         }
     }
@@ -182,6 +189,12 @@ public final class PCSCReader: TagReader {
             airTime = airTime + AirTiming.t1Max
             throw error
         }
+    }
+
+    /// The codec this reader carries ISO 15693 with, found by connecting to the card now (nil: no card presented).
+    public func codec() throws(ReaderError) -> PCSC.Codec? {
+        guard try connect() else { return nil }
+        return mode
     }
 
     public func nextSlot() throws(ReaderError) -> [UInt8] {
@@ -253,26 +266,73 @@ public final class PCSCReader: TagReader {
         protocolPCI = SCARD_IO_REQUEST(dwProtocol: proto, cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
         mode = nil
         storageUID = nil
-        if !forceStorageMode {
-            let r: [UInt8]
-            do { r = try transmit(PCSC.startSessionAPDU) } catch {
+        let order = forcedCodec.map { [$0] } ?? PCSC.Codec.probeOrder(readerName: readerName)
+        for codec in order {
+            let works: Bool
+            do { works = try probe(codec) } catch {
                 // No answer at all (the card went away mid-command, the transaction failed) says nothing about the
-                // reader's transparent exchange: probe again at the next connection rather than settle on storage mode.
+                // reader's envelopes: probe again at the next connection rather than settle on storage mode.
                 dropCard()
                 throw error
             }
-            if sessionOK(r) { mode = .transparent }
-        }
-        if mode == .transparent {
-            let r = try transmit(PCSC.iso15693APDU)
-            guard sessionOK(r) else {
-                throw ReaderError.device(
-                    "\(readerName): the reader refused to switch to ISO 15693 layer 3 (\(Hex.format(r)))")
+            if works {
+                mode = codec
+                break
             }
-        } else {
-            mode = .storage
         }
+        if mode == nil { mode = .storage }
         return true
+    }
+
+    /// The frame each vendor envelope is probed with: a one-slot Inventory (`26 01 00`), which every ISO 15693 tag in
+    /// the field answers (or several at once: a collision, which also says the envelope works).
+    static let probeFrame: [UInt8] = [0x26, 0x01, 0x00]
+
+    /// Whether the reader carries frames with `codec`: the transparent session opened and switched to ISO 15693
+    /// layer 3; a vendor envelope answered in its own form (a refused instruction, or an answer not in its form, is
+    /// no). A forced codec that does not work is an error.
+    private func probe(_ codec: PCSC.Codec) throws(ReaderError) -> Bool {
+        let name = readerName ?? "PC/SC reader"
+        func refused(_ why: String) throws(ReaderError) -> Bool {
+            if forcedCodec == codec {
+                throw ReaderError.device("\(name): \(codec.label) was asked for (device string) but \(why)")
+            }
+            return false
+        }
+        switch codec {
+        case .storage:
+            return true
+        case .transparent:
+            let r = try transmit(PCSC.startSessionAPDU)
+            guard sessionOK(r) else { return try refused("the reader refused the session (\(Hex.format(r)))") }
+            let s = try transmit(PCSC.iso15693APDU)
+            guard sessionOK(s) else {
+                _ = try? transmit(PCSC.endSessionAPDU)
+                return try refused("the reader refused to switch to ISO 15693 layer 3 (\(Hex.format(s)))")
+            }
+            return true
+        case .omnikey, .identiv:
+            let apdu =
+                codec == .omnikey
+                ? PCSC.Omnikey.apdu(Self.probeFrame) : PCSC.Identiv.apdu(Self.probeFrame, waitMicroseconds: 5_000)
+            let r = try transmit(apdu)
+            let outcome: PCSC.Outcome
+            do { outcome = try PCSC.outcome(codec, of: r) } catch {
+                return try refused("its answer is not in that envelope's form (\(error)): \(Hex.format(r))")
+            }
+            switch outcome {
+            case .answer(let bytes):
+                guard let flags = bytes.first, flags & 0xF6 == 0 else {
+                    return try refused("its answer to an Inventory has no ISO 15693 flags byte: \(Hex.format(r))")
+                }
+                if codec == .identiv { identivCRC = PCSC.Identiv.crcIncluded(inventoryAnswer: bytes) ?? false }
+                return true
+            case .noAnswer, .rfError:
+                return true
+            case .readerError(let sw, _):
+                return try refused("the reader answered \(hex4(sw))")
+            }
+        }
     }
 
     /// `C0 03 00 90 00 … 90 00`: the reader took the session command.
@@ -345,40 +405,65 @@ public final class PCSCReader: TagReader {
         return Array(out[0..<Int(length)])
     }
 
-    // MARK: Transparent exchange
+    // MARK: Raw exchanges (transparent, OMNIKEY, Identiv)
 
-    private func transparentExchange(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
+    /// One frame through the connection's codec, its answer read as the codec says and mapped to the typed errors.
+    private func rawExchange(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
         let timer: UInt32? =
             switch wait {
             case .writeAlike: writeTimerMicroseconds
             case .window(let w): max(writeTimerMicroseconds, UInt32(clamping: Int64(w.microseconds.rounded(.up))))
             case .standard: nil
             }
-        let response = try transmit(PCSC.exchangeAPDU(frame, timeoutMicroseconds: timer))
+        let codec = mode ?? .transparent
+        let apdu: [UInt8]
+        switch codec {
+        case .omnikey: apdu = PCSC.Omnikey.apdu(frame, timeoutMicroseconds: timer ?? 0)
+        // A standard answer of 32 blocks takes some 40 ms on the air: 50 ms unless a write needs more.
+        case .identiv: apdu = PCSC.Identiv.apdu(frame, waitMicroseconds: max(timer ?? 0, 50_000))
+        default: apdu = PCSC.exchangeAPDU(frame, timeoutMicroseconds: timer)
+        }
+        return try Self.answer(transmit(apdu), codec: codec, identivCRC: identivCRC, limit: limits.maxResponseBytes)
+    }
+
+    /// A codec's response APDU as the tag's answer, or the typed error it says (no answer: `timeout`; an unclean
+    /// answer: `collision` or `crcError`; a refusal or a malformed answer: the reader's `device` error).
+    public static func answer(_ response: [UInt8], codec: PCSC.Codec, identivCRC: Bool, limit: Int) throws(ReaderError)
+        -> [UInt8]
+    {
         let outcome: PCSC.Outcome
-        do { outcome = try PCSC.outcome(of: response) } catch {
+        do { outcome = try PCSC.outcome(codec, of: response, identivCRC: identivCRC) } catch {
             throw ReaderError.device(
-                "the reader's answer to a transparent exchange is malformed (\(error)): \(Hex.format(response))")
+                "the reader's answer through \(codec.label) is malformed (\(error)): \(Hex.format(response))")
         }
         switch outcome {
         case let .answer(bytes):
-            guard bytes.count <= limits.maxResponseBytes else {
-                throw ReaderError.frameTooLong(bytes: bytes.count, limit: limits.maxResponseBytes)
-            }
+            guard bytes.count <= limit else { throw ReaderError.frameTooLong(bytes: bytes.count, limit: limit) }
             return bytes
         case .noAnswer:
             throw ReaderError.timeout
         case let .rfError(status):
+            if codec == .omnikey {
+                // OMNIKEY's status values are not published: bytes heard with a non-zero status are an unclean
+                // answer (two tags at once, or damage), which the client treats alike (a mask bit more, or a retry).
+                throw ReaderError.crcError(
+                    .invalidField("the reader reported status 0x\(Hex.format([status])) with a partial answer"))
+            }
             if status & PCSC.statusCollision != 0 { throw ReaderError.collision }
             let what =
                 status & PCSC.statusCRC != 0
                 ? "the reader reported a CRC error"
                 : (status & PCSC.statusParity != 0
                     ? "the reader reported a parity error" : "the reader reported a framing error")
-            throw ReaderError.crcError(.invalidField("\(what) (PC/SC response status 0x\(Hex.format([status])))"))
+            throw ReaderError.crcError(
+                .invalidField(
+                    "\(what) (\(codec == .transparent ? "PC/SC response" : "reader") status 0x\(Hex.format([status])))")
+            )
         case let .readerError(sw, object):
             throw ReaderError.device(
-                "the reader refused the transparent exchange: status \(hex4(sw)) on data object \(object)")
+                codec == .transparent
+                    ? "the reader refused the transparent exchange: status \(hex4(sw)) on data object \(object)"
+                    : "the reader refused \(codec.label): status \(hex4(sw))")
         }
     }
 
