@@ -3,8 +3,9 @@
 // It connects to vpcd (TCP; every message is a 2-byte big-endian length and the bytes; 1-byte control
 // messages 00 power off, 01 power on, 02 reset, 04 get ATR; anything longer is a C-APDU) and answers as an
 // ISO 15693-capable PC/SC reader would, with a simulated field (a folder of tag images) behind it:
-// the PC/SC 2.02 Part 3 transparent exchange (FF C2) and the storage-card commands (FF CA, FF B0, FF D6).
-// Facts: docs/reference/reader-paths.md §2 and §3. Not part of the gateway; a test tool.
+// the PC/SC 2.02 Part 3 transparent exchange (FF C2), or with --envelope HID OMNIKEY's FF 68 0E 03 or Identiv's
+// FF FD instead of it, and the storage-card commands (FF CA, FF B0, FF D6).
+// Facts: docs/reference/reader-paths.md §2 (§2.6 the vendor envelopes) and §3. Not part of the gateway; a test tool.
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -20,6 +21,10 @@ struct Options {
     var host = "127.0.0.1"
     var port: UInt16 = 35963
     var storageOnly = false
+    /// How raw frames are carried: the transparent exchange, or a vendor envelope in its place.
+    var envelope = PCSC.Codec.transparent
+    /// Identiv: the tag's CRC stays after its answer.
+    var identivCRC = false
     var log = false
     /// Custom commands (0xA0–0xDF) get no answer from the tag, as a reader replaying a chip that ignores them.
     var silentCustom = false
@@ -36,8 +41,12 @@ func usage() -> Never {
         Data(
             """
             usage: vlogger-vcard [--field DIR] [--host 127.0.0.1] [--port 35963] [--storage-only] [--log] [--silent-custom]
+                                 [--envelope transparent|omnikey|identiv] [--identiv-crc]
                                  [--timeout-at N]... [--crc-at N]... [--remove-at N]... [--away-ms 1500]
-              Presents the tags of DIR to vpcd as one ISO 15693 card. --storage-only: no transparent exchange.
+              Presents the tags of DIR to vpcd as one ISO 15693 card. --storage-only: no raw frames at all.
+              --envelope omnikey: FF 68 0E 03 instead of FF C2 (HID OMNIKEY 5022); identiv: FF FD (uTrust 3720F
+              Traverse), the tag's CRC left on with --identiv-crc. Silence and unclean answers in a vendor envelope are
+              the bench's choice (docs/reference/reader-paths.md §2.6).
               --silent-custom: every custom command (0xA0–0xDF) gets no answer from the tag (64 01).
               Faults hit the Nth transparent exchange: --timeout-at answers C0 03 01 64 01 (no answer from the tag),
               --crc-at answers 96 02 01 00 (CRC error), --remove-at drops the card mid-exchange (back after --away-ms).
@@ -65,6 +74,14 @@ func parseOptions() -> Options {
         case "--host": o.host = value(a)
         case "--port": o.port = UInt16(clamping: number(a))
         case "--storage-only": o.storageOnly = true
+        case "--envelope":
+            let v = value(a)
+            guard let c = PCSC.Codec(rawValue: v), c != .storage else {
+                FileHandle.standardError.write(Data("--envelope: transparent, omnikey or identiv, not \(v)\n".utf8))
+                usage()
+            }
+            o.envelope = c
+        case "--identiv-crc": o.identivCRC = true
         case "--log": o.log = true
         case "--silent-custom": o.silentCustom = true
         case "--timeout-at": o.timeoutAt.insert(number(a))
@@ -178,8 +195,50 @@ enum Action { case answer([UInt8]), drop }
     }
 }
 
+/// A vendor envelope's exchange (OMNIKEY FF 68 0E 03, Identiv FF FD), with the same injected faults as the
+/// transparent exchange: the frame answered by the simulated field, silence and unclean answers in the envelope's form.
+@MainActor func vendor(_ apdu: [UInt8]) -> Action {
+    let codec = options.envelope
+    let frame: [UInt8]?
+    switch codec {
+    case .omnikey: frame = apdu[1] == 0x68 ? PCSC.Omnikey.frame(in: apdu) : nil
+    case .identiv: frame = apdu[1] == 0xFD ? PCSC.Identiv.frame(in: apdu)?.frame : nil
+    default: frame = nil
+    }
+    // Not this reader's instruction: 6D 00 (ISO/IEC 7816-4, instruction not supported); of its form: 67 00.
+    guard !options.storageOnly, codec != .transparent, apdu[1] == (codec == .omnikey ? 0x68 : 0xFD) else {
+        return .answer([0x6D, 0x00])
+    }
+    guard let frame, !frame.isEmpty else { return .answer([0x67, 0x00]) }
+    func respond(_ answer: [UInt8]?, unclean: Bool = false) -> Action {
+        .answer(
+            codec == .omnikey
+                ? PCSC.Omnikey.response(answer, unclean: unclean)
+                : PCSC.Identiv.response(answer, crcIncluded: options.identivCRC, unclean: unclean))
+    }
+    exchangeCount += 1
+    let n = exchangeCount
+    if options.removeAt.contains(n) { log("exchange \(n): removing the card mid-exchange"); return .drop }
+    if options.timeoutAt.contains(n) { log("exchange \(n): injected no answer"); return respond(nil) }
+    if options.silentCustom, frame.count > 1, (0xA0...0xDF).contains(frame[1]) { return respond(nil) }
+    let flags = RequestFlags(rawValue: frame.first ?? 0)
+    let writeAlike = frame.count > 1 && CommandCode(frame[1]).isWriteAlike
+    let wait: ResponseWait = writeAlike ? .writeAlike(optionFlag: flags.contains(.option)) : .standard
+    do {
+        let answer = try sim.transceive(frame, wait: wait)
+        if options.crcAt.contains(n) {
+            log("exchange \(n): injected unclean answer"); return respond(nil, unclean: true)
+        }
+        return respond(answer)
+    } catch .timeout {
+        return respond(nil)
+    } catch {
+        return respond(nil, unclean: true)
+    }
+}
+
 @MainActor func transparent(_ apdu: [UInt8]) -> Action {
-    guard !options.storageOnly else { return .answer([0x6A, 0x81]) }
+    guard !options.storageOnly, options.envelope == .transparent else { return .answer([0x6A, 0x81]) }
     guard apdu.count >= 5 else { return .answer([0x67, 0x00]) }
     let lc = Int(apdu[4])
     guard apdu.count >= 5 + lc, let objects = try? PCSC.parse(apdu[5..<(5 + lc)]) else {
@@ -277,6 +336,7 @@ enum Action { case answer([UInt8]), drop }
     }
     guard msg.count >= 4, msg[0] == 0xFF else { return .answer([0x6E, 0x00]) }
     if msg[1] == 0xC2 { return transparent(msg) }
+    if msg[1] == 0x68 || msg[1] == 0xFD { return vendor(msg) }
     return .answer(storage(msg))
 }
 

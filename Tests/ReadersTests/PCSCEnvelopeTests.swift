@@ -9,7 +9,7 @@ import Testing
 
 @testable import Readers
 
-/// The vendor envelopes of PC/SC readers (docs/reference/reader-paths.md, "Vendor envelopes"): HID OMNIKEY's
+/// The vendor envelopes of PC/SC readers (docs/reference/reader-paths.md §2.6): HID OMNIKEY's
 /// `FF 68 0E 03` against the public exchanges of an OMNIKEY 5022CL with an NTAG 5, replayed byte for byte, and
 /// Identiv's `FF FD` against its reference manual's command form. Then the client's inventory, reads and writes run
 /// through each codec, APDU by APDU, over the simulated field.

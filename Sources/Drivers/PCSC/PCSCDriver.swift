@@ -37,15 +37,19 @@ public struct PCSCDriver: ReaderDriver {
         if names.isEmpty { return [DeviceListing(name: "-", detail: "no PC/SC readers (pcscd lists none)")] }
         return names.enumerated().map { i, name in
             let r = PCSCReader(reader: name)
+            r.shareExclusive = true
             defer { try? r.fieldOff() }
             let card = (try? r.cardPresent()) ?? false
-            // With a tag presented, the codec the reader answers (probed as a poll would); without one, what would be
-            // tried first.
+            // With a tag presented, the codec the reader answers (probed as a poll would, on an exclusive connection:
+            // a reader the service uses is not disturbed); without one, what would be tried first.
+            let first = "would try \(PCSC.Codec.probeOrder(readerName: name).first?.label ?? "-") first"
             let codec: String
-            if card, let c = try? r.codec() {
-                codec = "ISO 15693 through \(c.label)"
+            if card {
+                do { codec = try r.codec().map { "ISO 15693 through \($0.label)" } ?? "ISO 15693: \(first)" } catch {
+                    codec = "ISO 15693: not probed (\(error)); \(first)"
+                }
             } else {
-                codec = "ISO 15693: would try \(PCSC.Codec.probeOrder(readerName: name).first?.label ?? "-") first"
+                codec = "ISO 15693: \(first)"
             }
             return DeviceListing(
                 name: "\(i): \(name)", detail: "\(card ? "card present (a tag in the field)" : "no card")  \(codec)")

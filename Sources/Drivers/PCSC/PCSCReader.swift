@@ -37,8 +37,12 @@ public final class PCSCReader: TagReader {
     /// Use this codec and no other (a device string's `omnikey:`, `identiv:`, `transparent:` or `storage:`); nil:
     /// probe.
     public var forcedCodec: PCSC.Codec?
-    /// Whether an Identiv reader passes the tag's CRC on after its answer (learnt from the probe's Inventory).
-    public private(set) var identivCRC = false
+    /// Whether an Identiv reader passes the tag's CRC on after its answer, learnt from the first clean Inventory
+    /// answer of a connection (10 bytes, or 12 ending in their CRC); nil until then.
+    public private(set) var identivCRC: Bool?
+    /// Connect to the card exclusively (`vlogger devices`' probe): a reader another program uses (the service) is
+    /// then refused, never disturbed.
+    public var shareExclusive = false
 
     private var context: SCARDCONTEXT?
     private var card: SCARDHANDLE?
@@ -63,6 +67,8 @@ public final class PCSCReader: TagReader {
         commError = 0x80100013
     /// SCARD_E_NOT_TRANSACTED: vpcd's answer when the card is pulled in the middle of an APDU.
     static let notTransacted = 0x80100016
+    /// SCARD_E_SHARING_VIOLATION: another program holds the card.
+    static let sharingViolation = 0x8010000B
 
     static func text(_ rv: Int) -> String {
         let s = pcsc_stringify_error(LONG(rv)).map { String(cString: $0) } ?? "error"
@@ -249,8 +255,8 @@ public final class PCSCReader: TagReader {
         var proto: DWORD = 0
         let rv = Int(
             SCardConnect(
-                context, readerName, DWORD(SCARD_SHARE_SHARED), DWORD(SCARD_PROTOCOL_T0 | SCARD_PROTOCOL_T1), &handle,
-                &proto))
+                context, readerName, DWORD(shareExclusive ? SCARD_SHARE_EXCLUSIVE : SCARD_SHARE_SHARED),
+                DWORD(SCARD_PROTOCOL_T0 | SCARD_PROTOCOL_T1), &handle, &proto))
         if rv == Self.noSmartcard || rv == Self.removedCard || rv == Self.unpoweredCard || rv == Self.unresponsiveCard {
             return false
         }
@@ -260,12 +266,16 @@ public final class PCSCReader: TagReader {
             {
                 release()
             }
+            if rv == Self.sharingViolation {
+                throw ReaderError.device("\(readerName) is in use by another program (the vlogger service?)")
+            }
             throw ReaderError.device("\(readerName): connecting failed: \(Self.text(rv))")
         }
         card = handle
         protocolPCI = SCARD_IO_REQUEST(dwProtocol: proto, cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
         mode = nil
         storageUID = nil
+        identivCRC = nil
         let order = forcedCodec.map { [$0] } ?? PCSC.Codec.probeOrder(readerName: readerName)
         for codec in order {
             let works: Bool
@@ -325,7 +335,7 @@ public final class PCSCReader: TagReader {
                 guard let flags = bytes.first, flags & 0xF6 == 0 else {
                     return try refused("its answer to an Inventory has no ISO 15693 flags byte: \(Hex.format(r))")
                 }
-                if codec == .identiv { identivCRC = PCSC.Identiv.crcIncluded(inventoryAnswer: bytes) ?? false }
+                if codec == .identiv { identivCRC = PCSC.Identiv.crcIncluded(inventoryAnswer: bytes) }
                 return true
             case .noAnswer, .rfError:
                 return true
@@ -423,7 +433,20 @@ public final class PCSCReader: TagReader {
         case .identiv: apdu = PCSC.Identiv.apdu(frame, waitMicroseconds: max(timer ?? 0, 50_000))
         default: apdu = PCSC.exchangeAPDU(frame, timeoutMicroseconds: timer)
         }
-        return try Self.answer(transmit(apdu), codec: codec, identivCRC: identivCRC, limit: limits.maxResponseBytes)
+        let response = try transmit(apdu)
+        if codec == .identiv, identivCRC == nil {
+            // Not learnt yet (the probe met two tags at once): an Inventory answer's length tells; any other answer
+            // ending in the CRC of its bytes says the CRC is kept (a removed one leaves bytes that look so by chance
+            // once in 65,536 connections: every answer then fails its CRC check, a typed error, until the reader is
+            // opened again).
+            let raw = try Self.answer(response, codec: codec, identivCRC: false, limit: limits.maxResponseBytes + 2)
+            let learnt =
+                frame.count > 1 && frame[1] == 0x01
+                ? PCSC.Identiv.crcIncluded(inventoryAnswer: raw) : nil
+            identivCRC = learnt ?? (raw.count >= 3 && CRC16.isValid(raw))
+            return identivCRC == true ? Array(raw.dropLast(2)) : raw
+        }
+        return try Self.answer(response, codec: codec, identivCRC: identivCRC ?? false, limit: limits.maxResponseBytes)
     }
 
     /// A codec's response APDU as the tag's answer, or the typed error it says (no answer: `timeout`; an unclean

@@ -2,7 +2,7 @@ import ISO15693
 
 /// The two vendor envelopes that carry a raw ISO 15693 frame through a PC/SC reader besides PC/SC 2.02's
 /// transparent exchange (`PCSC`), as values (no I/O): the driver builds and reads them, the test bench's virtual card
-/// answers them. Facts and how sure each is: `docs/reference/reader-paths.md`, "Vendor envelopes".
+/// answers them. Facts and how sure each is: `docs/reference/reader-paths.md` §2.6.
 extension PCSC {
     /// A PC/SC reader's way of carrying ISO 15693 frames, most capable first (the order the driver probes them).
     public enum Codec: String, Sendable, CaseIterable {
@@ -124,7 +124,7 @@ extension PCSC {
         /// alone, or 62xx/64xx (no answer, no response from the card: PC/SC Part 3's 64 01 and 64 00), no answer;
         /// 63xx/6Fxx (a failure without diagnosis) an unclean answer, which the client treats as two tags at once or
         /// damage (a wrong guess then shows as an error, never as a tag silently missed); any other status word is the
-        /// reader's. Identiv does not publish these status words: see docs/reference/reader-paths.md.
+        /// reader's. Identiv does not publish these status words: docs/reference/reader-paths.md §2.6.
         public static func outcome(of response: [UInt8], crcIncluded: Bool) throws(FrameError) -> Outcome {
             let (body, sw) = try split(response)
             guard sw == ok else {
