@@ -5,6 +5,7 @@ import ISO15693
 import SensorTags
 import Readers
 import DriverFEIG
+import DriverPCSC
 import LinkedDrivers
 import LinkedOutputs
 import TagSecurity
@@ -376,6 +377,31 @@ public struct ParserFuzzer {
             // arguments, the call's status or an AutoID status, never a trap.
             Target(name: "opcua-methods", seeds: OPCUAMethodSeeds.seeds) { b in
                 OPCUAMethodSeeds.call(b)
+            },
+            // A PC/SC reader's answers in each codec (docs/reference/reader-paths.md §2.3, §2.6): the first byte picks the
+            // codec (and Identiv's CRC habit), the rest is the response APDU, read and mapped to the driver's typed
+            // errors; the vendor envelopes' command side (the bench's parser) reads the same bytes. Seeds: the public
+            // OMNIKEY 5022CL and ACR1552U answers to NXP READ CONFIG, silence, an unclean answer, a refusal.
+            Target(
+                name: "pcsc-answers",
+                seeds: [
+                    "00 C0 03 00 90 00 92 01 00 96 02 00 00 97 05 00 00 00 0A 00 90 00",
+                    "00 C0 03 01 64 01 90 00", "01 00 00 00 00 00 0A 00 54 00 09 02 90 00", "01 02 00 FF 90 00",
+                    "01 6D 00", "02 00 00 00 0A 00 90 00", "02 64 01", "03 00 00 00 0A 00 CF E5 90 00", "03 6F 00",
+                    "04 FF 68 0E 03 0F 05 00 00 00 00 00 00 00 00 00 02 C0 04 3D 00",
+                    "05 FF FD 04 01 05 B2 11 22 33 44 00",
+                ]
+                .compactMap { try? Hex.parse($0) }
+            ) { b in
+                guard let first = b.first else { return false }
+                let rest = Array(b.dropFirst())
+                switch first % 6 {
+                case 4: return PCSC.Omnikey.frame(in: rest) != nil
+                case 5: return PCSC.Identiv.frame(in: rest) != nil
+                default:
+                    let codec: PCSC.Codec = [.transparent, .omnikey, .identiv, .identiv][Int(first % 6)]
+                    return (try? PCSCReader.answer(rest, codec: codec, identivCRC: first % 6 == 3, limit: 236)) != nil
+                }
             },
             // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
             Target(
