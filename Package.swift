@@ -120,10 +120,12 @@ let package = Package(
         .target(
             name: "DriverLibNFC", dependencies: ["Readers", "ISO15693", "CLibNFC"], path: "Sources/Drivers/LibNFC"),
         .target(name: "DriverFEIG", dependencies: ["Readers", "ISO15693", "FEIG"], path: "Sources/Drivers/FEIG"),
+        .target(
+            name: "DriverPN5180", dependencies: ["Readers", "ISO15693", "CHost"], path: "Sources/Drivers/PN5180"),
         // The one list of linked drivers: the executable, the tests and the fuzzers register it.
         .target(
             name: "LinkedDrivers",
-            dependencies: ["Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG"],
+            dependencies: ["Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG", "DriverPN5180"],
             path: "Sources/Drivers/Linked"),
         // The domain values every layer above shares (readings, events, tags, writes, field values, times and
         // durations, safe text) and how each is formatted. No I/O.
@@ -262,6 +264,9 @@ let package = Package(
         // A FEIG ID ISC reader emulated in front of a simulated field (host protocol over a pty or loopback TCP, with
         // injectable faults): the feig driver's test bench. Not shipped.
         .target(name: "FEIGEmulator", dependencies: ["FEIG", "ISO15693", "Readers", "DriverSim", "TagSimulator"]),
+        // A PN5180 at the level of its pins on a simulated clock, the simulated field behind it (the tests' chip).
+        .target(
+            name: "PN5180Emulator", dependencies: ["DriverPN5180", "ISO15693", "Readers", "DriverSim", "TagSimulator"]),
         .executableTarget(
             name: "vlogger-feig-reader", dependencies: ["FEIGEmulator", "FEIG", "TagSimulator", "ISO15693", "CHost"]),
         // Fuzz targets live outside the shipped libraries: the decoders' fuzzer (ISO15693Fuzzing) and the fuzzer of
@@ -357,8 +362,9 @@ let package = Package(
         .testTarget(
             name: "ReadersTests",
             dependencies: [
-                "TestDrivers",
-                "Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG", "Type5NDEF", "TagSimulator",
+                "TestDrivers", "CHost",
+                "Readers", "DriverSim", "DriverPCSC", "DriverLibNFC", "DriverFEIG", "DriverPN5180", "PN5180Emulator",
+                "Type5NDEF", "TagSimulator",
                 "TagImages", "ISO15693", "ISO15693Fuzzing",
             ]),
         .testTarget(name: "VLoggerModelTests", dependencies: ["VLoggerModel", "ISO15693Fuzzing"]),

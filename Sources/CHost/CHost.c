@@ -18,3 +18,29 @@ int vlogger_open_pty(char *name, size_t size) {
     memcpy(name, slave, strlen(slave) + 1);
     return master;
 }
+
+#include <linux/gpio.h>
+#include <linux/spi/spidev.h>
+#include <stddef.h>
+
+void vlogger_kernel_abi(unsigned long *out, int count) {
+    unsigned long v[16] = {
+        sizeof(struct spi_ioc_transfer),
+        SPI_IOC_MESSAGE(1),
+        SPI_IOC_WR_MODE,
+        SPI_IOC_WR_MAX_SPEED_HZ,
+        offsetof(struct spi_ioc_transfer, speed_hz),
+        offsetof(struct spi_ioc_transfer, bits_per_word),
+        sizeof(struct gpio_v2_line_request),
+        GPIO_V2_GET_LINE_IOCTL,
+        GPIO_V2_LINE_SET_VALUES_IOCTL,
+        GPIO_V2_LINE_GET_VALUES_IOCTL,
+        offsetof(struct gpio_v2_line_request, consumer),
+        offsetof(struct gpio_v2_line_request, config),
+        offsetof(struct gpio_v2_line_request, config.num_attrs),
+        offsetof(struct gpio_v2_line_request, config.attrs),
+        offsetof(struct gpio_v2_line_request, num_lines),
+        offsetof(struct gpio_v2_line_request, fd),
+    };
+    for (int i = 0; i < count && i < 16; i++) out[i] = v[i];
+}

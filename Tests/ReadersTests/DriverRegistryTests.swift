@@ -27,7 +27,10 @@ import DriverSim
         #expect(sim.driver.capabilities.contains([.iso15693, .slotMarkers, .simulatedField, .drivenClock]))
         #expect(pcsc.driver.capabilities == [.iso15693])
         // Only the drivers that can poll tags give a sample [[reader]]; a FEIG device string is checked by its driver.
-        #expect(ReaderDrivers.all.filter { $0.sampleReader != nil }.map(\.name) == ["sim", "pcsc", "feig"])
+        #expect(ReaderDrivers.all.filter { $0.sampleReader != nil }.map(\.name) == ["sim", "pcsc", "feig", "pn5180"])
+        // A PN5180 sends 16-slot inventories with EOF slot markers (docs/reference/pn5180.md §4).
+        let pn5180 = try #require(ReaderKind(rawValue: "pn5180"))
+        #expect(pn5180.driver.capabilities == [.iso15693, .slotMarkers] && pn5180.driver.checkDevice(nil) != nil)
         #expect(feig.driver.checkDevice(nil) != nil && feig.driver.checkDevice("tcp://10.0.0.21") == nil)
         #expect(feig.driver.remote(device: "tcp://10.0.0.21")?.port == 10001)
         #expect(pcsc.driver.checkDevice("0") == nil && pcsc.driver.remote(device: "0") == nil)

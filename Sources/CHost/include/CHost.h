@@ -31,3 +31,14 @@ static inline int vlogger_clock_synchronized(void) {
 // Glibc module leaves out (CHost.c defines it with _GNU_SOURCE). The FEIG reader emulator and the serial
 // tests use it.
 int vlogger_open_pty(char *name, size_t size);
+
+// ioctl(2) with a pointer argument: Swift cannot call the variadic ioctl. The PN5180 driver's spidev and GPIO
+// character device requests use it.
+#include <sys/ioctl.h>
+static inline int vlogger_ioctl(int fd, unsigned long request, void *argument) {
+    return ioctl(fd, request, argument);
+}
+
+// The kernel ABI the PN5180 driver lays out by hand (LinuxPN5180Pins), as this machine's kernel headers define it,
+// for the tests to compare: writes `count` (at most 16) values into `out`, in the order of CHost.c.
+void vlogger_kernel_abi(unsigned long *out, int count);

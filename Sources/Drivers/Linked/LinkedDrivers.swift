@@ -1,6 +1,7 @@
 import DriverFEIG
 import DriverLibNFC
 import DriverPCSC
+import DriverPN5180
 import DriverSim
 import Readers
 
@@ -8,5 +9,7 @@ import Readers
 /// one list the executable registers at start, and the tests and the fuzzers register too. A new driver is a target
 /// under Sources/Drivers and one entry here.
 public enum LinkedDrivers {
-    public static let all: [any ReaderDriver] = [SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver()]
+    public static let all: [any ReaderDriver] = [
+        SimulatorDriver(), PCSCDriver(), LibNFCDriver(), FEIGDriver(), PN5180Driver(),
+    ]
 }
