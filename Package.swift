@@ -322,7 +322,7 @@ let package = Package(
             name: "air-bench",
             dependencies: [
                 "VLoggerCore", "VLoggerStore", "Readers", "DriverSim", "TagSimulator", "TagImages", "ISO15693",
-                "SensorTags",
+                "SensorTags", "DriverPN5180", "PN5180Emulator",
             ],
             path: "bench/AirBench"),
         // The export's test oracle: the same export as one SQLite query that formats every value in SQL (the store's

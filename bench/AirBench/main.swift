@@ -7,6 +7,8 @@ import TagSimulator
 import VLoggerCore
 import VLoggerStore
 import SensorTags
+import DriverPN5180
+import PN5180Emulator
 
 // Air-time benchmark on the simulator's air-time model (ISO/IEC 15693-2/-3 timing: docs/reference/iso15693.md §1.4–1.7).
 // The figures are deterministic for a given field and seed, not machine noise.
@@ -23,6 +25,9 @@ import SensorTags
 //    with `inventory-read` off (Inventory, then Get System Information and a read per tag) and on (NXP's
 //    Fast Inventory Read brings the label with each answer), median over the seeds.
 // 4. A full Fudan FM13 log (4,864 records) against the bound of its bytes at the air rate.
+// 6. Inventory of 20 SLIX2 tags with random UIDs through the PN5180 path (the driver on the fake chip of the tests:
+//    16-slot rounds with EOF slot markers, the driver's own estimate of the air from the frames and slots it saw)
+//    against the known-count bound, beside the simulator's path in the same run (issue 52's target: ≤ 1.5×).
 // 5. A one-block write to an ICODE SLIX (no passwords, no page protection): as every write to an NXP tag went before
 //    issue 54 (GET MULTIPLE BLOCK PROTECTION STATUS first) and as it goes now (`PasswordUnlock.guarded`: written at
 //    once), with its read-back; and the same to a chip that stays silent to custom commands.
@@ -237,6 +242,9 @@ do {
                 "A full FM13 log: %d records (%d bytes) in %d exchanges: %.1f ms of air; the bound (the bytes alone at the tag's rate, %.2f µs a byte): %.1f ms; ratio %.3f",
             records.count, bytes, fm13Client.exchanges - exchangesBefore, logTime.milliseconds,
             AirTiming.tagByte(flags).microseconds, bound.milliseconds, logTime.milliseconds / bound.milliseconds))
+    // 6. Inventory of 20 SLIX2 tags with random UIDs through the PN5180 path (the driver on the fake chip of the tests:
+    //    16-slot rounds with EOF slot markers, the driver's own estimate of the air from the frames and slots it saw)
+    //    against the known-count bound, beside the simulator's path in the same run (issue 52's target: ≤ 1.5×).
     // 5. A one-block write to an ICODE SLIX without passwords (UID byte 4 bits 3–4 = 10: pm3 uidmapping, Flipper).
     print("")
     print("A one-block write to an ICODE SLIX (no passwords), with its read-back:")
@@ -284,6 +292,53 @@ do {
         print(
             "  \(silent ? "a chip silent to custom commands" : "the SLIX answering error 0x01 to 0xB8"): before \(b.0) in \(b.1) exchanges, \(ms(b.2)) ms of air; now \(a.0) in \(a.1) exchanges, \(ms(a.2)) ms"
                 + (b.0 == "written" ? String(format: " (%.2f× less air)", b.2.milliseconds / a.2.milliseconds) : ""))
+    }
+    print("")
+    print(
+        "Inventory of 20 SLIX2 tags with random UIDs, through the PN5180 driver on its fake chip and on the simulator")
+    print("  (median over \(seeds) seeds; bound = min(20 one-slot inventories, 2 full 16-slot rounds))")
+    let bound20 = PollCost.inventory(tags: 20, flags: flags)
+    // `vlogger scan` probes with one slot first; the agent, knowing the field held many tags, starts with 16.
+    for probe in [true, false] {
+        var pn: [Double] = [], sim: [Double] = [], estimate: [Double] = []
+        for s in 0..<seeds {
+            var rng = SplitMix(state: UInt64(s) &* 104_729 &+ 20)
+            var set = Set<UID>()
+            while set.count < 20 {
+                set.insert(UID(manufacturer: .nxp, serial: 0x0108_0000_0000 | (rng.next() & 0xFF_FFFF_FFFF)))
+            }
+            func field() -> SimulatedField {
+                let f = SimulatedField()
+                for u in set { f.add(SimulatedTag(image: TagImage.blank(profile: .icodeSLIX2, uid: u))) }
+                return f
+            }
+            let fake = FakePN5180(field: field())
+            let reader = PN5180Reader(link: PN5180Link(pins: fake), name: "PN5180 (fake)")
+            try reader.fieldOn()
+            let client = ISO15693Client(reader: reader)
+            let (before, modelBefore) = (reader.airTime, fake.rf.airTime)
+            let found = try client.inventory(oneSlotFirst: probe)
+            guard Set(found.map(\.uid)) == set else { print("  seed \(s): the PN5180 path missed a tag"); exit(1) }
+            // The air of the frames and slot markers the driver sent, by the same model as the simulator's path (the
+            // fake's RF side is the simulator); the driver's own estimate beside it.
+            pn.append((fake.rf.airTime - modelBefore).milliseconds / bound20.milliseconds)
+            estimate.append((reader.airTime - before).milliseconds / bound20.milliseconds)
+            let simReader = SimulatorReader.switchedOn(field())
+            let simClient = ISO15693Client(reader: simReader)
+            let simBefore = simReader.airTime
+            guard Set(try simClient.inventory(oneSlotFirst: probe).map(\.uid)) == set else {
+                print("  seed \(s): the simulator missed a tag")
+                exit(1)
+            }
+            sim.append((simReader.airTime - simBefore).milliseconds / bound20.milliseconds)
+        }
+        print(
+            String(
+                format:
+                    "  %@: bound %.2f ms; PN5180 path ratio %.2f (%.2f–%.2f; the driver's own estimate %.2f); simulator path %.2f (%.2f–%.2f); target ≤ 1.5",
+                probe ? "one-slot probe first (scan)" : "16 slots at once (the agent, many tags known)",
+                bound20.milliseconds, medianD(pn), pn.min() ?? 0, pn.max() ?? 0, medianD(estimate), medianD(sim),
+                sim.min() ?? 0, sim.max() ?? 0))
     }
 } catch {
     print("air-bench: \(error)")
