@@ -330,7 +330,10 @@ let package = Package(
         .target(name: "ExportOracle", dependencies: ["VLoggerStore", "VLoggerModel"], path: "Tests/ExportOracle"),
         // The drivers registered for the test suites (the `.drivers` trait), as the executable registers them.
         .target(
-            name: "TestDrivers", dependencies: ["Readers", "LinkedDrivers", "VLoggerOutbox", "LinkedOutputs"],
+            name: "TestDrivers",
+            dependencies: [
+                "Readers", "LinkedDrivers", "VLoggerOutbox", "LinkedOutputs", "DriverPCSC", "DriverSim", "ISO15693",
+            ],
             path: "Tests/TestDrivers"),
         .testTarget(name: "ISO15693Tests", dependencies: ["ISO15693", "ISO15693Fuzzing"]),
         .testTarget(name: "SensorTagsTests", dependencies: ["SensorTags", "ISO15693"]),
@@ -381,7 +384,9 @@ let package = Package(
                 "TestDrivers", "VLoggerConfig", "VLoggerOutbox", "VLoggerCLI",
                 "VLoggerModel",
                 "VLoggerCore", "VLoggerStore", "Type5NDEF", "ISO15693", "Readers", "DriverSim", "DriverPCSC",
-                "DriverFEIG", "TagSimulator", "TagImages", "ParserFuzzing", "SensorTags",
+                "DriverFEIG", "DriverPCSC", "DriverPN5180", "PN5180Emulator", "TagSimulator", "TagImages",
+                "ParserFuzzing",
+                "SensorTags",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
