@@ -277,7 +277,7 @@ let package = Package(
             dependencies: [
                 "VLoggerModel",
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
-                "DriverFEIG", "DriverPCSC", "LinkedDrivers",
+                "DriverFEIG", "DriverPCSC", "DriverPN5180", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity", "SensorTags",
                 "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerConfig", "VLoggerOutbox", "LinkedOutputs",
                 "VLoggerService", "OPCUA", "OPCUAServer", "VLoggerOPCUA", "FieldState",

@@ -6,6 +6,7 @@ import SensorTags
 import Readers
 import DriverFEIG
 import DriverPCSC
+import DriverPN5180
 import LinkedDrivers
 import LinkedOutputs
 import TagSecurity
@@ -402,6 +403,27 @@ public struct ParserFuzzer {
                     let codec: PCSC.Codec = [.transparent, .omnikey, .identiv, .identiv][Int(first % 6)]
                     return (try? PCSCReader.answer(rest, codec: codec, identivCRC: first % 6 == 3, limit: 236)) != nil
                 }
+            },
+            // A PN5180's answers (docs/reference/pn5180.md): the input is what the chip clocks out, frame after frame,
+            // to the driver opening the reader (reset, the version, the RF configuration, the field) and sending an
+            // Inventory and a slot marker; BUSY follows the handshake, the clock is simulated. Every register value,
+            // RX_STATUS and READ_DATA the driver reads comes from the input. Seeds: the public logs' answers.
+            Target(
+                name: "pn5180-answers",
+                seeds: [
+                    "04 00 00 00 00 04 00 00 00 00 00 02 00 00 07 40 00 00 0A 00 00 00 00 00 C4 14 94 B5 50 01 04 E0",
+                    "04 00 00 00 05 03 04 02 00 00 00 40 00 00 07 40 04 00 02 00 04 00 FF FF",
+                    "04 00 00 00 FF FF", "04 00 00 00 00 04 00 04 00 00 00 00 00 00",
+                ]
+                .compactMap { try? Hex.parse($0) }
+            ) { b in
+                let pins = ScriptedPN5180Pins(b)
+                let reader = PN5180Reader(link: PN5180Link(pins: pins), name: "fuzz")
+                do {
+                    try reader.fieldOn()
+                    _ = try? reader.transceive([0x06, 0x01, 0x00], wait: .standard)
+                    return (try? reader.nextSlot()) != nil
+                } catch { return false }
             },
             // FEIG host frames (real frames from FEIG's buffered read mode, see Tests/FEIGTests), both directions.
             Target(
@@ -897,5 +919,47 @@ enum OPCUAMethodSeeds {
                     .badEventIdUnknown, .badConditionBranchAlreadyAcked, .badSubscriptionIdInvalid,
                 ].contains(status), "\(name): \(status)")
         return status == .good
+    }
+}
+
+/// A PN5180 whose every answer frame is the next bytes of a fuzz input (zeros once it is used up), with BUSY
+/// following the handshake and a simulated clock: the `pn5180-answers` target.
+final class ScriptedPN5180Pins: PN5180Pins {
+    private var input: ArraySlice<UInt8>
+    private var nssLow = false
+    private var busyHigh = false
+    private var time: UInt64 = 0
+    /// Frames alternate between commands and, after a command that answers, its answer.
+    private var answerNext = false
+
+    init(_ bytes: [UInt8]) { input = bytes[...] }
+
+    var holdsNSS: Bool { true }
+    func now() -> UInt64 { time }
+    func sleep(microseconds: UInt32) { time += UInt64(microseconds) }
+    func close() {}
+    func busy() throws(ReaderError) -> Bool { busyHigh }
+    func setReset(_ high: Bool) throws(ReaderError) {}
+    func setNSS(_ high: Bool) throws(ReaderError) {
+        nssLow = !high
+        if high { busyHigh = false }
+    }
+
+    func transfer(_ tx: [UInt8]) throws(ReaderError) -> [UInt8] {
+        time += UInt64(tx.count)
+        busyHigh = nssLow
+        if answerNext {
+            answerNext = false
+            let n = min(tx.count, input.count)
+            let out = Array(input.prefix(n)) + [UInt8](repeating: 0, count: tx.count - n)
+            input = input.dropFirst(n)
+            return out
+        }
+        // READ_REGISTER, READ_EEPROM and READ_DATA are followed by their answer.
+        answerNext = [
+            PN5180.Command.readRegister.rawValue, PN5180.Command.readEEPROM.rawValue, PN5180.Command.readData.rawValue,
+        ]
+        .contains(tx.first ?? 0xFF)
+        return [UInt8](repeating: 0xFF, count: tx.count)
     }
 }
