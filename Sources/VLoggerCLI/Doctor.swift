@@ -177,6 +177,10 @@ public struct Doctor {
 
     func reader(_ rc: ReaderConfig) -> Check {
         let name = "reader \(rc.id)"
+        // What the driver can tell without opening it (a device node missing or not this user's to open).
+        if let problem = rc.driver.driver.preflight(field: rc.field, device: rc.device) {
+            return .fail(name, "\(rc.driver.rawValue): \(problem)", rc.driver.driver.openAdvice(device: rc.device))
+        }
         let session: ReaderSession
         do { session = try ReaderSession.open(rc) } catch {
             return .fail(

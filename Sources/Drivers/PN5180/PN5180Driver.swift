@@ -88,7 +88,7 @@ public struct PN5180Driver: ReaderDriver {
     public var sampleReader: String? {
         """
         driver = "pn5180"
-        device = "spi:/dev/spidev0.0,busy=gpiochip0:25,reset=gpiochip0:7,nss=gpiochip0:8"   # EDIT: your wiring
+        device = "spi:/dev/spidev0.0,busy=gpiochip0:25,reset=gpiochip0:24,nss=gpiochip0:23"   # EDIT: your wiring
         """
     }
 }

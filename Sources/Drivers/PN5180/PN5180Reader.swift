@@ -13,7 +13,9 @@ import Readers
 public final class PN5180Reader: TagReader {
     public let link: PN5180Link
     public let modulation: PN5180.Modulation
-    public let name: String
+    /// "PN5180 (DEVICE)", and the chip's firmware once it has answered.
+    public var name: String { firmware.map { "\(label), firmware \($0)" } ?? label }
+    private let label: String
     /// SEND_DATA carries up to 260 bytes; READ_DATA up to 508. ISO 15693 requests stay far below.
     public var limits = ReaderLimits(maxRequestBytes: 255, maxResponseBytes: 508)
     public var trace: ((TraceEvent) -> Void)?
@@ -28,7 +30,7 @@ public final class PN5180Reader: TagReader {
     public init(link: PN5180Link, modulation: PN5180.Modulation = .ask100, name: String) {
         self.link = link
         self.modulation = modulation
-        self.name = name
+        self.label = name
     }
 
     /// Reset, the version read (a bus with no chip on it fails here, clearly), the ISO 15693 configuration loaded, the
