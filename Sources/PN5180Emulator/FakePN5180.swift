@@ -31,6 +31,8 @@ public final class FakePN5180: PN5180Pins {
     public var versions: [UInt8: [UInt8]] = [0x10: [0x00, 0x04], 0x12: [0x00, 0x04], 0x14: [0x00, 0x99]]
     /// Every command frame taken, in order (the tests compare them with the public sequences).
     public private(set) var commands: [[UInt8]] = []
+    /// Told each ISO 15693 frame before the field answers it (a test takes a tag out of the field mid-read).
+    public var beforeFrame: (([UInt8]) -> Void)?
 
     /// The clock (µs): advanced by the driver's sleeps and by the air time of each exchange.
     public private(set) var time: UInt64 = 0
@@ -220,6 +222,7 @@ public final class FakePN5180: PN5180Pins {
         let eofOnly = (registers[PN5180.Register.txConfig.rawValue] ?? 0) & PN5180.txDataEnable == 0
         guard eofOnly == data.isEmpty else { return generalError() }
         registers[PN5180.Register.rxStatus.rawValue] = 0
+        if !data.isEmpty { beforeFrame?(data) }
         let before = rf.airTime
         var answer: [UInt8]?
         var collided = false

@@ -10,6 +10,8 @@ public final class EnvelopeLoopback: TagReader {
     public let inner: SimulatorReader
     public let crc: Bool
     public private(set) var apdus = 0
+    /// Told each ISO 15693 frame before the field answers it (a test takes a tag out of the field mid-read).
+    public var beforeFrame: (([UInt8]) -> Void)?
     public init(_ codec: PCSC.Codec, _ inner: SimulatorReader, crc: Bool) {
         self.codec = codec
         self.inner = inner
@@ -29,6 +31,7 @@ public final class EnvelopeLoopback: TagReader {
 
     public func transceive(_ frame: [UInt8], wait: ResponseWait) throws(ReaderError) -> [UInt8] {
         apdus += 1
+        beforeFrame?(frame)
         let timer: UInt32 = wait == .standard ? 0 : 50_000
         let response: [UInt8]
         switch codec {
