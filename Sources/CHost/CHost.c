@@ -24,7 +24,7 @@ int vlogger_open_pty(char *name, size_t size) {
 #include <stddef.h>
 
 void vlogger_kernel_abi(unsigned long *out, int count) {
-    unsigned long v[16] = {
+    unsigned long v[20] = {
         sizeof(struct spi_ioc_transfer),
         SPI_IOC_MESSAGE(1),
         SPI_IOC_WR_MODE,
@@ -41,6 +41,10 @@ void vlogger_kernel_abi(unsigned long *out, int count) {
         offsetof(struct gpio_v2_line_request, config.attrs),
         offsetof(struct gpio_v2_line_request, num_lines),
         offsetof(struct gpio_v2_line_request, fd),
+        offsetof(struct gpio_v2_line_request, config.attrs[0].attr.values),
+        offsetof(struct gpio_v2_line_request, config.attrs[0].mask),
+        GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES,
+        SPI_NO_CS,
     };
-    for (int i = 0; i < count && i < 16; i++) out[i] = v[i];
+    for (int i = 0; i < count && i < 20; i++) out[i] = v[i];
 }

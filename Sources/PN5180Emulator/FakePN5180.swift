@@ -6,10 +6,10 @@ import TagSimulator
 
 /// A PN5180 at the level of its pins, on a simulated clock, for the tests: it takes command frames over SPI (NSS low,
 /// the bytes, NSS high), raises BUSY while it works, and implements the host commands, registers and IRQ bits the
-/// driver uses (docs/reference/pn5180.md §3–§7). Behind its RF side is the project's simulated field
+/// driver uses (docs/reference/pn5180.md §2–§4). Behind its RF side is the project's simulated field
 /// (`SimulatorReader`), so inventories meet real collisions and slot markers open real slots.
 ///
-/// Its reset state, version numbers and IRQ values follow the public logs of §11 (ATrappmann/PN5180-Library #3,
+/// Its reset state, version numbers and IRQ values follow the public logs of docs/reference/pn5180.md §6 (ATrappmann/PN5180-Library #3,
 /// playfultechnology PR #3, esphome_qalcosonicnfc #9, arduino-rfid-PN5180 #1), which the tests replay against it.
 /// What no public source shows (the error bits of RX_STATUS, how long each command keeps BUSY high) is the fake's own
 /// choice, and says so.
@@ -51,6 +51,8 @@ public final class FakePN5180: PN5180Pins {
     private var sofAt: UInt64?
     private var doneAt: UInt64?
     private var result: (irq: UInt32, rxStatus: UInt32, data: [UInt8])?
+    /// A write-alike answer with the Option flag, held until the reader's lone EOF (ISO/IEC 15693-3).
+    private var afterEOF: (answer: [UInt8]?, collided: Bool)?
     /// TX_CONFIG as LOAD_RF_CONFIG leaves it: TX_DATA_ENABLE set (the other bits are the fake's).
     static let txConfigLoaded: UInt32 = 0x0000_0780
 
@@ -226,14 +228,34 @@ public final class FakePN5180: PN5180Pins {
         let before = rf.airTime
         var answer: [UInt8]?
         var collided = false
+        var requestAir = AirTiming.readerEOF
+        if eofOnly, let held = afterEOF {
+            // The EOF a write with the Option flag waits for: its answer now.
+            afterEOF = nil
+            (answer, collided) = held
+            deliver(
+                answer, collided, requestAir: requestAir,
+                air: AirTiming.t1
+                    + AirTiming.tagFrame(bytes: (answer?.count ?? 0) + 2, flags: RequestFlags(rawValue: 0x02)))
+            return
+        }
         do {
             if eofOnly {
                 answer = try rf.nextSlot()
             } else {
+                requestAir = AirTiming.readerFrame(bytes: data.count + 2, coding: .oneOfFour)
                 let writeAlike = data.count > 1 && CommandCode(data[1]).isWriteAlike
                 let flags = RequestFlags(rawValue: data[0])
-                answer = try rf.transceive(
-                    data, wait: writeAlike ? .writeAlike(optionFlag: flags.contains(.option)) : .standard)
+                let option = writeAlike && flags.contains(.option)
+                answer = try rf.transceive(data, wait: writeAlike ? .writeAlike(optionFlag: option) : .standard)
+                if option {
+                    // Programmed; the answer waits for the reader's EOF.
+                    afterEOF = (answer, false)
+                    sofAt = nil
+                    doneAt = time + 1
+                    result = (PN5180.IRQ.tx.rawValue | PN5180.IRQ.idle.rawValue, 0, [])
+                    return
+                }
             }
         } catch .collision {
             collided = true
@@ -242,19 +264,26 @@ public final class FakePN5180: PN5180Pins {
         } catch {
             answer = nil
         }
-        let air = UInt64(max(1, (rf.airTime - before).microseconds.rounded(.up)))
+        deliver(answer, collided, requestAir: requestAir, air: rf.airTime - before)
+    }
+
+    /// The IRQ bits and RX_STATUS of an exchange, due when the request has been sent (the start of frame, t1 later)
+    /// and when its air time has passed (the end of the reception).
+    private func deliver(_ answer: [UInt8]?, _ collided: Bool, requestAir: AirTime, air: AirTime) {
+        let total = UInt64(max(1, air.microseconds.rounded(.up)))
+        let sof = UInt64(max(0, (requestAir + AirTiming.t1).microseconds.rounded(.up)))
         let sent = PN5180.IRQ.tx.rawValue | PN5180.IRQ.idle.rawValue
         if collided {
-            sofAt = time + 400
-            doneAt = time + air
+            sofAt = time + sof
+            doneAt = time + max(total, sof + 1)
             result = (sent | PN5180.IRQ.rx.rawValue, 1 << 18 | 2, [0xFF, 0xFF])
         } else if let answer {
-            sofAt = time + 400
-            doneAt = time + air
+            sofAt = time + sof
+            doneAt = time + max(total, sof + 1)
             result = (sent | PN5180.IRQ.rx.rawValue, UInt32(answer.count), answer)
         } else {
             sofAt = nil
-            doneAt = time + air
+            doneAt = time + total
             result = (sent, 0, [])
         }
     }

@@ -136,11 +136,15 @@ struct PCSCBenchTests {
         let csv = try CLI.run(["export", "--config", config, "--store", store, "--since", "1h", "--uid", cage])
         let rows = csv.out.split(separator: "\r\n").dropFirst()
         #expect(rows.count >= 4 && rows.allSatisfy { $0.contains("6608C20142370001") }, "\(csv.out)\n\(run.err)")
-        // Exchanges 2–7 silent: the read and its retries time out, a typed error.
+        // Exchanges 2–9 silent (the first is `devices`' probe while the card shows up): with the codec forced by the
+        // device string (a silent probe proves nothing of a reader not named Identiv), the read and its retries time
+        // out, a typed error.
         let (silent, sdir) = try PCSCBench.card(
-            ["mb89r118-cage-12.json"], envelope + (2...7).flatMap { ["--timeout-at", String($0)] })
+            ["mb89r118-cage-12.json"], envelope + (2...9).flatMap { ["--timeout-at", String($0)] })
         defer { PCSCBench.stop(silent, sdir) }
-        let t = try CLI.run(["read", "--reader", "pcsc", "--uid", cage, "--block", "0xF8"])
+        let t = try CLI.run([
+            "read", "--reader", "pcsc", "--device", "\(envelope[1]):", "--uid", cage, "--block", "0xF8",
+        ])
         #expect(t.code != 0 && t.err.contains("no answer from the tag (timeout)"), "\(t.out)\(t.err)")
     }
 

@@ -11,7 +11,7 @@ import Testing
 @testable import Readers
 
 /// The PN5180 driver (docs/reference/pn5180.md) against the fake chip of `PN5180Emulator`. The fake is first checked
-/// against the public logs of real PN5180s (§11), then the driver runs the client's inventory, reads and writes
+/// against the public logs of real PN5180s (§6), then the driver runs the client's inventory, reads and writes
 /// through it; the kernel structures the Linux pins lay out by hand are checked against this machine's kernel
 /// headers.
 @Suite(.drivers) struct PN5180Tests {
@@ -104,17 +104,19 @@ import Testing
         let field = SimulatedField(tags: [try Self.tag(UID(parsing: "E004015012345678"))])
         let stuck = FakePN5180(field: field)
         stuck.fault = .stuckBusy
-        #expect(throws: ReaderError.self) { try Self.reader(stuck).fieldOn() }
-        do { try Self.reader(stuck).fieldOn() } catch { #expect("\(error)".contains("BUSY high"), "\(error)") }
+        let hung = #expect(throws: ReaderError.self) { try Self.reader(stuck).fieldOn() }
+        #expect(hung.map { "\($0)" }?.contains("BUSY high") == true, "\(String(describing: hung))")
         let absent = FakePN5180(field: field)
         absent.fault = .absent
-        do { try Self.reader(absent).fieldOn() } catch { #expect("\(error)".contains("BUSY low"), "\(error)") }
+        let none = #expect(throws: ReaderError.self) { try Self.reader(absent).fieldOn() }
+        #expect(none.map { "\($0)" }?.contains("BUSY low") == true, "\(String(describing: none))")
         for byte: UInt8 in [0xFF, 0x00] {
             let blank = FakePN5180(field: field)
             blank.fault = .garbage(byte)
-            do { try Self.reader(blank).fieldOn() } catch {
-                #expect("\(error)".contains("no PN5180 answers") || "\(error)".contains("reset"), "\(error)")
-            }
+            let e = #expect(throws: ReaderError.self) { try Self.reader(blank).fieldOn() }
+            #expect(
+                e.map { "\($0)" }.map { $0.contains("no PN5180 answers") || $0.contains("reset") } == true,
+                "\(String(describing: e))")
         }
         let noisy = FakePN5180(field: field)
         noisy.fault = .garbage(0x5A)
@@ -124,6 +126,23 @@ import Testing
             _ = try r.transceive([0x26, 0x01, 0x00], wait: .standard)
         }
         #expect(noisy.now() < 10_000_000, "the simulated clock ran \(noisy.now()) µs")
+    }
+
+    /// A write with the Option flag (a TI Tag-it HF-I Plus requires it): the tag answers only after the reader's
+    /// lone EOF (ISO/IEC 15693-3), which the driver sends after its EOF delay; the fake holds the answer until then.
+    @Test func aWriteWithTheOptionFlagGetsItsEOF() throws {
+        let uid = try UID(parsing: "E007000012345678")
+        let tag = SimulatedTag(
+            image: try TagImage(uid: uid, blockSize: 4, blocks: Array(repeating: [0, 0, 0, 0], count: 64)),
+            profile: .tagitHFIPlus)
+        let fake = FakePN5180(field: SimulatedField(tags: [tag]))
+        let reader = Self.reader(fake)
+        try reader.fieldOn()
+        let client = ISO15693Client(reader: reader)
+        let report = try client.writeBlocks(uid, first: 5, blocks: [[9, 8, 7, 6]], verify: true, option: true)
+        #expect(report.verified && tag.image.blocks[5] == [9, 8, 7, 6])
+        // The EOF alone: TX_CONFIG without TX_DATA_ENABLE, then a SEND_DATA of no bytes.
+        #expect(fake.commands.contains(PN5180.sendData([])))
     }
 
     @Test func deviceStrings() throws {
@@ -161,13 +180,15 @@ import Testing
     /// The structures and request numbers LinuxPN5180Pins writes by hand, against this machine's kernel headers
     /// (linux/spi/spidev.h, linux/gpio.h, through CHost).
     @Test func theKernelABIAsTheHeadersDefineIt() {
-        var v = [UInt](repeating: 0, count: 16)
-        vlogger_kernel_abi(&v, 16)
+        var v = [UInt](repeating: 0, count: 20)
+        vlogger_kernel_abi(&v, 20)
         #expect(v[0] == UInt(LinuxPN5180Pins.transferSize) && v[1] == LinuxPN5180Pins.spiMessage1)
         #expect(v[2] == LinuxPN5180Pins.spiWriteMode && v[3] == LinuxPN5180Pins.spiWriteSpeed)
         #expect(v[4] == 20 && v[5] == 26, "speed_hz and bits_per_word offsets")
         #expect(v[6] == UInt(LinuxPN5180Pins.lineRequestSize) && v[7] == LinuxPN5180Pins.gpioGetLine)
         #expect(v[8] == LinuxPN5180Pins.gpioSetValues && v[9] == LinuxPN5180Pins.gpioGetValues)
         #expect(v[10] == 256 && v[11] == 288 && v[12] == 296 && v[13] == 320 && v[14] == 560 && v[15] == 588)
+        // The output's initial value: attribute id 2, its value at 328 and mask at 336; SPI_NO_CS 0x40.
+        #expect(v[16] == 328 && v[17] == 336 && v[18] == 2 && v[19] == 0x40)
     }
 }

@@ -119,11 +119,12 @@ import VLoggerStore
         let stored = try store.readings(uid: leaving).count
         var reads = 0
         hook { frame in
-            guard frame.count >= 10, frame[1] == 0x23, Array(frame[2..<10]) == leaving.onAirBytes,
+            if frame.count >= 10, frame[1] == 0x23, Array(frame[2..<10]) == leaving.onAirBytes,
                 field.tag(leaving) != nil
-            else { return }
-            reads += 1
-            if reads == 2 { _ = field.remove(leaving) }
+            {
+                reads += 1
+                if reads == 2 { _ = field.remove(leaving) }
+            }
         }
         for _ in 1...3 { agent.cycle() }
         agent.writer.commitNow()

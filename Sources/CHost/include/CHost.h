@@ -40,5 +40,5 @@ static inline int vlogger_ioctl(int fd, unsigned long request, void *argument) {
 }
 
 // The kernel ABI the PN5180 driver lays out by hand (LinuxPN5180Pins), as this machine's kernel headers define it,
-// for the tests to compare: writes `count` (at most 16) values into `out`, in the order of CHost.c.
+// for the tests to compare: writes `count` (at most 20) values into `out`, in the order of CHost.c.
 void vlogger_kernel_abi(unsigned long *out, int count);

@@ -43,6 +43,8 @@ public final class PCSCReader: TagReader {
     /// Connect to the card exclusively (`vlogger devices`' probe): a reader another program uses (the service) is
     /// then refused, never disturbed.
     public var shareExclusive = false
+    /// Vendor envelopes whose probe failed the transaction on this reader (not tried again while it is open).
+    private var choked: Set<PCSC.Codec> = []
 
     private var context: SCARDCONTEXT?
     private var card: SCARDHANDLE?
@@ -277,11 +279,14 @@ public final class PCSCReader: TagReader {
         storageUID = nil
         identivCRC = nil
         let order = forcedCodec.map { [$0] } ?? PCSC.Codec.probeOrder(readerName: readerName)
-        for codec in order {
+        for codec in order where !choked.contains(codec) {
             let works: Bool
             do { works = try probe(codec) } catch {
                 // No answer at all (the card went away mid-command, the transaction failed) says nothing about the
-                // reader's envelopes: probe again at the next connection rather than settle on storage mode.
+                // reader's envelopes: probe again at the next connection rather than settle on storage mode. A vendor
+                // envelope the transaction failed on is not probed again on this reader: a reader that chokes on it
+                // must still reach the next codec.
+                if codec == .omnikey || codec == .identiv, forcedCodec == nil { choked.insert(codec) }
                 dropCard()
                 throw error
             }
@@ -338,6 +343,27 @@ public final class PCSCReader: TagReader {
                 if codec == .identiv { identivCRC = PCSC.Identiv.crcIncluded(inventoryAnswer: bytes) }
                 return true
             case .noAnswer, .rfError:
+                // Silence or two tags at once in the envelope's form. Identiv's forms are ordinary status words
+                // (64 01, 6F 00) that another reader may give to an instruction it does not know: taken as Identiv's
+                // only where the reader's name says Identiv (or the device string forces it); otherwise only a tag's
+                // answer proves the envelope, and the probe goes on.
+                if codec == .identiv, forcedCodec != .identiv,
+                    PCSC.Codec.probeOrder(readerName: readerName ?? "").first != .identiv
+                {
+                    // Two tags at once: a one-slot Inventory with a 4-bit mask for each value finds one alone,
+                    // which a reader that does not know the envelope never answers.
+                    guard case .rfError = outcome else { return false }
+                    for v in UInt8(0)...15 {
+                        let r = try transmit(PCSC.Identiv.apdu([0x26, 0x01, 0x04, v], waitMicroseconds: 5_000))
+                        if case .answer(let bytes)? = try? PCSC.outcome(codec, of: r), let f = bytes.first,
+                            f & 0xF6 == 0
+                        {
+                            identivCRC = PCSC.Identiv.crcIncluded(inventoryAnswer: bytes)
+                            return true
+                        }
+                    }
+                    return false
+                }
                 return true
             case .readerError(let sw, _):
                 return try refused("the reader answered \(hex4(sw))")
@@ -363,6 +389,7 @@ public final class PCSCReader: TagReader {
     }
 
     private func release() {
+        choked = []
         // The session end is best effort and goes straight to SCardTransmit: transmitRaw's error paths
         // release the connection themselves, and must not come back here.
         if let card, mode == .transparent {
@@ -440,9 +467,13 @@ public final class PCSCReader: TagReader {
             // once in 65,536 connections: every answer then fails its CRC check, a typed error, until the reader is
             // opened again).
             let raw = try Self.answer(response, codec: codec, identivCRC: false, limit: limits.maxResponseBytes + 2)
-            let learnt =
-                frame.count > 1 && frame[1] == 0x01
-                ? PCSC.Identiv.crcIncluded(inventoryAnswer: raw) : nil
+            let inventory = frame.count > 1 && frame[1] == 0x01
+            if inventory, raw.count == 12, !CRC16.isValid(raw) {
+                // Twelve bytes that are not ten and their CRC: damaged; nothing learnt from it.
+                throw ReaderError.crcError(
+                    .invalidField("an Inventory answer of 12 bytes whose last two are not its CRC"))
+            }
+            let learnt = inventory ? PCSC.Identiv.crcIncluded(inventoryAnswer: raw) : nil
             identivCRC = learnt ?? (raw.count >= 3 && CRC16.isValid(raw))
             return identivCRC == true ? Array(raw.dropLast(2)) : raw
         }

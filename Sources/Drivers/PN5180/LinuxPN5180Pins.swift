@@ -7,7 +7,7 @@ import Readers
 /// A PN5180's pins on Linux: the SPI bus through spidev (`SPI_IOC_MESSAGE`, mode 0) and BUSY, RST and (optionally)
 /// NSS through the GPIO character device's v2 uAPI (`GPIO_V2_GET_LINE_IOCTL`, kernel 5.10 and later), called directly
 /// rather than through libgpiod: Debian 12 ships libgpiod 1.6, whose API 2.0 breaks, and the three ioctls the driver
-/// needs are stable kernel ABI (docs/reference/pn5180.md §10, sizes and numbers from Debian 12's linux-libc-dev).
+/// needs are stable kernel ABI (docs/reference/pn5180.md §7, sizes and numbers from Debian 12's linux-libc-dev).
 ///
 /// Not tested here: this machine has no SPI bus and no GPIO chip. The structures' sizes are checked by the tests.
 public final class LinuxPN5180Pins: PN5180Pins {
@@ -157,7 +157,7 @@ public final class LinuxPN5180Pins: PN5180Pins {
     public func sleep(microseconds: UInt32) { usleep(microseconds) }
 }
 
-/// A PN5180 device string: `spi:/dev/spidev0.0,busy=gpiochip0:25,reset=gpiochip0:7[,nss=gpiochip0:8][,speed=7000000]
+/// A PN5180 device string: `spi:/dev/spidev0.0,busy=gpiochip0:25,reset=gpiochip0:24[,nss=gpiochip0:23][,speed=7000000]
 /// [,ask=100|10]`.
 public struct PN5180Device: Equatable, Sendable {
     public struct Line: Equatable, Sendable {

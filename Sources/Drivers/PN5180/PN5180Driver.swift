@@ -6,7 +6,7 @@ import Readers
 #endif
 
 /// NXP PN5180 boards on a host's SPI bus (a Raspberry Pi's, typically): `--reader pn5180 --device
-/// spi:/dev/spidev0.0,busy=gpiochip0:25,reset=gpiochip0:7`. docs/readers.md has the wiring.
+/// spi:/dev/spidev0.0,busy=gpiochip0:25,reset=gpiochip0:24,nss=gpiochip0:23`. docs/readers.md has the wiring.
 public struct PN5180Driver: ReaderDriver {
     public init() {}
     public var name: String { "pn5180" }

@@ -55,7 +55,14 @@ public final class PN5180Link {
         let rx: [UInt8]
         do {
             rx = try pins.transfer(tx)
-            if pins.holdsNSS { try waitBusy(true, "after a frame") }
+            if pins.holdsNSS {
+                try waitBusy(true, "after a frame")
+            } else {
+                // The controller's chip select ended the frame: BUSY rises a little later; give it a moment (it may
+                // have risen and fallen already), so the next frame does not meet a busy chip.
+                let rise = pins.now() + 1_000
+                while try !pins.busy(), pins.now() < rise { pins.sleep(microseconds: 10) }
+            }
         } catch {
             try? pins.setNSS(true)
             throw error

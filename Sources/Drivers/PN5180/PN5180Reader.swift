@@ -9,7 +9,7 @@ import Readers
 /// is an unclean answer; no start of frame within the wait is no answer.
 ///
 /// Tested only against the fake PN5180 of the tests (`PN5180Emulator`), which follows the public sequences of
-/// docs/reference/pn5180.md §11 — no PN5180 has been used.
+/// docs/reference/pn5180.md §6 — no PN5180 has been used.
 public final class PN5180Reader: TagReader {
     public let link: PN5180Link
     public let modulation: PN5180.Modulation
@@ -36,6 +36,7 @@ public final class PN5180Reader: TagReader {
     /// Reset, the version read (a bus with no chip on it fails here, clearly), the ISO 15693 configuration loaded, the
     /// field on.
     public func fieldOn() throws(ReaderError) {
+        on = false
         try link.reset()
         let fw = try link.eeprom(PN5180.firmwareVersion, count: 2)
         guard let v = PN5180.version(fw) else {
@@ -86,19 +87,34 @@ public final class PN5180Reader: TagReader {
         trace?(TraceEvent(direction: .readerToTag, bytes: onAir, airTime: sent))
         airTime = airTime + sent
         try start(frame)
-        return try receive(wait)
+        if case .writeAlike(optionFlag: true) = wait {
+            // With the Option flag the tag answers only after an EOF alone, sent once it has had time to program
+            // (ISO/IEC 15693-3; the reader's EOF delay).
+            let delay = UInt64(max(0, limits.optionEOFDelay.microseconds.rounded(.up)))
+            let deadline = link.pins.now() + sent.microsecondsWhole + delay
+            while link.pins.now() < deadline { link.pins.sleep(microseconds: 500) }
+            eofMode = true
+            try link.and(.txConfig, PN5180.eofOnly)
+            trace?(TraceEvent(direction: .slotMarker, bytes: [], airTime: AirTiming.readerEOF))
+            airTime = airTime + AirTiming.readerEOF
+            try start([])
+            return try receive(.standard, sending: AirTiming.readerEOF)
+        }
+        return try receive(wait, sending: sent)
     }
 
     public func nextSlot() throws(ReaderError) -> [UInt8] {
         guard on else { throw ReaderError.fieldOff }
         if !eofMode {
-            try link.and(.txConfig, PN5180.eofOnly)
+            // Marked first: if the command fails after the chip applied it, the next frame still reloads the
+            // configuration.
             eofMode = true
+            try link.and(.txConfig, PN5180.eofOnly)
         }
         trace?(TraceEvent(direction: .slotMarker, bytes: [], airTime: AirTiming.readerEOF))
         airTime = airTime + AirTiming.readerEOF
         try start([])
-        return try receive(.standard)
+        return try receive(.standard, sending: AirTiming.readerEOF)
     }
 
     /// IRQs cleared, the transceiver to Idle then Transceive, SEND_DATA.
@@ -109,14 +125,14 @@ public final class PN5180Reader: TagReader {
         try link.command(PN5180.sendData(frame))
     }
 
-    /// Waits for a start of frame (t1 and a margin; a write-alike command's programming time; a slow chip's window),
-    /// then for the end of the reception, and reads it.
-    private func receive(_ wait: ResponseWait) throws(ReaderError) -> [UInt8] {
-        let sofWait: UInt64
+    /// Waits for a start of frame (the request's own time on the air, then t1 and a margin; a write-alike command's
+    /// programming time; a slow chip's window), then for the end of the reception, and reads it.
+    private func receive(_ wait: ResponseWait, sending: AirTime) throws(ReaderError) -> [UInt8] {
+        var sofWait: UInt64 = sending.microsecondsWhole
         switch wait {
-        case .standard: sofWait = 2_000
-        case .writeAlike: sofWait = 25_000
-        case .window(let w): sofWait = UInt64(max(0, w.microseconds.rounded(.up))) + 2_000
+        case .standard, .writeAlike(optionFlag: true): sofWait += 2_000
+        case .writeAlike(optionFlag: false): sofWait += 25_000
+        case .window(let w): sofWait += UInt64(max(0, w.microseconds.rounded(.up))) + 2_000
         }
         let started = link.pins.now()
         var irq = try link.irq()
@@ -161,4 +177,9 @@ public final class PN5180Reader: TagReader {
         airTime = airTime + AirTiming.t1
         throw ReaderError.crcError(.invalidField("the PN5180 heard \(what)"))
     }
+}
+
+extension AirTime {
+    /// Whole microseconds, rounded up (never negative).
+    var microsecondsWhole: UInt64 { UInt64(max(0, microseconds.rounded(.up))) }
 }
