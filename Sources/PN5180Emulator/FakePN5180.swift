@@ -130,11 +130,6 @@ public final class FakePN5180: PN5180Pins {
 
     // MARK: Commands
 
-    private func value(_ b: ArraySlice<UInt8>) -> UInt32? {
-        guard b.count == 4 else { return nil }
-        return b.reversed().reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
     private func generalError() { irq |= PN5180.IRQ.generalError.rawValue }
 
     private func run(_ f: [UInt8]) {
@@ -143,7 +138,7 @@ public final class FakePN5180: PN5180Pins {
         let args = f.dropFirst()
         switch code {
         case .writeRegister, .writeRegisterOrMask, .writeRegisterAndMask:
-            guard args.count == 5, let v = value(args.dropFirst()) else { return generalError() }
+            guard args.count == 5, let v = try? PN5180.value(Array(args.dropFirst())) else { return generalError() }
             let r = args[args.startIndex]
             if r == PN5180.Register.irqClear.rawValue {
                 irq &= ~v

@@ -18,6 +18,13 @@ public final class ReaderSession {
     /// A session over a reader made elsewhere (tests), field already on.
     public convenience init(reader: TagReader) { self.init(OpenedReader(reader: reader)) }
 
+    /// Switches the field off and on: the tags lose their power and state, and an NXP chip a wrong password muted
+    /// answers again.
+    public func resetField() {
+        try? reader.fieldOff()
+        try? reader.fieldOn()
+    }
+
     /// Opens a configured reader (`[[reader]]`), with a simulated reader's frame limit when it gives one.
     public static func open(_ rc: ReaderConfig) throws -> ReaderSession {
         try open(kind: rc.driver, field: rc.field, device: rc.device, options: rc.options)

@@ -41,8 +41,7 @@ struct Read: ParsableCommand {
                 throw VLoggerError("leaving privacy mode: \(error)")
             }
             if case .rejected(let why) = outcome {
-                try? session.reader.fieldOff()
-                try? session.reader.fieldOn()
+                session.resetField()
                 throw VLoggerError("the privacy password was rejected (\(why)); the field was reset")
             }
         }

@@ -137,8 +137,7 @@ struct Write: ParsableCommand {
         switch guarded {
         case .done(let r, _): report = r
         case .stopped(.rejected(let why)):
-            try? session.reader.fieldOff()
-            try? session.reader.fieldOn()
+            session.resetField()
             throw VLoggerError("\(uid): \(why); the field was reset, nothing written")
         case .stopped(let outcome):
             switch outcome {

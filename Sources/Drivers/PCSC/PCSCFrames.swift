@@ -125,10 +125,9 @@ public enum PCSC {
 
     /// Reads the answer to `FF C2 …`: the outer status word, then C0, 96 and 97.
     public static func outcome(of response: [UInt8]) throws(FrameError) -> Outcome {
-        guard response.count >= 2 else { throw .truncated(what: "APDU response", needed: 2, got: response.count) }
-        let sw = UInt16(response[response.count - 2]) << 8 | UInt16(response[response.count - 1])
+        let (body, sw) = try split(response)
         guard sw == ok else { return .readerError(sw: sw, object: 0) }
-        let objects = try parse(response[0..<(response.count - 2)])
+        let objects = try parse(body)
         if let c0 = objects.first(where: { $0.tag == genericStatus }) {
             guard c0.value.count == 3 else {
                 throw .wrongLength(what: "C0 generic status", expected: "3", got: c0.value.count)

@@ -10,7 +10,6 @@ import Readers
 /// Tested only against the project's virtual card behind a real pcscd (vsmartcard vpcd), and the vendor envelopes
 /// against the public exchanges of docs/reference/reader-paths.md; see the README.
 public final class PCSCReader: TagReader {
-    public typealias Mode = PCSC.Codec
 
     /// What the storage-card fallback cannot do, said once where it matters.
     public static let storageLimits =
@@ -25,15 +24,11 @@ public final class PCSCReader: TagReader {
     public var limits = ReaderLimits(maxRequestBytes: 240, maxResponseBytes: 236)
     public var trace: ((TraceEvent) -> Void)?
     public private(set) var airTime: AirTime = .zero
-    public private(set) var mode: Mode?
+    /// How this connection carries ISO 15693 (found by `probe`); nil until connected.
+    public private(set) var mode: PCSC.Codec?
     /// Microseconds given to a write-alike command in the timer DO (real ACR1552U: without it a write
     /// can fail with 64 01, docs/reference/reader-paths.md §2.3).
     public var writeTimerMicroseconds: UInt32 = 50_000
-    /// Use the storage-card commands even if the reader has transparent exchange.
-    public var forceStorageMode: Bool {
-        get { forcedCodec == .storage }
-        set { forcedCodec = newValue ? .storage : nil }
-    }
     /// Use this codec and no other (a device string's `omnikey:`, `identiv:`, `transparent:` or `storage:`); nil:
     /// probe.
     public var forcedCodec: PCSC.Codec?

@@ -79,20 +79,17 @@ public final class LinuxPN5180Pins: PN5180Pins {
         let chip = try open(l.chipPath)
         defer { _ = Glibc.close(chip) }
         var request = [UInt8](repeating: 0, count: lineRequestSize)
-        func put<T: FixedWidthInteger>(_ v: T, at offset: Int) {
-            withUnsafeBytes(of: v.littleEndian) { for (i, b) in $0.enumerated() { request[offset + i] = b } }
-        }
-        put(l.offset, at: 0)
+        put(l.offset, at: 0, in: &request)
         for (i, b) in "vlogger-pn5180".utf8.enumerated() { request[256 + i] = b }
-        put(output ? flagOutput : flagInput, at: 288)
+        put(output ? flagOutput : flagInput, at: 288, in: &request)
         if output {
             // One attribute: the output's initial value (GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES = 2) for line 0.
-            put(UInt32(1), at: 296)
-            put(UInt32(2), at: 320)
-            put(UInt64(initial ? 1 : 0), at: 328)
-            put(UInt64(1), at: 336)
+            put(UInt32(1), at: 296, in: &request)
+            put(UInt32(2), at: 320, in: &request)
+            put(UInt64(initial ? 1 : 0), at: 328, in: &request)
+            put(UInt64(1), at: 336, in: &request)
         }
-        put(UInt32(1), at: 560)
+        put(UInt32(1), at: 560, in: &request)
         let rc = request.withUnsafeMutableBytes { vlogger_ioctl(chip, gpioGetLine, $0.baseAddress) }
         guard rc == 0 else {
             throw ReaderError.device(
@@ -104,19 +101,21 @@ public final class LinuxPN5180Pins: PN5180Pins {
         return fd
     }
 
+    /// `v` little-endian at `offset` of a structure laid out by hand.
+    static func put<T: FixedWidthInteger>(_ v: T, at offset: Int, in bytes: inout [UInt8]) {
+        withUnsafeBytes(of: v.littleEndian) { for (i, b) in $0.enumerated() { bytes[offset + i] = b } }
+    }
+
     public func transfer(_ tx: [UInt8]) throws(ReaderError) -> [UInt8] {
         guard spi >= 0 else { throw ReaderError.device("\(device.spi) is closed") }
         var rx = [UInt8](repeating: 0, count: tx.count)
         var transfer = [UInt8](repeating: 0, count: Self.transferSize)
         let rc: Int32 = tx.withUnsafeBufferPointer { t in
             rx.withUnsafeMutableBufferPointer { r in
-                func put<T: FixedWidthInteger>(_ v: T, at offset: Int) {
-                    withUnsafeBytes(of: v.littleEndian) { for (i, b) in $0.enumerated() { transfer[offset + i] = b } }
-                }
-                put(UInt64(UInt(bitPattern: t.baseAddress)), at: 0)
-                put(UInt64(UInt(bitPattern: r.baseAddress)), at: 8)
-                put(UInt32(tx.count), at: 16)
-                put(device.speedHz, at: 20)
+                Self.put(UInt64(UInt(bitPattern: t.baseAddress)), at: 0, in: &transfer)
+                Self.put(UInt64(UInt(bitPattern: r.baseAddress)), at: 8, in: &transfer)
+                Self.put(UInt32(tx.count), at: 16, in: &transfer)
+                Self.put(device.speedHz, at: 20, in: &transfer)
                 transfer[26] = 8
                 return transfer.withUnsafeMutableBytes { vlogger_ioctl(spi, Self.spiMessage1, $0.baseAddress) }
             }

@@ -93,18 +93,19 @@ public final class PN5180Reader: TagReader {
             let delay = UInt64(max(0, limits.optionEOFDelay.microseconds.rounded(.up)))
             let deadline = link.pins.now() + sent.microsecondsWhole + delay
             while link.pins.now() < deadline { link.pins.sleep(microseconds: 500) }
-            eofMode = true
-            try link.and(.txConfig, PN5180.eofOnly)
-            trace?(TraceEvent(direction: .slotMarker, bytes: [], airTime: AirTiming.readerEOF))
-            airTime = airTime + AirTiming.readerEOF
-            try start([])
-            return try receive(.standard, sending: AirTiming.readerEOF)
+            return try eofAlone()
         }
         return try receive(wait, sending: sent)
     }
 
     public func nextSlot() throws(ReaderError) -> [UInt8] {
         guard on else { throw ReaderError.fieldOff }
+        return try eofAlone()
+    }
+
+    /// An EOF alone (a slot marker, or the EOF a write with the Option flag waits for) and its answer: TX_CONFIG
+    /// without TX_DATA_ENABLE, then a SEND_DATA of no bytes.
+    private func eofAlone() throws(ReaderError) -> [UInt8] {
         if !eofMode {
             // Marked first: if the command fails after the chip applied it, the next frame still reloads the
             // configuration.

@@ -86,11 +86,7 @@ extension Agent {
         case .block(let b): at = "block \(b)"
         case .byte(let o): at = "byte \(o)"
         }
-        let (kind, detail): (Event.Kind, String)
-        switch result {
-        case .success(let s): (kind, detail) = (.writeDone, s)
-        case .failure(let e): (kind, detail) = (.writeFailed, e.message)
-        }
+        let (kind, detail) = Self.writeEvent(result)
         writer.add(
             Event(
                 time: now, gateway: config.gatewayID, reader: readerConfig.id, location: readerConfig.location,
@@ -111,15 +107,19 @@ extension Agent {
         return result
     }
 
+    /// A client's write or lock outcome as its event's kind and detail.
+    static func writeEvent(_ result: Result<String, FieldAccessError>) -> (Event.Kind, String) {
+        switch result {
+        case .success(let s): return (.writeDone, s)
+        case .failure(let e): return (.writeFailed, e.message)
+        }
+    }
+
     /// A client's lock as its write event (made or not).
     public func recordLock(
         _ uid: UID, _ range: TagRange, origin: String, _ result: Result<String, FieldAccessError>, now: Millis? = nil
     ) {
-        let (kind, detail): (Event.Kind, String)
-        switch result {
-        case .success(let s): (kind, detail) = (.writeDone, s)
-        case .failure(let e): (kind, detail) = (.writeFailed, e.message)
-        }
+        let (kind, detail) = Self.writeEvent(result)
         writer.add(
             Event(
                 time: now ?? clock.now(), gateway: config.gatewayID, reader: readerConfig.id,
@@ -250,12 +250,10 @@ extension Agent {
             if uid.manufacturer == .stMicroelectronics {
                 passwords.reject(uid, .write, secretsFile: config.secretsFile)
             }
-            try? session.reader.fieldOff()
-            try? session.reader.fieldOn()
+            session.resetField()
             return .failure(FieldAccessError(.password, "\(why); the field was reset"))
         case .stopped(.givenRejected(let why)):
-            try? session.reader.fieldOff()
-            try? session.reader.fieldOn()
+            session.resetField()
             return .failure(FieldAccessError(.password, "\(why); the field was reset"))
         case .stopped(.forbidden(let why)): return .failure(FieldAccessError(.locked, why))
         case .stopped(.refused(let why)): return .failure(FieldAccessError(.password, why))

@@ -105,8 +105,7 @@ final class PrivacyUnlocker {
             log.logger.info("privacy: password accepted; the tag answers the inventory until its power is reset")
         case .rejected(let why):
             // An NXP chip that gets a wrong password is mute until its power is reset.
-            try? session.reader.fieldOff()
-            try? session.reader.fieldOn()
+            session.resetField()
             for uid in uids { passwords.reject(uid, .privacy, secretsFile: file) }
             log.event(
                 .error, uid: uids.count == 1 ? uids[0] : nil, name: "password-rejected", severity: .critical,

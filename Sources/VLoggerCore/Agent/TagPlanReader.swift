@@ -322,8 +322,7 @@ final class TagPlanReader {
             return .stop
         case .rejected(let why), .givenRejected(let why):
             // The chip is mute until its power is reset.
-            try? session.reader.fieldOff()
-            try? session.reader.fieldOn()
+            session.resetField()
             passwords.reject(uid, .read, secretsFile: file)
             _ = passwords.firstReport(uid)
             log.event(

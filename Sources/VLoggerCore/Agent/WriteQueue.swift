@@ -260,8 +260,7 @@ extension Agent {
                     passwords.reject(uid, .read, secretsFile: config.secretsFile)
                 }
             }
-            try? session.reader.fieldOff()
-            try? session.reader.fieldOn()
+            session.resetField()
             let until =
                 !file
                 ? "the password given is not remembered"
