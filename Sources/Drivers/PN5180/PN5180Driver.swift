@@ -37,8 +37,13 @@ public struct PN5180Driver: ReaderDriver {
     /// The device nodes exist and this user may open them (the `spi` and `gpio` groups).
     public func preflight(field: String?, device: String?) -> String? {
         guard let device, let d = try? PN5180Device.parse(device) else { return nil }
-        let paths = [d.spi, d.busy.chipPath, d.reset.chipPath] + (d.nss.map { [$0.chipPath] } ?? [])
-        for p in Set(paths).sorted() {
+        // The SPI bus first (enabling SPI is the first step of the wiring), then each GPIO chip once.
+        var paths: [String] = []
+        for p in [d.spi, d.busy.chipPath, d.reset.chipPath] + (d.nss.map { [$0.chipPath] } ?? [])
+        where !paths.contains(p) {
+            paths.append(p)
+        }
+        for p in paths {
             guard FileManager.default.fileExists(atPath: p) else {
                 return "\(p) does not exist"
                     + (p.contains("spidev") ? " (enable SPI: dtparam=spi=on in config.txt, or raspi-config)" : "")
