@@ -427,7 +427,9 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook", "TagSecurity", "OPCUA",
+                "VLoggerSync", "VLoggerOutbox", "VLoggerService",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
     ]
 )

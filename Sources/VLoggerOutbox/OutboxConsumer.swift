@@ -44,6 +44,11 @@ public protocol OutboxConsumer: Sendable {
     /// Checks that the destination answers, sending no row (`outputs status`): by default a session opened and
     /// closed; an output whose session needs no connection (a webhook) contacts its destination.
     func probe() async throws
+    /// How long the store keeps rows after this destination acknowledged them (nil: none), because it may lose
+    /// what it acknowledged (a central cluster failing over with asynchronous replication): retention reads it.
+    var safetyWindowMs: Millis? { get }
+    /// Lines `outputs status` adds under the backlog (a safety window, a gap the destination reported).
+    func statusNotes() -> [String]
 }
 
 extension OutboxConsumer {
@@ -55,6 +60,8 @@ extension OutboxConsumer {
     public var liveEvery: Duration? { nil }
     public var refusedRows: Int { 0 }
     public func probe() async throws { try await withSession { _ in } }
+    public var safetyWindowMs: Millis? { nil }
+    public func statusNotes() -> [String] { [] }
 }
 
 /// Spreads a backlog's replay over time: after `rows` rows in `elapsed` since the round began, how long to wait
@@ -78,6 +85,20 @@ public protocol OutboxSession {
     /// returns how many of the rows were new to it (a resent batch: fewer). Throws when it is not sure the
     /// destination has them: the cursor does not move, and the batch is sent again.
     func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int
+    /// The same, for a batch after which the cursor moves to `cursorAfter` (every row up to it is then
+    /// acknowledged): a destination that records how far it has everything (the fleet sync's marks) records it
+    /// with the batch. Live passes and resends use `deliver(_:_:)`.
+    func deliver(_ table: SyncTable, _ rows: [OutboxRow], cursorAfter: Int64) async throws -> Int
+    /// The cursor moves to `id` without a batch: every row up to it was delivered (the backlog reached rows that
+    /// live passes had sent). Called before the cursor moves.
+    func acknowledged(_ table: SyncTable, through id: Int64) async throws
+}
+
+extension OutboxSession {
+    public func deliver(_ table: SyncTable, _ rows: [OutboxRow], cursorAfter: Int64) async throws -> Int {
+        try await deliver(table, rows)
+    }
+    public func acknowledged(_ table: SyncTable, through id: Int64) async throws {}
 }
 
 /// A failed round, as the log, the metrics and /healthz show it (the kind is a label value).
@@ -211,6 +232,7 @@ public struct OutboxPump: Sendable {
                 // The backlog reached the live rows: those a pass delivered are there already.
                 if let from = liveFrom[table], after >= from {
                     if let sent = liveSent.removeValue(forKey: table), sent > after {
+                        try await session.acknowledged(table, through: sent)
                         try advance(table, to: sent)
                         after = sent
                     }
@@ -231,6 +253,7 @@ public struct OutboxPump: Sendable {
                     more = true
                     // No backlog row is left before the live ones: the cursor goes to where they begin.
                     if rows.isEmpty {
+                        try await session.acknowledged(table, through: from)
                         try advance(table, to: from)
                         return true
                     }
@@ -249,7 +272,7 @@ public struct OutboxPump: Sendable {
                         }
                     )
                 }
-                let inserted = try await session.deliver(table, rows)
+                let inserted = try await session.deliver(table, rows, cursorAfter: last)
                 try advance(table, to: last)
                 try await record(table, rows.count, inserted)
                 spent = rows

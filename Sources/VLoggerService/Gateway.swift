@@ -307,7 +307,8 @@ public final class Gateway: @unchecked Sendable {
             services.append(
                 .init(
                     service: RetentionJob(
-                        store: store, logger: logger, keepMs: keep, keepFor: { [outputsJob] in outputsJob.names }),
+                        store: store, logger: logger, keepMs: keep, keepFor: { [outputsJob] in outputsJob.names },
+                        safetyWindows: { [outputsJob] in outputsJob.safetyWindows }),
                     serviceName: "retention"))
         }
         // Always there: a SIGHUP may bring schedules to a configuration that had none.

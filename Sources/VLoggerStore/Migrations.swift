@@ -320,5 +320,23 @@ extension Store {
             ALTER TABLE write_queue ADD COLUMN origin TEXT;
             """
         ),
+        // Where each consumer's cursor stood, sampled at most every five minutes as it moves: retention keeps rows a
+        // consumer's destination acknowledged less than its safety window ago (the fleet sync's: a central cluster
+        // that fails over can lose acknowledged commits, and the gateway sends them again). Seeded with each cursor
+        // at the time it last moved.
+        (
+            "023-outbox-cursor-history",
+            """
+            CREATE TABLE outbox_cursor_history(
+                consumer TEXT NOT NULL,
+                tbl TEXT NOT NULL,
+                at INTEGER NOT NULL,                    -- ms since 1970: the cursor was at last_id then
+                last_id INTEGER NOT NULL,
+                PRIMARY KEY (consumer, tbl, at)
+            ) WITHOUT ROWID;
+            INSERT INTO outbox_cursor_history(consumer, tbl, at, last_id)
+                SELECT consumer, tbl, updated_at, last_id FROM outbox_cursor;
+            """
+        ),
     ]
 }

@@ -147,6 +147,76 @@ extension Store {
                 """)
             try s.bind([.text(consumer), .text(table.rawValue), .integer(id), .integer(now)])
             while try s.step() {}
+            // Where it stood, at most one sample every five minutes (retention's safety window reads them).
+            let h = try db.prepare(
+                """
+                INSERT OR IGNORE INTO outbox_cursor_history(consumer, tbl, at, last_id)
+                SELECT ?1, ?2, ?3, last_id FROM outbox_cursor WHERE consumer = ?1 AND tbl = ?2
+                AND NOT EXISTS (SELECT 1 FROM outbox_cursor_history
+                                WHERE consumer = ?1 AND tbl = ?2 AND at > ?3 - \(Self.cursorSampleMs))
+                """)
+            try h.bind([.text(consumer), .text(table.rawValue), .integer(now)])
+            while try h.step() {}
+        }
+    }
+
+    /// The newest event named `name` (its time and detail), nil when there is none.
+    public func latestEvent(named name: String) throws(StoreError) -> (time: Millis, detail: String)? {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare("SELECT time, detail FROM events WHERE name = ? ORDER BY id DESC LIMIT 1")
+            try s.bind([.text(name)])
+            guard try s.step() else { return nil }
+            return (s.int64(0), s.text(1) ?? "")
+        }
+    }
+
+    /// How often a cursor's position is sampled for `outbox_cursor_history`, at most.
+    public static let cursorSampleMs: Millis = 300_000
+
+    /// Moves `consumer`'s cursor on `table` back to `id` (the destination lost rows it had acknowledged: a central
+    /// cluster that failed over with asynchronous replication); its samples follow, so that retention does not take
+    /// the rows to be sent again for delivered ones. A cursor at or below `id` stays.
+    public func rewindOutboxCursor(_ consumer: String, _ table: SyncTable, to id: Int64, now: Millis = Millis.now())
+        throws(StoreError)
+    {
+        try withWriter { db throws(StoreError) in
+            let s = try db.prepare(
+                "UPDATE outbox_cursor SET last_id = ?3, updated_at = ?4 WHERE consumer = ?1 AND tbl = ?2 AND last_id > ?3"
+            )
+            try s.bind([.text(consumer), .text(table.rawValue), .integer(id), .integer(now)])
+            while try s.step() {}
+            let h = try db.prepare(
+                "UPDATE outbox_cursor_history SET last_id = ?3 WHERE consumer = ?1 AND tbl = ?2 AND last_id > ?3")
+            try h.bind([.text(consumer), .text(table.rawValue), .integer(id)])
+            while try h.step() {}
+        }
+    }
+
+    /// Where `consumer`'s cursor on `table` stood at `time` or before, from its samples (0 when none is that old):
+    /// every row up to it was acknowledged by then.
+    public func outboxCursor(_ consumer: String, _ table: SyncTable, asOf time: Millis) throws(StoreError) -> Int64 {
+        try withReader { db throws(StoreError) in
+            let s = try db.prepare(
+                "SELECT COALESCE(MAX(last_id), 0) FROM outbox_cursor_history WHERE consumer = ? AND tbl = ? AND at <= ?"
+            )
+            try s.bind([.text(consumer), .text(table.rawValue), .integer(time)])
+            return try s.step() ? s.int64(0) : 0
+        }
+    }
+
+    /// The rows of `table` the store still holds with ids in `after + 1 ... through`: how many, and the lowest id
+    /// (nil: none). An append-only table's ids count up without holes until retention deletes the oldest.
+    public func heldRows(_ table: SyncTable, after: Int64, through: Int64) throws(StoreError) -> (
+        count: Int, lowest: Int64?
+    ) {
+        guard table.tableDescription.hasRowID else { return (0, nil) }
+        return try withReader { db throws(StoreError) in
+            let s = try db.prepare(
+                "SELECT COUNT(*), MIN(id) FROM \(table.tableDescription.name) WHERE id > ? AND id <= ?")
+            try s.bind([.integer(after), .integer(through)])
+            guard try s.step() else { return (0, nil) }
+            let n = Int(s.int64(0))
+            return (n, n == 0 ? nil : s.int64(1))
         }
     }
 

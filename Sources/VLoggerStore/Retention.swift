@@ -7,7 +7,8 @@ import VLoggerModel
 public struct PruneReport: Sendable, Equatable {
     /// Rows deleted, by table.
     public var deleted: [SyncTable: Int] = [:]
-    /// Rows older than the cutoff kept because a consumer's destination has not acknowledged them yet.
+    /// Rows older than the cutoff kept because a consumer's destination has not acknowledged them yet, or did
+    /// so less than its safety window ago.
     public var heldForConsumers: [SyncTable: Int] = [:]
     public init() {}
 
@@ -19,15 +20,28 @@ extension Store {
     /// Deletes readings, events, writes and audits (with their results) from before `cutoff`. A row past the
     /// cursor of any consumer in `keepFor` on its table stays (and an audit stays while any of its results
     /// does); a consumer that never acknowledged anything holds every row. `chunk`: rows per transaction.
-    public func prune(before cutoff: Millis, keepFor consumers: [String], chunk: Int = 5000) throws(StoreError)
-        -> PruneReport
-    {
+    ///
+    /// `safetyWindows`: consumers whose destination may lose what it acknowledged (the fleet sync to a cluster
+    /// with asynchronous replication) keep their rows this long after the acknowledgement (the cursor's position
+    /// `window` ago, from its samples, bounds what goes).
+    public func prune(
+        before cutoff: Millis, keepFor consumers: [String], safetyWindows: [String: Millis] = [:],
+        now: Millis = Millis.now(), chunk: Int = 5000
+    ) throws(StoreError) -> PruneReport {
         var report = PruneReport()
         func limit(_ t: SyncTable) throws(StoreError) -> Int64 {
-            var upTo = Int64.max
-            for c in consumers { upTo = min(upTo, try outboxCursor(c, t)) }
+            // The newest row of a table always stays: SQLite gives a row of an empty table id 1 (sqlite.org,
+            // "ROWIDs and the INTEGER PRIMARY KEY"), which would put new rows behind every consumer's cursor.
+            var upTo = try newestID(t) - 1
+            for c in consumers {
+                upTo = min(upTo, try outboxCursor(c, t))
+                if let w = safetyWindows[c], w > 0 {
+                    upTo = min(upTo, try outboxCursor(c, t, asOf: now - w))
+                }
+            }
             return upTo
         }
+        try pruneCursorHistory(consumers: consumers, safetyWindows: safetyWindows, now: now)
         let chunk = max(1, chunk)
         for table in [SyncTable.readings, .events, .writes] {
             let upTo = try limit(table)
@@ -68,5 +82,35 @@ extension Store {
             try StoredAudit.filter(Column("finished") < cutoff).fetchCount(db)
         }
         return report
+    }
+}
+
+extension Store {
+    /// Drops the cursor samples no safety window needs: for each consumer, those older than its window except the
+    /// newest of them (the bound retention reads); every sample of a consumer no longer configured.
+    func pruneCursorHistory(consumers: [String], safetyWindows: [String: Millis], now: Millis) throws(StoreError) {
+        try withWriter { db throws(StoreError) in
+            let names = Set(consumers)
+            let all = try db.prepare("SELECT DISTINCT consumer FROM outbox_cursor_history")
+            var present: [String] = []
+            while try all.step() { if let c = all.text(0) { present.append(c) } }
+            for c in present {
+                guard names.contains(c) else {
+                    let d = try db.prepare("DELETE FROM outbox_cursor_history WHERE consumer = ?")
+                    try d.bind([.text(c)])
+                    while try d.step() {}
+                    continue
+                }
+                let before = now - max(0, safetyWindows[c] ?? 0)
+                let s = try db.prepare(
+                    """
+                    DELETE FROM outbox_cursor_history AS h WHERE consumer = ?1 AND at < (
+                        SELECT MAX(at) FROM outbox_cursor_history AS k
+                        WHERE k.consumer = ?1 AND k.tbl = h.tbl AND k.at <= ?2)
+                    """)
+                try s.bind([.text(c), .integer(before)])
+                while try s.step() {}
+            }
+        }
     }
 }

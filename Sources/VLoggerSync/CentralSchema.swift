@@ -178,6 +178,21 @@ public enum CentralSchema {
         )
         """
 
+    /// How far the central has every row of each gateway and table: the cursor a batch moved the gateway to,
+    /// written in the batch's own transaction. A cluster that fails over with asynchronous replication loses its
+    /// last commits, marks included, so a mark below the gateway's cursor says what was lost; the gateway sends it
+    /// again (`Syncer.reconcile`). Like `gateway_instances`, created by the gateways when missing, not by a
+    /// migration (older gateways go on syncing without it).
+    static let marksTable = """
+        CREATE TABLE IF NOT EXISTS gateway_marks(
+            gateway text NOT NULL,
+            tbl text NOT NULL,
+            last_id bigint NOT NULL,
+            updated timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (gateway, tbl)
+        )
+        """
+
     /// A calendar month (UTC) of readings' partitions.
     struct Month: Hashable, Comparable {
         let year: Int, month: Int

@@ -15,11 +15,43 @@ public struct SyncSettings: Equatable, Sendable {
         case verifyFull = "verify-full"
     }
 
-    public var host: String
-    public var port: Int
+    /// Which of several hosts a connection goes to (libpq's `target_session_attrs`).
+    public enum TargetSession: String, Sendable, CaseIterable {
+        /// The first host that takes the connection.
+        case any
+        /// The first host whose sessions may write (`SHOW transaction_read_only` is off): a cluster's leader.
+        case readWrite = "read-write"
+    }
+
+    /// One host of the URL, with its port.
+    public struct Endpoint: Equatable, Sendable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { "\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+    }
+
+    /// The hosts, in the URL's order (libpq's multi-host form `host1:port1,host2:port2`): a cluster's nodes.
+    public var endpoints: [Endpoint]
+    /// The first host (the only one, for most gateways).
+    public var host: String {
+        get { endpoints[0].host }
+        set { endpoints[0].host = newValue }
+    }
+    public var port: Int {
+        get { endpoints[0].port }
+        set { endpoints[0].port = newValue }
+    }
     public var user: String
     public var database: String
     public var sslMode: SSLMode = .verifyFull
+    /// Nil: `read-write` where the URL names several hosts (the sync only writes: a replica is no use to it), `any`
+    /// for one host (its refusal to write is then the server's own error).
+    public var targetSession: TargetSession?
+    public var effectiveTargetSession: TargetSession { targetSession ?? (endpoints.count > 1 ? .readWrite : .any) }
     public var caFile: String?
     public var passwordFile: String?
     public var passwordEnv: String?
@@ -27,12 +59,17 @@ public struct SyncSettings: Equatable, Sendable {
     public var batchSize = 5000
     /// Time between two sync rounds of the service's sync job.
     public var intervalMs: Millis = 10_000
+    /// How long rows stay in the local store after the central acknowledged them (`safety-window`, default 24 h):
+    /// a central cluster that fails over with asynchronous replication can lose commits it had acknowledged, and
+    /// the gateway sends them again from what it still holds (0: no window).
+    public var safetyWindowMs: Millis = 86_400_000
     /// `postgresql://user@host:port/db`, without the password: safe to print.
-    public var url: String { "postgresql://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
+    public var url: String {
+        "postgresql://\(user)@\(endpoints.map(\.description).joined(separator: ","))/\(database)"
+    }
 
     public init(host: String, port: Int = 5432, user: String, database: String) {
-        self.host = host
-        self.port = port
+        self.endpoints = [Endpoint(host: host, port: port)]
         self.user = user
         self.database = database
     }
@@ -68,27 +105,12 @@ public struct SyncSettings: Equatable, Sendable {
         }
         let db = hostPart[hostPart.index(after: slash)...]
         hostPart = hostPart[..<slash]
-        var host = String(hostPart), port = 5432
-        if hostPart.hasPrefix("[") {
-            guard let close = hostPart.firstIndex(of: "]") else {
-                throw VLoggerError("sync.url: unclosed [ in the host")
-            }
-            host = String(hostPart[hostPart.index(after: hostPart.startIndex)..<close])
-            let after = hostPart[hostPart.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
-                    throw VLoggerError("sync.url: port '\(after.dropFirst())' is not 1…65535")
-                }
-                port = p
-            }
-        } else if let colon = hostPart.lastIndex(of: ":") {
-            host = String(hostPart[..<colon])
-            guard let p = Int(hostPart[hostPart.index(after: colon)...]), (1...65535).contains(p) else {
-                throw VLoggerError("sync.url: port '\(hostPart[hostPart.index(after: colon)...])' is not 1…65535")
-            }
-            port = p
+        // libpq's multi-host form: host:port pairs separated by commas (a cluster's nodes, tried in turn).
+        var endpoints: [Endpoint] = []
+        for one in hostPart.split(separator: ",", omittingEmptySubsequences: false) {
+            endpoints.append(try Self.endpoint(one))
         }
-        guard !host.isEmpty else { throw VLoggerError("sync.url: the host is empty") }
+        guard endpoints.count <= 16 else { throw VLoggerError("sync.url: at most 16 hosts") }
         guard !db.isEmpty, !db.contains("/") else {
             throw VLoggerError("sync.url: the database name '\(db)' is empty or has a '/'")
         }
@@ -98,7 +120,10 @@ public struct SyncSettings: Equatable, Sendable {
                 "sync.url: the user name decodes to one with a ':' (a password written as %3A?); a password does not go in the URL: put it in password-file or password-env"
             )
         }
-        self.init(host: host, port: port, user: user, database: String(db).removingPercentEncoding ?? String(db))
+        self.init(
+            host: endpoints[0].host, port: endpoints[0].port, user: user,
+            database: String(db).removingPercentEncoding ?? String(db))
+        self.endpoints = endpoints
         for pair in query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard kv.count == 2 else { throw VLoggerError("sync.url: '\(pair)' in the query is not key=value") }
@@ -109,9 +134,45 @@ public struct SyncSettings: Equatable, Sendable {
                 }
                 sslMode = m
             case "sslrootcert": caFile = kv[1]
-            default: throw VLoggerError("sync.url: '\(kv[0])' is not a setting vlogger takes (sslmode, sslrootcert)")
+            case "target_session_attrs":
+                guard let t = TargetSession(rawValue: kv[1]) else {
+                    throw VLoggerError(
+                        "sync.url: target_session_attrs '\(kv[1])': expected read-write or any (the sync only writes)")
+                }
+                targetSession = t
+            default:
+                throw VLoggerError(
+                    "sync.url: '\(kv[0])' is not a setting vlogger takes (sslmode, sslrootcert, target_session_attrs)")
             }
         }
+    }
+
+    /// One `host[:port]` of the URL (an IPv6 address in brackets).
+    static func endpoint(_ text: Substring) throws(VLoggerError) -> Endpoint {
+        var host = String(text), port = 5432
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else {
+                throw VLoggerError("sync.url: unclosed [ in the host")
+            }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            let after = text[text.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
+                    throw VLoggerError("sync.url: port '\(after.dropFirst())' is not 1…65535")
+                }
+                port = p
+            } else if !after.isEmpty {
+                throw VLoggerError("sync.url: '\(after)' after the address in brackets")
+            }
+        } else if let colon = text.lastIndex(of: ":") {
+            host = String(text[..<colon])
+            guard let p = Int(text[text.index(after: colon)...]), (1...65535).contains(p) else {
+                throw VLoggerError("sync.url: port '\(text[text.index(after: colon)...])' is not 1…65535")
+            }
+            port = p
+        }
+        guard !host.isEmpty else { throw VLoggerError("sync.url: a host is empty") }
+        return Endpoint(host: host, port: port)
     }
 
     /// The password: from `password-file` (first line, whitespace trimmed) or the `password-env` variable; nil when
@@ -139,7 +200,9 @@ public struct SyncSettings: Equatable, Sendable {
         return String(text[..<colon]) + ":***" + String(text[at...])
     }
 
-    static let keys = ["url", "password-file", "password-env", "sslmode", "ca-file", "batch-size", "interval"]
+    static let keys = [
+        "url", "password-file", "password-env", "sslmode", "ca-file", "batch-size", "interval", "safety-window",
+    ]
 
     static func read(_ s: Section, _ r: ConfigReader, resolve: (String) -> String) -> SyncSettings? {
         guard let text = s.string("url") else {
@@ -171,6 +234,11 @@ public struct SyncSettings: Equatable, Sendable {
             s.duration(
                 "interval", in: 100...86_400_000, "100ms…24h (how long a round waits when nothing new was committed)")
             ?? out.intervalMs
+        out.safetyWindowMs =
+            s.duration(
+                "safety-window", in: 0...2_592_000_000,
+                "0…30d (how long rows stay in the local store after the central has them, for a failover's resend)")
+            ?? out.safetyWindowMs
         return out
     }
 }

@@ -112,11 +112,9 @@ public final class Syncer: @unchecked Sendable {
         do { rotating = try settings.rotatingPassword() } catch { throw SyncError(.configuration, "\(error)") }
     }
 
-    func configuration() throws -> PostgresConnection.Configuration {
-        try Self.configuration(settings, password: password)
-    }
-
-    static func configuration(_ settings: SyncSettings, password: String?) throws -> PostgresConnection.Configuration {
+    static func configuration(
+        _ settings: SyncSettings, _ endpoint: SyncSettings.Endpoint, password: String?
+    ) throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
         do {
             switch settings.sslMode {
@@ -141,7 +139,7 @@ public final class Syncer: @unchecked Sendable {
             throw SyncError(.configuration, "sync TLS settings: \(error)")
         }
         var c = PostgresConnection.Configuration(
-            host: settings.host, port: settings.port, username: settings.user, password: password,
+            host: endpoint.host, port: endpoint.port, username: settings.user, password: password,
             database: settings.database, tls: tls)
         c.options.connectTimeout = .seconds(5)
         return c
@@ -150,27 +148,142 @@ public final class Syncer: @unchecked Sendable {
     /// Runs `body` on one connection made for it (a link that is down fails within the connect timeout,
     /// not after a pool's retries), and closes it after.
     func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await Self.withConnection(settings, password: password, logger: logger, body)
+        try await Self.withConnection(settings, password: password, logger: logger, start: hostPicker, body)
+    }
+
+    /// Which host answered last as wanted: the next connection tries it first (after a failover, the new leader
+    /// is found once, not at every round).
+    let hostPicker = HostPicker()
+
+    final class HostPicker: @unchecked Sendable {
+        private let lock = NSLock()
+        private var last = 0
+        var first: Int { lock.withLock { last } }
+        func worked(_ i: Int) { lock.withLock { last = i } }
     }
 
     static func withConnection<T: Sendable>(
-        _ settings: SyncSettings, password: String?, logger: Logger,
+        _ settings: SyncSettings, password: String?, logger: Logger, start: HostPicker? = nil,
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
+        let conn = try await connect(settings, password: password, logger: logger, start: start)
         do {
-            let conn = try await PostgresConnection.connect(
-                configuration: try configuration(settings, password: password), id: 1, logger: logger)
-            do {
-                let value = try await body(conn)
-                try? await conn.close()
-                return value
-            } catch {
-                try? await conn.close()
-                throw error
-            }
+            let value = try await body(conn)
+            await close(conn)
+            return value
         } catch {
+            await close(conn)
             throw SyncError.from(error, url: settings.url)
         }
+    }
+
+    /// Closes a connection; one already closed is let go without waiting (PostgresNIO may have a lost COPY queued
+    /// on it, behind which a goodbye would wait for ever).
+    static func close(_ conn: PostgresConnection) async {
+        if conn.isClosed {
+            Task { try? await conn.close() }
+        } else {
+            try? await conn.close()
+        }
+    }
+
+    /// A connection to the first host that takes it and, for `read-write`, whose sessions may write (libpq's
+    /// `target_session_attrs=read-write`: `SHOW transaction_read_only` is `off`; PostgresNIO has no multi-host
+    /// form, so vlogger tries the hosts itself). Hosts are tried in the URL's order from the one that worked last.
+    /// When none will do, the error names each host's answer.
+    static func connect(
+        _ settings: SyncSettings, password: String?, logger: Logger, start: HostPicker? = nil
+    ) async throws -> PostgresConnection {
+        let hosts = settings.endpoints
+        let wantWrites = settings.effectiveTargetSession == .readWrite
+        let first = min(start?.first ?? 0, hosts.count - 1)
+        var answers: [String] = []
+        var lastError: SyncError?
+        for k in 0..<hosts.count {
+            let i = (first + k) % hosts.count
+            let endpoint = hosts[i]
+            let conn: PostgresConnection
+            do {
+                conn = try await PostgresConnection.connect(
+                    configuration: try configuration(settings, endpoint, password: password), id: 1, logger: logger)
+            } catch {
+                let e = SyncError.from(error, url: settings.url)
+                // A wrong password or TLS setting is the same on every node: said at once.
+                if hosts.count == 1 || e.kind == .authentication || e.kind == .configuration { throw e }
+                lastError = e
+                answers.append("\(endpoint): \(Self.brief(error))")
+                continue
+            }
+            if wantWrites {
+                do {
+                    var readOnly = false
+                    for try await v in try await conn.query("SHOW transaction_read_only", logger: logger).decode(
+                        String.self)
+                    {
+                        readOnly = v == "on"
+                    }
+                    if readOnly {
+                        try? await conn.close()
+                        answers.append("\(endpoint): read-only (a replica, or a server that refuses writes)")
+                        lastError = SyncError(.readOnly, "")
+                        continue
+                    }
+                } catch {
+                    try? await conn.close()
+                    lastError = SyncError.from(error, url: settings.url)
+                    answers.append("\(endpoint): \(Self.brief(error))")
+                    continue
+                }
+            }
+            start?.worked(i)
+            return conn
+        }
+        if hosts.count == 1, let e = lastError, e.kind != .readOnly { throw e }
+        let kind: SyncError.Kind = lastError?.kind == .readOnly ? .readOnly : .connect
+        throw SyncError(
+            kind,
+            "\(URLRedaction.redact(settings.url)): no host \(wantWrites ? "takes writes" : "answers") (\(answers.joined(separator: "; "))); a cluster that is failing over has none for a few seconds: the rows wait and are sent when one does"
+        )
+    }
+
+    /// How connections to the central are pooled, as `doctor` says it. Two clients connect; the second runs a
+    /// statement and ends it; the first then asks for its server process in a transaction. Under transaction
+    /// pooling (PgBouncer's `pool_mode = transaction`) the first is handed the server connection the second just
+    /// released (PgBouncer reuses the most recent idle one unless `server_round_robin` is set), so both name the
+    /// same process; a direct connection or session pooling gives each client its own. Transaction pooling is
+    /// what the sync is built for (no session state, unnamed statements, COPY in its transaction); the check says
+    /// so either way.
+    static func poolingMode(_ settings: SyncSettings, password: String?, logger: Logger) async throws -> String {
+        func pid(_ conn: PostgresConnection) async throws -> Int32 {
+            var out: Int32 = -1
+            for try await p in try await conn.query("SELECT pg_backend_pid()", logger: logger).decode(Int32.self) {
+                out = p
+            }
+            return out
+        }
+        return try await withConnection(settings, password: password, logger: logger) { first in
+            try await withConnection(settings, password: password, logger: logger) { second in
+                var shared = 0
+                for _ in 0..<3 {
+                    let theirs = try await pid(second)
+                    let mine = try await first.withTransaction(logger: logger) { conn in try await pid(conn) }
+                    if mine == theirs { shared += 1 }
+                }
+                return shared > 0
+                    ? "transaction pooling (two clients took turns on one server connection: PgBouncer's pool_mode = transaction, which the sync works through)"
+                    : "no transaction pooling found (a direct connection, HAProxy, or session pooling: one server connection per gateway)"
+            }
+        }
+    }
+
+    /// A connection failure in a few words (the host is said by the caller).
+    static func brief(_ error: any Error) -> String {
+        if let p = error as? PSQLError {
+            if let m = p.serverInfo?[.message] { return m }
+            if let u = p.underlying { return "\(u)" }
+            return "\(p.code)"
+        }
+        return "\(error)"
     }
 
     // MARK: Schema
@@ -206,6 +319,7 @@ public final class Syncer: @unchecked Sendable {
                     try await conn.query("INSERT INTO vlogger_schema(version) VALUES (\(Int32(v)))", logger: logger)
                 }
                 try await conn.query(PostgresQuery(unsafeSQL: CentralSchema.instancesTable), logger: logger)
+                try await conn.query(PostgresQuery(unsafeSQL: CentralSchema.marksTable), logger: logger)
                 return (from, CentralSchema.version)
             }
         }
@@ -377,10 +491,31 @@ extension Syncer: OutboxConsumer {
     public func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
         let (logger, gateway, site) = (self.logger, self.gateway, self.site)
         return try await withConnection { conn in
-            try await Self.requireSchema(conn, logger)
-            try await claim(conn)
+            // Each step on the connection gives up 2 s after the connection closes (`untilClosed`).
+            try await Self.untilClosed(conn) {
+                try await Self.requireSchema(conn, logger)
+                try await self.claim(conn)
+                try await self.reconcile(conn)
+            }
             return try await body(Session(conn: conn, gateway: gateway, site: site, logger: logger))
         }
+    }
+
+    public var safetyWindowMs: Millis? { settings.safetyWindowMs > 0 ? settings.safetyWindowMs : nil }
+
+    public func statusNotes() -> [String] {
+        var out: [String] = []
+        if let w = safetyWindowMs {
+            out.append(
+                "safety window: rows stay \(DurationText.format(w)) in the local store after the central has them (sent again if a failover loses them)"
+            )
+        } else {
+            out.append("safety window: none (rows may go as soon as the central has them and [store] keep allows)")
+        }
+        if let g = try? store.latestEvent(named: "central-gap") {
+            out.append("last gap: \(TimeSpec.format(g.time)): \(g.detail)")
+        }
+        return out
     }
 
     /// `outputs status`: the server answers and has the schema; nothing is written (not even the claim).
@@ -403,6 +538,7 @@ extension Syncer: OutboxConsumer {
             try await conn.withTransaction(logger: logger) { conn in
                 try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey))", logger: logger)
                 try await conn.query(PostgresQuery(unsafeSQL: CentralSchema.instancesTable), logger: logger)
+                try await conn.query(PostgresQuery(unsafeSQL: CentralSchema.marksTable), logger: logger)
             }
             claimsLock.withLock { instancesTableReady = true }
         }
@@ -467,12 +603,31 @@ extension Syncer: OutboxConsumer {
             self.logger = logger
         }
 
-        /// One batch, in as few round trips as the server allows: an append-only batch is one `COPY` straight
-        /// into its table, a statement that commits on its own (all its rows or none). When a key of the batch is
-        /// already there (a batch sent again after a lost acknowledgement or a crash before the local cursor
-        /// moved), the server refuses that COPY whole (unique_violation) and the batch goes through the staging
-        /// table instead, where ON CONFLICT DO NOTHING drops what is already there. Tags are one upsert.
+        /// One batch, one statement: an append-only batch is one `INSERT … SELECT … FROM unnest(arrays) ON CONFLICT
+        /// DO NOTHING` (`arrayInsert`: all its rows or none, and a batch sent again after a lost acknowledgement or
+        /// a crash keeps only what the central lacks); tags are one upsert. With the batch's mark, both in one
+        /// transaction.
         func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
+            try await deliver(table, rows, mark: nil)
+        }
+
+        /// A batch after which the gateway's cursor is `cursorAfter`: the rows and the mark in one transaction.
+        func deliver(_ table: SyncTable, _ rows: [OutboxRow], cursorAfter: Int64) async throws -> Int {
+            try await deliver(table, rows, mark: cursorAfter)
+        }
+
+        /// Rows up to `id` were all delivered (by live passes and the backlog, each batch committed): the mark
+        /// follows, in a statement of its own committed after theirs.
+        func acknowledged(_ table: SyncTable, through id: Int64) async throws {
+            let (conn, gateway, logger) = (self.conn, self.gateway, self.logger)
+            try await Syncer.untilClosed(conn) { try await Syncer.setMark(table, id, gateway: gateway, conn, logger) }
+        }
+
+        func deliver(_ table: SyncTable, _ rows: [OutboxRow], mark: Int64?) async throws -> Int {
+            try await Syncer.untilClosed(conn) { try await self.deliverOnConnection(table, rows, mark: mark) }
+        }
+
+        func deliverOnConnection(_ table: SyncTable, _ rows: [OutboxRow], mark: Int64?) async throws -> Int {
             if !gatewayRecorded {
                 try await conn.query(
                     """
@@ -484,173 +639,155 @@ extension Syncer: OutboxConsumer {
             if table == .readings {
                 months = try await Syncer.ensurePartitions(conn, times: rows.map(\.time), known: months, logger: logger)
             }
-            if table.isUpserted { return try await Syncer.insert(table, rows, gateway: gateway, conn, logger) }
-            do {
-                try await Syncer.copyDirect(table, rows, gateway: gateway, conn, logger)
-                return rows.count
-            } catch let e as PSQLError where e.serverInfo?[.sqlState] == "23505" {
-                let (gateway, logger) = (self.gateway, self.logger)
-                return try await conn.withTransaction(logger: logger) { conn in
-                    try await Syncer.copyInsert(table, rows, gateway: gateway, conn, logger)
+            let (gateway, logger) = (self.gateway, self.logger)
+            func write() async throws -> Int {
+                table.isUpserted
+                    ? try await Syncer.insert(table, rows, gateway: gateway, conn, logger)
+                    : try await Syncer.arrayInsert(table, rows, gateway: gateway, conn, logger)
+            }
+            guard let mark else { return try await write() }
+            return try await Syncer.transaction(conn, logger) {
+                let n = try await write()
+                try await Syncer.setMark(table, mark, gateway: gateway, conn, logger)
+                return n
+            }
+        }
+    }
+}
+
+extension Syncer {
+    /// BEGIN, `body`, COMMIT; on an error, ROLLBACK, unless the connection has closed (nothing is sent on a
+    /// connection PostgresNIO has given up; see `untilClosed`). Errors come out as they were thrown, not wrapped.
+    static func transaction<T: Sendable>(
+        _ conn: PostgresConnection, _ logger: Logger, _ body: () async throws -> T
+    ) async throws -> T {
+        try await conn.query("BEGIN", logger: logger)
+        let value: T
+        do { value = try await body() } catch {
+            if !conn.isClosed && !(error is SyncError) { _ = try? await conn.query("ROLLBACK", logger: logger) }
+            throw error
+        }
+        try await conn.query("COMMIT", logger: logger)
+        return value
+    }
+}
+
+extension Syncer {
+    /// Runs `operation` (statements on `conn`), and gives up on it when the connection closes and it has not
+    /// returned 2 s later, instead of waiting for ever on something PostgresNIO lost when its connection died under
+    /// it (seen with its `copyFrom`, whose continuation leaked when a cluster's leader was killed while COPYs were
+    /// starting: "SWIFT TASK CONTINUATION MISUSE"). Awaited directly, a lost statement would hold the sync's round
+    /// for ever, and no row would leave the gateway until a restart. The operation runs in a task of its own, so
+    /// that the round goes on to its error and the next round; a lost one stays suspended (the memory of one task
+    /// per such incident).
+    static func untilClosed<T: Sendable>(
+        _ conn: PostgresConnection, _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let once = ResumeOnce<T>()
+        return try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
+            once.set(k)
+            Task {
+                do { once.resume(.success(try await operation())) } catch { once.resume(.failure(error)) }
+            }
+            let loop = conn.eventLoop
+            conn.closeFuture.whenComplete { _ in
+                loop.scheduleTask(in: .seconds(2)) {
+                    once.resume(.failure(SyncError(.connect, "the connection closed under a statement")))
                 }
             }
         }
     }
-}
 
-extension Syncer {
-    /// An append-only batch by `COPY … FROM STDIN` (text format) into a temporary staging table of this
-    /// connection (emptied at each commit), then one `INSERT … SELECT … ON CONFLICT DO NOTHING` into the central
-    /// table, in the caller's transaction: PostgreSQL's bulk path instead of one bound parameter per value.
-    /// Returns how many rows were new. The staging table keeps times as milliseconds and booleans as 0/1, as the
-    /// local store has them; the INSERT converts them (timestamptz, boolean) and casts JSON text to json.
-    static func copyInsert(
-        _ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger
-    ) async throws -> Int {
-        let columns = table.columns
-        let stage = "vlogger_stage_\(table.rawValue)"
-        func stageType(_ k: OutboxColumn.Kind) -> String {
-            switch k {
-            case .integer, .time, .bool: return "bigint"
-            case .text, .json: return "text"
-            case .blob: return "bytea"
+    /// A continuation resumed by whichever comes first.
+    final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var k: CheckedContinuation<T, any Error>?
+        func set(_ k: CheckedContinuation<T, any Error>) { lock.withLock { self.k = k } }
+        func resume(_ r: Result<T, any Error>) {
+            let k: CheckedContinuation<T, any Error>? = lock.withLock {
+                defer { self.k = nil }
+                return self.k
             }
+            k?.resume(with: r)
         }
-        let stageColumns =
-            ["gateway text", "local_id bigint", "time_ms bigint"]
-            + columns.map { "\"\($0.name)\" \(stageType($0.kind))" }
-        try await conn.query(
-            PostgresQuery(
-                unsafeSQL:
-                    "CREATE TEMP TABLE IF NOT EXISTS \(stage)(\(stageColumns.joined(separator: ", "))) ON COMMIT DELETE ROWS"
-            ),
-            logger: logger)
-        var out = CopyText(capacity: rows.count * 160)
-        for r in rows { out.row(r, gateway: gateway, columns: columns, converted: false) }
-        try await conn.copyFrom(
-            table: stage, columns: ["gateway", "local_id", "time_ms"] + columns.map(\.name), logger: logger
-        ) { writer in try await writer.write(out.buffer) }
-        func time(_ expr: String) -> String { "TIMESTAMPTZ 'epoch' + \(expr) * INTERVAL '1 millisecond'" }
-        let selected = columns.map { c -> String in
-            let name = "\"\(c.name)\""
-            switch c.kind {
-            case .time: return time(name)
-            case .bool: return "\(name) <> 0"
-            case .json: return "\(name)::json"
-            case .integer, .text, .blob: return name
-            }
-        }
-        let names = (["gateway", "local_id", "time"] + columns.map(\.name)).map { "\"\($0)\"" }
-        let sql = """
-            WITH new AS (
-                INSERT INTO \(table.rawValue)(\(names.joined(separator: ", ")))
-                SELECT gateway, local_id, \(time("time_ms")), \(selected.joined(separator: ", ")) FROM \(stage)
-                ON CONFLICT DO NOTHING RETURNING 1
-            ) SELECT count(*) FROM new
-            """
-        let result = try await conn.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-        var inserted = 0
-        for try await n in result.decode(Int64.self) { inserted = Int(n) }
-        return inserted
     }
 }
 
 extension Syncer {
-    /// An append-only batch by `COPY … FROM STDIN` (text format) straight into its central table (readings: the
-    /// partitioned table, which routes each row to its month): times as ISO 8601 UTC text, booleans t/f, JSON
-    /// text as it is (the server checks it), bytea in hex. One statement: all rows or none. The text goes in
-    /// pieces of about 32 KiB as it is made, so the server parses the first while the rest is written.
-    static func copyDirect(
-        _ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger
+    /// Records that the central has every row of `table` of this gateway up to `id` (in the caller's transaction,
+    /// with the batch that brought the last of them, or in a statement of its own committed after theirs).
+    static func setMark(
+        _ table: SyncTable, _ id: Int64, gateway: String, _ conn: PostgresConnection, _ logger: Logger
     ) async throws {
-        let columns = table.columns
-        try await conn.copyFrom(
-            table: table.rawValue, columns: ["gateway", "local_id", "time"] + columns.map(\.name), logger: logger
-        ) { writer in
-            var out = CopyText(capacity: 40 * 1024)
-            for r in rows {
-                out.row(r, gateway: gateway, columns: columns, converted: true)
-                if out.count >= 32 * 1024 {
-                    try await writer.write(out.buffer)
-                    out = CopyText(capacity: 40 * 1024)
+        try await conn.query(
+            """
+            INSERT INTO gateway_marks(gateway, tbl, last_id) VALUES (\(gateway), \(table.rawValue), \(id))
+            ON CONFLICT (gateway, tbl) DO UPDATE SET last_id = greatest(gateway_marks.last_id, EXCLUDED.last_id),
+                updated = now()
+            """, logger: logger)
+    }
+
+    /// At every new connection: where the central's mark of a table is below this gateway's cursor, the central
+    /// has lost rows it had acknowledged (a failover with asynchronous replication promoted a node without the
+    /// last commits, marks included). The cursor goes back to the mark, so the round sends those rows again from
+    /// the local store (the central keeps one of each). Rows already gone from the store (older than `[store]
+    /// keep` and past the safety window) cannot be: they are counted and named as a gap, in an event
+    /// (`central-gap`, critical) and the log, never passed over in silence. A table with no mark yet (the first
+    /// round after an upgrade) is taken as it is.
+    func reconcile(_ conn: PostgresConnection) async throws {
+        var marks: [SyncTable: Int64] = [:]
+        for try await (tbl, last) in try await conn.query(
+            "SELECT tbl, last_id FROM gateway_marks WHERE gateway = \(gateway)", logger: logger
+        ).decode((String, Int64).self) {
+            if let t = SyncTable(rawValue: tbl) { marks[t] = last }
+        }
+        for table in tables {
+            guard let mark = marks[table] else { continue }
+            let cursor: Int64
+            let held: (count: Int, lowest: Int64?)
+            do {
+                cursor = try store.outboxCursor(name, table)
+                guard cursor > mark else { continue }
+                held = try store.heldRows(table, after: mark, through: cursor)
+            } catch { throw OutboxFailure(kind: "store", message: "the local store: \(error)") }
+            var gap = ""
+            if !table.isUpserted {
+                // Ids mark+1 … first held − 1 are gone from the store; the central may still have some of them (a
+                // live pass sent rows ahead of the cursor).
+                let firstHeld = held.lowest ?? (cursor + 1)
+                if firstHeld > mark + 1 {
+                    let (from, to) = (mark + 1, firstHeld - 1)
+                    var binds = PostgresBindings()
+                    binds.append(gateway)
+                    binds.append(from)
+                    binds.append(to)
+                    var there: Int64 = 0
+                    for try await n in try await conn.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "SELECT count(*) FROM \(table.rawValue) WHERE gateway = $1 AND local_id BETWEEN $2 AND $3",
+                            binds: binds), logger: logger
+                    ).decode(Int64.self) { there = n }
+                    let lost = (to - from + 1) - there
+                    if lost > 0 {
+                        gap =
+                            "; \(lost) of them (local ids \(from)…\(to)) are no longer in the local store: a gap in the central's \(table.rawValue) that cannot be filled from here"
+                    }
                 }
             }
-            if out.count > 0 { try await writer.write(out.buffer) }
-        }
-    }
-}
-
-/// Rows in `COPY`'s text format (PostgreSQL, COPY, "Text Format"): a tab between values, a newline after each
-/// row, `\N` for NULL, backslash escapes for backslash, tab, newline and carriage return; bytea in its hex form
-/// (`\x…`), whose backslash is itself escaped.
-struct CopyText {
-    private(set) var bytes: [UInt8] = []
-    var buffer: ByteBuffer { ByteBuffer(bytes: bytes) }
-    var count: Int { bytes.count }
-
-    init(capacity: Int) { bytes.reserveCapacity(capacity) }
-
-    mutating func tab() { bytes.append(0x09) }
-    mutating func newline() { bytes.append(0x0A) }
-    mutating func null() { bytes.append(0x5C); bytes.append(0x4E) }
-    mutating func integer(_ n: Int64) { ValueText.appendInteger(n, to: &bytes) }
-    mutating func bool(_ b: Bool) { bytes.append(b ? UInt8(ascii: "t") : UInt8(ascii: "f")) }
-
-    mutating func text(_ s: String) {
-        var s = s
-        s.withUTF8 { u in
-            // Most values need no escape: one copy.
-            if !u.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
-                bytes.append(contentsOf: u)
-                return
+            let message =
+                "the central has \(table.rawValue) of gateway '\(gateway)' up to local id \(mark) only, but had acknowledged up to \(cursor) (a failover lost its last commits): sending \(held.count) rows again from the local store\(gap)"
+            do { try store.rewindOutboxCursor(name, table, to: mark) } catch {
+                throw OutboxFailure(kind: "store", message: "the local store: \(error)")
             }
-            for b in u {
-                switch b {
-                case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
-                case 0x09: bytes.append(0x5C); bytes.append(0x74)
-                case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
-                case 0x0D: bytes.append(0x5C); bytes.append(0x72)
-                default: bytes.append(b)
-                }
-            }
-        }
-    }
-
-    mutating func blob(_ b: [UInt8]) {
-        bytes.append(contentsOf: [0x5C, 0x5C, 0x78])
-        ValueText.appendHex(b, to: &bytes)
-    }
-
-    /// Milliseconds since 1970 as ISO 8601 UTC (`2026-11-22T08:30:00.250Z`), which timestamptz reads.
-    mutating func time(_ ms: Millis) { ValueText.appendTime(ms, to: &bytes) }
-
-    /// One row: gateway, local id, time, then the table's columns, and its newline. `converted`: times as ISO 8601
-    /// text and booleans as t/f, for the central table's own types (COPY straight into it); otherwise as the local
-    /// store has them, milliseconds and 0/1 (the staging table's bigints).
-    mutating func row(_ r: OutboxRow, gateway: String, columns: [OutboxColumn], converted: Bool) {
-        text(r.gateway.isEmpty ? gateway : r.gateway)
-        tab()
-        integer(r.id)
-        tab()
-        if converted { time(r.time) } else { integer(r.time) }
-        for (c, v) in zip(columns, r.values) {
-            tab()
-            switch (converted, c.kind, v) {
-            case (true, .time, .integer(let ms)): time(ms)
-            case (true, .bool, .integer(let n)): bool(n != 0)
-            default: raw(v)
-            }
-        }
-        newline()
-    }
-
-    /// A value as the local store has it (integers as numbers, text escaped, blobs in hex).
-    mutating func raw(_ v: OutboxValue) {
-        switch v {
-        case .null: null()
-        case .integer(let n): integer(n)
-        case .text(let t): text(t)
-        case .blob(let b): blob(b)
+            let e = Event(
+                time: Millis.now(), gateway: gateway, uid: nil, kind: .error,
+                name: gap.isEmpty ? "central-rewound" : "central-gap", severity: gap.isEmpty ? .warning : .critical,
+                detail: "output \(name): \(message)")
+            var b = Batch()
+            b.events.append(e)
+            _ = try? store.write(b)
+            if gap.isEmpty { logger.warning("\(message)") } else { logger.error("\(message)") }
         }
     }
 }

@@ -168,8 +168,10 @@ struct OutputStatusJSON: Encodable {
     var destination: String
     var failure: String?
     var failureKind: String?
+    /// The output's own lines (the fleet sync: its safety window, the last gap the central reported).
+    var notes: [String] = []
     enum CodingKeys: String, CodingKey {
-        case name, title, backlog, destination, failure, failureKind = "failure_kind"
+        case name, title, backlog, destination, failure, failureKind = "failure_kind", notes
     }
 }
 

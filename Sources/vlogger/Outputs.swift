@@ -78,6 +78,8 @@ struct OutputsCommand: AsyncParsableCommand {
                         print("  \(t.rawValue): \(b.rows) rows not yet acknowledged\(age)")
                     }
                 }
+                item.notes = c.statusNotes()
+                if !json { for n in item.notes { print("  \(n)") } }
                 do {
                     try await c.probe()
                     if !json { print("  destination: answers") }

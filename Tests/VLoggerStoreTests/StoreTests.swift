@@ -427,3 +427,71 @@ extension Store {
         #expect(try s.scalar("SELECT min(time) FROM readings") == .integer(1_763_800_000_000 + 10 * day))
     }
 }
+
+/// The fleet sync's safety window (`[sync] safety-window`): a central cluster with asynchronous replication can
+/// lose commits it acknowledged in a failover (Patroni's documentation, "Replication modes"; docs/reference/
+/// fleet-engines.md §1), so delivered rows stay in the store that long after the acknowledgement, whatever `keep`
+/// says, and a rewound cursor takes its samples with it.
+@Suite struct SafetyWindowTests {
+    @Test func deliveredRowsStayForTheWindow() throws {
+        let s = try Store(path: scratchPath("window.db"))
+        defer { s.close() }
+        let hour: Millis = 3_600_000
+        let t0: Millis = 1_763_800_000_000
+        var b = Batch()
+        for k in 0..<1000 {
+            var r = reading(k)
+            r.time = t0 + Millis(k)
+            b.readings.append(r)
+        }
+        try s.write(b)
+        // Acknowledged: ids ≤ 400 at t0 + 1 h, ≤ 700 at t0 + 2 h (two samples), ≤ 1000 at t0 + 2 h 1 min (within
+        // five minutes of the last sample: not sampled).
+        try s.advanceOutboxCursor("postgres", .readings, to: 400, now: t0 + hour)
+        try s.advanceOutboxCursor("postgres", .readings, to: 700, now: t0 + 2 * hour)
+        try s.advanceOutboxCursor("postgres", .readings, to: 1000, now: t0 + 2 * hour + 60_000)
+        #expect(try s.outboxCursor("postgres", .readings) == 1000)
+        #expect(try s.outboxCursor("postgres", .readings, asOf: t0 + hour) == 400)
+        #expect(try s.outboxCursor("postgres", .readings, asOf: t0 + 2 * hour + 120_000) == 700)
+        #expect(try s.outboxCursor("postgres", .readings, asOf: t0) == 0)
+        // keep = 0 (every reading is older than the cutoff), a 24 h window, 25 h after t0: only what was
+        // acknowledged by t0 + 1 h (ids ≤ 400) may go.
+        let first = try s.prune(
+            before: t0 + 100 * hour, keepFor: ["postgres"], safetyWindows: ["postgres": 24 * hour],
+            now: t0 + 25 * hour + 30 * 60_000)
+        #expect(first.deleted[.readings] == 400 && first.heldForConsumers[.readings] == 600, "\(first)")
+        // Without a window, the cursor alone decides (the newest row stays, for the ids to go on from it).
+        let second = try s.prune(before: t0 + 100 * hour, keepFor: ["postgres"], now: t0 + 25 * hour)
+        #expect(second.deleted[.readings] == 599 && second.heldForConsumers[.readings] == 1, "\(second)")
+    }
+
+    @Test func aRewindTakesTheSamplesBack() throws {
+        let s = try Store(path: scratchPath("rewind.db"))
+        defer { s.close() }
+        let t0: Millis = 1_763_800_000_000
+        var b = Batch()
+        for k in 0..<100 { b.readings.append(reading(k)) }
+        try s.write(b)
+        try s.advanceOutboxCursor("postgres", .readings, to: 90, now: t0)
+        // The central lost 61…90: the cursor goes back, and no sample says 90 any longer.
+        try s.rewindOutboxCursor("postgres", .readings, to: 60, now: t0 + 1000)
+        #expect(try s.outboxCursor("postgres", .readings) == 60)
+        #expect(try s.outboxCursor("postgres", .readings, asOf: t0 + 1000) == 60)
+        #expect(try s.outboxBacklog("postgres", .readings).rows == 40)
+        // A rewind never moves a cursor forward.
+        try s.rewindOutboxCursor("postgres", .readings, to: 80)
+        #expect(try s.outboxCursor("postgres", .readings) == 60)
+        // Retention takes every old row but the newest (id 100): new rows go on from 101, after every cursor. (SQLite
+        // gives the first row of an empty table id 1, sqlite.org "ROWIDs and the INTEGER PRIMARY KEY": a table
+        // emptied by retention would put new rows behind the cursors.)
+        let pruned = try s.prune(before: Millis.max, keepFor: [], chunk: 5)
+        #expect(pruned.deleted[.readings] == 99)
+        #expect(try s.heldRows(.readings, after: 0, through: 99) == (0, nil))
+        var c = Batch()
+        for k in 0..<10 { c.readings.append(reading(k)) }
+        try s.write(c)
+        let held = try s.heldRows(.readings, after: 50, through: 200)
+        #expect(held.count == 11 && held.lowest == 100)
+        #expect(try s.newestID(.readings) == 110)
+    }
+}

@@ -28,6 +28,48 @@ import VLoggerModel
         }
     }
 
+    /// libpq's multi-host form (libpq-connect.html, "Specifying Multiple Hosts": `host1:port1,host2:port2`, each port
+    /// defaulting to 5432) and `target_session_attrs` (`read-write`: a session that accepts writes; `any`).
+    @Test func severalHostsOfACluster() throws {
+        let s = try SyncSettings(url: "postgresql://gw@pg1:5441,pg2,[2001:db8::9]:5443/fleet")
+        #expect(
+            s.endpoints == [
+                .init(host: "pg1", port: 5441), .init(host: "pg2", port: 5432), .init(host: "2001:db8::9", port: 5443),
+            ])
+        #expect(s.host == "pg1" && s.port == 5441)
+        #expect(s.url == "postgresql://gw@pg1:5441,pg2:5432,[2001:db8::9]:5443/fleet")
+        // Several hosts: the writable one by default (the sync only writes); one host: any, as libpq's default.
+        #expect(s.effectiveTargetSession == .readWrite)
+        #expect(try SyncSettings(url: "postgresql://gw@pg1/fleet").effectiveTargetSession == .any)
+        let any = try SyncSettings(url: "postgresql://gw@pg1,pg2/fleet?target_session_attrs=any")
+        #expect(any.effectiveTargetSession == .any)
+        #expect(
+            try SyncSettings(url: "postgresql://gw@haproxy:5000/fleet?target_session_attrs=read-write")
+                .effectiveTargetSession == .readWrite)
+        // Every host is a remote the unit must allow.
+        #expect(s.remotes.map(\.port) == [5441, 5432, 5443])
+        for bad in [
+            "postgresql://gw@pg1,,pg2/fleet", "postgresql://gw@pg1,/fleet", "postgresql://gw@pg1:5432,pg2:0/fleet",
+            "postgresql://gw@pg1/fleet?target_session_attrs=standby", "postgresql://gw@[::1]x/fleet",
+            "postgresql://gw@" + Array(repeating: "h", count: 17).joined(separator: ",") + "/fleet",
+        ] {
+            #expect(throws: VLoggerError.self, "\(bad)") { try SyncSettings(url: bad) }
+        }
+    }
+
+    @Test func theSafetyWindow() throws {
+        let c = try AgentConfig.parse(
+            "[sync]\nurl = \"postgresql://gw@db/fleet\"\nsafety-window = \"48h\"\n", file: "t.toml")
+        #expect(c.outputs.sync?.safetyWindowMs == 172_800_000)
+        #expect(
+            try AgentConfig.parse("[sync]\nurl = \"postgresql://gw@db/fleet\"\n", file: "t.toml").outputs.sync?
+                .safetyWindowMs == 86_400_000)
+        #expect(throws: (any Error).self) {
+            try AgentConfig.parse(
+                "[sync]\nurl = \"postgresql://gw@db/fleet\"\nsafety-window = \"40d\"\n", file: "t.toml")
+        }
+    }
+
     @Test func thePasswordNeverComesFromTheURLNorShows() throws {
         #expect { try SyncSettings(url: "postgresql://gw:s3cret-pw@db/fleet") } throws: { e in
             "\(e)".contains("password-file") && !"\(e)".contains("s3cret-pw")

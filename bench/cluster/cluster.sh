@@ -11,9 +11,10 @@
 #   bash bench/cluster/cluster.sh kill-postmaster      # SIGKILL to the leader's postmaster only (Patroni restarts it)
 #   bash bench/cluster/cluster.sh rejoin NODE          # starts a killed node's Patroni again (pg_rewind, then a replica)
 #   bash bench/cluster/cluster.sh wait-leader [SECS]   # waits until a leader answers on HAProxy's read-write port
-#   bash bench/cluster/cluster.sh cut NODE | uncut NODE   # stops (SIGSTOP) / resumes the walreceiver of a replica:
-#                                                        with async replication, cut both, commit, kill-leader, uncut
-#                                                        both, and the new leader lacks those commits (a lost tail)
+#   bash bench/cluster/cluster.sh wait-replicas [SECS] # waits until the leader streams to both replicas
+#   bash bench/cluster/cluster.sh cut | uncut          # stops (SIGSTOP) / resumes the leader's WAL senders: with async
+#                                                        replication, cut, commit, kill-leader, and the new leader
+#                                                        lacks those commits (a lost tail)
 #   bash bench/cluster/cluster.sh stop
 #
 # sync: Patroni's synchronous_mode (a commit returns once a standby has it; a failover promotes only that standby);
@@ -69,6 +70,28 @@ wait_leader() {
         sleep 0.2
     done
     echo "cluster.sh: no leader on the read-write port after $secs s" >&2
+    return 1
+}
+
+# Waits until the leader streams to both replicas (and, in sync mode, one of them is its synchronous standby).
+wait_replicas() {
+    local secs=${1:-60} mode
+    mode=$(cat "$DIR/mode")
+    for _ in $(seq 1 $((secs * 5))); do
+        if [ "$(psql_rw -c "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null || echo 0)" = 2 ]; then
+            [ "$mode" = async ] && return 0
+            # Sync mode: a standby is synchronous in PostgreSQL and Patroni's DCS names it (its REST /sync answers
+            # 200): only that standby may be promoted, so a failover before the DCS knows it would find none.
+            if [ "$(psql_rw -c "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'" 2>/dev/null || echo 0)" = 1 ]; then
+                for n in pg1 pg2 pg3; do
+                    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$(port_of "rest-$n")/sync" || true)
+                    [ "$code" = 200 ] && return 0
+                done
+            fi
+        fi
+        sleep 0.2
+    done
+    echo "cluster.sh: the replicas are not streaming after $secs s (see $DIR/logs)" >&2
     return 1
 }
 
@@ -213,18 +236,7 @@ EOF
     launch pgbouncer bash -c "ulimit -n 16384 2>/dev/null || ulimit -n 4096; exec setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer $DIR/pgbouncer/pgbouncer.ini"
     wait_leader 60 || { tail -20 "$DIR"/logs/*.log >&2; exit 1; }
     # Both replicas streaming before the cluster counts as up (a failover then has somewhere to go).
-    for _ in $(seq 1 600); do
-        [ "$(psql_rw -c "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null || echo 0)" = 2 ] && break
-        sleep 0.2
-    done
-    [ "$(psql_rw -c "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 2 ] \
-        || { echo "cluster.sh: the replicas are not streaming (see $DIR/logs)" >&2; exit 1; }
-    if [ "$mode" = sync ]; then
-        for _ in $(seq 1 300); do
-            [ "$(psql_rw -c "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")" = 1 ] && break
-            sleep 0.2
-        done
-    fi
+    wait_replicas 120
     echo "export VLOGGER_CLUSTER_DIR=$DIR VLOGGER_CLUSTER_CTL='$(realpath "$0")' VLOGGER_CLUSTER_MODE=$mode VLOGGER_CLUSTER_USER=vlogger VLOGGER_CLUSTER_PASSWORD_FILE=$DIR/password VLOGGER_CLUSTER_RW_PORT=$(port_of haproxy-rw) VLOGGER_CLUSTER_RO_PORT=$(port_of haproxy-ro) VLOGGER_CLUSTER_PGBOUNCER_PORT=$(port_of pgbouncer) VLOGGER_CLUSTER_NODE_PORTS=$(port_of pg-pg1),$(port_of pg-pg2),$(port_of pg-pg3)"
     ;;
 leader)
@@ -233,12 +245,20 @@ leader)
 wait-leader)
     wait_leader "${2:-60}"
     ;;
+wait-replicas)
+    wait_replicas "${2:-60}"
+    ;;
 kill-leader)
     n=$(leader)
     [ -n "$n" ] || { echo "cluster.sh: no leader to kill" >&2; exit 1; }
     pm=$(postmaster_of "$n")
     kill -KILL "$(pid_of "patroni-$n")" 2>/dev/null || true
     [ -n "$pm" ] && kill -KILL "$pm" 2>/dev/null || true
+    # WAL senders a cut stopped die with their node (stopped, they would never notice).
+    if [ -f "$DIR/pids/walsenders" ]; then
+        while read -r w; do alive "$w" && kill -KILL "$w" 2>/dev/null || true; done < "$DIR/pids/walsenders"
+        rm -f "$DIR/pids/walsenders"
+    fi
     echo "$n"
     ;;
 kill-postmaster)
@@ -257,23 +277,32 @@ rejoin)
     done
     start_patroni "$n"
     ;;
-cut|uncut)
-    # The replica's walreceiver stopped (SIGSTOP) or resumed: the leader's new WAL no longer reaches it.
-    n=${2:?usage: cluster.sh cut|uncut NODE}
+cut)
+    # The leader's WAL senders stopped (SIGSTOP): nothing it commits from now on leaves it (a replica's receiver
+    # would still take what is already in its socket). Their PIDs are kept: uncut resumes them, kill-leader and
+    # stop kill them.
+    n=$(leader)
+    [ -n "$n" ] || { echo "cluster.sh: no leader" >&2; exit 1; }
     pm=$(postmaster_of "$n")
-    wr=$(ps -o pid=,args= --ppid "$pm" | awk '/walreceiver/ {print $1; exit}')
-    [ -n "$wr" ] || { echo "cluster.sh: $n has no walreceiver" >&2; exit 1; }
-    kill -s "$([ "$1" = cut ] && echo STOP || echo CONT)" "$wr"
-    echo "$wr" > "$DIR/pids/walreceiver-$n"
+    ws=$(ps -o pid=,args= --ppid "$pm" | awk '/walsender/ {print $1}')
+    [ -n "$ws" ] || { echo "cluster.sh: $n has no WAL sender" >&2; exit 1; }
+    for w in $ws; do kill -STOP "$w"; echo "$w" >> "$DIR/pids/walsenders"; done
+    echo "$n"
+    ;;
+uncut)
+    if [ -f "$DIR/pids/walsenders" ]; then
+        while read -r w; do alive "$w" && kill -CONT "$w" 2>/dev/null || true; done < "$DIR/pids/walsenders"
+        rm -f "$DIR/pids/walsenders"
+    fi
     ;;
 stop)
     [ -d "$DIR" ] || exit 0
     for p in pgbouncer haproxy; do stop_pid "$(pid_of "$p")"; done
-    for n in pg1 pg2 pg3; do
-        # A frozen walreceiver would hold its node's shutdown.
-        wr=$(pid_of "walreceiver-$n"); alive "$wr" && kill -CONT "$wr" 2>/dev/null || true
-        stop_pid "$(pid_of "patroni-$n")"
-    done
+    # Stopped WAL senders would hold their node's shutdown.
+    if [ -f "$DIR/pids/walsenders" ]; then
+        while read -r w; do alive "$w" && kill -KILL "$w" 2>/dev/null || true; done < "$DIR/pids/walsenders"
+    fi
+    for n in pg1 pg2 pg3; do stop_pid "$(pid_of "patroni-$n")"; done
     for n in pg1 pg2 pg3; do
         pm=$(postmaster_of "$n")
         if alive "$pm"; then
@@ -285,7 +314,7 @@ stop)
     rm -rf "$DIR"
     ;;
 *)
-    echo "usage: cluster.sh start [sync|async] | leader | wait-leader [SECS] | kill-leader | kill-postmaster | rejoin NODE | cut NODE | uncut NODE | stop" >&2
+    echo "usage: cluster.sh start [sync|async] | leader | wait-leader [SECS] | wait-replicas [SECS] | kill-leader | kill-postmaster | rejoin NODE | cut | uncut | stop" >&2
     exit 2
     ;;
 esac

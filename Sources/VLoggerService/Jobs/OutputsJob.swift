@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import VLoggerModel
 import VLoggerStore
 import VLoggerOutbox
 
@@ -34,6 +35,15 @@ final class OutputsJob: Service, @unchecked Sendable {
 
     /// The names of the outputs running now (retention keeps rows for them).
     var names: [String] { lock.withLock { order } }
+
+    /// The safety windows of the outputs running now that have one (retention keeps their delivered rows that long).
+    var safetyWindows: [String: Millis] {
+        lock.withLock {
+            var out: [String: Millis] = [:]
+            for (name, r) in running { if let w = r.output.consumer.safetyWindowMs { out[name] = w } }
+            return out
+        }
+    }
 
     private func start(_ o: Output) -> Task<Void, Never> {
         let job = OutputJob(
