@@ -278,12 +278,19 @@ public final class Syncer: @unchecked Sendable {
 
     /// A connection failure in a few words (the host is said by the caller).
     static func brief(_ error: any Error) -> String {
+        var text = "\(error)"
         if let p = error as? PSQLError {
             if let m = p.serverInfo?[.message] { return m }
-            if let u = p.underlying { return "\(u)" }
-            return "\(p.code)"
+            text = p.underlying.map { "\($0)" } ?? "\(p.code)"
         }
-        return "\(error)"
+        // NIO's connect errors name every address tried; the cause is what an operator needs.
+        for (needle, said) in [
+            ("Connection refused", "connection refused"), ("timed out", "timed out"),
+            ("No route to host", "no route to host"), ("Network is unreachable", "network unreachable"),
+        ] where text.contains(needle) {
+            return said
+        }
+        return text
     }
 
     // MARK: Schema
@@ -603,10 +610,10 @@ extension Syncer: OutboxConsumer {
             self.logger = logger
         }
 
-        /// One batch, one statement: an append-only batch is one `INSERT … SELECT … FROM unnest(arrays) ON CONFLICT
-        /// DO NOTHING` (`arrayInsert`: all its rows or none, and a batch sent again after a lost acknowledgement or
-        /// a crash keeps only what the central lacks); tags are one upsert. With the batch's mark, both in one
-        /// transaction.
+        /// One batch, one statement: an append-only batch is one `INSERT … SELECT … FROM unnest(arrays)`
+        /// (`arrayInsert`: all its rows or none; a batch sent again after a lost acknowledgement or a crash is
+        /// refused for its keys, and goes again with `ON CONFLICT DO NOTHING`, keeping only what the central
+        /// lacks); tags are one upsert. With the batch's mark, both in one transaction.
         func deliver(_ table: SyncTable, _ rows: [OutboxRow]) async throws -> Int {
             try await deliver(table, rows, mark: nil)
         }
@@ -640,16 +647,26 @@ extension Syncer: OutboxConsumer {
                 months = try await Syncer.ensurePartitions(conn, times: rows.map(\.time), known: months, logger: logger)
             }
             let (gateway, logger) = (self.gateway, self.logger)
-            func write() async throws -> Int {
+            func write(skipExisting: Bool) async throws -> Int {
                 table.isUpserted
                     ? try await Syncer.insert(table, rows, gateway: gateway, conn, logger)
-                    : try await Syncer.arrayInsert(table, rows, gateway: gateway, conn, logger)
+                    : try await Syncer.arrayInsert(
+                        table, rows, gateway: gateway, conn, logger, skipExisting: skipExisting)
             }
-            guard let mark else { return try await write() }
-            return try await Syncer.transaction(conn, logger) {
-                let n = try await write()
-                try await Syncer.setMark(table, mark, gateway: gateway, conn, logger)
-                return n
+            func attempt(skipExisting: Bool) async throws -> Int {
+                guard let mark else { return try await write(skipExisting: skipExisting) }
+                return try await Syncer.transaction(conn, logger) {
+                    let n = try await write(skipExisting: skipExisting)
+                    try await Syncer.setMark(table, mark, gateway: gateway, conn, logger)
+                    return n
+                }
+            }
+            // Plain first; a key the central has (a batch sent again) refuses it whole, and it goes again skipping
+            // the keys there.
+            do { return try await attempt(skipExisting: false) } catch let e as PSQLError
+                where e.serverInfo?[.sqlState] == "23505"
+            {
+                return try await attempt(skipExisting: true)
             }
         }
     }
@@ -775,8 +792,10 @@ extension Syncer {
                     }
                 }
             }
+            let unit = table.isUpserted ? "change number" : "local id"
+            let resend = table.isUpserted ? "the tags changed since" : "\(held.count) rows"
             let message =
-                "the central has \(table.rawValue) of gateway '\(gateway)' up to local id \(mark) only, but had acknowledged up to \(cursor) (a failover lost its last commits): sending \(held.count) rows again from the local store\(gap)"
+                "the central has \(table.rawValue) of gateway '\(gateway)' up to \(unit) \(mark) only, but had acknowledged up to \(cursor) (a failover lost its last commits): sending \(resend) again from the local store\(gap)"
             do { try store.rewindOutboxCursor(name, table, to: mark) } catch {
                 throw OutboxFailure(kind: "store", message: "the local store: \(error)")
             }
