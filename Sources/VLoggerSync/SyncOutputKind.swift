@@ -92,7 +92,13 @@ extension SyncSettings {
                     "SELECT coalesce(host(inet_server_addr()), 'socket'), coalesce(inet_server_port(), 0), pg_is_in_recovery()",
                     logger: logger
                 ).decode((String, Int32, Bool).self) {
-                    server = "the server at \(addr):\(port)\(recovery ? " (a replica)" : "")"
+                    server = "the server at \(addr):\(port)"
+                    if recovery {
+                        throw SyncError(
+                            .readOnly,
+                            "\(server) is a replica (in recovery): it takes no rows; name the cluster's nodes (the writable one is found) or HAProxy's read-write port"
+                        )
+                    }
                 }
                 return server
             }

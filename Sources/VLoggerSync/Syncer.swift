@@ -177,7 +177,7 @@ public final class Syncer: @unchecked Sendable {
         }
     }
 
-    /// Closes a connection; one already closed is let go without waiting (PostgresNIO may have a lost COPY queued
+    /// Closes a connection; one already closed is let go without waiting (PostgresNIO may have a lost statement queued
     /// on it, behind which a goodbye would wait for ever).
     static func close(_ conn: PostgresConnection) async {
         if conn.isClosed {
@@ -251,7 +251,7 @@ public final class Syncer: @unchecked Sendable {
     /// pooling (PgBouncer's `pool_mode = transaction`) the first is handed the server connection the second just
     /// released (PgBouncer reuses the most recent idle one unless `server_round_robin` is set), so both name the
     /// same process; a direct connection or session pooling gives each client its own. Transaction pooling is
-    /// what the sync is built for (no session state, unnamed statements, COPY in its transaction); the check says
+    /// what the sync is built for (no session state, unnamed statements, each batch one statement); the check says
     /// so either way.
     static func poolingMode(_ settings: SyncSettings, password: String?, logger: Logger) async throws -> String {
         func pid(_ conn: PostgresConnection) async throws -> Int32 {
@@ -499,12 +499,12 @@ extension Syncer: OutboxConsumer {
         let (logger, gateway, site) = (self.logger, self.gateway, self.site)
         return try await withConnection { conn in
             // Each step on the connection gives up 2 s after the connection closes (`untilClosed`).
-            try await Self.untilClosed(conn) {
+            let marks = try await Self.untilClosed(conn) {
                 try await Self.requireSchema(conn, logger)
                 try await self.claim(conn)
-                try await self.reconcile(conn)
+                return try await self.reconcile(conn)
             }
-            return try await body(Session(conn: conn, gateway: gateway, site: site, logger: logger))
+            return try await body(Session(conn: conn, gateway: gateway, site: site, marks: marks, logger: logger))
         }
     }
 
@@ -602,11 +602,18 @@ extension Syncer: OutboxConsumer {
         let logger: Logger
         private var months: Set<CentralSchema.Month> = []
         private var gatewayRecorded = false
+        /// Each table's mark as this session last set it (from `reconcile` at first): a batch moves the mark
+        /// only from there, so that rows a failover took from under an open session (PgBouncer keeps the
+        /// gateway's connection while the server behind it changes) are not covered by a later batch's mark.
+        private var marks: [SyncTable: Int64]
 
-        init(conn: PostgresConnection, gateway: String, site: String?, logger: Logger) {
+        init(
+            conn: PostgresConnection, gateway: String, site: String?, marks: [SyncTable: Int64] = [:], logger: Logger
+        ) {
             self.conn = conn
             self.gateway = gateway
             self.site = site
+            self.marks = marks
             self.logger = logger
         }
 
@@ -626,8 +633,11 @@ extension Syncer: OutboxConsumer {
         /// Rows up to `id` were all delivered (by live passes and the backlog, each batch committed): the mark
         /// follows, in a statement of its own committed after theirs.
         func acknowledged(_ table: SyncTable, through id: Int64) async throws {
-            let (conn, gateway, logger) = (self.conn, self.gateway, self.logger)
-            try await Syncer.untilClosed(conn) { try await Syncer.setMark(table, id, gateway: gateway, conn, logger) }
+            let (conn, gateway, logger, from) = (self.conn, self.gateway, self.logger, marks[table] ?? 0)
+            try await Syncer.untilClosed(conn) {
+                try await Syncer.moveMark(table, from: from, to: id, gateway: gateway, conn, logger)
+            }
+            marks[table] = max(from, id)
         }
 
         func deliver(_ table: SyncTable, _ rows: [OutboxRow], mark: Int64?) async throws -> Int {
@@ -653,21 +663,25 @@ extension Syncer: OutboxConsumer {
                     : try await Syncer.arrayInsert(
                         table, rows, gateway: gateway, conn, logger, skipExisting: skipExisting)
             }
+            let from = marks[table] ?? 0
             func attempt(skipExisting: Bool) async throws -> Int {
                 guard let mark else { return try await write(skipExisting: skipExisting) }
                 return try await Syncer.transaction(conn, logger) {
                     let n = try await write(skipExisting: skipExisting)
-                    try await Syncer.setMark(table, mark, gateway: gateway, conn, logger)
+                    try await Syncer.moveMark(table, from: from, to: mark, gateway: gateway, conn, logger)
                     return n
                 }
             }
             // Plain first; a key the central has (a batch sent again) refuses it whole, and it goes again skipping
             // the keys there.
-            do { return try await attempt(skipExisting: false) } catch let e as PSQLError
+            let n: Int
+            do { n = try await attempt(skipExisting: false) } catch let e as PSQLError
                 where e.serverInfo?[.sqlState] == "23505"
             {
-                return try await attempt(skipExisting: true)
+                n = try await attempt(skipExisting: true)
             }
+            if let mark { marks[table] = max(from, mark) }
+            return n
         }
     }
 }
@@ -731,17 +745,27 @@ extension Syncer {
 }
 
 extension Syncer {
-    /// Records that the central has every row of `table` of this gateway up to `id` (in the caller's transaction,
-    /// with the batch that brought the last of them, or in a statement of its own committed after theirs).
-    static func setMark(
-        _ table: SyncTable, _ id: Int64, gateway: String, _ conn: PostgresConnection, _ logger: Logger
+    /// Records that the central has every row of `table` of this gateway up to `to` (in the caller's transaction,
+    /// with the batch that brought the last of them, or in a statement of its own committed after theirs), but
+    /// only where the central's mark is still at least `from`, where this session left it. A lower or missing mark
+    /// means the central lost rows since (a failover under a connection PgBouncer kept open): the batch's
+    /// transaction is refused, the round ends, and the next connection's `reconcile` sends them again.
+    static func moveMark(
+        _ table: SyncTable, from: Int64, to: Int64, gateway: String, _ conn: PostgresConnection, _ logger: Logger
     ) async throws {
-        try await conn.query(
+        let moved = try await conn.query(
             """
-            INSERT INTO gateway_marks(gateway, tbl, last_id) VALUES (\(gateway), \(table.rawValue), \(id))
-            ON CONFLICT (gateway, tbl) DO UPDATE SET last_id = greatest(gateway_marks.last_id, EXCLUDED.last_id),
-                updated = now()
-            """, logger: logger)
+            UPDATE gateway_marks SET last_id = greatest(last_id, \(to)), updated = now()
+            WHERE gateway = \(gateway) AND tbl = \(table.rawValue) AND last_id >= \(from)
+            RETURNING 1
+            """, logger: logger
+        ).collect()
+        guard !moved.isEmpty else {
+            throw SyncError(
+                .server,
+                "the central no longer has the \(table.rawValue) it acknowledged up to \(from) (a failover lost its last commits): the next connection sends them again"
+            )
+        }
     }
 
     /// At every new connection: where the central's mark of a table is below this gateway's cursor, the central
@@ -751,15 +775,32 @@ extension Syncer {
     /// keep` and past the safety window) cannot be: they are counted and named as a gap, in an event
     /// (`central-gap`, critical) and the log, never passed over in silence. A table with no mark yet (the first
     /// round after an upgrade) is taken as it is.
-    func reconcile(_ conn: PostgresConnection) async throws {
+    @discardableResult
+    func reconcile(_ conn: PostgresConnection) async throws -> [SyncTable: Int64] {
         var marks: [SyncTable: Int64] = [:]
         for try await (tbl, last) in try await conn.query(
             "SELECT tbl, last_id FROM gateway_marks WHERE gateway = \(gateway)", logger: logger
         ).decode((String, Int64).self) {
             if let t = SyncTable(rawValue: tbl) { marks[t] = last }
         }
+        var out: [SyncTable: Int64] = [:]
         for table in tables {
-            guard let mark = marks[table] else { continue }
+            guard let mark = marks[table] else {
+                // No mark yet (a new gateway, or the first round after the upgrade that brought marks): the
+                // central is taken to have what it acknowledged, and the mark starts at the cursor.
+                let cursor: Int64
+                do { cursor = try store.outboxCursor(name, table) } catch {
+                    throw OutboxFailure(kind: "store", message: "the local store: \(error)")
+                }
+                try await conn.query(
+                    """
+                    INSERT INTO gateway_marks(gateway, tbl, last_id) VALUES (\(gateway), \(table.rawValue), \(cursor))
+                    ON CONFLICT (gateway, tbl) DO NOTHING
+                    """, logger: logger)
+                out[table] = cursor
+                continue
+            }
+            out[table] = mark
             let cursor: Int64
             let held: (count: Int, lowest: Int64?)
             do {
@@ -808,5 +849,6 @@ extension Syncer {
             _ = try? store.write(b)
             if gap.isEmpty { logger.warning("\(message)") } else { logger.error("\(message)") }
         }
+        return out
     }
 }

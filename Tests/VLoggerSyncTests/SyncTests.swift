@@ -2,6 +2,7 @@ import Foundation
 import ISO15693
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 import VLoggerCore
 import VLoggerStore
@@ -256,6 +257,52 @@ struct CentralSyncTests {
     /// A batch of which the server already has some rows (sent before a crash, with another batch size): COPY
     /// straight into the table is refused whole (unique_violation), and the staging path inserts the new rows
     /// only. Source of the behaviour: PostgreSQL's COPY is one statement, all rows or none.
+    /// A central that loses acknowledged rows while the gateway's session stays open (PgBouncer keeps the client
+    /// connection while the server behind it fails over; docs/reference/fleet-engines.md §1 and §3): here the loss
+    /// is made by hand after the first batch's commit (its rows deleted, its mark set back). The next batch's mark
+    /// must not cover the lost rows: it is refused, the round ends, and the next round sends them again.
+    @Test func rowsLostUnderAnOpenSessionAreNotCoveredByTheNextMark() async throws {
+        let db = try await TestServer.database()
+        let store = try localStore(gateway: "gw-m", readings: 300, events: 0)
+        defer { store.close() }
+        let syncer = try Syncer(settings: TestServer.settings(database: db), store: store, gateway: "gw-m", site: nil)
+        _ = try await syncer.initSchema()
+        let env = TestServer.env
+        let lose = Mutex(false)
+        syncer.afterServerCommit = { table, last in
+            guard table == .readings, last == 100, !lose.withLock({ $0 }) else { return }
+            lose.withLock { $0 = true }
+            // psql, a process of its own: this hook is synchronous.
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+            p.arguments = [
+                "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", env["VLOGGER_TEST_PG_HOST"] ?? "127.0.0.1", "-p",
+                env["VLOGGER_TEST_PG_PORT"] ?? "5432", "-U", env["VLOGGER_TEST_PG_USER"] ?? "vlogger", "-d", db, "-c",
+                "DELETE FROM readings WHERE gateway = 'gw-m' AND local_id <= 100; UPDATE gateway_marks SET last_id = 0 WHERE gateway = 'gw-m' AND tbl = 'readings'",
+            ]
+            var penv = ProcessInfo.processInfo.environment
+            penv["PGPASSWORD"] = try String(contentsOfFile: env["VLOGGER_TEST_PG_PASSWORD_FILE"] ?? "", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            p.environment = penv
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw SyncError(.server, "psql failed") }
+        }
+        // The round: the live pass (201…300), then 1…100 (lost behind its back), then 101…200, whose mark would
+        // cover 1…100: refused.
+        await #expect(throws: SyncError.self) { try await syncer.syncOnce() }
+        #expect(lose.withLock { $0 })
+        #expect(try store.outboxCursor("postgres", .readings) == 100)
+        // The next round's connection sees the mark (0) below the cursor, and sends everything again.
+        syncer.afterServerCommit = nil
+        _ = try await syncer.syncOnce()
+        #expect(try await syncer.serverCounts()[.readings] == 300)
+        #expect(try store.latestEvent(named: "central-rewound")?.detail.contains("up to local id 0 only") == true)
+        let marks = try await TestServer.query(
+            "SELECT last_id::text FROM gateway_marks WHERE gateway = 'gw-m' AND tbl = 'readings'", database: db)
+        #expect(marks == [["300"]])
+    }
+
     @Test func aBatchPartlyOnTheServerInsertsOnlyItsNewRows() async throws {
         let db = try await TestServer.database()
         let store = try localStore(gateway: "gw-a", readings: 40, events: 0)
