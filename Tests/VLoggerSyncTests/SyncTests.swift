@@ -270,23 +270,31 @@ struct CentralSyncTests {
         let env = TestServer.env
         let lose = Mutex(false)
         syncer.afterServerCommit = { table, last in
-            guard table == .readings, last == 100, !lose.withLock({ $0 }) else { return }
-            lose.withLock { $0 = true }
-            // psql, a process of its own: this hook is synchronous.
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-            p.arguments = [
-                "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", env["VLOGGER_TEST_PG_HOST"] ?? "127.0.0.1", "-p",
-                env["VLOGGER_TEST_PG_PORT"] ?? "5432", "-U", env["VLOGGER_TEST_PG_USER"] ?? "vlogger", "-d", db, "-c",
-                "DELETE FROM readings WHERE gateway = 'gw-m' AND local_id <= 100; UPDATE gateway_marks SET last_id = 0 WHERE gateway = 'gw-m' AND tbl = 'readings'",
-            ]
-            var penv = ProcessInfo.processInfo.environment
-            penv["PGPASSWORD"] = try String(contentsOfFile: env["VLOGGER_TEST_PG_PASSWORD_FILE"] ?? "", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            p.environment = penv
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw SyncError(.server, "psql failed") }
+            let first =
+                table == .readings && last == 100
+                && lose.withLock { was in
+                    defer { was = true }
+                    return !was
+                }
+            if first {
+                // psql, a process of its own: this hook is synchronous.
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+                p.arguments = [
+                    "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", env["VLOGGER_TEST_PG_HOST"] ?? "127.0.0.1", "-p",
+                    env["VLOGGER_TEST_PG_PORT"] ?? "5432", "-U", env["VLOGGER_TEST_PG_USER"] ?? "vlogger", "-d", db,
+                    "-c",
+                    "DELETE FROM readings WHERE gateway = 'gw-m' AND local_id <= 100; UPDATE gateway_marks SET last_id = 0 WHERE gateway = 'gw-m' AND tbl = 'readings'",
+                ]
+                var penv = ProcessInfo.processInfo.environment
+                penv["PGPASSWORD"] = try String(
+                    contentsOfFile: env["VLOGGER_TEST_PG_PASSWORD_FILE"] ?? "", encoding: .utf8
+                ).trimmingCharacters(in: .whitespacesAndNewlines)
+                p.environment = penv
+                try p.run()
+                p.waitUntilExit()
+                if p.terminationStatus != 0 { throw SyncError(.server, "psql failed") }
+            }
         }
         // The round: the live pass (201…300), then 1…100 (lost behind its back), then 101…200, whose mark would
         // cover 1…100: refused.
