@@ -168,6 +168,15 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The central end of the MQTT fan-in (`vlogger central ingest`): its own MQTT 3.1.1 subscriber, which
+        // acknowledges a message only after the central commit (libmosquitto acknowledges on receipt).
+        .target(
+            name: "VLoggerIngest",
+            dependencies: [
+                "VLoggerModel", "VLoggerStore", "VLoggerSync",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // MQTT output (libmosquitto): rows of the store's outbox published as JSON, acknowledged by the broker, or
         // as a Sparkplug B 3.0 edge node (protobuf payloads, Sparkplug/sparkplug_b.proto and its generated Swift).
         .target(
@@ -245,6 +254,7 @@ let package = Package(
                 "Type5NDEF",
                 "VLoggerService",
                 "VLoggerSync",
+                "VLoggerIngest",
                 "VLoggerConfig",
                 "VLoggerOutbox",
                 "FieldState",
@@ -279,7 +289,8 @@ let package = Package(
                 "ISO15693Fuzzing", "ISO15693", "Type5NDEF", "TagImages", "TagSimulator", "Readers", "FEIG",
                 "DriverFEIG", "DriverPCSC", "DriverPN5180", "LinkedDrivers",
                 "VLoggerStore", "TagSecurity", "SensorTags",
-                "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerConfig", "VLoggerOutbox", "LinkedOutputs",
+                "VLoggerCore", "VLoggerMQTT", "VLoggerSync", "VLoggerIngest", "VLoggerConfig", "VLoggerOutbox",
+                "LinkedOutputs",
                 "VLoggerService", "OPCUA", "OPCUAServer", "VLoggerOPCUA", "FieldState",
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -418,7 +429,7 @@ let package = Package(
             dependencies: [
                 "TestDrivers", "VLoggerConfig", "VLoggerOutbox",
                 "VLoggerModel",
-                "VLoggerSync", "VLoggerCore", "VLoggerStore", "ISO15693",
+                "VLoggerSync", "VLoggerIngest", "VLoggerCore", "VLoggerStore", "ISO15693",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -427,7 +438,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook", "TagSecurity", "OPCUA",
-                "VLoggerSync", "VLoggerOutbox", "VLoggerService",
+                "VLoggerSync", "VLoggerOutbox", "VLoggerService", "VLoggerMQTT",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

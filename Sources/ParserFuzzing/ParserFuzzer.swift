@@ -25,6 +25,8 @@ import VLoggerService
 import VLoggerModel
 import VLoggerMQTT
 import VLoggerSync
+import VLoggerIngest
+import VLoggerStore
 import VLoggerConfig
 import VLoggerOutbox
 
@@ -294,6 +296,49 @@ public struct ParserFuzzer {
                 }
                 precondition(next == blockCount, "areas do not cover the memory")
                 return true
+            },
+            // A row's JSON as the fan-in reads it back (`vlogger central ingest`: messages from any publisher on the
+            // broker): one object or an array of them, each accepted as a row or refused with a reason.
+            Target(
+                name: "outbox-json-row",
+                seeds: [
+                    #"{"key":"gw-1/readings/7","table":"readings","time":"2026-11-29T04:43:45.027Z","gateway":"gw-1","reader":"dock","uid":"E008010000004212","block":"0xF8","count":1,"data":"6608C201","temperature":21.5,"field_uid":"x","ndef":[{"type":"T"}]}"#,
+                    #"[{"key":"gw-1/writes/1","table":"writes","time":"2026-01-01T00:00:00.000Z","gateway":"gw-1","uid":"E0","block":"0x0100","data":"01020304","flags":"0x02","result":"ok","verified":1,"exchanges":2},{"table":"events"}]"#,
+                    #"{"key":"gw-1/audit_results/3","table":"audit_results","gateway":"gw-1","audit":1,"uid":"E0","status":"present","seen_rounds":3,"time":"2026-01-01T00:00:00.000Z"}"#,
+                ].map { Array($0.utf8) }
+            ) { b in
+                OutboxJSON.rows(from: b).contains { (try? $0.get()) != nil }
+            },
+            // The fan-in's MQTT packets from a broker, fed in pieces of any size: a packet or a typed refusal.
+            Target(
+                name: "mqtt-packets",
+                seeds: [
+                    [0x20, 0x02, 0x01, 0x00, 0x90, 0x03, 0x00, 0x01, 0x01],
+                    [0x3A, 0x0A, 0x00, 0x03, 0x61, 0x2F, 0x62, 0x12, 0x34, 0x7B, 0x7D, 0x0A, 0xD0, 0x00],
+                    [0x30, 0xFF, 0xFF, 0xFF, 0x7F], [0x40, 0x02, 0x00, 0x01, 0xB0, 0x02, 0x00, 0x01],
+                ]
+            ) { b in
+                var r = MQTTWire.Reader(maxPacket: 1 << 16)
+                var i = 0
+                var packets = 0
+                while i < b.count {
+                    let n = 1 + Int(b[i] % 7)
+                    r.append(b[i..<min(b.count, i + n)])
+                    i += n
+                    do {
+                        while try r.next() != nil { packets += 1 }
+                    } catch { return false }
+                }
+                return packets > 0
+            },
+            // The ingest's --broker values.
+            Target(
+                name: "mqtt-broker-url",
+                seeds: ["mqtt://127.0.0.1:1883", "mqtt://[::1]:4222/", "mqtt://nats-1", "mqtts://x:8883"].map {
+                    Array($0.utf8)
+                }
+            ) { b in
+                (try? CentralIngest.Broker(url: String(decoding: b, as: UTF8.self))) != nil
             },
             // The strict JSON reader on its own (the write API's bodies), with numbers, escapes and nesting.
             Target(

@@ -90,7 +90,7 @@ public enum JSONMembers {
         return out
     }
 
-    static func skipSpace(_ p: UnsafeBufferPointer<UInt8>, _ from: Int) -> Int {
+    package static func skipSpace(_ p: UnsafeBufferPointer<UInt8>, _ from: Int) -> Int {
         var i = from
         while i < p.count, p[i] == 0x20 || p[i] == 0x0A || p[i] == 0x0D || p[i] == 0x09 { i += 1 }
         return i
@@ -111,7 +111,7 @@ public enum JSONMembers {
 
     /// The index after the value that starts at `start` (a string, an object or array with what it holds, or a
     /// number or literal up to the next separator).
-    static func valueEnd(_ p: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int? {
+    package static func valueEnd(_ p: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int? {
         guard start < p.count else { return nil }
         switch p[start] {
         case 0x22: return stringEnd(p, start)

@@ -15,8 +15,9 @@ extension SyncTable {
 /// An outbox row as one JSON object, for the outputs that send JSON (MQTT, webhooks): `key` (gateway, table and
 /// local id: the same row sent twice has the same key, for a consumer to de-duplicate on), `table`, then the
 /// table's exported columns with the names and formats of `vlogger export --format jsonl` (a reading's
-/// decoded fields at the top level, `field_<name>` where a fixed column has the name), and the gateway for the
-/// tables that have no gateway column.
+/// decoded fields at the top level, `field_<name>` where a fixed column has the name), the gateway for the
+/// tables that have no gateway column, and `time` for the one whose time is not a column (audit results: their
+/// audit's). `row(from:)` reads it back (OutboxJSONDecode.swift).
 public enum OutboxJSON {
     /// What every row of a table needs, worked out once per table: the member names, where each exported
     /// column's value is in an outbox row, the names a decoded field may not take.
@@ -24,6 +25,10 @@ public enum OutboxJSON {
         enum Source: Sendable { case time, gateway, value(Int), none }
         let hasGateway: Bool
         let exportsID: Bool
+        /// The row's time as a member of its own: a table whose time is none of its exported columns (an audit
+        /// result's is its audit's), so that a consumer (`vlogger central ingest`) has the time the central
+        /// table keeps.
+        let ownTime: Bool
         let writer: RowWriter
         let columns: [(format: ExportFormat, source: Source)]
         let taken: Set<String>
@@ -37,6 +42,8 @@ public enum OutboxJSON {
             if !hasGateway { names.append("gateway") }
             if exportsID { names.append("id") }
             names += exported.map(\.name)
+            ownTime = table.timeColumn == nil && !names.contains("time")
+            if ownTime { names.append("time") }
             writer = RowWriter(format: .jsonl, names: names)
             let outbox = table.columns
             columns = exported.map { c in
@@ -86,6 +93,7 @@ public enum OutboxJSON {
             }
             cell(value, format, &w, &out)
         }
+        if layout.ownTime { w.time(row.time, &out) }
         if table == .readings, let decoded = row.value("decoded", in: table).text {
             _ = Array(decoded.utf8).withUnsafeBufferPointer { p in
                 JSONMembers.scan(p) { key, value in

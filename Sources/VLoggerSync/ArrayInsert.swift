@@ -121,7 +121,7 @@ extension Syncer {
     /// mode and the client then writes or ends the COPY, and it can lose the COPY's continuation when the
     /// connection dies before the server's CopyInResponse (both seen here, killing a cluster's leader under 20
     /// syncing gateways). An ordinary statement has neither problem: it fails with the connection.
-    static func arrayInsert(
+    package static func arrayInsert(
         _ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger,
         skipExisting: Bool
     ) async throws -> Int {

@@ -194,9 +194,9 @@ public enum CentralSchema {
         """
 
     /// A calendar month (UTC) of readings' partitions.
-    struct Month: Hashable, Comparable {
+    package struct Month: Hashable, Comparable, Sendable {
         let year: Int, month: Int
-        static func < (a: Month, b: Month) -> Bool { (a.year, a.month) < (b.year, b.month) }
+        package static func < (a: Month, b: Month) -> Bool { (a.year, a.month) < (b.year, b.month) }
         /// Its first millisecond.
         var start: Millis { Millis(TimeSpec.daysFromCivil(year, month, 1)) * 86_400_000 }
         var tableName: String { String(format: "readings_y%04dm%02d", year, month) }

@@ -155,7 +155,8 @@ public final class Syncer: @unchecked Sendable {
     /// is found once, not at every round).
     let hostPicker = HostPicker()
 
-    final class HostPicker: @unchecked Sendable {
+    package final class HostPicker: @unchecked Sendable {
+        package init() {}
         private let lock = NSLock()
         private var last = 0
         var first: Int { lock.withLock { last } }
@@ -179,7 +180,7 @@ public final class Syncer: @unchecked Sendable {
 
     /// Closes a connection; one already closed is let go without waiting (PostgresNIO may have a lost statement queued
     /// on it, behind which a goodbye would wait for ever).
-    static func close(_ conn: PostgresConnection) async {
+    package static func close(_ conn: PostgresConnection) async {
         if conn.isClosed {
             Task { try? await conn.close() }
         } else {
@@ -191,7 +192,7 @@ public final class Syncer: @unchecked Sendable {
     /// `target_session_attrs=read-write`: `SHOW transaction_read_only` is `off`; PostgresNIO has no multi-host
     /// form, so vlogger tries the hosts itself). Hosts are tried in the URL's order from the one that worked last.
     /// When none will do, the error names each host's answer.
-    static func connect(
+    package static func connect(
         _ settings: SyncSettings, password: String?, logger: Logger, start: HostPicker? = nil
     ) async throws -> PostgresConnection {
         let hosts = settings.endpoints
@@ -277,7 +278,7 @@ public final class Syncer: @unchecked Sendable {
     }
 
     /// A connection failure in a few words (the host is said by the caller).
-    static func brief(_ error: any Error) -> String {
+    package static func brief(_ error: any Error) -> String {
         var text = "\(error)"
         if let p = error as? PSQLError {
             if let m = p.serverInfo?[.message] { return m }
@@ -307,8 +308,15 @@ public final class Syncer: @unchecked Sendable {
     /// Creates or migrates the central schema to this vlogger's version; refuses a newer server schema.
     /// Returns the versions before and after.
     public func initSchema() async throws -> (from: Int, to: Int) {
-        let logger = self.logger
-        return try await withConnection { conn in
+        try await Self.initSchema(settings, password: password, logger: logger, start: hostPicker)
+    }
+
+    /// `initSchema` without a gateway (`vlogger central ingest --init-schema`).
+    package static func initSchema(
+        _ settings: SyncSettings, password: String?, logger: Logger = Logger(label: "vlogger.sync"),
+        start: HostPicker? = nil
+    ) async throws -> (from: Int, to: Int) {
+        try await withConnection(settings, password: password, logger: logger, start: start) { conn in
             try await conn.withTransaction(logger: logger) { conn in
                 // One gateway at a time migrates (others wait), so two first starts cannot race.
                 try await conn.query("SELECT pg_advisory_xact_lock(\(CentralSchema.lockKey))", logger: logger)
@@ -333,7 +341,7 @@ public final class Syncer: @unchecked Sendable {
     }
 
     /// Checks the server's schema before shipping rows.
-    static func requireSchema(_ conn: PostgresConnection, _ logger: Logger) async throws {
+    package static func requireSchema(_ conn: PostgresConnection, _ logger: Logger) async throws {
         guard let v = try await serverVersion(conn, logger) else {
             throw SyncError(
                 .schema, "the server has no vlogger schema; create it once with `vlogger sync --init-schema`")
@@ -366,7 +374,7 @@ public final class Syncer: @unchecked Sendable {
     /// a transaction-scoped advisory lock, so two gateways do not create the same one at once). `known` are the
     /// months this session has already seen on the server (a partition is never dropped by vlogger); returns the
     /// months that exist now.
-    static func ensurePartitions(
+    package static func ensurePartitions(
         _ conn: PostgresConnection, times: [Millis], known: Set<CentralSchema.Month> = [], logger: Logger
     ) async throws -> Set<CentralSchema.Month> {
         var months = CentralSchema.months(of: times)
@@ -391,7 +399,7 @@ public final class Syncer: @unchecked Sendable {
     /// One multi-row INSERT of the batch; returns how many rows were new (tags: new or changed). Rows keyed by
     /// (gateway, local id) are inserted once (ON CONFLICT DO NOTHING: a resent row is ignored); tags are
     /// upserted by (gateway, uid), a row only replacing one seen no later.
-    static func insert(
+    package static func insert(
         _ table: SyncTable, _ rows: [OutboxRow], gateway: String, _ conn: PostgresConnection, _ logger: Logger
     ) async throws -> Int {
         let columns = table.columns
@@ -689,7 +697,7 @@ extension Syncer: OutboxConsumer {
 extension Syncer {
     /// BEGIN, `body`, COMMIT; on an error, ROLLBACK, unless the connection has closed (nothing is sent on a
     /// connection PostgresNIO has given up; see `untilClosed`). Errors come out as they were thrown, not wrapped.
-    static func transaction<T: Sendable>(
+    package static func transaction<T: Sendable>(
         _ conn: PostgresConnection, _ logger: Logger, _ body: () async throws -> T
     ) async throws -> T {
         try await conn.query("BEGIN", logger: logger)
@@ -711,7 +719,7 @@ extension Syncer {
     /// for ever, and no row would leave the gateway until a restart. The operation runs in a task of its own, so
     /// that the round goes on to its error and the next round; a lost one stays suspended (the memory of one task
     /// per such incident).
-    static func untilClosed<T: Sendable>(
+    package static func untilClosed<T: Sendable>(
         _ conn: PostgresConnection, _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let once = ResumeOnce<T>()

@@ -17,7 +17,8 @@ struct VLogger: AsyncParsableCommand {
                 name: "Gateway",
                 subcommands: [
                     Run.self, Export.self, AuditCommand.self, AssetsCommand.self, WritesCommand.self,
-                    OutputsCommand.self, SyncCommand.self, DoctorCommand.self, Watch.self, ConfigCommand.self,
+                    OutputsCommand.self, SyncCommand.self, CentralCommand.self, DoctorCommand.self, Watch.self,
+                    ConfigCommand.self,
                     RulesCommand.self, StoreCommand.self, OPCUACommand.self,
                 ]),
             CommandGroup(

@@ -20,7 +20,8 @@ import ParserFuzzing
                 "stream-query",
                 "read-query", "originality",
                 "values", "template", "sensor-answers", "secrets", "st-areas", "opcua-binary", "opcua-transport",
-                "opcua-users", "opcua-server", "opcua-methods", "pcsc-answers", "pn5180-answers",
+                "opcua-users", "opcua-server", "opcua-methods", "pcsc-answers", "pn5180-answers", "outbox-json-row",
+                "mqtt-packets", "mqtt-broker-url",
             ])
         for target in targets {
             #expect(!target.seeds.isEmpty, "\(target.name) has no seeds")

@@ -62,3 +62,156 @@ import VLoggerModel
         #expect(write.object["verified"] as? Int == 1 && write.object["data"] as? String == "01020304")
     }
 }
+
+/// The central side of the MQTT fan-in: `OutboxJSON.row(from:)` reads back what `append` wrote, for every table
+/// and every kind of column, and refuses what it did not write with a reason.
+@Suite struct OutboxJSONDecodeTests {
+    /// A small seeded generator (SplitMix64, Steele, Lea and Flood 2014), so a failure names its seed.
+    struct Mix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func value(_ c: OutboxColumn, _ g: inout Mix) -> OutboxValue {
+        if Int.random(in: 0..<6, using: &g) == 0 { return .null }
+        switch c.kind {
+        case .integer: return .integer(Int64.random(in: -1_000_000...Int64.max, using: &g))
+        case .bool: return .integer(Int64.random(in: 0...1, using: &g))
+        case .time: return .integer(Int64.random(in: 0...253_402_300_799_999, using: &g))
+        case .blob:
+            return .blob((0..<Int.random(in: 0..<40, using: &g)).map { _ in UInt8.random(in: 0...255, using: &g) })
+        case .text:
+            let alphabet = Array("aZ09 -_/\"\\\n\t\u{1}é€😀,.")
+            return .text(
+                String((0..<Int.random(in: 0..<12, using: &g)).map { _ in alphabet.randomElement(using: &g)! }))
+        case .json: return .text(#"[{"check":"uid","ok":false}]"#)
+        }
+    }
+
+    @Test(arguments: SyncTable.allCases) func everyRowReadsBackAsItWasWritten(_ table: SyncTable) throws {
+        var g = Mix(state: 15693)
+        for n in 1...300 {
+            var values = table.columns.map { Self.value($0, &g) }
+            // What the writer makes of them: block numbers and flags are written as hex numbers, within Int64.
+            for (i, c) in table.columns.enumerated() where c.name == "decoded" {
+                values[i] =
+                    n % 3 == 0
+                    ? .null
+                    : .text(#"{"temperature":21.5,"label":"a\"b","uid":"on the tag","ndef":[{"type":"T"}],"n":-3}"#)
+            }
+            let gateway = table == .tags ? "" : "gw-\(n % 7)"
+            let row = OutboxRow(
+                id: Int64(n), time: Int64.random(in: 0...253_402_300_799_999, using: &g), gateway: gateway,
+                values: values)
+            var out: [UInt8] = []
+            OutboxJSON.append(table, row, gateway: "gw-own", jsonFields: ["ndef"], to: &out)
+            let back = try OutboxJSON.row(from: out)
+            var expected = row
+            if expected.gateway.isEmpty { expected.gateway = "gw-own" }
+            // Columns that the JSON does not carry (not exported) come back as no value.
+            let exported = Set(table.tableDescription.exported.map(\.name))
+            for (i, c) in table.columns.enumerated() where !exported.contains(c.name) && c.name != "decoded" {
+                expected.values[i] = .null
+            }
+            #expect(back.table == table)
+            #expect(back.row == expected, "\(String(decoding: out, as: UTF8.self))")
+        }
+    }
+
+    @Test func aBatchMessageIsEachOfItsRows() throws {
+        var out: [UInt8] = [0x5B]
+        for id in 1...3 {
+            if id > 1 { out.append(0x2C) }
+            OutboxJSON.append(
+                .events,
+                OutboxRow(
+                    id: Int64(id), time: 1_000, gateway: "gw-1",
+                    values: [
+                        .text("r"), .null, .null, .null,
+                        .text("error"), .text("x"), .text("warning"), .text("d"), .null,
+                    ]), gateway: "gw-1", to: &out)
+        }
+        out += Array(#",{"table":"events"}]"#.utf8)
+        let rows = OutboxJSON.rows(from: out)
+        #expect(rows.count == 4)
+        #expect(rows.prefix(3).compactMap { try? $0.get().row.id } == [1, 2, 3])
+        #expect(throws: OutboxJSON.Invalid.self) { try rows[3].get() }
+        #expect(OutboxJSON.rows(from: Array("[]".utf8)).isEmpty)
+    }
+
+    /// Messages the gateway publishes that are not rows (its status, a tag's retained state) and damaged rows:
+    /// refused with the reason, never a row with a guessed value.
+    @Test(arguments: [
+        ("online", "not one JSON object"),
+        (#"{"gateway":"gw-1","uid":"E0","values":{}}"#, "no 'table'"),
+        (#"{"key":null,"table":"events","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z"}"#, "no 'key'"),
+        (
+            #"{"key":"gw-2/events/1","table":"events","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z"}"#,
+            "is not gw-1/events/"
+        ),
+        (
+            #"{"key":"gw-1/events/0","table":"events","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z"}"#,
+            "is not gw-1/events/"
+        ),
+        (
+            #"{"key":"gw-1/events/1","table":"events","gateway":"gw-1","time":"2026-02-30T00:00:00.000Z"}"#,
+            "is not a time"
+        ),
+        (#"{"key":"gw-1/events/1","table":"events","gateway":"gw-1"}"#, "no 'time'"),
+        (#"{"key":"gw-1/events/1","table":"events","table":"events","gateway":"gw-1"}"#, "'table' twice"),
+        (
+            #"{"key":"gw-1/writes/1","table":"writes","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z","block":"0x1FFFFFFFFFFFFFFFF"}"#,
+            "not a hex number"
+        ),
+        (
+            #"{"key":"gw-1/writes/1","table":"writes","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z","data":"ABC"}"#,
+            "not hex bytes"
+        ),
+        (
+            #"{"key":"gw-1/writes/1","table":"writes","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z","exchanges":9223372036854775808}"#,
+            "not a whole number"
+        ),
+        (
+            #"{"key":"gw-1/writes/1","table":"writes","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z","exchanges":1.5}"#,
+            "not a whole number"
+        ),
+        (
+            #"{"key":"gw-1/events/1","table":"events","gateway":"gw-1","time":"2026-01-01T00:00:00.000Z","extra":1}"#,
+            "'extra' is not a column"
+        ),
+        (#"{"key":"gw-1/nothing/1","table":"nothing","gateway":"gw-1"}"#, "not a table vlogger ships"),
+    ]) func notARow(_ text: String, _ reason: String) {
+        #expect {
+            try OutboxJSON.row(from: Array(text.utf8))
+        } throws: { e in
+            (e as? OutboxJSON.Invalid)?.reason.contains(reason) == true
+        }
+    }
+
+    /// The edges of the time form (`ValueText.appendTime`'s), checked against Foundation's ISO 8601 reading.
+    @Test func timesAtTheirEdges() throws {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for text in [
+            "1970-01-01T00:00:00.000Z", "2000-02-29T23:59:59.999Z", "2026-11-29T04:43:45.027Z",
+            "9999-12-31T23:59:59.999Z", "1900-03-01T00:00:00.001Z",
+        ] {
+            let date = try #require(f.date(from: text))
+            #expect(
+                OutboxJSON.parseTime(Array(text.utf8)) == Int64((date.timeIntervalSince1970 * 1000).rounded()),
+                "\(text)")
+        }
+        for bad in [
+            "2026-11-29T04:43:45Z", "2026-13-01T00:00:00.000Z", "1900-02-29T00:00:00.000Z", "2026-11-29T24:00:00.000Z",
+            "2026-11-29 04:43:45.027Z",
+        ] {
+            #expect(OutboxJSON.parseTime(Array(bad.utf8)) == nil, "\(bad)")
+        }
+    }
+}

@@ -1,0 +1,331 @@
+import Foundation
+import Logging
+import PostgresNIO
+import VLoggerModel
+import VLoggerStore
+import VLoggerSync
+
+/// `vlogger central ingest`: the central end of the MQTT fan-in. Gateways publish their rows with their MQTT
+/// output (QoS 1) to a broker (NATS with JetStream, mosquitto, any MQTT 3.1.1 broker); this takes them from a
+/// persistent QoS 1 session and writes them into the central PostgreSQL, in batches, each batch one transaction,
+/// and acknowledges a batch's messages only after its commit. A row is keyed as the direct sync keys it, by
+/// (gateway, local id) (tags by gateway and uid, the newer change kept), so a message the broker sends again after
+/// a crash or a lost acknowledgement is refused by the key: every row once.
+///
+/// Messages that are not rows (a gateway's status, a tag's retained state, its instance announcement) are
+/// acknowledged and counted as ignored; a row that cannot be read (damaged, or a table this version does not know)
+/// is logged with its topic, acknowledged and counted as refused: it can never be stored, and keeping it would
+/// stop every message behind it.
+public final class CentralIngest: @unchecked Sendable {
+    public struct Broker: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { "mqtt://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+
+        /// `mqtt://HOST[:PORT]` (1883 by default). `mqtts://` is refused: this subscriber speaks plain TCP only (put
+        /// it next to the broker, or behind a TLS tunnel).
+        public init(url text: String) throws(IngestError) {
+            let t = text.trimmingCharacters(in: .whitespaces)
+            if t.hasPrefix("mqtts://") {
+                throw IngestError(
+                    .settings,
+                    "--broker \(t): TLS is not supported by the ingest's subscriber yet; use mqtt:// on a trusted network or a TLS tunnel"
+                )
+            }
+            guard t.hasPrefix("mqtt://") else { throw IngestError(.settings, "--broker \(t): not mqtt://HOST:PORT") }
+            var rest = Substring(t.dropFirst(7))
+            if rest.hasSuffix("/") { rest = rest.dropLast() }
+            guard !rest.isEmpty, !rest.contains("@"), !rest.contains("/"), !rest.contains("?") else {
+                throw IngestError(
+                    .settings, "--broker \(t): only mqtt://HOST:PORT (a user and password have options of their own)")
+            }
+            var host = String(rest)
+            var portText: Substring?
+            if rest.hasPrefix("[") {
+                guard let close = rest.firstIndex(of: "]") else {
+                    throw IngestError(.settings, "--broker \(t): unclosed [ in the host")
+                }
+                host = String(rest[rest.index(after: rest.startIndex)..<close])
+                let after = rest[rest.index(after: close)...]
+                if after.hasPrefix(":") {
+                    portText = after.dropFirst()
+                } else if !after.isEmpty {
+                    throw IngestError(.settings, "--broker \(t): '\(after)' after the host")
+                }
+            } else if let colon = rest.lastIndex(of: ":") {
+                host = String(rest[..<colon])
+                portText = rest[rest.index(after: colon)...]
+            }
+            var port = 1883
+            if let portText {
+                guard portText.count <= 5, let p = Int(portText), (1...65535).contains(p) else {
+                    throw IngestError(.settings, "--broker \(t): the port must be 1…65535")
+                }
+                port = p
+            }
+            guard !host.isEmpty else { throw IngestError(.settings, "--broker \(t): no host") }
+            self.init(host: host, port: port)
+        }
+    }
+
+    public struct Settings: Sendable {
+        /// Brokers tried in turn (the nodes of a cluster): the one that worked last first.
+        public var brokers: [Broker]
+        /// The client id of the persistent session: the same at every start, or the broker keeps (and grows) the
+        /// old session's messages and starts an empty one.
+        public var clientID = "vlogger-central-ingest"
+        public var filters = ["vlogger/#"]
+        public var username: String?
+        public var password: [UInt8]?
+        public var keepAliveSeconds = 30
+        /// Rows (messages) per transaction at most.
+        public var batchSize = 5000
+        /// A batch closes this long after its first message at the latest.
+        public var lingerMs = 200
+        public var central: SyncSettings
+        public init(brokers: [Broker], central: SyncSettings) {
+            self.brokers = brokers
+            self.central = central
+        }
+    }
+
+    /// What the ingest did, since it started.
+    public struct Tally: Sendable, Equatable {
+        public var messages = 0
+        public var rows = 0
+        /// Rows the central did not have (the rest were sent again: a crash or a lost acknowledgement).
+        public var inserted = 0
+        public var ignored = 0
+        public var refused = 0
+        public var batches = 0
+        /// Connections to a broker or the database made again after a failure.
+        public var reconnects = 0
+        public init() {}
+    }
+
+    public let settings: Settings
+    let centralPassword: String?
+    let logger: Logger
+    let hosts = Syncer.HostPicker()
+    private let lock = NSLock()
+    private var tallyValue = Tally()
+    public var tally: Tally { lock.withLock { tallyValue } }
+
+    public init(settings: Settings, centralPassword: String?, logger: Logger = Logger(label: "vlogger.ingest")) {
+        self.settings = settings
+        self.centralPassword = centralPassword
+        self.logger = logger
+    }
+
+    /// Runs until `stop` says so (checked between batches) or, with `untilIdleMs`, until no message came for that
+    /// long. Failures of the broker or the database are retried (the messages stay with the broker); only a
+    /// refusal that will not change (a wrong password, no central schema) ends it with the error.
+    public func run(untilIdleMs: Int? = nil, stop: @escaping @Sendable () -> Bool = { false }) async throws -> Tally {
+        var conn: PostgresConnection?
+        var subscriber: MQTTSubscriber?
+        var nextBroker = 0
+        var months = Set<CentralSchema.Month>()
+        var delay = 0.25
+        var lastMessage = Date()
+        var failures = 0
+        defer {
+            subscriber?.close(graceful: true)
+            if let conn { Task { await Syncer.close(conn) } }
+        }
+        while !stop() {
+            do {
+                if conn == nil || conn?.isClosed == true {
+                    if conn != nil { bump(\.reconnects) }
+                    let c = try await Syncer.connect(
+                        settings.central, password: centralPassword, logger: logger, start: hosts)
+                    do { try await Syncer.requireSchema(c, logger) } catch {
+                        await Syncer.close(c)
+                        throw error
+                    }
+                    conn = c
+                    months = []
+                }
+                if subscriber?.isConnected != true {
+                    if subscriber != nil { bump(\.reconnects) }
+                    let (s, index) = try await connectBroker(from: nextBroker)
+                    nextBroker = index
+                    subscriber = s
+                    logger.info(
+                        "ingest: subscribed to \(settings.filters.joined(separator: ", ")) at \(settings.brokers[index]) as \(settings.clientID)\(s.sessionPresent ? " (the broker kept the session)" : "")"
+                    )
+                }
+                guard let c = conn, let s = subscriber else { continue }
+                let (max, linger) = (settings.batchSize, settings.lingerMs)
+                let batch = try await Self.offThread { () throws(IngestError) in
+                    try s.receive(max: max, waitMs: 500, lingerMs: linger)
+                }
+                if batch.isEmpty {
+                    if let idle = untilIdleMs, Date().timeIntervalSince(lastMessage) * 1000 >= Double(idle) { break }
+                    continue
+                }
+                lastMessage = Date()
+                let (rows, ignored, refused) = decode(batch)
+                var inserted = 0
+                if !rows.isEmpty {
+                    let times = rows[.readings]?.map(\.time) ?? []
+                    if !times.isEmpty {
+                        let known = months
+                        months = try await Syncer.untilClosed(c) {
+                            try await Syncer.ensurePartitions(c, times: times, known: known, logger: self.logger)
+                        }
+                    }
+                    inserted = try await Syncer.untilClosed(c) { try await self.write(rows, c) }
+                }
+                try await Self.offThread { () throws(IngestError) in try s.acknowledge(batch) }
+                lock.withLock {
+                    tallyValue.messages += batch.count
+                    tallyValue.rows += rows.values.reduce(0) { $0 + $1.count }
+                    tallyValue.inserted += inserted
+                    tallyValue.ignored += ignored
+                    tallyValue.refused += refused
+                    tallyValue.batches += 1
+                }
+                delay = 0.25
+                failures = 0
+            } catch {
+                // The batch was not acknowledged: the broker sends it again to the next connection.
+                subscriber?.close(graceful: false)
+                let fatal: Bool
+                let text: String
+                if let e = error as? IngestError {
+                    fatal = e.kind == .settings || e.kind == .refused && e.message.contains("user name or password")
+                    text = e.message
+                    if e.kind == .connection || e.kind == .protocolError || e.kind == .refused {
+                        nextBroker = (nextBroker + 1) % settings.brokers.count
+                    }
+                } else {
+                    let e = SyncError.from(error, url: settings.central.url)
+                    text = "the central database: " + e.message
+                    fatal = text.contains("no central schema") || text.contains("password authentication failed")
+                    if let c = conn { await Syncer.close(c) }
+                    conn = nil
+                }
+                if fatal { throw IngestError(.settings, text) }
+                failures += 1
+                if failures == 1 || failures % 20 == 0 {
+                    logger.warning("ingest: \(text); the messages stay with the broker, trying again")
+                }
+                if let idle = untilIdleMs, Date().timeIntervalSince(lastMessage) * 1000 >= Double(max(idle, 60_000)) {
+                    throw IngestError(.connection, text)
+                }
+                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                delay = min(delay * 2, 5)
+            }
+        }
+        return tally
+    }
+
+    func bump(_ field: WritableKeyPath<Tally, Int>) { lock.withLock { tallyValue[keyPath: field] += 1 } }
+
+    /// The first broker, from `from` on, that takes the connection and the subscription.
+    func connectBroker(from: Int) async throws -> (MQTTSubscriber, Int) {
+        var errors: [String] = []
+        for k in 0..<settings.brokers.count {
+            let i = (from + k) % settings.brokers.count
+            let b = settings.brokers[i]
+            var o = MQTTSubscriber.Options(host: b.host, port: b.port, clientID: settings.clientID)
+            o.username = settings.username
+            o.password = settings.password
+            o.keepAliveSeconds = settings.keepAliveSeconds
+            o.filters = settings.filters
+            // The broker's window of unacknowledged messages decides how many a batch can take at once.
+            let s = MQTTSubscriber(o)
+            do {
+                try await Self.offThread { () throws(IngestError) in try s.connect() }
+                return (s, i)
+            } catch let e as IngestError {
+                if e.kind == .settings || e.message.contains("user name or password") { throw e }
+                errors.append(e.message)
+            }
+        }
+        throw IngestError(.connection, "no broker took the subscription (\(errors.joined(separator: "; ")))")
+    }
+
+    /// The batch's rows by table (a tag's newest change only), and the counts of messages that were not rows and
+    /// of rows that could not be read.
+    func decode(_ batch: [MQTTWire.Publish]) -> (rows: [SyncTable: [OutboxRow]], ignored: Int, refused: Int) {
+        var rows: [SyncTable: [OutboxRow]] = [:]
+        var ignored = 0
+        var refused = 0
+        for m in batch {
+            let first = m.payload.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+            guard first == 0x7B || first == 0x5B else {
+                ignored += 1
+                continue
+            }
+            for r in OutboxJSON.rows(from: m.payload) {
+                switch r {
+                case .success(let (table, row)): rows[table, default: []].append(row)
+                case .failure(let e) where e.reason.hasPrefix("no 'table'") || e.reason.hasPrefix("no 'key'"):
+                    ignored += 1
+                case .failure(let e):
+                    refused += 1
+                    logger.warning(
+                        "ingest: a message on \(m.topic) is not a row that can be stored (\(e.reason)); skipped")
+                }
+            }
+        }
+        if var tags = rows[.tags], tags.count > 1 {
+            // One statement may not update a row twice: the newest change of each tag in the batch.
+            let uid = SyncTable.tags.columns.firstIndex { $0.name == "uid" } ?? 0
+            var newest: [String: Int] = [:]
+            for (i, t) in tags.enumerated() {
+                let key = t.gateway + "\u{1F}" + (uid < t.values.count ? t.values[uid].text ?? "" : "")
+                if let j = newest[key], tags[j].id >= t.id { continue }
+                newest[key] = i
+            }
+            tags = newest.values.sorted().map { tags[$0] }
+            rows[.tags] = tags
+        }
+        return (rows, ignored, refused)
+    }
+
+    /// One transaction: the gateways named, then each table's rows (plain first; a batch with a key the central
+    /// has goes again skipping those keys). Returns the rows that were new.
+    func write(_ rows: [SyncTable: [OutboxRow]], _ conn: PostgresConnection) async throws -> Int {
+        let gateways = Array(Set(rows.values.flatMap { $0.map(\.gateway) })).sorted()
+        func attempt(skipExisting: Bool) async throws -> Int {
+            try await Syncer.transaction(conn, logger) {
+                try await conn.query(
+                    "INSERT INTO gateways(id) SELECT unnest(\(gateways)::text[]) ON CONFLICT (id) DO UPDATE SET last_sync = now()",
+                    logger: logger)
+                var n = 0
+                for table in SyncTable.allCases {
+                    guard let batch = rows[table], !batch.isEmpty else { continue }
+                    n +=
+                        table.isUpserted
+                        ? try await Syncer.insert(table, batch, gateway: "", conn, logger)
+                        : try await Syncer.arrayInsert(
+                            table, batch, gateway: "", conn, logger, skipExisting: skipExisting)
+                }
+                return n
+            }
+        }
+        do { return try await attempt(skipExisting: false) } catch let e as PSQLError
+            where e.serverInfo?[.sqlState] == "23505"
+        {
+            return try await attempt(skipExisting: true)
+        }
+    }
+
+    /// Runs a blocking call on a thread of its own (the subscriber's socket waits in poll), off the cooperative
+    /// pool.
+    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws(IngestError) -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
+            let t = Thread {
+                do { k.resume(returning: try body()) } catch { k.resume(throwing: error) }
+            }
+            t.stackSize = 1 << 20
+            t.start()
+        }
+    }
+}

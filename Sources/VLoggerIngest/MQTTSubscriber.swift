@@ -1,0 +1,327 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Why the subscriber's connection ended or never started.
+public struct IngestError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: String, Sendable {
+        /// No TCP connection, or the broker closed it.
+        case connection
+        /// The broker refused the CONNECT or the subscription.
+        case refused
+        /// The broker sent what MQTT 3.1.1 does not allow.
+        case protocolError = "protocol"
+        /// The central database.
+        case database
+        /// A setting or argument.
+        case settings
+    }
+    public let kind: Kind
+    public let message: String
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// A blocking MQTT 3.1.1 subscriber over plain TCP that acknowledges QoS 1 messages only when told to: the fan-in
+/// takes a batch (`receive`), commits it centrally, then acknowledges it (`acknowledge`). With `cleanSession`
+/// false the broker keeps the subscription and every unacknowledged message while the subscriber is away, and
+/// sends them again at the next connection (§4.4), so a crash between the commit and the PUBACK costs a message
+/// delivered twice (which the central key refuses), never one lost.
+///
+/// One thread at a time uses it (the ingest's loop, off the cooperative pool); it is not shared.
+public final class MQTTSubscriber: @unchecked Sendable {
+    public struct Options: Sendable {
+        public var host: String
+        public var port: Int
+        public var clientID: String
+        public var username: String?
+        public var password: [UInt8]?
+        public var keepAliveSeconds = 30
+        public var cleanSession = false
+        public var filters: [String] = ["vlogger/#"]
+        public var connectTimeoutMs = 5000
+        public var maxPacket = 16 << 20
+        public init(host: String, port: Int, clientID: String) {
+            self.host = host
+            self.port = port
+            self.clientID = clientID
+        }
+    }
+
+    public let options: Options
+    var fd: Int32 = -1
+    var reader: MQTTWire.Reader
+    var queued: [MQTTWire.Publish] = []
+    var lastSent = Clock.now
+    var lastReceived = Clock.now
+    var pingOut = false
+    /// Whether the broker had a session for this client id (CONNACK's flag).
+    public private(set) var sessionPresent = false
+
+    enum Clock {
+        static var now: UInt64 {
+            var t = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &t)
+            return UInt64(t.tv_sec) * 1000 + UInt64(t.tv_nsec) / 1_000_000
+        }
+    }
+
+    public init(_ options: Options) {
+        self.options = options
+        reader = MQTTWire.Reader(maxPacket: options.maxPacket)
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    public var isConnected: Bool { fd >= 0 }
+    var name: String { "mqtt://\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(options.port)" }
+
+    /// TCP, CONNECT, CONNACK, SUBSCRIBE at QoS 1 and its SUBACK. Messages the broker sends before the SUBACK (those
+    /// a kept session held) are kept for `receive`.
+    public func connect() throws(IngestError) {
+        close(graceful: false)
+        reader = MQTTWire.Reader(maxPacket: options.maxPacket)
+        queued = []
+        pingOut = false
+        fd = try Self.tcp(options.host, options.port, timeoutMs: options.connectTimeoutMs, name: name)
+        let deadline = Clock.now + UInt64(options.connectTimeoutMs)
+        do throws(IngestError) {
+            let hello: [UInt8]
+            do {
+                hello = try MQTTWire.connect(
+                    clientID: options.clientID, cleanSession: options.cleanSession,
+                    keepAliveSeconds: options.keepAliveSeconds, username: options.username, password: options.password)
+            } catch { throw IngestError(.settings, "\(name): \(error.reason)") }
+            try send(hello)
+            guard case .connack(let present, let code) = try awaitPacket(until: deadline, what: "CONNACK") else {
+                throw IngestError(.protocolError, "\(name): the broker's first packet was not CONNACK")
+            }
+            guard code == 0 else {
+                throw IngestError(.refused, "\(name) refused the connection: \(MQTTWire.connackReason(code))")
+            }
+            sessionPresent = present
+            let packet: [UInt8]
+            do {
+                packet = try MQTTWire.subscribe(packetID: 1, filters: options.filters.map { ($0, 1) })
+            } catch { throw IngestError(.settings, "\(name): \(error.reason)") }
+            try send(packet)
+            while true {
+                switch try awaitPacket(until: deadline, what: "SUBACK") {
+                case .suback(1, let codes):
+                    guard codes.count == options.filters.count, !codes.contains(0x80) else {
+                        throw IngestError(
+                            .refused, "\(name) refused the subscription to \(options.filters.joined(separator: ", "))")
+                    }
+                    guard !codes.contains(0) else {
+                        throw IngestError(
+                            .refused,
+                            "\(name) granted QoS 0 for \(options.filters.joined(separator: ", ")): messages would not be kept while the ingest is away"
+                        )
+                    }
+                    return
+                case .publish(let m): queued.append(m)
+                case .pingresp: continue
+                default: throw IngestError(.protocolError, "\(name): an unexpected packet before SUBACK")
+                }
+            }
+        } catch {
+            close(graceful: false)
+            throw error
+        }
+    }
+
+    /// The next messages: waits up to `waitMs` for the first; the batch then closes when it has `max`, when
+    /// `lingerMs` have passed since its first message, or when nothing arrived for `idleMs` (a broker that stops at
+    /// its window of unacknowledged messages, or a quiet fleet). An empty list when none came; the keep-alive is
+    /// kept meanwhile.
+    public func receive(max: Int, waitMs: Int, lingerMs: Int, idleMs: Int = 20) throws(IngestError)
+        -> [MQTTWire.Publish]
+    {
+        guard fd >= 0 else { throw IngestError(.connection, "\(name): not connected") }
+        var out: [MQTTWire.Publish] = []
+        let take = Swift.min(max, queued.count)
+        out += queued.prefix(take)
+        queued.removeFirst(take)
+        var closes = Clock.now + UInt64(out.isEmpty ? waitMs : lingerMs)
+        while out.count < max {
+            let before = out.count
+            while out.count < max, let p = try nextBuffered() {
+                if case .publish(let m) = p { out.append(m) }
+            }
+            if before == 0 && !out.isEmpty { closes = Clock.now + UInt64(lingerMs) }
+            if out.count >= max { break }
+            try keepAlive()
+            let now = Clock.now
+            guard now < closes else { break }
+            let wait = out.isEmpty ? closes - now : Swift.min(closes - now, UInt64(idleMs))
+            guard try fill(timeoutMs: Int(Swift.min(wait, 1000))) else {
+                if !out.isEmpty && wait <= UInt64(idleMs) { break }
+                continue
+            }
+        }
+        return out
+    }
+
+    /// PUBACK for each QoS 1 message, in the order they came (§4.6), in one write.
+    public func acknowledge(_ messages: [MQTTWire.Publish]) throws(IngestError) {
+        var out: [UInt8] = []
+        out.reserveCapacity(messages.count * 4)
+        for m in messages { if let id = m.packetID { out += MQTTWire.puback(id) } }
+        guard !out.isEmpty else { return }
+        try send(out)
+    }
+
+    /// Closes the connection; `graceful` sends DISCONNECT first (the broker then keeps the session without
+    /// publishing a Will).
+    public func close(graceful: Bool) {
+        guard fd >= 0 else { return }
+        if graceful {
+            _ = MQTTWire.disconnect.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        Glibc.close(fd)
+        fd = -1
+    }
+
+    // MARK: The socket
+
+    /// A packet already read, or nil; PINGRESP and PUBACK are taken here.
+    func nextBuffered() throws(IngestError) -> MQTTWire.Packet? {
+        while true {
+            let p: MQTTWire.Packet?
+            do { p = try reader.next() } catch {
+                close(graceful: false)
+                throw IngestError(.protocolError, "\(name): \(error)")
+            }
+            guard let p else { return nil }
+            switch p {
+            case .pingresp, .puback, .unsuback, .suback: continue
+            case .connack:
+                close(graceful: false)
+                throw IngestError(.protocolError, "\(name): a second CONNACK")
+            case .publish: return p
+            }
+        }
+    }
+
+    func awaitPacket(until deadline: UInt64, what: String) throws(IngestError) -> MQTTWire.Packet {
+        while true {
+            let p: MQTTWire.Packet?
+            do { p = try reader.next() } catch { throw IngestError(.protocolError, "\(name): \(error)") }
+            if let p { return p }
+            let now = Clock.now
+            guard now < deadline else { throw IngestError(.connection, "\(name): no \(what) within the time allowed") }
+            _ = try fill(timeoutMs: Int(deadline - now))
+        }
+    }
+
+    /// A PINGREQ when nothing was sent for half the keep-alive; the connection is given up when the broker said
+    /// nothing for one and a half (§3.1.2.10 lets the broker wait that long before it gives up on us).
+    func keepAlive() throws(IngestError) {
+        let k = UInt64(options.keepAliveSeconds) * 1000
+        guard k > 0 else { return }
+        let now = Clock.now
+        if now - lastReceived > k + k / 2 {
+            close(graceful: false)
+            throw IngestError(.connection, "\(name): the broker said nothing for \(options.keepAliveSeconds * 3 / 2) s")
+        }
+        if now - lastSent >= k / 2 { try send(MQTTWire.pingreq) }
+    }
+
+    /// Reads what arrived within `timeoutMs`; false when nothing did.
+    func fill(timeoutMs: Int) throws(IngestError) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let r = poll(&p, 1, Int32(Swift.max(0, timeoutMs)))
+        if r < 0 {
+            if errno == EINTR { return false }
+            let reason = String(cString: strerror(errno))
+            close(graceful: false)
+            throw IngestError(.connection, "\(name): \(reason)")
+        }
+        guard r == 1 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let n = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 {
+            let reason = n == 0 ? "the broker closed the connection" : String(cString: strerror(errno))
+            if n < 0, errno == EINTR || errno == EAGAIN { return false }
+            close(graceful: false)
+            throw IngestError(.connection, "\(name): \(reason)")
+        }
+        reader.append(buffer[0..<n])
+        lastReceived = Clock.now
+        return true
+    }
+
+    func send(_ bytes: [UInt8]) throws(IngestError) {
+        var offset = 0
+        while offset < bytes.count {
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&p, 1, 10_000) == 1 else {
+                close(graceful: false)
+                throw IngestError(.connection, "\(name): the broker takes no data for 10 s")
+            }
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                let reason = String(cString: strerror(errno))
+                close(graceful: false)
+                throw IngestError(.connection, "\(name): \(reason)")
+            }
+            offset += n
+        }
+        lastSent = Clock.now
+    }
+
+    /// A non-blocking TCP connection to `host:port` (a name resolved, IPv4 or IPv6) within `timeoutMs`.
+    static func tcp(_ host: String, _ port: Int, timeoutMs: Int, name: String) throws(IngestError) -> Int32 {
+        guard (1...65535).contains(port) else { throw IngestError(.settings, "\(name): the port must be 1…65535") }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &list)
+        guard rc == 0, let first = list else {
+            throw IngestError(.connection, "\(name): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = "no address"
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let ai = cursor {
+            cursor = ai.pointee.ai_next
+            let fd = socket(
+                ai.pointee.ai_family,
+                ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                ai.pointee.ai_protocol)
+            guard fd >= 0 else {
+                lastError = String(cString: strerror(errno))
+                continue
+            }
+            if Glibc.connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 && errno != EINPROGRESS {
+                lastError = String(cString: strerror(errno))
+                Glibc.close(fd)
+                continue
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            var soError: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            if poll(&p, 1, Int32(timeoutMs)) != 1 {
+                lastError = "no connection within \(timeoutMs) ms"
+                Glibc.close(fd)
+                continue
+            }
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)
+            guard soError == 0 else {
+                lastError = String(cString: strerror(soError))
+                Glibc.close(fd)
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            return fd
+        }
+        throw IngestError(.connection, "\(name): \(lastError)")
+    }
+}
