@@ -439,7 +439,13 @@ final class MQTTClient: @unchecked Sendable {
 
     /// Publishes `final` (the status topic's `offline`, Sparkplug's NDEATH), waits up to `timeout` for it, and
     /// disconnects (the Will is not sent: this is a clean leave).
+    ///
+    /// A client whose network loop is not running (never started, or closed already: the output job closes its
+    /// consumer when it ends, and so may its owner) is left alone. A second `mosquitto_disconnect` after the forced
+    /// `mosquitto_loop_stop` of the first close waited for ever on a mutex the cancelled network thread had held
+    /// (seen: ten outputs shut down twice after their brokers had been killed and restarted).
     func close(final: Will?, timeout: Duration) async {
+        guard lock.withLock({ started }) else { return }
         if let final, isConnected {
             beginBatch()
             _ = try? publish(topic: final.topic, payload: final.payload, qos: Int(final.qos), retain: final.retain)

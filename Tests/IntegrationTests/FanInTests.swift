@@ -172,4 +172,141 @@ struct FanInTests {
             )
         }
     }
+
+    /// A three-node NATS cluster of the test's own (bench/nats/nats.sh).
+    struct NATS {
+        let dir: String
+        let mqtt: [Int]
+        static let script = CLI.root.appendingPathComponent("bench/nats/nats.sh").path
+
+        static func start() throws -> NATS {
+            let dir = "/tmp/vlogger-nats-test-\(UInt32.random(in: 0...UInt32.max))"
+            let r = try Fault.shell(#"VLOGGER_NATS_DIR="$1" bash "$2" start"#, [dir, script])
+            guard r.code == 0,
+                let line = r.out.split(separator: "\n").first(where: { $0.contains("VLOGGER_NATS_MQTT_PORTS=") })
+            else { throw CLI.CLIFailure("nats.sh start: \(r.out)\(r.err)") }
+            let ports = line.split(separator: "=").last.map { $0.split(separator: ",").compactMap { Int($0) } } ?? []
+            return NATS(dir: dir, mqtt: ports)
+        }
+
+        func ctl(_ args: String...) throws {
+            let r = try Fault.shell(#"VLOGGER_NATS_DIR="$1" bash "$2" "${@:3}""#, [dir, Self.script] + args)
+            guard r.code == 0 else { throw CLI.CLIFailure("nats.sh \(args): \(r.out)\(r.err)") }
+        }
+
+        /// The stream VLOGGER's message count.
+        func streamMessages() throws -> Int {
+            let r = try Fault.shell(#"VLOGGER_NATS_DIR="$1" bash "$2" stream"#, [dir, Self.script])
+            let data = Data(r.out.utf8)
+            let o = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            return ((o?["state"] as? [String: Any])?["messages"] as? Int) ?? -1
+        }
+
+        func stop() { _ = try? Fault.shell(#"VLOGGER_NATS_DIR="$1" bash "$2" stop"#, [dir, Self.script]) }
+    }
+
+    /// Ten gateways publish with their MQTT output (QoS 1, each to one of the three NATS nodes; a backlog and 160
+    /// new readings a second each) while one NATS node after another is killed (SIGKILL) and started again, and
+    /// `vlogger central ingest` is killed with SIGKILL twice and started again: in the end the central table holds
+    /// every row of every gateway's store exactly once, and the stream VLOGGER (R3) holds every message the gateways
+    /// published. Prints the figures.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server")
+        || ProcessInfo.processInfo.environment["VLOGGER_REQUIRE_NATS"] == "1", "no nats-server"))
+    func jetStreamFanInSurvivesKilledNodesAndIngests() async throws {
+        let nats = try NATS.start()
+        defer { nats.stop() }
+        let db = "fanin_nats"
+        try Self.createDatabase(db)
+        let dir = try CLI.scratch("fanin-nats", copying: [])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        final class Running: @unchecked Sendable { var ingests: [Ingest] = [] }
+        let running = Running()
+        defer { for i in running.ingests { i.cleanUp() } }
+        func startIngest(initSchema: Bool = false) throws -> Ingest {
+            let i = try Ingest.start(nats.mqtt, db: db, dir: dir, extra: initSchema ? ["--init-schema"] : [])
+            running.ingests.append(i)
+            return i
+        }
+        var ingest = try startIngest(initSchema: true)
+        try await ingest.waitSubscribed()
+        var gateways: [(String, Store, MQTTOutput)] = []
+        for i in 0..<10 {
+            let id = String(format: "gw-%02d", i)
+            let store = try Store(path: ClusterSyncTests.scratch("\(id).db"))
+            try store.write(try ClusterSyncTests.readings(id, from: 0, count: 3000, time: Millis.now() - 3_600_000))
+            var m = try MQTTSettings(url: "mqtt://127.0.0.1:\(nats.mqtt[i % 3])")
+            m.qos = 1
+            m.batchSize = 500
+            m.intervalMs = 200
+            m.replayRate = nil
+            m.tagState = false
+            m.publish = [.readings]
+            gateways.append((id, store, try MQTTOutput(settings: m, gateway: id, store: store, logger: ClusterSyncTests.quiet)))
+        }
+        defer { for (_, s, _) in gateways { s.close() } }
+        let jobs = gateways.map { (_, store, output) in
+            OutputJob(
+                pump: OutboxPump(store: store, consumer: output),
+                metrics: ServiceMetrics(readers: [], intervalMs: { _ in 1000 }), logger: ClusterSyncTests.quiet,
+                intervalMs: 200)
+        }
+        let tasks = jobs.map { job in Task { await job.run() } }
+        let stores = gateways.map { ($0.0, $0.1) }
+        let writing = Task {
+            var n = 3000
+            while !Task.isCancelled {
+                for (id, store) in stores {
+                    _ = try? store.write(try ClusterSyncTests.readings(id, from: n, count: 16, time: Millis.now()))
+                }
+                n += 16
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        func central() -> Int { Self.count(db, "readings") }
+        let started = ContinuousClock.now
+        var ingestKills = 0
+        for (round, node) in ["n1", "n2"].enumerated() {
+            let before = central()
+            try await ClusterSyncTests.waitUntil(180, "rows flowing before round \(round + 1)") {
+                central() >= before + 5000
+            }
+            // A node down (the ingest's own node in the first round: it is first in the list) for 3 s.
+            try nats.ctl("kill", node)
+            try await Task.sleep(for: .seconds(3))
+            // The ingest killed mid-stream, and started again while the node is down.
+            #expect(ingest.stop(SIGKILL) == 128 + SIGKILL)
+            ingestKills += 1
+            ingest = try startIngest()
+            try nats.ctl("restart", node)
+            try nats.ctl("wait-ready", "60")
+            try await ingest.waitSubscribed()
+        }
+        writing.cancel()
+        _ = await writing.value
+        try await ClusterSyncTests.waitUntil(180, "every gateway's backlog published") {
+            gateways.allSatisfy { (_, store, _) in ((try? store.outboxBacklog("mqtt", .readings).rows) ?? 1) == 0 }
+        }
+        for t in tasks { t.cancel() }
+        for t in tasks { await t.value }
+        // Each job closed its output as it ended; closing again must return (it once hung in libmosquitto).
+        for (_, _, output) in gateways { await output.shutdown() }
+        let local = try gateways.reduce(0) { $0 + (try $1.1.heldRows(.readings, after: 0, through: Int64.max).count) }
+        try await ClusterSyncTests.waitUntil(180, "every row in the central (\(local))") { central() >= local }
+        #expect(ingest.stop(SIGTERM) == 0)
+        let elapsed = ContinuousClock.now - started
+        for (id, store) in stores {
+            let held = try store.heldRows(.readings, after: 0, through: Int64.max)
+            let newest = try store.newestID(.readings)
+            let row = try Fault.psql(
+                Self.pg, db,
+                "SELECT count(*), count(DISTINCT local_id), min(local_id), max(local_id) FROM readings WHERE gateway = '\(id)'")
+            #expect(row == ["\(held.count)|\(held.count)|\(held.lowest ?? 0)|\(newest)"], "\(id)")
+        }
+        let stream = try nats.streamMessages()
+        #expect(stream >= local, "the stream VLOGGER holds \(stream) messages for \(local) rows")
+        let summary = (try? String(contentsOfFile: ingest.out, encoding: .utf8)) ?? ""
+        print(
+            "MQTT fan-in through NATS JetStream: 10 gateways, \(local) rows each once in the central after 2 NATS node kills and \(ingestKills) SIGKILLs of the ingest, in \(elapsed); stream VLOGGER holds \(stream) messages; last ingest: \(summary.trimmingCharacters(in: .whitespacesAndNewlines))"
+        )
+    }
 }
