@@ -38,7 +38,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     public var replayRowsPerSecond: Int? { settings.replayRate }
 
     /// The retained status topic.
-    public var statusTopic: String { "vlogger/\(Self.level(gateway))/status" }
+    public var statusTopic: String { "vlogger/\(Self.level(gateway, nats: settings.natsTopics))/status" }
 
     /// The retained announcement of which store publishes as this gateway (`vlogger/{gateway}/instance`), and the
     /// conflicts it noticed (nil: a probe, or no store).
@@ -65,7 +65,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         do { rotating = try settings.rotatingPassword() } catch {
             throw MQTTError(kind: .auth, message: "\(error)")
         }
-        let status = "vlogger/\(Self.level(gateway))/status"
+        let status = "vlogger/\(Self.level(gateway, nats: settings.natsTopics))/status"
         client = try MQTTClient(
             .init(
                 host: settings.host, port: settings.port,
@@ -85,7 +85,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         }
         let discovery = settings.homeAssistant ? discoveryMessages() : []
         if probe { return }
-        let instanceTopic = InstanceWatch.topic(Self.level(gateway))
+        let instanceTopic = InstanceWatch.topic(Self.level(gateway, nats: settings.natsTopics))
         let (watch, logger, name) = (self.watch, self.logger, settings.name)
         client.onConnect = { c in
             _ = try? c.publishAside(topic: status, payload: Array("online".utf8), qos: 1, retain: true)
@@ -115,7 +115,9 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         try await client.connect(within: .seconds(10))
         if let watch {
             let now = Millis.now()
-            if watch.due(now: now) { watch.announce(on: client, topic: InstanceWatch.topic(Self.level(gateway))) }
+            if watch.due(now: now) {
+                watch.announce(on: client, topic: InstanceWatch.topic(Self.level(gateway, nats: settings.natsTopics)))
+            }
             // Conflicts the network thread noticed become events here, on the output's own task (taken from the
             // list only once stored).
             let others = watch.pendingConflicts()
@@ -216,7 +218,10 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     }
 
     /// The retained state topic of a tag.
-    func stateTopic(_ uid: String) -> String { "vlogger/\(Self.level(gateway))/tag/\(Self.level(uid))" }
+    func stateTopic(_ uid: String) -> String {
+        let nats = settings.natsTopics
+        return "vlogger/\(Self.level(gateway, nats: nats))/tag/\(Self.level(uid, nats: nats))"
+    }
 
     /// The retained state of each tag the batch changed, then the Home Assistant sensor of each tag's numeric field
     /// not announced yet (after its state, so that HA finds a value when it subscribes). Aside from the batch, as
@@ -306,7 +311,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
         func fill(_ name: String, _ value: String?) {
             let key = "{\(name)}"
             guard t.contains(key) else { return }
-            t = t.replacingOccurrences(of: key, with: Self.level(value))
+            t = t.replacingOccurrences(of: key, with: Self.level(value, nats: settings.natsTopics))
         }
         fill("gateway", row.gateway.isEmpty ? gateway : row.gateway)
         fill("reader", row.value("reader", in: table).text)
@@ -321,11 +326,15 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
     /// libmosquitto refuse in a topic (MQTT 3.1.1 §1.5.3 and 5.0 §1.5.4: NUL; control characters U+0001–U+001F and
     /// U+007F–U+009F and Unicode non-characters, which libmosquitto's `mosquitto_validate_utf8` refuses) would make
     /// the message unsendable: each becomes `_`.
-    static func level(_ value: String?) -> String {
+    /// With `nats` (`nats-topics = true`), `.` and space become `_` too: NATS 2.9's MQTT listener closes the
+    /// connection on a topic with either (docs/reference/fleet-engines.md §5).
+    static func level(_ value: String?, nats: Bool = false) -> String {
         guard let value, !value.isEmpty else { return "_" }
         var out = String.UnicodeScalarView()
         let underscore: Unicode.Scalar = "_"
-        for c in value.unicodeScalars { out.append(topicSafe(c) ? c : underscore) }
+        for c in value.unicodeScalars {
+            out.append(topicSafe(c) && !(nats && (c == "." || c == " ")) ? c : underscore)
+        }
         return String(out)
     }
 
@@ -355,7 +364,7 @@ public final class MQTTOutput: OutboxConsumer, @unchecked Sendable {
             for (k, v) in [
                 ("gateway", gateway), ("reader", r.id), ("location", r.location ?? ""), ("kind", SyncTable.events.kind),
             ] {
-                topic = topic.replacingOccurrences(of: "{\(k)}", with: Self.level(v))
+                topic = topic.replacingOccurrences(of: "{\(k)}", with: Self.level(v, nats: settings.natsTopics))
             }
             let (discovery, payload) = HomeAssistant.tagScanner(gateway: gateway, reader: r.id, eventsTopic: topic)
             return (discovery, payload)

@@ -24,6 +24,7 @@ public struct MQTTOutputKind: OutputKind {
         # publish = ["readings", "events"]
         # sparkplug = true                    # a Sparkplug B edge node instead of JSON
         # home-assistant = true               # Home Assistant MQTT discovery
+        # nats-topics = true                  # the broker is NATS 2.9: '.' and spaces in ids become '_'
 
         """
     }

@@ -55,6 +55,9 @@ public struct MQTTSettings: Equatable, Sendable {
     public var tagState = true
     /// Sparkplug B 3.0 instead of plain JSON: the gateway an edge node, each tag a device.
     public var sparkplug: Sparkplug?
+    /// `nats-topics`: topics a NATS 2.9 broker takes: `.` and space in a value become `_`, and the template may have
+    /// neither (NATS's MQTT listener closes the connection on them; docs/reference/fleet-engines.md §5).
+    public var natsTopics = false
 
     /// `sparkplug = true` and its keys (docs/integrating.md, "Sparkplug B").
     public struct Sparkplug: Equatable, Sendable {
@@ -150,7 +153,7 @@ public struct MQTTSettings: Equatable, Sendable {
         "password-env", "ca-file", "cert-file", "key-file", "client-id", "keep-alive", "clean-session", "protocol",
         "batch-size", "interval", "replay-rate", "home-assistant", "tag-state", "sparkplug", "sparkplug-group",
         "sparkplug-edge-node",
-        "sparkplug-primary-host", "sparkplug-state-skew", "sparkplug-rebirth-interval",
+        "sparkplug-primary-host", "sparkplug-state-skew", "sparkplug-rebirth-interval", "nats-topics",
     ]
 
     /// The tables `publish` names: readings, events, writes, audits (with their results).
@@ -236,6 +239,13 @@ public struct MQTTSettings: Equatable, Sendable {
                 "interval", in: 100...86_400_000, "100ms…24h (how long a round waits when nothing new was committed)")
             ?? out.intervalMs
         if let r = s.integer("replay-rate", in: 0...10_000_000) { out.replayRate = r == 0 ? nil : Int(r) }
+        if let n = s.bool("nats-topics") { out.natsTopics = n }
+        if out.natsTopics, out.topic.contains(".") || out.topic.contains(" ") {
+            r.issue(
+                s.node("topic")?.line ?? s.line,
+                "output.mqtt.topic: '.' or a space in the topic; with nats-topics = true the broker is NATS, whose MQTT listener (2.9) closes the connection on them"
+            )
+        }
         if let h = s.bool("home-assistant") { out.homeAssistant = h }
         if let t = s.bool("tag-state") { out.tagState = t }
         if out.homeAssistant && !out.tagState {
@@ -244,6 +254,12 @@ public struct MQTTSettings: Equatable, Sendable {
                 "output.mqtt.home-assistant needs tag-state (its sensors read the tags' retained state)")
         }
         readSparkplug(s, r, into: &out)
+        if out.natsTopics, out.sparkplug != nil {
+            r.issue(
+                s.node("nats-topics")?.line ?? s.line,
+                "output.mqtt.nats-topics: Sparkplug's topics start with spBv1.0, whose '.' NATS 2.9's MQTT listener refuses"
+            )
+        }
         return out
     }
 

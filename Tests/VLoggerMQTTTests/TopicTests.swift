@@ -35,4 +35,16 @@ import Testing
         #expect(MQTTOutput.level("Kühlraum 3 · Süd") == "Kühlraum 3 · Süd")
         #expect(MQTTOutput.level("a/b+c#") == "a_b_c_")
     }
+
+    /// NATS 2.9.10's MQTT listener closes the connection on '.' or a space in a topic (docs/reference/fleet-engines.md
+    /// §5): with `nats-topics`, both become '_' in every level made of a value, and a template with them is refused.
+    @Test func natsTopics() throws {
+        #expect(MQTTOutput.level("hall.2 dock", nats: true) == "hall_2_dock")
+        #expect(MQTTOutput.level("hall.2 dock") == "hall.2 dock")
+        var settings = try MQTTSettings(url: "mqtt://127.0.0.1:1")
+        settings.natsTopics = true
+        let o = try MQTTOutput(settings: settings, gateway: "plant.hall 2", probe: true)
+        #expect(o.statusTopic == "vlogger/plant_hall_2/status")
+        #expect(o.stateTopic("E0.04") == "vlogger/plant_hall_2/tag/E0_04")
+    }
 }

@@ -73,16 +73,18 @@ start_node() {
     echo $! > "$DIR/pids/$n"
 }
 
-# Waits until a node's monitoring port says it is healthy with JetStream (`/healthz?js-enabled-only=true` in
-# 2.9 answers once JetStream runs).
+# Waits until a node's monitoring port says JetStream runs there (`/healthz?js-enabled-only=true`). The plain
+# `/healthz` also waits for every stream and consumer to be current, which after a kill under load took more than
+# 30 s here; `wait-ready` checks the stream VLOGGER itself.
 wait_node() {
     local n=$1 secs=${2:-30}
     for _ in $(seq 1 $((secs * 10))); do
-        if curl -sf --max-time 1 "http://127.0.0.1:$(port_of "http-$n")/healthz" >/dev/null 2>&1; then return 0; fi
+        if curl -sf --max-time 1 "http://127.0.0.1:$(port_of "http-$n")/healthz?js-enabled-only=true" >/dev/null 2>&1; then return 0; fi
         alive "$(pid_of "$n")" || { echo "nats.sh: $n died (log: $DIR/logs/$n.log)" >&2; tail -5 "$DIR/logs/$n.log" >&2; return 1; }
         sleep 0.1
     done
-    echo "nats.sh: $n not healthy after $secs s (log: $DIR/logs/$n.log)" >&2
+    echo "nats.sh: $n has no JetStream after $secs s (log: $DIR/logs/$n.log)" >&2
+    tail -5 "$DIR/logs/$n.log" >&2
     return 1
 }
 
@@ -149,7 +151,7 @@ restart)
     n=${2:?nats.sh restart NODE}
     alive "$(pid_of "$n")" && { echo "nats.sh: $n is running" >&2; exit 1; }
     start_node "$n"
-    wait_node "$n" 30
+    wait_node "$n" 60
     ;;
 wait-ready) wait_ready "${2:-60}" ;;
 stream) python3 "$HERE/js.py" "$(live_port)" '$JS.API.STREAM.INFO.VLOGGER' ;;
