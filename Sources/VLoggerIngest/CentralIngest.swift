@@ -43,32 +43,10 @@ public final class CentralIngest: @unchecked Sendable {
                 throw IngestError(
                     .settings, "--broker \(t): only mqtt://HOST:PORT (a user and password have options of their own)")
             }
-            var host = String(rest)
-            var portText: Substring?
-            if rest.hasPrefix("[") {
-                guard let close = rest.firstIndex(of: "]") else {
-                    throw IngestError(.settings, "--broker \(t): unclosed [ in the host")
-                }
-                host = String(rest[rest.index(after: rest.startIndex)..<close])
-                let after = rest[rest.index(after: close)...]
-                if after.hasPrefix(":") {
-                    portText = after.dropFirst()
-                } else if !after.isEmpty {
-                    throw IngestError(.settings, "--broker \(t): '\(after)' after the host")
-                }
-            } else if let colon = rest.lastIndex(of: ":") {
-                host = String(rest[..<colon])
-                portText = rest[rest.index(after: colon)...]
-            }
-            var port = 1883
-            if let portText {
-                guard portText.count <= 5, let p = Int(portText), (1...65535).contains(p) else {
-                    throw IngestError(.settings, "--broker \(t): the port must be 1…65535")
-                }
-                port = p
-            }
-            guard !host.isEmpty else { throw IngestError(.settings, "--broker \(t): no host") }
-            self.init(host: host, port: port)
+            do {
+                let (host, port) = try HostPort.parse(rest, defaultPort: 1883, what: "--broker \(t)")
+                self.init(host: host, port: port)
+            } catch { throw IngestError(.settings, error.message) }
         }
     }
 
@@ -104,6 +82,9 @@ public final class CentralIngest: @unchecked Sendable {
         public var batches = 0
         /// Connections to a broker or the database made again after a failure.
         public var reconnects = 0
+        /// From the first message received to the last batch acknowledged (the time the ingest was busy, not
+        /// the time it waited for messages), in seconds.
+        public var busySeconds = 0.0
         public init() {}
     }
 
@@ -132,6 +113,7 @@ public final class CentralIngest: @unchecked Sendable {
         var delay = 0.25
         var lastMessage = Date()
         var failures = 0
+        var firstMessage: ContinuousClock.Instant?
         defer {
             subscriber?.close(graceful: true)
             if let conn { Task { await Syncer.close(conn) } }
@@ -168,6 +150,7 @@ public final class CentralIngest: @unchecked Sendable {
                     continue
                 }
                 lastMessage = Date()
+                if firstMessage == nil { firstMessage = ContinuousClock.now }
                 let (rows, ignored, refused) = decode(batch)
                 var inserted = 0
                 if !rows.isEmpty {
@@ -188,6 +171,10 @@ public final class CentralIngest: @unchecked Sendable {
                     tallyValue.ignored += ignored
                     tallyValue.refused += refused
                     tallyValue.batches += 1
+                    if let firstMessage {
+                        let d = ContinuousClock.now - firstMessage
+                        tallyValue.busySeconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+                    }
                 }
                 delay = 0.25
                 failures = 0

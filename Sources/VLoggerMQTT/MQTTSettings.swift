@@ -105,31 +105,7 @@ public struct MQTTSettings: Equatable, Sendable {
         guard !rest.contains("/"), !rest.contains("?") else {
             throw VLoggerError("output.mqtt.url: only mqtt://HOST:PORT, no path or query (the topic is `topic`)")
         }
-        var host = String(rest)
-        var port = tls ? 8883 : 1883
-        var portText: Substring?
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else {
-                throw VLoggerError("output.mqtt.url: unclosed [ in the host")
-            }
-            host = String(rest[rest.index(after: rest.startIndex)..<close])
-            let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") {
-                portText = after.dropFirst()
-            } else if !after.isEmpty {
-                throw VLoggerError("output.mqtt.url: '\(after)' after the host")
-            }
-        } else if let colon = rest.lastIndex(of: ":") {
-            host = String(rest[..<colon])
-            portText = rest[rest.index(after: colon)...]
-        }
-        if let portText {
-            guard let p = Int(portText), (1...65535).contains(p) else {
-                throw VLoggerError("output.mqtt.url: port '\(portText.prefix(20))' is not 1…65535")
-            }
-            port = p
-        }
-        guard !host.isEmpty else { throw VLoggerError("output.mqtt.url: the host is empty") }
+        let (host, port) = try HostPort.parse(rest, defaultPort: tls ? 8883 : 1883, what: "output.mqtt.url")
         self.init(host: host, port: port, tls: tls)
     }
 

@@ -149,29 +149,7 @@ public struct SyncSettings: Equatable, Sendable {
 
     /// One `host[:port]` of the URL (an IPv6 address in brackets).
     static func endpoint(_ text: Substring) throws(VLoggerError) -> Endpoint {
-        var host = String(text), port = 5432
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else {
-                throw VLoggerError("sync.url: unclosed [ in the host")
-            }
-            host = String(text[text.index(after: text.startIndex)..<close])
-            let after = text[text.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
-                    throw VLoggerError("sync.url: port '\(after.dropFirst())' is not 1…65535")
-                }
-                port = p
-            } else if !after.isEmpty {
-                throw VLoggerError("sync.url: '\(after)' after the address in brackets")
-            }
-        } else if let colon = text.lastIndex(of: ":") {
-            host = String(text[..<colon])
-            guard let p = Int(text[text.index(after: colon)...]), (1...65535).contains(p) else {
-                throw VLoggerError("sync.url: port '\(text[text.index(after: colon)...])' is not 1…65535")
-            }
-            port = p
-        }
-        guard !host.isEmpty else { throw VLoggerError("sync.url: a host is empty") }
+        let (host, port) = try HostPort.parse(text, defaultPort: 5432, what: "sync.url")
         return Endpoint(host: host, port: port)
     }
 

@@ -133,7 +133,7 @@ struct CentralCommand: AsyncParsableCommand {
             }
             let seconds = Date().timeIntervalSince(started)
             print(
-                "ingested \(t.rows) rows (\(t.inserted) new) from \(t.messages) messages in \(t.batches) batches, \(t.ignored) not rows, \(t.refused) refused, \(t.reconnects) reconnections, in \(String(format: "%.2f", seconds)) s"
+                "ingested \(t.rows) rows (\(t.inserted) new) from \(t.messages) messages in \(t.batches) batches, \(t.ignored) not rows, \(t.refused) refused, \(t.reconnects) reconnections, in \(String(format: "%.2f", seconds)) s (busy \(String(format: "%.2f", t.busySeconds)) s: \(t.busySeconds > 0 ? Int(Double(t.rows) / t.busySeconds) : 0) rows/s)"
             )
         }
     }

@@ -10,9 +10,9 @@ struct SyncCommand: AsyncParsableCommand {
         abstract: "Ship the local store to the central PostgreSQL of [sync] once, and print what was sent.",
         discussion: """
             Rows after each table's cursor (readings, events, writes, audits, audit results, tags) go in batches of \
-            [sync] batch-size (5000 by default), each batch one COPY keyed by (gateway, local row id): a batch sent \
-            twice (after a crash or a lost acknowledgement) goes through a staging table, and the server keeps only \
-            the rows it lacks. Tags are one row \
+            [sync] batch-size (5000 by default), each batch one statement keyed by (gateway, local row id): a batch \
+            sent twice (after a crash or a lost acknowledgement) goes again skipping the keys the server has, so it \
+            keeps only the rows it lacks. Tags are one row \
             per gateway and tag, updated as the tag is seen again. The local cursor moves only after the server's \
             commit. --init-schema creates or migrates the central schema (and refuses a newer one); --status prints \
             the backlog without sending. The password comes from [sync] password-file or password-env, never the URL.

@@ -123,6 +123,12 @@ struct ClusterSyncTests {
         return b
     }
 
+    /// Closes a store made in `scratch` and removes its folder.
+    static func discard(_ store: Store) {
+        store.close()
+        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: store.path).deletingLastPathComponent().path)
+    }
+
     static func scratch(_ name: String) -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vlogger-cluster-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -165,7 +171,7 @@ struct ClusterSyncTests {
                         settings: try c.settings(url), store: store, gateway: id, site: "t", logger: Self.quiet)
                 ))
         }
-        defer { for (_, s, _) in gateways { s.close() } }
+        defer { for (_, s, _) in gateways { Self.discard(s) } }
         _ = try await gateways[0].2.initSchema()
         // Each gateway its own metrics, as each is a service of its own.
         let jobs = gateways.map { (_, store, syncer) in
@@ -255,7 +261,7 @@ struct ClusterSyncTests {
         let db = "fleet_lost_tail"
         _ = try await c.psql("CREATE DATABASE \(db)")
         let store = try Store(path: Self.scratch("gw.db"))
-        defer { store.close() }
+        defer { Self.discard(store) }
         var settings = try c.settings(c.nodesURL(db))
         settings.safetyWindowMs = 0
         let syncer = try Syncer(settings: settings, store: store, gateway: "gw-tail", site: "t")
@@ -321,7 +327,7 @@ struct ClusterSyncTests {
             stores.append((id, store))
             syncers.append(try Syncer(settings: settings, store: store, gateway: id, site: "t"))
         }
-        defer { for (_, s) in stores { s.close() } }
+        defer { for (_, s) in stores { Self.discard(s) } }
         _ = try await syncers[0].initSchema()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for s in syncers { group.addTask { _ = try await s.syncOnce() } }

@@ -248,7 +248,7 @@ struct FanInTests {
             gateways.append(
                 (id, store, try MQTTOutput(settings: m, gateway: id, store: store, logger: ClusterSyncTests.quiet)))
         }
-        defer { for (_, s, _) in gateways { s.close() } }
+        defer { for (_, s, _) in gateways { ClusterSyncTests.discard(s) } }
         let jobs = gateways.map { (_, store, output) in
             OutputJob(
                 pump: OutboxPump(store: store, consumer: output),

@@ -16,10 +16,11 @@ import VLoggerOutbox
 //   sync-fleet-bench throughput N ROWS DIR     N gateways, each with a backlog of ROWS readings in a store of its
 //                                              own, sync at once into a fresh database: total rows/s, the server's
 //                                              CPU, the slowest gateway's catch-up
-//   sync-fleet-bench live N SECONDS DIR        N gateways, each committing 160 readings a second (8 readers × 20
-//                                              tags at 1 s) and syncing by the service's own job (OutputJob, 1 s
-//                                              interval): the delay from a reading's local commit to the server's
-//                                              commit (p50, p99, max), the server's CPU
+//   sync-fleet-bench live N SECONDS DIR [RATE] N gateways, each committing 160 readings a second (8 readers × 20
+//                                              tags at 1 s; RATE: that many a second instead, at most 160) and
+//                                              syncing by the service's own job (OutputJob, 1 s interval): the
+//                                              delay from a reading's local commit to the server's commit (p50,
+//                                              p99, max), the server's CPU, the rounds that failed and why
 //   sync-fleet-bench catchup ROWS DIR          one gateway with a backlog of ROWS readings that goes on committing
 //                                              160 a second while it catches up: the catch-up time and the live
 //                                              rows' delay meanwhile
@@ -30,7 +31,8 @@ import VLoggerOutbox
 //
 // The server's CPU is read from /proc: the postmaster's own and reaped children's time plus its live children's
 // (VLOGGER_PG_DIR/data/postmaster.pid). Gateways are syncers in this one process, each with its own store and id,
-// sharing the machine's cores with the server.
+// sharing the machine's cores with the server. VLOGGER_FLEET_SYNC_PORT sends the gateways to another port than
+// the maintenance connection's (PgBouncer in front of a cluster: bench/sync-fleet-pooled.sh).
 
 let env = ProcessInfo.processInfo.environment
 func fail(_ m: String) -> Never {
@@ -52,7 +54,9 @@ let quiet: Logger = {
     return l
 }()
 
-func settings(_ database: String) -> SyncSettings {
+let syncPort = env["VLOGGER_FLEET_SYNC_PORT"].flatMap(Int.init) ?? port
+
+func settings(_ database: String, port: Int = port) -> SyncSettings {
     var s = SyncSettings(
         host: "127.0.0.1", port: port, user: env["VLOGGER_TEST_PG_USER"] ?? "vlogger", database: database)
     s.sslMode = .disable
@@ -102,11 +106,11 @@ func serverCPU() -> Double {
 
 /// The readings of one gateway's cycle: 8 readers × 20 tags, block 0xF8, 8 bytes and two decoded fields (the
 /// demo cage sensor's shape), all at `time`.
-func cycle(gateway: String, time: Millis, serial: inout UInt64) -> [Reading] {
+func cycle(gateway: String, time: Millis, serial: inout UInt64, rate: Int = 160) -> [Reading] {
     var out: [Reading] = []
     out.reserveCapacity(160)
     for r in 0..<8 {
-        for t in 0..<20 {
+        for t in 0..<20 where r * 20 + t < rate {
             serial &+= 1
             let uid = UID(manufacturer: .nxp, serial: UInt64(0x10_0000 + r * 20 + t))
             let v = Int16(2150 + Int(serial % 300))
@@ -147,7 +151,8 @@ func gateway(_ i: Int, backlog: Int, dir: String, database: String) throws -> (S
         }
     }
     if !batch.readings.isEmpty { _ = try store.write(batch) }
-    let syncer = try Syncer(settings: settings(database), store: store, gateway: id, site: "bench", logger: quiet)
+    let syncer = try Syncer(
+        settings: settings(database, port: syncPort), store: store, gateway: id, site: "bench", logger: quiet)
     return (store, syncer)
 }
 
@@ -190,11 +195,18 @@ final class Delays: @unchecked Sendable {
         }
     }
     private(set) var rounds = 0
+    /// Rounds that failed, by the error's first words.
+    private(set) var failures: [String: Int] = [:]
     func round() { lock.withLock { rounds += 1 } }
+    func failed(_ error: any Error) {
+        let text = String("\(error)".prefix(60))
+        lock.withLock { failures[text, default: 0] += 1 }
+    }
     func reset() {
         lock.withLock {
             samples = []
             rounds = 0
+            failures = [:]
         }
     }
     var all: [Double] { lock.withLock { samples } }
@@ -215,9 +227,16 @@ struct Probe: OutboxConsumer {
     var tablesIndependent: Bool { inner.tablesIndependent }
     func describe(_ error: any Error) -> OutboxFailure { inner.describe(error) }
     func withSession<T: Sendable>(_ body: (any OutboxSession) async throws -> T) async throws -> T {
-        let value = try await inner.withSession { session in try await body(Session(inner: session, delays: delays)) }
-        delays.round()
-        return value
+        do {
+            let value = try await inner.withSession { session in
+                try await body(Session(inner: session, delays: delays))
+            }
+            delays.round()
+            return value
+        } catch {
+            delays.failed(error)
+            throw error
+        }
     }
     struct Session: OutboxSession {
         let inner: any OutboxSession
@@ -231,10 +250,12 @@ struct Probe: OutboxConsumer {
 }
 
 /// One gateway's live side: a cycle of 160 readings committed every second, until cancelled.
-func produce(_ store: Store, gateway: String, delays: Delays) async {
+func produce(_ store: Store, gateway: String, delays: Delays, rate: Int = 160) async {
     var serial: UInt64 = 1_000_000
+    // Gateways started together would all commit in the same millisecond each second: spread over the second.
+    try? await Task.sleep(for: .milliseconds(Int.random(in: 0..<1000)))
     while !Task.isCancelled {
-        let rows = cycle(gateway: gateway, time: Millis.now(), serial: &serial)
+        let rows = cycle(gateway: gateway, time: Millis.now(), serial: &serial, rate: rate)
         var b = Batch()
         b.readings = rows
         if (try? store.write(b)) != nil, let last = try? store.newestID(.readings) {
@@ -288,6 +309,7 @@ do {
     case "live", "reconnect":
         let n = number(2, "gateways")
         let seconds = number(3, mode == "live" ? "seconds" : "seconds of outage")
+        let rate = args.count > 5 ? min(160, number(5, "readings a second per gateway")) : 160
         let outage = seconds
         let dir = args[4]
         let db = "fleet_\(mode)_\(n)"
@@ -301,11 +323,12 @@ do {
         let group = ServiceGroup(
             configuration: .init(
                 services: gateways.map { g in
-                    ServiceGroupConfiguration.ServiceConfiguration(service: Live(store: g.0, syncer: g.1, delays: g.2))
+                    ServiceGroupConfiguration.ServiceConfiguration(
+                        service: Live(store: g.0, syncer: g.1, delays: g.2, rate: rate))
                 }, logger: quiet))
         let running = Task { try await group.run() }
         // Warm-up: every gateway's first round (connect, schema check) out of the figures.
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(n > 100 ? 10 : 3))
         for g in gateways { g.2.reset() }
         if mode == "live" {
             let cpu0 = serverCPU()
@@ -315,10 +338,21 @@ do {
             let cpu = serverCPU() - cpu0
             let all = gateways.flatMap { $0.2.all }.sorted()
             let rounds = gateways.reduce(0) { $0 + $1.2.rounds }
+            var failures: [String: Int] = [:]
+            for g in gateways { failures.merge(g.2.failures, uniquingKeysWith: +) }
+            let failed = failures.values.reduce(0, +)
+            let tooMany = failures.filter { $0.key.contains("too many") || $0.key.contains("53300") }.values
+                .reduce(0, +)
             print(
-                "live: \(n) gateways × 160 readings/s for \(seconds) s (sync interval 1 s): \(all.count) readings reached the server; "
+                "live: \(n) gateways × \(rate) readings/s for \(seconds) s (sync interval 1 s): \(all.count) readings reached the server (\(Int(Double(all.count) / wall)) rows/s); "
                     + "delay from local commit to server commit p50 \(f1(percentile(all, 0.5))) ms, p99 \(f1(percentile(all, 0.99))) ms, max \(f1(all.last ?? .nan)) ms; "
-                    + "\(rounds) sync rounds (\(f1(Double(rounds) / wall))/s, one connection each); server CPU \(String(format: "%.2f", cpu / wall)) cores (\(String(format: "%.1f", cpu * 1e6 / Double(max(1, all.count)))) µs per row, \(String(format: "%.2f", cpu * 1000 / Double(max(1, rounds)))) ms per round)"
+                    + "\(rounds) sync rounds (\(f1(Double(rounds) / wall))/s, one connection each); server CPU \(String(format: "%.2f", cpu / wall)) cores (\(String(format: "%.1f", cpu * 1e6 / Double(max(1, all.count)))) µs per row, \(String(format: "%.2f", cpu * 1000 / Double(max(1, rounds)))) ms per round); "
+                    + "\(failed) rounds failed (\(tooMany) of them 'too many connections')"
+                    + (failures.isEmpty
+                        ? ""
+                        : ": "
+                            + failures.sorted { $0.value > $1.value }.prefix(3).map { "\($0.value)× \($0.key)" }
+                            .joined(separator: "; "))
             )
         } else {
             // The restart: immediate (as a crash), by the script that started the server, at a known time.
@@ -396,8 +430,9 @@ struct Live: Service {
     let store: Store
     let syncer: Syncer
     let delays: Delays
+    var rate = 160
     func run() async throws {
-        let producer = Task { await produce(store, gateway: syncer.gateway, delays: delays) }
+        let producer = Task { await produce(store, gateway: syncer.gateway, delays: delays, rate: rate) }
         await job(store, syncer, delays: delays).run()
         producer.cancel()
     }
