@@ -4,6 +4,7 @@
 #
 #   swift build -c release --product vlogger
 #   sudo bash bench/fanin-bench.sh [hours] [runs]     # default 6 simulated hours of the demo fields, 3 runs
+#   VLOGGER_FANIN_MESSAGES=batch sudo bash bench/fanin-bench.sh   # one JSON array per batch of 1000 rows
 #
 # 1. A backlog: `vlogger run --fast-clock --interval 1s` polls the example configuration's readers for one
 #    simulated hour; that hour's readings are laid down `hours` times, an hour apart (Python's sqlite3).
@@ -38,6 +39,8 @@ sed -i 's/^interval = "2s" .*$/interval = "1s"/' "$work/vlogger.toml"
 eval "$(bash bench/postgres/pg.sh start)"
 eval "$(bash bench/nats/nats.sh start)"
 mqtt=${VLOGGER_NATS_MQTT_PORTS%%,*}
+messages=${VLOGGER_FANIN_MESSAGES:-row}
+case "$messages" in row) per_batch=5000 ;; batch) per_batch=1000 ;; *) echo "fanin-bench: VLOGGER_FANIN_MESSAGES is row or batch" >&2; exit 2 ;; esac
 echo "vlogger: $("$bin" --version)"
 echo "nats-server: $(/usr/sbin/nats-server --version)"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -67,7 +70,8 @@ url = "mqtt://127.0.0.1:$mqtt"
 qos = 1
 publish = ["readings"]
 replay-rate = 0
-batch-size = 5000
+messages = "$messages"
+batch-size = $per_batch
 tag-state = false
 nats-topics = true
 TOML
@@ -104,14 +108,14 @@ for r in $(seq 1 "$runs"); do
     n=$(pgq "$db" "SELECT count(*) FROM readings_copy_$r")
     [ "$n" = "$readings" ] || { echo "fanin-bench: \\copy loaded $n of $readings" >&2; exit 1; }
 done
-python3 - "$readings" "$runs" "${ingest_times[@]}" "${publish_times[@]}" "${copy_times[@]}" <<'PY'
+python3 - "$readings" "$runs" "${ingest_times[@]}" "${publish_times[@]}" "${copy_times[@]}" "$messages" <<'PY'
 import statistics, sys
 n, runs = int(sys.argv[1]), int(sys.argv[2])
 ingest = [float(t) for t in sys.argv[3:3 + runs]]
 publish = [float(t) for t in sys.argv[3 + runs:3 + 2 * runs]]
-copy = [float(t) for t in sys.argv[3 + 2 * runs:]]
+copy = [float(t) for t in sys.argv[3 + 2 * runs:-1]]
 mi, mp, mc = statistics.median(ingest), statistics.median(publish), statistics.median(copy)
-print(f"gateway publishing {n} readings to NATS (QoS 1, one message per row): median {mp:.2f} s: {n / mp:,.0f} messages/s")
+print(f"gateway publishing {n} readings to NATS (QoS 1, messages = \"{sys.argv[-1]}\"): median {mp:.2f} s: {n / mp:,.0f} rows/s")
 print(f"central ingest of them (first message to last acknowledged batch): median {mi:.2f} s "
       f"(min {min(ingest):.2f}, max {max(ingest):.2f}, {runs} runs): {n / mi:,.0f} rows/s")
 print(f"psql \\copy of the same rows (CSV) into an empty table of the same shape: median {mc:.2f} s: {n / mc:,.0f} rows/s")

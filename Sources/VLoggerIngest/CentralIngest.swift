@@ -114,6 +114,7 @@ public final class CentralIngest: @unchecked Sendable {
         var lastMessage = Date()
         var failures = 0
         var firstMessage: ContinuousClock.Instant?
+        var inFlight: InFlight?
         defer {
             subscriber?.close(graceful: true)
             if let conn { Task { await Syncer.close(conn) } }
@@ -142,8 +143,21 @@ public final class CentralIngest: @unchecked Sendable {
                 }
                 guard let c = conn, let s = subscriber else { continue }
                 let (max, linger) = (settings.batchSize, settings.lingerMs)
+                // The next batch comes in while the one before is written (the subscriber's thread and the
+                // database's connection work at once); a batch is acknowledged only after its own commit, in order.
+                // With a batch in hand, the next is waited for only briefly: the one in hand is acknowledged soon.
+                let wait = inFlight == nil ? 500 : 20
                 let batch = try await Self.offThread { () throws(IngestError) in
-                    try s.receive(max: max, waitMs: 500, lingerMs: linger)
+                    try s.receive(max: max, waitMs: wait, lingerMs: linger)
+                }
+                if let f = inFlight {
+                    inFlight = nil
+                    let (inserted, known) = try await f.write.value
+                    months = known
+                    try await Self.offThread { () throws(IngestError) in try s.acknowledge(f.batch) }
+                    count(f, inserted: inserted, since: firstMessage)
+                    delay = 0.25
+                    failures = 0
                 }
                 if batch.isEmpty {
                     if let idle = untilIdleMs, Date().timeIntervalSince(lastMessage) * 1000 >= Double(idle) { break }
@@ -152,34 +166,27 @@ public final class CentralIngest: @unchecked Sendable {
                 lastMessage = Date()
                 if firstMessage == nil { firstMessage = ContinuousClock.now }
                 let (rows, ignored, refused) = decode(batch)
-                var inserted = 0
-                if !rows.isEmpty {
+                let known = months
+                let write = Task { () async throws -> (Int, Set<CentralSchema.Month>) in
+                    guard !rows.isEmpty else { return (0, known) }
+                    var months = known
                     let times = rows[.readings]?.map(\.time) ?? []
                     if !times.isEmpty {
-                        let known = months
                         months = try await Syncer.untilClosed(c) {
                             try await Syncer.ensurePartitions(c, times: times, known: known, logger: self.logger)
                         }
                     }
-                    inserted = try await Syncer.untilClosed(c) { try await self.write(rows, c) }
+                    return (try await Syncer.untilClosed(c) { try await self.write(rows, c) }, months)
                 }
-                try await Self.offThread { () throws(IngestError) in try s.acknowledge(batch) }
-                lock.withLock {
-                    tallyValue.messages += batch.count
-                    tallyValue.rows += rows.values.reduce(0) { $0 + $1.count }
-                    tallyValue.inserted += inserted
-                    tallyValue.ignored += ignored
-                    tallyValue.refused += refused
-                    tallyValue.batches += 1
-                    if let firstMessage {
-                        let d = ContinuousClock.now - firstMessage
-                        tallyValue.busySeconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-                    }
-                }
-                delay = 0.25
-                failures = 0
+                inFlight = InFlight(
+                    batch: batch, rows: rows.values.reduce(0) { $0 + $1.count }, ignored: ignored, refused: refused,
+                    write: write)
             } catch {
-                // The batch was not acknowledged: the broker sends it again to the next connection.
+                // The batches in hand were not acknowledged: the broker sends them again to the next connection.
+                if let f = inFlight {
+                    inFlight = nil
+                    _ = try? await f.write.value
+                }
                 subscriber?.close(graceful: false)
                 let fatal: Bool
                 let text: String
@@ -208,7 +215,38 @@ public final class CentralIngest: @unchecked Sendable {
                 delay = min(delay * 2, 5)
             }
         }
+        // Stopped with a batch being written: its commit and acknowledgement before leaving (a failure leaves it
+        // with the broker, which sends it again).
+        if let f = inFlight, let s = subscriber, s.isConnected, let (inserted, _) = try? await f.write.value,
+            (try? await Self.offThread({ () throws(IngestError) in try s.acknowledge(f.batch) })) != nil
+        {
+            count(f, inserted: inserted, since: firstMessage)
+        }
         return tally
+    }
+
+    /// A batch received and being written, not yet acknowledged.
+    struct InFlight {
+        let batch: [MQTTWire.Publish]
+        let rows: Int
+        let ignored: Int
+        let refused: Int
+        let write: Task<(Int, Set<CentralSchema.Month>), any Error>
+    }
+
+    func count(_ f: InFlight, inserted: Int, since first: ContinuousClock.Instant?) {
+        lock.withLock {
+            tallyValue.messages += f.batch.count
+            tallyValue.rows += f.rows
+            tallyValue.inserted += inserted
+            tallyValue.ignored += f.ignored
+            tallyValue.refused += f.refused
+            tallyValue.batches += 1
+            if let first {
+                let d = ContinuousClock.now - first
+                tallyValue.busySeconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+            }
+        }
     }
 
     func bump(_ field: WritableKeyPath<Tally, Int>) { lock.withLock { tallyValue[keyPath: field] += 1 } }

@@ -77,7 +77,7 @@ func admin(_ sql: String) async throws {
 }
 
 func freshDatabase(_ name: String) async throws {
-    try await admin("DROP DATABASE IF EXISTS \(name)")
+    try await admin("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     try await admin("CREATE DATABASE \(name)")
 }
 
@@ -304,7 +304,7 @@ do {
                 + "server CPU \(String(format: "%.2f", cpu)) s (\(String(format: "%.2f", cpu / wall)) cores, \(String(format: "%.1f", cpu * 1e6 / Double(total))) µs per row); "
                 + "gateways done after p50 \(f1(percentile(finish, 0.5))) ms, max \(f1(finish.last ?? .nan)) ms")
         for (store, _) in gateways { store.close() }
-        try await admin("DROP DATABASE \(db)")
+        try await admin("DROP DATABASE \(db) WITH (FORCE)")
 
     case "live", "reconnect":
         let n = number(2, "gateways")
@@ -389,7 +389,7 @@ do {
         await group.triggerGracefulShutdown()
         _ = try? await running.value
         for g in gateways { g.0.close() }
-        try await admin("DROP DATABASE \(db)")
+        try await admin("DROP DATABASE \(db) WITH (FORCE)")
 
     case "catchup":
         let rows = number(2, "rows"), dir = args[3]
@@ -416,7 +416,7 @@ do {
                 + "p50 \(f1(percentile(all, 0.5))) ms, p99 \(f1(percentile(all, 0.99))) ms, max \(f1(all.last ?? .nan)) ms (\(all.count) readings)"
         )
         store.close()
-        try await admin("DROP DATABASE \(db)")
+        try await admin("DROP DATABASE \(db) WITH (FORCE)")
 
     default:
         fail("unknown mode \(mode)")
