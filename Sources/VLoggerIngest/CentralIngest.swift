@@ -60,7 +60,8 @@ public final class CentralIngest: @unchecked Sendable {
         public var username: String?
         public var password: [UInt8]?
         public var keepAliveSeconds = 30
-        /// Rows (messages) per transaction at most.
+        /// Messages per transaction at most, and about as many rows (a batch also closes at 512 bytes of payload per
+        /// row of it).
         public var batchSize = 5000
         /// A batch closes this long after its first message at the latest.
         public var lingerMs = 200
@@ -115,6 +116,7 @@ public final class CentralIngest: @unchecked Sendable {
         var failures = 0
         var firstMessage: ContinuousClock.Instant?
         var inFlight: InFlight?
+        var hadSession = false
         defer {
             subscriber?.close(graceful: true)
             if let conn { Task { await Syncer.close(conn) } }
@@ -136,6 +138,12 @@ public final class CentralIngest: @unchecked Sendable {
                     if subscriber != nil { bump(\.reconnects) }
                     let (s, index) = try await connectBroker(from: nextBroker)
                     nextBroker = index
+                    if hadSession && !s.sessionPresent {
+                        logger.warning(
+                            "ingest: \(settings.brokers[index]) had no session for \(settings.clientID): what was published while the ingest was away is not kept for it (a broker without persistence, or its session store lost)"
+                        )
+                    }
+                    hadSession = true
                     subscriber = s
                     logger.info(
                         "ingest: subscribed to \(settings.filters.joined(separator: ", ")) at \(settings.brokers[index]) as \(settings.clientID)\(s.sessionPresent ? " (the broker kept the session)" : "")"
@@ -147,8 +155,10 @@ public final class CentralIngest: @unchecked Sendable {
                 // database's connection work at once); a batch is acknowledged only after its own commit, in order.
                 // With a batch in hand, the next is waited for only briefly: the one in hand is acknowledged soon.
                 let wait = inFlight == nil ? 500 : 20
+                // Rows, not messages, are what a batch-size bounds: a message of `messages = "batch"` holds many, so
+                // the payloads' bytes close a batch too (a reading's message is about 500 bytes).
                 let batch = try await Self.offThread { () throws(IngestError) in
-                    try s.receive(max: max, waitMs: wait, lingerMs: linger)
+                    try s.receive(max: max, waitMs: wait, lingerMs: linger, maxBytes: max * 512)
                 }
                 if let f = inFlight {
                     inFlight = nil
@@ -176,7 +186,14 @@ public final class CentralIngest: @unchecked Sendable {
                             try await Syncer.ensurePartitions(c, times: times, known: known, logger: self.logger)
                         }
                     }
-                    return (try await Syncer.untilClosed(c) { try await self.write(rows, c) }, months)
+                    do {
+                        return (try await Syncer.untilClosed(c) { try await self.write(rows, c) }, months)
+                    } catch let e as PSQLError where Self.isDataError(e) {
+                        // A row the server refuses (bad JSON, a NUL, a missing value, too many for one statement)
+                        // must not hold back every gateway's rows behind it: each message alone, and the ones
+                        // refused are logged and acknowledged.
+                        return (try await self.writeEach(batch, c, first: e), months)
+                    }
                 }
                 inFlight = InFlight(
                     batch: batch, rows: rows.values.reduce(0) { $0 + $1.count }, ignored: ignored, refused: refused,
@@ -302,9 +319,11 @@ public final class CentralIngest: @unchecked Sendable {
         if var tags = rows[.tags], tags.count > 1 {
             // One statement may not update a row twice: the newest change of each tag in the batch.
             let uid = SyncTable.tags.columns.firstIndex { $0.name == "uid" } ?? 0
-            var newest: [String: Int] = [:]
+            // Keyed by the bytes, as the server compares them (Swift's String equality is canonical equivalence).
+            var newest: [[UInt8]: Int] = [:]
             for (i, t) in tags.enumerated() {
-                let key = t.gateway + "\u{1F}" + (uid < t.values.count ? t.values[uid].text ?? "" : "")
+                let key =
+                    Array(t.gateway.utf8) + [0] + Array((uid < t.values.count ? t.values[uid].text ?? "" : "").utf8)
                 if let j = newest[key], tags[j].id >= t.id { continue }
                 newest[key] = i
             }
@@ -314,10 +333,46 @@ public final class CentralIngest: @unchecked Sendable {
         return (rows, ignored, refused)
     }
 
+    /// Whether the server refused the data itself (SQLSTATE class 22 data exception, 23 integrity other than a
+    /// duplicate key, 54 program limit) or PostgresNIO refused the statement's size: sending it again cannot help.
+    static func isDataError(_ e: PSQLError) -> Bool {
+        if e.code == .tooManyParameters { return true }
+        guard let state = e.serverInfo?[.sqlState] else { return false }
+        return state.hasPrefix("22") || (state.hasPrefix("23") && state != "23505") || state.hasPrefix("54")
+    }
+
+    /// A batch the server refused as a whole, message by message: each in its own transaction; a message whose
+    /// rows the server refuses is logged (topic, keys, the server's reason) and counted refused. Returns the rows
+    /// that were new.
+    func writeEach(_ batch: [MQTTWire.Publish], _ conn: PostgresConnection, first: PSQLError) async throws -> Int {
+        logger.warning(
+            "ingest: the central refused a batch (\(Syncer.brief(first))); writing its \(batch.count) messages one by one"
+        )
+        var inserted = 0
+        var refused = 0
+        for m in batch {
+            let (rows, _, _) = decode([m])
+            guard !rows.isEmpty else { continue }
+            do {
+                inserted += try await Syncer.untilClosed(conn) { try await self.write(rows, conn) }
+            } catch let e as PSQLError where Self.isDataError(e) {
+                let n = rows.values.reduce(0) { $0 + $1.count }
+                refused += n
+                let keys = rows.flatMap { t, r in r.prefix(3).map { "\($0.gateway)/\(t.rawValue)/\($0.id)" } }
+                logger.error(
+                    "ingest: the central refused \(n) row(s) of a message on \(m.topic) (\(keys.joined(separator: ", "))): \(Syncer.brief(e)); skipped"
+                )
+            }
+        }
+        lock.withLock { tallyValue.refused += refused }
+        return inserted
+    }
+
     /// One transaction: the gateways named, then each table's rows (plain first; a batch with a key the central
     /// has goes again skipping those keys). Returns the rows that were new.
     func write(_ rows: [SyncTable: [OutboxRow]], _ conn: PostgresConnection) async throws -> Int {
-        let gateways = Array(Set(rows.values.flatMap { $0.map(\.gateway) })).sorted()
+        var seen = Set<[UInt8]>()
+        let gateways = rows.values.flatMap { $0.map(\.gateway) }.filter { seen.insert(Array($0.utf8)).inserted }
         func attempt(skipExisting: Bool) async throws -> Int {
             try await Syncer.transaction(conn, logger) {
                 try await conn.query(

@@ -45,7 +45,9 @@ public final class MQTTSubscriber: @unchecked Sendable {
         public var cleanSession = false
         public var filters: [String] = ["vlogger/#"]
         public var connectTimeoutMs = 5000
-        public var maxPacket = 16 << 20
+        /// The largest packet taken (the protocol's own limit by default: a broker's `message_size_limit` or
+        /// `max_payload` bounds what it sends; a packet refused here would come back first at every connection).
+        public var maxPacket = MQTTWire.maxRemainingLength
         public init(host: String, port: Int, clientID: String) {
             self.host = host
             self.port = port
@@ -60,6 +62,15 @@ public final class MQTTSubscriber: @unchecked Sendable {
     var lastSent = Clock.now
     var lastReceived = Clock.now
     var pingOut = false
+    /// Packet ids of QoS 1 messages handed out by `receive` and not yet acknowledged: a message that comes again
+    /// with one of them (NATS resends after its `ack_wait`, with DUP set) is the same message, already in hand,
+    /// and is dropped, so that no id is acknowledged twice (a second PUBACK could acknowledge a new message the
+    /// broker gave that id meanwhile).
+    var held = Set<UInt16>()
+    /// Packet ids acknowledged on this connection. A message with DUP set and one of these ids is a resend that
+    /// crossed our PUBACK: it is handed out without its id (stored again, which the key refuses, and never
+    /// acknowledged again: by now the broker may have given the id to a new message).
+    var acked = Set<UInt16>()
     /// Whether the broker had a session for this client id (CONNACK's flag).
     public private(set) var sessionPresent = false
 
@@ -87,6 +98,8 @@ public final class MQTTSubscriber: @unchecked Sendable {
         close(graceful: false)
         reader = MQTTWire.Reader(maxPacket: options.maxPacket)
         queued = []
+        held = []
+        acked = []
         pingOut = false
         fd = try Self.tcp(options.host, options.port, timeoutMs: options.connectTimeoutMs, name: name)
         let deadline = Clock.now + UInt64(options.connectTimeoutMs)
@@ -139,22 +152,27 @@ public final class MQTTSubscriber: @unchecked Sendable {
     /// `lingerMs` have passed since its first message, or when nothing arrived for `idleMs` (a broker that stops at
     /// its window of unacknowledged messages, or a quiet fleet). An empty list when none came; the keep-alive is
     /// kept meanwhile.
-    public func receive(max: Int, waitMs: Int, lingerMs: Int, idleMs: Int = 20) throws(IngestError)
-        -> [MQTTWire.Publish]
+    /// `maxBytes` closes it too once its payloads add up to that many bytes (a message may hold a batch of rows).
+    public func receive(max: Int, waitMs: Int, lingerMs: Int, idleMs: Int = 20, maxBytes: Int = .max)
+        throws(IngestError) -> [MQTTWire.Publish]
     {
         guard fd >= 0 else { throw IngestError(.connection, "\(name): not connected") }
         var out: [MQTTWire.Publish] = []
-        let take = Swift.min(max, queued.count)
-        out += queued.prefix(take)
-        queued.removeFirst(take)
+        let early = Swift.min(max, queued.count)
+        for m in queued.prefix(early) { take(m, into: &out) }
+        queued.removeFirst(early)
         var closes = Clock.now + UInt64(out.isEmpty ? waitMs : lingerMs)
-        while out.count < max {
+        var bytes = out.reduce(0) { $0 + $1.payload.count }
+        while out.count < max && bytes < maxBytes {
             let before = out.count
-            while out.count < max, let p = try nextBuffered() {
-                if case .publish(let m) = p { out.append(m) }
+            while out.count < max, bytes < maxBytes, let p = try nextBuffered() {
+                if case .publish(let m) = p {
+                    take(m, into: &out)
+                    bytes += m.payload.count
+                }
             }
             if before == 0 && !out.isEmpty { closes = Clock.now + UInt64(lingerMs) }
-            if out.count >= max { break }
+            if out.count >= max || bytes >= maxBytes { break }
             try keepAlive()
             let now = Clock.now
             guard now < closes else { break }
@@ -167,13 +185,37 @@ public final class MQTTSubscriber: @unchecked Sendable {
         return out
     }
 
+    func take(_ m: MQTTWire.Publish, into out: inout [MQTTWire.Publish]) {
+        guard let id = m.packetID else { return out.append(m) }
+        if held.contains(id) { return }
+        if m.dup && acked.contains(id) {
+            var copy = m
+            copy.packetID = nil
+            return out.append(copy)
+        }
+        acked.remove(id)
+        held.insert(id)
+        out.append(m)
+    }
+
     /// PUBACK for each QoS 1 message, in the order they came (§4.6), in one write.
     public func acknowledge(_ messages: [MQTTWire.Publish]) throws(IngestError) {
-        var out: [UInt8] = []
-        out.reserveCapacity(messages.count * 4)
-        for m in messages { if let id = m.packetID { out += MQTTWire.puback(id) } }
+        let out = pubacks(messages)
         guard !out.isEmpty else { return }
         try send(out)
+    }
+
+    /// The PUBACKs of `messages`: one per id held (an id is acknowledged once), which then counts as acknowledged.
+    func pubacks(_ messages: [MQTTWire.Publish]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(messages.count * 4)
+        for m in messages {
+            if let id = m.packetID, held.remove(id) != nil {
+                out += MQTTWire.puback(id)
+                acked.insert(id)
+            }
+        }
+        return out
     }
 
     /// Closes the connection; `graceful` sends DISCONNECT first (the broker then keeps the session without
@@ -224,6 +266,8 @@ public final class MQTTSubscriber: @unchecked Sendable {
     func keepAlive() throws(IngestError) {
         let k = UInt64(options.keepAliveSeconds) * 1000
         guard k > 0 else { return }
+        // What arrived while the caller was busy (a long commit) counts: read it before judging the broker silent.
+        if Clock.now - lastReceived > k + k / 2 { _ = try fill(timeoutMs: 0) }
         let now = Clock.now
         if now - lastReceived > k + k / 2 {
             close(graceful: false)

@@ -113,3 +113,32 @@ import Testing
         #expect(throws: MQTTWire.Malformed.self) { try r.next() }
     }
 }
+
+/// Packet ids on one connection (MQTT 3.1.1 §2.3.1: an id is free again once its PUBACK is sent; §4.4: a resend
+/// carries DUP). NATS sends an unacknowledged message again on the same connection after its `ack_wait`
+/// (docs/reference/fleet-engines.md §7), so the same id can come twice, or cross the PUBACK.
+@Suite struct SubscriberIDTests {
+    static func message(_ id: UInt16, dup: Bool = false, _ text: String = "m") -> MQTTWire.Publish {
+        MQTTWire.Publish(
+            topic: "vlogger/gw/r/reading", payload: Array(text.utf8), qos: 1, packetID: id, dup: dup, retain: false)
+    }
+
+    @Test func eachIDIsAcknowledgedOnceAndAResendThatCrossedThePubackIsNeverAcknowledged() {
+        let s = MQTTSubscriber(.init(host: "127.0.0.1", port: 1, clientID: "t"))
+        var batch: [MQTTWire.Publish] = []
+        s.take(Self.message(5), into: &batch)
+        // The same message again while it is held: dropped (its first copy is in hand).
+        s.take(Self.message(5, dup: true), into: &batch)
+        #expect(batch.map(\.packetID) == [5])
+        #expect(s.pubacks(batch) == [0x40, 0x02, 0x00, 0x05])
+        #expect(s.pubacks(batch).isEmpty)  // never twice
+        // A resend that crossed the PUBACK: kept (stored again, refused by the key) but without its id.
+        var next: [MQTTWire.Publish] = []
+        s.take(Self.message(5, dup: true), into: &next)
+        #expect(next.count == 1 && next[0].packetID == nil && s.pubacks(next).isEmpty)
+        // The broker then gives id 5 to a new message (no DUP): taken and acknowledged as usual.
+        var third: [MQTTWire.Publish] = []
+        s.take(Self.message(5, "new"), into: &third)
+        #expect(third.map(\.packetID) == [5] && s.pubacks(third) == [0x40, 0x02, 0x00, 0x05])
+    }
+}
