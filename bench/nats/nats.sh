@@ -21,23 +21,7 @@ DIR=${VLOGGER_NATS_DIR:-/tmp/vlogger-nats}
 HERE=$(cd "$(dirname "$0")" && pwd)
 NATS=${NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}
 
-# Processes started here outlive the script: they must not hold the caller's descriptors (see pg.sh).
-for fd in /proc/$$/fd/*; do
-    fd=${fd##*/}
-    if [ "$fd" -gt 2 ] && [ "$fd" -ne 255 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
-done
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port_of() { cat "$DIR/ports/$1"; }
-alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
-pid_of() { [ -f "$DIR/pids/$1" ] && cat "$DIR/pids/$1" || true; }
-stop_pid() {
-    local pid=$1 sig=${2:-TERM}
-    alive "$pid" || return 0
-    kill -s "$sig" "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do alive "$pid" || return 0; sleep 0.1; done
-    kill -s KILL "$pid" 2>/dev/null || true
-}
+. "$HERE/../lib/procs.sh"
 # A node's client port that answers (the first live node's).
 live_port() {
     for n in n1 n2 n3; do
@@ -69,8 +53,7 @@ CONF
 start_node() {
     local n=$1
     mkdir -p "$DIR/$n/js"
-    setsid "$NATS" -c "$DIR/$n.conf" </dev/null >>"$DIR/logs/$n.log" 2>&1 &
-    echo $! > "$DIR/pids/$n"
+    launch "$n" "$NATS" -c "$DIR/$n.conf"
 }
 
 # Waits until a node's monitoring port says JetStream runs there (`/healthz?js-enabled-only=true`). The plain
