@@ -138,7 +138,9 @@ let package = Package(
             name: "VLoggerStore",
             dependencies: ["ISO15693", "VLoggerModel", "CSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         // FEIG OBID ID ISC host protocol (serial / TCP): frames, CRC, status codes.
-        .target(name: "FEIG", dependencies: ["ISO15693"]),
+        // A TCP connection opened with a time limit, for the clients that speak to a socket themselves.
+        .target(name: "TCPConnect"),
+        .target(name: "FEIG", dependencies: ["ISO15693", "TCPConnect"]),
         // The configuration's common ground: the TOML reader, sections that report file:line issues, secrets read
         // from files, names and remote hosts. Every layer that reads settings uses it; it knows no concern.
         .target(name: "VLoggerConfig", dependencies: ["VLoggerModel", "ISO15693"]),
@@ -173,7 +175,7 @@ let package = Package(
         .target(
             name: "VLoggerIngest",
             dependencies: [
-                "VLoggerModel", "VLoggerStore", "VLoggerSync",
+                "VLoggerModel", "VLoggerStore", "VLoggerSync", "TCPConnect",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -4,6 +4,7 @@
     import Darwin
 #endif
 import ISO15693
+import TCPConnect
 
 /// A byte link to a FEIG reader: a serial port or a TCP connection (the LAN readers' port 10001).
 public protocol FEIGLink: AnyObject {
@@ -171,47 +172,10 @@ public final class FDLink: FEIGLink {
     /// Connects to `host:port` (IPv4 or IPv6, a name resolved) within `timeoutMs`.
     public static func tcp(host: String, port: Int, timeoutMs: Int = 3000) throws(FEIGLinkError) -> FDLink {
         guard (1...65535).contains(port) else { throw .open("tcp://\(host):\(port): the port must be 1…65535") }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, let first = list else {
-            throw .open("tcp://\(host):\(port): \(String(cString: gai_strerror(rc)))")
+        switch TCPConnect.open(host: host, port: port, timeoutMs: timeoutMs) {
+        case .success(let fd): return FDLink(fd: fd, name: "tcp://\(host):\(port)")
+        case .failure(let f): throw .open("tcp://\(host):\(port): \(f.reason)")
         }
-        defer { freeaddrinfo(list) }
-        var lastError = "no address"
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let ai = cursor {
-            cursor = ai.pointee.ai_next
-            let fd = socket(
-                ai.pointee.ai_family,
-                ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                ai.pointee.ai_protocol)
-            guard fd >= 0 else { lastError = String(cString: strerror(errno)); continue }
-            if connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 && errno != EINPROGRESS {
-                lastError = String(cString: strerror(errno))
-                Glibc.close(fd)
-                continue
-            }
-            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            var soError: Int32 = 0
-            var len = socklen_t(MemoryLayout<Int32>.size)
-            if poll(&p, 1, Int32(timeoutMs)) != 1 {
-                lastError = "no connection within \(timeoutMs) ms"
-                Glibc.close(fd)
-                continue
-            }
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)
-            guard soError == 0 else {
-                lastError = String(cString: strerror(soError))
-                Glibc.close(fd)
-                continue
-            }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            return FDLink(fd: fd, name: "tcp://\(host):\(port)")
-        }
-        throw .open("tcp://\(host):\(port): \(lastError)")
     }
 
     public func send(_ bytes: [UInt8]) throws(FEIGLinkError) {

@@ -64,5 +64,5 @@ public struct ListenAddress: Equatable, Sendable, CustomStringConvertible {
         return withUnsafeBytes(of: a) { Array($0) }
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String { HostPort.text(host, port) }
 }

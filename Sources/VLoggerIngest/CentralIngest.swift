@@ -24,7 +24,7 @@ public final class CentralIngest: @unchecked Sendable {
             self.host = host
             self.port = port
         }
-        public var description: String { "mqtt://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+        public var description: String { "mqtt://" + HostPort.text(host, port) }
 
         /// `mqtt://HOST[:PORT]` (1883 by default). `mqtts://` is refused: this subscriber speaks plain TCP only (put
         /// it next to the broker, or behind a TLS tunnel).

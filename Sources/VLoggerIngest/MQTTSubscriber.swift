@@ -1,4 +1,6 @@
 import Foundation
+import TCPConnect
+import VLoggerModel
 
 #if canImport(Glibc)
     import Glibc
@@ -90,7 +92,7 @@ public final class MQTTSubscriber: @unchecked Sendable {
     deinit { if fd >= 0 { Glibc.close(fd) } }
 
     public var isConnected: Bool { fd >= 0 }
-    var name: String { "mqtt://\(options.host.contains(":") ? "[\(options.host)]" : options.host):\(options.port)" }
+    var name: String { "mqtt://" + HostPort.text(options.host, options.port) }
 
     /// TCP, CONNECT, CONNACK, SUBSCRIBE at QoS 1 and its SUBACK. Messages the broker sends before the SUBACK (those
     /// a kept session held) are kept for `receive`.
@@ -320,52 +322,12 @@ public final class MQTTSubscriber: @unchecked Sendable {
         lastSent = Clock.now
     }
 
-    /// A non-blocking TCP connection to `host:port` (a name resolved, IPv4 or IPv6) within `timeoutMs`.
+    /// A non-blocking TCP connection to `host:port` within `timeoutMs`.
     static func tcp(_ host: String, _ port: Int, timeoutMs: Int, name: String) throws(IngestError) -> Int32 {
         guard (1...65535).contains(port) else { throw IngestError(.settings, "\(name): the port must be 1…65535") }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, let first = list else {
-            throw IngestError(.connection, "\(name): \(String(cString: gai_strerror(rc)))")
+        switch TCPConnect.open(host: host, port: port, timeoutMs: timeoutMs) {
+        case .success(let fd): return fd
+        case .failure(let f): throw IngestError(.connection, "\(name): \(f.reason)")
         }
-        defer { freeaddrinfo(list) }
-        var lastError = "no address"
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let ai = cursor {
-            cursor = ai.pointee.ai_next
-            let fd = socket(
-                ai.pointee.ai_family,
-                ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                ai.pointee.ai_protocol)
-            guard fd >= 0 else {
-                lastError = String(cString: strerror(errno))
-                continue
-            }
-            if Glibc.connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 && errno != EINPROGRESS {
-                lastError = String(cString: strerror(errno))
-                Glibc.close(fd)
-                continue
-            }
-            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            var soError: Int32 = 0
-            var len = socklen_t(MemoryLayout<Int32>.size)
-            if poll(&p, 1, Int32(timeoutMs)) != 1 {
-                lastError = "no connection within \(timeoutMs) ms"
-                Glibc.close(fd)
-                continue
-            }
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)
-            guard soError == 0 else {
-                lastError = String(cString: strerror(soError))
-                Glibc.close(fd)
-                continue
-            }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            return fd
-        }
-        throw IngestError(.connection, "\(name): \(lastError)")
     }
 }

@@ -83,7 +83,7 @@ public struct MQTTSettings: Equatable, Sendable {
     }
 
     /// `mqtt://host:port` or `mqtts://host:port`, safe to print (never has a password).
-    public var url: String { "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+    public var url: String { "\(tls ? "mqtts" : "mqtt")://" + HostPort.text(host, port) }
 
     /// Parses `mqtt://HOST[:PORT]` (1883 by default) or `mqtts://HOST[:PORT]` (8883). A user or password in the
     /// URL is refused, with where to put them instead.

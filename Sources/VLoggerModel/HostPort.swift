@@ -2,6 +2,11 @@
 /// takes a server from (the sync's PostgreSQL hosts, an MQTT output's broker, the fan-in's brokers), so that each
 /// refuses the same things with the same words. `what` names the setting in the errors (`sync.url`).
 public enum HostPort {
+    /// `host:port`, an IPv6 address in brackets: what `parse` reads.
+    public static func text(_ host: String, _ port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
     public static func parse(_ text: Substring, defaultPort: Int, what: String) throws(VLoggerError) -> (
         host: String, port: Int
     ) {

@@ -31,7 +31,7 @@ public struct SyncSettings: Equatable, Sendable {
             self.host = host
             self.port = port
         }
-        public var description: String { "\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+        public var description: String { HostPort.text(host, port) }
     }
 
     /// The hosts, in the URL's order (libpq's multi-host form `host1:port1,host2:port2`): a cluster's nodes.
