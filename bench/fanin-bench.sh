@@ -92,7 +92,7 @@ for r in $(seq 1 "$runs"); do
     ingest_times+=("$busy")
     [ "$r" -eq 1 ] && { echo "run 1: outputs send: $(tr '\n' ' ' < "$work/send.out")"; echo "run 1: $out"; }
     got=$(pgq "$db" "SELECT count(*) || ' ' || count(DISTINCT local_id) FROM readings")
-    [ "$got" = "$readings $readings" ] || { echo "fanin-bench: the central has $got readings (count, distinct), the store $readings" >&2; exit 1; }
+    [ "$got" = "$readings $readings" ] || { echo "fanin-bench: the central has $got readings (count, distinct), the store $readings; the ingest's log:" >&2; tail -20 "$work/ingest.log" >&2; exit 1; }
     [ "$r" -eq 1 ] && pgq "$db" "\\copy (SELECT gateway, local_id, time, reader, location, uid, asset_id, block, count, data, security, decoded FROM readings ORDER BY local_id) TO '$work/readings.csv' CSV"
     [ "$r" -lt "$runs" ] && pgq postgres "DROP DATABASE $db"
 done

@@ -145,6 +145,9 @@ public final class CentralIngest: @unchecked Sendable {
                     }
                     hadSession = true
                     subscriber = s
+                    // `untilIdle` counts from here too: after a reconnection the broker sends what was not
+                    // acknowledged again, which can take it a moment.
+                    lastMessage = Date()
                     logger.info(
                         "ingest: subscribed to \(settings.filters.joined(separator: ", ")) at \(settings.brokers[index]) as \(settings.clientID)\(s.sessionPresent ? " (the broker kept the session)" : "")"
                     )
