@@ -96,6 +96,9 @@ public final class CentralIngest: @unchecked Sendable {
     private let lock = NSLock()
     private var tallyValue = Tally()
     public var tally: Tally { lock.withLock { tallyValue } }
+    /// The central's `answer-timeout` (a statement unanswered that long closes the connection; the batch's
+    /// messages stay unacknowledged, and the broker sends them again).
+    var answerLimit: Duration { .milliseconds(settings.central.answerTimeoutMs) }
 
     public init(settings: Settings, centralPassword: String?, logger: Logger = Logger(label: "vlogger.ingest")) {
         self.settings = settings
@@ -185,12 +188,15 @@ public final class CentralIngest: @unchecked Sendable {
                     var months = known
                     let times = rows[.readings]?.map(\.time) ?? []
                     if !times.isEmpty {
-                        months = try await Syncer.untilClosed(c) {
+                        months = try await Syncer.untilClosed(c, limit: self.answerLimit) {
                             try await Syncer.ensurePartitions(c, times: times, known: known, logger: self.logger)
                         }
                     }
                     do {
-                        return (try await Syncer.untilClosed(c) { try await self.write(rows, c) }, months)
+                        return (
+                            try await Syncer.untilClosed(c, limit: self.answerLimit) { try await self.write(rows, c) },
+                            months
+                        )
                     } catch let e as PSQLError where Self.isDataError(e) {
                         // A row the server refuses (bad JSON, a NUL, a missing value, too many for one statement)
                         // must not hold back every gateway's rows behind it: each message alone, and the ones
@@ -357,7 +363,7 @@ public final class CentralIngest: @unchecked Sendable {
             let (rows, _, _) = decode([m])
             guard !rows.isEmpty else { continue }
             do {
-                inserted += try await Syncer.untilClosed(conn) { try await self.write(rows, conn) }
+                inserted += try await Syncer.untilClosed(conn, limit: answerLimit) { try await self.write(rows, conn) }
             } catch let e as PSQLError where Self.isDataError(e) {
                 let n = rows.values.reduce(0) { $0 + $1.count }
                 refused += n

@@ -23,6 +23,7 @@ public struct SyncOutputKind: OutputKind {
         # batch-size = 5000
         # interval = "10s"
         # safety-window = "24h"               # rows stay this long after the central has them (a failover's resend)
+        # answer-timeout = "5m"               # a statement unanswered this long: the connection is closed, the round retried
 
         """
     }

@@ -63,6 +63,15 @@ public struct SyncSettings: Equatable, Sendable {
     /// a central cluster that fails over with asynchronous replication can lose commits it had acknowledged, and
     /// the gateway sends them again from what it still holds (0: no window).
     public var safetyWindowMs: Millis = 86_400_000
+    /// How long the gateway waits for the central's answer to one step of a round (a batch's statement and its
+    /// commit, the schema check, the mark; `answer-timeout`, default 5 min). A central that stops answering without
+    /// closing the connection (a commit waiting for a synchronous standby that is gone, a link that drops packets
+    /// without a reset) would otherwise hold the sync for good: past the limit the connection is closed, the round
+    /// fails with the kind `timeout`, and the next round starts afresh (rows are keyed: a batch the server did
+    /// commit is not stored twice). Connecting (TCP, TLS, authentication) is bounded by 30 s or this, if shorter.
+    public var answerTimeoutMs: Millis = 300_000
+    /// The limit on setting up a connection: 30 s, or `answerTimeoutMs` when shorter.
+    public var connectLimitMs: Millis { min(30_000, answerTimeoutMs) }
     /// `postgresql://user@host:port/db`, without the password: safe to print.
     public var url: String {
         "postgresql://\(user)@\(endpoints.map(\.description).joined(separator: ","))/\(database)"
@@ -180,6 +189,7 @@ public struct SyncSettings: Equatable, Sendable {
 
     static let keys = [
         "url", "password-file", "password-env", "sslmode", "ca-file", "batch-size", "interval", "safety-window",
+        "answer-timeout",
     ]
 
     static func read(_ s: Section, _ r: ConfigReader, resolve: (String) -> String) -> SyncSettings? {
@@ -217,6 +227,12 @@ public struct SyncSettings: Equatable, Sendable {
                 "safety-window", in: 0...2_592_000_000,
                 "0…30d (how long rows stay in the local store after the central has them, for a failover's resend)")
             ?? out.safetyWindowMs
+        out.answerTimeoutMs =
+            s.duration(
+                "answer-timeout", in: 1000...3_600_000,
+                "1s…1h (how long a round waits for the central's answer to one statement before it closes the connection and tries again)"
+            )
+            ?? out.answerTimeoutMs
         return out
     }
 }

@@ -13,6 +13,8 @@ import VLoggerModel
 public struct SyncError: Error, CustomStringConvertible, Sendable {
     public enum Kind: String, Sendable {
         case connect, authentication, readOnly = "read-only", schema, server, configuration
+        /// The central did not answer a step within `answer-timeout` (the connection was closed).
+        case timeout
         /// Another store already ships under this gateway id (`gateway_instances`).
         case conflict = "gateway-id-conflict"
     }
@@ -204,9 +206,14 @@ public final class Syncer: @unchecked Sendable {
             let i = (first + k) % hosts.count
             let endpoint = hosts[i]
             let conn: PostgresConnection
+            let limit = Duration.milliseconds(settings.connectLimitMs)
             do {
-                conn = try await PostgresConnection.connect(
-                    configuration: try configuration(settings, endpoint, password: password), id: 1, logger: logger)
+                let configuration = try configuration(settings, endpoint, password: password)
+                conn = try await within(limit, "\(URLRedaction.redact(settings.url)): connecting to \(endpoint)") {
+                    try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+                } late: { late in
+                    try? await late.close()
+                }
             } catch {
                 let e = SyncError.from(error, url: settings.url)
                 // A wrong password or TLS setting is the same on every node: said at once.
@@ -217,11 +224,14 @@ public final class Syncer: @unchecked Sendable {
             }
             if wantWrites {
                 do {
-                    var readOnly = false
-                    for try await v in try await conn.query("SHOW transaction_read_only", logger: logger).decode(
-                        String.self)
-                    {
-                        readOnly = v == "on"
+                    let readOnly = try await untilClosed(conn, limit: limit) {
+                        var on = false
+                        for try await v in try await conn.query("SHOW transaction_read_only", logger: logger).decode(
+                            String.self)
+                        {
+                            on = v == "on"
+                        }
+                        return on
                     }
                     if readOnly {
                         try? await conn.close()
@@ -507,12 +517,14 @@ extension Syncer: OutboxConsumer {
         let (logger, gateway, site) = (self.logger, self.gateway, self.site)
         return try await withConnection { conn in
             // Each step on the connection gives up 2 s after the connection closes (`untilClosed`).
-            let marks = try await Self.untilClosed(conn) {
+            let limit = Duration.milliseconds(settings.answerTimeoutMs)
+            let marks = try await Self.untilClosed(conn, limit: limit) {
                 try await Self.requireSchema(conn, logger)
                 try await self.claim(conn)
                 return try await self.reconcile(conn)
             }
-            return try await body(Session(conn: conn, gateway: gateway, site: site, marks: marks, logger: logger))
+            return try await body(
+                Session(conn: conn, gateway: gateway, site: site, marks: marks, limit: limit, logger: logger))
         }
     }
 
@@ -608,6 +620,8 @@ extension Syncer: OutboxConsumer {
         let gateway: String
         let site: String?
         let logger: Logger
+        /// `answer-timeout`: each step's limit (nil: none).
+        let limit: Duration?
         private var months: Set<CentralSchema.Month> = []
         private var gatewayRecorded = false
         /// Each table's mark as this session last set it (from `reconcile` at first): a batch moves the mark
@@ -616,9 +630,11 @@ extension Syncer: OutboxConsumer {
         private var marks: [SyncTable: Int64]
 
         init(
-            conn: PostgresConnection, gateway: String, site: String?, marks: [SyncTable: Int64] = [:], logger: Logger
+            conn: PostgresConnection, gateway: String, site: String?, marks: [SyncTable: Int64] = [:],
+            limit: Duration? = nil, logger: Logger
         ) {
             self.conn = conn
+            self.limit = limit
             self.gateway = gateway
             self.site = site
             self.marks = marks
@@ -642,14 +658,16 @@ extension Syncer: OutboxConsumer {
         /// follows, in a statement of its own committed after theirs.
         func acknowledged(_ table: SyncTable, through id: Int64) async throws {
             let (conn, gateway, logger, from) = (self.conn, self.gateway, self.logger, marks[table] ?? 0)
-            try await Syncer.untilClosed(conn) {
+            try await Syncer.untilClosed(conn, limit: limit) {
                 try await Syncer.moveMark(table, from: from, to: id, gateway: gateway, conn, logger)
             }
             marks[table] = max(from, id)
         }
 
         func deliver(_ table: SyncTable, _ rows: [OutboxRow], mark: Int64?) async throws -> Int {
-            try await Syncer.untilClosed(conn) { try await self.deliverOnConnection(table, rows, mark: mark) }
+            try await Syncer.untilClosed(conn, limit: limit) {
+                try await self.deliverOnConnection(table, rows, mark: mark)
+            }
         }
 
         func deliverOnConnection(_ table: SyncTable, _ rows: [OutboxRow], mark: Int64?) async throws -> Int {
@@ -719,8 +737,13 @@ extension Syncer {
     /// for ever, and no row would leave the gateway until a restart. The operation runs in a task of its own, so
     /// that the round goes on to its error and the next round; a lost one stays suspended (the memory of one task
     /// per such incident).
+    ///
+    /// With a `limit`, a statement the server has not answered by then is given up too: the connection is closed
+    /// (which fails whatever PostgresNIO still waits for on it) and the step throws `SyncError(.timeout)`. A live
+    /// server that never answers (a commit waiting for a synchronous standby that is gone, a link that drops
+    /// packets without a reset) keeps a connection open for ever; only a limit ends that.
     package static func untilClosed<T: Sendable>(
-        _ conn: PostgresConnection, _ operation: @escaping @Sendable () async throws -> T
+        _ conn: PostgresConnection, limit: Duration? = nil, _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let once = ResumeOnce<T>()
         return try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
@@ -734,6 +757,53 @@ extension Syncer {
                     once.resume(.failure(SyncError(.connect, "the connection closed under a statement")))
                 }
             }
+            if let limit {
+                let timer = loop.scheduleTask(in: .nanoseconds(Self.nanoseconds(limit))) {
+                    // Said first, then the connection closed: what the close makes the statement throw is not it.
+                    if once.resume(.failure(Self.noAnswer(limit))) { conn.close().whenComplete { _ in } }
+                }
+                once.onDone { timer.cancel() }
+            }
+        }
+    }
+
+    static func noAnswer(_ limit: Duration) -> SyncError {
+        SyncError(
+            .timeout,
+            "the central did not answer within \(DurationText.format(Self.millis(limit))) (sync.answer-timeout): the connection was closed; the rows stay in the local store and go in the next round"
+        )
+    }
+
+    static func nanoseconds(_ d: Duration) -> Int64 {
+        let (s, atto) = d.components
+        return s >= Int64.max / 1_000_000_000 ? Int64.max : s * 1_000_000_000 + atto / 1_000_000_000
+    }
+
+    static func millis(_ d: Duration) -> Millis { Millis(nanoseconds(d) / 1_000_000) }
+
+    /// Runs `operation` (which makes something that must be let go: a connection) for at most `limit`; past it,
+    /// throws `SyncError(.timeout)` and hands what `operation` makes later to `late`. PostgresNIO's connect has
+    /// a time limit for TCP only: a server that takes the connection and never answers the startup would hold it.
+    package static func within<T: Sendable>(
+        _ limit: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T,
+        late: @escaping @Sendable (T) async -> Void
+    ) async throws -> T {
+        let once = ResumeOnce<T>()
+        return try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
+            once.set(k)
+            Task {
+                do {
+                    let value = try await operation()
+                    if !once.resume(.success(value)) { await late(value) }
+                } catch { once.resume(.failure(error)) }
+            }
+            let timer = Task {
+                try await Task.sleep(for: limit)
+                once.resume(
+                    .failure(
+                        SyncError(.timeout, "\(what): no answer within \(DurationText.format(Self.millis(limit)))")))
+            }
+            once.onDone { timer.cancel() }
         }
     }
 
@@ -741,13 +811,34 @@ extension Syncer {
     final class ResumeOnce<T: Sendable>: @unchecked Sendable {
         private let lock = NSLock()
         private var k: CheckedContinuation<T, any Error>?
+        private var done = false
+        private var finish: [@Sendable () -> Void] = []
         func set(_ k: CheckedContinuation<T, any Error>) { lock.withLock { self.k = k } }
-        func resume(_ r: Result<T, any Error>) {
-            let k: CheckedContinuation<T, any Error>? = lock.withLock {
-                defer { self.k = nil }
-                return self.k
+        /// True when this call resumed the continuation (the first one).
+        @discardableResult
+        func resume(_ r: Result<T, any Error>) -> Bool {
+            let (k, finish): (CheckedContinuation<T, any Error>?, [@Sendable () -> Void]) = lock.withLock {
+                guard !done else { return (nil, []) }
+                done = true
+                defer {
+                    self.k = nil
+                    self.finish = []
+                }
+                return (self.k, self.finish)
             }
-            k?.resume(with: r)
+            guard let k else { return false }
+            for f in finish { f() }
+            k.resume(with: r)
+            return true
+        }
+        /// Runs `f` once resumed (at once if it already was): a timer cancelled when no longer needed.
+        func onDone(_ f: @escaping @Sendable () -> Void) {
+            let now: Bool = lock.withLock {
+                if done { return true }
+                finish.append(f)
+                return false
+            }
+            if now { f() }
         }
     }
 }

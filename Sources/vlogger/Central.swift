@@ -61,6 +61,12 @@ struct CentralCommand: AsyncParsableCommand {
         @Option(help: "Stop once no message came for this long (e.g. 10s): drain and exit.")
         var untilIdle: String?
 
+        @Option(
+            help:
+                "A statement the central leaves unanswered this long closes the connection; the batch's messages stay with the broker and come again (1s…1h)."
+        )
+        var answerTimeout = "5m"
+
         @Flag(help: "Create or migrate the central schema first.")
         var initSchema = false
 
@@ -84,6 +90,12 @@ struct CentralCommand: AsyncParsableCommand {
                 do { brokers.append(try CentralIngest.Broker(url: b)) } catch { throw ValidationError(error.message) }
             }
             var sync = try SyncSettings(url: central)
+            do { sync.answerTimeoutMs = try DurationText.parse(answerTimeout) } catch {
+                throw ValidationError("--answer-timeout: \(error)")
+            }
+            guard (1000...3_600_000).contains(sync.answerTimeoutMs) else {
+                throw ValidationError("--answer-timeout must be 1s…1h")
+            }
             sync.passwordFile = centralPasswordFile
             sync.passwordEnv = centralPasswordEnv
             let centralPassword = try sync.password()

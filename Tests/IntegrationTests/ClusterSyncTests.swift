@@ -79,6 +79,9 @@ struct ClusterSyncTests {
             s.passwordFile = passwordFile
             s.batchSize = 2000
             s.intervalMs = 500
+            // A step the cluster never answers (a commit whose standby went with a killed node) ends the round
+            // within 30 s, not never: the jobs must end when the test stops them.
+            s.answerTimeoutMs = 30_000
             return s
         }
         /// The three nodes in one URL: the sync finds the writable one.
@@ -103,6 +106,23 @@ struct ClusterSyncTests {
             guard ContinuousClock.now < deadline else { throw CLI.CLIFailure("no \(what) within \(seconds) s") }
             try await Task.sleep(for: .milliseconds(100))
         }
+    }
+
+    /// Waits for `tasks` to end, for at most `seconds`: a job that does not end fails the test (naming `what`)
+    /// instead of holding the lane until CI's own limit.
+    static func awaitEnd(_ tasks: [Task<Void, Never>], within seconds: Int, _ what: String) async throws {
+        final class Flag: @unchecked Sendable {
+            private let lock = NSLock()
+            private var value = false
+            func set() { lock.withLock { value = true } }
+            var isSet: Bool { lock.withLock { value } }
+        }
+        let ended = Flag()
+        Task {
+            for t in tasks { await t.value }
+            ended.set()
+        }
+        try await waitUntil(seconds, what) { ended.isSet }
     }
 
     static let quiet: Logger = {
@@ -192,6 +212,11 @@ struct ClusterSyncTests {
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
+        // A check that fails stops the jobs and the writer too (the stores go with the test).
+        defer {
+            writing.cancel()
+            for t in tasks { t.cancel() }
+        }
         func centralCount() async -> Int? {
             (try? await c.psql("SELECT count(*) FROM readings", db: db))?.first.flatMap { Int($0) }
         }
@@ -240,7 +265,7 @@ struct ClusterSyncTests {
             try await Task.sleep(for: .milliseconds(500))
         }
         for t in tasks { t.cancel() }
-        for t in tasks { await t.value }
+        try await Self.awaitEnd(tasks, within: 90, "the 20 output jobs ending")
         try await Self.exactlyOnce(c, db, gateways.map { ($0.0, $0.1) })
         let sorted = delays.sorted()
         let total = await centralCount() ?? -1

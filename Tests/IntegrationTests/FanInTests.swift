@@ -267,6 +267,11 @@ struct FanInTests {
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
+        // A check that fails stops the jobs and the writer too.
+        defer {
+            writing.cancel()
+            for t in tasks { t.cancel() }
+        }
         func central() -> Int { Self.count(db, "readings") }
         let started = ContinuousClock.now
         var ingestKills = 0
@@ -292,7 +297,7 @@ struct FanInTests {
             gateways.allSatisfy { (_, store, _) in ((try? store.outboxBacklog("mqtt", .readings).rows) ?? 1) == 0 }
         }
         for t in tasks { t.cancel() }
-        for t in tasks { await t.value }
+        try await ClusterSyncTests.awaitEnd(tasks, within: 90, "the 10 output jobs ending")
         // Each job closed its output as it ended; closing again must return (it once hung in libmosquitto).
         for (_, _, output) in gateways { await output.shutdown() }
         let local = try gateways.reduce(0) { $0 + (try $1.1.heldRows(.readings, after: 0, through: Int64.max).count) }

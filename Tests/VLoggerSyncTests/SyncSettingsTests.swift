@@ -70,6 +70,21 @@ import VLoggerModel
         }
     }
 
+    /// `answer-timeout`: 5 min by default, 1 s…1 h; connecting is bounded by 30 s or it, if shorter.
+    @Test func theAnswerTimeout() throws {
+        let url = "[sync]\nurl = \"postgresql://gw@db/fleet\"\n"
+        let d = try #require(try AgentConfig.parse(url, file: "t.toml").outputs.sync)
+        #expect(d.answerTimeoutMs == 300_000 && d.connectLimitMs == 30_000)
+        let short = try #require(
+            try AgentConfig.parse(url + "answer-timeout = \"10s\"\n", file: "t.toml").outputs.sync)
+        #expect(short.answerTimeoutMs == 10_000 && short.connectLimitMs == 10_000)
+        for bad in ["0s", "2h", "soon"] {
+            #expect {
+                try AgentConfig.parse(url + "answer-timeout = \"\(bad)\"\n", file: "t.toml")
+            } throws: { e in "\(e)".contains("t.toml:3") && "\(e)".contains("answer-timeout") }
+        }
+    }
+
     @Test func thePasswordNeverComesFromTheURLNorShows() throws {
         #expect { try SyncSettings(url: "postgresql://gw:s3cret-pw@db/fleet") } throws: { e in
             "\(e)".contains("password-file") && !"\(e)".contains("s3cret-pw")

@@ -537,6 +537,88 @@ struct CentralSyncTests {
         #expect(Date().timeIntervalSince(started) < 10)
     }
 
+    /// A server that takes the TCP connection and never answers the startup (a process that hangs, a proxy whose
+    /// backend does): PostgresNIO's connect timeout covers TCP only, so without a limit of vlogger's own the round
+    /// would wait for ever. With `answer-timeout` at 1 s the round ends with the kind `timeout`, naming the host.
+    @Test func aServerThatNeverAnswersTheStartupIsATimeout() async throws {
+        var s = TestServer.settings(database: "postgres")
+        // Listening, never accepting: the kernel completes the handshake (the backlog) and nothing ever answers.
+        let sock = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(sock) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(sock, $0, len) }
+        }
+        #expect(listen(sock, 8) == 0)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(sock, $0, &len) }
+        }
+        s.port = Int(UInt16(bigEndian: addr.sin_port))
+        s.answerTimeoutMs = 1000
+        let store = try localStore(gateway: "gw-mute", readings: 3, events: 0)
+        let syncer = try Syncer(settings: s, store: store, gateway: "gw-mute", site: nil)
+        do {
+            _ = try await syncer.syncOnce()
+            Issue.record("synced to a server that never answered")
+        } catch let e as SyncError {
+            #expect(
+                e.kind == .timeout && e.message.contains("connecting to 127.0.0.1:\(s.port)")
+                    && e.message.contains("no answer within 1s"), "\(e)")
+        }
+        #expect(try store.outboxCursor("postgres", .readings) == 0)
+    }
+
+    /// A statement the central does not answer (here: the readings table locked by another session, as a commit
+    /// waiting for a synchronous standby that is gone would be): past `answer-timeout` the round gives up with the
+    /// kind `timeout`, closes its connection and leaves its cursor. Once the lock is gone the next round sends the
+    /// rows again, and the central holds each once (whatever the blocked statement did when the lock went: its
+    /// client was gone, so its transaction could not commit, and a row it did commit is keyed).
+    @Test func aStatementTheCentralNeverAnswersIsGivenUpAndTheRowsGoNextRound() async throws {
+        let db = try await TestServer.database()
+        var s = TestServer.settings(database: db)
+        s.answerTimeoutMs = 1500
+        let store = try localStore(gateway: "gw-stuck", readings: 40, events: 2)
+        let syncer = try Syncer(settings: s, store: store, gateway: "gw-stuck", site: nil)
+        _ = try await syncer.initSchema()
+        _ = try await syncer.syncOnce()
+        #expect(try store.outboxCursor("postgres", .readings) == 40)
+        var more = Batch()
+        for i in 0..<25 {
+            more.readings.append(
+                Reading(
+                    time: 1_763_800_000_000 + Millis(i), gateway: "gw-stuck", reader: "dock-0", location: "Dock 0",
+                    uid: try UID(parsing: "E004010800000001"), first: 0xF8, count: 1, data: [UInt8(i), 0, 0, 0]))
+        }
+        _ = try store.write(more)
+        // Another session holds the table: the gateway's insert waits on its lock, and the server never answers.
+        let locker = try await PostgresConnection.connect(
+            configuration: .init(
+                host: s.host, port: s.port, username: s.user, password: try s.password(), database: db, tls: .disable),
+            id: 2, logger: TestServer.logger)
+        try await locker.query("BEGIN", logger: TestServer.logger)
+        try await locker.query("LOCK TABLE readings IN ACCESS EXCLUSIVE MODE", logger: TestServer.logger)
+        do {
+            _ = try await syncer.syncOnce()
+            Issue.record("a round went through a locked table")
+        } catch let e as SyncError {
+            #expect(e.kind == .timeout && e.message.contains("answer-timeout"), "\(e)")
+        }
+        #expect(try store.outboxCursor("postgres", .readings) == 40)
+        #expect(syncer.describe(Syncer.noAnswer(.milliseconds(1500))).kind == "timeout")
+        try await locker.query("ROLLBACK", logger: TestServer.logger)
+        try await locker.close()
+        let r = try await syncer.syncOnce()
+        #expect(r.sent[.readings] == 25)
+        #expect(try store.outboxCursor("postgres", .readings) == 65)
+        let rows = try await TestServer.query(
+            "SELECT count(*)::text, count(DISTINCT local_id)::text FROM readings WHERE gateway = 'gw-stuck'",
+            database: db)
+        #expect(rows == [["65", "65"]])
+    }
+
     /// TLS: the server's certificate comes from the throw-away CA of pg.sh, and the role vlogger_tls may connect
     /// over TLS only (pg_hba.conf). verify-full checks the chain against ca-file and the name; require encrypts
     /// without checking; a CA the certificate does not chain to is refused before any password is sent.
