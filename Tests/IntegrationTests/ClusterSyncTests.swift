@@ -61,12 +61,13 @@ struct ClusterSyncTests {
                 #"VLOGGER_CLUSTER_DIR="$1" bash "$2" stop"#, [dir, ClusterSyncTests.script])
         }
 
-        /// psql through a port (HAProxy's read-write one by default): unaligned, '|'-separated rows.
+        /// psql through a port (HAProxy's read-write one by default): unaligned, '|'-separated rows. Bounded (10 s
+        /// to connect, 2 min in all): a query behind a lock a stuck transaction holds fails, it does not hang.
         func psql(_ sql: String, db: String = "postgres", port: Int? = nil) async throws -> [String] {
             let args = [passwordFile, "\(port ?? rw)", db, sql]
             let r = try await ClusterSyncTests.offThePool {
                 try SyncFaultTests.shell(
-                    #"PGPASSWORD=$(cat "$1") psql -X -q -At -F'|' -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U vlogger -d "$3" -c "$4""#,
+                    #"PGPASSWORD=$(cat "$1") PGCONNECT_TIMEOUT=10 timeout 120 psql -X -q -At -F'|' -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U vlogger -d "$3" -c "$4""#,
                     args)
             }
             guard r.code == 0 else { throw CLI.CLIFailure("psql: \(r.err)") }

@@ -94,10 +94,10 @@ struct SyncFaultTests {
         )
     }
 
-    /// psql on the test server: unaligned, '|'-separated rows.
+    /// psql on the test server: unaligned, '|'-separated rows; bounded (10 s to connect, 2 min in all).
     static func psql(_ cluster: Cluster, _ db: String, _ sql: String) throws -> [String] {
         let r = try shell(
-            #"PGPASSWORD=$(cat "$1") psql -X -q -At -F'|' -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U vlogger -d "$3" -c "$4""#,
+            #"PGPASSWORD=$(cat "$1") PGCONNECT_TIMEOUT=10 timeout 120 psql -X -q -At -F'|' -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U vlogger -d "$3" -c "$4""#,
             [cluster.passwordFile, cluster.port, db, sql])
         guard r.code == 0 else { throw CLI.CLIFailure("psql: \(r.err)") }
         return r.out.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)

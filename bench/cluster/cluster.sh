@@ -38,7 +38,8 @@ leader() {
 }
 postmaster_of() { [ -f "$DIR/$1/data/postmaster.pid" ] && head -1 "$DIR/$1/data/postmaster.pid" || true; }
 psql_rw() {
-    PGPASSWORD=$(cat "$DIR/password") psql -X -At -h 127.0.0.1 -p "$(port_of haproxy-rw)" -U vlogger -d postgres \
+    # Bounded: the wait loops below must go round, whatever the node behind the port does.
+    PGPASSWORD=$(cat "$DIR/password") PGCONNECT_TIMEOUT=5 timeout 30 psql -X -At -h 127.0.0.1 -p "$(port_of haproxy-rw)" -U vlogger -d postgres \
         -v ON_ERROR_STOP=1 "$@"
 }
 wait_leader() {
