@@ -425,6 +425,7 @@ let package = Package(
                 "VLoggerService", "VLoggerCore", "VLoggerStore", "TagSimulator", "Readers", "DriverSim", "DriverFEIG",
                 "ISO15693",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ]),
         .testTarget(
             name: "VLoggerSyncTests",
@@ -440,7 +441,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "VLoggerModel", "ISO15693", "VLoggerCore", "VLoggerStore", "VLoggerWebhook", "TagSecurity", "OPCUA",
-                "VLoggerSync", "VLoggerOutbox", "VLoggerService", "VLoggerMQTT",
+                "VLoggerSync", "VLoggerOutbox", "VLoggerService", "VLoggerMQTT", "VLoggerIngest",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

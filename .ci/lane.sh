@@ -10,11 +10,18 @@ set -uo pipefail
 name=$1 limit=$2
 shift 2
 log=$(mktemp /tmp/vlogger-lane-XXXXXX)
+started=$(date +%s)
 # timeout signals the command's process group (the test binary with it), then SIGKILL a minute later.
 timeout -k 60 "$limit" stdbuf -oL -eL "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+elapsed=$(( $(date +%s) - started ))
+# 124: the limit; 137 (SIGKILL) after the limit too, or before it from elsewhere (the kernel's OOM killer).
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    echo "CI: the $name lane did not end within $limit s; these tests started and had not ended:"
+    if [ "$rc" -eq 124 ] || [ "$elapsed" -ge "$limit" ]; then
+        echo "CI: the $name lane did not end within $limit s; these tests started and had not ended:"
+    else
+        echo "CI: the $name lane was killed (SIGKILL) after $elapsed s, before its limit; these tests started and had not ended:"
+    fi
     python3 - "$log" <<'EOF'
 import re, sys
 started, ended = {}, set()
@@ -31,7 +38,7 @@ for t in left:
 if not left:
     print("  (none: the hang came after the last test, or before the first)")
 EOF
-    rc=124
+    [ "$elapsed" -ge "$limit" ] && rc=124
 fi
 rm -f "$log"
 exit "$rc"

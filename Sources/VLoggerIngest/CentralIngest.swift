@@ -130,7 +130,12 @@ public final class CentralIngest: @unchecked Sendable {
                     if conn != nil { bump(\.reconnects) }
                     let c = try await Syncer.connect(
                         settings.central, password: centralPassword, logger: logger, start: hosts)
-                    do { try await Syncer.requireSchema(c, logger) } catch {
+                    do {
+                        let logger = self.logger
+                        try await Syncer.untilClosed(c, limit: answerLimit) {
+                            try await Syncer.requireSchema(c, logger)
+                        }
+                    } catch {
                         await Syncer.close(c)
                         throw error
                     }
@@ -168,7 +173,7 @@ public final class CentralIngest: @unchecked Sendable {
                 }
                 if let f = inFlight {
                     inFlight = nil
-                    let (inserted, known) = try await f.write.value
+                    let (inserted, known) = try await Self.awaitTending(f.write, s)
                     months = known
                     try await Self.offThread { () throws(IngestError) in try s.acknowledge(f.batch) }
                     count(f, inserted: inserted, since: firstMessage)
@@ -408,6 +413,33 @@ public final class CentralIngest: @unchecked Sendable {
 
     /// Runs a blocking call on a thread of its own (the subscriber's socket waits in poll), off the cooperative
     /// pool.
+    /// Waits for a batch's write while keeping the broker's connection alive: a commit that takes longer than one
+    /// and a half keep-alives (a slow central; up to `answer-timeout`) would otherwise make the broker drop the
+    /// connection, and send the batch again to a next one. Every `every` of waiting (5 s), the subscriber sends
+    /// its PINGREQ when due (and reads what came meanwhile); nothing else touches it while the write runs.
+    package static func awaitTending<T: Sendable>(
+        _ write: Task<T, any Error>, _ s: MQTTSubscriber, every: Duration = .seconds(5)
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await write.value }
+            // A lost connection ends the tending only: the write is still waited for (its connection to the
+            // central must not get a second user), and the subscriber's next call finds the connection gone.
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: every)
+                    if Task.isCancelled { break }
+                    do { try await offThread { () throws(IngestError) in try s.tend() } } catch { break }
+                }
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let next = try await group.next() {
+                if let value = next { return value }
+            }
+            throw CancellationError()
+        }
+    }
+
     static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws(IngestError) -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
             let t = Thread {

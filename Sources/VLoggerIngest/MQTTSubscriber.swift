@@ -263,6 +263,13 @@ public final class MQTTSubscriber: @unchecked Sendable {
         }
     }
 
+    /// The keep-alive alone, for a caller busy elsewhere (a batch being written): what arrived is read into the
+    /// buffer (the next `receive` takes it), a PINGREQ goes when due.
+    public func tend() throws(IngestError) {
+        guard fd >= 0 else { throw IngestError(.connection, "\(name): not connected") }
+        try keepAlive()
+    }
+
     /// A PINGREQ when nothing was sent for half the keep-alive; the connection is given up when the broker said
     /// nothing for one and a half (§3.1.2.10 lets the broker wait that long before it gives up on us).
     func keepAlive() throws(IngestError) {

@@ -86,24 +86,29 @@ extension SyncSettings {
                 advice: "check password-file or password-env")
         }
         do {
-            let detail = try await Syncer.withConnection(self, password: password, logger: logger) { conn in
-                try await Syncer.requireSchema(conn, logger)
-                var server = ""
-                for try await (addr, port, recovery) in try await conn.query(
-                    "SELECT coalesce(host(inet_server_addr()), 'socket'), coalesce(inet_server_port(), 0), pg_is_in_recovery()",
-                    logger: logger
-                ).decode((String, Int32, Bool).self) {
-                    server = "the server at \(addr):\(port)"
-                    if recovery {
-                        throw SyncError(
-                            .readOnly,
-                            "\(server) is a replica (in recovery): it takes no rows; name the cluster's nodes (the writable one is found) or HAProxy's read-write port"
-                        )
+            let (settings, logger) = (self, logger)
+            let detail = try await Syncer.bounded(self, "the doctor's check") {
+                try await Syncer.withConnection(settings, password: password, logger: logger) { conn in
+                    try await Syncer.requireSchema(conn, logger)
+                    var server = ""
+                    for try await (addr, port, recovery) in try await conn.query(
+                        "SELECT coalesce(host(inet_server_addr()), 'socket'), coalesce(inet_server_port(), 0), pg_is_in_recovery()",
+                        logger: logger
+                    ).decode((String, Int32, Bool).self) {
+                        server = "the server at \(addr):\(port)"
+                        if recovery {
+                            throw SyncError(
+                                .readOnly,
+                                "\(server) is a replica (in recovery): it takes no rows; name the cluster's nodes (the writable one is found) or HAProxy's read-write port"
+                            )
+                        }
                     }
+                    return server
                 }
-                return server
             }
-            let pooling = try await Syncer.poolingMode(self, password: password, logger: logger)
+            let pooling = try await Syncer.bounded(self, "the pooling check") {
+                try await Syncer.poolingMode(settings, password: password, logger: logger)
+            }
             return OutputProbe(
                 check: "central postgres", destination: url, failure: nil,
                 detail: "\(detail) takes writes and has the schema; \(pooling)")

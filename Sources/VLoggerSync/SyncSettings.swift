@@ -68,7 +68,8 @@ public struct SyncSettings: Equatable, Sendable {
     /// closing the connection (a commit waiting for a synchronous standby that is gone, a link that drops packets
     /// without a reset) would otherwise hold the sync for good: past the limit the connection is closed, the round
     /// fails with the kind `timeout`, and the next round starts afresh (rows are keyed: a batch the server did
-    /// commit is not stored twice). Connecting (TCP, TLS, authentication) is bounded by 30 s or this, if shorter.
+    /// commit is not stored twice). Connecting (TCP, TLS, authentication, the read-write check) is bounded by 30 s or
+    /// this, if shorter (besides PostgresNIO's own 5 s connect timeout).
     public var answerTimeoutMs: Millis = 300_000
     /// The limit on setting up a connection: 30 s, or `answerTimeoutMs` when shorter.
     public var connectLimitMs: Millis { min(30_000, answerTimeoutMs) }
@@ -230,7 +231,7 @@ public struct SyncSettings: Equatable, Sendable {
         out.answerTimeoutMs =
             s.duration(
                 "answer-timeout", in: 1000...3_600_000,
-                "1s…1h (how long a round waits for the central's answer to one statement before it closes the connection and tries again)"
+                "1s…1h (how long a round waits for the central's answer to one step (a batch and its commit) before it closes the connection and tries again)"
             )
             ?? out.answerTimeoutMs
         return out

@@ -202,6 +202,7 @@ public final class Syncer: @unchecked Sendable {
         let first = min(start?.first ?? 0, hosts.count - 1)
         var answers: [String] = []
         var lastError: SyncError?
+        var timeouts = 0
         for k in 0..<hosts.count {
             let i = (first + k) % hosts.count
             let endpoint = hosts[i]
@@ -219,6 +220,7 @@ public final class Syncer: @unchecked Sendable {
                 // A wrong password or TLS setting is the same on every node: said at once.
                 if hosts.count == 1 || e.kind == .authentication || e.kind == .configuration { throw e }
                 lastError = e
+                if e.kind == .timeout { timeouts += 1 }
                 answers.append("\(endpoint): \(Self.brief(error))")
                 continue
             }
@@ -242,6 +244,7 @@ public final class Syncer: @unchecked Sendable {
                 } catch {
                     try? await conn.close()
                     lastError = SyncError.from(error, url: settings.url)
+                    if lastError?.kind == .timeout { timeouts += 1 }
                     answers.append("\(endpoint): \(Self.brief(error))")
                     continue
                 }
@@ -250,7 +253,9 @@ public final class Syncer: @unchecked Sendable {
             return conn
         }
         if hosts.count == 1, let e = lastError, e.kind != .readOnly { throw e }
-        let kind: SyncError.Kind = lastError?.kind == .readOnly ? .readOnly : .connect
+        // Every host silent past the limit: a timeout (as one host alone says it), not a refusal.
+        let kind: SyncError.Kind =
+            lastError?.kind == .readOnly ? .readOnly : timeouts == hosts.count ? .timeout : .connect
         throw SyncError(
             kind,
             "\(URLRedaction.redact(settings.url)): no host \(wantWrites ? "takes writes" : "answers") (\(answers.joined(separator: "; "))); a cluster that is failing over has none for a few seconds: the rows wait and are sent when one does"
@@ -325,6 +330,15 @@ public final class Syncer: @unchecked Sendable {
     package static func initSchema(
         _ settings: SyncSettings, password: String?, logger: Logger = Logger(label: "vlogger.sync"),
         start: HostPicker? = nil
+    ) async throws -> (from: Int, to: Int) {
+        // Bounded by answer-timeout as a whole: the advisory lock waits for another gateway's migration.
+        try await bounded(settings, "creating or migrating the schema", limitMs: settings.answerTimeoutMs) {
+            try await initSchemaUnbounded(settings, password: password, logger: logger, start: start)
+        }
+    }
+
+    static func initSchemaUnbounded(
+        _ settings: SyncSettings, password: String?, logger: Logger, start: HostPicker?
     ) async throws -> (from: Int, to: Int) {
         try await withConnection(settings, password: password, logger: logger, start: start) { conn in
             try await conn.withTransaction(logger: logger) { conn in
@@ -487,15 +501,29 @@ public final class Syncer: @unchecked Sendable {
     /// Rows the server has of this gateway, by table.
     public func serverCounts() async throws -> [SyncTable: Int] {
         let (logger, gateway) = (self.logger, self.gateway)
-        return try await withConnection { conn in
-            var out: [SyncTable: Int] = [:]
-            for t in SyncTable.allCases {
-                let rows = try await conn.query(
-                    "SELECT count(*) FROM \(unescaped: t.rawValue) WHERE gateway = \(gateway)", logger: logger)
-                for try await n in rows.decode(Int64.self) { out[t] = Int(n) }
+        return try await Self.bounded(settings, "the central's counts") {
+            try await self.withConnection { conn in
+                var out: [SyncTable: Int] = [:]
+                for t in SyncTable.allCases {
+                    let rows = try await conn.query(
+                        "SELECT count(*) FROM \(unescaped: t.rawValue) WHERE gateway = \(gateway)", logger: logger)
+                    for try await n in rows.decode(Int64.self) { out[t] = Int(n) }
+                }
+                return out
             }
-            return out
         }
+    }
+
+    /// A command's short exchange with the central (`sync --status`, `outputs status`, `doctor`), bounded as a
+    /// whole by 30 s (or `answer-timeout`, if shorter): past it, the kind `timeout`. What it still holds is let go
+    /// when it ends, or with the process.
+    package static func bounded<T: Sendable>(
+        _ settings: SyncSettings, _ what: String, limitMs: Millis? = nil,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await within(
+            .milliseconds(limitMs ?? settings.connectLimitMs), "\(URLRedaction.redact(settings.url)): \(what)", body,
+            late: { _ in })
     }
 }
 
@@ -548,7 +576,9 @@ extension Syncer: OutboxConsumer {
     /// `outputs status`: the server answers and has the schema; nothing is written (not even the claim).
     public func probe() async throws {
         let logger = self.logger
-        try await withConnection { conn in try await Self.requireSchema(conn, logger) }
+        try await Self.bounded(settings, "the schema check") {
+            try await self.withConnection { conn in try await Self.requireSchema(conn, logger) }
+        }
     }
 
     /// This machine's name, as the claim records it (for the message a second gateway gets).
@@ -738,33 +768,53 @@ extension Syncer {
     /// that the round goes on to its error and the next round; a lost one stays suspended (the memory of one task
     /// per such incident).
     ///
-    /// With a `limit`, a statement the server has not answered by then is given up too: the connection is closed
+    /// With a `limit`, a step the server has not answered by then is given up too: the connection is closed
     /// (which fails whatever PostgresNIO still waits for on it) and the step throws `SyncError(.timeout)`. A live
     /// server that never answers (a commit waiting for a synchronous standby that is gone, a link that drops
-    /// packets without a reset) keeps a connection open for ever; only a limit ends that.
+    /// packets without a reset) keeps a connection open for ever; only a limit ends that. A caller cancelled
+    /// (the last round at shutdown, past its time) closes the connection the same way and gets CancellationError:
+    /// PostgresNIO's statements do not answer to task cancellation.
+    ///
+    /// Whether the connection closed is looked at every second while the step runs (a timer cancelled when it
+    /// ends), not by a callback on the connection's close: a connection the ingest keeps for days would gather one
+    /// such callback per batch.
     package static func untilClosed<T: Sendable>(
         _ conn: PostgresConnection, limit: Duration? = nil, _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let once = ResumeOnce<T>()
-        return try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
-            once.set(k)
-            Task {
-                do { once.resume(.success(try await operation())) } catch { once.resume(.failure(error)) }
-            }
-            let loop = conn.eventLoop
-            conn.closeFuture.whenComplete { _ in
-                loop.scheduleTask(in: .seconds(2)) {
-                    once.resume(.failure(SyncError(.connect, "the connection closed under a statement")))
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
+                once.set(k)
+                Task {
+                    do { once.resume(.success(try await operation())) } catch { once.resume(.failure(error)) }
+                }
+                let loop = conn.eventLoop
+                let closedAt = LoopBox<NIODeadline?>(nil)
+                let watch = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                    guard conn.isClosed else { return }
+                    guard let at = closedAt.value else { return closedAt.value = .now() }
+                    if .now() - at >= .seconds(2) {
+                        once.resume(.failure(SyncError(.connect, "the connection closed under a statement")))
+                    }
+                }
+                once.onDone { watch.cancel() }
+                if let limit {
+                    let timer = loop.scheduleTask(in: .nanoseconds(Self.nanoseconds(limit))) {
+                        // Said first, then the connection closed: what the close makes the step throw is not it.
+                        if once.resume(.failure(Self.noAnswer(limit))) { conn.close().whenComplete { _ in } }
+                    }
+                    once.onDone { timer.cancel() }
                 }
             }
-            if let limit {
-                let timer = loop.scheduleTask(in: .nanoseconds(Self.nanoseconds(limit))) {
-                    // Said first, then the connection closed: what the close makes the statement throw is not it.
-                    if once.resume(.failure(Self.noAnswer(limit))) { conn.close().whenComplete { _ in } }
-                }
-                once.onDone { timer.cancel() }
-            }
+        } onCancel: {
+            if once.resume(.failure(CancellationError())) { conn.close().whenComplete { _ in } }
         }
+    }
+
+    /// A value touched only on one event loop (the closures of its scheduled tasks).
+    final class LoopBox<V>: @unchecked Sendable {
+        var value: V
+        init(_ value: V) { self.value = value }
     }
 
     static func noAnswer(_ limit: Duration) -> SyncError {
@@ -781,56 +831,90 @@ extension Syncer {
 
     static func millis(_ d: Duration) -> Millis { Millis(nanoseconds(d) / 1_000_000) }
 
-    /// Runs `operation` (which makes something that must be let go: a connection) for at most `limit`; past it,
-    /// throws `SyncError(.timeout)` and hands what `operation` makes later to `late`. PostgresNIO's connect has
-    /// a time limit for TCP only: a server that takes the connection and never answers the startup would hold it.
+    /// Runs `operation` (which makes something that must be let go: a connection) for at most `limit`; past it
+    /// (or when the caller is cancelled), throws `SyncError(.timeout)` (CancellationError), cancels `operation`,
+    /// and hands what it still makes to `late`. PostgresNIO 1.33.2's own connect timeout (5 s here) covers the
+    /// startup too; this bound is vlogger's own, for a library that has lost a continuation under a failover
+    /// before (see above) and for a shorter `answer-timeout`.
     package static func within<T: Sendable>(
         _ limit: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T,
         late: @escaping @Sendable (T) async -> Void
     ) async throws -> T {
         let once = ResumeOnce<T>()
-        return try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
-            once.set(k)
-            Task {
-                do {
-                    let value = try await operation()
-                    if !once.resume(.success(value)) { await late(value) }
-                } catch { once.resume(.failure(error)) }
+        let work = LockedBox<Task<Void, Never>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
+                once.set(k)
+                work.set(
+                    Task {
+                        do {
+                            let value = try await operation()
+                            if !once.resume(.success(value)) { await late(value) }
+                        } catch { once.resume(.failure(error)) }
+                    })
+                let timer = Task {
+                    try await Task.sleep(for: limit)
+                    if once.resume(
+                        .failure(
+                            SyncError(.timeout, "\(what): no answer within \(DurationText.format(Self.millis(limit)))"))
+                    ) {
+                        work.get()?.cancel()
+                    }
+                }
+                once.onDone { timer.cancel() }
             }
-            let timer = Task {
-                try await Task.sleep(for: limit)
-                once.resume(
-                    .failure(
-                        SyncError(.timeout, "\(what): no answer within \(DurationText.format(Self.millis(limit)))")))
-            }
-            once.onDone { timer.cancel() }
+        } onCancel: {
+            if once.resume(.failure(CancellationError())) { work.get()?.cancel() }
         }
     }
 
-    /// A continuation resumed by whichever comes first.
+    final class LockedBox<V: Sendable>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: V
+        init(_ value: V) { self.value = value }
+        func set(_ v: V) { lock.withLock { value = v } }
+        func get() -> V { lock.withLock { value } }
+    }
+
+    /// A continuation resumed by whichever comes first. A result that comes before the continuation is set (a
+    /// caller cancelled before it began) is kept and given to it when it is.
     final class ResumeOnce<T: Sendable>: @unchecked Sendable {
         private let lock = NSLock()
         private var k: CheckedContinuation<T, any Error>?
+        private var early: Result<T, any Error>?
         private var done = false
         private var finish: [@Sendable () -> Void] = []
-        func set(_ k: CheckedContinuation<T, any Error>) { lock.withLock { self.k = k } }
-        /// True when this call resumed the continuation (the first one).
+
+        func set(_ k: CheckedContinuation<T, any Error>) {
+            let early: Result<T, any Error>? = lock.withLock {
+                if let e = self.early {
+                    self.early = nil
+                    return e
+                }
+                self.k = k
+                return nil
+            }
+            if let early { k.resume(with: early) }
+        }
+
+        /// True when this call was the first (the continuation is resumed with `r`, now or when it is set).
         @discardableResult
         func resume(_ r: Result<T, any Error>) -> Bool {
-            let (k, finish): (CheckedContinuation<T, any Error>?, [@Sendable () -> Void]) = lock.withLock {
-                guard !done else { return (nil, []) }
+            let (first, k, finish): (Bool, CheckedContinuation<T, any Error>?, [@Sendable () -> Void]) = lock.withLock {
+                guard !done else { return (false, nil, []) }
                 done = true
-                defer {
-                    self.k = nil
-                    self.finish = []
-                }
-                return (self.k, self.finish)
+                let out = (true, self.k, self.finish)
+                if self.k == nil { early = r }
+                self.k = nil
+                self.finish = []
+                return out
             }
-            guard let k else { return false }
+            guard first else { return false }
             for f in finish { f() }
-            k.resume(with: r)
+            k?.resume(with: r)
             return true
         }
+
         /// Runs `f` once resumed (at once if it already was): a timer cancelled when no longer needed.
         func onDone(_ f: @escaping @Sendable () -> Void) {
             let now: Bool = lock.withLock {

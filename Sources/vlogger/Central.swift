@@ -63,7 +63,7 @@ struct CentralCommand: AsyncParsableCommand {
 
         @Option(
             help:
-                "A statement the central leaves unanswered this long closes the connection; the batch's messages stay with the broker and come again (1s…1h)."
+                "A step (a batch's statements and commit) the central leaves unanswered this long closes the connection; the batch's messages stay with the broker and come again (1s…1h)."
         )
         var answerTimeout = "5m"
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import VLoggerMQTT
+import VLoggerIngest
 import VLoggerModel
 import VLoggerOutbox
 import VLoggerService
@@ -171,6 +172,45 @@ struct FanInTests {
                 "\(table): \(zip(a, b).first { $0 != $1 }.map { "\($0.0)\n≠ \($0.1)" } ?? "counts \(a.count) vs \(b.count)")"
             )
         }
+    }
+
+    /// A batch whose commit takes longer than the keep-alive allows (a slow central) must not cost the broker's
+    /// connection: the broker gives up on a client silent for one and a half keep-alives (MQTT 3.1.1 §3.1.2.10,
+    /// docs/reference/mqtt-subscriber.md), and would send the batch again to the next one. Against mosquitto, with
+    /// a keep-alive of 1 s and a "commit" of 3 s: a subscriber left alone is dropped; one waited for with
+    /// `awaitTending` keeps its connection and goes on receiving.
+    @Test func aLongCommitKeepsTheBrokersConnection() async throws {
+        let broker = try MQTTTests.Broker.start()
+        defer { broker.stop() }
+        func subscriber(_ id: String) throws -> MQTTSubscriber {
+            var o = MQTTSubscriber.Options(host: "127.0.0.1", port: Int(broker.port) ?? 0, clientID: id)
+            o.keepAliveSeconds = 1
+            o.filters = ["vlogger/keepalive/#"]
+            let s = MQTTSubscriber(o)
+            try s.connect()
+            return s
+        }
+        let idle = try subscriber("keepalive-idle")
+        let busy = try subscriber("keepalive-busy")
+        defer {
+            idle.close(graceful: true)
+            busy.close(graceful: true)
+        }
+        let commit = Task { () async throws -> Int in
+            try await Task.sleep(for: .seconds(3))
+            return 7
+        }
+        #expect(try await CentralIngest.awaitTending(commit, busy, every: .milliseconds(200)) == 7)
+        // The one left alone: the broker closed its connection (read now, at its next call).
+        #expect(throws: IngestError.self) {
+            try idle.tend()
+            _ = try idle.receive(max: 1, waitMs: 300, lingerMs: 10)
+        }
+        #expect(!idle.isConnected)
+        // The tended one is still connected and answers.
+        try busy.tend()
+        #expect(try busy.receive(max: 1, waitMs: 300, lingerMs: 10).isEmpty)
+        #expect(busy.isConnected)
     }
 
     /// A three-node NATS cluster of the test's own (bench/nats/nats.sh).

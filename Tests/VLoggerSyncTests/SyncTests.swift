@@ -538,8 +538,9 @@ struct CentralSyncTests {
     }
 
     /// A server that takes the TCP connection and never answers the startup (a process that hangs, a proxy whose
-    /// backend does): PostgresNIO's connect timeout covers TCP only, so without a limit of vlogger's own the round
-    /// would wait for ever. With `answer-timeout` at 1 s the round ends with the kind `timeout`, naming the host.
+    /// backend does). PostgresNIO 1.33.2's connect timeout (5 s here) covers the startup too; vlogger's own limit
+    /// (30 s, or `answer-timeout` when shorter) is there for a library that lost a continuation before. With
+    /// `answer-timeout` at 1 s, vlogger's limit comes first: the round ends with the kind `timeout`, naming the host.
     @Test func aServerThatNeverAnswersTheStartupIsATimeout() async throws {
         var s = TestServer.settings(database: "postgres")
         // Listening, never accepting: the kernel completes the handshake (the backlog) and nothing ever answers.

@@ -61,6 +61,26 @@ package struct OutputJob: Service {
         return Backoff(baseMs: base, capMs: max(maxBackoffMs, base))
     }
 
+    /// One round; once the service is asked to stop, the round in hand has `graceMs` more to finish, and is then
+    /// cancelled (a destination that stopped answering would otherwise hold the stop until its own time limit,
+    /// past systemd's `TimeoutStopSec`). What it had not delivered stays in the store.
+    static func round(
+        _ pump: OutboxPump, pace: (@Sendable (Int) async throws -> Void)?, graceMs: Millis
+    ) async throws -> OutboxRound {
+        try await withThrowingTaskGroup(of: OutboxRound?.self) { group in
+            group.addTask { try await pump.round(pace: pace) }
+            group.addTask {
+                // Without a service around it (a benchmark, a test), this waits until the round ends.
+                try await gracefulShutdown()
+                try await Task.sleep(for: .milliseconds(graceMs))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let r = first else { throw CancellationError() }
+            return r
+        }
+    }
+
     package func run() async {
         let consumer = pump.consumer
         metrics.enableOutput(
@@ -73,7 +93,7 @@ package struct OutputJob: Service {
             var sent: [SyncTable: Int] = [:]
             var failure: OutboxFailure?
             do {
-                let r = try await pump.round(pace: Self.pace(consumer.replayRowsPerSecond))
+                let r = try await Self.round(pump, pace: Self.pace(consumer.replayRowsPerSecond), graceMs: finalRoundMs)
                 sent = r.sent
                 if backoff.failures > 0 {
                     logger.notice(
