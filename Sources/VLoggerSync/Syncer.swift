@@ -785,6 +785,8 @@ extension Syncer {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
                 once.set(k)
+                // Cancelled before it began: nothing to start.
+                guard !once.isDone else { return }
                 Task {
                     do { once.resume(.success(try await operation())) } catch { once.resume(.failure(error)) }
                 }
@@ -845,6 +847,7 @@ extension Syncer {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
                 once.set(k)
+                guard !once.isDone else { return }
                 work.set(
                     Task {
                         do {
@@ -896,6 +899,8 @@ extension Syncer {
             }
             if let early { k.resume(with: early) }
         }
+
+        var isDone: Bool { lock.withLock { done } }
 
         /// True when this call was the first (the continuation is resumed with `r`, now or when it is set).
         @discardableResult

@@ -58,7 +58,10 @@ struct CentralCommand: AsyncParsableCommand {
         @Option(help: "A batch closes this long after its first message at the latest (e.g. 200ms, 1s).")
         var linger = "200ms"
 
-        @Option(help: "Stop once no message came for this long (e.g. 10s): drain and exit.")
+        @Option(
+            help:
+                "Stop once no message came for this long (e.g. 10s): drain and exit. While the broker or the central cannot be reached it gives up after this or 60 s, whichever is longer."
+        )
         var untilIdle: String?
 
         @Option(

@@ -126,6 +126,28 @@ struct ClusterSyncTests {
         try await waitUntil(seconds, what) { ended.isSet }
     }
 
+    /// The schema, made as the service would make it: a round that fails is tried again (three times). A failure
+    /// prints what each node's sessions were doing (seen once in a CI run: a node's first connection left its
+    /// `SHOW transaction_read_only` unanswered for the whole 30 s limit, right after the cluster started).
+    static func initSchema(_ syncer: Syncer, _ c: Cluster) async throws {
+        for attempt in 1...3 {
+            do {
+                _ = try await syncer.initSchema()
+                return
+            } catch {
+                print("cluster: initSchema attempt \(attempt) failed: \(error)")
+                for port in c.nodes {
+                    let rows =
+                        (try? await c.psql(
+                            "SELECT pid, backend_type, state, coalesce(wait_event_type, '-'), coalesce(wait_event, '-'), pg_is_in_recovery(), left(query, 60) FROM pg_stat_activity",
+                            port: port)) ?? ["(no answer)"]
+                    print("cluster: node \(port): " + rows.joined(separator: " / "))
+                }
+                if attempt == 3 { throw error }
+            }
+        }
+    }
+
     static let quiet: Logger = {
         var l = Logger(label: "vlogger.cluster-test")
         l.logLevel = ProcessInfo.processInfo.environment["VLOGGER_CLUSTER_LOG"] == nil ? .critical : .debug
@@ -193,7 +215,7 @@ struct ClusterSyncTests {
                 ))
         }
         defer { for (_, s, _) in gateways { Self.discard(s) } }
-        _ = try await gateways[0].2.initSchema()
+        try await Self.initSchema(gateways[0].2, c)
         // Each gateway its own metrics, as each is a service of its own.
         let jobs = gateways.map { (_, store, syncer) in
             OutputJob(
@@ -291,7 +313,7 @@ struct ClusterSyncTests {
         var settings = try c.settings(c.nodesURL(db))
         settings.safetyWindowMs = 0
         let syncer = try Syncer(settings: settings, store: store, gateway: "gw-tail", site: "t")
-        _ = try await syncer.initSchema()
+        try await Self.initSchema(syncer, c)
         let old = Millis.now() - 10 * 86_400_000
         try store.write(try Self.readings("gw-tail", from: 0, count: 1000, time: old))
         #expect(try await syncer.syncOnce().sent[.readings] == 1000)
@@ -354,7 +376,7 @@ struct ClusterSyncTests {
             syncers.append(try Syncer(settings: settings, store: store, gateway: id, site: "t"))
         }
         defer { for (_, s) in stores { Self.discard(s) } }
-        _ = try await syncers[0].initSchema()
+        try await Self.initSchema(syncers[0], c)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for s in syncers { group.addTask { _ = try await s.syncOnce() } }
             try await group.waitForAll()
