@@ -791,10 +791,10 @@ extension Syncer {
                     do { once.resume(.success(try await operation())) } catch { once.resume(.failure(error)) }
                 }
                 let loop = conn.eventLoop
-                let closedAt = LoopBox<NIODeadline?>(nil)
+                let closedAt = LockedBox<NIODeadline?>(nil)
                 let watch = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
                     guard conn.isClosed else { return }
-                    guard let at = closedAt.value else { return closedAt.value = .now() }
+                    guard let at = closedAt.get() else { return closedAt.set(.now()) }
                     if .now() - at >= .seconds(2) {
                         once.resume(.failure(SyncError(.connect, "the connection closed under a statement")))
                     }
@@ -811,12 +811,6 @@ extension Syncer {
         } onCancel: {
             if once.resume(.failure(CancellationError())) { conn.close().whenComplete { _ in } }
         }
-    }
-
-    /// A value touched only on one event loop (the closures of its scheduled tasks).
-    final class LoopBox<V>: @unchecked Sendable {
-        var value: V
-        init(_ value: V) { self.value = value }
     }
 
     static func noAnswer(_ limit: Duration) -> SyncError {
@@ -871,6 +865,7 @@ extension Syncer {
         }
     }
 
+    /// A value shared between tasks and event-loop closures.
     final class LockedBox<V: Sendable>: @unchecked Sendable {
         private let lock = NSLock()
         private var value: V

@@ -508,10 +508,8 @@ struct CentralSyncTests {
                 && store.outboxBacklog("postgres", .readings).rows == 0)
     }
 
-    /// A server nobody listens on (the link or the server is down): a connect error within the connect timeout.
-    @Test func noServerIsAConnectError() async throws {
-        var s = TestServer.settings(database: "postgres")
-        // A port that was free a moment ago: nothing listens there.
+    /// A TCP socket bound to a free port of 127.0.0.1, and that port.
+    static func loopbackSocket() -> (Int32, Int) {
         let sock = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -523,8 +521,16 @@ struct CentralSyncTests {
         _ = withUnsafeMutablePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(sock, $0, &len) }
         }
+        return (sock, Int(UInt16(bigEndian: addr.sin_port)))
+    }
+
+    /// A server nobody listens on (the link or the server is down): a connect error within the connect timeout.
+    @Test func noServerIsAConnectError() async throws {
+        var s = TestServer.settings(database: "postgres")
+        // A port that was free a moment ago: nothing listens there.
+        let (sock, port) = Self.loopbackSocket()
         close(sock)
-        s.port = Int(UInt16(bigEndian: addr.sin_port))
+        s.port = port
         let syncer = try Syncer(
             settings: s, store: try localStore(gateway: "gw-x", readings: 1, events: 0), gateway: "gw-x", site: nil)
         let started = Date()
@@ -544,20 +550,10 @@ struct CentralSyncTests {
     @Test func aServerThatNeverAnswersTheStartupIsATimeout() async throws {
         var s = TestServer.settings(database: "postgres")
         // Listening, never accepting: the kernel completes the handshake (the backlog) and nothing ever answers.
-        let sock = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let (sock, port) = Self.loopbackSocket()
         defer { close(sock) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(sock, $0, len) }
-        }
         #expect(listen(sock, 8) == 0)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(sock, $0, &len) }
-        }
-        s.port = Int(UInt16(bigEndian: addr.sin_port))
+        s.port = port
         s.answerTimeoutMs = 1000
         let store = try localStore(gateway: "gw-mute", readings: 3, events: 0)
         let syncer = try Syncer(settings: s, store: store, gateway: "gw-mute", site: nil)
